@@ -1,0 +1,336 @@
+//! The decision: given an outcome, the job's counters, the policy, `now` and a jitter source,
+//! what happens to the job next.
+//!
+//! Owns the ceilings (attempts, unknown attempts, deferrals, deadline), the choice between a
+//! server-given wait and backoff, and the one-line human reason. Does not own storage or time:
+//! the caller applies the decision and passes `now` in.
+
+use crate::classify::{classify, status_phrase, Basis, Category, Classification};
+use crate::duration::Human;
+use crate::jitter::Jitter;
+use crate::outcome::{HandlerOutcome, Outcome};
+use crate::policy::Policy;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::fmt::{self, Write};
+use std::time::Duration;
+
+/// What the policy needs to know about the job besides the outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobCounters {
+    /// Failed attempts before this one (transient and unknown). Deferrals are not failures.
+    pub failures: u32,
+    /// Of those, the unknown ones.
+    pub unknown_failures: u32,
+    /// Deferrals before this one.
+    pub deferrals: u32,
+    /// When the job was first enqueued; `max_age` counts from here.
+    pub enqueued_at: Timestamp,
+    /// The job's own deadline, if it has one.
+    pub deadline: Option<Timestamp>,
+    /// Whether the request carried an idempotency key.
+    pub has_idempotency_key: bool,
+    /// The delay chosen after the previous attempt; decorrelated jitter grows from it.
+    pub last_delay: Option<Duration>,
+}
+
+impl JobCounters {
+    /// A job enqueued at `enqueued_at` that has not run yet.
+    pub fn new(enqueued_at: Timestamp) -> Self {
+        JobCounters {
+            failures: 0,
+            unknown_failures: 0,
+            deferrals: 0,
+            enqueued_at,
+            deadline: None,
+            has_idempotency_key: false,
+            last_delay: None,
+        }
+    }
+
+    /// The counters after `decision` is applied: a retry or a dead-end failure counts an attempt
+    /// (and an unknown one if it was unknown), a deferral counts a deferral and nothing else.
+    pub fn after(&self, decision: &Decision) -> JobCounters {
+        let mut next = *self;
+        let category = decision.classification.category;
+        let failed = matches!(category, Category::Transient | Category::Unknown)
+            && matches!(decision.action, Action::Retry { .. } | Action::Dead(_));
+        if failed {
+            next.failures = next.failures.saturating_add(1);
+            if category == Category::Unknown {
+                next.unknown_failures = next.unknown_failures.saturating_add(1);
+            }
+        }
+        match decision.action {
+            Action::Defer { delay, .. } => {
+                next.deferrals = next.deferrals.saturating_add(1);
+                next.last_delay = Some(delay);
+            }
+            Action::Retry { delay, .. } => next.last_delay = Some(delay),
+            Action::Complete | Action::Dead(_) => {}
+        }
+        next
+    }
+}
+
+/// Why a job is dead: the dead-letter categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadCategory {
+    /// Retrying cannot help (a 400, a 404, a DNS name that does not exist...).
+    Permanent,
+    /// Transient failures reached `max_attempts`.
+    TransientExhausted,
+    /// Unknown failures reached `max_unknown_attempts` (or the last of `max_attempts` was unknown).
+    UnknownExhausted,
+    /// Deferrals reached `max_deferrals`.
+    DeferralExhausted,
+    /// The next try would land after the deadline.
+    DeadlineExceeded,
+}
+
+impl DeadCategory {
+    pub const ALL: [DeadCategory; 5] = [
+        DeadCategory::Permanent,
+        DeadCategory::TransientExhausted,
+        DeadCategory::UnknownExhausted,
+        DeadCategory::DeferralExhausted,
+        DeadCategory::DeadlineExceeded,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeadCategory::Permanent => "permanent",
+            DeadCategory::TransientExhausted => "transient_exhausted",
+            DeadCategory::UnknownExhausted => "unknown_exhausted",
+            DeadCategory::DeferralExhausted => "deferral_exhausted",
+            DeadCategory::DeadlineExceeded => "deadline_exceeded",
+        }
+    }
+}
+
+impl fmt::Display for DeadCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens to the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Complete,
+    /// Run again at `at`; counts an attempt.
+    Retry { at: Timestamp, delay: Duration },
+    /// Run again at `until`; counts a deferral, not an attempt.
+    Defer { until: Timestamp, delay: Duration },
+    /// Stop; the job goes to the dead letters under this category.
+    Dead(DeadCategory),
+}
+
+impl Action {
+    /// `complete`, `retry`, `defer` or `dead`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Action::Complete => "complete",
+            Action::Retry { .. } => "retry",
+            Action::Defer { .. } => "defer",
+            Action::Dead(_) => "dead",
+        }
+    }
+
+    /// The delay before the next run, for retries and deferrals.
+    pub const fn delay(&self) -> Option<Duration> {
+        match self {
+            Action::Retry { delay, .. } | Action::Defer { delay, .. } => Some(*delay),
+            Action::Complete | Action::Dead(_) => None,
+        }
+    }
+
+    /// When the job runs next, for retries and deferrals.
+    pub const fn next_run(&self) -> Option<Timestamp> {
+        match self {
+            Action::Retry { at, .. } => Some(*at),
+            Action::Defer { until, .. } => Some(*until),
+            Action::Complete | Action::Dead(_) => None,
+        }
+    }
+}
+
+/// The decision, with what led to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub action: Action,
+    pub classification: Classification,
+    /// One line fit for a dashboard: `429 rate limited; Retry-After 30s; deferral 3 of 20`.
+    pub reason: String,
+}
+
+impl Decision {
+    /// The category to show: the dead-letter category for a dead job, the outcome's otherwise.
+    pub fn category_str(&self) -> &'static str {
+        match self.action {
+            Action::Dead(c) => c.as_str(),
+            _ => self.classification.category.as_str(),
+        }
+    }
+}
+
+/// Decides what happens after one attempt. Pure: same inputs, same decision.
+pub fn decide(
+    outcome: &Outcome,
+    job: &JobCounters,
+    policy: &Policy,
+    now: Timestamp,
+    jitter: &mut dyn Jitter,
+) -> Decision {
+    let classification = classify(outcome, job.has_idempotency_key, policy, now);
+    let mut reason = String::with_capacity(96);
+    describe_outcome(&mut reason, outcome, &classification);
+    let action = act(&classification, job, policy, now, jitter, &mut reason);
+    Decision {
+        action,
+        classification,
+        reason,
+    }
+}
+
+fn act(
+    c: &Classification,
+    job: &JobCounters,
+    policy: &Policy,
+    now: Timestamp,
+    jitter: &mut dyn Jitter,
+    reason: &mut String,
+) -> Action {
+    // Writing to a String cannot fail, so the results of write! below are ignored.
+    let (failure_no, unknown_no) = (job.failures + 1, job.unknown_failures + 1);
+    let delay = match c.category {
+        Category::Success => return Action::Complete,
+        Category::Permanent => {
+            reason.push_str("; permanent, not retried");
+            return Action::Dead(DeadCategory::Permanent);
+        }
+        Category::Defer => {
+            let deferral_no = job.deferrals.saturating_add(1);
+            if job.deferrals >= policy.max_deferrals {
+                let _ = write!(reason, "; deferral {deferral_no} over the limit of {}", policy.max_deferrals);
+                return Action::Dead(DeadCategory::DeferralExhausted);
+            }
+            let delay = wait_or_backoff(c, &policy.deferral, deferral_no, job, policy, jitter, reason);
+            let _ = write!(reason, "; deferral {deferral_no} of {}", policy.max_deferrals);
+            delay
+        }
+        Category::Transient => {
+            let _ = write!(reason, "; attempt {failure_no} of {}", policy.max_attempts);
+            if failure_no >= policy.max_attempts {
+                reason.push_str(", retries exhausted");
+                return Action::Dead(DeadCategory::TransientExhausted);
+            }
+            wait_or_backoff(c, &policy.transient, failure_no, job, policy, jitter, reason)
+        }
+        Category::Unknown => {
+            let _ = write!(
+                reason,
+                "; attempt {failure_no} of {}, unknown outcome {unknown_no} of {}",
+                policy.max_attempts, policy.max_unknown_attempts
+            );
+            if unknown_no >= policy.max_unknown_attempts || failure_no >= policy.max_attempts {
+                reason.push_str(", retries exhausted");
+                return Action::Dead(DeadCategory::UnknownExhausted);
+            }
+            wait_or_backoff(c, &policy.unknown, failure_no, job, policy, jitter, reason)
+        }
+    };
+
+    let at = now.saturating_add(delay);
+    let age_limit = policy.max_age.map(|a| job.enqueued_at.saturating_add(a));
+    let deadline = match (job.deadline, age_limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if let Some(deadline) = deadline {
+        if at > deadline {
+            let _ = write!(reason, "; next try at {at} would pass the deadline {deadline}");
+            return Action::Dead(DeadCategory::DeadlineExceeded);
+        }
+    }
+    if c.category == Category::Defer {
+        Action::Defer { until: at, delay }
+    } else {
+        Action::Retry { at, delay }
+    }
+}
+
+/// The delay before the next run: the server-given wait plus a jitter that only pushes later, or,
+/// without one, the category's backoff for the `n`-th occurrence.
+fn wait_or_backoff(
+    c: &Classification,
+    backoff: &crate::backoff::Backoff,
+    n: u32,
+    job: &JobCounters,
+    policy: &Policy,
+    jitter: &mut dyn Jitter,
+    reason: &mut String,
+) -> Duration {
+    if let Some(w) = c.server_wait {
+        let _ = write!(reason, "; {} {}", w.source, Human(w.requested));
+        if w.clamped {
+            let _ = write!(reason, " clamped to {}", Human(w.delay));
+        }
+        let extra = policy.server_wait_jitter.mul_f64(jitter.unit());
+        w.delay.saturating_add(extra)
+    } else {
+        let delay = backoff.delay(n, job.last_delay, jitter);
+        let _ = write!(
+            reason,
+            "; {} backoff {}",
+            backoff.strategy.as_str(),
+            Human(delay)
+        );
+        delay
+    }
+}
+
+/// The head of the reason: what happened and, when it was not the built-in table, who said so.
+fn describe_outcome(out: &mut String, outcome: &Outcome, c: &Classification) {
+    match outcome {
+        Outcome::Response(r) => {
+            let _ = write!(out, "{} {}", r.status, status_phrase(r.status));
+        }
+        Outcome::Transport(e) => {
+            for (i, word) in e.as_str().split('-').enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(if word == "dns" { "DNS" } else if word == "tls" { "TLS" } else { word });
+            }
+        }
+        Outcome::Handler(h) => match h {
+            HandlerOutcome::Success => out.push_str("handler succeeded"),
+            HandlerOutcome::Transient { reason }
+            | HandlerOutcome::Permanent { reason }
+            | HandlerOutcome::Unknown { reason }
+            | HandlerOutcome::DeferUntil { reason, .. } => {
+                let _ = write!(out, "handler: {}", one_line(reason));
+            }
+        },
+    }
+    match c.basis {
+        Basis::Default | Basis::Handler => {}
+        Basis::Rule(i) => {
+            let _ = write!(out, " (policy rule {}: {})", i + 1, c.category);
+        }
+        Basis::Hint(header, retry) => {
+            let _ = write!(out, " ({header}: {retry})");
+        }
+    }
+}
+
+/// A handler's message cut to one line of bounded length, so a reason stays one line.
+fn one_line(s: &str) -> &str {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(200) {
+        Some((i, _)) => &line[..i],
+        None => line,
+    }
+}
