@@ -4,7 +4,7 @@
 //! [`Jitter`]. Every delay is at most the cap, whatever the inputs.
 
 use crate::duration::serde_human;
-use crate::jitter::Jitter;
+use crate::jitter::{unit, Jitter};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -69,15 +69,15 @@ impl Backoff {
         let secs = match self.strategy {
             Strategy::Fixed => base,
             Strategy::Exponential => exp(),
-            Strategy::FullJitter => jitter.unit() * exp(),
+            Strategy::FullJitter => unit(jitter) * exp(),
             Strategy::EqualJitter => {
                 let e = exp();
-                e / 2.0 + jitter.unit() * e / 2.0
+                e / 2.0 + unit(jitter) * e / 2.0
             }
             Strategy::Decorrelated => {
                 let prev = previous.map_or(base, |p| p.as_secs_f64());
                 let hi = (prev * 3.0).max(base);
-                (base + jitter.unit() * (hi - base)).min(cap)
+                (base + unit(jitter) * (hi - base)).min(cap)
             }
         };
         // Float rounding must not push a delay past the cap.

@@ -277,7 +277,7 @@ fn wait_or_backoff(
         if w.clamped {
             let _ = write!(reason, " clamped to {}", Human(w.delay));
         }
-        let extra = policy.server_wait_jitter.mul_f64(jitter.unit());
+        let extra = policy.server_wait_jitter.mul_f64(crate::jitter::unit(jitter));
         w.delay.saturating_add(extra)
     } else {
         let delay = backoff.delay(n, job.last_delay, jitter);

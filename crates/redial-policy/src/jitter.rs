@@ -10,6 +10,17 @@ pub trait Jitter {
     fn unit(&mut self) -> f64;
 }
 
+/// Reads `jitter` and forces the value into `[0, 1)`, so that a faulty source (NaN, negative,
+/// one or more) can never push a delay past its cap or before a server's instant.
+pub(crate) fn unit(jitter: &mut dyn Jitter) -> f64 {
+    let u = jitter.unit();
+    if u.is_nan() {
+        0.0
+    } else {
+        u.clamp(0.0, 1.0 - f64::EPSILON)
+    }
+}
+
 /// SplitMix64 (Steele, Lea and Flood): tiny, fast, and good enough to spread retries.
 /// Not for cryptography.
 #[derive(Clone, Debug)]

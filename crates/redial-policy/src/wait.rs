@@ -212,15 +212,16 @@ fn parse_ratelimit_field(v: &str) -> Option<Duration> {
 }
 
 /// A non-negative decimal number (`30`, `2.0`, `.5`) times `unit_nanos` nanoseconds. No sign, no
-/// exponent, no surrounding text besides spaces.
+/// exponent, no surrounding text besides spaces. A number too large for a `Duration` saturates,
+/// so that an absurd wait is clamped rather than ignored.
 fn parse_decimal(v: &str, unit_nanos: u128) -> Option<Duration> {
     let b = v.trim().as_bytes();
     let mut whole: u128 = 0;
     let mut i = 0;
     while i < b.len() && b[i].is_ascii_digit() {
         whole = whole
-            .checked_mul(10)?
-            .checked_add(u128::from(b[i] - b'0'))?;
+            .saturating_mul(10)
+            .saturating_add(u128::from(b[i] - b'0'));
         i += 1;
     }
     let mut digits = i;
@@ -240,9 +241,11 @@ fn parse_decimal(v: &str, unit_nanos: u128) -> Option<Duration> {
         return None;
     }
     let nanos = whole
-        .checked_mul(unit_nanos)?
-        .checked_add(frac * unit_nanos / scale)?;
-    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
-    // The remainder of a division by 1e9 always fits in u32.
+        .saturating_mul(unit_nanos)
+        .saturating_add(frac * unit_nanos / scale);
+    let Ok(secs) = u64::try_from(nanos / 1_000_000_000) else {
+        return Some(Duration::MAX);
+    };
+    // The remainder of a division by 1e9 always fits in u32 and cannot overflow `secs`.
     Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
