@@ -54,7 +54,12 @@ pub struct Backoff {
 impl Backoff {
     /// The delay before the attempt after the `failures`-th failure (1 for the first), given the
     /// delay chosen last time, if any (decorrelated jitter grows from it).
-    pub fn delay(&self, failures: u32, previous: Option<Duration>, jitter: &mut dyn Jitter) -> Duration {
+    pub fn delay(
+        &self,
+        failures: u32,
+        previous: Option<Duration>,
+        jitter: &mut dyn Jitter,
+    ) -> Duration {
         let cap = self.cap.as_secs_f64();
         let base = self.base.as_secs_f64().min(cap);
         let exp = || {
@@ -92,15 +97,29 @@ mod tests {
     use super::*;
     use crate::jitter::FixedJitter;
 
-    fn check(strategy: Strategy, failures: u32, previous_ms: Option<u64>, unit: f64, expected_ms: u64) {
+    fn check(
+        strategy: Strategy,
+        failures: u32,
+        previous_ms: Option<u64>,
+        unit: f64,
+        expected_ms: u64,
+    ) {
         let b = Backoff {
             strategy,
             base: Duration::from_secs(1),
             factor: 2.0,
             cap: Duration::from_secs(60),
         };
-        let got = b.delay(failures, previous_ms.map(Duration::from_millis), &mut FixedJitter(unit));
-        assert_eq!(got.as_millis() as u64, expected_ms, "{strategy:?} n={failures} unit={unit}");
+        let got = b.delay(
+            failures,
+            previous_ms.map(Duration::from_millis),
+            &mut FixedJitter(unit),
+        );
+        assert_eq!(
+            got.as_millis() as u64,
+            expected_ms,
+            "{strategy:?} n={failures} unit={unit}"
+        );
     }
 
     #[test]

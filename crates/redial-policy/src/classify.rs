@@ -114,8 +114,16 @@ pub fn classify(
     }
 }
 
-fn classify_response(r: &Response, has_key: bool, policy: &Policy, now: Timestamp) -> Classification {
-    let rule = policy.rules.iter().position(|rule| rule.matches_response(r));
+fn classify_response(
+    r: &Response,
+    has_key: bool,
+    policy: &Policy,
+    now: Timestamp,
+) -> Classification {
+    let rule = policy
+        .rules
+        .iter()
+        .position(|rule| rule.matches_response(r));
     let success = (200..300).contains(&r.status);
     if success && rule.is_none() {
         // The hot path: nothing to parse.
@@ -172,7 +180,12 @@ fn response_default(status: u16, has_key: bool, has_wait: bool, policy: &Policy)
     match status {
         200..=299 => Category::Success,
         429 | 529 => Category::Defer,
-        _ if has_wait && policy.defer_with_server_wait.iter().any(|m| m.matches(status)) => {
+        _ if has_wait
+            && policy
+                .defer_with_server_wait
+                .iter()
+                .any(|m| m.matches(status)) =>
+        {
             Category::Defer
         }
         408 | 502 | 503 | 504 => Category::Transient,

@@ -120,9 +120,15 @@ impl fmt::Display for DeadCategory {
 pub enum Action {
     Complete,
     /// Run again at `at`; counts an attempt.
-    Retry { at: Timestamp, delay: Duration },
+    Retry {
+        at: Timestamp,
+        delay: Duration,
+    },
     /// Run again at `until`; counts a deferral, not an attempt.
-    Defer { until: Timestamp, delay: Duration },
+    Defer {
+        until: Timestamp,
+        delay: Duration,
+    },
     /// Stop; the job goes to the dead letters under this category.
     Dead(DeadCategory),
 }
@@ -213,11 +219,27 @@ fn act(
         Category::Defer => {
             let deferral_no = job.deferrals.saturating_add(1);
             if job.deferrals >= policy.max_deferrals {
-                let _ = write!(reason, "; deferral {deferral_no} over the limit of {}", policy.max_deferrals);
+                let _ = write!(
+                    reason,
+                    "; deferral {deferral_no} over the limit of {}",
+                    policy.max_deferrals
+                );
                 return Action::Dead(DeadCategory::DeferralExhausted);
             }
-            let delay = wait_or_backoff(c, &policy.deferral, deferral_no, job, policy, jitter, reason);
-            let _ = write!(reason, "; deferral {deferral_no} of {}", policy.max_deferrals);
+            let delay = wait_or_backoff(
+                c,
+                &policy.deferral,
+                deferral_no,
+                job,
+                policy,
+                jitter,
+                reason,
+            );
+            let _ = write!(
+                reason,
+                "; deferral {deferral_no} of {}",
+                policy.max_deferrals
+            );
             delay
         }
         Category::Transient => {
@@ -226,7 +248,15 @@ fn act(
                 reason.push_str(", retries exhausted");
                 return Action::Dead(DeadCategory::TransientExhausted);
             }
-            wait_or_backoff(c, &policy.transient, failure_no, job, policy, jitter, reason)
+            wait_or_backoff(
+                c,
+                &policy.transient,
+                failure_no,
+                job,
+                policy,
+                jitter,
+                reason,
+            )
         }
         Category::Unknown => {
             let _ = write!(
@@ -250,7 +280,10 @@ fn act(
     };
     if let Some(deadline) = deadline {
         if at > deadline {
-            let _ = write!(reason, "; next try at {at} would pass the deadline {deadline}");
+            let _ = write!(
+                reason,
+                "; next try at {at} would pass the deadline {deadline}"
+            );
             return Action::Dead(DeadCategory::DeadlineExceeded);
         }
     }
@@ -277,7 +310,9 @@ fn wait_or_backoff(
         if w.clamped {
             let _ = write!(reason, " clamped to {}", Human(w.delay));
         }
-        let extra = policy.server_wait_jitter.mul_f64(crate::jitter::unit(jitter));
+        let extra = policy
+            .server_wait_jitter
+            .mul_f64(crate::jitter::unit(jitter));
         w.delay.saturating_add(extra)
     } else {
         let delay = backoff.delay(n, job.last_delay, jitter);
@@ -297,14 +332,7 @@ fn describe_outcome(out: &mut String, outcome: &Outcome, c: &Classification) {
         Outcome::Response(r) => {
             let _ = write!(out, "{} {}", r.status, status_phrase(r.status));
         }
-        Outcome::Transport(e) => {
-            for (i, word) in e.as_str().split('-').enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(if word == "dns" { "DNS" } else if word == "tls" { "TLS" } else { word });
-            }
-        }
+        Outcome::Transport(e) => out.push_str(e.phrase()),
         Outcome::Handler(h) => match h {
             HandlerOutcome::Success => out.push_str("handler succeeded"),
             HandlerOutcome::Transient { reason }

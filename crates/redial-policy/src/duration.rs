@@ -30,7 +30,9 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         let mut frac_scale: u128 = 1;
         let start = i;
         while i < b.len() && b[i].is_ascii_digit() {
-            whole = whole.checked_mul(10)?.checked_add(u128::from(b[i] - b'0'))?;
+            whole = whole
+                .checked_mul(10)?
+                .checked_add(u128::from(b[i] - b'0'))?;
             i += 1;
         }
         let mut digits = i - start;

@@ -125,6 +125,28 @@ impl TransportError {
     }
 }
 
+impl TransportError {
+    /// A few words for reasons: `read timeout`, `DNS name not found`.
+    pub const fn phrase(self) -> &'static str {
+        match self {
+            TransportError::ConnectionRefused => "connection refused",
+            TransportError::ConnectionReset => "connection reset",
+            TransportError::DnsNotFound => "DNS name not found",
+            TransportError::DnsTemporary => "DNS temporary failure",
+            TransportError::ConnectTimeout => "connect timeout",
+            TransportError::ReadTimeout => "read timeout",
+            TransportError::Timeout => "timeout",
+            TransportError::Tls => "TLS failure",
+            TransportError::MalformedResponse => "malformed response",
+            TransportError::TruncatedResponse => "truncated response",
+            TransportError::RedirectNotFollowed => "redirect not followed",
+            TransportError::ResponseTooLarge => "response too large",
+            TransportError::InvalidRequest => "invalid request",
+            TransportError::DestinationRefused => "destination refused by network policy",
+        }
+    }
+}
+
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -166,12 +188,21 @@ impl FromStr for TransportError {
 pub enum HandlerOutcome {
     Success,
     /// Worth retrying later.
-    Transient { reason: String },
+    Transient {
+        reason: String,
+    },
     /// Retrying cannot help.
-    Permanent { reason: String },
+    Permanent {
+        reason: String,
+    },
     /// The handler cannot tell whether the work happened; retried cautiously.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
     /// Not a failure: come back at `until` (for example a quota that resets then). Costs a
     /// deferral, not an attempt.
-    DeferUntil { until: Timestamp, reason: String },
+    DeferUntil {
+        until: Timestamp,
+        reason: String,
+    },
 }

@@ -111,7 +111,13 @@ impl Policy {
             transient: merge_backoff(&self.transient, &o.transient),
             unknown: merge_backoff(&self.unknown, &o.unknown),
             deferral: merge_backoff(&self.deferral, &o.deferral),
-            rules: o.rules.iter().flatten().chain(&self.rules).cloned().collect(),
+            rules: o
+                .rules
+                .iter()
+                .flatten()
+                .chain(&self.rules)
+                .cloned()
+                .collect(),
         };
         p.validate()?;
         Ok(p)
@@ -124,7 +130,10 @@ impl Policy {
             return err("max_attempts", "must be at least 1 (1 means no retries)");
         }
         if self.max_unknown_attempts == 0 {
-            return err("max_unknown_attempts", "must be at least 1 (1 means no retries)");
+            return err(
+                "max_unknown_attempts",
+                "must be at least 1 (1 means no retries)",
+            );
         }
         for (name, b) in [
             ("transient", &self.transient),
@@ -132,7 +141,10 @@ impl Policy {
             ("deferral", &self.deferral),
         ] {
             if !b.factor.is_finite() || b.factor < 1.0 {
-                return err(&format!("{name}.factor"), "must be a number of at least 1.0");
+                return err(
+                    &format!("{name}.factor"),
+                    "must be a number of at least 1.0",
+                );
             }
             if b.base > b.cap {
                 return err(&format!("{name}.base"), "must not be longer than cap");
@@ -150,7 +162,10 @@ impl Policy {
                 );
             }
             if rule.header.as_deref().is_some_and(|h| !is_token(h)) {
-                return err(&field, "header must be a header name such as \"x-retry-hint\"");
+                return err(
+                    &field,
+                    "header must be a header name such as \"x-retry-hint\"",
+                );
             }
         }
         Ok(())
@@ -294,7 +309,9 @@ impl StatusMatch {
         };
         let parsed = if let Some(class) = s.strip_suffix("xx").or_else(|| s.strip_suffix("XX")) {
             match class.parse::<u16>() {
-                Ok(c @ 1..=9) if class.len() == 1 => Some(StatusMatch::Range(c * 100, c * 100 + 99)),
+                Ok(c @ 1..=9) if class.len() == 1 => {
+                    Some(StatusMatch::Range(c * 100, c * 100 + 99))
+                }
                 _ => None,
             }
         } else if let Some((lo, hi)) = s.split_once('-') {
@@ -315,7 +332,9 @@ impl fmt::Display for StatusMatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             StatusMatch::Exact(s) => write!(f, "{s}"),
-            StatusMatch::Range(lo, hi) if lo % 100 == 0 && hi == lo + 99 => write!(f, "{}xx", lo / 100),
+            StatusMatch::Range(lo, hi) if lo % 100 == 0 && hi == lo + 99 => {
+                write!(f, "{}xx", lo / 100)
+            }
             StatusMatch::Range(lo, hi) => write!(f, "{lo}-{hi}"),
         }
     }

@@ -316,11 +316,7 @@ mod tests {
     #[test]
     fn rfc3339_forms() {
         let check = |s: &str, millis: i64| {
-            assert_eq!(
-                Timestamp::parse_rfc3339(s),
-                Some(Timestamp(millis)),
-                "{s}"
-            )
+            assert_eq!(Timestamp::parse_rfc3339(s), Some(Timestamp(millis)), "{s}")
         };
         check("1994-11-06T08:49:37Z", NOV_6_1994);
         check("1994-11-06t08:49:37z", NOV_6_1994);
@@ -342,7 +338,13 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for millis in [0, NOV_6_1994, NOV_6_1994 + 7, -86_400_000, 253_402_300_799_000] {
+        for millis in [
+            0,
+            NOV_6_1994,
+            NOV_6_1994 + 7,
+            -86_400_000,
+            253_402_300_799_000,
+        ] {
             let t = Timestamp(millis);
             assert_eq!(Timestamp::parse_rfc3339(&t.to_string()), Some(t));
         }

@@ -114,9 +114,18 @@ where
     }
 
     let explicit = [
-        (RETRY_AFTER_MS, seen[RETRY_AFTER_MS].and_then(|v| parse_decimal(v, 1_000_000))),
-        (RETRY_AFTER, seen[RETRY_AFTER].and_then(|v| parse_retry_after(v, now))),
-        (AMZ_RETRY_AFTER, seen[AMZ_RETRY_AFTER].and_then(|v| parse_decimal(v, 1_000_000))),
+        (
+            RETRY_AFTER_MS,
+            seen[RETRY_AFTER_MS].and_then(|v| parse_decimal(v, 1_000_000)),
+        ),
+        (
+            RETRY_AFTER,
+            seen[RETRY_AFTER].and_then(|v| parse_retry_after(v, now)),
+        ),
+        (
+            AMZ_RETRY_AFTER,
+            seen[AMZ_RETRY_AFTER].and_then(|v| parse_decimal(v, 1_000_000)),
+        ),
     ];
     if let Some((i, d)) = explicit.into_iter().find_map(|(i, d)| Some((i, d?))) {
         return Some(ServerWait::new(DISPLAY[i], d, max));
@@ -144,7 +153,11 @@ where
         }
     }
     let (i, d) = exhausted.or(unqualified)?;
-    let source = if i == RATELIMIT { DISPLAY[RATELIMIT] } else { NAMES[i] };
+    let source = if i == RATELIMIT {
+        DISPLAY[RATELIMIT]
+    } else {
+        NAMES[i]
+    };
     Some(ServerWait::new(source, d, max))
 }
 

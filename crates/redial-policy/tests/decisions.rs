@@ -59,7 +59,11 @@ fn check_with(policy: &Policy, outcome: Outcome, job: JobCounters, expected: &st
     if let Some(delay) = d.action.delay() {
         got.push_str(&format!(" {}", Human(delay)));
     }
-    assert_eq!(got, expected, "outcome {outcome:?}, job {job:?}, reason {:?}", d.reason);
+    assert_eq!(
+        got, expected,
+        "outcome {outcome:?}, job {job:?}, reason {:?}",
+        d.reason
+    );
     d
 }
 
@@ -71,35 +75,93 @@ fn check(outcome: Outcome, job: JobCounters, expected: &str) -> Decision {
 fn successes() {
     check(resp(200, &[]), fresh(), "complete success");
     check(resp(201, &[]), fresh(), "complete success");
-    check(resp(204, &[("Retry-After", "30")]), fresh(), "complete success");
-    check(resp(299, &[("x-should-retry", "false")]), fresh(), "complete success");
-    check(Outcome::Handler(HandlerOutcome::Success), counts(3, 1, 4), "complete success");
+    check(
+        resp(204, &[("Retry-After", "30")]),
+        fresh(),
+        "complete success",
+    );
+    check(
+        resp(299, &[("x-should-retry", "false")]),
+        fresh(),
+        "complete success",
+    );
+    check(
+        Outcome::Handler(HandlerOutcome::Success),
+        counts(3, 1, 4),
+        "complete success",
+    );
 }
 
 #[test]
 fn deferrals_cost_no_attempt() {
-    check(resp(429, &[("Retry-After", "30")]), fresh(), "defer defer 30s");
-    check(resp(429, &[("Retry-After", "2.0")]), fresh(), "defer defer 2s");
-    check(resp(429, &[("Retry-After", "0")]), fresh(), "defer defer 0s");
-    check(resp(429, &[("Retry-After", "30")]), counts(9, 2, 0), "defer defer 30s");
+    check(
+        resp(429, &[("Retry-After", "30")]),
+        fresh(),
+        "defer defer 30s",
+    );
+    check(
+        resp(429, &[("Retry-After", "2.0")]),
+        fresh(),
+        "defer defer 2s",
+    );
+    check(
+        resp(429, &[("Retry-After", "0")]),
+        fresh(),
+        "defer defer 0s",
+    );
+    check(
+        resp(429, &[("Retry-After", "30")]),
+        counts(9, 2, 0),
+        "defer defer 30s",
+    );
     check(resp(529, &[]), fresh(), "defer defer 3.75s");
-    check(resp(529, &[("retry-after", "10")]), fresh(), "defer defer 10s");
-    check(resp(503, &[("Retry-After", "120")]), fresh(), "defer defer 2m");
+    check(
+        resp(529, &[("retry-after", "10")]),
+        fresh(),
+        "defer defer 10s",
+    );
+    check(
+        resp(503, &[("Retry-After", "120")]),
+        fresh(),
+        "defer defer 2m",
+    );
     // A bare 429 falls back to the deferral backoff (equal jitter, base 5s).
     check(resp(429, &[]), fresh(), "defer defer 3.75s");
     check(resp(429, &[]), counts(0, 0, 2), "defer defer 15s");
     // 403 with a server wait is a rate limit (GitHub), without one it is permanent.
-    check(resp(403, &[("Retry-After", "60")]), fresh(), "defer defer 1m");
+    check(
+        resp(403, &[("Retry-After", "60")]),
+        fresh(),
+        "defer defer 1m",
+    );
     check(resp(403, &[]), fresh(), "dead permanent");
 }
 
 #[test]
 fn deferral_ceiling() {
-    let d = check(resp(429, &[("Retry-After", "30")]), counts(0, 0, 2), "defer defer 30s");
-    assert_eq!(d.reason, "429 rate limited; Retry-After 30s; deferral 3 of 20");
-    check(resp(429, &[("Retry-After", "30")]), counts(0, 0, 19), "defer defer 30s");
-    let d = check(resp(429, &[("Retry-After", "30")]), counts(0, 0, 20), "dead deferral_exhausted");
-    assert_eq!(d.reason, "429 rate limited; deferral 21 over the limit of 20");
+    let d = check(
+        resp(429, &[("Retry-After", "30")]),
+        counts(0, 0, 2),
+        "defer defer 30s",
+    );
+    assert_eq!(
+        d.reason,
+        "429 rate limited; Retry-After 30s; deferral 3 of 20"
+    );
+    check(
+        resp(429, &[("Retry-After", "30")]),
+        counts(0, 0, 19),
+        "defer defer 30s",
+    );
+    let d = check(
+        resp(429, &[("Retry-After", "30")]),
+        counts(0, 0, 20),
+        "dead deferral_exhausted",
+    );
+    assert_eq!(
+        d.reason,
+        "429 rate limited; deferral 21 over the limit of 20"
+    );
 }
 
 #[test]
@@ -110,21 +172,42 @@ fn transient_failures() {
     check(resp(504, &[]), fresh(), "retry transient 1s");
     check(resp(503, &[]), counts(3, 0, 0), "retry transient 8s");
     check(resp(409, &[]), with_key(), "retry transient 1s");
-    for e in ["connection-refused", "connection-reset", "dns-temporary", "connect-timeout", "read-timeout", "timeout"] {
+    for e in [
+        "connection-refused",
+        "connection-reset",
+        "dns-temporary",
+        "connect-timeout",
+        "read-timeout",
+        "timeout",
+    ] {
         check(err(e), fresh(), "retry transient 1s");
     }
     // A server-given wait on a transient failure wins over backoff.
-    check(resp(502, &[("Retry-After", "7")]), fresh(), "retry transient 7s");
+    check(
+        resp(502, &[("Retry-After", "7")]),
+        fresh(),
+        "retry transient 7s",
+    );
     let d = check(resp(503, &[]), counts(1, 0, 0), "retry transient 2s");
-    assert_eq!(d.reason, "503 service unavailable; attempt 2 of 10; full jitter backoff 2s");
+    assert_eq!(
+        d.reason,
+        "503 service unavailable; attempt 2 of 10; full jitter backoff 2s"
+    );
 }
 
 #[test]
 fn transient_ceiling() {
     check(resp(503, &[]), counts(8, 0, 0), "retry transient 4m16s");
     let d = check(resp(503, &[]), counts(9, 0, 0), "dead transient_exhausted");
-    assert_eq!(d.reason, "503 service unavailable; attempt 10 of 10, retries exhausted");
-    check(err("read-timeout"), counts(9, 0, 5), "dead transient_exhausted");
+    assert_eq!(
+        d.reason,
+        "503 service unavailable; attempt 10 of 10, retries exhausted"
+    );
+    check(
+        err("read-timeout"),
+        counts(9, 0, 5),
+        "dead transient_exhausted",
+    );
 }
 
 #[test]
@@ -133,7 +216,11 @@ fn permanent_failures() {
         check(resp(status, &[]), fresh(), "dead permanent");
     }
     check(resp(409, &[]), fresh(), "dead permanent");
-    check(resp(400, &[("Retry-After", "5")]), fresh(), "dead permanent");
+    check(
+        resp(400, &[("Retry-After", "5")]),
+        fresh(),
+        "dead permanent",
+    );
     for e in ["dns-not-found", "invalid-request", "destination-refused"] {
         check(err(e), fresh(), "dead permanent");
     }
@@ -150,7 +237,13 @@ fn unknown_failures() {
     check(resp(304, &[]), fresh(), "retry unknown 15s");
     check(resp(100, &[]), fresh(), "retry unknown 15s");
     check(resp(999, &[]), fresh(), "retry unknown 15s");
-    for e in ["tls", "malformed-response", "truncated-response", "redirect-not-followed", "response-too-large"] {
+    for e in [
+        "tls",
+        "malformed-response",
+        "truncated-response",
+        "redirect-not-followed",
+        "response-too-large",
+    ] {
         check(err(e), fresh(), "retry unknown 15s");
     }
     // Its own, smaller ceiling: the third unknown outcome ends the job.
@@ -165,21 +258,61 @@ fn unknown_failures() {
 
 #[test]
 fn provider_hints() {
-    check(resp(400, &[("x-should-retry", "true")]), fresh(), "retry transient 1s");
-    check(resp(500, &[("x-should-retry", "false")]), fresh(), "dead permanent");
-    check(resp(503, &[("Stripe-Should-Retry", "false")]), fresh(), "dead permanent");
-    check(resp(500, &[("Stripe-Should-Retry", "true")]), fresh(), "retry transient 1s");
-    check(resp(429, &[("x-should-retry", "true"), ("retry-after", "3")]), fresh(), "defer defer 3s");
+    check(
+        resp(400, &[("x-should-retry", "true")]),
+        fresh(),
+        "retry transient 1s",
+    );
+    check(
+        resp(500, &[("x-should-retry", "false")]),
+        fresh(),
+        "dead permanent",
+    );
+    check(
+        resp(503, &[("Stripe-Should-Retry", "false")]),
+        fresh(),
+        "dead permanent",
+    );
+    check(
+        resp(500, &[("Stripe-Should-Retry", "true")]),
+        fresh(),
+        "retry transient 1s",
+    );
+    check(
+        resp(429, &[("x-should-retry", "true"), ("retry-after", "3")]),
+        fresh(),
+        "defer defer 3s",
+    );
     // OpenAI answers an exhausted quota with 429 and x-should-retry: false.
-    check(resp(429, &[("x-should-retry", "false")]), fresh(), "dead permanent");
-    check(resp(500, &[("x-should-retry", "maybe")]), fresh(), "retry unknown 15s");
-    let d = check(resp(400, &[("X-Should-Retry", "TRUE")]), fresh(), "retry transient 1s");
-    assert_eq!(d.reason, "400 bad request (x-should-retry: true); attempt 1 of 10; full jitter backoff 1s");
+    check(
+        resp(429, &[("x-should-retry", "false")]),
+        fresh(),
+        "dead permanent",
+    );
+    check(
+        resp(500, &[("x-should-retry", "maybe")]),
+        fresh(),
+        "retry unknown 15s",
+    );
+    let d = check(
+        resp(400, &[("X-Should-Retry", "TRUE")]),
+        fresh(),
+        "retry transient 1s",
+    );
+    assert_eq!(
+        d.reason,
+        "400 bad request (x-should-retry: true); attempt 1 of 10; full jitter backoff 1s"
+    );
     let untrusting = Policy {
         trust_provider_hints: false,
         ..policy()
     };
-    check_with(&untrusting, resp(400, &[("x-should-retry", "true")]), fresh(), "dead permanent");
+    check_with(
+        &untrusting,
+        resp(400, &[("x-should-retry", "true")]),
+        fresh(),
+        "dead permanent",
+    );
 }
 
 #[test]
@@ -210,32 +343,83 @@ fn policy_rules_override_the_table() {
         "#,
     );
     check_with(&p, resp(404, &[]), fresh(), "retry transient 1s");
-    check_with(&p, resp(500, &[("X-Idempotent-Replay", "1")]), fresh(), "dead permanent");
+    check_with(
+        &p,
+        resp(500, &[("X-Idempotent-Replay", "1")]),
+        fresh(),
+        "dead permanent",
+    );
     check_with(&p, resp(500, &[]), fresh(), "retry transient 1s");
     check_with(&p, resp(502, &[]), fresh(), "retry transient 1s");
-    check_with(&p, resp(599, &[("x-idempotent-replay", "")]), fresh(), "dead permanent");
+    check_with(
+        &p,
+        resp(599, &[("x-idempotent-replay", "")]),
+        fresh(),
+        "dead permanent",
+    );
     check_with(&p, err("tls"), fresh(), "dead permanent");
-    check_with(&p, resp(418, &[("x-done", "yes")]), fresh(), "complete success");
+    check_with(
+        &p,
+        resp(418, &[("x-done", "yes")]),
+        fresh(),
+        "complete success",
+    );
     let d = check_with(&p, resp(404, &[]), fresh(), "retry transient 1s");
-    assert!(d.reason.starts_with("404 not found (policy rule 1: transient);"), "{}", d.reason);
+    assert!(
+        d.reason
+            .starts_with("404 not found (policy rule 1: transient);"),
+        "{}",
+        d.reason
+    );
 
     let deferrable = rules("defer_with_server_wait = [\"4xx\"]");
-    check_with(&deferrable, resp(418, &[("Retry-After", "9")]), fresh(), "defer defer 9s");
-    check_with(&deferrable, resp(503, &[("Retry-After", "9")]), fresh(), "retry transient 9s");
+    check_with(
+        &deferrable,
+        resp(418, &[("Retry-After", "9")]),
+        fresh(),
+        "defer defer 9s",
+    );
+    check_with(
+        &deferrable,
+        resp(503, &[("Retry-After", "9")]),
+        fresh(),
+        "retry transient 9s",
+    );
 }
 
 #[test]
 fn handler_outcomes() {
     let h = |o: HandlerOutcome| Outcome::Handler(o);
     let r = || "quota used".to_string();
-    check(h(HandlerOutcome::Transient { reason: r() }), fresh(), "retry transient 1s");
-    check(h(HandlerOutcome::Permanent { reason: r() }), fresh(), "dead permanent");
-    check(h(HandlerOutcome::Unknown { reason: r() }), fresh(), "retry unknown 15s");
+    check(
+        h(HandlerOutcome::Transient { reason: r() }),
+        fresh(),
+        "retry transient 1s",
+    );
+    check(
+        h(HandlerOutcome::Permanent { reason: r() }),
+        fresh(),
+        "dead permanent",
+    );
+    check(
+        h(HandlerOutcome::Unknown { reason: r() }),
+        fresh(),
+        "retry unknown 15s",
+    );
     let until = now().saturating_add(Duration::from_secs(90));
-    let d = check(h(HandlerOutcome::DeferUntil { until, reason: r() }), fresh(), "defer defer 1m30s");
-    assert_eq!(d.reason, "handler: quota used; handler 1m30s; deferral 1 of 20");
     let d = check(
-        h(HandlerOutcome::Transient { reason: "line one\nline two".into() }),
+        h(HandlerOutcome::DeferUntil { until, reason: r() }),
+        fresh(),
+        "defer defer 1m30s",
+    );
+    assert_eq!(
+        d.reason,
+        "handler: quota used; handler 1m30s; deferral 1 of 20"
+    );
+    let d = check(
+        h(HandlerOutcome::Transient {
+            reason: "line one\nline two".into(),
+        }),
         fresh(),
         "retry transient 1s",
     );
@@ -248,8 +432,16 @@ fn deadline_holds() {
         deadline: Some(now().saturating_add(Duration::from_secs(secs))),
         ..fresh()
     };
-    check(resp(429, &[("Retry-After", "30")]), deadline_in(30), "defer defer 30s");
-    let d = check(resp(429, &[("Retry-After", "31")]), deadline_in(30), "dead deadline_exceeded");
+    check(
+        resp(429, &[("Retry-After", "30")]),
+        deadline_in(30),
+        "defer defer 30s",
+    );
+    let d = check(
+        resp(429, &[("Retry-After", "31")]),
+        deadline_in(30),
+        "dead deadline_exceeded",
+    );
     assert_eq!(
         d.reason,
         "429 rate limited; Retry-After 31s; deferral 1 of 20; next try at 2026-02-25T20:02:38Z \
@@ -267,14 +459,31 @@ fn deadline_holds() {
         enqueued_at: Timestamp::from_unix_secs(NOW_SECS - 50),
         ..deadline_in(3600)
     };
-    check_with(&aged, resp(429, &[("Retry-After", "10")]), enqueued_long_ago, "defer defer 10s");
-    check_with(&aged, resp(429, &[("Retry-After", "11")]), enqueued_long_ago, "dead deadline_exceeded");
+    check_with(
+        &aged,
+        resp(429, &[("Retry-After", "10")]),
+        enqueued_long_ago,
+        "defer defer 10s",
+    );
+    check_with(
+        &aged,
+        resp(429, &[("Retry-After", "11")]),
+        enqueued_long_ago,
+        "dead deadline_exceeded",
+    );
 }
 
 #[test]
 fn server_wait_clamped_and_jittered_later_only() {
-    let d = check(resp(429, &[("Retry-After", "86400")]), fresh(), "defer defer 1h");
-    assert_eq!(d.reason, "429 rate limited; Retry-After 1d clamped to 1h; deferral 1 of 20");
+    let d = check(
+        resp(429, &[("Retry-After", "86400")]),
+        fresh(),
+        "defer defer 1h",
+    );
+    assert_eq!(
+        d.reason,
+        "429 rate limited; Retry-After 1d clamped to 1h; deferral 1 of 20"
+    );
     // With the default 1s server-wait jitter, the delay lands between the wait and the wait + 1s.
     let d = decide(
         &resp(429, &[("Retry-After", "30")]),
@@ -290,7 +499,12 @@ fn server_wait_clamped_and_jittered_later_only() {
 fn backoff_strategies_from_policy() {
     let with = |toml: &str| -> Policy { toml::from_str(toml).expect("test policy parses") };
     let fixed = with("[transient]\nstrategy = \"fixed\"\nbase = \"3s\"");
-    check_with(&fixed, resp(503, &[]), counts(5, 0, 0), "retry transient 3s");
+    check_with(
+        &fixed,
+        resp(503, &[]),
+        counts(5, 0, 0),
+        "retry transient 3s",
+    );
     let exp = with("[transient]\nstrategy = \"exponential\"\nbase = \"1s\"\nfactor = 3.0");
     check_with(&exp, resp(503, &[]), counts(2, 0, 0), "retry transient 9s");
     let equal = with("[transient]\nstrategy = \"equal_jitter\"\nbase = \"4s\"");

@@ -41,7 +41,8 @@ fn header_value() -> impl Strategy<Value = String> {
         (0u64..100_000).prop_map(|n| n.to_string()),
         (0u64..10_000, 0u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
         (0i64..200_000).prop_map(|d| (NOW_MS / 1000 + d - 1000).to_string()),
-        (0i64..200_000).prop_map(|d| Timestamp::from_unix_secs(NOW_MS / 1000 + d - 1000).to_string()),
+        (0i64..200_000)
+            .prop_map(|d| Timestamp::from_unix_secs(NOW_MS / 1000 + d - 1000).to_string()),
         Just("Wed, 25 Feb 2026 20:02:37 GMT".to_owned()),
         Just("6m0s".to_owned()),
         Just("\"default\";r=0;t=30".to_owned()),
@@ -53,13 +54,23 @@ fn header_value() -> impl Strategy<Value = String> {
 
 fn response() -> impl Strategy<Value = Outcome> {
     (
-        prop_oneof![100u16..1000, Just(429), Just(503), Just(409), Just(500), Just(200)],
+        prop_oneof![
+            100u16..1000,
+            Just(429),
+            Just(503),
+            Just(409),
+            Just(500),
+            Just(200)
+        ],
         prop::collection::vec((prop::sample::select(NAMES), header_value()), 0..5),
     )
         .prop_map(|(status, headers)| {
             Outcome::Response(Response {
                 status,
-                headers: headers.into_iter().map(|(n, v)| (n.to_owned(), v)).collect(),
+                headers: headers
+                    .into_iter()
+                    .map(|(n, v)| (n.to_owned(), v))
+                    .collect(),
             })
         })
 }
@@ -76,16 +87,25 @@ fn outcome() -> impl Strategy<Value = Outcome> {
 }
 
 fn counters() -> impl Strategy<Value = JobCounters> {
-    (0u32..30, 0u32..30, 0u32..40, proptest::option::of(0u64..100_000), any::<bool>(), proptest::option::of(0u64..4_000_000))
-        .prop_map(|(failures, unknown, deferrals, deadline_s, key, last_ms)| JobCounters {
-            failures,
-            unknown_failures: unknown.min(failures),
-            deferrals,
-            enqueued_at: Timestamp::from_unix_millis(NOW_MS - 60_000),
-            deadline: deadline_s.map(|s| now().saturating_add(Duration::from_secs(s))),
-            has_idempotency_key: key,
-            last_delay: last_ms.map(Duration::from_millis),
-        })
+    (
+        0u32..30,
+        0u32..30,
+        0u32..40,
+        proptest::option::of(0u64..100_000),
+        any::<bool>(),
+        proptest::option::of(0u64..4_000_000),
+    )
+        .prop_map(
+            |(failures, unknown, deferrals, deadline_s, key, last_ms)| JobCounters {
+                failures,
+                unknown_failures: unknown.min(failures),
+                deferrals,
+                enqueued_at: Timestamp::from_unix_millis(NOW_MS - 60_000),
+                deadline: deadline_s.map(|s| now().saturating_add(Duration::from_secs(s))),
+                has_idempotency_key: key,
+                last_delay: last_ms.map(Duration::from_millis),
+            },
+        )
 }
 
 fn backoff() -> impl Strategy<Value = Backoff> {
@@ -110,17 +130,27 @@ fn backoff() -> impl Strategy<Value = Backoff> {
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
-    (1u32..15, 1u32..5, 0u32..25, backoff(), backoff(), backoff(), proptest::option::of(1u64..100_000))
-        .prop_map(|(attempts, unknown, deferrals, t, u, d, max_age_s)| Policy {
-            max_attempts: attempts,
-            max_unknown_attempts: unknown,
-            max_deferrals: deferrals,
-            max_age: max_age_s.map(Duration::from_secs),
-            transient: t,
-            unknown: u,
-            deferral: d,
-            ..Policy::default()
-        })
+    (
+        1u32..15,
+        1u32..5,
+        0u32..25,
+        backoff(),
+        backoff(),
+        backoff(),
+        proptest::option::of(1u64..100_000),
+    )
+        .prop_map(
+            |(attempts, unknown, deferrals, t, u, d, max_age_s)| Policy {
+                max_attempts: attempts,
+                max_unknown_attempts: unknown,
+                max_deferrals: deferrals,
+                max_age: max_age_s.map(Duration::from_secs),
+                transient: t,
+                unknown: u,
+                deferral: d,
+                ..Policy::default()
+            },
+        )
 }
 
 proptest! {

@@ -31,23 +31,49 @@ fn retry_after_seconds_and_dates() {
     check(&[("Retry-After", "2.0")], "Retry-After 2s");
     check(&[("Retry-After", "0.25")], "Retry-After 250ms");
     check(&[("Retry-After", "0")], "Retry-After 0s");
-    check(&[("Retry-After", "Wed, 25 Feb 2026 20:02:37 GMT")], "Retry-After 30s");
-    check(&[("Retry-After", "Wednesday, 25-Feb-26 20:02:37 GMT")], "Retry-After 30s");
-    check(&[("Retry-After", "Wed Feb 25 20:02:37 2026")], "Retry-After 30s");
+    check(
+        &[("Retry-After", "Wed, 25 Feb 2026 20:02:37 GMT")],
+        "Retry-After 30s",
+    );
+    check(
+        &[("Retry-After", "Wednesday, 25-Feb-26 20:02:37 GMT")],
+        "Retry-After 30s",
+    );
+    check(
+        &[("Retry-After", "Wed Feb 25 20:02:37 2026")],
+        "Retry-After 30s",
+    );
     // A date in the past means now.
-    check(&[("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")], "Retry-After 0s");
+    check(
+        &[("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")],
+        "Retry-After 0s",
+    );
 }
 
 #[test]
 fn malformed_values_are_ignored() {
-    for bad in ["", "-5", "soon", "1e3", "30s", "NaN", "inf", "0x10", "Wed, 32 Feb 2026 20:02:37 GMT", "३०"] {
+    for bad in [
+        "",
+        "-5",
+        "soon",
+        "1e3",
+        "30s",
+        "NaN",
+        "inf",
+        "0x10",
+        "Wed, 32 Feb 2026 20:02:37 GMT",
+        "३०",
+    ] {
         check(&[("Retry-After", bad)], "none");
     }
     check(&[("retry-after-ms", "fast")], "none");
     check(&[("RateLimit", "\"default\";r=zero;t=30")], "none");
     check(&[("x-ratelimit-reset", "tomorrow")], "none");
     // A malformed explicit wait falls through to the next source.
-    check(&[("Retry-After", "soon"), ("x-amz-retry-after", "1500")], "x-amz-retry-after 1.5s");
+    check(
+        &[("Retry-After", "soon"), ("x-amz-retry-after", "1500")],
+        "x-amz-retry-after 1.5s",
+    );
 }
 
 #[test]
@@ -65,11 +91,21 @@ fn github() {
     );
     // Secondary limit: retry-after, while the primary quota is not spent.
     check(
-        &[("retry-after", "60"), ("x-ratelimit-remaining", "4990"), ("x-ratelimit-reset", IN_30S_EPOCH)],
+        &[
+            ("retry-after", "60"),
+            ("x-ratelimit-remaining", "4990"),
+            ("x-ratelimit-reset", IN_30S_EPOCH),
+        ],
         "Retry-After 1m",
     );
     // A quota that is not spent says nothing about when to come back.
-    check(&[("x-ratelimit-remaining", "12"), ("x-ratelimit-reset", IN_30S_EPOCH)], "none");
+    check(
+        &[
+            ("x-ratelimit-remaining", "12"),
+            ("x-ratelimit-reset", IN_30S_EPOCH),
+        ],
+        "none",
+    );
 }
 
 #[test]
@@ -87,12 +123,21 @@ fn openai() {
         "x-ratelimit-reset-tokens 6m",
     );
     check(
-        &[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "250ms")],
+        &[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "250ms"),
+        ],
         "x-ratelimit-reset-requests 250ms",
     );
     // retry-after-ms is the most precise and wins.
-    check(&[("retry-after-ms", "1500"), ("retry-after", "2")], "retry-after-ms 1.5s");
-    check(&[("retry-after-ms", "20.5"), ("retry-after", "1")], "retry-after-ms 20ms");
+    check(
+        &[("retry-after-ms", "1500"), ("retry-after", "2")],
+        "retry-after-ms 1.5s",
+    );
+    check(
+        &[("retry-after-ms", "20.5"), ("retry-after", "1")],
+        "retry-after-ms 20ms",
+    );
     check(&[("retry-after", "1.5")], "Retry-After 1.5s");
 }
 
@@ -119,9 +164,15 @@ fn anthropic() {
     check(
         &[
             ("anthropic-ratelimit-input-tokens-remaining", "0"),
-            ("anthropic-ratelimit-input-tokens-reset", "2026-02-25T20:02:37Z"),
+            (
+                "anthropic-ratelimit-input-tokens-reset",
+                "2026-02-25T20:02:37Z",
+            ),
             ("anthropic-ratelimit-output-tokens-remaining", "0"),
-            ("anthropic-ratelimit-output-tokens-reset", "2026-02-25T20:03:07Z"),
+            (
+                "anthropic-ratelimit-output-tokens-reset",
+                "2026-02-25T20:03:07Z",
+            ),
         ],
         "anthropic-ratelimit-output-tokens-reset 1m",
     );
@@ -129,13 +180,27 @@ fn anthropic() {
 
 #[test]
 fn shopify_x_sendgrid_aws() {
-    check(&[("Retry-After", "2.0"), ("X-Shopify-Shop-Api-Call-Limit", "40/40")], "Retry-After 2s");
     check(
-        &[("x-rate-limit-limit", "900"), ("x-rate-limit-remaining", "0"), ("x-rate-limit-reset", IN_30S_EPOCH)],
+        &[
+            ("Retry-After", "2.0"),
+            ("X-Shopify-Shop-Api-Call-Limit", "40/40"),
+        ],
+        "Retry-After 2s",
+    );
+    check(
+        &[
+            ("x-rate-limit-limit", "900"),
+            ("x-rate-limit-remaining", "0"),
+            ("x-rate-limit-reset", IN_30S_EPOCH),
+        ],
         "x-rate-limit-reset 30s",
     );
     check(
-        &[("X-RateLimit-Limit", "600"), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", IN_30S_EPOCH)],
+        &[
+            ("X-RateLimit-Limit", "600"),
+            ("X-RateLimit-Remaining", "0"),
+            ("X-RateLimit-Reset", IN_30S_EPOCH),
+        ],
         "x-ratelimit-reset 30s",
     );
     check(&[("x-amz-retry-after", "1500")], "x-amz-retry-after 1.5s");
@@ -144,17 +209,36 @@ fn shopify_x_sendgrid_aws() {
 #[test]
 fn ietf_ratelimit_fields() {
     check(
-        &[("RateLimit-Policy", "\"burst\";q=100;w=60"), ("RateLimit", "\"burst\";r=0;t=30")],
+        &[
+            ("RateLimit-Policy", "\"burst\";q=100;w=60"),
+            ("RateLimit", "\"burst\";r=0;t=30"),
+        ],
         "RateLimit 30s",
     );
     check(&[("RateLimit", "\"default\";r=50;t=30")], "none");
-    check(&[("RateLimit", "\"a\";r=0;t=10, \"b\";r=0;t=40, \"c\";r=5;t=90")], "RateLimit 40s");
-    // Retry-After takes precedence over the RateLimit fields, as the draft says.
-    check(&[("RateLimit", "\"default\";r=0;t=30"), ("Retry-After", "5")], "Retry-After 5s");
-    // Older drafts.
-    check(&[("RateLimit", "limit=100, remaining=0, reset=30")], "RateLimit 30s");
     check(
-        &[("ratelimit-limit", "100"), ("ratelimit-remaining", "0"), ("ratelimit-reset", "30")],
+        &[(
+            "RateLimit",
+            "\"a\";r=0;t=10, \"b\";r=0;t=40, \"c\";r=5;t=90",
+        )],
+        "RateLimit 40s",
+    );
+    // Retry-After takes precedence over the RateLimit fields, as the draft says.
+    check(
+        &[("RateLimit", "\"default\";r=0;t=30"), ("Retry-After", "5")],
+        "Retry-After 5s",
+    );
+    // Older drafts.
+    check(
+        &[("RateLimit", "limit=100, remaining=0, reset=30")],
+        "RateLimit 30s",
+    );
+    check(
+        &[
+            ("ratelimit-limit", "100"),
+            ("ratelimit-remaining", "0"),
+            ("ratelimit-reset", "30"),
+        ],
         "ratelimit-reset 30s",
     );
 }
@@ -164,14 +248,33 @@ fn epoch_or_delta_by_magnitude() {
     // Below 10^9 a number is a delta in seconds; at or above, epoch seconds; at or above 10^12,
     // epoch milliseconds.
     check(&[("x-ratelimit-reset", "30")], "x-ratelimit-reset 30s");
-    check(&[("x-ratelimit-reset", "999999999")], "x-ratelimit-reset 11574d1h46m39s");
-    check(&[("x-ratelimit-reset", IN_30S_EPOCH)], "x-ratelimit-reset 30s");
-    check(&[("x-ratelimit-reset", "1772049757500")], "x-ratelimit-reset 30.5s");
-    check(&[("x-ratelimit-reset", "1000000000")], "x-ratelimit-reset 0s");
-    // Without a remaining count the reset still counts; with one above zero it does not.
-    check(&[("x-ratelimit-reset", "30"), ("x-rate-limit-reset", "40")], "x-rate-limit-reset 40s");
     check(
-        &[("x-ratelimit-reset", "30"), ("x-rate-limit-remaining", "0"), ("x-rate-limit-reset", "20")],
+        &[("x-ratelimit-reset", "999999999")],
+        "x-ratelimit-reset 11574d1h46m39s",
+    );
+    check(
+        &[("x-ratelimit-reset", IN_30S_EPOCH)],
+        "x-ratelimit-reset 30s",
+    );
+    check(
+        &[("x-ratelimit-reset", "1772049757500")],
+        "x-ratelimit-reset 30.5s",
+    );
+    check(
+        &[("x-ratelimit-reset", "1000000000")],
+        "x-ratelimit-reset 0s",
+    );
+    // Without a remaining count the reset still counts; with one above zero it does not.
+    check(
+        &[("x-ratelimit-reset", "30"), ("x-rate-limit-reset", "40")],
+        "x-rate-limit-reset 40s",
+    );
+    check(
+        &[
+            ("x-ratelimit-reset", "30"),
+            ("x-rate-limit-remaining", "0"),
+            ("x-rate-limit-reset", "20"),
+        ],
         "x-rate-limit-reset 20s",
     );
 }
@@ -179,7 +282,10 @@ fn epoch_or_delta_by_magnitude() {
 #[test]
 fn clamping_is_recorded() {
     let w = wait(&[("Retry-After", "86400")]).expect("a wait");
-    assert_eq!((w.requested, w.delay, w.clamped), (Duration::from_secs(86_400), Duration::from_secs(3600), true));
+    assert_eq!(
+        (w.requested, w.delay, w.clamped),
+        (Duration::from_secs(86_400), Duration::from_secs(3600), true)
+    );
     let w = wait(&[("Retry-After", "3600")]).expect("a wait");
     assert!(!w.clamped);
     let w = wait(&[("Retry-After", "99999999999999999999")]);
@@ -188,5 +294,8 @@ fn clamping_is_recorded() {
 
 #[test]
 fn first_of_repeated_headers_wins() {
-    check(&[("Retry-After", "5"), ("Retry-After", "50")], "Retry-After 5s");
+    check(
+        &[("Retry-After", "5"), ("Retry-After", "50")],
+        "Retry-After 5s",
+    );
 }
