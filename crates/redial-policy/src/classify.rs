@@ -210,6 +210,7 @@ pub fn transport_default(e: TransportError) -> Category {
 }
 
 /// A short phrase for a status, for reasons: `rate limited`, `service unavailable`.
+#[allow(clippy::match_overlapping_arm)] // specific statuses first, then their classes
 pub fn status_phrase(status: u16) -> &'static str {
     match status {
         400 => "bad request",

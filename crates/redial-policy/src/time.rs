@@ -115,7 +115,7 @@ impl Timestamp {
     /// where `GMT` belongs, since some servers send it.
     pub fn parse_http_date(s: &str) -> Option<Timestamp> {
         let mut tokens = s
-            .split(|c: char| c == ' ' || c == ',' || c == '-')
+            .split([' ', ',', '-'])
             .filter(|t| !t.is_empty());
         let weekday = tokens.next()?;
         if !is_weekday(weekday) {
