@@ -38,7 +38,10 @@ fn main() {
     };
     let cases: Vec<(&str, Outcome)> = vec![
         ("200 ok, 4 headers", with_common(200, &[])),
-        ("429 Retry-After: 30", with_common(429, &[("retry-after", "30")])),
+        (
+            "429 Retry-After: 30",
+            with_common(429, &[("retry-after", "30")]),
+        ),
         (
             "429 Retry-After HTTP-date",
             with_common(429, &[("retry-after", "Wed, 25 Feb 2026 20:02:37 GMT")]),
@@ -60,7 +63,10 @@ fn main() {
         ("503 no wait (backoff)", with_common(503, &[])),
         ("500 unknown", with_common(500, &[])),
         ("400 permanent", with_common(400, &[])),
-        ("read-timeout", Outcome::Transport(TransportError::ReadTimeout)),
+        (
+            "read-timeout",
+            Outcome::Transport(TransportError::ReadTimeout),
+        ),
     ];
 
     println!("{:<36} {:>12}", "case", "ns/decision");

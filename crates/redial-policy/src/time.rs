@@ -114,9 +114,7 @@ impl Timestamp {
     /// The weekday must be a day name but is not checked against the date; `UTC` is accepted
     /// where `GMT` belongs, since some servers send it.
     pub fn parse_http_date(s: &str) -> Option<Timestamp> {
-        let mut tokens = s
-            .split([' ', ',', '-'])
-            .filter(|t| !t.is_empty());
+        let mut tokens = s.split([' ', ',', '-']).filter(|t| !t.is_empty());
         let weekday = tokens.next()?;
         if !is_weekday(weekday) {
             return None;
