@@ -184,6 +184,33 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// Serialised as RFC 3339 text, the form people and JSON clients read.
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an RFC 3339 instant such as \"2026-02-25T20:02:37Z\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Timestamp, E> {
+                Timestamp::parse_rfc3339(v).ok_or_else(|| {
+                    E::custom(format!(
+                        "invalid instant {v:?}: write RFC 3339, such as \"2026-02-25T20:02:37Z\""
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// Reads `len` ASCII digits at `at`, or `None` if any is missing or not a digit.
 fn digits(b: &[u8], at: usize, len: usize) -> Option<i64> {
     let field = b.get(at..at.checked_add(len)?)?;

@@ -1,0 +1,558 @@
+//! The SQL behind each store method. Every function runs inside the caller's connection and
+//! either commits one transaction or changes nothing.
+
+use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use redial_store::*;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, Row, Transaction};
+
+/// The columns of a job, in the order `job_from_row` reads them.
+const COLS: &str = "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
+    run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
+    unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, lease_owner, \
+    lease_until, cancel_requested";
+
+pub fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn json_err(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("corrupt JSON in the database: {e}"))
+}
+
+fn ms(t: Timestamp) -> i64 {
+    t.as_unix_millis()
+}
+
+fn ts(v: Option<i64>) -> Option<Timestamp> {
+    v.map(Timestamp::from_unix_millis)
+}
+
+fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
+    c.map(DeadCategory::as_str)
+}
+
+/// A row as read, before the JSON columns are decoded (decoding errors are not rusqlite's).
+struct RawJob {
+    job: Job,
+    request: String,
+    tags: String,
+    policy: Option<String>,
+    state: String,
+    category: Option<String>,
+}
+
+fn raw_from_row(r: &Row<'_>) -> rusqlite::Result<RawJob> {
+    let u = |i: usize| -> rusqlite::Result<u32> { r.get::<_, i64>(i).map(|v| v.clamp(0, u32::MAX as i64) as u32) };
+    Ok(RawJob {
+        state: r.get(4)?,
+        category: r.get(5)?,
+        request: r.get(6)?,
+        tags: r.get(11)?,
+        policy: r.get(12)?,
+        job: Job {
+            seq: r.get(0)?,
+            id: JobId(r.get(1)?),
+            queue: r.get(2)?,
+            endpoint: r.get(3)?,
+            state: JobState::Ready,
+            category: None,
+            request: HttpRequest {
+                method: String::new(),
+                url: String::new(),
+                headers: Vec::new(),
+                body: None,
+                timeout_ms: None,
+            },
+            idempotency_key: r.get(7)?,
+            priority: r.get(8)?,
+            run_at: Timestamp::from_unix_millis(r.get(9)?),
+            deadline: ts(r.get(10)?),
+            tags: Vec::new(),
+            policy: None,
+            created_at: Timestamp::from_unix_millis(r.get(13)?),
+            updated_at: Timestamp::from_unix_millis(r.get(14)?),
+            finished_at: ts(r.get(15)?),
+            attempts: u(16)?,
+            unknown_attempts: u(17)?,
+            deferrals: u(18)?,
+            stalls: u(19)?,
+            replays: u(20)?,
+            runs: u(21)?,
+            last_delay_ms: r.get::<_, Option<i64>>(22)?.map(|v| v.max(0) as u64),
+            last_reason: r.get(23)?,
+            lease_owner: r.get(24)?,
+            lease_until: ts(r.get(25)?),
+            cancel_requested: r.get::<_, i64>(26)? != 0,
+        },
+    })
+}
+
+fn decode(raw: RawJob) -> StoreResult<Job> {
+    let mut job = raw.job;
+    job.state = raw
+        .state
+        .parse()
+        .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))?;
+    job.category = raw
+        .category
+        .as_deref()
+        .map(parse_dead_category)
+        .transpose()
+        .map_err(|e| StoreError::Backend(format!("corrupt category in the database: {e}")))?;
+    job.request = serde_json::from_str(&raw.request).map_err(json_err)?;
+    job.tags = serde_json::from_str(&raw.tags).map_err(json_err)?;
+    job.policy = raw
+        .policy
+        .as_deref()
+        .map(serde_json::from_str::<PolicyOverride>)
+        .transpose()
+        .map_err(json_err)?;
+    Ok(job)
+}
+
+fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Job>> {
+    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+    let raws = stmt
+        .query_map(params_from_iter(params.iter()), raw_from_row)
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    raws.into_iter().map(decode).collect()
+}
+
+fn get(c: &Connection, id: &JobId) -> StoreResult<Option<Job>> {
+    let sql = format!("SELECT {COLS} FROM jobs WHERE id = ?1");
+    Ok(query_jobs(c, &sql, &[Value::Text(id.0.clone())])?.pop())
+}
+
+fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
+    get(c, id)?.ok_or_else(|| StoreError::NotFound(id.clone()))
+}
+
+pub fn insert(tx: &Transaction<'_>, job: &NewJob) -> StoreResult<InsertOutcome> {
+    let request = serde_json::to_string(&job.request).map_err(json_err)?;
+    if let Some(existing) = get(tx, &job.id)? {
+        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
+        let same = existing.queue == job.queue
+            && stored_request == request
+            && existing.idempotency_key == job.idempotency_key;
+        return Ok(if same {
+            InsertOutcome::Duplicate(existing)
+        } else {
+            InsertOutcome::Conflict(existing)
+        });
+    }
+    let state = if job.run_at > job.created_at {
+        JobState::Scheduled
+    } else {
+        JobState::Ready
+    };
+    let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
+    let policy = job
+        .policy
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
+    tx.prepare_cached(
+        "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
+         deadline, tags, policy, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            job.id.0,
+            job.queue,
+            job.endpoint,
+            state.as_str(),
+            request,
+            job.idempotency_key,
+            job.priority,
+            ms(job.run_at),
+            job.deadline.map(ms),
+            tags,
+            policy,
+            ms(job.created_at),
+        ])
+    })
+    .map_err(backend)?;
+    Ok(InsertOutcome::Inserted(must_get(tx, &job.id)?))
+}
+
+pub fn get_with_attempts(c: &mut Connection, id: &JobId) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+    let Some(job) = get(c, id)? else {
+        return Ok(None);
+    };
+    let mut stmt = c
+        .prepare_cached("SELECT data FROM attempts WHERE job_seq = ?1 ORDER BY number")
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map([job.seq], |r| r.get::<_, String>(0))
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    let attempts = rows
+        .iter()
+        .map(|d| serde_json::from_str(d).map_err(json_err))
+        .collect::<StoreResult<Vec<Attempt>>>()?;
+    Ok(Some((job, attempts)))
+}
+
+/// Appends the filter's conditions to `sql` and their values to `params`.
+fn push_filter(sql: &mut String, params: &mut Vec<Value>, f: &JobFilter) {
+    let mut cond = |clause: &str, v: Value| {
+        params.push(v);
+        sql.push_str(&format!(" AND {clause} ?{}", params.len()));
+    };
+    if let Some(q) = &f.queue {
+        cond("queue =", Value::Text(q.clone()));
+    }
+    if let Some(s) = f.state {
+        cond("state =", Value::Text(s.as_str().into()));
+    }
+    if let Some(c) = f.category {
+        cond("category =", Value::Text(c.as_str().into()));
+    }
+    if let Some(e) = &f.endpoint {
+        cond("endpoint =", Value::Text(e.clone()));
+    }
+    if let Some(t) = f.since {
+        cond("created_at >=", Value::Integer(ms(t)));
+    }
+    if let Some(t) = f.until {
+        cond("created_at <", Value::Integer(ms(t)));
+    }
+}
+
+pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
+    let mut sql = format!("SELECT {COLS} FROM jobs WHERE 1=1");
+    let mut params = Vec::new();
+    push_filter(&mut sql, &mut params, &p.filter);
+    if let Some(after) = p.after {
+        params.push(Value::Integer(after));
+        sql.push_str(&format!(" AND seq > ?{}", params.len()));
+    }
+    // One more than asked tells whether another page follows.
+    params.push(Value::Integer(i64::from(p.limit) + 1));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
+    let mut jobs = query_jobs(c, &sql, &params)?;
+    let next = if jobs.len() > p.limit as usize {
+        jobs.truncate(p.limit as usize);
+        jobs.last().map(|j| j.seq)
+    } else {
+        None
+    };
+    Ok(JobPage { jobs, next })
+}
+
+pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
+    let tx = c.transaction().map_err(backend)?;
+    let sql = format!(
+        "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
+         WHERE seq IN (SELECT seq FROM jobs WHERE queue = ?4 \
+             AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
+             ORDER BY priority DESC, run_at, seq LIMIT ?5) \
+         RETURNING {COLS}"
+    );
+    let mut jobs = query_jobs(
+        &tx,
+        &sql,
+        &[
+            Value::Text(p.owner.clone()),
+            Value::Integer(ms(p.lease_until)),
+            Value::Integer(ms(p.now)),
+            Value::Text(p.queue.clone()),
+            Value::Integer(i64::from(p.limit)),
+        ],
+    )?;
+    tx.commit().map_err(backend)?;
+    // RETURNING gives no order; restore the lease order.
+    jobs.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.run_at.cmp(&b.run_at))
+            .then(a.seq.cmp(&b.seq))
+    });
+    Ok(jobs)
+}
+
+pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
+    let tx = c.transaction().map_err(backend)?;
+    let mut n = 0;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
+            )
+            .map_err(backend)?;
+        for id in &p.ids {
+            n += stmt
+                .execute(params![ms(p.lease_until), id.0, p.owner])
+                .map_err(backend)? as u64;
+        }
+    }
+    tx.commit().map_err(backend)?;
+    Ok(n)
+}
+
+pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult<Job> {
+    let tx = c.transaction().map_err(backend)?;
+    let job = must_get(&tx, &p.id)?;
+    if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
+        return Err(StoreError::LeaseLost(p.id));
+    }
+    let now = ms(p.now);
+    let (mut state, mut category, mut run_at, mut finished_at) = match p.transition {
+        Transition::Complete => (JobState::Completed, None, ms(job.run_at), Some(now)),
+        Transition::Retry { at } => (JobState::Scheduled, None, ms(at), None),
+        Transition::Defer { until } => (JobState::Deferred, None, ms(until), None),
+        Transition::Dead { category } => (JobState::Dead, Some(category), ms(job.run_at), Some(now)),
+    };
+    let mut reason = p.attempt.reason.clone();
+    if job.cancel_requested && !state.is_finished() {
+        (state, category, run_at, finished_at) = (JobState::Cancelled, None, ms(job.run_at), Some(now));
+        reason.push_str("; cancelled while running");
+    }
+    let mut attempt = p.attempt;
+    attempt.number = job.runs + 1;
+    let data = serde_json::to_string(&attempt).map_err(json_err)?;
+    tx.prepare_cached(
+        "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
+         unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
+         lease_owner = NULL, lease_until = NULL, updated_at = ?10 WHERE seq = ?11",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            state.as_str(),
+            category_str(category),
+            run_at,
+            finished_at,
+            p.attempts,
+            p.unknown_attempts,
+            p.deferrals,
+            p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),
+            reason,
+            now,
+            job.seq
+        ])
+    })
+    .map_err(backend)?;
+    tx.prepare_cached("INSERT INTO attempts (job_seq, number, data) VALUES (?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![job.seq, attempt.number, data]))
+        .map_err(backend)?;
+    let job = must_get(&tx, &p.id)?;
+    tx.commit().map_err(backend)?;
+    Ok(job)
+}
+
+pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
+    let tx = c.transaction().map_err(backend)?;
+    let mut n = 0;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
+                 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
+            )
+            .map_err(backend)?;
+        for id in &p.ids {
+            n += stmt.execute(params![ms(p.now), id.0, p.owner]).map_err(backend)? as u64;
+        }
+    }
+    tx.commit().map_err(backend)?;
+    Ok(n)
+}
+
+pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {
+    let tx = c.transaction().map_err(backend)?;
+    let now = ms(p.now);
+    let dead = tx
+        .execute(
+            "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
+             lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' over the limit of ' || ?2 \
+             WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2",
+            params![now, p.max_stalls],
+        )
+        .map_err(backend)? as u64;
+    let ready = tx
+        .execute(
+            "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, \
+             run_at = MIN(run_at, ?1), updated_at = ?1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' of ' || ?2 \
+             WHERE state = 'running' AND lease_until < ?1",
+            params![now, p.max_stalls],
+        )
+        .map_err(backend)? as u64;
+    tx.commit().map_err(backend)?;
+    Ok(RescueReport {
+        requeued: ready,
+        dead,
+    })
+}
+
+pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
+    c.execute(
+        "UPDATE jobs SET state = 'ready', updated_at = ?1 \
+         WHERE state IN ('scheduled', 'deferred') AND run_at <= ?1",
+        [ms(now)],
+    )
+    .map(|n| n as u64)
+    .map_err(backend)
+}
+
+pub fn next_run_at(c: &mut Connection, queue: &str) -> StoreResult<Option<Timestamp>> {
+    c.query_row(
+        "SELECT MIN(run_at) FROM jobs WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred')",
+        [queue],
+        |r| r.get::<_, Option<i64>>(0),
+    )
+    .map(ts)
+    .map_err(backend)
+}
+
+const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
+    deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = ?1, \
+    finished_at = NULL, updated_at = ?1, cancel_requested = 0, \
+    last_reason = 'replayed from the dead letters'";
+
+pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.transaction().map_err(backend)?;
+    let job = must_get(&tx, id)?;
+    if job.state != JobState::Dead {
+        return Err(StoreError::InvalidState {
+            id: id.clone(),
+            state: job.state,
+            action: "replay",
+        });
+    }
+    tx.execute(
+        &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = ?2"),
+        params![ms(now), job.seq],
+    )
+    .map_err(backend)?;
+    let job = must_get(&tx, id)?;
+    tx.commit().map_err(backend)?;
+    Ok(job)
+}
+
+pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
+    let tx = c.transaction().map_err(backend)?;
+    let job = must_get(&tx, id)?;
+    if job.state != JobState::Dead {
+        return Err(StoreError::InvalidState {
+            id: id.clone(),
+            state: job.state,
+            action: "dismiss",
+        });
+    }
+    tx.execute("DELETE FROM jobs WHERE seq = ?1", [job.seq])
+        .map_err(backend)?;
+    tx.commit().map_err(backend)
+}
+
+pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.transaction().map_err(backend)?;
+    let job = must_get(&tx, id)?;
+    match job.state {
+        JobState::Scheduled | JobState::Ready | JobState::Deferred => {
+            tx.execute(
+                "UPDATE jobs SET state = 'cancelled', finished_at = ?1, updated_at = ?1, \
+                 last_reason = 'cancelled' WHERE seq = ?2",
+                params![ms(now), job.seq],
+            )
+            .map_err(backend)?;
+        }
+        JobState::Running => {
+            tx.execute(
+                "UPDATE jobs SET cancel_requested = 1, updated_at = ?1 WHERE seq = ?2",
+                params![ms(now), job.seq],
+            )
+            .map_err(backend)?;
+        }
+        state @ (JobState::Completed | JobState::Dead | JobState::Cancelled) => {
+            return Err(StoreError::InvalidState {
+                id: id.clone(),
+                state,
+                action: "cancel",
+            })
+        }
+    }
+    let job = must_get(&tx, id)?;
+    tx.commit().map_err(backend)?;
+    Ok(job)
+}
+
+pub fn bulk_replay(c: &mut Connection, f: &JobFilter, now: Timestamp) -> StoreResult<u64> {
+    let mut sql = format!("UPDATE jobs SET {REPLAY_SET} WHERE state = 'dead'");
+    let mut params = vec![Value::Integer(ms(now))];
+    push_filter(&mut sql, &mut params, f);
+    c.execute(&sql, params_from_iter(params.iter()))
+        .map(|n| n as u64)
+        .map_err(backend)
+}
+
+pub fn bulk_dismiss(c: &mut Connection, f: &JobFilter) -> StoreResult<u64> {
+    let mut sql = "DELETE FROM jobs WHERE state = 'dead'".to_owned();
+    let mut params = Vec::new();
+    push_filter(&mut sql, &mut params, f);
+    c.execute(&sql, params_from_iter(params.iter()))
+        .map(|n| n as u64)
+        .map_err(backend)
+}
+
+pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
+    let state = |s: String| -> rusqlite::Result<JobState> {
+        s.parse().map_err(|e: String| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+        })
+    };
+    let mut stmt = c
+        .prepare_cached("SELECT queue, state, category, COUNT(*) FROM jobs GROUP BY queue, state, category ORDER BY 1, 2, 3")
+        .map_err(backend)?;
+    let by_queue = stmt
+        .query_map([], |r| {
+            let category: Option<String> = r.get(2)?;
+            Ok(QueueCount {
+                queue: r.get(0)?,
+                state: state(r.get(1)?)?,
+                category: category.as_deref().and_then(|c| parse_dead_category(c).ok()),
+                count: r.get::<_, i64>(3)?.max(0) as u64,
+            })
+        })
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    let mut stmt = c
+        .prepare_cached("SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2")
+        .map_err(backend)?;
+    let by_endpoint = stmt
+        .query_map([], |r| {
+            Ok(EndpointCount {
+                endpoint: r.get(0)?,
+                state: state(r.get(1)?)?,
+                count: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    Ok(Stats {
+        by_queue,
+        by_endpoint,
+    })
+}
+
+pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
+    c.execute(
+        "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE \
+           (state IN ('completed', 'cancelled') AND finished_at < ?1) \
+           OR (state = 'dead' AND finished_at < ?2) LIMIT ?3)",
+        params![ms(p.completed_before), ms(p.dead_before), p.limit],
+    )
+    .map(|n| n as u64)
+    .map_err(backend)
+}

@@ -1,0 +1,111 @@
+//! The storage seam: the [`Store`] trait, the job and attempt records, and the parameter types of
+//! every store method.
+//!
+//! Owns what a store must do, not how: SQLite and PostgreSQL implement it in their own crates, and
+//! the behaviour suite in [`testkit`] (feature `testkit`) defines the behaviour once for all of them.
+//! Knows nothing of HTTP, the engine's scheduling or the API: it keeps jobs, leases and attempts
+//! consistent under concurrent workers and crashes.
+
+mod types;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use types::*;
+
+use async_trait::async_trait;
+use redial_policy::Timestamp;
+
+/// What can go wrong in a store. Failed attempts are not errors: they are records.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("job {0} not found")]
+    NotFound(JobId),
+    /// The job is not in a state that allows the action (replaying a job that is not dead...).
+    #[error("job {id} is {state}: cannot {action} it")]
+    InvalidState {
+        id: JobId,
+        state: JobState,
+        action: &'static str,
+    },
+    /// The worker no longer holds the job's lease (it expired and the job was rescued, or it was
+    /// cancelled); its result must not be applied.
+    #[error("lease on job {0} was lost")]
+    LeaseLost(JobId),
+    /// The database failed; the message is for logs, not for API clients.
+    #[error("storage failure: {0}")]
+    Backend(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Durable storage of jobs and their attempts. Every method is one transaction: it happens
+/// completely or not at all, and once it returns `Ok` its effect survives a crash.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Inserts a job, or finds the one with the same id: a duplicate when it carries the same
+    /// queue, request and idempotency key, a conflict when it does not (then nothing is written).
+    async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome>;
+
+    /// Inserts many jobs atomically. If any is a conflict, nothing is written and the outcomes say
+    /// which; otherwise every job is inserted or recognised as a duplicate.
+    async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>>;
+
+    /// A job and its attempts, oldest first.
+    async fn job_get(&self, id: &JobId) -> StoreResult<Option<(Job, Vec<Attempt>)>>;
+
+    /// Jobs matching the filter, oldest first, from after the cursor.
+    async fn job_list(&self, params: JobListParams) -> StoreResult<JobPage>;
+
+    /// Leases up to `limit` runnable jobs of a queue (ready, or scheduled or deferred whose time has
+    /// come), highest priority first, then earliest `run_at`. A job is never leased to two owners
+    /// at once.
+    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>>;
+
+    /// Extends the leases `owner` still holds on `ids`; returns how many it still holds.
+    async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64>;
+
+    /// Records one attempt and applies its decision, if `owner` still holds the lease. A job whose
+    /// cancellation was requested while it ran ends cancelled unless the attempt completed it or
+    /// made it dead.
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Job>;
+
+    /// Gives back leases without counting anything (graceful shutdown): the jobs are ready again.
+    async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64>;
+
+    /// Jobs whose lease expired go back to ready, counted as a stall; those over `max_stalls` go dead
+    /// (`unknown_exhausted`: nobody knows whether their last request took effect).
+    async fn job_rescue_expired(&self, params: RescueParams) -> StoreResult<RescueReport>;
+
+    /// Marks scheduled and deferred jobs whose time has come as ready, so that states read true.
+    async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64>;
+
+    /// The earliest `run_at` among the queue's waiting jobs (ready, scheduled, deferred).
+    async fn job_next_run_at(&self, queue: &str) -> StoreResult<Option<Timestamp>>;
+
+    /// Puts a dead job back to ready with fresh counters and the same idempotency key; its history
+    /// stays and `replays` counts up.
+    async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job>;
+
+    /// Deletes a dead job and its attempts.
+    async fn job_dismiss(&self, id: &JobId) -> StoreResult<()>;
+
+    /// Cancels a job that has not finished. A running job is marked and ends cancelled when its
+    /// attempt returns (unless that attempt completed it).
+    async fn job_cancel(&self, id: &JobId, now: Timestamp) -> StoreResult<Job>;
+
+    /// Replays every dead job matching the filter; returns how many.
+    async fn dead_letter_replay(&self, filter: JobFilter, now: Timestamp) -> StoreResult<u64>;
+
+    /// Dismisses every dead job matching the filter; returns how many.
+    async fn dead_letter_dismiss(&self, filter: JobFilter) -> StoreResult<u64>;
+
+    /// Counts per queue x state x dead-letter category, and per endpoint x state.
+    async fn stats(&self) -> StoreResult<Stats>;
+
+    /// Deletes finished jobs past their retention; returns how many.
+    async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
+
+    /// Whether the store answers; for readiness checks.
+    async fn ping(&self) -> StoreResult<()>;
+}

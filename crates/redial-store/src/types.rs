@@ -1,0 +1,339 @@
+//! Records and parameter types shared by every store.
+
+use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A job's id: given by the client or generated. Unique across queues.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub String);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for JobId {
+    fn from(s: &str) -> Self {
+        JobId(s.to_owned())
+    }
+}
+
+/// The states of the job state machine (ARCHITECTURE.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Waiting for its `run_at` (a delayed job, or a retry after a failure).
+    Scheduled,
+    /// Runnable now.
+    Ready,
+    /// Leased by a worker; an attempt is in flight.
+    Running,
+    /// Waiting for a server-given instant (a 429 and friends); kept apart from scheduled.
+    Deferred,
+    Completed,
+    /// In the dead letters, with a category.
+    Dead,
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 7] = [
+        JobState::Scheduled,
+        JobState::Ready,
+        JobState::Running,
+        JobState::Deferred,
+        JobState::Completed,
+        JobState::Dead,
+        JobState::Cancelled,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobState::Scheduled => "scheduled",
+            JobState::Ready => "ready",
+            JobState::Running => "running",
+            JobState::Deferred => "deferred",
+            JobState::Completed => "completed",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Completed, dead and cancelled jobs are finished: nothing runs them again but a replay.
+    pub const fn is_finished(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed | JobState::Dead | JobState::Cancelled
+        )
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown state {s:?}: use one of scheduled, ready, running, deferred, completed, dead, cancelled")
+            })
+    }
+}
+
+/// Parses a dead-letter category name (`transient_exhausted`).
+pub fn parse_dead_category(s: &str) -> Result<DeadCategory, String> {
+    DeadCategory::ALL
+        .into_iter()
+        .find(|c| c.as_str() == s)
+        .ok_or_else(|| {
+            format!("unknown category {s:?}: use one of permanent, transient_exhausted, unknown_exhausted, deferral_exhausted, deadline_exceeded")
+        })
+}
+
+/// The HTTP request a job sends, the same on every attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    pub method: String,
+    pub url: String,
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The whole attempt's time limit, in milliseconds; the engine's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A job to insert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewJob {
+    pub id: JobId,
+    pub queue: String,
+    /// The endpoint the job belongs to: the URL's origin unless the job names one.
+    pub endpoint: String,
+    pub request: HttpRequest,
+    pub idempotency_key: Option<String>,
+    pub priority: i32,
+    pub run_at: Timestamp,
+    pub deadline: Option<Timestamp>,
+    pub tags: Vec<String>,
+    /// The job's own policy override, laid over the queue's.
+    pub policy: Option<PolicyOverride>,
+    pub created_at: Timestamp,
+}
+
+/// A stored job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub id: JobId,
+    pub queue: String,
+    pub endpoint: String,
+    pub state: JobState,
+    /// Set when the job is dead.
+    pub category: Option<DeadCategory>,
+    pub request: HttpRequest,
+    pub idempotency_key: Option<String>,
+    pub priority: i32,
+    /// When it runs next (for scheduled, ready and deferred jobs).
+    pub run_at: Timestamp,
+    pub deadline: Option<Timestamp>,
+    pub tags: Vec<String>,
+    pub policy: Option<PolicyOverride>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    /// Failed attempts (transient and unknown) since creation or the last replay.
+    pub attempts: u32,
+    pub unknown_attempts: u32,
+    pub deferrals: u32,
+    /// Times its lease expired mid-attempt (the process died or hung).
+    pub stalls: u32,
+    pub replays: u32,
+    /// Every attempt made, whatever its outcome, across replays: the attempt log's length.
+    pub runs: u32,
+    pub last_delay_ms: Option<u64>,
+    /// The reason of the last decision, one line.
+    pub last_reason: Option<String>,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<Timestamp>,
+    pub cancel_requested: bool,
+    /// Ordering key for cursors; increases with insertion.
+    pub seq: i64,
+}
+
+/// The result of inserting one job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertOutcome {
+    Inserted(Job),
+    /// A job with this id and the same request exists: nothing was written.
+    Duplicate(Job),
+    /// A job with this id exists with a different request: nothing was written.
+    Conflict(Job),
+}
+
+impl InsertOutcome {
+    pub fn job(&self) -> &Job {
+        match self {
+            InsertOutcome::Inserted(j) | InsertOutcome::Duplicate(j) | InsertOutcome::Conflict(j) => j,
+        }
+    }
+}
+
+/// One recorded attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// 1 for the first attempt of the job, counting across replays.
+    pub number: u32,
+    pub started_at: Timestamp,
+    pub duration_ms: u64,
+    /// The HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// The transport error kind (`read-timeout`) or a handler's failure, when no response arrived.
+    pub error: Option<String>,
+    /// The outcome's category: success, defer, transient, permanent, unknown.
+    pub category: String,
+    /// complete, retry, defer, dead or cancelled.
+    pub decision: String,
+    pub dead_category: Option<DeadCategory>,
+    pub delay_ms: Option<u64>,
+    pub server_wait_ms: Option<u64>,
+    pub server_wait_source: Option<String>,
+    pub reason: String,
+    /// A bounded excerpt of the response headers, secrets redacted.
+    pub response_headers: Vec<(String, String)>,
+    /// A bounded excerpt of the response body.
+    pub response_body: Option<String>,
+    /// Which worker (node and process) made the attempt.
+    pub worker: String,
+}
+
+/// Which jobs a listing or a bulk action covers. Every field set must match.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobFilter {
+    pub queue: Option<String>,
+    pub state: Option<JobState>,
+    pub category: Option<DeadCategory>,
+    pub endpoint: Option<String>,
+    /// Created at or after.
+    pub since: Option<Timestamp>,
+    /// Created before.
+    pub until: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobListParams {
+    pub filter: JobFilter,
+    /// The `seq` of the last job of the previous page.
+    pub after: Option<i64>,
+    pub limit: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobPage {
+    pub jobs: Vec<Job>,
+    /// Present when more jobs may follow: pass it as `after`.
+    pub next: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseParams {
+    pub queue: String,
+    pub limit: u32,
+    pub owner: String,
+    pub now: Timestamp,
+    pub lease_until: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeartbeatParams {
+    pub owner: String,
+    pub ids: Vec<JobId>,
+    pub lease_until: Timestamp,
+}
+
+/// What an attempt decided for the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    Complete,
+    Retry { at: Timestamp },
+    Defer { until: Timestamp },
+    Dead { category: DeadCategory },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordAttemptParams {
+    pub id: JobId,
+    pub owner: String,
+    pub now: Timestamp,
+    pub attempt: Attempt,
+    pub transition: Transition,
+    /// The job's counters after the decision.
+    pub attempts: u32,
+    pub unknown_attempts: u32,
+    pub deferrals: u32,
+    pub last_delay_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReleaseParams {
+    pub owner: String,
+    pub ids: Vec<JobId>,
+    pub now: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RescueParams {
+    pub now: Timestamp,
+    /// A job whose lease expires more than this many times goes dead.
+    pub max_stalls: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RescueReport {
+    /// Back to ready, to run again.
+    pub requeued: u64,
+    /// Over the stall ceiling: dead.
+    pub dead: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CleanupParams {
+    /// Completed and cancelled jobs finished before this are deleted.
+    pub completed_before: Timestamp,
+    /// Dead jobs finished before this are deleted.
+    pub dead_before: Timestamp,
+    /// At most this many deleted per call, so that a cleanup never holds the database for long.
+    pub limit: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub by_queue: Vec<QueueCount>,
+    pub by_endpoint: Vec<EndpointCount>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueCount {
+    pub queue: String,
+    pub state: JobState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<DeadCategory>,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EndpointCount {
+    pub endpoint: String,
+    pub state: JobState,
+    pub count: u64,
+}
