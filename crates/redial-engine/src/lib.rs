@@ -1,1 +1,20 @@
+//! Redial's worker runtime: lease jobs from a [`Store`](redial_store::Store), run them through a
+//! [`Handler`], decide with the policy core, record the attempt; plus the maintenance that rescues
+//! expired leases, promotes due jobs and applies retention.
+//!
+//! Owns scheduling, leases, heartbeats, graceful shutdown and the built-in HTTP executor. Does not
+//! own storage (the store does) nor the meaning of an outcome (the policy core does), and knows
+//! nothing of the API in front of it.
 
+mod clock;
+mod engine;
+mod handler;
+pub mod http;
+pub mod net;
+pub mod redact;
+mod shutdown;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{Engine, EngineConfig, QueueConfig, Retention, RunningEngine};
+pub use handler::{AttemptOutput, Handler};
+pub use shutdown::Shutdown;

@@ -30,7 +30,9 @@ struct Inner {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.inner.path).finish()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 

@@ -7,7 +7,8 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, Row, Transaction};
 
 /// The columns of a job, in the order `job_from_row` reads them.
-const COLS: &str = "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
+const COLS: &str =
+    "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
     run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
     unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, lease_owner, \
     lease_until, cancel_requested";
@@ -43,7 +44,10 @@ struct RawJob {
 }
 
 fn raw_from_row(r: &Row<'_>) -> rusqlite::Result<RawJob> {
-    let u = |i: usize| -> rusqlite::Result<u32> { r.get::<_, i64>(i).map(|v| v.clamp(0, u32::MAX as i64) as u32) };
+    let u = |i: usize| -> rusqlite::Result<u32> {
+        r.get::<_, i64>(i)
+            .map(|v| v.clamp(0, u32::MAX as i64) as u32)
+    };
     Ok(RawJob {
         state: r.get(4)?,
         category: r.get(5)?,
@@ -180,7 +184,10 @@ pub fn insert(tx: &Transaction<'_>, job: &NewJob) -> StoreResult<InsertOutcome> 
     Ok(InsertOutcome::Inserted(must_get(tx, &job.id)?))
 }
 
-pub fn get_with_attempts(c: &mut Connection, id: &JobId) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+pub fn get_with_attempts(
+    c: &mut Connection,
+    id: &JobId,
+) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
     let Some(job) = get(c, id)? else {
         return Ok(None);
     };
@@ -307,11 +314,14 @@ pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult
         Transition::Complete => (JobState::Completed, None, ms(job.run_at), Some(now)),
         Transition::Retry { at } => (JobState::Scheduled, None, ms(at), None),
         Transition::Defer { until } => (JobState::Deferred, None, ms(until), None),
-        Transition::Dead { category } => (JobState::Dead, Some(category), ms(job.run_at), Some(now)),
+        Transition::Dead { category } => {
+            (JobState::Dead, Some(category), ms(job.run_at), Some(now))
+        }
     };
     let mut reason = p.attempt.reason.clone();
     if job.cancel_requested && !state.is_finished() {
-        (state, category, run_at, finished_at) = (JobState::Cancelled, None, ms(job.run_at), Some(now));
+        (state, category, run_at, finished_at) =
+            (JobState::Cancelled, None, ms(job.run_at), Some(now));
         reason.push_str("; cancelled while running");
     }
     let mut attempt = p.attempt;
@@ -357,7 +367,9 @@ pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
             )
             .map_err(backend)?;
         for id in &p.ids {
-            n += stmt.execute(params![ms(p.now), id.0, p.owner]).map_err(backend)? as u64;
+            n += stmt
+                .execute(params![ms(p.now), id.0, p.owner])
+                .map_err(backend)? as u64;
         }
     }
     tx.commit().map_err(backend)?;
@@ -519,7 +531,9 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
             Ok(QueueCount {
                 queue: r.get(0)?,
                 state: state(r.get(1)?)?,
-                category: category.as_deref().and_then(|c| parse_dead_category(c).ok()),
+                category: category
+                    .as_deref()
+                    .and_then(|c| parse_dead_category(c).ok()),
                 count: r.get::<_, i64>(3)?.max(0) as u64,
             })
         })
@@ -527,7 +541,9 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(backend)?;
     let mut stmt = c
-        .prepare_cached("SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2")
+        .prepare_cached(
+            "SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2",
+        )
         .map_err(backend)?;
     let by_endpoint = stmt
         .query_map([], |r| {

@@ -69,6 +69,7 @@ fn attempt(number: u32, status: u16, decision: &str) -> Attempt {
         duration_ms: 12,
         status: Some(status),
         error: None,
+        error_detail: None,
         category: "transient".into(),
         decision: decision.into(),
         dead_category: None,
@@ -102,7 +103,13 @@ fn record(id: &str, owner: &str, number: u32, transition: Transition) -> RecordA
     }
 }
 
-async fn lease(store: &Arc<dyn Store>, queue: &str, owner: &str, now: Timestamp, limit: u32) -> Vec<Job> {
+async fn lease(
+    store: &Arc<dyn Store>,
+    queue: &str,
+    owner: &str,
+    now: Timestamp,
+    limit: u32,
+) -> Vec<Job> {
     store
         .job_lease_available(LeaseParams {
             queue: queue.into(),
@@ -136,7 +143,11 @@ async fn make_dead(store: &Arc<dyn Store>, id: &str, queue: &str, category: Dead
     assert!(leased.iter().any(|j| j.id.0 == id), "job {id} leased");
     for other in leased.iter().filter(|j| j.id.0 != id) {
         store
-            .job_release(ReleaseParams { owner: "w-dead".into(), ids: vec![other.id.clone()], now: at(0) })
+            .job_release(ReleaseParams {
+                owner: "w-dead".into(),
+                ids: vec![other.id.clone()],
+                now: at(0),
+            })
             .await
             .expect("release");
     }
@@ -147,19 +158,51 @@ async fn make_dead(store: &Arc<dyn Store>, id: &str, queue: &str, category: Dead
 }
 
 pub async fn insert_and_get(store: Arc<dyn Store>) {
-    let out = store.job_insert(new_job("a", "default")).await.expect("insert");
-    let InsertOutcome::Inserted(job) = out else { panic!("expected Inserted, got {out:?}") };
+    let out = store
+        .job_insert(new_job("a", "default"))
+        .await
+        .expect("insert");
+    let InsertOutcome::Inserted(job) = out else {
+        panic!("expected Inserted, got {out:?}")
+    };
     assert_eq!(job.state, JobState::Ready);
     let (got, attempts) = get(&store, "a").await;
     assert_eq!(got, job);
     assert!(attempts.is_empty());
     let n = new_job("a", "default");
     assert_eq!(
-        (got.queue.as_str(), &got.request, &got.idempotency_key, &got.tags, got.run_at, got.created_at),
-        (n.queue.as_str(), &n.request, &n.idempotency_key, &n.tags, n.run_at, n.created_at)
+        (
+            got.queue.as_str(),
+            &got.request,
+            &got.idempotency_key,
+            &got.tags,
+            got.run_at,
+            got.created_at
+        ),
+        (
+            n.queue.as_str(),
+            &n.request,
+            &n.idempotency_key,
+            &n.tags,
+            n.run_at,
+            n.created_at
+        )
     );
-    assert_eq!((got.attempts, got.deferrals, got.runs, got.replays, got.stalls), (0, 0, 0, 0, 0));
-    assert!(store.job_get(&JobId::from("nope")).await.expect("get").is_none());
+    assert_eq!(
+        (
+            got.attempts,
+            got.deferrals,
+            got.runs,
+            got.replays,
+            got.stalls
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    assert!(store
+        .job_get(&JobId::from("nope"))
+        .await
+        .expect("get")
+        .is_none());
 }
 
 pub async fn insert_future_job_is_scheduled(store: Arc<dyn Store>) {
@@ -168,37 +211,77 @@ pub async fn insert_future_job_is_scheduled(store: Arc<dyn Store>) {
     let out = store.job_insert(j).await.expect("insert");
     assert_eq!(out.job().state, JobState::Scheduled);
     assert!(lease(&store, "default", "w1", at(59), 10).await.is_empty());
-    assert_eq!(ids(&lease(&store, "default", "w1", at(60), 10).await), ["later"]);
+    assert_eq!(
+        ids(&lease(&store, "default", "w1", at(60), 10).await),
+        ["later"]
+    );
 }
 
 pub async fn insert_duplicate_and_conflict(store: Arc<dyn Store>) {
-    store.job_insert(new_job("d", "default")).await.expect("insert");
-    let again = store.job_insert(new_job("d", "default")).await.expect("insert again");
+    store
+        .job_insert(new_job("d", "default"))
+        .await
+        .expect("insert");
+    let again = store
+        .job_insert(new_job("d", "default"))
+        .await
+        .expect("insert again");
     assert!(matches!(again, InsertOutcome::Duplicate(_)), "{again:?}");
     let mut different = new_job("d", "default");
     different.request.body = Some("{\"amount\":999}".into());
     let out = store.job_insert(different).await.expect("insert different");
     assert!(matches!(out, InsertOutcome::Conflict(_)), "{out:?}");
-    assert_eq!(get(&store, "d").await.0.request.body.as_deref(), Some("{\"amount\":100}"));
+    assert_eq!(
+        get(&store, "d").await.0.request.body.as_deref(),
+        Some("{\"amount\":100}")
+    );
     let mut other_queue = new_job("d", "other");
     other_queue.queue = "other".into();
-    assert!(matches!(store.job_insert(other_queue).await.expect("insert"), InsertOutcome::Conflict(_)));
+    assert!(matches!(
+        store.job_insert(other_queue).await.expect("insert"),
+        InsertOutcome::Conflict(_)
+    ));
 }
 
 pub async fn batch_is_atomic(store: Arc<dyn Store>) {
-    store.job_insert(new_job("b0", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("b0", "default"))
+        .await
+        .expect("insert");
     let mut conflicting = new_job("b0", "default");
     conflicting.request.url = "https://api.example.com/other".into();
     let out = store
-        .job_insert_batch(vec![new_job("b1", "default"), conflicting, new_job("b2", "default")])
+        .job_insert_batch(vec![
+            new_job("b1", "default"),
+            conflicting,
+            new_job("b2", "default"),
+        ])
         .await
         .expect("batch");
     assert!(matches!(out[1], InsertOutcome::Conflict(_)), "{out:?}");
-    assert!(store.job_get(&JobId::from("b1")).await.expect("get").is_none(), "nothing half-stored");
-    assert!(store.job_get(&JobId::from("b2")).await.expect("get").is_none(), "nothing half-stored");
+    assert!(
+        store
+            .job_get(&JobId::from("b1"))
+            .await
+            .expect("get")
+            .is_none(),
+        "nothing half-stored"
+    );
+    assert!(
+        store
+            .job_get(&JobId::from("b2"))
+            .await
+            .expect("get")
+            .is_none(),
+        "nothing half-stored"
+    );
 
     let out = store
-        .job_insert_batch(vec![new_job("b1", "default"), new_job("b0", "default"), new_job("b2", "default")])
+        .job_insert_batch(vec![
+            new_job("b1", "default"),
+            new_job("b0", "default"),
+            new_job("b2", "default"),
+        ])
         .await
         .expect("batch");
     assert!(matches!(out[0], InsertOutcome::Inserted(_)));
@@ -209,12 +292,20 @@ pub async fn batch_is_atomic(store: Arc<dyn Store>) {
         .job_insert_batch(vec![new_job("b3", "default"), new_job("b3", "default")])
         .await
         .expect("batch");
-    assert!(matches!(out[0], InsertOutcome::Inserted(_)) && matches!(out[1], InsertOutcome::Duplicate(_)));
+    assert!(
+        matches!(out[0], InsertOutcome::Inserted(_))
+            && matches!(out[1], InsertOutcome::Duplicate(_))
+    );
 }
 
 pub async fn lease_order_and_queues(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();
-    for (id, prio, run_at) in [("low-early", 0, -10), ("high", 5, 0), ("low-late", 0, -5), ("future", 9, 100)] {
+    for (id, prio, run_at) in [
+        ("low-early", 0, -10),
+        ("high", 5, 0),
+        ("low-late", 0, -5),
+        ("future", 9, 100),
+    ] {
         let mut j = new_job(id, "q");
         j.priority = prio;
         j.run_at = at(run_at);
@@ -224,14 +315,24 @@ pub async fn lease_order_and_queues(store: Arc<dyn Store>) {
     store.job_insert_batch(jobs).await.expect("batch");
     let got = lease(&store, "q", "w1", at(0), 2).await;
     assert_eq!(ids(&got), ["high", "low-early"]);
-    assert!(got.iter().all(|j| j.state == JobState::Running && j.lease_owner.as_deref() == Some("w1")));
-    assert_eq!(ids(&lease(&store, "q", "w2", at(0), 10).await), ["low-late"]);
+    assert!(got
+        .iter()
+        .all(|j| j.state == JobState::Running && j.lease_owner.as_deref() == Some("w1")));
+    assert_eq!(
+        ids(&lease(&store, "q", "w2", at(0), 10).await),
+        ["low-late"]
+    );
     assert!(lease(&store, "q", "w3", at(0), 10).await.is_empty());
-    assert_eq!(ids(&lease(&store, "other", "w3", at(0), 10).await), ["elsewhere"]);
+    assert_eq!(
+        ids(&lease(&store, "other", "w3", at(0), 10).await),
+        ["elsewhere"]
+    );
 }
 
 pub async fn lease_never_hands_a_job_out_twice(store: Arc<dyn Store>) {
-    let jobs: Vec<_> = (0..200).map(|i| new_job(&format!("j{i:03}"), "default")).collect();
+    let jobs: Vec<_> = (0..200)
+        .map(|i| new_job(&format!("j{i:03}"), "default"))
+        .collect();
     store.job_insert_batch(jobs).await.expect("batch");
     let mut tasks = Vec::new();
     for w in 0..4 {
@@ -260,7 +361,10 @@ pub async fn lease_never_hands_a_job_out_twice(store: Arc<dyn Store>) {
 
 pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
     for id in ["r", "d", "c", "x"] {
-        store.job_insert(new_job(id, "default")).await.expect("insert");
+        store
+            .job_insert(new_job(id, "default"))
+            .await
+            .expect("insert");
     }
     lease(&store, "default", "w1", at(0), 10).await;
 
@@ -268,26 +372,45 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
         .job_record_attempt(record("r", "w1", 1, Transition::Retry { at: at(30) }))
         .await
         .expect("record");
-    assert_eq!((job.state, job.run_at, job.attempts, job.runs), (JobState::Scheduled, at(30), 1, 1));
+    assert_eq!(
+        (job.state, job.run_at, job.attempts, job.runs),
+        (JobState::Scheduled, at(30), 1, 1)
+    );
     assert!(job.lease_owner.is_none());
     assert_eq!(job.last_reason.as_deref(), Some("503 test; attempt 1"));
 
     let mut p = record("d", "w1", 1, Transition::Defer { until: at(60) });
     (p.attempts, p.deferrals) = (0, 1);
     let job = store.job_record_attempt(p).await.expect("record");
-    assert_eq!((job.state, job.run_at, job.attempts, job.deferrals), (JobState::Deferred, at(60), 0, 1));
+    assert_eq!(
+        (job.state, job.run_at, job.attempts, job.deferrals),
+        (JobState::Deferred, at(60), 0, 1)
+    );
 
     let job = store
         .job_record_attempt(record("c", "w1", 1, Transition::Complete))
         .await
         .expect("record");
-    assert_eq!((job.state, job.finished_at), (JobState::Completed, Some(at(1))));
+    assert_eq!(
+        (job.state, job.finished_at),
+        (JobState::Completed, Some(at(1)))
+    );
 
     let job = store
-        .job_record_attempt(record("x", "w1", 1, Transition::Dead { category: DeadCategory::Permanent }))
+        .job_record_attempt(record(
+            "x",
+            "w1",
+            1,
+            Transition::Dead {
+                category: DeadCategory::Permanent,
+            },
+        ))
         .await
         .expect("record");
-    assert_eq!((job.state, job.category), (JobState::Dead, Some(DeadCategory::Permanent)));
+    assert_eq!(
+        (job.state, job.category),
+        (JobState::Dead, Some(DeadCategory::Permanent))
+    );
 
     // A second attempt on the retried job: the log keeps both, in order.
     lease(&store, "default", "w2", at(30), 10).await;
@@ -297,13 +420,19 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
         .expect("record");
     let (job, attempts) = get(&store, "r").await;
     assert_eq!(job.state, JobState::Completed);
-    assert_eq!(attempts.iter().map(|a| a.number).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        attempts.iter().map(|a| a.number).collect::<Vec<_>>(),
+        [1, 2]
+    );
     assert_eq!(attempts[0], attempt(1, 503, "retry"));
     assert_eq!(attempts[1].worker, "w1");
 }
 
 pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
-    store.job_insert(new_job("l", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("l", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 1).await;
     let err = store
         .job_record_attempt(record("l", "intruder", 1, Transition::Complete))
@@ -316,8 +445,14 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
 }
 
 pub async fn heartbeat_and_release(store: Arc<dyn Store>) {
-    store.job_insert(new_job("h1", "default")).await.expect("insert");
-    store.job_insert(new_job("h2", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("h1", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_insert(new_job("h2", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 10).await;
     let held = store
         .job_heartbeat(HeartbeatParams {
@@ -330,39 +465,86 @@ pub async fn heartbeat_and_release(store: Arc<dyn Store>) {
     assert_eq!(held, 2);
     assert_eq!(get(&store, "h1").await.0.lease_until, Some(at(100)));
     let none = store
-        .job_heartbeat(HeartbeatParams { owner: "w2".into(), ids: vec![JobId::from("h1")], lease_until: at(200) })
+        .job_heartbeat(HeartbeatParams {
+            owner: "w2".into(),
+            ids: vec![JobId::from("h1")],
+            lease_until: at(200),
+        })
         .await
         .expect("heartbeat");
     assert_eq!(none, 0);
 
     let released = store
-        .job_release(ReleaseParams { owner: "w1".into(), ids: vec![JobId::from("h1")], now: at(5) })
+        .job_release(ReleaseParams {
+            owner: "w1".into(),
+            ids: vec![JobId::from("h1")],
+            now: at(5),
+        })
         .await
         .expect("release");
     assert_eq!(released, 1);
     let (job, _) = get(&store, "h1").await;
-    assert_eq!((job.state, job.stalls, job.attempts, job.lease_owner), (JobState::Ready, 0, 0, None));
-    assert_eq!(ids(&lease(&store, "default", "w3", at(5), 10).await), ["h1"]);
+    assert_eq!(
+        (job.state, job.stalls, job.attempts, job.lease_owner),
+        (JobState::Ready, 0, 0, None)
+    );
+    assert_eq!(
+        ids(&lease(&store, "default", "w3", at(5), 10).await),
+        ["h1"]
+    );
 }
 
 pub async fn rescue_expired_leases(store: Arc<dyn Store>) {
-    store.job_insert(new_job("s", "default")).await.expect("insert");
-    store.job_insert(new_job("fresh", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("s", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_insert(new_job("fresh", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 1).await; // "s", lease until at(30)
     lease(&store, "default", "w2", at(20), 1).await; // "fresh", lease until at(50)
-    let report = store.job_rescue_expired(RescueParams { now: at(31), max_stalls: 1 }).await.expect("rescue");
-    assert_eq!(report, RescueReport { requeued: 1, dead: 0 });
+    let report = store
+        .job_rescue_expired(RescueParams {
+            now: at(31),
+            max_stalls: 1,
+        })
+        .await
+        .expect("rescue");
+    assert_eq!(
+        report,
+        RescueReport {
+            requeued: 1,
+            dead: 0
+        }
+    );
     let (job, _) = get(&store, "s").await;
     assert_eq!((job.state, job.stalls), (JobState::Ready, 1));
     assert_eq!(get(&store, "fresh").await.0.state, JobState::Running);
 
     // The second stall is over the ceiling: dead, unknown_exhausted. "fresh" stalls for the first time.
     lease(&store, "default", "w3", at(40), 1).await;
-    let report = store.job_rescue_expired(RescueParams { now: at(71), max_stalls: 1 }).await.expect("rescue");
-    assert_eq!(report, RescueReport { requeued: 1, dead: 1 });
+    let report = store
+        .job_rescue_expired(RescueParams {
+            now: at(71),
+            max_stalls: 1,
+        })
+        .await
+        .expect("rescue");
+    assert_eq!(
+        report,
+        RescueReport {
+            requeued: 1,
+            dead: 1
+        }
+    );
     assert_eq!(get(&store, "fresh").await.0.stalls, 1);
     let (job, _) = get(&store, "s").await;
-    assert_eq!((job.state, job.category, job.stalls), (JobState::Dead, Some(DeadCategory::UnknownExhausted), 2));
+    assert_eq!(
+        (job.state, job.category, job.stalls),
+        (JobState::Dead, Some(DeadCategory::UnknownExhausted), 2)
+    );
     assert!(job.last_reason.expect("a reason").contains("lease expired"));
 }
 
@@ -374,7 +556,10 @@ pub async fn promote_and_next_run_at(store: Arc<dyn Store>) {
     let mut j = new_job("p2", "default");
     j.run_at = at(20);
     store.job_insert(j).await.expect("insert");
-    assert_eq!(store.job_next_run_at("default").await.expect("next"), Some(at(10)));
+    assert_eq!(
+        store.job_next_run_at("default").await.expect("next"),
+        Some(at(10))
+    );
     assert_eq!(store.job_next_run_at("other").await.expect("next"), None);
     assert_eq!(store.job_promote_due(at(9)).await.expect("promote"), 0);
     assert_eq!(store.job_promote_due(at(15)).await.expect("promote"), 1);
@@ -384,54 +569,140 @@ pub async fn promote_and_next_run_at(store: Arc<dyn Store>) {
 
 pub async fn replay_dead_job(store: Arc<dyn Store>) {
     make_dead(&store, "dead1", "default", DeadCategory::TransientExhausted).await;
-    store.job_insert(new_job("alive", "default")).await.expect("insert");
-    let job = store.job_replay(&JobId::from("dead1"), at(100)).await.expect("replay");
-    assert_eq!((job.state, job.category, job.attempts, job.deferrals, job.replays), (JobState::Ready, None, 0, 0, 1));
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    let job = store
+        .job_replay(&JobId::from("dead1"), at(100))
+        .await
+        .expect("replay");
+    assert_eq!(
+        (
+            job.state,
+            job.category,
+            job.attempts,
+            job.deferrals,
+            job.replays
+        ),
+        (JobState::Ready, None, 0, 0, 1)
+    );
     assert_eq!(job.idempotency_key.as_deref(), Some("key-dead1"));
     assert_eq!(job.run_at, at(100));
     assert_eq!(get(&store, "dead1").await.1.len(), 1, "history kept");
-    let err = store.job_replay(&JobId::from("alive"), at(100)).await.expect_err("not dead");
-    assert!(matches!(err, StoreError::InvalidState { state: JobState::Ready, .. }), "{err:?}");
-    let err = store.job_replay(&JobId::from("ghost"), at(100)).await.expect_err("missing");
+    let err = store
+        .job_replay(&JobId::from("alive"), at(100))
+        .await
+        .expect_err("not dead");
+    assert!(
+        matches!(
+            err,
+            StoreError::InvalidState {
+                state: JobState::Ready,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = store
+        .job_replay(&JobId::from("ghost"), at(100))
+        .await
+        .expect_err("missing");
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
 }
 
 pub async fn dismiss_dead_job(store: Arc<dyn Store>) {
     make_dead(&store, "dead2", "default", DeadCategory::Permanent).await;
-    store.job_insert(new_job("alive", "default")).await.expect("insert");
-    store.job_dismiss(&JobId::from("dead2")).await.expect("dismiss");
-    assert!(store.job_get(&JobId::from("dead2")).await.expect("get").is_none());
-    let err = store.job_dismiss(&JobId::from("alive")).await.expect_err("not dead");
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_dismiss(&JobId::from("dead2"))
+        .await
+        .expect("dismiss");
+    assert!(store
+        .job_get(&JobId::from("dead2"))
+        .await
+        .expect("get")
+        .is_none());
+    let err = store
+        .job_dismiss(&JobId::from("alive"))
+        .await
+        .expect_err("not dead");
     assert!(matches!(err, StoreError::InvalidState { .. }), "{err:?}");
-    let err = store.job_dismiss(&JobId::from("dead2")).await.expect_err("gone");
+    let err = store
+        .job_dismiss(&JobId::from("dead2"))
+        .await
+        .expect_err("gone");
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
 }
 
 pub async fn cancel_jobs(store: Arc<dyn Store>) {
-    store.job_insert(new_job("c1", "default")).await.expect("insert");
-    let job = store.job_cancel(&JobId::from("c1"), at(1)).await.expect("cancel");
-    assert_eq!((job.state, job.finished_at), (JobState::Cancelled, Some(at(1))));
+    store
+        .job_insert(new_job("c1", "default"))
+        .await
+        .expect("insert");
+    let job = store
+        .job_cancel(&JobId::from("c1"), at(1))
+        .await
+        .expect("cancel");
+    assert_eq!(
+        (job.state, job.finished_at),
+        (JobState::Cancelled, Some(at(1)))
+    );
     assert!(lease(&store, "default", "w1", at(2), 10).await.is_empty());
-    let err = store.job_cancel(&JobId::from("c1"), at(3)).await.expect_err("finished");
-    assert!(matches!(err, StoreError::InvalidState { state: JobState::Cancelled, .. }), "{err:?}");
+    let err = store
+        .job_cancel(&JobId::from("c1"), at(3))
+        .await
+        .expect_err("finished");
+    assert!(
+        matches!(
+            err,
+            StoreError::InvalidState {
+                state: JobState::Cancelled,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 
     // A running job is marked; its attempt's retry then ends it cancelled.
-    store.job_insert(new_job("c2", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("c2", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 10).await;
-    let job = store.job_cancel(&JobId::from("c2"), at(1)).await.expect("cancel");
+    let job = store
+        .job_cancel(&JobId::from("c2"), at(1))
+        .await
+        .expect("cancel");
     assert_eq!((job.state, job.cancel_requested), (JobState::Running, true));
     let job = store
         .job_record_attempt(record("c2", "w1", 1, Transition::Retry { at: at(10) }))
         .await
         .expect("record");
     assert_eq!(job.state, JobState::Cancelled);
-    assert_eq!(get(&store, "c2").await.1.len(), 1, "the attempt is still recorded");
+    assert_eq!(
+        get(&store, "c2").await.1.len(),
+        1,
+        "the attempt is still recorded"
+    );
 
     // ...but a completion still completes.
-    store.job_insert(new_job("c3", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("c3", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 10).await;
-    store.job_cancel(&JobId::from("c3"), at(1)).await.expect("cancel");
-    let job = store.job_record_attempt(record("c3", "w1", 1, Transition::Complete)).await.expect("record");
+    store
+        .job_cancel(&JobId::from("c3"), at(1))
+        .await
+        .expect("cancel");
+    let job = store
+        .job_record_attempt(record("c3", "w1", 1, Transition::Complete))
+        .await
+        .expect("record");
     assert_eq!(job.state, JobState::Completed);
 }
 
@@ -440,28 +711,63 @@ pub async fn bulk_dead_letter_actions(store: Arc<dyn Store>) {
     make_dead(&store, "p2", "default", DeadCategory::Permanent).await;
     make_dead(&store, "t1", "default", DeadCategory::TransientExhausted).await;
     make_dead(&store, "o1", "other", DeadCategory::Permanent).await;
-    store.job_insert(new_job("alive", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
     let filter = JobFilter {
         queue: Some("default".into()),
         category: Some(DeadCategory::Permanent),
         ..JobFilter::default()
     };
-    assert_eq!(store.dead_letter_replay(filter.clone(), at(50)).await.expect("replay"), 2);
+    assert_eq!(
+        store
+            .dead_letter_replay(filter.clone(), at(50))
+            .await
+            .expect("replay"),
+        2
+    );
     assert_eq!(get(&store, "p1").await.0.state, JobState::Ready);
     assert_eq!(get(&store, "t1").await.0.state, JobState::Dead);
-    assert_eq!(store.dead_letter_replay(filter, at(50)).await.expect("replay"), 0);
+    assert_eq!(
+        store
+            .dead_letter_replay(filter, at(50))
+            .await
+            .expect("replay"),
+        0
+    );
     // Time range: created before T0 matches nothing.
-    let none = JobFilter { until: Some(at(0)), ..JobFilter::default() };
+    let none = JobFilter {
+        until: Some(at(0)),
+        ..JobFilter::default()
+    };
     assert_eq!(store.dead_letter_dismiss(none).await.expect("dismiss"), 0);
-    assert_eq!(store.dead_letter_dismiss(JobFilter::default()).await.expect("dismiss"), 2);
-    assert!(store.job_get(&JobId::from("o1")).await.expect("get").is_none());
-    assert!(store.job_get(&JobId::from("alive")).await.expect("get").is_some());
+    assert_eq!(
+        store
+            .dead_letter_dismiss(JobFilter::default())
+            .await
+            .expect("dismiss"),
+        2
+    );
+    assert!(store
+        .job_get(&JobId::from("o1"))
+        .await
+        .expect("get")
+        .is_none());
+    assert!(store
+        .job_get(&JobId::from("alive"))
+        .await
+        .expect("get")
+        .is_some());
 }
 
 pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();
     for i in 0..25 {
-        let mut j = new_job(&format!("l{i:02}"), if i % 5 == 0 { "other" } else { "default" });
+        let mut j = new_job(
+            &format!("l{i:02}"),
+            if i % 5 == 0 { "other" } else { "default" },
+        );
         if i % 2 == 0 {
             j.endpoint = "https://b.example.com".into();
         }
@@ -473,7 +779,10 @@ pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
     loop {
         let page = store
             .job_list(JobListParams {
-                filter: JobFilter { queue: Some("default".into()), ..JobFilter::default() },
+                filter: JobFilter {
+                    queue: Some("default".into()),
+                    ..JobFilter::default()
+                },
                 after,
                 limit: 7,
             })
@@ -508,43 +817,92 @@ pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
 
 pub async fn stats_counts(store: Arc<dyn Store>) {
     make_dead(&store, "s1", "default", DeadCategory::Permanent).await;
-    store.job_insert(new_job("s2", "default")).await.expect("insert");
-    store.job_insert(new_job("s3", "default")).await.expect("insert");
-    store.job_insert(new_job("s4", "other")).await.expect("insert");
+    store
+        .job_insert(new_job("s2", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_insert(new_job("s3", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_insert(new_job("s4", "other"))
+        .await
+        .expect("insert");
     let stats = store.stats().await.expect("stats");
     let count = |q: &str, s: JobState| {
-        stats.by_queue.iter().filter(|c| c.queue == q && c.state == s).map(|c| c.count).sum::<u64>()
+        stats
+            .by_queue
+            .iter()
+            .filter(|c| c.queue == q && c.state == s)
+            .map(|c| c.count)
+            .sum::<u64>()
     };
     assert_eq!(count("default", JobState::Ready), 2);
     assert_eq!(count("default", JobState::Dead), 1);
     assert_eq!(count("other", JobState::Ready), 1);
-    assert!(stats
-        .by_queue
-        .iter()
-        .any(|c| c.state == JobState::Dead && c.category == Some(DeadCategory::Permanent) && c.count == 1));
+    assert!(stats.by_queue.iter().any(|c| c.state == JobState::Dead
+        && c.category == Some(DeadCategory::Permanent)
+        && c.count == 1));
     let endpoint_total: u64 = stats.by_endpoint.iter().map(|c| c.count).sum();
     assert_eq!(endpoint_total, 4);
 }
 
 pub async fn cleanup_respects_retention(store: Arc<dyn Store>) {
     make_dead(&store, "old-dead", "default", DeadCategory::Permanent).await; // finished at(1)
-    store.job_insert(new_job("done", "default")).await.expect("insert");
+    store
+        .job_insert(new_job("done", "default"))
+        .await
+        .expect("insert");
     lease(&store, "default", "w1", at(0), 10).await;
-    store.job_record_attempt(record("done", "w1", 1, Transition::Complete)).await.expect("record");
-    store.job_insert(new_job("waiting", "default")).await.expect("insert");
+    store
+        .job_record_attempt(record("done", "w1", 1, Transition::Complete))
+        .await
+        .expect("record");
+    store
+        .job_insert(new_job("waiting", "default"))
+        .await
+        .expect("insert");
     // Completed jobs older than at(2) go, dead ones only before at(0): the dead job stays.
     let n = store
-        .job_cleanup(CleanupParams { completed_before: at(2), dead_before: at(0), limit: 100 })
+        .job_cleanup(CleanupParams {
+            completed_before: at(2),
+            dead_before: at(0),
+            limit: 100,
+        })
         .await
         .expect("cleanup");
     assert_eq!(n, 1);
-    assert!(store.job_get(&JobId::from("done")).await.expect("get").is_none());
-    assert!(store.job_get(&JobId::from("old-dead")).await.expect("get").is_some());
-    assert!(store.job_get(&JobId::from("waiting")).await.expect("get").is_some());
+    assert!(store
+        .job_get(&JobId::from("done"))
+        .await
+        .expect("get")
+        .is_none());
+    assert!(store
+        .job_get(&JobId::from("old-dead"))
+        .await
+        .expect("get")
+        .is_some());
+    assert!(store
+        .job_get(&JobId::from("waiting"))
+        .await
+        .expect("get")
+        .is_some());
     let n = store
-        .job_cleanup(CleanupParams { completed_before: at(2), dead_before: at(2), limit: 100 })
+        .job_cleanup(CleanupParams {
+            completed_before: at(2),
+            dead_before: at(2),
+            limit: 100,
+        })
         .await
         .expect("cleanup");
     assert_eq!(n, 1);
-    assert!(store.job_get(&JobId::from("waiting")).await.expect("get").is_some(), "unfinished jobs never go");
+    assert!(
+        store
+            .job_get(&JobId::from("waiting"))
+            .await
+            .expect("get")
+            .is_some(),
+        "unfinished jobs never go"
+    );
 }

@@ -184,7 +184,9 @@ pub enum InsertOutcome {
 impl InsertOutcome {
     pub fn job(&self) -> &Job {
         match self {
-            InsertOutcome::Inserted(j) | InsertOutcome::Duplicate(j) | InsertOutcome::Conflict(j) => j,
+            InsertOutcome::Inserted(j)
+            | InsertOutcome::Duplicate(j)
+            | InsertOutcome::Conflict(j) => j,
         }
     }
 }
@@ -200,6 +202,9 @@ pub struct Attempt {
     pub status: Option<u16>,
     /// The transport error kind (`read-timeout`) or a handler's failure, when no response arrived.
     pub error: Option<String>,
+    /// What the error said, for people: the resolver's or the socket's message, a handler's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_detail: Option<String>,
     /// The outcome's category: success, defer, transient, permanent, unknown.
     pub category: String,
     /// complete, retry, defer, dead or cancelled.

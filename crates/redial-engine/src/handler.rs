@@ -1,0 +1,38 @@
+//! The seam between the engine and the work: a [`Handler`] runs one attempt of a job and reports
+//! what happened as a value.
+
+use async_trait::async_trait;
+use redial_policy::Outcome;
+use redial_store::Job;
+
+/// What one attempt produced: the outcome the policy classifies, and what to keep for people.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptOutput {
+    pub outcome: Outcome,
+    /// Response headers, as received; the engine redacts and bounds them before storing.
+    pub response_headers: Vec<(String, String)>,
+    /// The start of the response body, already bounded by the handler.
+    pub response_body: Option<String>,
+    /// A transport error's own message, or a handler's explanation.
+    pub error_detail: Option<String>,
+}
+
+impl AttemptOutput {
+    /// An output with nothing to keep besides the outcome.
+    pub fn from_outcome(outcome: Outcome) -> Self {
+        AttemptOutput {
+            outcome,
+            response_headers: Vec::new(),
+            response_body: None,
+            error_detail: None,
+        }
+    }
+}
+
+/// Runs attempts. The HTTP executor is the built-in handler; programs embedding the engine bring
+/// their own, returning typed outcomes (`Outcome::Handler`). A handler never returns `Err`: a
+/// failed attempt is an outcome.
+#[async_trait]
+pub trait Handler: Send + Sync + std::fmt::Debug {
+    async fn run(&self, job: &Job) -> AttemptOutput;
+}

@@ -1,0 +1,278 @@
+//! The built-in handler: send the job's HTTP request and report the outcome precisely.
+//!
+//! Connection pooling (one client per engine), a per-job timeout, no redirects (a 3xx is an
+//! outcome), response bodies read up to a bound, the idempotency key on every attempt, and
+//! destinations checked against the network policy after resolution.
+
+use crate::handler::{AttemptOutput, Handler};
+use crate::net::{is_public, GuardedResolver, ResolveError};
+use async_trait::async_trait;
+use redial_policy::{Outcome, Response, TransportError};
+use redial_store::Job;
+use std::error::Error as StdError;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the HTTP executor behaves.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// Call loopback, private, link-local... addresses. Off by default; tests turn it on.
+    pub allow_private_networks: bool,
+    /// The time limit of an attempt when the job gives none.
+    pub default_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// How much of a response body is read and kept.
+    pub max_body_bytes: usize,
+    /// The header that carries the idempotency key.
+    pub idempotency_header: String,
+    /// The methods that get the idempotency key (upper case). POST and PATCH by default: the
+    /// others are idempotent by definition.
+    pub idempotency_methods: Vec<String>,
+    pub user_agent: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            allow_private_networks: false,
+            default_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            max_body_bytes: 4096,
+            idempotency_header: "Idempotency-Key".into(),
+            idempotency_methods: vec!["POST".into(), "PATCH".into()],
+            user_agent: concat!("redial/", env!("CARGO_PKG_VERSION")).into(),
+        }
+    }
+}
+
+/// The HTTP executor. Cheap to clone; clones share the connection pool.
+#[derive(Clone, Debug)]
+pub struct HttpExecutor {
+    client: reqwest::Client,
+    config: Arc<HttpConfig>,
+}
+
+impl HttpExecutor {
+    pub fn new(config: HttpConfig) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(config.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(config.user_agent.clone())
+            .dns_resolver(Arc::new(GuardedResolver {
+                allow_private: config.allow_private_networks,
+            }))
+            .build()?;
+        Ok(HttpExecutor {
+            client,
+            config: Arc::new(config),
+        })
+    }
+
+    fn refused(detail: String) -> AttemptOutput {
+        AttemptOutput {
+            error_detail: Some(detail),
+            ..AttemptOutput::from_outcome(Outcome::Transport(TransportError::InvalidRequest))
+        }
+    }
+}
+
+#[async_trait]
+impl Handler for HttpExecutor {
+    async fn run(&self, job: &Job) -> AttemptOutput {
+        let req = &job.request;
+        let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
+            return Self::refused(format!("invalid method {:?}", req.method));
+        };
+        let url = match url::Url::parse(&req.url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => u,
+            Ok(u) => return Self::refused(format!("unsupported scheme {:?}", u.scheme())),
+            Err(e) => return Self::refused(format!("invalid URL: {e}")),
+        };
+        // IP literals skip the resolver, so they are checked here.
+        if let Some(ip) = url
+            .host_str()
+            .and_then(|h| h.trim_matches(['[', ']']).parse::<IpAddr>().ok())
+        {
+            if !self.config.allow_private_networks && !is_public(ip) {
+                return AttemptOutput {
+                    error_detail: Some(format!(
+                        "destination {ip} is not a public address; allow private networks to call it"
+                    )),
+                    ..AttemptOutput::from_outcome(Outcome::Transport(TransportError::DestinationRefused))
+                };
+            }
+        }
+        let mut builder = self.client.request(method.clone(), url).timeout(
+            req.timeout_ms
+                .map_or(self.config.default_timeout, Duration::from_millis),
+        );
+        let mut has_key_header = false;
+        for (name, value) in &req.headers {
+            has_key_header |= name.eq_ignore_ascii_case(&self.config.idempotency_header);
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some(key) = &job.idempotency_key {
+            let wants_key = self
+                .config
+                .idempotency_methods
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(method.as_str()));
+            if wants_key && !has_key_header {
+                builder = builder.header(self.config.idempotency_header.as_str(), key.as_str());
+            }
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let request = match builder.build() {
+            Ok(r) => r,
+            Err(e) => return Self::refused(format!("invalid request: {}", chain(&e))),
+        };
+        let mut response = match self.client.execute(request).await {
+            Ok(r) => r,
+            Err(e) => return transport_failure(&e),
+        };
+        let status = response.status().as_u16();
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        // Read up to the bound, then stop: the rest of a large body is not needed to decide.
+        let mut body = Vec::new();
+        let mut body_error = None;
+        while body.len() < self.config.max_body_bytes {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) => break,
+                Err(e) => {
+                    body_error = Some(e);
+                    break;
+                }
+            }
+        }
+        body.truncate(self.config.max_body_bytes);
+        let body_text = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
+        if let Some(e) = body_error {
+            // The status line arrived but the body broke off: the request may have taken effect.
+            let mut out = transport_failure(&e);
+            if matches!(
+                out.outcome,
+                Outcome::Transport(TransportError::ConnectionReset)
+            ) {
+                out.outcome = Outcome::Transport(TransportError::TruncatedResponse);
+            }
+            out.response_headers = headers;
+            out.response_body = body_text;
+            return out;
+        }
+        AttemptOutput {
+            outcome: Outcome::Response(Response {
+                status,
+                headers: headers.clone(),
+            }),
+            response_headers: headers,
+            response_body: body_text,
+            error_detail: None,
+        }
+    }
+}
+
+/// Tells transport errors apart by walking the error's sources.
+fn transport_failure(e: &reqwest::Error) -> AttemptOutput {
+    let detail = chain(e);
+    let kind = classify_error(e);
+    AttemptOutput {
+        error_detail: Some(detail),
+        ..AttemptOutput::from_outcome(Outcome::Transport(kind))
+    }
+}
+
+fn classify_error(e: &reqwest::Error) -> TransportError {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
+    let mut io_kind = None;
+    let mut hyper_kind = None;
+    while let Some(s) = source {
+        if let Some(r) = s.downcast_ref::<ResolveError>() {
+            return match r {
+                ResolveError::NotFound(_) => TransportError::DnsNotFound,
+                ResolveError::Temporary(..) => TransportError::DnsTemporary,
+                ResolveError::Refused(..) => TransportError::DestinationRefused,
+            };
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            io_kind.get_or_insert(io.kind());
+        }
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_parse() || h.is_parse_status() {
+                hyper_kind.get_or_insert(TransportError::MalformedResponse);
+            } else if h.is_incomplete_message() {
+                hyper_kind.get_or_insert(TransportError::TruncatedResponse);
+            }
+        }
+        source = s.source();
+    }
+    let text = chain(e).to_ascii_lowercase();
+    if e.is_timeout() {
+        return if e.is_connect() {
+            TransportError::ConnectTimeout
+        } else {
+            TransportError::Timeout
+        };
+    }
+    if let Some(k) = hyper_kind {
+        return k;
+    }
+    use std::io::ErrorKind as K;
+    match io_kind {
+        Some(K::ConnectionRefused) => return TransportError::ConnectionRefused,
+        Some(K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof) => {
+            return TransportError::ConnectionReset
+        }
+        Some(K::TimedOut) => {
+            return if e.is_connect() {
+                TransportError::ConnectTimeout
+            } else {
+                TransportError::ReadTimeout
+            }
+        }
+        _ => {}
+    }
+    if text.contains("certificate") || text.contains("tls") || text.contains("handshake") {
+        return TransportError::Tls;
+    }
+    if e.is_redirect() {
+        return TransportError::RedirectNotFollowed;
+    }
+    if e.is_builder() {
+        return TransportError::InvalidRequest;
+    }
+    // Failed before a connection was made: nothing was sent, safe to retry.
+    if e.is_connect() {
+        return TransportError::ConnectionRefused;
+    }
+    TransportError::ConnectionReset
+}
+
+/// An error and its sources, one line.
+fn chain(e: &dyn StdError) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let msg = inner.to_string();
+        if !s.contains(&msg) {
+            s.push_str(": ");
+            s.push_str(&msg);
+        }
+        source = inner.source();
+    }
+    s
+}

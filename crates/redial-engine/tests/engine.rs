@@ -1,0 +1,520 @@
+//! The engine against a real SQLite file and a real HTTP receiver on loopback. Time is a manual
+//! clock: a test moves it past a job's next run and wakes the engine, instead of sleeping.
+
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{
+    AttemptOutput, Clock, Engine, EngineConfig, Handler, ManualClock, QueueConfig, RunningEngine,
+};
+use redial_policy::{DeadCategory, HandlerOutcome, Outcome, Policy, Timestamp};
+use redial_store::{Attempt, HttpRequest, InsertOutcome, Job, JobId, JobState, NewJob, Store};
+use redial_store_sqlite::SqliteStore;
+use redial_test_receiver::{Misbehaviour, RawServer, Receiver, Reply};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+struct Harness {
+    running: Option<RunningEngine>,
+    engine: Engine,
+    clock: Arc<ManualClock>,
+    store: Arc<dyn Store>,
+    _dir: tempfile::TempDir,
+}
+
+fn policy() -> Policy {
+    let mut p = Policy::default();
+    p.max_attempts = 4;
+    p.server_wait_jitter = Duration::ZERO;
+    p
+}
+
+async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut config = EngineConfig {
+        worker_id: "test-worker".into(),
+        poll_interval: Duration::from_millis(50),
+        maintenance_interval: Duration::from_millis(50),
+        heartbeat: Duration::from_millis(100),
+        ..EngineConfig::default()
+    };
+    config.queues.insert(
+        "default".into(),
+        QueueConfig {
+            concurrency: 4,
+            policy: policy(),
+        },
+    );
+    config.queues.insert(
+        "custom".into(),
+        QueueConfig {
+            concurrency: 2,
+            policy: policy(),
+        },
+    );
+    let http = HttpExecutor::new(HttpConfig {
+        allow_private_networks: allow_private,
+        ..HttpConfig::default()
+    })
+    .expect("http client");
+    let mut engine = Engine::new(store.clone(), config, clock.clone(), Arc::new(http));
+    if let Some(h) = handler {
+        engine = engine.with_handler("custom", h);
+    }
+    let running = engine.start();
+    Harness {
+        running: Some(running),
+        engine,
+        clock,
+        store,
+        _dir: dir,
+    }
+}
+
+async fn harness() -> Harness {
+    harness_with(true, None).await
+}
+
+impl Harness {
+    async fn enqueue(
+        &self,
+        id: &str,
+        queue: &str,
+        method: &str,
+        url: &str,
+        timeout_ms: Option<u64>,
+    ) {
+        let job = NewJob {
+            id: JobId::from(id),
+            queue: queue.into(),
+            endpoint: "test".into(),
+            request: HttpRequest {
+                method: method.into(),
+                url: url.into(),
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: Some("{\"n\":1}".into()),
+                timeout_ms,
+            },
+            idempotency_key: Some(format!("key-{id}")),
+            priority: 0,
+            run_at: self.clock.now(),
+            deadline: None,
+            tags: vec![],
+            policy: None,
+            created_at: self.clock.now(),
+        };
+        let out = self.store.job_insert(job).await.expect("insert");
+        assert!(matches!(out, InsertOutcome::Inserted(_)));
+        self.engine.wake(queue);
+    }
+
+    /// Polls until the job satisfies `pred`. Not a timing assertion: the bound only stops a
+    /// broken test from hanging forever.
+    async fn wait_for(
+        &self,
+        id: &str,
+        what: &str,
+        pred: impl Fn(&Job) -> bool,
+    ) -> (Job, Vec<Attempt>) {
+        for _ in 0..3000 {
+            if let Some((job, attempts)) = self.store.job_get(&JobId::from(id)).await.expect("get")
+            {
+                if pred(&job) {
+                    return (job, attempts);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let state = self.store.job_get(&JobId::from(id)).await.expect("get");
+        panic!("job {id} never became {what}: {state:?}");
+    }
+
+    async fn wait_state(&self, id: &str, state: JobState) -> (Job, Vec<Attempt>) {
+        self.wait_for(id, state.as_str(), |j| j.state == state)
+            .await
+    }
+
+    /// Moves the clock to the job's next run and wakes the engine.
+    async fn run_next(&self, id: &str) {
+        let (job, _) = self
+            .store
+            .job_get(&JobId::from(id))
+            .await
+            .expect("get")
+            .expect("exists");
+        if job.run_at > self.clock.now() {
+            self.clock.set(job.run_at);
+        }
+        self.engine.wake_all();
+    }
+
+    async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn rate_limited_job_is_deferred_without_spending_an_attempt() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/send",
+        vec![
+            Reply::status(429).header("Retry-After", "30"),
+            Reply::status(200),
+        ],
+    );
+    let h = harness().await;
+    h.enqueue("j1", "default", "POST", &rx.url("/send"), None)
+        .await;
+    let (job, attempts) = h.wait_state("j1", JobState::Deferred).await;
+    assert_eq!(job.run_at, T0.saturating_add(Duration::from_secs(30)));
+    assert_eq!((job.attempts, job.deferrals), (0, 1));
+    let a = &attempts[0];
+    assert_eq!(
+        (a.status, a.category.as_str(), a.decision.as_str()),
+        (Some(429), "defer", "defer")
+    );
+    assert_eq!(
+        (
+            a.server_wait_ms,
+            a.server_wait_source.as_deref(),
+            a.delay_ms
+        ),
+        (Some(30_000), Some("Retry-After"), Some(30_000))
+    );
+    assert_eq!(
+        a.reason,
+        "429 rate limited; Retry-After 30s; deferral 1 of 20"
+    );
+    assert!(a
+        .response_headers
+        .iter()
+        .any(|(n, v)| n == "retry-after" && v == "30"));
+
+    // Nothing happens before the server's instant, even when woken.
+    h.clock.advance(Duration::from_secs(29));
+    h.engine.wake_all();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(rx.count("/send"), 1);
+
+    h.run_next("j1").await;
+    let (job, attempts) = h.wait_state("j1", JobState::Completed).await;
+    assert_eq!((job.attempts, job.deferrals, job.runs), (0, 1, 2));
+    assert_eq!(attempts[1].decision, "complete");
+    assert_eq!(rx.count("/send"), 2);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn outage_then_recovery_retries_with_backoff_and_the_same_idempotency_key() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/charge",
+        vec![Reply::status(503), Reply::status(502), Reply::status(201)],
+    );
+    let h = harness().await;
+    h.enqueue("pay", "default", "POST", &rx.url("/charge"), None)
+        .await;
+    h.wait_for("pay", "retrying once", |j| {
+        j.state == JobState::Scheduled && j.attempts == 1
+    })
+    .await;
+    h.run_next("pay").await;
+    h.wait_for("pay", "retrying twice", |j| {
+        j.state == JobState::Scheduled && j.attempts == 2
+    })
+    .await;
+    h.run_next("pay").await;
+    let (job, attempts) = h.wait_state("pay", JobState::Completed).await;
+    assert_eq!(job.attempts, 2);
+    assert_eq!(
+        attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+        [Some(503), Some(502), Some(201)]
+    );
+    assert!(
+        attempts[0].delay_ms.expect("a delay") <= 2_000,
+        "first backoff within its 2s schedule"
+    );
+    let keys: Vec<_> = rx
+        .received("/charge")
+        .iter()
+        .map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![Some("key-pay".to_owned()); 3],
+        "the same key on every attempt"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn permanent_and_exhausted_failures_land_in_their_categories() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/bad",
+        vec![Reply::status(400).body("{\"error\":\"invalid amount\"}")],
+    );
+    rx.script("/flaky", vec![Reply::status(500)]);
+    let h = harness().await;
+    h.enqueue("bad", "default", "POST", &rx.url("/bad"), None)
+        .await;
+    h.enqueue("flaky", "default", "POST", &rx.url("/flaky"), None)
+        .await;
+    let (job, attempts) = h.wait_state("bad", JobState::Dead).await;
+    assert_eq!(job.category, Some(DeadCategory::Permanent));
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(
+        attempts[0].response_body.as_deref(),
+        Some("{\"error\":\"invalid amount\"}")
+    );
+    assert_eq!(rx.count("/bad"), 1, "a 400 is never retried");
+
+    for n in 1..=2 {
+        h.wait_for("flaky", "retrying", |j| {
+            j.state == JobState::Scheduled && j.attempts == n
+        })
+        .await;
+        h.run_next("flaky").await;
+    }
+    let (job, attempts) = h.wait_state("flaky", JobState::Dead).await;
+    assert_eq!(
+        (job.category, job.unknown_attempts),
+        (Some(DeadCategory::UnknownExhausted), 3)
+    );
+    assert!(attempts[0].delay_ms.expect("delay") <= 30_000);
+    assert!(job
+        .last_reason
+        .expect("reason")
+        .contains("unknown outcome 3 of 3"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn transport_failures_are_told_apart() {
+    let reset = RawServer::start(Misbehaviour::Reset).await;
+    let garbage = RawServer::start(Misbehaviour::Garbage).await;
+    let truncated = RawServer::start(Misbehaviour::Truncated).await;
+    let rx = Receiver::start().await;
+    rx.script(
+        "/slow",
+        vec![Reply::status(200).delay(Duration::from_secs(5))],
+    );
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let a = l.local_addr().expect("addr");
+        drop(l);
+        format!("http://{a}/")
+    };
+    let h = harness().await;
+    h.enqueue("reset", "default", "GET", &reset.url("/"), None)
+        .await;
+    h.enqueue("garbage", "default", "GET", &garbage.url("/"), None)
+        .await;
+    h.enqueue("truncated", "default", "GET", &truncated.url("/"), None)
+        .await;
+    h.enqueue("slow", "default", "GET", &rx.url("/slow"), Some(200))
+        .await;
+    h.enqueue("refused", "default", "GET", &closed, None).await;
+    for (id, error, category) in [
+        ("reset", "connection-reset", "transient"),
+        ("garbage", "malformed-response", "unknown"),
+        ("truncated", "truncated-response", "unknown"),
+        ("slow", "timeout", "transient"),
+        ("refused", "connection-refused", "transient"),
+    ] {
+        let (_, attempts) = h.wait_for(id, "attempted", |j| j.runs >= 1).await;
+        let a = &attempts[0];
+        assert_eq!(
+            (a.error.as_deref(), a.category.as_str()),
+            (Some(error), category),
+            "{id}: {a:?}"
+        );
+        assert_eq!(a.decision, "retry", "{id}");
+        assert!(a.error_detail.is_some(), "{id} keeps the error's own words");
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed() {
+    let rx = Receiver::start().await;
+    rx.script("/old", vec![Reply::status(302).header("Location", "/new")]);
+    let h = harness().await;
+    h.enqueue("redir", "default", "GET", &rx.url("/old"), None)
+        .await;
+    let (_, attempts) = h.wait_for("redir", "attempted", |j| j.runs >= 1).await;
+    assert_eq!(
+        (attempts[0].status, attempts[0].category.as_str()),
+        (Some(302), "unknown")
+    );
+    assert!(attempts[0]
+        .response_headers
+        .iter()
+        .any(|(n, v)| n == "location" && v == "/new"));
+    assert!(attempts[0].reason.starts_with("302 redirect"));
+    assert_eq!(rx.count("/new"), 0);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn private_destinations_are_refused_unless_allowed() {
+    let rx = Receiver::start().await;
+    let h = harness_with(false, None).await;
+    h.enqueue("ssrf", "default", "POST", &rx.url("/internal"), None)
+        .await;
+    h.enqueue(
+        "ssrf-name",
+        "default",
+        "POST",
+        &format!("http://localhost:{}/internal", rx.addr().port()),
+        None,
+    )
+    .await;
+    for id in ["ssrf", "ssrf-name"] {
+        let (job, attempts) = h.wait_state(id, JobState::Dead).await;
+        assert_eq!(job.category, Some(DeadCategory::Permanent));
+        assert_eq!(
+            attempts[0].error.as_deref(),
+            Some("destination-refused"),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        rx.count("/internal"),
+        0,
+        "no request reached the private address"
+    );
+    h.stop().await;
+}
+
+#[derive(Debug)]
+struct Typed;
+
+#[async_trait::async_trait]
+impl Handler for Typed {
+    async fn run(&self, job: &Job) -> AttemptOutput {
+        let outcome = match job.request.url.as_str() {
+            "task:ok" => HandlerOutcome::Success,
+            "task:later" if job.deferrals == 0 => HandlerOutcome::DeferUntil {
+                until: T0.saturating_add(Duration::from_secs(90)),
+                reason: "quota resets at :90".into(),
+            },
+            "task:later" => HandlerOutcome::Success,
+            _ => HandlerOutcome::Permanent {
+                reason: "unknown task".into(),
+            },
+        };
+        AttemptOutput::from_outcome(Outcome::Handler(outcome))
+    }
+}
+
+#[tokio::test]
+async fn custom_handlers_return_typed_outcomes() {
+    let h = harness_with(false, Some(Arc::new(Typed))).await;
+    h.enqueue("ok", "custom", "RUN", "task:ok", None).await;
+    h.enqueue("later", "custom", "RUN", "task:later", None)
+        .await;
+    h.enqueue("nope", "custom", "RUN", "task:nope", None).await;
+    h.wait_state("ok", JobState::Completed).await;
+    let (job, attempts) = h.wait_state("nope", JobState::Dead).await;
+    assert_eq!(job.category, Some(DeadCategory::Permanent));
+    assert_eq!(attempts[0].error_detail.as_deref(), Some("unknown task"));
+    let (job, _) = h.wait_state("later", JobState::Deferred).await;
+    assert_eq!(job.run_at, T0.saturating_add(Duration::from_secs(90)));
+    h.run_next("later").await;
+    h.wait_state("later", JobState::Completed).await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_while_running_ends_cancelled() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/slow",
+        vec![Reply::status(503).delay(Duration::from_millis(300))],
+    );
+    let h = harness().await;
+    h.enqueue("c", "default", "POST", &rx.url("/slow"), None)
+        .await;
+    h.wait_state("c", JobState::Running).await;
+    h.store
+        .job_cancel(&JobId::from("c"), h.clock.now())
+        .await
+        .expect("cancel");
+    let (job, attempts) = h.wait_state("c", JobState::Cancelled).await;
+    assert_eq!(attempts.len(), 1);
+    assert!(job
+        .last_reason
+        .expect("reason")
+        .ends_with("cancelled while running"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_gives_back_leases_of_attempts_that_do_not_finish() {
+    let hang = RawServer::start(Misbehaviour::Hang).await;
+    let h = harness().await;
+    h.enqueue("stuck", "default", "POST", &hang.url("/"), Some(60_000))
+        .await;
+    h.wait_state("stuck", JobState::Running).await;
+    let running = {
+        let mut h = h;
+        let r = h.running.take().expect("running");
+        let report = r.shutdown(Duration::from_millis(200)).await;
+        assert_eq!(report.released, 1);
+        h
+    };
+    let (job, attempts) = running.wait_state("stuck", JobState::Ready).await;
+    assert_eq!((job.attempts, job.stalls, job.lease_owner), (0, 0, None));
+    assert!(attempts.is_empty(), "an abandoned attempt is not counted");
+}
+
+#[tokio::test]
+async fn expired_leases_are_rescued_and_run_again() {
+    let rx = Receiver::start().await;
+    let h = harness().await;
+    // Another worker leased the job and died: its lease runs out at T0 + 30s.
+    let job = NewJob {
+        id: JobId::from("orphan"),
+        queue: "elsewhere".into(),
+        endpoint: "test".into(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url: rx.url("/orphan"),
+            headers: vec![],
+            body: None,
+            timeout_ms: None,
+        },
+        idempotency_key: Some("k".into()),
+        priority: 0,
+        run_at: T0,
+        deadline: None,
+        tags: vec![],
+        policy: None,
+        created_at: T0,
+    };
+    h.store.job_insert(job).await.expect("insert");
+    let leased = h
+        .store
+        .job_lease_available(redial_store::LeaseParams {
+            queue: "elsewhere".into(),
+            limit: 1,
+            owner: "dead-worker".into(),
+            now: T0,
+            lease_until: T0.saturating_add(Duration::from_secs(30)),
+        })
+        .await
+        .expect("lease");
+    assert_eq!(leased.len(), 1);
+    h.clock.advance(Duration::from_secs(31));
+    let (job, _) = h.wait_state("orphan", JobState::Ready).await;
+    assert_eq!(job.stalls, 1);
+    assert!(job.last_reason.expect("reason").contains("lease expired"));
+    h.stop().await;
+}

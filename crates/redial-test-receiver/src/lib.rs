@@ -1,0 +1,268 @@
+//! A scriptable HTTP receiver on `127.0.0.1:0` for tests: each test says what a path answers, in
+//! order, and reads back what was received. Also raw TCP misbehaviours (reset, garbage, hang) that
+//! an HTTP framework cannot produce.
+//!
+//! Test support only: it is real HTTP over loopback, not a mock of Redial's code.
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// Wait this long before answering (for timeouts).
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: String::new(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn body(mut self, body: &str) -> Reply {
+        self.body = body.to_owned();
+        self
+    }
+
+    pub fn delay(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+}
+
+/// A request as received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Per path, the answers still to give; the last one repeats once the others are used.
+    scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
+    received: Mutex<Vec<Received>>,
+}
+
+/// The receiver. Dropping it stops the server.
+pub struct Receiver {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Receiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Receiver {
+    /// Starts on 127.0.0.1 at a free port. Unscripted paths answer 200 `ok`.
+    pub async fn start() -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let shared = Arc::new(Shared::default());
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Receiver { addr, shared, task }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Sets what `path` answers, in order; the last reply repeats.
+    pub fn script(&self, path: &str, replies: Vec<Reply>) {
+        lock(&self.shared.scripts).insert(path.to_owned(), replies.into());
+    }
+
+    /// Everything received on `path`, in order.
+    pub fn received(&self, path: &str) -> Vec<Received> {
+        lock(&self.shared.received)
+            .iter()
+            .filter(|r| r.path == path)
+            .cloned()
+            .collect()
+    }
+
+    pub fn count(&self, path: &str) -> usize {
+        lock(&self.shared.received)
+            .iter()
+            .filter(|r| r.path == path)
+            .count()
+    }
+}
+
+async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = axum::body::to_bytes(req.into_body(), 16 << 20)
+        .await
+        .unwrap_or_else(|_| Bytes::new());
+    lock(&shared.received).push(Received {
+        method,
+        path: path.clone(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let reply = {
+        let mut scripts = lock(&shared.scripts);
+        match scripts.get_mut(&path) {
+            Some(q) if q.len() > 1 => q.pop_front(),
+            Some(q) => q.front().cloned(),
+            None => None,
+        }
+    }
+    .unwrap_or_else(|| Reply::status(200).body("ok"));
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let mut headers = HeaderMap::new();
+    for (n, v) in &reply.headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::try_from(n.as_str()),
+            HeaderValue::try_from(v.as_str()),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, headers, reply.body).into_response()
+}
+
+/// What a raw TCP server does with each connection.
+#[derive(Clone, Copy, Debug)]
+pub enum Misbehaviour {
+    /// Reads the request, then resets the connection (RST) without answering.
+    Reset,
+    /// Answers bytes that are not HTTP.
+    Garbage,
+    /// Answers a status line and headers promising a body it never finishes.
+    Truncated,
+    /// Reads the request and never answers.
+    Hang,
+}
+
+/// A raw TCP server that misbehaves on every connection, on 127.0.0.1 at a free port.
+#[derive(Debug)]
+pub struct RawServer {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawServer {
+    pub async fn start(how: Misbehaviour) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let task = tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = sock.read(&mut buf).await;
+                    match how {
+                        Misbehaviour::Reset => {
+                            // A zero linger makes the close an RST; with zero it does not block.
+                            #[allow(deprecated)]
+                            let _ = sock.set_linger(Some(Duration::ZERO));
+                            drop(sock);
+                        }
+                        Misbehaviour::Garbage => {
+                            let _ = sock
+                                .write_all(b"SMTP READY\r\n\r\nthis is not http\r\n")
+                                .await;
+                            let _ = sock.shutdown().await;
+                        }
+                        Misbehaviour::Truncated => {
+                            let _ = sock
+                                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial")
+                                .await;
+                            let _ = sock.shutdown().await;
+                        }
+                        Misbehaviour::Hang => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                        }
+                    }
+                });
+            }
+        });
+        RawServer { addr, task }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
