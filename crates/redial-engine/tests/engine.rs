@@ -23,10 +23,11 @@ struct Harness {
 }
 
 fn policy() -> Policy {
-    let mut p = Policy::default();
-    p.max_attempts = 4;
-    p.server_wait_jitter = Duration::ZERO;
-    p
+    Policy {
+        max_attempts: 4,
+        server_wait_jitter: Duration::ZERO,
+        ..Policy::default()
+    }
 }
 
 async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) -> Harness {
