@@ -1,1 +1,57 @@
+//! Redial's HTTP API: enqueue jobs, inspect them with their attempt log, replay, dismiss and cancel,
+//! bulk dead-letter actions, stats, health and the OpenAPI document.
+//!
+//! Owns request validation, the JSON shapes, authentication and error responses. Does not own
+//! storage or scheduling: it calls the store through the engine's handle and wakes the engine
+//! after enqueues and replays. [`router`] builds the whole API so tests can call it without a socket.
 
+mod auth;
+mod error;
+mod input;
+mod routes;
+mod view;
+
+pub use error::ApiError;
+
+use axum::Router;
+use redial_engine::Engine;
+use std::sync::Arc;
+
+/// The API's limits and credentials.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// When set, every `/v1` route needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Jobs in one batch enqueue.
+    pub max_batch: usize,
+    /// Bytes in one API request body.
+    pub max_request_bytes: usize,
+    /// Bytes in one job's HTTP request body.
+    pub max_job_body_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            token: None,
+            max_batch: 1000,
+            max_request_bytes: 16 << 20,
+            max_job_body_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What every handler sees.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub engine: Engine,
+    pub config: Arc<ServerConfig>,
+}
+
+/// The whole API.
+pub fn router(state: AppState) -> Router {
+    routes::router(state)
+}
+
+/// The OpenAPI document served at `/v1/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");

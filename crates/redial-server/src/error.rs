@@ -1,0 +1,71 @@
+//! The API's one error type: a status, a machine-readable code and a message that says what to fix.
+//! Server faults are logged once here and answered without internals.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use redial_store::StoreError;
+use serde_json::json;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn too_large(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, code, message)
+    }
+
+    pub fn internal(context: &str, e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, "{context}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; the server log has the details",
+        )
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(id) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("job {id} not found"),
+            ),
+            e @ StoreError::InvalidState { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_state", e.to_string())
+            }
+            e @ (StoreError::LeaseLost(_) | StoreError::Backend(_)) => {
+                ApiError::internal("storage failure", e)
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}

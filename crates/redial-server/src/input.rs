@@ -1,0 +1,325 @@
+//! What clients send, and its validation: every mistake becomes a 4xx with a precise code and a
+//! message that says what to fix, before anything is stored.
+
+use crate::{ApiError, AppState};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use redial_policy::{parse_duration, PolicyOverride, Timestamp};
+use redial_store::{HttpRequest, JobFilter, JobId, NewJob};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The namespace of derived idempotency keys: UUIDv5(namespace, "<queue>/<job id>").
+const KEY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b0e_4d1c_9a57_4f43_8f0c_52d1_a7e3_9c21);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobInput {
+    pub id: Option<String>,
+    pub queue: Option<String>,
+    pub request: RequestInput,
+    pub idempotency_key: Option<String>,
+    pub run_at: Option<Timestamp>,
+    pub deadline: Option<Timestamp>,
+    pub priority: Option<i32>,
+    pub tags: Option<Vec<String>>,
+    /// Groups the job with others under one endpoint; the URL's origin by default.
+    pub endpoint: Option<String>,
+    /// Overrides of the queue's policy for this job.
+    pub policy: Option<PolicyOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestInput {
+    pub method: String,
+    pub url: String,
+    pub headers: Option<HeadersInput>,
+    /// A string is sent as is; any other JSON value is sent as JSON.
+    pub body: Option<serde_json::Value>,
+    /// A duration with a unit: "10s".
+    pub timeout: Option<String>,
+}
+
+/// Headers as an object (`{"Name": "value"}`) or as pairs (`[["Name", "value"]]`, which allows
+/// repeats).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum HeadersInput {
+    Map(BTreeMap<String, String>),
+    Pairs(Vec<(String, String)>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchInput {
+    pub jobs: Vec<serde_json::Value>,
+}
+
+/// A dead-letter filter in a bulk action's body; every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterInput {
+    pub queue: Option<String>,
+    pub category: Option<String>,
+    pub endpoint: Option<String>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+}
+
+/// Reads a JSON body, mapping each failure to its own code.
+pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(
+                "body_too_large",
+                "the request body is over the server's limit: send fewer or smaller jobs",
+            )
+        } else {
+            ApiError::bad_request("invalid_body", r.body_text())
+        }
+    })?;
+    parse_json_bytes(&bytes)
+}
+
+pub fn parse_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(json_error)
+}
+
+pub fn json_error(e: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+        }
+        Category::Data => ApiError::unprocessable("invalid_field", e.to_string()),
+    }
+}
+
+impl FilterInput {
+    pub fn into_filter(self, state: &AppState) -> Result<JobFilter, ApiError> {
+        if let Some(q) = &self.queue {
+            check_queue(state, q)?;
+        }
+        Ok(JobFilter {
+            queue: self.queue,
+            state: Some(redial_store::JobState::Dead),
+            category: self
+                .category
+                .as_deref()
+                .map(redial_store::parse_dead_category)
+                .transpose()
+                .map_err(|e| ApiError::unprocessable("invalid_category", e))?,
+            endpoint: self.endpoint,
+            since: self.since,
+            until: self.until,
+        })
+    }
+}
+
+pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
+    if state.engine.has_queue(queue) {
+        return Ok(());
+    }
+    let known: Vec<&str> = state
+        .engine
+        .config()
+        .queues
+        .keys()
+        .map(String::as_str)
+        .collect();
+    Err(ApiError::unprocessable(
+        "unknown_queue",
+        format!(
+            "queue {queue:?} is not configured: use one of {}",
+            known.join(", ")
+        ),
+    ))
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Turns a validated input into a job to insert.
+pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
+    let queue = input.queue.unwrap_or_else(|| "default".to_owned());
+    check_queue(state, &queue)?;
+
+    let id = match input.id {
+        Some(id) => {
+            let valid = !id.is_empty()
+                && id.len() <= 200
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
+            if !valid {
+                return Err(ApiError::unprocessable(
+                    "invalid_id",
+                    "id must be 1 to 200 characters of letters, digits and - _ . : @",
+                ));
+            }
+            id
+        }
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+
+    let r = input.request;
+    let method = r.method.to_ascii_uppercase();
+    if !is_token(&method) {
+        return Err(ApiError::unprocessable(
+            "invalid_method",
+            format!("{:?} is not an HTTP method", r.method),
+        ));
+    }
+    let url = url::Url::parse(&r.url).map_err(|e| {
+        ApiError::unprocessable(
+            "invalid_url",
+            format!("request.url {:?} is not a valid URL: {e}", r.url),
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(ApiError::unprocessable(
+            "invalid_url",
+            format!(
+                "request.url {:?} must be an http or https URL with a host",
+                r.url
+            ),
+        ));
+    }
+    let mut headers = match r.headers {
+        None => Vec::new(),
+        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
+        Some(HeadersInput::Pairs(p)) => p,
+    };
+    if headers.len() > 100 {
+        return Err(ApiError::unprocessable(
+            "invalid_header",
+            "at most 100 request headers",
+        ));
+    }
+    for (name, value) in &headers {
+        if !is_token(name) {
+            return Err(ApiError::unprocessable(
+                "invalid_header",
+                format!("{name:?} is not a valid header name"),
+            ));
+        }
+        if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            return Err(ApiError::unprocessable(
+                "invalid_header",
+                format!(
+                    "the value of header {name:?} has control characters or is over 8192 bytes"
+                ),
+            ));
+        }
+    }
+    let body = match r.body {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(v) => {
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            Some(v.to_string())
+        }
+    };
+    if body
+        .as_ref()
+        .is_some_and(|b| b.len() > state.config.max_job_body_bytes)
+    {
+        return Err(ApiError::too_large(
+            "job_body_too_large",
+            format!(
+                "request.body is over the limit of {} bytes",
+                state.config.max_job_body_bytes
+            ),
+        ));
+    }
+    let timeout_ms = match r.timeout {
+        None => None,
+        Some(t) => {
+            let d = parse_duration(&t)
+                .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(600))
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        "invalid_timeout",
+                        format!("request.timeout {t:?} must be a duration from 1ms to 10m with a unit, such as \"10s\""),
+                    )
+                })?;
+            Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        }
+    };
+
+    let idempotency_key = match input.idempotency_key {
+        Some(k) => {
+            if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+                return Err(ApiError::unprocessable(
+                    "invalid_idempotency_key",
+                    "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
+                ));
+            }
+            k
+        }
+        None => uuid::Uuid::new_v5(&KEY_NAMESPACE, format!("{queue}/{id}").as_bytes()).to_string(),
+    };
+
+    if let Some(d) = input.deadline {
+        if d <= now {
+            return Err(ApiError::unprocessable(
+                "invalid_deadline",
+                format!("deadline {d} is already past"),
+            ));
+        }
+    }
+    let tags = input.tags.unwrap_or_default();
+    if tags.len() > 32 || tags.iter().any(|t| t.is_empty() || t.len() > 100) {
+        return Err(ApiError::unprocessable(
+            "invalid_tags",
+            "at most 32 tags of 1 to 100 characters each",
+        ));
+    }
+    if let Some(p) = &input.policy {
+        let queue_policy = &state.engine.config().queues[&queue].policy;
+        queue_policy
+            .merged(p)
+            .map_err(|e| ApiError::unprocessable("invalid_policy", format!("policy.{e}")))?;
+    }
+    let endpoint = match input.endpoint {
+        Some(e) if !e.is_empty() && e.len() <= 200 => e,
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                "invalid_endpoint",
+                "endpoint must be 1 to 200 characters",
+            ))
+        }
+        None => url.origin().ascii_serialization(),
+    };
+    Ok(NewJob {
+        id: JobId(id),
+        queue,
+        endpoint,
+        request: HttpRequest {
+            method,
+            url: r.url,
+            headers,
+            body,
+            timeout_ms,
+        },
+        idempotency_key: Some(idempotency_key),
+        priority: input.priority.unwrap_or(0),
+        run_at: input.run_at.map_or(now, |t| t.max(now)),
+        deadline: input.deadline,
+        tags,
+        policy: input.policy,
+        created_at: now,
+    })
+}

@@ -1,0 +1,317 @@
+//! The routes and their handlers.
+
+use crate::input::{self, BatchInput, FilterInput, JobInput};
+use crate::view;
+use crate::{auth, ApiError, AppState, OPENAPI};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{middleware, Json, Router};
+use redial_store::{InsertOutcome, JobFilter, JobId, JobListParams};
+use serde_json::json;
+use std::collections::HashMap;
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/jobs", post(enqueue).get(list))
+        .route("/v1/jobs/batch", post(enqueue_batch))
+        .route("/v1/jobs/{id}", get(show))
+        .route("/v1/jobs/{id}/replay", post(replay))
+        .route("/v1/jobs/{id}/dismiss", post(dismiss))
+        .route("/v1/jobs/{id}/cancel", post(cancel))
+        .route("/v1/dead-letters/replay", post(bulk_replay))
+        .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
+        .route("/v1/stats", get(stats))
+        .route("/v1/openapi.json", get(openapi))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    Router::new()
+        .merge(v1)
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(state.config.max_request_bytes))
+        .with_state(state)
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no_route",
+        "no such route: see /v1/openapi.json",
+    )
+}
+
+fn job_response(
+    status: StatusCode,
+    job: &redial_store::Job,
+    deduplicated: Option<bool>,
+) -> Response {
+    let mut v = view::job(job);
+    v.deduplicated = deduplicated;
+    (status, Json(v)).into_response()
+}
+
+fn conflict(id: &JobId) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!("job {id} already exists with a different request: use another id, or send the same request to get the existing job"),
+    )
+}
+
+async fn enqueue(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let input: JobInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let job = input::new_job(&state, input, now)?;
+    let queue = job.queue.clone();
+    match state.engine.store().job_insert(job).await? {
+        InsertOutcome::Inserted(j) => {
+            state.engine.wake(&queue);
+            Ok(job_response(StatusCode::CREATED, &j, Some(false)))
+        }
+        InsertOutcome::Duplicate(j) => Ok(job_response(StatusCode::OK, &j, Some(true))),
+        InsertOutcome::Conflict(j) => Err(conflict(&j.id)),
+    }
+}
+
+async fn enqueue_batch(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let batch: BatchInput = input::parse_json(body)?;
+    if batch.jobs.is_empty() {
+        return Err(ApiError::unprocessable(
+            "empty_batch",
+            "jobs is empty: send at least one job",
+        ));
+    }
+    if batch.jobs.len() > state.config.max_batch {
+        return Err(ApiError::too_large(
+            "batch_too_large",
+            format!(
+                "{} jobs is over the batch limit of {}: split the batch",
+                batch.jobs.len(),
+                state.config.max_batch
+            ),
+        ));
+    }
+    let now = state.engine.clock().now();
+    let mut jobs = Vec::with_capacity(batch.jobs.len());
+    for (i, value) in batch.jobs.into_iter().enumerate() {
+        let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
+        let job = parsed
+            .and_then(|j| input::new_job(&state, j, now))
+            .map_err(|mut e| {
+                e.message = format!("jobs[{i}]: {}", e.message);
+                e
+            })?;
+        jobs.push(job);
+    }
+    let outcomes = state.engine.store().job_insert_batch(jobs).await?;
+    if let Some((i, o)) = outcomes
+        .iter()
+        .enumerate()
+        .find(|(_, o)| matches!(o, InsertOutcome::Conflict(_)))
+    {
+        let mut e = conflict(&o.job().id);
+        e.message = format!("jobs[{i}]: {}; nothing in the batch was stored", e.message);
+        return Err(e);
+    }
+    let mut queues: Vec<&str> = outcomes.iter().map(|o| o.job().queue.as_str()).collect();
+    queues.dedup();
+    for q in queues {
+        state.engine.wake(q);
+    }
+    let inserted = outcomes
+        .iter()
+        .filter(|o| matches!(o, InsertOutcome::Inserted(_)))
+        .count();
+    let views: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            let mut v = view::job(o.job());
+            v.deduplicated = Some(matches!(o, InsertOutcome::Duplicate(_)));
+            v
+        })
+        .collect();
+    let status = if inserted > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(
+            json!({ "inserted": inserted, "deduplicated": views.len() - inserted, "jobs": views }),
+        ),
+    )
+        .into_response())
+}
+
+async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let id = JobId(id);
+    let (job, attempts) = state.engine.store().job_get(&id).await?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("job {id} not found"),
+        )
+    })?;
+    let mut v = view::job(&job);
+    v.attempt_log = Some(&attempts);
+    Ok(Json(v).into_response())
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut filter = JobFilter::default();
+    let mut after = None;
+    let mut limit = 50u32;
+    for (k, v) in q {
+        match k.as_str() {
+            "queue" => {
+                input::check_queue(&state, &v)?;
+                filter.queue = Some(v);
+            }
+            "state" => {
+                filter.state = Some(v.parse().map_err(|e: String| ApiError::bad_request("invalid_state", e))?)
+            }
+            "category" => {
+                filter.category = Some(
+                    redial_store::parse_dead_category(&v).map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                )
+            }
+            "endpoint" => filter.endpoint = Some(v),
+            "cursor" => {
+                after = Some(v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request("invalid_cursor", "cursor must be a next_cursor value from a previous page")
+                })?)
+            }
+            "limit" => {
+                limit = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=500).contains(n))
+                    .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit must be a number from 1 to 500"))?
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, cursor, limit"),
+                ))
+            }
+        }
+    }
+    let page = state
+        .engine
+        .store()
+        .job_list(JobListParams {
+            filter,
+            after,
+            limit,
+        })
+        .await?;
+    let jobs: Vec<_> = page.jobs.iter().map(view::job).collect();
+    Ok(
+        Json(json!({ "jobs": jobs, "next_cursor": page.next.map(|n| n.to_string()) }))
+            .into_response(),
+    )
+}
+
+async fn replay(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let job = state
+        .engine
+        .store()
+        .job_replay(&JobId(id), state.engine.clock().now())
+        .await?;
+    state.engine.wake(&job.queue);
+    Ok(job_response(StatusCode::OK, &job, None))
+}
+
+async fn dismiss(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let id = JobId(id);
+    state.engine.store().job_dismiss(&id).await?;
+    Ok(Json(json!({ "id": id, "dismissed": true })).into_response())
+}
+
+async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let job = state
+        .engine
+        .store()
+        .job_cancel(&JobId(id), state.engine.clock().now())
+        .await?;
+    Ok(job_response(StatusCode::OK, &job, None))
+}
+
+fn bulk_filter(
+    state: &AppState,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<JobFilter, ApiError> {
+    let input: FilterInput = match body {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
+        other => input::parse_json(other)?,
+    };
+    input.into_filter(state)
+}
+
+async fn bulk_replay(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let filter = bulk_filter(&state, body)?;
+    let n = state
+        .engine
+        .store()
+        .dead_letter_replay(filter, state.engine.clock().now())
+        .await?;
+    if n > 0 {
+        state.engine.wake_all();
+    }
+    Ok(Json(json!({ "affected": n })).into_response())
+}
+
+async fn bulk_dismiss(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let filter = bulk_filter(&state, body)?;
+    let n = state.engine.store().dead_letter_dismiss(filter).await?;
+    Ok(Json(json!({ "affected": n })).into_response())
+}
+
+async fn stats(State(state): State<AppState>) -> ApiResult {
+    let s = state.engine.store().stats().await?;
+    Ok(Json(json!({ "queues": s.by_queue, "endpoints": s.by_endpoint })).into_response())
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+async fn healthz() -> Response {
+    Json(json!({ "status": "ok" })).into_response()
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    match state.engine.store().ping().await {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "readiness check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable", "reason": "the store does not answer" })),
+            )
+                .into_response()
+        }
+    }
+}
