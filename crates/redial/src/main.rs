@@ -1,12 +1,16 @@
 //! The `redial` binary: command-line parsing, wiring, and the mapping of errors to exit codes.
 //!
 //! Owns nothing of the domain: each subcommand is a thin layer over a library crate. This is the
-//! only crate that uses `anyhow`; libraries return typed errors.
+//! only crate that uses `anyhow`, and the only one that picks a concrete store.
 
 mod cli_args;
+mod client;
+mod config;
 mod explain;
+mod serve;
 
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Redial: a durable job queue and outbound-HTTP dispatcher that knows failures are not alike.
@@ -19,6 +23,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the dispatcher and its API (embedded SQLite, zero configuration needed).
+    Serve(serve::Args),
+    /// Enqueue jobs on a running server, from flags or from a JSON/NDJSON file.
+    Enqueue(client::EnqueueArgs),
+    /// List, show, replay, dismiss or cancel jobs on a running server.
+    #[command(subcommand)]
+    Jobs(client::JobsCommand),
+    /// Replay or dismiss dead jobs by filter on a running server.
+    #[command(subcommand, name = "dead-letters")]
+    DeadLetters(client::DeadLettersCommand),
+    /// Counts per queue, state and dead-letter category, and per endpoint.
+    Stats(client::StatsArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
 }
@@ -39,6 +55,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Explain(args) => explain::run(args),
+        other => run_async(other),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -52,3 +69,35 @@ fn main() -> ExitCode {
         }
     }
 }
+
+fn run_async(command: Command) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        match command {
+            Command::Serve(args) => {
+                init_logging();
+                serve::run(args).await
+            }
+            Command::Enqueue(args) => client::enqueue(args).await,
+            Command::Jobs(cmd) => client::jobs(cmd).await,
+            Command::DeadLetters(cmd) => client::dead_letters(cmd).await,
+            Command::Stats(args) => client::stats(args).await,
+            Command::Explain(_) => unreachable!("explain runs without the runtime"),
+        }
+    })
+}
+
+/// Logs to standard error; `REDIAL_LOG` sets the filter (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("REDIAL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+

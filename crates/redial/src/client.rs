@@ -1,0 +1,427 @@
+//! The subcommands that talk to a running server: enqueue, jobs, dead-letters, stats.
+
+use crate::cli_args;
+use crate::UsageError;
+use anyhow::{anyhow, Context, Result};
+use redial_policy::Timestamp;
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, IsTerminal, Read};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the server is, and how to authenticate.
+#[derive(Debug, clap::Args)]
+pub struct Conn {
+    /// The server's base URL.
+    #[arg(long, env = "REDIAL_SERVER", default_value = "http://127.0.0.1:8080", global = true)]
+    server: String,
+    /// Bearer token. Prefer the environment variable: flags show in `ps`.
+    #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true, global = true)]
+    token: Option<String>,
+}
+
+#[derive(Debug)]
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Client {
+    fn new(conn: &Conn) -> Result<Client> {
+        let base = conn.server.trim_end_matches('/').to_owned();
+        url::Url::parse(&base).map_err(|e| UsageError(format!("--server {base:?} is not a URL: {e}")))?;
+        Ok(Client {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .no_proxy()
+                .build()
+                .context("building the HTTP client")?,
+            base,
+            token: conn.token.clone().filter(|t| !t.is_empty()),
+        })
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the server at {}: is `redial serve` running?", self.base))?;
+        let status = resp.status();
+        let text = resp.text().await.context("reading the server's answer")?;
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if status.is_success() {
+            return Ok(value);
+        }
+        let code = value["error"]["code"].as_str().unwrap_or("error");
+        let message = value["error"]["message"].as_str().map_or_else(|| value.to_string(), str::to_owned);
+        Err(anyhow!("server answered {} {code}: {message}", status.as_u16()))
+    }
+}
+
+fn print_json(v: &Value) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v).context("encoding JSON")?);
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  redial enqueue --url https://api.example.com/hook --body '{\"a\":1}'\n  \
+                        redial enqueue --file jobs.ndjson\n  cat jobs.json | redial enqueue --file -")]
+pub struct EnqueueArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Jobs as JSON (one object or an array) or NDJSON (one job per line), from a file or `-` for
+    /// standard input. Each job has the API's shape: {"request": {"method", "url", ...}, ...}.
+    #[arg(long, short = 'f', conflicts_with_all = ["url", "id", "body", "body_file"])]
+    file: Option<PathBuf>,
+    /// The URL to call.
+    #[arg(long, required_unless_present = "file")]
+    url: Option<String>,
+    #[arg(long, short = 'X', default_value = "POST")]
+    method: String,
+    /// A request header, 'Name: value'; repeat for more.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = cli_args::header)]
+    headers: Vec<(String, String)>,
+    /// The request body, sent as is.
+    #[arg(long, short = 'd', conflicts_with = "body_file")]
+    body: Option<String>,
+    /// Read the request body from a file.
+    #[arg(long, value_name = "FILE")]
+    body_file: Option<PathBuf>,
+    /// The job's id (for deduplication); generated when absent.
+    #[arg(long)]
+    id: Option<String>,
+    #[arg(long)]
+    queue: Option<String>,
+    #[arg(long)]
+    idempotency_key: Option<String>,
+    /// Run no earlier than this (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    run_at: Option<Timestamp>,
+    /// Give up after this instant (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    deadline: Option<Timestamp>,
+    #[arg(long)]
+    priority: Option<i32>,
+    /// A tag; repeat for more.
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Time limit of each attempt, with a unit: 10s.
+    #[arg(long, value_parser = cli_args::duration)]
+    timeout: Option<Duration>,
+    /// Jobs per batch request when reading a file.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    batch_size: u32,
+}
+
+pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
+    let client = Client::new(&args.conn)?;
+    if let Some(path) = &args.file {
+        return enqueue_file(&client, path, args.batch_size as usize).await;
+    }
+    let mut request = Map::new();
+    request.insert("method".into(), json!(args.method));
+    request.insert("url".into(), json!(args.url));
+    if !args.headers.is_empty() {
+        request.insert("headers".into(), json!(args.headers));
+    }
+    let body = match (&args.body, &args.body_file) {
+        (Some(b), _) => Some(b.clone()),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f).map_err(|e| UsageError(format!("cannot read --body-file {}: {e}", f.display())))?,
+        ),
+        (None, None) => None,
+    };
+    if let Some(b) = body {
+        request.insert("body".into(), json!(b));
+    }
+    if let Some(t) = args.timeout {
+        request.insert("timeout".into(), json!(format!("{}ms", t.as_millis())));
+    }
+    let mut job = Map::new();
+    job.insert("request".into(), Value::Object(request));
+    let mut set = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            job.insert(k.into(), v);
+        }
+    };
+    set("id", args.id.map(Value::from));
+    set("queue", args.queue.map(Value::from));
+    set("idempotency_key", args.idempotency_key.map(Value::from));
+    set("run_at", args.run_at.map(|t| json!(t.to_string())));
+    set("deadline", args.deadline.map(|t| json!(t.to_string())));
+    set("priority", args.priority.map(Value::from));
+    set("tags", (!args.tags.is_empty()).then(|| json!(args.tags)));
+    let out = client.call(reqwest::Method::POST, "/v1/jobs", Some(&Value::Object(job))).await?;
+    print_json(&out)
+}
+
+/// Reads jobs from JSON or NDJSON and sends them in batches, with progress on a terminal.
+async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Result<()> {
+    let text = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("reading jobs from standard input")?;
+        s
+    } else {
+        std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
+    };
+    let jobs = parse_jobs(&text)?;
+    if jobs.is_empty() {
+        return Err(UsageError("no jobs in the input".into()).into());
+    }
+    let show_progress = std::io::stderr().is_terminal() && jobs.len() > batch_size;
+    let (mut inserted, mut deduplicated) = (0u64, 0u64);
+    for (n, chunk) in jobs.chunks(batch_size).enumerate() {
+        let out = client
+            .call(reqwest::Method::POST, "/v1/jobs/batch", Some(&json!({ "jobs": chunk })))
+            .await
+            .with_context(|| {
+                format!(
+                    "batch {} (jobs {} to {}) was not stored; the {} jobs before it were",
+                    n + 1,
+                    n * batch_size + 1,
+                    n * batch_size + chunk.len(),
+                    n * batch_size
+                )
+            })?;
+        inserted += out["inserted"].as_u64().unwrap_or(0);
+        deduplicated += out["deduplicated"].as_u64().unwrap_or(0);
+        if show_progress {
+            let done = n * batch_size + chunk.len();
+            eprint!("\renqueued {done}/{} ({}%)", jobs.len(), done * 100 / jobs.len());
+        }
+    }
+    if show_progress {
+        eprintln!();
+    }
+    print_json(&json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }))
+}
+
+/// One JSON object, a JSON array of objects, or NDJSON (one object per line; blank lines skipped).
+fn parse_jobs(text: &str) -> Result<Vec<Value>> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        return serde_json::from_str(trimmed).map_err(|e| UsageError(format!("the input is not a JSON array of jobs: {e}")).into());
+    }
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
+        return Ok(vec![v]);
+    }
+    let mut jobs = Vec::new();
+    for (i, line) in text.as_bytes().lines().enumerate() {
+        let line = line.context("reading the input")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| UsageError(format!("line {}: not a JSON job: {e}", i + 1)))?;
+        jobs.push(v);
+    }
+    Ok(jobs)
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum JobsCommand {
+    /// List jobs, oldest first.
+    List(ListArgs),
+    /// Show a job with its attempt log.
+    Show(IdArgs),
+    /// Replay a dead job: back to ready, counters reset, same idempotency key.
+    Replay(IdArgs),
+    /// Dismiss a dead job: it and its attempts are deleted.
+    Dismiss(IdArgs),
+    /// Cancel a job that has not finished.
+    Cancel(IdArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdArgs {
+    #[command(flatten)]
+    conn: Conn,
+    id: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[arg(long)]
+    queue: Option<String>,
+    /// scheduled, ready, running, deferred, completed, dead or cancelled.
+    #[arg(long)]
+    state: Option<String>,
+    /// A dead-letter category: permanent, transient_exhausted, unknown_exhausted,
+    /// deferral_exhausted, deadline_exceeded.
+    #[arg(long)]
+    category: Option<String>,
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Jobs to show at most.
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn path_id(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes()).collect()
+}
+
+pub async fn jobs(cmd: JobsCommand) -> Result<()> {
+    match cmd {
+        JobsCommand::List(a) => list(a).await,
+        JobsCommand::Show(a) => {
+            let out = Client::new(&a.conn)?.call(reqwest::Method::GET, &format!("/v1/jobs/{}", path_id(&a.id)), None).await?;
+            print_json(&out)
+        }
+        JobsCommand::Replay(a) => action(&a, "replay").await,
+        JobsCommand::Dismiss(a) => action(&a, "dismiss").await,
+        JobsCommand::Cancel(a) => action(&a, "cancel").await,
+    }
+}
+
+async fn action(a: &IdArgs, verb: &str) -> Result<()> {
+    let out = Client::new(&a.conn)?
+        .call(reqwest::Method::POST, &format!("/v1/jobs/{}/{verb}", path_id(&a.id)), None)
+        .await?;
+    print_json(&out)
+}
+
+async fn list(a: ListArgs) -> Result<()> {
+    let client = Client::new(&a.conn)?;
+    let mut query: Vec<(&str, String)> = Vec::new();
+    for (k, v) in [("queue", &a.queue), ("state", &a.state), ("category", &a.category), ("endpoint", &a.endpoint)] {
+        if let Some(v) = v {
+            query.push((k, v.clone()));
+        }
+    }
+    let mut jobs = Vec::new();
+    let mut cursor: Option<String> = None;
+    while jobs.len() < a.limit as usize {
+        let page_size = (a.limit as usize - jobs.len()).min(500);
+        let mut q = query.clone();
+        q.push(("limit", page_size.to_string()));
+        if let Some(c) = &cursor {
+            q.push(("cursor", c.clone()));
+        }
+        let qs: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(q).finish();
+        let page = client.call(reqwest::Method::GET, &format!("/v1/jobs?{qs}"), None).await?;
+        jobs.extend(page["jobs"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    if a.json {
+        return print_json(&Value::Array(jobs));
+    }
+    println!("{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  REASON", "ID", "QUEUE", "STATE", "CATEGORY", "ATT", "DEF");
+    for j in &jobs {
+        let s = |k: &str| j[k].as_str().unwrap_or("-").to_owned();
+        println!(
+            "{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  {}",
+            s("id"),
+            s("queue"),
+            s("state"),
+            s("category"),
+            j["attempts"].to_string(),
+            j["deferrals"].to_string(),
+            s("last_reason")
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DeadLettersCommand {
+    /// Replay every dead job matching the filter.
+    Replay(FilterArgs),
+    /// Dismiss (delete) every dead job matching the filter.
+    Dismiss(FilterArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[arg(long)]
+    queue: Option<String>,
+    #[arg(long)]
+    category: Option<String>,
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    since: Option<Timestamp>,
+    /// Created before (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    until: Option<Timestamp>,
+}
+
+pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
+    let (a, verb) = match cmd {
+        DeadLettersCommand::Replay(a) => (a, "replay"),
+        DeadLettersCommand::Dismiss(a) => (a, "dismiss"),
+    };
+    let mut filter = Map::new();
+    for (k, v) in [("queue", &a.queue), ("category", &a.category), ("endpoint", &a.endpoint)] {
+        if let Some(v) = v {
+            filter.insert(k.into(), json!(v));
+        }
+    }
+    for (k, v) in [("since", a.since), ("until", a.until)] {
+        if let Some(t) = v {
+            filter.insert(k.into(), json!(t.to_string()));
+        }
+    }
+    let out = Client::new(&a.conn)?
+        .call(reqwest::Method::POST, &format!("/v1/dead-letters/{verb}"), Some(&Value::Object(filter)))
+        .await?;
+    print_json(&out)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn stats(a: StatsArgs) -> Result<()> {
+    let out = Client::new(&a.conn)?.call(reqwest::Method::GET, "/v1/stats", None).await?;
+    if a.json {
+        return print_json(&out);
+    }
+    println!("{:<16} {:<10} {:<20} {:>8}", "QUEUE", "STATE", "CATEGORY", "COUNT");
+    for c in out["queues"].as_array().into_iter().flatten() {
+        println!(
+            "{:<16} {:<10} {:<20} {:>8}",
+            c["queue"].as_str().unwrap_or("-"),
+            c["state"].as_str().unwrap_or("-"),
+            c["category"].as_str().unwrap_or("-"),
+            c["count"].to_string()
+        );
+    }
+    println!();
+    println!("{:<40} {:<10} {:>8}", "ENDPOINT", "STATE", "COUNT");
+    for c in out["endpoints"].as_array().into_iter().flatten() {
+        println!(
+            "{:<40} {:<10} {:>8}",
+            c["endpoint"].as_str().unwrap_or("-"),
+            c["state"].as_str().unwrap_or("-"),
+            c["count"].to_string()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! The configuration file (TOML) and its defaults. Flags and `REDIAL_*` environment variables
+//! override what the file says; the file overrides the defaults. A bad file fails at start with
+//! the file, the line and the reason.
+
+use crate::UsageError;
+use anyhow::Result;
+use redial_policy::{serde_human, Policy, PolicyOverride};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FileConfig {
+    /// Where the database lives.
+    pub data_dir: Option<PathBuf>,
+    pub server: ServerSection,
+    pub network: NetworkSection,
+    pub http: HttpSection,
+    pub engine: EngineSection,
+    pub retention: RetentionSection,
+    /// The policy every queue starts from.
+    pub policy: Policy,
+    /// Queues by name; `default` always exists.
+    pub queues: BTreeMap<String, QueueSection>,
+    /// Policy overrides by endpoint (a URL origin such as "https://api.stripe.com").
+    pub endpoints: BTreeMap<String, PolicyOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    /// Serve without a token on a non-loopback address. Off: such a start is refused.
+    pub allow_unauthenticated: bool,
+    pub max_batch: usize,
+    pub max_request_bytes: usize,
+    pub max_job_body_bytes: usize,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        let d = redial_server::ServerConfig::default();
+        ServerSection {
+            listen: None,
+            token: None,
+            allow_unauthenticated: false,
+            max_batch: d.max_batch,
+            max_request_bytes: d.max_request_bytes,
+            max_job_body_bytes: d.max_job_body_bytes,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkSection {
+    /// Let jobs call loopback, private, link-local and other non-public addresses.
+    pub allow_private_networks: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSection {
+    #[serde(with = "serde_human")]
+    pub default_timeout: Duration,
+    #[serde(with = "serde_human")]
+    pub connect_timeout: Duration,
+    pub max_body_bytes: usize,
+    pub idempotency_header: String,
+    pub idempotency_methods: Vec<String>,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        let d = redial_engine::http::HttpConfig::default();
+        HttpSection {
+            default_timeout: d.default_timeout,
+            connect_timeout: d.connect_timeout,
+            max_body_bytes: d.max_body_bytes,
+            idempotency_header: d.idempotency_header,
+            idempotency_methods: d.idempotency_methods,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    #[serde(with = "serde_human")]
+    pub lease: Duration,
+    #[serde(with = "serde_human")]
+    pub heartbeat: Duration,
+    pub max_stalls: u32,
+    #[serde(with = "serde_human")]
+    pub shutdown_grace: Duration,
+    #[serde(with = "serde_human")]
+    pub poll_interval: Duration,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        let d = redial_engine::EngineConfig::default();
+        EngineSection {
+            lease: d.lease,
+            heartbeat: d.heartbeat,
+            max_stalls: d.max_stalls,
+            shutdown_grace: Duration::from_secs(10),
+            poll_interval: d.poll_interval,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSection {
+    #[serde(with = "serde_human")]
+    pub completed: Duration,
+    #[serde(with = "serde_human")]
+    pub dead: Duration,
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        let d = redial_engine::Retention::default();
+        RetentionSection {
+            completed: d.completed,
+            dead: d.dead,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueSection {
+    pub concurrency: usize,
+    /// Laid over the top-level `[policy]`.
+    pub policy: PolicyOverride,
+}
+
+impl Default for QueueSection {
+    fn default() -> Self {
+        QueueSection {
+            concurrency: redial_engine::QueueConfig::default().concurrency,
+            policy: PolicyOverride::default(),
+        }
+    }
+}
+
+impl FileConfig {
+    /// Reads `path`; every problem is a usage error that names the file (and the line, for
+    /// syntax and type errors).
+    pub fn load(path: &Path) -> Result<FileConfig> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("cannot read config file {}: {e}", path.display())))?;
+        let config: FileConfig = toml::from_str(&text).map_err(|e| {
+            UsageError(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
+        })?;
+        config.validate().map_err(|e| UsageError(format!("invalid config file {}: {e}", path.display())))?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for (name, q) in &self.queues {
+            if q.concurrency == 0 || q.concurrency > 10_000 {
+                return Err(format!("queues.{name}.concurrency must be from 1 to 10000"));
+            }
+            self.policy
+                .merged(&q.policy)
+                .map_err(|e| format!("queues.{name}.policy.{e}"))?;
+        }
+        for (origin, o) in &self.endpoints {
+            self.policy.merged(o).map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
+        }
+        if self.engine.heartbeat >= self.engine.lease {
+            return Err("engine.heartbeat must be shorter than engine.lease".into());
+        }
+        if self.server.max_batch == 0 {
+            return Err("server.max_batch must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The queues with their effective policies; `default` is added when the file has none.
+    pub fn queues(&self) -> Result<BTreeMap<String, redial_engine::QueueConfig>> {
+        let mut out = BTreeMap::new();
+        for (name, q) in &self.queues {
+            let policy = self
+                .policy
+                .merged(&q.policy)
+                .map_err(|e| UsageError(format!("queues.{name}.policy.{e}")))?;
+            out.insert(name.clone(), redial_engine::QueueConfig { concurrency: q.concurrency, policy });
+        }
+        out.entry("default".to_owned()).or_insert_with(|| redial_engine::QueueConfig {
+            concurrency: QueueSection::default().concurrency,
+            policy: self.policy.clone(),
+        });
+        Ok(out)
+    }
+}
+
+/// The default data folder: `$XDG_DATA_HOME/redial`, else `~/.local/share/redial`, else
+/// `./redial-data`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(x).join("redial");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(h).join(".local/share/redial");
+    }
+    PathBuf::from("redial-data")
+}

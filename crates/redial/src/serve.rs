@@ -1,0 +1,149 @@
+//! `redial serve`: the store, the engine and the API in one process, stopped gracefully by
+//! SIGINT or SIGTERM.
+
+use crate::config::{default_data_dir, FileConfig};
+use crate::UsageError;
+use anyhow::{Context, Result};
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{Engine, EngineConfig, Retention, SystemClock};
+use redial_server::{router, AppState, ServerConfig};
+use redial_store_sqlite::SqliteStore;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on. Binding to anything but loopback needs a token (or
+    /// --allow-unauthenticated).
+    #[arg(long, env = "REDIAL_LISTEN", value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// Folder for the database [default: $XDG_DATA_HOME/redial or ~/.local/share/redial].
+    #[arg(long, env = "REDIAL_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Configuration file (TOML).
+    #[arg(long, env = "REDIAL_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Let jobs call loopback, private, link-local and other non-public addresses.
+    #[arg(long, env = "REDIAL_ALLOW_PRIVATE_NETWORKS")]
+    allow_private_networks: bool,
+    /// Bearer token the API requires. Prefer the environment variable: flags show in `ps`.
+    #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Serve without a token on a non-loopback address (only behind something that authenticates).
+    #[arg(long, env = "REDIAL_ALLOW_UNAUTHENTICATED")]
+    allow_unauthenticated: bool,
+}
+
+pub async fn run(args: Args) -> Result<()> {
+    let file = match &args.config {
+        Some(p) => FileConfig::load(p)?,
+        None => FileConfig::default(),
+    };
+    let listen = args
+        .listen
+        .or(file.server.listen.clone())
+        .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    let addr: SocketAddr = listen
+        .parse()
+        .map_err(|_| UsageError(format!("--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080")))?;
+    let token = args.token.or(file.server.token.clone()).filter(|t| !t.is_empty());
+    let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
+    if !addr.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
+        return Err(UsageError(format!(
+            "refusing to serve on {addr} without a token: set REDIAL_TOKEN (or server.token), \
+             listen on 127.0.0.1, or pass --allow-unauthenticated if something in front authenticates"
+        ))
+        .into());
+    }
+    let data_dir = args.data_dir.or(file.data_dir.clone()).unwrap_or_else(default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
+    let db = data_dir.join("redial.db");
+    let store = Arc::new(SqliteStore::open(&db)?);
+
+    let http = HttpExecutor::new(HttpConfig {
+        allow_private_networks: args.allow_private_networks || file.network.allow_private_networks,
+        default_timeout: file.http.default_timeout,
+        connect_timeout: file.http.connect_timeout,
+        max_body_bytes: file.http.max_body_bytes,
+        idempotency_header: file.http.idempotency_header.clone(),
+        idempotency_methods: file.http.idempotency_methods.iter().map(|m| m.to_ascii_uppercase()).collect(),
+        ..HttpConfig::default()
+    })
+    .context("building the HTTP client")?;
+    let engine_config = EngineConfig {
+        queues: file.queues()?,
+        endpoints: file.endpoints.clone(),
+        lease: file.engine.lease,
+        heartbeat: file.engine.heartbeat,
+        max_stalls: file.engine.max_stalls,
+        poll_interval: file.engine.poll_interval,
+        retention: Retention {
+            completed: file.retention.completed,
+            dead: file.retention.dead,
+        },
+        default_timeout: file.http.default_timeout,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));
+    let state = AppState {
+        engine: engine.clone(),
+        config: Arc::new(ServerConfig {
+            token,
+            max_batch: file.server.max_batch,
+            max_request_bytes: file.server.max_request_bytes,
+            max_job_body_bytes: file.server.max_job_body_bytes,
+        }),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    let running = engine.start();
+    tracing::info!(address = %bound, database = %db.display(), "redial serving");
+    eprintln!("redial listening on http://{bound} (database {})", db.display());
+
+    let shutdown = redial_engine::Shutdown::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        signal.trigger();
+    });
+    let stop = shutdown.clone();
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move { stop.wait().await })
+        .await
+        .context("serving the API")?;
+    eprintln!("redial stopping: finishing in-flight attempts");
+    let report = running.shutdown(file.engine.shutdown_grace).await;
+    tracing::info!(finished = report.finished, released = report.released, "redial stopped");
+    eprintln!(
+        "redial stopped ({} in-flight attempts finished, {} given back)",
+        report.finished, report.released
+    );
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
