@@ -13,7 +13,12 @@ use std::time::Duration;
 #[derive(Debug, clap::Args)]
 pub struct Conn {
     /// The server's base URL.
-    #[arg(long, env = "REDIAL_SERVER", default_value = "http://127.0.0.1:8080", global = true)]
+    #[arg(
+        long,
+        env = "REDIAL_SERVER",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
     server: String,
     /// Bearer token. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true, global = true)]
@@ -30,7 +35,8 @@ struct Client {
 impl Client {
     fn new(conn: &Conn) -> Result<Client> {
         let base = conn.server.trim_end_matches('/').to_owned();
-        url::Url::parse(&base).map_err(|e| UsageError(format!("--server {base:?} is not a URL: {e}")))?;
+        url::Url::parse(&base)
+            .map_err(|e| UsageError(format!("--server {base:?} is not a URL: {e}")))?;
         Ok(Client {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
@@ -42,7 +48,12 @@ impl Client {
         })
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
@@ -52,10 +63,12 @@ impl Client {
                 .header("content-type", "application/json")
                 .body(b.to_string());
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the server at {}: is `redial serve` running?", self.base))?;
+        let resp = req.send().await.with_context(|| {
+            format!(
+                "cannot reach the server at {}: is `redial serve` running?",
+                self.base
+            )
+        })?;
         let status = resp.status();
         let text = resp.text().await.context("reading the server's answer")?;
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
@@ -63,19 +76,29 @@ impl Client {
             return Ok(value);
         }
         let code = value["error"]["code"].as_str().unwrap_or("error");
-        let message = value["error"]["message"].as_str().map_or_else(|| value.to_string(), str::to_owned);
-        Err(anyhow!("server answered {} {code}: {message}", status.as_u16()))
+        let message = value["error"]["message"]
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned);
+        Err(anyhow!(
+            "server answered {} {code}: {message}",
+            status.as_u16()
+        ))
     }
 }
 
 fn print_json(v: &Value) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v).context("encoding JSON")?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).context("encoding JSON")?
+    );
     Ok(())
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  redial enqueue --url https://api.example.com/hook --body '{\"a\":1}'\n  \
-                        redial enqueue --file jobs.ndjson\n  cat jobs.json | redial enqueue --file -")]
+#[command(
+    after_help = "Examples:\n  redial enqueue --url https://api.example.com/hook --body '{\"a\":1}'\n  \
+                        redial enqueue --file jobs.ndjson\n  cat jobs.json | redial enqueue --file -"
+)]
 pub struct EnqueueArgs {
     #[command(flatten)]
     conn: Conn,
@@ -137,7 +160,8 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => Some(b.clone()),
         (None, Some(f)) => Some(
-            std::fs::read_to_string(f).map_err(|e| UsageError(format!("cannot read --body-file {}: {e}", f.display())))?,
+            std::fs::read_to_string(f)
+                .map_err(|e| UsageError(format!("cannot read --body-file {}: {e}", f.display())))?,
         ),
         (None, None) => None,
     };
@@ -161,7 +185,9 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     set("deadline", args.deadline.map(|t| json!(t.to_string())));
     set("priority", args.priority.map(Value::from));
     set("tags", (!args.tags.is_empty()).then(|| json!(args.tags)));
-    let out = client.call(reqwest::Method::POST, "/v1/jobs", Some(&Value::Object(job))).await?;
+    let out = client
+        .call(reqwest::Method::POST, "/v1/jobs", Some(&Value::Object(job)))
+        .await?;
     print_json(&out)
 }
 
@@ -169,10 +195,13 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
 async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Result<()> {
     let text = if path.as_os_str() == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("reading jobs from standard input")?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading jobs from standard input")?;
         s
     } else {
-        std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
+        std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
     };
     let jobs = parse_jobs(&text)?;
     if jobs.is_empty() {
@@ -182,7 +211,11 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
     let (mut inserted, mut deduplicated) = (0u64, 0u64);
     for (n, chunk) in jobs.chunks(batch_size).enumerate() {
         let out = client
-            .call(reqwest::Method::POST, "/v1/jobs/batch", Some(&json!({ "jobs": chunk })))
+            .call(
+                reqwest::Method::POST,
+                "/v1/jobs/batch",
+                Some(&json!({ "jobs": chunk })),
+            )
             .await
             .with_context(|| {
                 format!(
@@ -197,7 +230,11 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
         deduplicated += out["deduplicated"].as_u64().unwrap_or(0);
         if show_progress {
             let done = n * batch_size + chunk.len();
-            eprint!("\renqueued {done}/{} ({}%)", jobs.len(), done * 100 / jobs.len());
+            eprint!(
+                "\renqueued {done}/{} ({}%)",
+                jobs.len(),
+                done * 100 / jobs.len()
+            );
         }
     }
     if show_progress {
@@ -210,7 +247,8 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
 fn parse_jobs(text: &str) -> Result<Vec<Value>> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
-        return serde_json::from_str(trimmed).map_err(|e| UsageError(format!("the input is not a JSON array of jobs: {e}")).into());
+        return serde_json::from_str(trimmed)
+            .map_err(|e| UsageError(format!("the input is not a JSON array of jobs: {e}")).into());
     }
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
         return Ok(vec![v]);
@@ -280,7 +318,13 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
     match cmd {
         JobsCommand::List(a) => list(a).await,
         JobsCommand::Show(a) => {
-            let out = Client::new(&a.conn)?.call(reqwest::Method::GET, &format!("/v1/jobs/{}", path_id(&a.id)), None).await?;
+            let out = Client::new(&a.conn)?
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/v1/jobs/{}", path_id(&a.id)),
+                    None,
+                )
+                .await?;
             print_json(&out)
         }
         JobsCommand::Replay(a) => action(&a, "replay").await,
@@ -291,7 +335,11 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
 
 async fn action(a: &IdArgs, verb: &str) -> Result<()> {
     let out = Client::new(&a.conn)?
-        .call(reqwest::Method::POST, &format!("/v1/jobs/{}/{verb}", path_id(&a.id)), None)
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/jobs/{}/{verb}", path_id(&a.id)),
+            None,
+        )
         .await?;
     print_json(&out)
 }
@@ -299,7 +347,12 @@ async fn action(a: &IdArgs, verb: &str) -> Result<()> {
 async fn list(a: ListArgs) -> Result<()> {
     let client = Client::new(&a.conn)?;
     let mut query: Vec<(&str, String)> = Vec::new();
-    for (k, v) in [("queue", &a.queue), ("state", &a.state), ("category", &a.category), ("endpoint", &a.endpoint)] {
+    for (k, v) in [
+        ("queue", &a.queue),
+        ("state", &a.state),
+        ("category", &a.category),
+        ("endpoint", &a.endpoint),
+    ] {
         if let Some(v) = v {
             query.push((k, v.clone()));
         }
@@ -313,8 +366,12 @@ async fn list(a: ListArgs) -> Result<()> {
         if let Some(c) = &cursor {
             q.push(("cursor", c.clone()));
         }
-        let qs: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(q).finish();
-        let page = client.call(reqwest::Method::GET, &format!("/v1/jobs?{qs}"), None).await?;
+        let qs: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(q)
+            .finish();
+        let page = client
+            .call(reqwest::Method::GET, &format!("/v1/jobs?{qs}"), None)
+            .await?;
         jobs.extend(page["jobs"].as_array().cloned().unwrap_or_default());
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
@@ -324,7 +381,10 @@ async fn list(a: ListArgs) -> Result<()> {
     if a.json {
         return print_json(&Value::Array(jobs));
     }
-    println!("{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  REASON", "ID", "QUEUE", "STATE", "CATEGORY", "ATT", "DEF");
+    println!(
+        "{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  REASON",
+        "ID", "QUEUE", "STATE", "CATEGORY", "ATT", "DEF"
+    );
     for j in &jobs {
         let s = |k: &str| j[k].as_str().unwrap_or("-").to_owned();
         println!(
@@ -373,7 +433,11 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         DeadLettersCommand::Dismiss(a) => (a, "dismiss"),
     };
     let mut filter = Map::new();
-    for (k, v) in [("queue", &a.queue), ("category", &a.category), ("endpoint", &a.endpoint)] {
+    for (k, v) in [
+        ("queue", &a.queue),
+        ("category", &a.category),
+        ("endpoint", &a.endpoint),
+    ] {
         if let Some(v) = v {
             filter.insert(k.into(), json!(v));
         }
@@ -384,7 +448,11 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         }
     }
     let out = Client::new(&a.conn)?
-        .call(reqwest::Method::POST, &format!("/v1/dead-letters/{verb}"), Some(&Value::Object(filter)))
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/dead-letters/{verb}"),
+            Some(&Value::Object(filter)),
+        )
         .await?;
     print_json(&out)
 }
@@ -399,11 +467,16 @@ pub struct StatsArgs {
 }
 
 pub async fn stats(a: StatsArgs) -> Result<()> {
-    let out = Client::new(&a.conn)?.call(reqwest::Method::GET, "/v1/stats", None).await?;
+    let out = Client::new(&a.conn)?
+        .call(reqwest::Method::GET, "/v1/stats", None)
+        .await?;
     if a.json {
         return print_json(&out);
     }
-    println!("{:<16} {:<10} {:<20} {:>8}", "QUEUE", "STATE", "CATEGORY", "COUNT");
+    println!(
+        "{:<16} {:<10} {:<20} {:>8}",
+        "QUEUE", "STATE", "CATEGORY", "COUNT"
+    );
     for c in out["queues"].as_array().into_iter().flatten() {
         println!(
             "{:<16} {:<10} {:<20} {:>8}",

@@ -156,9 +156,15 @@ impl FileConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("cannot read config file {}: {e}", path.display())))?;
         let config: FileConfig = toml::from_str(&text).map_err(|e| {
-            UsageError(format!("invalid config file {}: {}", path.display(), e.to_string().trim_end()))
+            UsageError(format!(
+                "invalid config file {}: {}",
+                path.display(),
+                e.to_string().trim_end()
+            ))
         })?;
-        config.validate().map_err(|e| UsageError(format!("invalid config file {}: {e}", path.display())))?;
+        config
+            .validate()
+            .map_err(|e| UsageError(format!("invalid config file {}: {e}", path.display())))?;
         Ok(config)
     }
 
@@ -172,7 +178,9 @@ impl FileConfig {
                 .map_err(|e| format!("queues.{name}.policy.{e}"))?;
         }
         for (origin, o) in &self.endpoints {
-            self.policy.merged(o).map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
+            self.policy
+                .merged(o)
+                .map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
         }
         if self.engine.heartbeat >= self.engine.lease {
             return Err("engine.heartbeat must be shorter than engine.lease".into());
@@ -191,12 +199,19 @@ impl FileConfig {
                 .policy
                 .merged(&q.policy)
                 .map_err(|e| UsageError(format!("queues.{name}.policy.{e}")))?;
-            out.insert(name.clone(), redial_engine::QueueConfig { concurrency: q.concurrency, policy });
+            out.insert(
+                name.clone(),
+                redial_engine::QueueConfig {
+                    concurrency: q.concurrency,
+                    policy,
+                },
+            );
         }
-        out.entry("default".to_owned()).or_insert_with(|| redial_engine::QueueConfig {
-            concurrency: QueueSection::default().concurrency,
-            policy: self.policy.clone(),
-        });
+        out.entry("default".to_owned())
+            .or_insert_with(|| redial_engine::QueueConfig {
+                concurrency: QueueSection::default().concurrency,
+                policy: self.policy.clone(),
+            });
         Ok(out)
     }
 }

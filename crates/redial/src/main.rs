@@ -100,4 +100,3 @@ fn init_logging() {
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
-

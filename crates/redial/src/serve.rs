@@ -44,10 +44,15 @@ pub async fn run(args: Args) -> Result<()> {
         .listen
         .or(file.server.listen.clone())
         .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-    let addr: SocketAddr = listen
-        .parse()
-        .map_err(|_| UsageError(format!("--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080")))?;
-    let token = args.token.or(file.server.token.clone()).filter(|t| !t.is_empty());
+    let addr: SocketAddr = listen.parse().map_err(|_| {
+        UsageError(format!(
+            "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
+        ))
+    })?;
+    let token = args
+        .token
+        .or(file.server.token.clone())
+        .filter(|t| !t.is_empty());
     let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
     if !addr.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
         return Err(UsageError(format!(
@@ -56,7 +61,10 @@ pub async fn run(args: Args) -> Result<()> {
         ))
         .into());
     }
-    let data_dir = args.data_dir.or(file.data_dir.clone()).unwrap_or_else(default_data_dir);
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir.clone())
+        .unwrap_or_else(default_data_dir);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
     let db = data_dir.join("redial.db");
@@ -68,7 +76,12 @@ pub async fn run(args: Args) -> Result<()> {
         connect_timeout: file.http.connect_timeout,
         max_body_bytes: file.http.max_body_bytes,
         idempotency_header: file.http.idempotency_header.clone(),
-        idempotency_methods: file.http.idempotency_methods.iter().map(|m| m.to_ascii_uppercase()).collect(),
+        idempotency_methods: file
+            .http
+            .idempotency_methods
+            .iter()
+            .map(|m| m.to_ascii_uppercase())
+            .collect(),
         ..HttpConfig::default()
     })
     .context("building the HTTP client")?;
@@ -102,7 +115,10 @@ pub async fn run(args: Args) -> Result<()> {
     let bound = listener.local_addr().context("reading the bound address")?;
     let running = engine.start();
     tracing::info!(address = %bound, database = %db.display(), "redial serving");
-    eprintln!("redial listening on http://{bound} (database {})", db.display());
+    eprintln!(
+        "redial listening on http://{bound} (database {})",
+        db.display()
+    );
 
     let shutdown = redial_engine::Shutdown::new();
     let signal = shutdown.clone();
@@ -117,7 +133,11 @@ pub async fn run(args: Args) -> Result<()> {
         .context("serving the API")?;
     eprintln!("redial stopping: finishing in-flight attempts");
     let report = running.shutdown(file.engine.shutdown_grace).await;
-    tracing::info!(finished = report.finished, released = report.released, "redial stopped");
+    tracing::info!(
+        finished = report.finished,
+        released = report.released,
+        "redial stopped"
+    );
     eprintln!(
         "redial stopped ({} in-flight attempts finished, {} given back)",
         report.finished, report.released

@@ -1,0 +1,457 @@
+//! The real `redial serve` process and the real CLI, against a scripted receiver on loopback:
+//! the quick start, restart on the same data, rescue after SIGKILL, auth, dedup, replay, files.
+
+use redial_test_receiver::{Receiver, Reply};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_redial");
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    /// Starts `redial serve` on a free loopback port and waits for its "listening" line.
+    fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-private-networks",
+            "--data-dir",
+        ])
+        .arg(data)
+        .args(extra)
+        .env_remove("REDIAL_TOKEN")
+        .env_remove("REDIAL_CONFIG")
+        .env("REDIAL_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("redial serve starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("serve printed its address before exiting")
+                .expect("a line");
+            if let Some(rest) = line.strip_prefix("redial listening on ") {
+                break rest.split_whitespace().next().expect("a URL").to_owned();
+            }
+        };
+        // Keep draining so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, url }
+    }
+
+    fn terminate(mut self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success());
+        let status = self.child.wait().expect("serve exits");
+        assert!(status.success(), "a graceful stop exits 0: {status:?}");
+    }
+
+    fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Out {
+    code: i32,
+    json: Value,
+    stderr: String,
+}
+
+fn cli(server: &str, args: &[&str], token: Option<&str>) -> Out {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("REDIAL_SERVER", server)
+        .env_remove("REDIAL_TOKEN");
+    if let Some(t) = token {
+        cmd.env("REDIAL_TOKEN", t);
+    }
+    let out = cmd.output().expect("the CLI runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn show(server: &str, id: &str) -> Value {
+    let out = cli(server, &["jobs", "show", id], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json
+}
+
+/// Polls until the job satisfies `pred`; the bound only keeps a broken test from hanging.
+fn wait_for(server: &str, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..600 {
+        let j = show(server, id);
+        if pred(&j) {
+            return j;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("job {id} never became {what}: {}", show(server, id));
+}
+
+fn temp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    (dir, data)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quick_start_rate_limit_then_success() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/hook",
+        vec![
+            Reply::status(429).header("Retry-After", "1"),
+            Reply::status(200),
+        ],
+    );
+    let (_dir, data) = temp();
+    let s = Server::start(&data, &[], &[]);
+    let out = cli(
+        &s.url,
+        &[
+            "enqueue",
+            "--id",
+            "q1",
+            "--url",
+            &rx.url("/hook"),
+            "--body",
+            "{\"a\":1}",
+        ],
+        None,
+    );
+    assert_eq!(
+        (out.code, out.json["state"].as_str()),
+        (0, Some("ready")),
+        "{}",
+        out.stderr
+    );
+    let j = wait_for(&s.url, "q1", "completed", |j| j["state"] == "completed");
+    assert_eq!(
+        (
+            j["attempts"].as_u64(),
+            j["deferrals"].as_u64(),
+            j["runs"].as_u64()
+        ),
+        (Some(0), Some(1), Some(2))
+    );
+    let log = j["attempt_log"].as_array().expect("attempt log");
+    assert_eq!(
+        log[0]["reason"],
+        "429 rate limited; Retry-After 1s; deferral 1 of 20"
+    );
+    assert_eq!(log[0]["server_wait_ms"], 1000);
+    assert!(
+        log[0]["delay_ms"].as_u64().expect("delay") >= 1000,
+        "never earlier than the server's instant"
+    );
+    let keys: Vec<_> = rx
+        .received("/hook")
+        .iter()
+        .map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert!(
+        keys[0].is_some() && keys[0] == keys[1],
+        "the same idempotency key on both attempts: {keys:?}"
+    );
+    s.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn restart_on_the_same_data_loses_nothing() {
+    let rx = Receiver::start().await;
+    let (_dir, data) = temp();
+    let s = Server::start(&data, &[], &[]);
+    let later = "2099-01-01T00:00:00Z";
+    let out = cli(
+        &s.url,
+        &[
+            "enqueue",
+            "--id",
+            "later",
+            "--url",
+            &rx.url("/x"),
+            "--run-at",
+            later,
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = cli(
+        &s.url,
+        &["enqueue", "--id", "now", "--url", &rx.url("/x")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&s.url, "now", "completed", |j| j["state"] == "completed");
+    s.terminate();
+
+    let s = Server::start(&data, &[], &[]);
+    let j = show(&s.url, "later");
+    assert_eq!(
+        (j["state"].as_str(), j["run_at"].as_str()),
+        (Some("scheduled"), Some(later))
+    );
+    assert_eq!(show(&s.url, "now")["state"], "completed");
+    assert_eq!(rx.count("/x"), 1);
+    s.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_whose_process_is_killed_mid_attempt_is_rescued() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/slow",
+        vec![
+            Reply::status(200).delay(Duration::from_secs(120)),
+            Reply::status(200),
+        ],
+    );
+    let (dir, data) = temp();
+    let config = dir.path().join("redial.toml");
+    std::fs::write(&config, "[engine]\nlease = \"1s\"\nheartbeat = \"200ms\"\n")
+        .expect("write config");
+    let config = config.to_str().expect("utf-8 path");
+    let a = Server::start(&data, &["--config", config], &[]);
+    let out = cli(
+        &a.url,
+        &[
+            "enqueue",
+            "--id",
+            "k",
+            "--url",
+            &rx.url("/slow"),
+            "--timeout",
+            "5m",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&a.url, "k", "running", |j| j["state"] == "running");
+    while rx.count("/slow") == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.kill9();
+
+    let b = Server::start(&data, &["--config", config], &[]);
+    let j = wait_for(&b.url, "k", "completed", |j| j["state"] == "completed");
+    assert_eq!(
+        (j["stalls"].as_u64(), j["attempts"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(rx.count("/slow"), 2);
+    let keys: Vec<_> = rx
+        .received("/slow")
+        .iter()
+        .map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert_eq!(keys[0], keys[1], "the rescued attempt sends the same key");
+    b.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auth_and_unsafe_binds() {
+    let (_dir, data) = temp();
+    let s = Server::start(&data, &[], &[("REDIAL_TOKEN", "t0k3n")]);
+    let out = cli(&s.url, &["stats"], None);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("401 unauthorized"), "{}", out.stderr);
+    assert_eq!(cli(&s.url, &["stats", "--json"], Some("t0k3n")).code, 0);
+    s.terminate();
+
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(&data)
+        .env_remove("REDIAL_TOKEN")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_config_file_fails_at_start_with_file_and_line() {
+    let (dir, data) = temp();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        "[engine]\nlease = \"1s\"\n\n[queues.emails]\nconcurency = 4\n",
+    )
+    .expect("write");
+    let out = Command::new(BIN)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.toml") && err.contains("line 5") && err.contains("concurency"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
+    let rx = Receiver::start().await;
+    rx.script("/reject", vec![Reply::status(400)]);
+    let (_dir, data) = temp();
+    let s = Server::start(&data, &[], &[]);
+    let args = ["enqueue", "--id", "d1", "--url", &rx.url("/reject")];
+    assert_eq!(cli(&s.url, &args, None).json["deduplicated"], false);
+    let again = cli(&s.url, &args, None);
+    assert_eq!(
+        (again.code, &again.json["deduplicated"]),
+        (0, &Value::Bool(true))
+    );
+    let conflict = cli(
+        &s.url,
+        &["enqueue", "--id", "d1", "--url", &rx.url("/other")],
+        None,
+    );
+    assert_eq!(conflict.code, 1);
+    assert!(
+        conflict.stderr.contains("409 conflict"),
+        "{}",
+        conflict.stderr
+    );
+
+    wait_for(&s.url, "d1", "dead", |j| {
+        j["state"] == "dead" && j["category"] == "permanent"
+    });
+    let out = cli(&s.url, &["jobs", "replay", "d1"], None);
+    assert_eq!(
+        (out.code, out.json["replays"].as_u64()),
+        (0, Some(1)),
+        "{}",
+        out.stderr
+    );
+    let j = wait_for(&s.url, "d1", "dead again", |j| {
+        j["state"] == "dead" && j["runs"] == 2
+    });
+    assert_eq!(
+        j["attempt_log"].as_array().map(Vec::len),
+        Some(2),
+        "history kept across the replay"
+    );
+    let out = cli(
+        &s.url,
+        &["dead-letters", "replay", "--category", "permanent"],
+        None,
+    );
+    assert_eq!(
+        (out.code, out.json["affected"].as_u64()),
+        (0, Some(1)),
+        "{}",
+        out.stderr
+    );
+    wait_for(&s.url, "d1", "dead a third time", |j| {
+        j["state"] == "dead" && j["runs"] == 3
+    });
+    let out = cli(
+        &s.url,
+        &["dead-letters", "dismiss", "--queue", "default"],
+        None,
+    );
+    assert_eq!(out.json["affected"].as_u64(), Some(1));
+    assert_eq!(cli(&s.url, &["jobs", "show", "d1"], None).code, 1);
+
+    let out = cli(
+        &s.url,
+        &[
+            "enqueue",
+            "--id",
+            "c1",
+            "--url",
+            &rx.url("/x"),
+            "--run-at",
+            "2099-01-01T00:00:00Z",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0);
+    let out = cli(&s.url, &["jobs", "cancel", "c1"], None);
+    assert_eq!(out.json["state"], "cancelled");
+    let out = cli(
+        &s.url,
+        &["jobs", "list", "--state", "cancelled", "--json"],
+        None,
+    );
+    assert_eq!(out.json.as_array().map(Vec::len), Some(1));
+    s.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enqueue_ndjson_in_batches() {
+    let rx = Receiver::start().await;
+    let (dir, data) = temp();
+    let s = Server::start(&data, &["--config", "/dev/null"], &[]);
+    let file = dir.path().join("jobs.ndjson");
+    let mut text = String::new();
+    for i in 0..1200 {
+        text.push_str(&format!(
+            "{{\"id\":\"n{i}\",\"request\":{{\"method\":\"POST\",\"url\":\"{}\"}},\"run_at\":\"2099-01-01T00:00:00Z\"}}\n\n",
+            rx.url("/bulk")
+        ));
+    }
+    std::fs::write(&file, text).expect("write");
+    let out = cli(
+        &s.url,
+        &["enqueue", "--file", file.to_str().expect("utf-8")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        (out.json["inserted"].as_u64(), out.json["total"].as_u64()),
+        (Some(1200), Some(1200))
+    );
+    let again = cli(
+        &s.url,
+        &["enqueue", "--file", file.to_str().expect("utf-8")],
+        None,
+    );
+    assert_eq!(again.json["deduplicated"].as_u64(), Some(1200));
+    std::fs::write(
+        &file,
+        "{\"request\": {\"method\": \"GET\", \"url\": \"https://a.example/\"}}\nnot json\n",
+    )
+    .expect("write");
+    let bad = cli(
+        &s.url,
+        &["enqueue", "--file", file.to_str().expect("utf-8")],
+        None,
+    );
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("line 2"), "{}", bad.stderr);
+    s.terminate();
+}
