@@ -65,7 +65,7 @@ pub struct Classification {
     pub category: Category,
     pub basis: Basis,
     /// The server-given wait, already clamped to the policy's maximum. For a handler's
-    /// `DeferUntil` it is the handler's instant, with source `handler`.
+    /// `DeferUntil` it is the handler's instant, with source `handler wait`.
     pub server_wait: Option<ServerWait>,
 }
 
@@ -99,7 +99,7 @@ pub fn classify(
                 HandlerOutcome::DeferUntil { until, .. } => (
                     Category::Defer,
                     Some(ServerWait::new(
-                        "handler",
+                        "handler wait",
                         until.saturating_since(now),
                         policy.max_server_wait,
                     )),

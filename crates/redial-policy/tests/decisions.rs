@@ -414,7 +414,7 @@ fn handler_outcomes() {
     );
     assert_eq!(
         d.reason,
-        "handler: quota used; handler 1m30s; deferral 1 of 20"
+        "handler: quota used; handler wait 1m30s; deferral 1 of 20"
     );
     let d = check(
         h(HandlerOutcome::Transient {
