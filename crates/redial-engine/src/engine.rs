@@ -116,7 +116,11 @@ struct Inner {
     /// Notified each time an attempt finishes; shutdown waits on it.
     attempt_done: Notify,
     jitter: Mutex<SplitMix64>,
+    /// Stops leasing: the first step of a graceful stop.
     shutdown: Shutdown,
+    /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
+    /// leases stay fresh through the grace period.
+    stopped: Shutdown,
 }
 
 impl Engine {
@@ -144,6 +148,7 @@ impl Engine {
                 attempt_done: Notify::new(),
                 jitter: Mutex::new(SplitMix64::new(random_u64())),
                 shutdown: Shutdown::new(),
+                stopped: Shutdown::new(),
             }),
         }
     }
@@ -195,19 +200,22 @@ impl Engine {
 
     /// Starts the loops. Stop them with [`RunningEngine::shutdown`].
     pub fn start(&self) -> RunningEngine {
-        let mut tasks = Vec::new();
+        let mut queue_loops = Vec::new();
         for (queue, qc) in &self.inner.config.queues {
-            tasks.push(tokio::spawn(queue_loop(
+            queue_loops.push(tokio::spawn(queue_loop(
                 self.inner.clone(),
                 queue.clone(),
                 qc.concurrency.max(1),
             )));
         }
-        tasks.push(tokio::spawn(heartbeat_loop(self.inner.clone())));
-        tasks.push(tokio::spawn(maintenance_loop(self.inner.clone())));
+        let background = vec![
+            tokio::spawn(heartbeat_loop(self.inner.clone())),
+            tokio::spawn(maintenance_loop(self.inner.clone())),
+        ];
         RunningEngine {
             engine: self.clone(),
-            tasks,
+            queue_loops,
+            background,
         }
     }
 }
@@ -226,7 +234,9 @@ pub struct ShutdownReport {
 #[derive(Debug)]
 pub struct RunningEngine {
     engine: Engine,
-    tasks: Vec<JoinHandle<()>>,
+    queue_loops: Vec<JoinHandle<()>>,
+    /// Heartbeat and maintenance: they run until the in-flight attempts are settled.
+    background: Vec<JoinHandle<()>>,
 }
 
 impl RunningEngine {
@@ -240,6 +250,11 @@ impl RunningEngine {
     pub async fn shutdown(self, grace: Duration) -> ShutdownReport {
         let inner = &self.engine.inner;
         inner.shutdown.trigger();
+        // Once the queue loops have returned, every job they leased is registered in flight, so
+        // none can slip between the snapshot below and the release.
+        for t in self.queue_loops {
+            let _ = t.await;
+        }
         let at_start = inner.lock_in_flight().len();
         let deadline = tokio::time::Instant::now() + grace;
         loop {
@@ -267,7 +282,8 @@ impl RunningEngine {
                 tracing::error!(error = %e, "could not give back leases at shutdown; they expire and are rescued");
             }
         }
-        for t in self.tasks {
+        inner.stopped.trigger();
+        for t in self.background {
             let _ = t.await;
         }
         ShutdownReport {
@@ -535,7 +551,7 @@ async fn heartbeat_loop(inner: Arc<Inner>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(inner.config.heartbeat) => {}
-            _ = inner.shutdown.wait() => return,
+            _ = inner.stopped.wait() => return,
         }
         let ids: Vec<JobId> = inner.lock_in_flight().keys().cloned().collect();
         if ids.is_empty() {
@@ -586,7 +602,7 @@ async fn maintenance_loop(inner: Arc<Inner>) {
         }
         tokio::select! {
             _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
-            _ = inner.shutdown.wait() => return,
+            _ = inner.stopped.wait() => return,
         }
     }
 }

@@ -227,3 +227,30 @@ pub fn default_data_dir() -> PathBuf {
     }
     PathBuf::from("redial-data")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's configuration reference must be a valid file.
+    #[test]
+    fn readme_example_parses() {
+        let readme = include_str!("../../../README.md");
+        let section = &readme[readme.find("## Configuration reference").expect("section")..];
+        let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").expect("block end")];
+        let config: FileConfig = toml::from_str(block).expect("the README's example parses");
+        config.validate().expect("the README's example is valid");
+        let queues = config.queues().expect("queues");
+        assert_eq!(queues["emails"].policy.max_attempts, 5);
+        assert_eq!(queues["default"].policy.max_attempts, 10);
+        assert_eq!(config.retention.dead, Duration::from_secs(30 * 86_400));
+    }
+
+    #[test]
+    fn defaults_hold_without_a_file() {
+        let config = FileConfig::default();
+        config.validate().expect("defaults are valid");
+        assert!(config.queues().expect("queues").contains_key("default"));
+    }
+}
