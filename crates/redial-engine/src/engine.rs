@@ -637,8 +637,9 @@ async fn cleanup(inner: &Inner, now: Timestamp) {
     }
 }
 
-/// A random number from the standard library's per-process hasher keys (no RNG crate needed).
-fn random_u64() -> u64 {
+/// A random number from the standard library's per-process hasher keys (no RNG crate needed):
+/// enough to seed jitter and to tell processes apart, not for secrets.
+pub fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

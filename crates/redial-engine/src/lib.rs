@@ -15,6 +15,8 @@ pub mod redact;
 mod shutdown;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Engine, EngineConfig, QueueConfig, Retention, RunningEngine};
+pub use engine::{
+    random_u64, Engine, EngineConfig, QueueConfig, Retention, RunningEngine, ShutdownReport,
+};
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -284,23 +284,35 @@ pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
     Ok(jobs)
 }
 
-pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
+/// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
+/// the lease owner; returns how many rows changed.
+fn update_owned(
+    c: &mut Connection,
+    sql: &str,
+    value: i64,
+    ids: &[JobId],
+    owner: &str,
+) -> StoreResult<u64> {
     let tx = c.transaction().map_err(backend)?;
     let mut n = 0;
     {
-        let mut stmt = tx
-            .prepare_cached(
-                "UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
-            )
-            .map_err(backend)?;
-        for id in &p.ids {
-            n += stmt
-                .execute(params![ms(p.lease_until), id.0, p.owner])
-                .map_err(backend)? as u64;
+        let mut stmt = tx.prepare_cached(sql).map_err(backend)?;
+        for id in ids {
+            n += stmt.execute(params![value, id.0, owner]).map_err(backend)? as u64;
         }
     }
     tx.commit().map_err(backend)?;
     Ok(n)
+}
+
+pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
+    update_owned(
+        c,
+        "UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
+        ms(p.lease_until),
+        &p.ids,
+        &p.owner,
+    )
 }
 
 pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult<Job> {
@@ -357,23 +369,14 @@ pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult
 }
 
 pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
-    let tx = c.transaction().map_err(backend)?;
-    let mut n = 0;
-    {
-        let mut stmt = tx
-            .prepare_cached(
-                "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
-                 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
-            )
-            .map_err(backend)?;
-        for id in &p.ids {
-            n += stmt
-                .execute(params![ms(p.now), id.0, p.owner])
-                .map_err(backend)? as u64;
-        }
-    }
-    tx.commit().map_err(backend)?;
-    Ok(n)
+    update_owned(
+        c,
+        "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
+         WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
+        ms(p.now),
+        &p.ids,
+        &p.owner,
+    )
 }
 
 pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {

@@ -4,13 +4,14 @@
 use crate::cli_args;
 use crate::UsageError;
 use anyhow::{Context, Result};
+use redial_engine::{Clock, SystemClock};
 use redial_policy::{
     decide, Basis, HandlerOutcome, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
     TransportError,
 };
 use serde::Serialize;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The typed results a custom job handler can return.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -91,8 +92,8 @@ pub fn run(args: Args) -> Result<()> {
         None => Policy::default(),
         Some(path) => load_policy(path)?,
     };
-    let now = args.now.unwrap_or_else(system_now);
-    let seed = args.seed.unwrap_or_else(random_seed);
+    let now = args.now.unwrap_or_else(|| SystemClock.now());
+    let seed = args.seed.unwrap_or_else(redial_engine::random_u64);
     let outcome = if let Some(status) = args.status {
         Outcome::Response(Response {
             status,
@@ -223,24 +224,4 @@ pub fn load_policy(path: &std::path::Path) -> Result<Policy> {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn system_now() -> Timestamp {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    Timestamp::from_unix_millis(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// A seed from the standard library's per-process random hasher keys: enough to spread jitter,
-/// without a random-number crate.
-fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }
