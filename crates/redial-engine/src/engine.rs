@@ -40,6 +40,8 @@ impl Default for QueueConfig {
 pub struct Retention {
     /// Completed and cancelled jobs.
     pub completed: Duration,
+    /// At most this many completed and cancelled jobs are kept (the newest), whatever their age.
+    pub completed_max: Option<u64>,
     pub dead: Duration,
 }
 
@@ -47,6 +49,7 @@ impl Default for Retention {
     fn default() -> Self {
         Retention {
             completed: Duration::from_secs(24 * 3600),
+            completed_max: None,
             dead: Duration::from_secs(30 * 24 * 3600),
         }
     }
@@ -618,6 +621,7 @@ async fn cleanup(inner: &Inner, now: Timestamp) {
     let params = CleanupParams {
         completed_before: before(inner.config.retention.completed),
         dead_before: before(inner.config.retention.dead),
+        completed_keep: inner.config.retention.completed_max,
         limit: 1000,
     };
     loop {

@@ -566,12 +566,28 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
 }
 
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
-    c.execute(
-        "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE \
-           (state IN ('completed', 'cancelled') AND finished_at < ?1) \
-           OR (state = 'dead' AND finished_at < ?2) LIMIT ?3)",
-        params![ms(p.completed_before), ms(p.dead_before), p.limit],
-    )
-    .map(|n| n as u64)
-    .map_err(backend)
+    let by_age = c
+        .execute(
+            "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE \
+               (state IN ('completed', 'cancelled') AND finished_at < ?1) \
+               OR (state = 'dead' AND finished_at < ?2) LIMIT ?3)",
+            params![ms(p.completed_before), ms(p.dead_before), p.limit],
+        )
+        .map_err(backend)? as u64;
+    let Some(keep) = p.completed_keep else {
+        return Ok(by_age);
+    };
+    let room = u64::from(p.limit).saturating_sub(by_age);
+    let by_count = c
+        .execute(
+            "DELETE FROM jobs WHERE seq IN (SELECT seq FROM (SELECT seq FROM jobs \
+               WHERE state IN ('completed', 'cancelled') ORDER BY finished_at DESC, seq DESC \
+               LIMIT -1 OFFSET ?1) LIMIT ?2)",
+            params![
+                keep.min(i64::MAX as u64) as i64,
+                room.min(i64::MAX as u64) as i64
+            ],
+        )
+        .map_err(backend)? as u64;
+    Ok(by_age + by_count)
 }

@@ -868,6 +868,7 @@ pub async fn cleanup_respects_retention(store: Arc<dyn Store>) {
         .job_cleanup(CleanupParams {
             completed_before: at(2),
             dead_before: at(0),
+            completed_keep: None,
             limit: 100,
         })
         .await
@@ -892,6 +893,7 @@ pub async fn cleanup_respects_retention(store: Arc<dyn Store>) {
         .job_cleanup(CleanupParams {
             completed_before: at(2),
             dead_before: at(2),
+            completed_keep: None,
             limit: 100,
         })
         .await
@@ -905,4 +907,35 @@ pub async fn cleanup_respects_retention(store: Arc<dyn Store>) {
             .is_some(),
         "unfinished jobs never go"
     );
+
+    // A count bound deletes the oldest finished jobs beyond it, whatever their age.
+    for i in 0..5 {
+        let id = format!("k{i}");
+        store
+            .job_insert(new_job(&id, "keep"))
+            .await
+            .expect("insert");
+        lease(&store, "keep", "w1", at(0), 1).await;
+        let mut p = record(&id, "w1", 1, Transition::Complete);
+        p.now = at(10 + i);
+        store.job_record_attempt(p).await.expect("record");
+    }
+    let n = store
+        .job_cleanup(CleanupParams {
+            completed_before: at(0),
+            dead_before: at(0),
+            completed_keep: Some(2),
+            limit: 100,
+        })
+        .await
+        .expect("cleanup");
+    assert_eq!(n, 3);
+    for (id, kept) in [("k0", false), ("k2", false), ("k3", true), ("k4", true)] {
+        let found = store
+            .job_get(&JobId::from(id))
+            .await
+            .expect("get")
+            .is_some();
+        assert_eq!(found, kept, "{id}");
+    }
 }

@@ -317,6 +317,8 @@ pub struct CleanupParams {
     pub completed_before: Timestamp,
     /// Dead jobs finished before this are deleted.
     pub dead_before: Timestamp,
+    /// Beyond this many completed and cancelled jobs, the oldest are deleted whatever their age.
+    pub completed_keep: Option<u64>,
     /// At most this many deleted per call, so that a cleanup never holds the database for long.
     pub limit: u32,
 }

@@ -118,6 +118,8 @@ impl Default for EngineSection {
 pub struct RetentionSection {
     #[serde(with = "serde_human")]
     pub completed: Duration,
+    /// Keep at most this many completed and cancelled jobs (the newest).
+    pub completed_max: Option<u64>,
     #[serde(with = "serde_human")]
     pub dead: Duration,
 }
@@ -127,6 +129,7 @@ impl Default for RetentionSection {
         let d = redial_engine::Retention::default();
         RetentionSection {
             completed: d.completed,
+            completed_max: d.completed_max,
             dead: d.dead,
         }
     }

@@ -94,6 +94,7 @@ pub async fn run(args: Args) -> Result<()> {
         poll_interval: file.engine.poll_interval,
         retention: Retention {
             completed: file.retention.completed,
+            completed_max: file.retention.completed_max,
             dead: file.retention.dead,
         },
         default_timeout: file.http.default_timeout,
