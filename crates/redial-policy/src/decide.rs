@@ -85,17 +85,22 @@ pub enum DeadCategory {
     UnknownExhausted,
     /// Deferrals reached `max_deferrals`.
     DeferralExhausted,
-    /// The next try would land after the deadline.
+    /// The next try would land after the deadline (or the deadline passed while the job was
+    /// held by its endpoint's limits).
     DeadlineExceeded,
+    /// The endpoint's retry budget was spent and its policy fails such retries instead of
+    /// holding them. Set by the engine, never by `decide`.
+    BudgetExhausted,
 }
 
 impl DeadCategory {
-    pub const ALL: [DeadCategory; 5] = [
+    pub const ALL: [DeadCategory; 6] = [
         DeadCategory::Permanent,
         DeadCategory::TransientExhausted,
         DeadCategory::UnknownExhausted,
         DeadCategory::DeferralExhausted,
         DeadCategory::DeadlineExceeded,
+        DeadCategory::BudgetExhausted,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -105,6 +110,7 @@ impl DeadCategory {
             DeadCategory::UnknownExhausted => "unknown_exhausted",
             DeadCategory::DeferralExhausted => "deferral_exhausted",
             DeadCategory::DeadlineExceeded => "deadline_exceeded",
+            DeadCategory::BudgetExhausted => "budget_exhausted",
         }
     }
 }

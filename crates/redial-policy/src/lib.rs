@@ -23,9 +23,11 @@ mod backoff;
 mod classify;
 mod decide;
 mod duration;
+pub mod endpoint;
 mod jitter;
 mod outcome;
 mod policy;
+mod quota;
 mod time;
 mod wait;
 
@@ -36,5 +38,6 @@ pub use duration::{parse_duration, serde_human, Human};
 pub use jitter::{FixedJitter, Jitter, SplitMix64};
 pub use outcome::{HandlerOutcome, Outcome, Response, TransportError, UnknownTransportError};
 pub use policy::{BackoffOverride, Policy, PolicyError, PolicyOverride, Rule, StatusMatch};
+pub use quota::{quota, Quota, RequestQuota};
 pub use time::Timestamp;
 pub use wait::{server_wait, ServerWait};

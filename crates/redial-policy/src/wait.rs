@@ -168,7 +168,7 @@ fn parse_retry_after(v: &str, now: Timestamp) -> Option<Duration> {
 }
 
 /// A reset value: a number read by magnitude, a Go-style duration, RFC 3339 or an HTTP-date.
-fn parse_reset(v: &str, now: Timestamp) -> Option<Duration> {
+pub(crate) fn parse_reset(v: &str, now: Timestamp) -> Option<Duration> {
     let v = v.trim();
     if let Some(d) = parse_decimal(v, 1_000_000_000) {
         let secs = d.as_secs();
@@ -227,7 +227,7 @@ fn parse_ratelimit_field(v: &str) -> Option<Duration> {
 /// A non-negative decimal number (`30`, `2.0`, `.5`) times `unit_nanos` nanoseconds. No sign, no
 /// exponent, no surrounding text besides spaces. A number too large for a `Duration` saturates,
 /// so that an absurd wait is clamped rather than ignored.
-fn parse_decimal(v: &str, unit_nanos: u128) -> Option<Duration> {
+pub(crate) fn parse_decimal(v: &str, unit_nanos: u128) -> Option<Duration> {
     let b = v.trim().as_bytes();
     let mut whole: u128 = 0;
     let mut i = 0;

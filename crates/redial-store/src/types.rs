@@ -96,7 +96,7 @@ pub fn parse_dead_category(s: &str) -> Result<DeadCategory, String> {
         .into_iter()
         .find(|c| c.as_str() == s)
         .ok_or_else(|| {
-            format!("unknown category {s:?}: use one of permanent, transient_exhausted, unknown_exhausted, deferral_exhausted, deadline_exceeded")
+            format!("unknown category {s:?}: use one of permanent, transient_exhausted, unknown_exhausted, deferral_exhausted, deadline_exceeded, budget_exhausted")
         })
 }
 

@@ -1,0 +1,237 @@
+//! Per-endpoint limits as configured: rate, concurrency, retry budget, breaker, slow start.
+
+use crate::duration::{parse_duration, serde_human, Human};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::time::Duration;
+
+/// How an endpoint is protected. Every field has a default; a file sets only what it changes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Requests allowed per interval (GCRA), e.g. "10/s", "600/m", "5/100ms". None: no configured rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// Requests that may go at once above the steady rate.
+    pub burst: u32,
+    /// Attempts in flight at most. None: only the queue's concurrency bounds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Adapt the concurrency limit (AIMD): x0.9 on 429, 503 or timeout; +1 when busy and well.
+    pub adaptive_concurrency: bool,
+    /// Use the quotas responses report (remaining, limit, reset) to stop before a 429.
+    pub learn_from_headers: bool,
+    /// Until an endpoint has answered once, send one request at a time: the first answer tells
+    /// its quota.
+    pub probe_first: bool,
+    /// After a pause ends or the breaker closes, without a known rate: start at `ramp_initial`
+    /// requests per step and double each `ramp_step`, for `ramp_for`.
+    #[serde(with = "serde_human")]
+    pub ramp_for: Duration,
+    #[serde(with = "serde_human")]
+    pub ramp_step: Duration,
+    pub ramp_initial: u32,
+    pub retry_budget: BudgetConfig,
+    pub breaker: BreakerConfig,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            rate: None,
+            burst: 1,
+            concurrency: None,
+            adaptive_concurrency: false,
+            learn_from_headers: true,
+            probe_first: true,
+            ramp_for: Duration::from_secs(10),
+            ramp_step: Duration::from_secs(1),
+            ramp_initial: 2,
+            retry_budget: BudgetConfig::default(),
+            breaker: BreakerConfig::default(),
+        }
+    }
+}
+
+/// Retries may add at most `ratio` of first attempts over `window`, plus `min_per_second`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    pub enabled: bool,
+    pub ratio: f64,
+    pub min_per_second: f64,
+    #[serde(with = "serde_human")]
+    pub window: Duration,
+    /// `wait` holds retries until budget returns; `fail` sends them to the dead letters as
+    /// `budget_exhausted`.
+    pub when_exhausted: WhenExhausted,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            enabled: true,
+            ratio: 0.2,
+            min_per_second: 1.0,
+            window: Duration::from_secs(10),
+            when_exhausted: WhenExhausted::Wait,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenExhausted {
+    Wait,
+    Fail,
+}
+
+/// Opens on the failure ratio over a window once it has seen enough calls; transient and unknown
+/// failures count, deferrals and permanent errors do not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerConfig {
+    pub enabled: bool,
+    pub failure_ratio: f64,
+    pub min_throughput: u32,
+    #[serde(with = "serde_human")]
+    pub window: Duration,
+    /// How long it stays open before letting probes through.
+    #[serde(with = "serde_human")]
+    pub open_for: Duration,
+    /// Probes let through when half-open; that many successes close it, one failure reopens it.
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            enabled: true,
+            failure_ratio: 0.5,
+            min_throughput: 20,
+            window: Duration::from_secs(30),
+            open_for: Duration::from_secs(30),
+            half_open_probes: 3,
+        }
+    }
+}
+
+impl EndpointConfig {
+    /// Checks values that would make the limits meaningless; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let b = &self.retry_budget;
+        if !(b.ratio.is_finite() && b.ratio >= 0.0)
+            || !(b.min_per_second.is_finite() && b.min_per_second >= 0.0)
+        {
+            return Err(
+                "retry_budget: ratio and min_per_second must be numbers of at least 0".into(),
+            );
+        }
+        if b.window.is_zero() || self.breaker.window.is_zero() || self.ramp_step.is_zero() {
+            return Err(
+                "retry_budget.window, breaker.window and ramp_step must be longer than zero".into(),
+            );
+        }
+        let br = &self.breaker;
+        if !(br.failure_ratio > 0.0 && br.failure_ratio <= 1.0) {
+            return Err("breaker.failure_ratio must be above 0 and at most 1".into());
+        }
+        if br.half_open_probes == 0 {
+            return Err("breaker.half_open_probes must be at least 1".into());
+        }
+        if self.concurrency == Some(0) {
+            return Err("concurrency must be at least 1".into());
+        }
+        if self.burst == 0 {
+            return Err("burst must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// `count` requests per `per`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    /// The steady spacing between requests.
+    pub fn interval(&self) -> Duration {
+        self.per / self.count.max(1)
+    }
+
+    /// Parses `10/s`, `600/m`, `5/100ms`, `1000/1h`.
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let err = || {
+            format!("invalid rate {s:?}: write requests per interval, such as \"10/s\", \"600/m\" or \"5/100ms\"")
+        };
+        let (count, per) = s.split_once('/').ok_or_else(err)?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .ok()
+            .filter(|c| *c > 0)
+            .ok_or_else(err)?;
+        let per = per.trim();
+        let per = if per.starts_with(|c: char| c.is_ascii_digit()) {
+            parse_duration(per)
+        } else {
+            parse_duration(&format!("1{per}"))
+        }
+        .filter(|d| !d.is_zero())
+        .ok_or_else(err)?;
+        Ok(Rate { count, per })
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.count, Human(self.per))
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Rate::parse(&s).map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(
+            Rate::parse("10/s"),
+            Ok(Rate {
+                count: 10,
+                per: Duration::from_secs(1)
+            })
+        );
+        assert_eq!(
+            Rate::parse("600/m").map(|r| r.interval()),
+            Ok(Duration::from_millis(100))
+        );
+        assert_eq!(
+            Rate::parse("5/100ms").map(|r| r.per),
+            Ok(Duration::from_millis(100))
+        );
+        assert_eq!(
+            Rate::parse("10/s").map(|r| r.to_string()),
+            Ok("10/1s".to_owned())
+        );
+        for bad in ["", "10", "0/s", "x/s", "10/", "10/0s", "10/parsec"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

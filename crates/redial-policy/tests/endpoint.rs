@@ -1,0 +1,348 @@
+//! Endpoint protection, mechanism by mechanism, with plain values for time.
+
+use redial_policy::endpoint::*;
+use redial_policy::{quota, Quota, Timestamp};
+use std::time::Duration;
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(T0.as_unix_millis() + ms)
+}
+
+/// A config with every mechanism off, so that each test turns on only its own.
+fn bare() -> EndpointConfig {
+    EndpointConfig {
+        probe_first: false,
+        learn_from_headers: false,
+        retry_budget: BudgetConfig {
+            enabled: false,
+            ..BudgetConfig::default()
+        },
+        breaker: BreakerConfig {
+            enabled: false,
+            ..BreakerConfig::default()
+        },
+        ..EndpointConfig::default()
+    }
+}
+
+fn observed(class: ResultClass) -> Observed {
+    Observed {
+        class,
+        overload: false,
+        server_wait: None,
+        quota: Quota::default(),
+        others_in_flight: 0,
+    }
+}
+
+fn kind(a: &Admission) -> String {
+    match a {
+        Admission::Go => "go".into(),
+        Admission::Hold(h) => format!("hold {:?}", h.kind),
+        Admission::HoldRetries(h) => format!("hold-retries {:?}", h.kind),
+        Admission::FailRetry(h) => format!("fail-retry {:?}", h.kind),
+    }
+}
+
+#[test]
+fn a_pause_holds_everything_then_slow_start_releases_gradually() {
+    let cfg = bare();
+    let mut s = EndpointState::default();
+    let mut o = observed(ResultClass::Neutral);
+    o.server_wait = Some((Duration::from_secs(30), "429 Retry-After 30s".into()));
+    s.record(&cfg, T0, &o);
+    let a = s.admit(&cfg, at(29_999), false, 0);
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!((h.kind, h.until), (HoldKind::Pause, Some(at(30_000))));
+    assert!(h.reason.contains("429 Retry-After 30s"), "{}", h.reason);
+    // After the pause: 2 in the first step, 4 more in the second (ramp_initial 2, doubling).
+    let mut went = 0;
+    while s.admit(&cfg, at(30_000), false, 0) == Admission::Go {
+        went += 1;
+    }
+    assert_eq!(went, 2);
+    assert_eq!(kind(&s.admit(&cfg, at(30_500), false, 0)), "hold Ramp");
+    while s.admit(&cfg, at(31_000), false, 0) == Admission::Go {
+        went += 1;
+    }
+    assert_eq!(went, 6);
+    assert_eq!(
+        s.last_hold.as_ref().map(|(r, _)| r.as_str()),
+        Some("endpoint pause (429 Retry-After 30s)")
+    );
+    // After the ramp, no limit.
+    for _ in 0..1000 {
+        assert_eq!(s.admit(&cfg, at(40_000), false, 0), Admission::Go);
+    }
+}
+
+#[test]
+fn a_later_pause_extends_an_earlier_one_never_shortens_it() {
+    let mut s = EndpointState::default();
+    s.pause(at(10_000), "a".into());
+    s.pause(at(5_000), "b".into());
+    assert_eq!(
+        (s.paused_until, s.pause_reason.as_deref()),
+        (Some(at(10_000)), Some("a"))
+    );
+    s.pause(at(20_000), "c".into());
+    assert_eq!(s.paused_until, Some(at(20_000)));
+}
+
+#[test]
+fn the_breaker_opens_probes_and_closes() {
+    let cfg = EndpointConfig {
+        breaker: BreakerConfig::default(),
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    for i in 0..19 {
+        let class = if i % 2 == 0 {
+            ResultClass::Failure
+        } else {
+            ResultClass::Success
+        };
+        s.record(&cfg, at(i), &observed(class));
+        s.record(&cfg, at(i), &observed(ResultClass::Neutral));
+    }
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "19 calls is under the minimum throughput"
+    );
+    s.record(&cfg, at(20), &observed(ResultClass::Failure));
+    assert_eq!(s.breaker, BreakerState::Open { until: at(30_020) });
+    assert!(s
+        .breaker_history
+        .back()
+        .expect("event")
+        .reason
+        .contains("11 of 20 calls failed"));
+    assert_eq!(kind(&s.admit(&cfg, at(30_019), false, 0)), "hold Breaker");
+    // Half-open: three probes, then hold.
+    for _ in 0..3 {
+        assert_eq!(s.admit(&cfg, at(30_020), false, 0), Admission::Go);
+    }
+    assert_eq!(kind(&s.admit(&cfg, at(30_020), false, 3)), "hold Breaker");
+    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
+    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
+    assert!(matches!(s.breaker, BreakerState::HalfOpen { .. }));
+    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert!(s.ramp_started.is_some(), "traffic ramps back up");
+    let names: Vec<_> = s.breaker_history.iter().map(|e| e.to.as_str()).collect();
+    assert_eq!(names, ["open", "half_open", "closed"]);
+
+    // A failed probe reopens.
+    let mut s2 = EndpointState::default();
+    for i in 0..20 {
+        s2.record(&cfg, at(i), &observed(ResultClass::Failure));
+    }
+    assert_eq!(s2.admit(&cfg, at(40_000), false, 0), Admission::Go);
+    s2.record(&cfg, at(40_001), &observed(ResultClass::Failure));
+    assert_eq!(s2.breaker, BreakerState::Open { until: at(70_001) });
+}
+
+#[test]
+fn gcra_spaces_requests_and_allows_the_burst() {
+    let cfg = EndpointConfig {
+        rate: Some(Rate::parse("10/s").expect("rate")),
+        burst: 3,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    for _ in 0..3 {
+        assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    }
+    let a = s.admit(&cfg, T0, false, 0);
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!((h.kind, h.until), (HoldKind::Rate, Some(at(100))));
+    assert_eq!(s.admit(&cfg, at(100), false, 0), Admission::Go);
+    assert_eq!(kind(&s.admit(&cfg, at(150), false, 0)), "hold Rate");
+    // Over a long run the count stays within rate x time + burst.
+    let mut went = 0;
+    for ms in (1_000..11_000).step_by(10) {
+        if s.admit(&cfg, at(ms), false, 0) == Admission::Go {
+            went += 1;
+        }
+    }
+    assert!((100..=103).contains(&went), "{went} in 10 s at 10/s");
+}
+
+#[test]
+fn learned_quotas_stop_before_the_429() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    let mut o = observed(ResultClass::Success);
+    o.quota = quota(
+        [
+            ("x-ratelimit-limit", "5"),
+            ("x-ratelimit-remaining", "3"),
+            ("x-ratelimit-reset", "1"),
+        ],
+        T0,
+    );
+    o.others_in_flight = 1;
+    s.record(&cfg, T0, &o);
+    assert_eq!(
+        (s.quota_limit, s.quota_tokens),
+        (Some(5), Some(2)),
+        "one more may already be counted"
+    );
+    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    let a = s.admit(&cfg, at(999), false, 0);
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!((h.kind, h.until), (HoldKind::Quota, Some(at(1_000))));
+    for _ in 0..5 {
+        assert_eq!(
+            s.admit(&cfg, at(1_000), false, 0),
+            Admission::Go,
+            "the limit again after the reset"
+        );
+    }
+    assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 1)), "hold Quota");
+    assert_eq!(
+        s.admit(&cfg, at(1_000), false, 0),
+        Admission::Go,
+        "with nothing in flight, one probe"
+    );
+
+    // A spent token quota pauses the endpoint before any 429.
+    let mut o = observed(ResultClass::Success);
+    o.quota = quota(
+        [
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "6s"),
+        ],
+        T0,
+    );
+    let mut s = EndpointState::default();
+    s.record(&cfg, T0, &o);
+    assert_eq!(s.paused_until, Some(at(6_000)));
+    assert!(s
+        .pause_reason
+        .as_deref()
+        .expect("reason")
+        .contains("x-ratelimit-remaining-tokens"));
+}
+
+#[test]
+fn probe_first_then_concurrency_limits() {
+    let cfg = EndpointConfig {
+        probe_first: true,
+        concurrency: Some(3),
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    assert_eq!(kind(&s.admit(&cfg, T0, false, 1)), "hold Probe");
+    s.record(&cfg, T0, &observed(ResultClass::Success));
+    assert_eq!(s.admit(&cfg, T0, false, 1), Admission::Go);
+    assert_eq!(s.admit(&cfg, T0, false, 2), Admission::Go);
+    assert_eq!(kind(&s.admit(&cfg, T0, false, 3)), "hold Concurrency");
+}
+
+#[test]
+fn adaptive_concurrency_backs_off_and_grows() {
+    let cfg = EndpointConfig {
+        adaptive_concurrency: true,
+        concurrency: Some(20),
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    let mut o = observed(ResultClass::Neutral);
+    o.overload = true;
+    s.record(&cfg, T0, &o);
+    assert_eq!(s.adaptive_limit, Some(9.0));
+    let mut ok = observed(ResultClass::Success);
+    ok.others_in_flight = 8;
+    s.record(&cfg, T0, &ok);
+    assert_eq!(s.adaptive_limit, Some(10.0));
+    ok.others_in_flight = 0;
+    s.record(&cfg, T0, &ok);
+    assert_eq!(s.adaptive_limit, Some(10.0), "no growth when not busy");
+    for _ in 0..50 {
+        s.record(&cfg, T0, &o);
+    }
+    assert_eq!(s.adaptive_limit, Some(1.0), "never below one");
+}
+
+#[test]
+fn the_retry_budget_caps_retries_not_first_attempts() {
+    let budget = BudgetConfig {
+        min_per_second: 0.0,
+        ..BudgetConfig::default()
+    };
+    let cfg = EndpointConfig {
+        retry_budget: budget.clone(),
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    for _ in 0..10 {
+        assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    }
+    assert_eq!(s.admit(&cfg, T0, true, 0), Admission::Go);
+    assert_eq!(s.admit(&cfg, T0, true, 0), Admission::Go);
+    let a = s.admit(&cfg, T0, true, 0);
+    assert_eq!(kind(&a), "hold-retries Budget");
+    let Admission::HoldRetries(h) = a else {
+        unreachable!()
+    };
+    assert_eq!(h.until, Some(at(10_000)));
+    assert!(h.reason.contains("2 retries"), "{}", h.reason);
+    assert_eq!(
+        s.admit(&cfg, T0, false, 0),
+        Admission::Go,
+        "first attempts still go"
+    );
+    // Deposits expire with the window.
+    assert_eq!(
+        kind(&s.admit(&cfg, at(10_000), true, 0)),
+        "hold-retries Budget"
+    );
+
+    let fail = EndpointConfig {
+        retry_budget: BudgetConfig {
+            when_exhausted: WhenExhausted::Fail,
+            ..budget
+        },
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    assert_eq!(kind(&s.admit(&fail, T0, true, 0)), "fail-retry Budget");
+}
+
+#[test]
+fn state_round_trips_through_json() {
+    let cfg = EndpointConfig {
+        rate: Some(Rate::parse("5/s").expect("rate")),
+        ..EndpointConfig::default()
+    };
+    let mut s = EndpointState::default();
+    for i in 0..25 {
+        s.admit(&cfg, at(i * 10), i % 3 == 0, 0);
+        s.record(&cfg, at(i * 10), &observed(ResultClass::Failure));
+    }
+    s.pause(at(60_000), "test".into());
+    let json = serde_json::to_string(&s).expect("serialises");
+    let back: EndpointState = serde_json::from_str(&json).expect("reads back");
+    assert_eq!(back, s);
+    let view = s.clone().view(&cfg, at(300), 0);
+    assert_eq!(view.breaker, "open");
+    assert!(view
+        .holding
+        .expect("held")
+        .starts_with("endpoint paused until"));
+}
