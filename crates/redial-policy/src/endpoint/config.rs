@@ -120,9 +120,8 @@ impl EndpointConfig {
     /// Checks values that would make the limits meaningless; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
         let b = &self.retry_budget;
-        if !(b.ratio.is_finite() && b.ratio >= 0.0)
-            || !(b.min_per_second.is_finite() && b.min_per_second >= 0.0)
-        {
+        let non_negative = |x: f64| x.is_finite() && x >= 0.0;
+        if !(non_negative(b.ratio) && non_negative(b.min_per_second)) {
             return Err(
                 "retry_budget: ratio and min_per_second must be numbers of at least 0".into(),
             );
