@@ -83,7 +83,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let http = redial_engine::http::HttpExecutor::new(Default::default())?;
     let engine = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http))
         .with_handler("emails", Arc::new(Mailer::default()));
-    let running = engine.start();
+    let running = engine.start().await?;
 
     let now = Timestamp::from_unix_millis(now_ms());
     for (id, to) in [

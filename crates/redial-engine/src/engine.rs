@@ -2,16 +2,21 @@
 //! attempt path (run the handler, decide, record).
 
 use crate::clock::Clock;
+use crate::endpoints::{EndpointSettings, Registry};
 use crate::handler::{AttemptOutput, Handler};
 use crate::redact;
 use crate::shutdown::Shutdown;
+use redial_policy::endpoint::{
+    Admission, EndpointConfig, EndpointView, Hold, Observed, ResultClass,
+};
 use redial_policy::{
-    decide, Action, JobCounters, Outcome, Policy, PolicyOverride, SplitMix64, Timestamp,
-    TransportError,
+    decide, quota, status_phrase, Action, Category, DeadCategory, Decision, Human, JobCounters,
+    Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
-    Attempt, CleanupParams, HeartbeatParams, Job, JobId, LeaseParams, RecordAttemptParams,
-    ReleaseParams, RescueParams, Store, StoreError, Transition,
+    Attempt, CandidateParams, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
+    LeaseIdsParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
+    Transition,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -60,9 +65,11 @@ pub struct EngineConfig {
     /// This process's name on leases and attempt records; unique per process.
     pub worker_id: String,
     pub queues: BTreeMap<String, QueueConfig>,
-    /// Policy overrides per endpoint (a URL origin, or the name a job gives), laid over the
-    /// queue's policy and under the job's own.
-    pub endpoints: BTreeMap<String, PolicyOverride>,
+    /// Limits for endpoints not named in `endpoints`.
+    pub endpoint_defaults: EndpointConfig,
+    /// Per endpoint (a URL origin, or the name a job gives): its limits, and a policy override
+    /// laid over the queue's policy and under the job's own.
+    pub endpoints: BTreeMap<String, EndpointSettings>,
     /// How long a lease lasts without a heartbeat. A process killed mid-attempt leaves its jobs
     /// to be rescued after this.
     pub lease: Duration,
@@ -86,6 +93,7 @@ impl Default for EngineConfig {
         EngineConfig {
             worker_id: format!("{}-{}", std::process::id(), random_u64() % 1_000_000),
             queues,
+            endpoint_defaults: EndpointConfig::default(),
             endpoints: BTreeMap::new(),
             lease: Duration::from_secs(30),
             heartbeat: Duration::from_secs(10),
@@ -119,6 +127,8 @@ struct Inner {
     /// Notified each time an attempt finishes; shutdown waits on it.
     attempt_done: Notify,
     jitter: Mutex<SplitMix64>,
+    /// Every endpoint's protection state and attempts in flight.
+    endpoints: Registry,
     /// Stops leasing: the first step of a graceful stop.
     shutdown: Shutdown,
     /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
@@ -139,6 +149,7 @@ impl Engine {
             .keys()
             .map(|q| (q.clone(), Arc::new(Notify::new())))
             .collect();
+        let endpoints = Registry::new(config.endpoint_defaults.clone(), config.endpoints.clone());
         Engine {
             inner: Arc::new(Inner {
                 store,
@@ -150,6 +161,7 @@ impl Engine {
                 in_flight: Mutex::new(HashMap::new()),
                 attempt_done: Notify::new(),
                 jitter: Mutex::new(SplitMix64::new(random_u64())),
+                endpoints,
                 shutdown: Shutdown::new(),
                 stopped: Shutdown::new(),
             }),
@@ -201,8 +213,17 @@ impl Engine {
         self.inner.lock_in_flight().len()
     }
 
-    /// Starts the loops. Stop them with [`RunningEngine::shutdown`].
-    pub fn start(&self) -> RunningEngine {
+    /// Every endpoint's limits in force and state, as people see them.
+    pub fn endpoint_views(&self) -> BTreeMap<String, EndpointView> {
+        self.inner.endpoints.views(self.inner.clock.now())
+    }
+
+    /// Restores the endpoints' saved state and starts the loops. Stop them with
+    /// [`RunningEngine::shutdown`].
+    pub async fn start(&self) -> Result<RunningEngine, StoreError> {
+        self.inner
+            .endpoints
+            .load(self.inner.store.endpoint_load().await?);
         let mut queue_loops = Vec::new();
         for (queue, qc) in &self.inner.config.queues {
             queue_loops.push(tokio::spawn(queue_loop(
@@ -215,11 +236,11 @@ impl Engine {
             tokio::spawn(heartbeat_loop(self.inner.clone())),
             tokio::spawn(maintenance_loop(self.inner.clone())),
         ];
-        RunningEngine {
+        Ok(RunningEngine {
             engine: self.clone(),
             queue_loops,
             background,
-        }
+        })
     }
 }
 
@@ -289,6 +310,7 @@ impl RunningEngine {
         for t in self.background {
             let _ = t.await;
         }
+        save_endpoints(inner).await;
         ShutdownReport {
             finished: at_start.saturating_sub(left.len()),
             released: left.len(),
@@ -320,7 +342,7 @@ impl Inner {
             .map(|q| q.policy.clone())
             .unwrap_or_default();
         let layers = [
-            self.config.endpoints.get(&job.endpoint),
+            self.endpoints.policy_override(&job.endpoint),
             job.policy.as_ref(),
         ];
         for layer in layers.into_iter().flatten() {
@@ -346,52 +368,34 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
         if inner.shutdown.is_triggered() {
             return;
         }
-        let free = permits.available_permits();
-        if free > 0 {
-            let now = inner.clock.now();
-            let params = LeaseParams {
-                queue: queue.clone(),
-                limit: u32::try_from(free).unwrap_or(u32::MAX),
-                owner: inner.config.worker_id.clone(),
-                now,
-                lease_until: inner.lease_until(now),
-            };
-            match inner.store.job_lease_available(params).await {
-                Ok(jobs) => {
-                    let full = jobs.len() >= free;
-                    for job in jobs {
-                        let Ok(permit) = permits.clone().try_acquire_owned() else {
-                            // Cannot happen: we leased at most `free` jobs and only this loop
-                            // takes permits. Give the job back rather than overrun the limit.
-                            release_one(&inner, job.id).await;
-                            continue;
-                        };
-                        let mut in_flight = inner.lock_in_flight();
-                        let id = job.id.clone();
-                        let task =
-                            tokio::spawn(run_attempt(inner.clone(), job, permit, waker.clone()));
-                        in_flight.insert(id, task.abort_handle());
-                    }
-                    if full {
-                        continue;
-                    }
-                }
+        if permits.available_permits() > 0 {
+            match fill(&inner, &queue, &permits).await {
+                // Every permit is taken: look again as soon as one frees.
+                Ok(true) => {}
+                Ok(false) => {}
                 Err(e) => tracing::error!(queue = %queue, error = %e, "leasing failed; retrying"),
             }
         }
+        let now = inner.clock.now();
         let wait = if permits.available_permits() == 0 {
             inner.config.poll_interval
         } else {
-            match inner.store.job_next_run_at(&queue).await {
-                Ok(Some(t)) => t
-                    .saturating_since(inner.clock.now())
-                    .clamp(Duration::from_millis(1), inner.config.poll_interval),
-                Ok(None) => inner.config.poll_interval,
+            // Everything due is leased or held: sleep until new work is due or a hold ends.
+            let next_job = match inner.store.job_next_run_at(&queue, now).await {
+                Ok(t) => t,
                 Err(e) => {
                     tracing::error!(queue = %queue, error = %e, "reading the next run time failed");
-                    inner.config.poll_interval
+                    None
                 }
-            }
+            };
+            [next_job, inner.endpoints.next_change(now)]
+                .into_iter()
+                .flatten()
+                .min()
+                .map_or(inner.config.poll_interval, |t| {
+                    t.saturating_since(now)
+                        .clamp(Duration::from_millis(1), inner.config.poll_interval)
+                })
         };
         tokio::select! {
             _ = waker.notified() => {}
@@ -399,6 +403,174 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
             _ = inner.shutdown.wait() => return,
         }
     }
+}
+
+/// Leases runnable jobs of `queue` for the free permits, asking each job's endpoint whether it
+/// may go. An endpoint that holds is left out of the next look, so a held endpoint never keeps
+/// another endpoint's jobs waiting. Returns whether every permit was filled.
+async fn fill(
+    inner: &Arc<Inner>,
+    queue: &str,
+    permits: &Arc<Semaphore>,
+) -> Result<bool, StoreError> {
+    let now = inner.clock.now();
+    let mut exclude: Vec<String> = Vec::new();
+    let mut exclude_retries: Vec<String> = Vec::new();
+    // Each round picks a job, excludes an endpoint, or fails a retry, so this ends; the bound is
+    // a guard, not a limit that matters.
+    for _ in 0..256 {
+        let free = permits.available_permits();
+        if free == 0 {
+            return Ok(true);
+        }
+        let limit = u32::try_from(free * 2 + 8).unwrap_or(u32::MAX);
+        let candidates = inner
+            .store
+            .job_candidates(CandidateParams {
+                queue: queue.to_owned(),
+                now,
+                exclude: exclude.clone(),
+                exclude_retries: exclude_retries.clone(),
+                limit,
+            })
+            .await?;
+        let seen_all = candidates.len() < limit as usize;
+        let mut picked: Vec<(JobId, String)> = Vec::new();
+        let mut failed: Vec<(JobId, String, Hold)> = Vec::new();
+        for c in candidates {
+            if picked.len() >= free {
+                break;
+            }
+            if exclude.contains(&c.endpoint)
+                || (c.is_retry && exclude_retries.contains(&c.endpoint))
+            {
+                continue;
+            }
+            match inner.endpoints.admit(&c.endpoint, c.is_retry, now) {
+                Admission::Go => picked.push((c.id, c.endpoint)),
+                Admission::Hold(_) => exclude.push(c.endpoint),
+                Admission::HoldRetries(_) => exclude_retries.push(c.endpoint),
+                Admission::FailRetry(hold) => failed.push((c.id, c.endpoint, hold)),
+            }
+        }
+        let progressed = !picked.is_empty() || !failed.is_empty();
+        if !failed.is_empty() {
+            fail_retries(inner, failed, now).await?;
+        }
+        if !picked.is_empty() {
+            let ids = picked.iter().map(|(id, _)| id.clone()).collect();
+            let leased = inner
+                .store
+                .job_lease_ids(LeaseIdsParams {
+                    ids,
+                    owner: inner.config.worker_id.clone(),
+                    now,
+                    lease_until: inner.lease_until(now),
+                })
+                .await;
+            let jobs = match leased {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    for (_, endpoint) in &picked {
+                        inner.endpoints.cancel(endpoint);
+                    }
+                    return Err(e);
+                }
+            };
+            // Another worker may have taken some in between: undo their admissions.
+            for (id, endpoint) in &picked {
+                if !jobs.iter().any(|j| &j.id == id) {
+                    inner.endpoints.cancel(endpoint);
+                }
+            }
+            for job in jobs {
+                spawn_attempt(inner, job, permits).await;
+            }
+        }
+        if seen_all && !progressed {
+            return Ok(false);
+        }
+        if seen_all && permits.available_permits() > 0 {
+            // Everything runnable was looked at; what is left is held.
+            return Ok(false);
+        }
+    }
+    Ok(permits.available_permits() == 0)
+}
+
+async fn spawn_attempt(inner: &Arc<Inner>, job: Job, permits: &Arc<Semaphore>) {
+    let Ok(permit) = permits.clone().try_acquire_owned() else {
+        // Cannot happen: at most the free permits' worth of jobs are picked, and only this
+        // queue's loop takes its permits. Give the job back rather than overrun the limit.
+        inner.endpoints.cancel(&job.endpoint);
+        release_one(inner, job.id).await;
+        return;
+    };
+    let mut in_flight = inner.lock_in_flight();
+    let id = job.id.clone();
+    let task = tokio::spawn(run_attempt(inner.clone(), job, permit));
+    in_flight.insert(id, task.abort_handle());
+}
+
+/// Retries whose endpoint's budget is spent, under a policy that fails them fast: they end dead
+/// as `budget_exhausted` without a request, and the record says so.
+async fn fail_retries(
+    inner: &Arc<Inner>,
+    failed: Vec<(JobId, String, Hold)>,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let jobs = inner
+        .store
+        .job_lease_ids(LeaseIdsParams {
+            ids: failed.iter().map(|(id, _, _)| id.clone()).collect(),
+            owner: inner.config.worker_id.clone(),
+            now,
+            lease_until: inner.lease_until(now),
+        })
+        .await?;
+    for job in jobs {
+        let Some((_, endpoint, hold)) = failed.iter().find(|(id, _, _)| *id == job.id) else {
+            continue;
+        };
+        let reason = format!(
+            "{}; not sent: {endpoint} fails retries fast when its budget is spent",
+            hold.reason
+        );
+        let attempt = Attempt {
+            number: job.runs + 1,
+            started_at: now,
+            duration_ms: 0,
+            status: None,
+            error: Some("not-sent".into()),
+            error_detail: None,
+            category: "held".into(),
+            decision: "dead".into(),
+            dead_category: Some(DeadCategory::BudgetExhausted),
+            delay_ms: None,
+            server_wait_ms: None,
+            server_wait_source: None,
+            reason,
+            held: Some(hold.reason.clone()),
+            response_headers: Vec::new(),
+            response_body: None,
+            worker: inner.config.worker_id.clone(),
+        };
+        let params = RecordAttemptParams {
+            id: job.id.clone(),
+            owner: inner.config.worker_id.clone(),
+            now,
+            attempt,
+            transition: Transition::Dead {
+                category: DeadCategory::BudgetExhausted,
+            },
+            attempts: job.attempts,
+            unknown_attempts: job.unknown_attempts,
+            deferrals: job.deferrals,
+            last_delay_ms: job.last_delay_ms,
+        };
+        inner.store.job_record_attempt(params).await?;
+    }
+    Ok(())
 }
 
 async fn release_one(inner: &Inner, id: JobId) {
@@ -413,12 +585,8 @@ async fn release_one(inner: &Inner, id: JobId) {
 }
 
 /// One attempt: run, decide, record. Holds a concurrency permit until it ends.
-async fn run_attempt(
-    inner: Arc<Inner>,
-    job: Job,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    waker: Arc<Notify>,
-) {
+async fn run_attempt(inner: Arc<Inner>, job: Job, _permit: tokio::sync::OwnedSemaphorePermit) {
+    let held = inner.endpoints.held_by(&job.endpoint, job.run_at);
     let started_at = inner.clock.now();
     let started = std::time::Instant::now();
     let limit = job
@@ -440,10 +608,60 @@ async fn run_attempt(
         },
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    record(&inner, &job, output, started_at, duration_ms).await;
+    record(&inner, &job, output, started_at, duration_ms, held).await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
-    waker.notify_one();
+    // A finished attempt frees a permit and may lift an endpoint's hold, for any queue.
+    for n in inner.wakers.values() {
+        n.notify_one();
+    }
+}
+
+/// What an attempt's result teaches its endpoint.
+fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> Observed {
+    let category = d.classification.category;
+    let class = match category {
+        Category::Success => ResultClass::Success,
+        Category::Transient | Category::Unknown => ResultClass::Failure,
+        Category::Defer | Category::Permanent => ResultClass::Neutral,
+    };
+    let mut o = Observed {
+        class,
+        overload: false,
+        server_wait: None,
+        quota: Default::default(),
+        others_in_flight: 0,
+    };
+    match &output.outcome {
+        Outcome::Response(r) => {
+            o.overload = matches!(r.status, 429 | 503 | 529);
+            o.server_wait = d
+                .classification
+                .server_wait
+                .filter(|_| matches!(category, Category::Defer | Category::Transient))
+                .map(|w| {
+                    let why = format!(
+                        "{} {}; {} {}",
+                        r.status,
+                        status_phrase(r.status),
+                        w.source,
+                        Human(w.requested)
+                    );
+                    (w.delay, why)
+                });
+            o.quota = quota(r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), now);
+        }
+        Outcome::Transport(e) => {
+            o.overload = matches!(
+                e,
+                TransportError::Timeout
+                    | TransportError::ReadTimeout
+                    | TransportError::ConnectTimeout
+            );
+        }
+        Outcome::Handler(_) => {}
+    }
+    o
 }
 
 async fn record(
@@ -452,6 +670,7 @@ async fn record(
     output: AttemptOutput,
     started_at: Timestamp,
     duration_ms: u64,
+    held: Option<String>,
 ) {
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
@@ -469,6 +688,10 @@ async fn record(
         decide(&output.outcome, &counters, &policy, now, &mut *jitter)
     };
     let after = counters.after(&decision);
+    // The endpoint learns first, so that a pause applies to the next lease at once.
+    inner
+        .endpoints
+        .finish(&job.endpoint, now, observe(&output, &decision, now));
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let (status, error, handler_reason) = match &output.outcome {
         Outcome::Response(r) => (Some(r.status), None, None),
@@ -512,7 +735,11 @@ async fn record(
             .classification
             .server_wait
             .map(|w| w.source.to_owned()),
-        reason: decision.reason.clone(),
+        reason: match &held {
+            Some(h) => format!("{}; held before this attempt by {h}", decision.reason),
+            None => decision.reason.clone(),
+        },
+        held,
         response_headers: redact::headers(&output.response_headers, 32),
         response_body: output.response_body,
         worker: inner.config.worker_id.clone(),
@@ -599,6 +826,16 @@ async fn maintenance_loop(inner: Arc<Inner>) {
         if let Err(e) = inner.store.job_promote_due(now).await {
             tracing::error!(error = %e, "promoting due jobs failed");
         }
+        let expire = ExpireParams {
+            now,
+            reasons: inner.endpoints.holds(now),
+        };
+        match inner.store.job_expire_deadlines(expire).await {
+            Ok(n) if n > 0 => tracing::warn!(dead = n, "jobs passed their deadline while waiting"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
+        }
+        save_endpoints(&inner).await;
         if last_cleanup.is_none_or(|t| t.elapsed() >= inner.config.cleanup_interval) {
             last_cleanup = Some(std::time::Instant::now());
             cleanup(&inner, now).await;
@@ -607,6 +844,18 @@ async fn maintenance_loop(inner: Arc<Inner>) {
             _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
             _ = inner.stopped.wait() => return,
         }
+    }
+}
+
+/// Saves the endpoint states that changed, so that pauses, breakers and budgets survive a restart.
+async fn save_endpoints(inner: &Inner) {
+    let records = inner.endpoints.take_dirty(inner.clock.now());
+    if records.is_empty() {
+        return;
+    }
+    if let Err(e) = inner.store.endpoint_save(records.clone()).await {
+        tracing::error!(error = %e, "saving endpoint state failed; will retry");
+        inner.endpoints.mark_dirty(&records);
     }
 }
 

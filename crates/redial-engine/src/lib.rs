@@ -7,6 +7,7 @@
 //! nothing of the API in front of it.
 
 mod clock;
+mod endpoints;
 mod engine;
 mod handler;
 pub mod http;
@@ -15,6 +16,7 @@ pub mod redact;
 mod shutdown;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use endpoints::EndpointSettings;
 pub use engine::{
     random_u64, Engine, EngineConfig, QueueConfig, Retention, RunningEngine, ShutdownReport,
 };

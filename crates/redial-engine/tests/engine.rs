@@ -65,7 +65,7 @@ async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) ->
     if let Some(h) = handler {
         engine = engine.with_handler("custom", h);
     }
-    let running = engine.start();
+    let running = engine.start().await.expect("engine starts");
     Harness {
         running: Some(running),
         engine,

@@ -117,6 +117,14 @@ impl Store for SqliteStore {
         self.run(move |c| sql::lease(c, &params)).await
     }
 
+    async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
+        self.run(move |c| sql::candidates(c, &params)).await
+    }
+
+    async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
+        self.run(move |c| sql::lease_ids(c, &params)).await
+    }
+
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {
         self.run(move |c| sql::heartbeat(c, &params)).await
     }
@@ -137,9 +145,29 @@ impl Store for SqliteStore {
         self.run(move |c| sql::promote(c, now)).await
     }
 
-    async fn job_next_run_at(&self, queue: &str) -> StoreResult<Option<Timestamp>> {
+    async fn job_next_run_at(
+        &self,
+        queue: &str,
+        after: Timestamp,
+    ) -> StoreResult<Option<Timestamp>> {
         let queue = queue.to_owned();
-        self.run(move |c| sql::next_run_at(c, &queue)).await
+        self.run(move |c| sql::next_run_at(c, &queue, after)).await
+    }
+
+    async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64> {
+        self.run(move |c| sql::expire_deadlines(c, &params)).await
+    }
+
+    async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+        self.run(move |c| sql::endpoint_backlog(c, now)).await
+    }
+
+    async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>> {
+        self.run(sql::endpoint_load).await
+    }
+
+    async fn endpoint_save(&self, records: Vec<EndpointRecord>) -> StoreResult<()> {
+        self.run(move |c| sql::endpoint_save(c, &records)).await
     }
 
     async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {

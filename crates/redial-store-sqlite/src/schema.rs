@@ -49,6 +49,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (job_seq, number)
     ) WITHOUT ROWID;
     "#,
+    // 2: endpoint protection state; deadlines of waiting jobs.
+    r#"
+    CREATE TABLE endpoints (
+        name       TEXT PRIMARY KEY,
+        state      TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX jobs_waiting_deadline ON jobs (deadline)
+        WHERE deadline IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
+    "#,
 ];
 
 /// Sets the connection up for durability and brings the schema to the latest version.

@@ -419,14 +419,173 @@ pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
     .map_err(backend)
 }
 
-pub fn next_run_at(c: &mut Connection, queue: &str) -> StoreResult<Option<Timestamp>> {
+pub fn next_run_at(
+    c: &mut Connection,
+    queue: &str,
+    after: Timestamp,
+) -> StoreResult<Option<Timestamp>> {
     c.query_row(
-        "SELECT MIN(run_at) FROM jobs WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred')",
-        [queue],
+        "SELECT MIN(run_at) FROM jobs WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred') \
+         AND run_at > ?2",
+        params![queue, ms(after)],
         |r| r.get::<_, Option<i64>>(0),
     )
     .map(ts)
     .map_err(backend)
+}
+
+/// `?n, ?n+1, ...` for `count` values starting at parameter `first`.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
+    let mut params = vec![Value::Text(p.queue.clone()), Value::Integer(ms(p.now))];
+    let mut sql = "SELECT id, endpoint, attempts > 0, run_at FROM jobs WHERE queue = ?1 \
+         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?2"
+        .to_owned();
+    if !p.exclude.is_empty() {
+        sql.push_str(&format!(
+            " AND endpoint NOT IN ({})",
+            placeholders(params.len() + 1, p.exclude.len())
+        ));
+        params.extend(p.exclude.iter().map(|e| Value::Text(e.clone())));
+    }
+    if !p.exclude_retries.is_empty() {
+        sql.push_str(&format!(
+            " AND NOT (attempts > 0 AND endpoint IN ({}))",
+            placeholders(params.len() + 1, p.exclude_retries.len())
+        ));
+        params.extend(p.exclude_retries.iter().map(|e| Value::Text(e.clone())));
+    }
+    params.push(Value::Integer(i64::from(p.limit)));
+    sql.push_str(&format!(
+        " ORDER BY priority DESC, run_at, seq LIMIT ?{}",
+        params.len()
+    ));
+    let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
+    let rows = stmt
+        .query_map(params_from_iter(params.iter()), |r| {
+            Ok(Candidate {
+                id: JobId(r.get(0)?),
+                endpoint: r.get(1)?,
+                is_retry: r.get(2)?,
+                run_at: Timestamp::from_unix_millis(r.get(3)?),
+            })
+        })
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    Ok(rows)
+}
+
+pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
+    if p.ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tx = c.transaction().map_err(backend)?;
+    let sql = format!(
+        "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
+         WHERE id IN ({}) AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
+         RETURNING {COLS}",
+        placeholders(4, p.ids.len())
+    );
+    let mut params = vec![
+        Value::Text(p.owner.clone()),
+        Value::Integer(ms(p.lease_until)),
+        Value::Integer(ms(p.now)),
+    ];
+    params.extend(p.ids.iter().map(|id| Value::Text(id.0.clone())));
+    let jobs = query_jobs(&tx, &sql, &params)?;
+    tx.commit().map_err(backend)?;
+    Ok(jobs)
+}
+
+pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {
+    let tx = c.transaction().map_err(backend)?;
+    let now = ms(p.now);
+    let mut n = 0;
+    // Endpoints with a known hold first, so their jobs' reasons name it.
+    for (endpoint, why) in &p.reasons {
+        n += tx
+            .execute(
+                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
+                 updated_at = ?1, last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
+                 WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 \
+                 AND state IN ('ready', 'scheduled', 'deferred')",
+                params![now, endpoint, why],
+            )
+            .map_err(backend)? as u64;
+    }
+    n += tx
+        .execute(
+            "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
+             updated_at = ?1, last_reason = 'deadline passed before the job could run' \
+             WHERE deadline IS NOT NULL AND deadline <= ?1 AND state IN ('ready', 'scheduled', 'deferred')",
+            params![now],
+        )
+        .map_err(backend)? as u64;
+    tx.commit().map_err(backend)?;
+    Ok(n)
+}
+
+pub fn endpoint_backlog(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs \
+             WHERE state IN ('ready', 'scheduled', 'deferred') GROUP BY endpoint ORDER BY endpoint",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map([ms(now)], |r| {
+            Ok(EndpointBacklog {
+                endpoint: r.get(0)?,
+                due: r.get::<_, i64>(1)?.max(0) as u64,
+                later: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    Ok(rows)
+}
+
+pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
+    let mut stmt = c
+        .prepare_cached("SELECT name, state, updated_at FROM endpoints ORDER BY name")
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(EndpointRecord {
+                name: r.get(0)?,
+                state: r.get(1)?,
+                updated_at: Timestamp::from_unix_millis(r.get(2)?),
+            })
+        })
+        .map_err(backend)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(backend)?;
+    Ok(rows)
+}
+
+pub fn endpoint_save(c: &mut Connection, records: &[EndpointRecord]) -> StoreResult<()> {
+    let tx = c.transaction().map_err(backend)?;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO endpoints (name, state, updated_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            )
+            .map_err(backend)?;
+        for r in records {
+            stmt.execute(params![r.name, r.state, ms(r.updated_at)])
+                .map_err(backend)?;
+        }
+    }
+    tx.commit().map_err(backend)
 }
 
 const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \

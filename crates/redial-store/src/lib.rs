@@ -62,6 +62,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// at once.
     async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>>;
 
+    /// Runnable jobs of a queue (ready, or scheduled or deferred whose time has come), in lease
+    /// order, leaving out endpoints that are held and retries of endpoints whose retry budget is
+    /// spent. Reads only: [`Store::job_lease_ids`] then takes the chosen ones.
+    async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>>;
+
+    /// Leases the given jobs if they are still runnable; returns those it leased. A job another
+    /// worker leased in between is simply not returned.
+    async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>>;
+
     /// Extends the leases `owner` still holds on `ids`; returns how many it still holds.
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64>;
 
@@ -80,8 +89,27 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Marks scheduled and deferred jobs whose time has come as ready, so that states read true.
     async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64>;
 
-    /// The earliest `run_at` among the queue's waiting jobs (ready, scheduled, deferred).
-    async fn job_next_run_at(&self, queue: &str) -> StoreResult<Option<Timestamp>>;
+    /// The earliest `run_at` later than `after` among the queue's waiting jobs (ready,
+    /// scheduled, deferred): when the queue next has new work, whatever is held now.
+    async fn job_next_run_at(
+        &self,
+        queue: &str,
+        after: Timestamp,
+    ) -> StoreResult<Option<Timestamp>>;
+
+    /// Waiting jobs whose deadline has passed go dead (`deadline_exceeded`); the reason names
+    /// what held them, from `reasons` (per endpoint) when given. Returns how many.
+    async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64>;
+
+    /// Per endpoint: waiting jobs that are due now (held, when the endpoint's limits hold them)
+    /// and those scheduled later.
+    async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>>;
+
+    /// Every endpoint's saved protection state (opaque JSON the engine owns).
+    async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>>;
+
+    /// Saves endpoints' protection states, replacing earlier ones.
+    async fn endpoint_save(&self, records: Vec<EndpointRecord>) -> StoreResult<()>;
 
     /// Puts a dead job back to ready with fresh counters and the same idempotency key; its history
     /// stays and `replays` counts up.

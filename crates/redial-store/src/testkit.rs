@@ -19,7 +19,8 @@ macro_rules! store_suite {
             record_attempt_transitions, record_requires_the_lease, heartbeat_and_release,
             rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
-            cleanup_respects_retention);
+            cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
+            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -77,6 +78,7 @@ fn attempt(number: u32, status: u16, decision: &str) -> Attempt {
         server_wait_ms: None,
         server_wait_source: None,
         reason: format!("{status} test; attempt {number}"),
+        held: None,
         response_headers: vec![("content-type".into(), "text/plain".into())],
         response_body: Some("oops".into()),
         worker: "w1".into(),
@@ -549,18 +551,28 @@ pub async fn rescue_expired_leases(store: Arc<dyn Store>) {
 }
 
 pub async fn promote_and_next_run_at(store: Arc<dyn Store>) {
-    assert_eq!(store.job_next_run_at("default").await.expect("next"), None);
+    assert_eq!(
+        store.job_next_run_at("default", T0).await.expect("next"),
+        None
+    );
     let mut j = new_job("p", "default");
     j.run_at = at(10);
     store.job_insert(j).await.expect("insert");
     let mut j = new_job("p2", "default");
     j.run_at = at(20);
     store.job_insert(j).await.expect("insert");
+    let next = |after| store.job_next_run_at("default", after);
+    assert_eq!(next(T0).await.expect("next"), Some(at(10)));
     assert_eq!(
-        store.job_next_run_at("default").await.expect("next"),
-        Some(at(10))
+        next(at(10)).await.expect("next"),
+        Some(at(20)),
+        "strictly after"
     );
-    assert_eq!(store.job_next_run_at("other").await.expect("next"), None);
+    assert_eq!(next(at(20)).await.expect("next"), None);
+    assert_eq!(
+        store.job_next_run_at("other", T0).await.expect("next"),
+        None
+    );
     assert_eq!(store.job_promote_due(at(9)).await.expect("promote"), 0);
     assert_eq!(store.job_promote_due(at(15)).await.expect("promote"), 1);
     assert_eq!(get(&store, "p").await.0.state, JobState::Ready);
@@ -938,4 +950,201 @@ pub async fn cleanup_respects_retention(store: Arc<dyn Store>) {
             .is_some();
         assert_eq!(found, kept, "{id}");
     }
+}
+
+pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
+    let mut jobs = Vec::new();
+    for (id, endpoint, attempts_before) in [
+        ("a1", "A", 0),
+        ("a2", "A", 1),
+        ("b1", "B", 0),
+        ("b2", "B", 2),
+        ("c1", "C", 0),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        jobs.push((j, attempts_before));
+    }
+    for (j, _) in &jobs {
+        store.job_insert(j.clone()).await.expect("insert");
+    }
+    // Give a2 and b2 a failed attempt each, so that they are retries.
+    for (j, failures) in &jobs {
+        if *failures > 0 {
+            let leased = store
+                .job_lease_ids(LeaseIdsParams {
+                    ids: vec![j.id.clone()],
+                    owner: "w".into(),
+                    now: at(0),
+                    lease_until: at(30),
+                })
+                .await
+                .expect("lease");
+            assert_eq!(leased.len(), 1);
+            let mut p = record(&j.id.0, "w", 1, Transition::Retry { at: at(0) });
+            p.attempts = *failures;
+            store.job_record_attempt(p).await.expect("record");
+        }
+    }
+    let cands = |exclude: &[&str], exclude_retries: &[&str]| {
+        let params = CandidateParams {
+            queue: "q".into(),
+            now: at(1),
+            exclude: exclude.iter().map(|s| s.to_string()).collect(),
+            exclude_retries: exclude_retries.iter().map(|s| s.to_string()).collect(),
+            limit: 100,
+        };
+        let store = store.clone();
+        async move { store.job_candidates(params).await.expect("candidates") }
+    };
+    let all = cands(&[], &[]).await;
+    assert_eq!(
+        all.iter().map(|c| c.id.0.as_str()).collect::<Vec<_>>(),
+        ["a1", "a2", "b1", "b2", "c1"]
+    );
+    assert_eq!(
+        all.iter().map(|c| c.is_retry).collect::<Vec<_>>(),
+        [false, true, false, true, false]
+    );
+    let some = cands(&["A"], &["B"]).await;
+    assert_eq!(
+        some.iter().map(|c| c.id.0.as_str()).collect::<Vec<_>>(),
+        ["b1", "c1"]
+    );
+    let params = CandidateParams {
+        queue: "q".into(),
+        now: at(1),
+        exclude: vec![],
+        exclude_retries: vec![],
+        limit: 2,
+    };
+    assert_eq!(
+        store
+            .job_candidates(params)
+            .await
+            .expect("candidates")
+            .len(),
+        2
+    );
+    // Candidates are only read: nothing changed.
+    assert_eq!(get(&store, "a1").await.0.state, JobState::Ready);
+}
+
+pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {
+    store.job_insert(new_job("r1", "q")).await.expect("insert");
+    let mut later = new_job("r2", "q");
+    later.run_at = at(60);
+    store.job_insert(later).await.expect("insert");
+    let ids = vec![JobId::from("r1"), JobId::from("r2"), JobId::from("missing")];
+    let params = |owner: &str| LeaseIdsParams {
+        ids: ids.clone(),
+        owner: owner.into(),
+        now: at(0),
+        lease_until: at(30),
+    };
+    let got = store.job_lease_ids(params("w1")).await.expect("lease");
+    assert_eq!(ids_of(&got), ["r1"]);
+    assert_eq!(got[0].lease_owner.as_deref(), Some("w1"));
+    assert!(
+        store
+            .job_lease_ids(params("w2"))
+            .await
+            .expect("lease")
+            .is_empty(),
+        "never leased twice"
+    );
+}
+
+fn ids_of(jobs: &[Job]) -> Vec<String> {
+    ids(jobs)
+}
+
+pub async fn deadlines_expire_for_held_jobs(store: Arc<dyn Store>) {
+    for (id, endpoint, deadline) in [
+        ("e1", "A", Some(10)),
+        ("e2", "B", Some(10)),
+        ("e3", "A", Some(100)),
+        ("e4", "A", None),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        j.deadline = deadline.map(at);
+        store.job_insert(j).await.expect("insert");
+    }
+    let n = store
+        .job_expire_deadlines(ExpireParams {
+            now: at(10),
+            reasons: vec![("A".into(), "circuit open until later".into())],
+        })
+        .await
+        .expect("expire");
+    assert_eq!(n, 2);
+    let (e1, _) = get(&store, "e1").await;
+    assert_eq!(
+        (e1.state, e1.category),
+        (JobState::Dead, Some(DeadCategory::DeadlineExceeded))
+    );
+    assert_eq!(
+        e1.last_reason.as_deref(),
+        Some("deadline passed while held by its endpoint: circuit open until later")
+    );
+    let (e2, _) = get(&store, "e2").await;
+    assert_eq!(
+        e2.last_reason.as_deref(),
+        Some("deadline passed before the job could run")
+    );
+    assert_eq!(get(&store, "e3").await.0.state, JobState::Ready);
+    assert_eq!(get(&store, "e4").await.0.state, JobState::Ready);
+}
+
+pub async fn endpoint_state_round_trips(store: Arc<dyn Store>) {
+    assert!(store.endpoint_load().await.expect("load").is_empty());
+    let rec = |name: &str, state: &str, t| EndpointRecord {
+        name: name.into(),
+        state: state.into(),
+        updated_at: at(t),
+    };
+    store
+        .endpoint_save(vec![rec("A", "{\"a\":1}", 1), rec("B", "{}", 1)])
+        .await
+        .expect("save");
+    store
+        .endpoint_save(vec![rec("A", "{\"a\":2}", 2)])
+        .await
+        .expect("save");
+    assert_eq!(
+        store.endpoint_load().await.expect("load"),
+        vec![rec("A", "{\"a\":2}", 2), rec("B", "{}", 1)]
+    );
+}
+
+pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
+    for (id, endpoint, run_at) in [
+        ("k1", "A", 0),
+        ("k2", "A", 0),
+        ("k3", "A", 50),
+        ("k4", "B", 0),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        j.run_at = at(run_at);
+        store.job_insert(j).await.expect("insert");
+    }
+    lease(&store, "q", "w", at(0), 1).await; // k1 runs: not waiting
+    let backlog = store.endpoint_backlog(at(1)).await.expect("backlog");
+    assert_eq!(
+        backlog,
+        vec![
+            EndpointBacklog {
+                endpoint: "A".into(),
+                due: 1,
+                later: 1
+            },
+            EndpointBacklog {
+                endpoint: "B".into(),
+                due: 1,
+                later: 0
+            },
+        ]
+    );
 }

@@ -214,6 +214,9 @@ pub struct Attempt {
     pub server_wait_ms: Option<u64>,
     pub server_wait_source: Option<String>,
     pub reason: String,
+    /// What held the job before this attempt (an endpoint pause, an open breaker...), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     /// A bounded excerpt of the response headers, secrets redacted.
     pub response_headers: Vec<(String, String)>,
     /// A bounded excerpt of the response body.
@@ -343,4 +346,57 @@ pub struct EndpointCount {
     pub endpoint: String,
     pub state: JobState,
     pub count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CandidateParams {
+    pub queue: String,
+    pub now: Timestamp,
+    /// Endpoints none of whose jobs may go now.
+    pub exclude: Vec<String>,
+    /// Endpoints whose retries (jobs with failed attempts) may not go now.
+    pub exclude_retries: Vec<String>,
+    pub limit: u32,
+}
+
+/// A runnable job, as much as admission needs to know.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub id: JobId,
+    pub endpoint: String,
+    /// It has failed before: it counts against the endpoint's retry budget.
+    pub is_retry: bool,
+    pub run_at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseIdsParams {
+    pub ids: Vec<JobId>,
+    pub owner: String,
+    pub now: Timestamp,
+    pub lease_until: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpireParams {
+    pub now: Timestamp,
+    /// Endpoint -> what holds it, for the dead jobs' reasons.
+    pub reasons: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EndpointBacklog {
+    pub endpoint: String,
+    /// Waiting jobs whose time has come.
+    pub due: u64,
+    /// Waiting jobs scheduled later.
+    pub later: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointRecord {
+    pub name: String,
+    /// The engine's serialised endpoint state.
+    pub state: String,
+    pub updated_at: Timestamp,
 }

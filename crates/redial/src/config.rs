@@ -4,6 +4,8 @@
 
 use crate::UsageError;
 use anyhow::Result;
+use redial_engine::EndpointSettings;
+use redial_policy::endpoint::EndpointConfig;
 use redial_policy::{serde_human, Policy, PolicyOverride};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -24,8 +26,11 @@ pub struct FileConfig {
     pub policy: Policy,
     /// Queues by name; `default` always exists.
     pub queues: BTreeMap<String, QueueSection>,
-    /// Policy overrides by endpoint (a URL origin such as "https://api.stripe.com").
-    pub endpoints: BTreeMap<String, PolicyOverride>,
+    /// Limits for every endpoint not named under `endpoints` (and the base of those named).
+    pub endpoint_defaults: toml::Table,
+    /// By endpoint (a URL origin such as "https://api.stripe.com"): limits laid over
+    /// `endpoint_defaults`, and a `policy` table laid over the queue's policy.
+    pub endpoints: BTreeMap<String, toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,10 +185,13 @@ impl FileConfig {
                 .merged(&q.policy)
                 .map_err(|e| format!("queues.{name}.policy.{e}"))?;
         }
-        for (origin, o) in &self.endpoints {
-            self.policy
-                .merged(o)
-                .map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
+        let (_, endpoints) = self.endpoint_settings()?;
+        for (origin, settings) in &endpoints {
+            if let Some(o) = &settings.policy {
+                self.policy
+                    .merged(o)
+                    .map_err(|e| format!("endpoints.{origin:?}.policy.{e}"))?;
+            }
         }
         if self.engine.heartbeat >= self.engine.lease {
             return Err("engine.heartbeat must be shorter than engine.lease".into());
@@ -192,6 +200,39 @@ impl FileConfig {
             return Err("server.max_batch must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// The endpoint defaults and each configured endpoint's limits and policy override.
+    pub fn endpoint_settings(
+        &self,
+    ) -> Result<(EndpointConfig, BTreeMap<String, EndpointSettings>), String> {
+        let defaults: EndpointConfig = toml::Value::Table(self.endpoint_defaults.clone())
+            .try_into()
+            .map_err(|e| format!("endpoint_defaults: {}", one_line(&e)))?;
+        defaults
+            .validate()
+            .map_err(|e| format!("endpoint_defaults.{e}"))?;
+        let mut out = BTreeMap::new();
+        for (origin, table) in &self.endpoints {
+            let mut table = table.clone();
+            let policy = match table.remove("policy") {
+                None => None,
+                Some(v) => Some(
+                    v.try_into::<PolicyOverride>()
+                        .map_err(|e| format!("endpoints.{origin:?}.policy: {}", one_line(&e)))?,
+                ),
+            };
+            let mut merged = self.endpoint_defaults.clone();
+            merge(&mut merged, table);
+            let limits: EndpointConfig = toml::Value::Table(merged)
+                .try_into()
+                .map_err(|e| format!("endpoints.{origin:?}: {}", one_line(&e)))?;
+            limits
+                .validate()
+                .map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
+            out.insert(origin.clone(), EndpointSettings { policy, limits });
+        }
+        Ok((defaults, out))
     }
 
     /// The queues with their effective policies; `default` is added when the file has none.
@@ -217,6 +258,25 @@ impl FileConfig {
             });
         Ok(out)
     }
+}
+
+/// Lays `over` onto `base`, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The default data folder: `$XDG_DATA_HOME/redial`, else `~/.local/share/redial`, else

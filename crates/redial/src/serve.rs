@@ -85,9 +85,11 @@ pub async fn run(args: Args) -> Result<()> {
         ..HttpConfig::default()
     })
     .context("building the HTTP client")?;
+    let (endpoint_defaults, endpoints) = file.endpoint_settings().map_err(UsageError)?;
     let engine_config = EngineConfig {
         queues: file.queues()?,
-        endpoints: file.endpoints.clone(),
+        endpoint_defaults,
+        endpoints,
         lease: file.engine.lease,
         heartbeat: file.engine.heartbeat,
         max_stalls: file.engine.max_stalls,
@@ -114,7 +116,7 @@ pub async fn run(args: Args) -> Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
-    let running = engine.start();
+    let running = engine.start().await.context("loading endpoint state")?;
     tracing::info!(address = %bound, database = %db.display(), "redial serving");
     eprintln!(
         "redial listening on http://{bound} (database {})",

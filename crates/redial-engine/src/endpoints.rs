@@ -1,0 +1,186 @@
+//! The engine's view of every endpoint: its protection state (from the policy core), how many of
+//! its attempts are in flight here, and persistence of that state through the store.
+
+use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, EndpointView, Observed};
+use redial_policy::Timestamp;
+use redial_store::EndpointRecord;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+/// Endpoint limits and the policy override of one endpoint, as configured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointSettings {
+    pub policy: Option<redial_policy::PolicyOverride>,
+    pub limits: EndpointConfig,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    state: EndpointState,
+    in_flight: u32,
+    /// Changed since it was last saved.
+    dirty: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Registry {
+    defaults: EndpointConfig,
+    settings: BTreeMap<String, EndpointSettings>,
+    /// Held only for short, synchronous updates; never across an await.
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl Registry {
+    pub fn new(defaults: EndpointConfig, settings: BTreeMap<String, EndpointSettings>) -> Self {
+        Registry {
+            defaults,
+            settings,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        // Entries are plain values updated in one step each; a panic cannot leave one half-done.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn config(&self, endpoint: &str) -> &EndpointConfig {
+        self.settings
+            .get(endpoint)
+            .map_or(&self.defaults, |s| &s.limits)
+    }
+
+    pub fn policy_override(&self, endpoint: &str) -> Option<&redial_policy::PolicyOverride> {
+        self.settings.get(endpoint).and_then(|s| s.policy.as_ref())
+    }
+
+    /// Restores saved states; a record that no longer parses is dropped with a warning.
+    pub fn load(&self, records: Vec<EndpointRecord>) {
+        let mut entries = self.lock();
+        for r in records {
+            match serde_json::from_str::<EndpointState>(&r.state) {
+                Ok(state) => {
+                    entries.insert(
+                        r.name,
+                        Entry {
+                            state,
+                            in_flight: 0,
+                            dirty: false,
+                        },
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(endpoint = %r.name, error = %e, "dropping an unreadable saved endpoint state")
+                }
+            }
+        }
+    }
+
+    /// Asks whether a job of `endpoint` may start now; on `Go` it is counted in flight.
+    pub fn admit(&self, endpoint: &str, is_retry: bool, now: Timestamp) -> Admission {
+        let cfg = self.config(endpoint);
+        let mut entries = self.lock();
+        let e = entries.entry(endpoint.to_owned()).or_default();
+        let a = e.state.admit(cfg, now, is_retry, e.in_flight);
+        if a == Admission::Go {
+            e.in_flight += 1;
+        }
+        e.dirty = true;
+        a
+    }
+
+    /// Undoes an admission whose job could not be leased after all.
+    pub fn cancel(&self, endpoint: &str) {
+        if let Some(e) = self.lock().get_mut(endpoint) {
+            e.in_flight = e.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Records a finished attempt; `observed.others_in_flight` is filled in here.
+    pub fn finish(&self, endpoint: &str, now: Timestamp, mut observed: Observed) {
+        let cfg = self.config(endpoint);
+        let mut entries = self.lock();
+        let e = entries.entry(endpoint.to_owned()).or_default();
+        e.in_flight = e.in_flight.saturating_sub(1);
+        observed.others_in_flight = e.in_flight;
+        e.state.record(cfg, now, &observed);
+        e.dirty = true;
+    }
+
+    /// What held a job of `endpoint` that was due at `run_at`, if something did.
+    pub fn held_by(&self, endpoint: &str, run_at: Timestamp) -> Option<String> {
+        let entries = self.lock();
+        let (reason, ended) = entries.get(endpoint)?.state.last_hold.clone()?;
+        (run_at < ended).then_some(reason)
+    }
+
+    /// The earliest instant after `now` at which some endpoint's hold changes.
+    pub fn next_change(&self, now: Timestamp) -> Option<Timestamp> {
+        self.lock()
+            .values()
+            .filter_map(|e| e.state.next_change())
+            .filter(|t| *t > now)
+            .min()
+    }
+
+    /// Endpoints that hold all their jobs now, with why.
+    pub fn holds(&self, now: Timestamp) -> Vec<(String, String)> {
+        let mut entries = self.lock();
+        let mut out = Vec::new();
+        for (name, e) in entries.iter_mut() {
+            let cfg = self.config(name);
+            if let Some(why) = e.state.describe(cfg, now, e.in_flight) {
+                out.push((name.clone(), why));
+            }
+        }
+        out
+    }
+
+    pub fn views(&self, now: Timestamp) -> BTreeMap<String, EndpointView> {
+        let mut entries = self.lock();
+        for name in self.settings.keys() {
+            entries.entry(name.clone()).or_default();
+        }
+        entries
+            .iter_mut()
+            .map(|(name, e)| {
+                (
+                    name.clone(),
+                    e.state.view(self.config(name), now, e.in_flight),
+                )
+            })
+            .collect()
+    }
+
+    /// The states changed since the last call, to save.
+    pub fn take_dirty(&self, now: Timestamp) -> Vec<EndpointRecord> {
+        let mut entries = self.lock();
+        let mut out = Vec::new();
+        for (name, e) in entries.iter_mut().filter(|(_, e)| e.dirty) {
+            match serde_json::to_string(&e.state) {
+                Ok(state) => {
+                    out.push(EndpointRecord {
+                        name: name.clone(),
+                        state,
+                        updated_at: now,
+                    });
+                    e.dirty = false;
+                }
+                Err(err) => {
+                    tracing::error!(endpoint = %name, error = %err, "cannot serialise endpoint state")
+                }
+            }
+        }
+        out
+    }
+
+    /// Marks every state to be saved again (after a failed save).
+    pub fn mark_dirty(&self, names: &[EndpointRecord]) {
+        let mut entries = self.lock();
+        for r in names {
+            if let Some(e) = entries.get_mut(&r.name) {
+                e.dirty = true;
+            }
+        }
+    }
+}
