@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -58,6 +58,36 @@ pub struct Received {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When it arrived.
+    pub at: Instant,
+    /// When it arrived, by the wall clock (to compare with Redial's own records).
+    pub wall: std::time::SystemTime,
+    /// For a rate-limited path: the index of the window it fell in.
+    pub window: Option<u64>,
+    /// The status it was answered with.
+    pub status: u16,
+}
+
+/// A path that behaves like a real API rather than a script.
+#[derive(Clone, Copy, Debug)]
+pub enum Behaviour {
+    /// At most `limit` requests per `window` (windows start when the behaviour is set); each
+    /// answer carries OpenAI-style `x-ratelimit-{limit,remaining,reset}-requests` headers, and
+    /// requests over the limit get 429 with `Retry-After` (decimal seconds) until the window ends.
+    RateLimited { limit: u32, window: Duration },
+    /// The same, but answers carry no quota headers: only the 429s say anything, with
+    /// `Retry-After`.
+    RateLimitedQuietly { limit: u32, window: Duration },
+    /// 503 without Retry-After until `until`, then 200.
+    DownUntil { until: Instant },
+}
+
+#[derive(Debug)]
+struct Live {
+    behaviour: Behaviour,
+    started: Instant,
+    window_index: u64,
+    used: u32,
 }
 
 impl Received {
@@ -73,6 +103,7 @@ impl Received {
 struct Shared {
     /// Per path, the answers still to give; the last one repeats once the others are used.
     scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
+    behaviours: Mutex<HashMap<String, Live>>,
     received: Mutex<Vec<Received>>,
 }
 
@@ -132,6 +163,17 @@ impl Receiver {
         lock(&self.shared.scripts).insert(path.to_owned(), replies.into());
     }
 
+    /// Makes `path` behave like a real API (see [`Behaviour`]).
+    pub fn behave(&self, path: &str, behaviour: Behaviour) {
+        let live = Live {
+            behaviour,
+            started: Instant::now(),
+            window_index: 0,
+            used: 0,
+        };
+        lock(&self.shared.behaviours).insert(path.to_owned(), live);
+    }
+
     /// Everything received on `path`, in order.
     pub fn received(&self, path: &str) -> Vec<Received> {
         lock(&self.shared.received)
@@ -165,21 +207,33 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let body = axum::body::to_bytes(req.into_body(), 16 << 20)
         .await
         .unwrap_or_else(|_| Bytes::new());
+    let at = Instant::now();
+    let wall = std::time::SystemTime::now();
+    let live_reply = lock(&shared.behaviours)
+        .get_mut(&path)
+        .map(|live| live.answer(at));
+    let window = live_reply.as_ref().and_then(|(_, w)| *w);
+    let live_reply = live_reply.map(|(r, _)| r);
+    let reply = live_reply
+        .or_else(|| {
+            let mut scripts = lock(&shared.scripts);
+            match scripts.get_mut(&path) {
+                Some(q) if q.len() > 1 => q.pop_front(),
+                Some(q) => q.front().cloned(),
+                None => None,
+            }
+        })
+        .unwrap_or_else(|| Reply::status(200).body("ok"));
     lock(&shared.received).push(Received {
         method,
         path: path.clone(),
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        at,
+        wall,
+        window,
+        status: reply.status,
     });
-    let reply = {
-        let mut scripts = lock(&shared.scripts);
-        match scripts.get_mut(&path) {
-            Some(q) if q.len() > 1 => q.pop_front(),
-            Some(q) => q.front().cloned(),
-            None => None,
-        }
-    }
-    .unwrap_or_else(|| Reply::status(200).body("ok"));
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -194,6 +248,50 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, headers, reply.body).into_response()
+}
+
+impl Live {
+    /// The reply, and for rate-limited paths the window index.
+    fn answer(&mut self, at: Instant) -> (Reply, Option<u64>) {
+        match self.behaviour {
+            Behaviour::DownUntil { until } if at < until => (Reply::status(503), None),
+            Behaviour::DownUntil { .. } => (Reply::status(200).body("ok"), None),
+            Behaviour::RateLimited { limit, window }
+            | Behaviour::RateLimitedQuietly { limit, window } => {
+                let quiet = matches!(self.behaviour, Behaviour::RateLimitedQuietly { .. });
+                let elapsed = at.duration_since(self.started);
+                let index = (elapsed.as_nanos() / window.as_nanos().max(1)) as u64;
+                if index != self.window_index {
+                    self.window_index = index;
+                    self.used = 0;
+                }
+                let window_end = window * (index as u32 + 1);
+                let reset = window_end.saturating_sub(elapsed);
+                let reset_ms = format!("{}ms", reset.as_millis().max(1));
+                let limited = self.used >= limit;
+                if !limited {
+                    self.used += 1;
+                }
+                let remaining = limit - self.used;
+                let reply = if limited {
+                    Reply::status(429).header(
+                        "retry-after",
+                        &format!("{:.3}", reset.as_secs_f64().max(0.001)),
+                    )
+                } else {
+                    Reply::status(200).body("ok")
+                };
+                if quiet {
+                    return (reply, Some(index));
+                }
+                let reply = reply
+                    .header("x-ratelimit-limit-requests", &limit.to_string())
+                    .header("x-ratelimit-remaining-requests", &remaining.to_string())
+                    .header("x-ratelimit-reset-requests", &reset_ms);
+                (reply, Some(index))
+            }
+        }
+    }
 }
 
 /// What a raw TCP server does with each connection.

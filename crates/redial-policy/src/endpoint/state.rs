@@ -26,6 +26,10 @@ pub struct EndpointState {
     pub quota_limit: Option<u64>,
     pub quota_tokens: Option<u64>,
     pub quota_reset_at: Option<Timestamp>,
+    /// Whether `quota_limit` was inferred from 429s rather than read from headers.
+    pub quota_inferred: bool,
+    /// Successful attempts since the quota window last began (for inferring a limit).
+    ok_in_window: u64,
     /// GCRA theoretical arrival time.
     tat: Option<Timestamp>,
     /// The adaptive concurrency limit, when adaptive.
@@ -218,8 +222,12 @@ impl EndpointState {
         if cfg.learn_from_headers {
             if let Some(reset) = self.quota_reset_at {
                 if now >= reset {
-                    self.quota_tokens = self.quota_limit;
+                    // A new window. Attempts still in flight will likely land in it and count.
+                    self.quota_tokens = self
+                        .quota_limit
+                        .map(|l| l.saturating_sub(u64::from(in_flight)));
                     self.quota_reset_at = None;
+                    self.ok_in_window = 0;
                 }
             }
             if self.quota_tokens == Some(0) {
@@ -412,14 +420,41 @@ impl EndpointState {
             };
             self.adaptive_limit = Some(limit);
         }
+        if o.class == ResultClass::Success {
+            self.ok_in_window += 1;
+        }
         if let Some((wait, why)) = &o.server_wait {
             self.pause(now.saturating_add(*wait), why.clone());
+            // A 429 from an API that reports no quota: what went through since its window began
+            // is the best guess of its limit. From then on that many go per window, and when
+            // they are spent, one probe at a time finds out whether there is more room.
+            if cfg.learn_from_headers
+                && o.overload
+                && o.quota.requests.is_none()
+                && (self.quota_limit.is_none() || self.quota_inferred)
+            {
+                self.quota_limit = Some(self.ok_in_window.max(1));
+                self.quota_inferred = true;
+                self.quota_tokens = Some(0);
+                self.quota_reset_at = Some(now.saturating_add(*wait));
+            }
         }
         if cfg.learn_from_headers {
             if let Some(q) = o.quota.requests {
                 self.quota_limit = q.limit.or(self.quota_limit);
-                self.quota_tokens = Some(q.remaining.saturating_sub(u64::from(o.others_in_flight)));
-                self.quota_reset_at = q.reset_after.map(|d| now.saturating_add(d));
+                self.quota_inferred = false;
+                let tokens = q.remaining.saturating_sub(u64::from(o.others_in_flight));
+                let reset_at = q.reset_after.map(|d| now.saturating_add(d));
+                let window_open = self.quota_reset_at.is_some_and(|r| now < r);
+                if window_open {
+                    // Answers can arrive out of order: within a window the count only goes down,
+                    // so the lowest report wins, and the later reset.
+                    self.quota_tokens = Some(self.quota_tokens.map_or(tokens, |t| t.min(tokens)));
+                    self.quota_reset_at = self.quota_reset_at.max(reset_at);
+                } else {
+                    self.quota_tokens = Some(tokens);
+                    self.quota_reset_at = reset_at;
+                }
             }
             if let Some((reset, source)) = o.quota.exhausted {
                 self.pause(

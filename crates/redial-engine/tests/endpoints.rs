@@ -1,0 +1,530 @@
+//! Endpoint protection end to end: the engine, a real SQLite file and receivers on loopback that
+//! behave like rate-limited or failing APIs. Time is real here (the receivers' windows are), but
+//! every assertion is on counts and states, never on how long something took.
+
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{
+    Clock, EndpointSettings, Engine, EngineConfig, QueueConfig, RunningEngine, SystemClock,
+};
+use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
+use redial_policy::{Backoff, DeadCategory, Policy, Strategy, Timestamp};
+use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
+use redial_store_sqlite::SqliteStore;
+use redial_test_receiver::{Behaviour, Receiver, Reply};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn quick_policy() -> Policy {
+    let quick = Backoff {
+        strategy: Strategy::FullJitter,
+        base: Duration::from_millis(50),
+        factor: 2.0,
+        cap: Duration::from_millis(400),
+    };
+    Policy {
+        transient: quick,
+        unknown: quick,
+        deferral: quick,
+        server_wait_jitter: Duration::from_millis(20),
+        ..Policy::default()
+    }
+}
+
+struct Setup {
+    store: Arc<dyn Store>,
+    engine: Engine,
+    running: Option<RunningEngine>,
+    dir: tempfile::TempDir,
+}
+
+async fn setup_in(
+    dir: tempfile::TempDir,
+    concurrency: usize,
+    policy: Policy,
+    defaults: EndpointConfig,
+    endpoints: BTreeMap<String, EndpointSettings>,
+) -> Setup {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let mut config = EngineConfig {
+        worker_id: "w".into(),
+        poll_interval: Duration::from_millis(50),
+        maintenance_interval: Duration::from_millis(50),
+        heartbeat: Duration::from_millis(500),
+        endpoint_defaults: defaults,
+        endpoints,
+        ..EngineConfig::default()
+    };
+    config.queues.insert(
+        "default".into(),
+        QueueConfig {
+            concurrency,
+            policy,
+        },
+    );
+    let http = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    })
+    .expect("client");
+    let engine = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
+    let running = Some(engine.start().await.expect("start"));
+    Setup {
+        store,
+        engine,
+        running,
+        dir,
+    }
+}
+
+async fn setup(
+    concurrency: usize,
+    policy: Policy,
+    defaults: EndpointConfig,
+    endpoints: BTreeMap<String, EndpointSettings>,
+) -> Setup {
+    setup_in(
+        tempfile::tempdir().expect("dir"),
+        concurrency,
+        policy,
+        defaults,
+        endpoints,
+    )
+    .await
+}
+
+impl Setup {
+    async fn enqueue(&self, jobs: impl IntoIterator<Item = (String, String, Option<Duration>)>) {
+        let now = SystemClock.now();
+        let batch: Vec<NewJob> = jobs
+            .into_iter()
+            .map(|(id, url, deadline)| NewJob {
+                id: JobId(id.clone()),
+                queue: "default".into(),
+                endpoint: url::Url::parse(&url)
+                    .expect("url")
+                    .origin()
+                    .ascii_serialization(),
+                request: HttpRequest {
+                    method: "POST".into(),
+                    url,
+                    headers: vec![],
+                    body: None,
+                    timeout_ms: Some(5_000),
+                },
+                idempotency_key: Some(id),
+                priority: 0,
+                run_at: now,
+                deadline: deadline.map(|d| now.saturating_add(d)),
+                tags: vec![],
+                policy: None,
+                created_at: now,
+            })
+            .collect();
+        self.store.job_insert_batch(batch).await.expect("insert");
+        self.engine.wake_all();
+    }
+
+    /// Counts jobs by state, as "state" or "dead:category".
+    async fn census(&self) -> HashMap<String, usize> {
+        let mut out = HashMap::new();
+        for c in self.store.stats().await.expect("stats").by_queue {
+            let key = match c.category {
+                Some(cat) => format!("dead:{cat}"),
+                None => c.state.to_string(),
+            };
+            *out.entry(key).or_default() += c.count as usize;
+        }
+        out
+    }
+
+    /// Polls until `pred` holds on the census; the bound only keeps a broken test from hanging.
+    async fn wait_until(
+        &self,
+        what: &str,
+        pred: impl Fn(&HashMap<String, usize>) -> bool,
+    ) -> HashMap<String, usize> {
+        for _ in 0..1200 {
+            let c = self.census().await;
+            if pred(&c) {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("never reached: {what}; census {:?}", self.census().await);
+    }
+
+    async fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+fn count(c: &HashMap<String, usize>, key: &str) -> usize {
+    c.get(key).copied().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_completes() {
+    let rx = Receiver::start().await;
+    rx.behave(
+        "/limited",
+        Behaviour::RateLimited {
+            limit: 50,
+            window: Duration::from_millis(100),
+        },
+    );
+    let mut s = setup(
+        32,
+        quick_policy(),
+        EndpointConfig::default(),
+        BTreeMap::new(),
+    )
+    .await;
+    s.enqueue((0..1000).map(|i| (format!("r{i}"), rx.url("/limited"), None)))
+        .await;
+    let c = s
+        .wait_until("1000 completed", |c| count(c, "completed") == 1000)
+        .await;
+    assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
+
+    let received = rx.received("/limited");
+    let mut per_window: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in received.iter().filter(|r| r.status == 429) {
+        *per_window.entry(r.window.expect("a window")).or_default() += 1;
+    }
+    let worst = per_window.values().max().copied().unwrap_or(0);
+    assert!(worst <= 1, "429s per window: {per_window:?}");
+    let total_429 = received.iter().filter(|r| r.status == 429).count();
+    println!(
+        "rate limit: {} requests for 1000 jobs, {total_429} answered 429",
+        received.len()
+    );
+    // Deferrals never spend attempts.
+    let page = s
+        .store
+        .job_get(&JobId::from("r999"))
+        .await
+        .expect("get")
+        .expect("job");
+    assert_eq!(page.0.attempts, 0);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
+    let rx = Receiver::start().await;
+    rx.behave(
+        "/quiet",
+        Behaviour::RateLimitedQuietly {
+            limit: 50,
+            window: Duration::from_millis(100),
+        },
+    );
+    let mut s = setup(
+        32,
+        quick_policy(),
+        EndpointConfig::default(),
+        BTreeMap::new(),
+    )
+    .await;
+    s.enqueue((0..1000).map(|i| (format!("q{i}"), rx.url("/quiet"), None)))
+        .await;
+    let c = s
+        .wait_until("1000 completed", |c| count(c, "completed") == 1000)
+        .await;
+    assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
+    let received = rx.received("/quiet");
+    let mut per_window: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in received.iter().filter(|r| r.status == 429) {
+        *per_window.entry(r.window.expect("a window")).or_default() += 1;
+    }
+    let total_429 = received.iter().filter(|r| r.status == 429).count();
+    println!("quiet rate limit: {} requests for 1000 jobs, {total_429} answered 429, per window {per_window:?}", received.len());
+    // Without quota headers the first 429 is the first news, and attempts already in flight
+    // then can still be refused. From the next window on, the limit inferred from that window
+    // holds: at most one 429 (the probe that finds the window full) per window.
+    let first = *per_window.keys().next().expect("a 429");
+    let later_worst = per_window
+        .iter()
+        .filter(|(w, _)| **w > first)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
+    assert!(
+        later_worst <= 1,
+        "429s per window after the first: {per_window:?}"
+    );
+    s.stop().await;
+}
+
+fn breaker(min_throughput: u32, open_for_ms: u64) -> BreakerConfig {
+    BreakerConfig {
+        min_throughput,
+        window: Duration::from_secs(5),
+        open_for: Duration::from_millis(open_for_ms),
+        half_open_probes: 2,
+        ..BreakerConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate() {
+    let rx = Receiver::start().await;
+    let outage_ends = Instant::now() + Duration::from_millis(1500);
+    rx.behave("/flaky", Behaviour::DownUntil { until: outage_ends });
+    let origin = format!("http://{}", rx.addr());
+    let limits = EndpointConfig {
+        rate: Some(Rate::parse("50/s").expect("rate")),
+        burst: 5,
+        breaker: breaker(10, 300),
+        ..EndpointConfig::default()
+    };
+    let endpoints = BTreeMap::from([(
+        origin.clone(),
+        EndpointSettings {
+            policy: None,
+            limits,
+        },
+    )]);
+    let jobs = 200;
+    let mut s = setup(16, quick_policy(), EndpointConfig::default(), endpoints).await;
+    s.enqueue((0..jobs).map(|i| (format!("o{i}"), rx.url("/flaky"), None)))
+        .await;
+    let c = s
+        .wait_until("all completed", |c| count(c, "completed") == jobs)
+        .await;
+    assert_eq!(c.len(), 1, "no job dead-lettered: {c:?}");
+
+    let received = rx.received("/flaky");
+    let during_outage: Vec<_> = received.iter().filter(|r| r.at < outage_ends).collect();
+    // Once the breaker is open only probes go: the outage costs a bounded number of requests,
+    // far fewer than the jobs (each job would otherwise have retried several times).
+    let views = s.engine.endpoint_views();
+    let history = &views[&origin].breaker_history;
+    let opened = history.iter().filter(|e| e.to == "open").count();
+    assert!(opened >= 1, "the breaker opened: {history:?}");
+    println!(
+        "outage: {} requests during the outage for {jobs} jobs; breaker opened {opened} times",
+        during_outage.len()
+    );
+    assert!(
+        during_outage.len() <= 10 + 16 + opened * 2 + 20,
+        "{} requests during the outage (threshold 10, 16 in flight, 2 probes per opening, budget)",
+        during_outage.len()
+    );
+    // After recovery, the first second stays within the configured 50/s (+ burst).
+    let first_ok = received
+        .iter()
+        .find(|r| r.status == 200)
+        .expect("a success")
+        .at;
+    let first_second = received
+        .iter()
+        .filter(|r| r.at >= first_ok && r.at < first_ok + Duration::from_secs(1))
+        .count();
+    assert!(
+        first_second <= 55,
+        "{first_second} requests in the first second after recovery"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() {
+    let rx = Receiver::start().await;
+    rx.behave(
+        "/down",
+        Behaviour::DownUntil {
+            until: Instant::now() + Duration::from_secs(3600),
+        },
+    );
+    let jobs = 300;
+    let policy = Policy {
+        max_attempts: 3,
+        ..quick_policy()
+    };
+    let defaults = EndpointConfig {
+        breaker: breaker(20, 500),
+        ..EndpointConfig::default()
+    };
+    let mut s = setup(32, policy, defaults, BTreeMap::new()).await;
+    s.enqueue((0..jobs).map(|i| {
+        (
+            format!("h{i}"),
+            rx.url("/down"),
+            Some(Duration::from_millis(2500)),
+        )
+    }))
+    .await;
+    let c = s
+        .wait_until("all dead", |c| {
+            count(c, "dead:transient_exhausted") + count(c, "dead:deadline_exceeded") == jobs
+        })
+        .await;
+    let total = rx.count("/down");
+    println!("hard down: {total} requests for {jobs} jobs; {c:?}");
+    assert!(
+        total * 10 <= jobs * 12,
+        "{total} requests for {jobs} jobs is over 1.2x"
+    );
+    assert!(count(&c, "dead:deadline_exceeded") > 0);
+    // Held jobs say what held them.
+    let page = s
+        .store
+        .job_list(redial_store::JobListParams {
+            filter: redial_store::JobFilter {
+                category: Some(DeadCategory::DeadlineExceeded),
+                ..Default::default()
+            },
+            after: None,
+            limit: 500,
+        })
+        .await
+        .expect("list");
+    let held_by_breaker = page
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.last_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("circuit"))
+        })
+        .count();
+    assert!(
+        held_by_breaker > 0,
+        "{:?}",
+        page.jobs.first().map(|j| &j.last_reason)
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_endpoint_down_does_not_hold_up_another() {
+    let down = Receiver::start().await;
+    down.behave(
+        "/x",
+        Behaviour::DownUntil {
+            until: Instant::now() + Duration::from_secs(3600),
+        },
+    );
+    let up = Receiver::start().await;
+    let defaults = EndpointConfig {
+        breaker: breaker(10, 60_000),
+        ..EndpointConfig::default()
+    };
+    let mut s = setup(8, quick_policy(), defaults, BTreeMap::new()).await;
+    // The down endpoint's jobs come first in line.
+    s.enqueue((0..200).map(|i| (format!("d{i}"), down.url("/x"), None)))
+        .await;
+    s.enqueue((0..200).map(|i| (format!("u{i}"), up.url("/y"), None)))
+        .await;
+    s.wait_until("the healthy endpoint's jobs complete", |c| {
+        count(c, "completed") == 200
+    })
+    .await;
+    let views = s.engine.endpoint_views();
+    let down_origin = format!("http://{}", down.addr());
+    assert_eq!(views[&down_origin].breaker, "open");
+    assert!(
+        down.count("/x") < 40,
+        "{} requests reached the down endpoint",
+        down.count("/x")
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_and_breaker_survive_a_restart() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/slow-down",
+        vec![Reply::status(429).header("Retry-After", "3600")],
+    );
+    let origin = format!("http://{}", rx.addr());
+    let dir = tempfile::tempdir().expect("dir");
+    let mut s = setup_in(
+        dir,
+        4,
+        quick_policy(),
+        EndpointConfig::default(),
+        BTreeMap::new(),
+    )
+    .await;
+    s.enqueue([("p1".to_owned(), rx.url("/slow-down"), None)])
+        .await;
+    s.wait_until("deferred", |c| count(c, "deferred") == 1)
+        .await;
+    let paused = s.engine.endpoint_views()[&origin]
+        .paused_until
+        .expect("paused");
+    s.stop().await;
+
+    let Setup { dir, .. } = s;
+    let mut s = setup_in(
+        dir,
+        4,
+        quick_policy(),
+        EndpointConfig::default(),
+        BTreeMap::new(),
+    )
+    .await;
+    let view = &s.engine.endpoint_views()[&origin];
+    assert_eq!(view.paused_until, Some(paused));
+    assert!(
+        view.pause_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("Retry-After")),
+        "{view:?}"
+    );
+    s.enqueue([("p2".to_owned(), rx.url("/slow-down"), None)])
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        rx.count("/slow-down"),
+        1,
+        "the restored pause holds new jobs too"
+    );
+    let c = s.census().await;
+    assert_eq!((count(&c, "deferred"), count(&c, "ready")), (1, 1));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
+    let rx = Receiver::start().await;
+    rx.script("/err", vec![Reply::status(503)]);
+    let defaults = EndpointConfig {
+        retry_budget: BudgetConfig {
+            ratio: 0.0,
+            min_per_second: 0.0,
+            when_exhausted: WhenExhausted::Fail,
+            ..BudgetConfig::default()
+        },
+        ..EndpointConfig::default()
+    };
+    let mut s = setup(4, quick_policy(), defaults, BTreeMap::new()).await;
+    s.enqueue([("b1".to_owned(), rx.url("/err"), None)]).await;
+    s.wait_until("dead", |c| count(c, "dead:budget_exhausted") == 1)
+        .await;
+    let (job, attempts) = s
+        .store
+        .job_get(&JobId::from("b1"))
+        .await
+        .expect("get")
+        .expect("job");
+    assert_eq!(job.state, JobState::Dead);
+    assert_eq!(rx.count("/err"), 1, "the retry was not sent");
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[1].error.as_deref(), Some("not-sent"));
+    assert!(
+        attempts[1].reason.contains("retry budget spent"),
+        "{}",
+        attempts[1].reason
+    );
+    s.stop().await;
+    drop(s.dir);
+    let _ = Timestamp::EPOCH;
+}
