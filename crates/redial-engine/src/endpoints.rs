@@ -136,20 +136,18 @@ impl Registry {
         out
     }
 
-    pub fn views(&self, now: Timestamp) -> BTreeMap<String, EndpointView> {
-        let mut entries = self.lock();
-        for name in self.settings.keys() {
-            entries.entry(name.clone()).or_default();
+    /// Views of every known endpoint, of every configured one, and of those in `also`.
+    pub fn views(&self, now: Timestamp, also: &[String]) -> BTreeMap<String, EndpointView> {
+        let entries = self.lock();
+        let mut out = BTreeMap::new();
+        for name in entries.keys().chain(self.settings.keys()).chain(also) {
+            let view = match entries.get(name) {
+                Some(e) => e.state.clone().view(self.config(name), now, e.in_flight),
+                None => EndpointState::default().view(self.config(name), now, 0),
+            };
+            out.insert(name.clone(), view);
         }
-        entries
-            .iter_mut()
-            .map(|(name, e)| {
-                (
-                    name.clone(),
-                    e.state.view(self.config(name), now, e.in_flight),
-                )
-            })
-            .collect()
+        out
     }
 
     /// The states changed since the last call, to save.

@@ -213,9 +213,10 @@ impl Engine {
         self.inner.lock_in_flight().len()
     }
 
-    /// Every endpoint's limits in force and state, as people see them.
-    pub fn endpoint_views(&self) -> BTreeMap<String, EndpointView> {
-        self.inner.endpoints.views(self.inner.clock.now())
+    /// Every endpoint's limits in force and state, as people see them: those seen or configured,
+    /// and those named in `also`.
+    pub fn endpoint_views(&self, also: &[String]) -> BTreeMap<String, EndpointView> {
+        self.inner.endpoints.views(self.inner.clock.now(), also)
     }
 
     /// Restores the endpoints' saved state and starts the loops. Stop them with

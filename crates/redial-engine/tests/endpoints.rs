@@ -302,7 +302,7 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
     let during_outage: Vec<_> = received.iter().filter(|r| r.at < outage_ends).collect();
     // Once the breaker is open only probes go: the outage costs a bounded number of requests,
     // far fewer than the jobs (each job would otherwise have retried several times).
-    let views = s.engine.endpoint_views();
+    let views = s.engine.endpoint_views(&[]);
     let history = &views[&origin].breaker_history;
     let opened = history.iter().filter(|e| e.to == "open").count();
     assert!(opened >= 1, "the breaker opened: {history:?}");
@@ -425,7 +425,7 @@ async fn one_endpoint_down_does_not_hold_up_another() {
         count(c, "completed") == 200
     })
     .await;
-    let views = s.engine.endpoint_views();
+    let views = s.engine.endpoint_views(&[]);
     let down_origin = format!("http://{}", down.addr());
     assert_eq!(views[&down_origin].breaker, "open");
     assert!(
@@ -457,7 +457,7 @@ async fn pause_and_breaker_survive_a_restart() {
         .await;
     s.wait_until("deferred", |c| count(c, "deferred") == 1)
         .await;
-    let paused = s.engine.endpoint_views()[&origin]
+    let paused = s.engine.endpoint_views(&[])[&origin]
         .paused_until
         .expect("paused");
     s.stop().await;
@@ -471,7 +471,7 @@ async fn pause_and_breaker_survive_a_restart() {
         BTreeMap::new(),
     )
     .await;
-    let view = &s.engine.endpoint_views()[&origin];
+    let view = &s.engine.endpoint_views(&[])[&origin];
     assert_eq!(view.paused_until, Some(paused));
     assert!(
         view.pause_reason

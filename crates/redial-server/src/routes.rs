@@ -25,6 +25,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/dead-letters/replay", post(bulk_replay))
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
         .route("/v1/stats", get(stats))
+        .route("/v1/endpoints", get(endpoints))
+        .route("/v1/endpoints/{name}", get(endpoint))
         .route("/v1/openapi.json", get(openapi))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
@@ -292,6 +294,47 @@ async fn bulk_dismiss(
 async fn stats(State(state): State<AppState>) -> ApiResult {
     let s = state.engine.store().stats().await?;
     Ok(Json(json!({ "queues": s.by_queue, "endpoints": s.by_endpoint })).into_response())
+}
+
+/// Every endpoint with its protection state and its backlog: `held` jobs are due but waiting on
+/// the endpoint's limits, `later` ones are scheduled ahead.
+async fn endpoint_list(state: &AppState) -> Result<Vec<serde_json::Value>, ApiError> {
+    let now = state.engine.clock().now();
+    let backlog = state.engine.store().endpoint_backlog(now).await?;
+    let names: Vec<String> = backlog.iter().map(|b| b.endpoint.clone()).collect();
+    let views = state.engine.endpoint_views(&names);
+    let mut out = Vec::with_capacity(views.len());
+    for (name, view) in views {
+        let b = backlog.iter().find(|b| b.endpoint == name);
+        let mut v = serde_json::to_value(&view)
+            .map_err(|e| ApiError::internal("encoding an endpoint view", e))?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("name".into(), json!(name));
+            obj.insert("held".into(), json!(b.map_or(0, |b| b.due)));
+            obj.insert("waiting_later".into(), json!(b.map_or(0, |b| b.later)));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+async fn endpoints(State(state): State<AppState>) -> ApiResult {
+    Ok(Json(json!({ "endpoints": endpoint_list(&state).await? })).into_response())
+}
+
+async fn endpoint(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    endpoint_list(&state)
+        .await?
+        .into_iter()
+        .find(|v| v["name"] == name)
+        .map(|v| Json(v).into_response())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("endpoint {name:?} is not known: it has no jobs and no configuration (names are URL origins such as https://api.example.com, percent-encoded in the path)"),
+            )
+        })
 }
 
 async fn openapi() -> Response {

@@ -438,6 +438,8 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/dead-letters/replay"),
         ("post", "/v1/dead-letters/dismiss"),
         ("get", "/v1/stats"),
+        ("get", "/v1/endpoints"),
+        ("get", "/v1/endpoints/{name}"),
         ("get", "/v1/openapi.json"),
         ("get", "/healthz"),
         ("get", "/readyz"),
@@ -447,7 +449,7 @@ async fn the_openapi_document_covers_every_route() {
             "{method} {path} is documented"
         );
         // And the route exists: anything but the fallback's no_route.
-        let concrete = path.replace("{id}", "x");
+        let concrete = path.replace("{id}", "x").replace("{name}", "x");
         let (_, body) = api
             .call(&method.to_uppercase(), &concrete, Some("{}"), None)
             .await;
@@ -456,4 +458,30 @@ async fn the_openapi_document_covers_every_route() {
             "{method} {path} is routed"
         );
     }
+}
+
+#[tokio::test]
+async fn endpoints_show_their_backlog_and_state() {
+    let api = api();
+    api.post("/v1/jobs", job("e1")).await;
+    api.post("/v1/jobs", job("e2")).await;
+    let (status, out) = api.get("/v1/endpoints").await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    let list = out["endpoints"].as_array().expect("endpoints");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["name"], "https://api.example.com");
+    assert_eq!(
+        (list[0]["held"].as_u64(), list[0]["breaker"].as_str()),
+        (Some(2), Some("closed"))
+    );
+    let (status, one) = api.get("/v1/endpoints/https%3A%2F%2Fapi.example.com").await;
+    assert_eq!(
+        (status, &one["name"]),
+        (StatusCode::OK, &json!("https://api.example.com"))
+    );
+    let (status, e) = api.get("/v1/endpoints/nope").await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
 }

@@ -498,3 +498,64 @@ pub async fn stats(a: StatsArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct EndpointsArgs {
+    #[command(subcommand)]
+    command: Option<EndpointsCommand>,
+    #[command(flatten)]
+    conn: Conn,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum EndpointsCommand {
+    /// One endpoint in full: pause, limits in force, budget, breaker and its history.
+    Show(EndpointShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EndpointShowArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The endpoint's name: a URL origin such as https://api.example.com.
+    name: String,
+}
+
+pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
+    if let Some(EndpointsCommand::Show(s)) = a.command {
+        let out = Client::new(&s.conn)?
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/endpoints/{}", path_id(&s.name)),
+                None,
+            )
+            .await?;
+        return print_json(&out);
+    }
+    let out = Client::new(&a.conn)?
+        .call(reqwest::Method::GET, "/v1/endpoints", None)
+        .await?;
+    if a.json {
+        return print_json(&out);
+    }
+    println!(
+        "{:<36} {:<9} {:>6} {:>5} {:>7}  HOLDING",
+        "ENDPOINT", "BREAKER", "HELD", "FLY", "BUDGET"
+    );
+    for e in out["endpoints"].as_array().into_iter().flatten() {
+        println!(
+            "{:<36} {:<9} {:>6} {:>5} {:>7}  {}",
+            e["name"].as_str().unwrap_or("-"),
+            e["breaker"].as_str().unwrap_or("-"),
+            e["held"].to_string(),
+            e["in_flight"].to_string(),
+            e["budget_remaining"].to_string(),
+            e["holding"].as_str().unwrap_or("-"),
+        );
+    }
+    Ok(())
+}

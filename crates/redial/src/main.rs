@@ -35,6 +35,8 @@ enum Command {
     DeadLetters(client::DeadLettersCommand),
     /// Counts per queue, state and dead-letter category, and per endpoint.
     Stats(client::StatsArgs),
+    /// Each endpoint's protection: pause, limits in force, in flight, held jobs, budget, breaker.
+    Endpoints(client::EndpointsArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
 }
@@ -85,6 +87,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Jobs(cmd) => client::jobs(cmd).await,
             Command::DeadLetters(cmd) => client::dead_letters(cmd).await,
             Command::Stats(args) => client::stats(args).await,
+            Command::Endpoints(args) => client::endpoints(args).await,
             Command::Explain(_) => unreachable!("explain runs without the runtime"),
         }
     })

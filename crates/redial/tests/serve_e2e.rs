@@ -455,3 +455,56 @@ async fn enqueue_ndjson_in_batches() {
     assert!(bad.stderr.contains("line 2"), "{}", bad.stderr);
     s.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn endpoints_show_a_shared_pause() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/busy",
+        vec![Reply::status(429).header("Retry-After", "3600")],
+    );
+    let (_dir, data) = temp();
+    let s = Server::start(&data, &[], &[]);
+    assert_eq!(
+        cli(
+            &s.url,
+            &["enqueue", "--id", "p1", "--url", &rx.url("/busy")],
+            None
+        )
+        .code,
+        0
+    );
+    wait_for(&s.url, "p1", "deferred", |j| j["state"] == "deferred");
+    assert_eq!(
+        cli(
+            &s.url,
+            &["enqueue", "--id", "p2", "--url", &rx.url("/busy")],
+            None
+        )
+        .code,
+        0
+    );
+    let origin = format!("http://{}", rx.addr());
+    let out = cli(&s.url, &["endpoints", "show", &origin], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.json["pause_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("429 rate limited; Retry-After 1h")),
+        "{}",
+        out.json
+    );
+    assert_eq!(
+        out.json["held"], 1,
+        "the second job is held by the pause: {}",
+        out.json
+    );
+    let list = cli(&s.url, &["endpoints", "--json"], None);
+    assert_eq!(list.json["endpoints"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        rx.count("/busy"),
+        1,
+        "one 429, then nothing until the pause ends"
+    );
+    s.terminate();
+}
