@@ -310,6 +310,36 @@ mod tests {
         assert_eq!(config.retention.dead, Duration::from_secs(30 * 86_400));
     }
 
+    /// The README's endpoint defaults must be the defaults.
+    #[test]
+    fn readme_endpoint_defaults_are_the_defaults() {
+        let readme = include_str!("../../../README.md");
+        let section = &readme[readme.find("## Protecting endpoints").expect("section")..];
+        let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").expect("block end")];
+        let config: FileConfig = toml::from_str(block).expect("parses");
+        let (defaults, _) = config.endpoint_settings().expect("valid");
+        assert_eq!(defaults, EndpointConfig::default());
+    }
+
+    #[test]
+    fn endpoint_settings_layer_over_the_defaults() {
+        let text = "[endpoint_defaults]\nconcurrency = 8\n[endpoint_defaults.breaker]\nopen_for = \"5s\"\n\n\
+                    [endpoints.\"https://a.example\"]\nrate = \"5/s\"\n[endpoints.\"https://a.example\".breaker]\nmin_throughput = 3\n\
+                    [endpoints.\"https://a.example\".policy]\nmax_attempts = 2\n";
+        let config: FileConfig = toml::from_str(text).expect("parses");
+        config.validate().expect("valid");
+        let (defaults, endpoints) = config.endpoint_settings().expect("valid");
+        assert_eq!(defaults.concurrency, Some(8));
+        let a = &endpoints["https://a.example"];
+        assert_eq!((a.limits.concurrency, a.limits.breaker.open_for, a.limits.breaker.min_throughput), (Some(8), Duration::from_secs(5), 3));
+        assert_eq!(a.limits.rate.map(|r| r.count), Some(5));
+        assert_eq!(a.policy.as_ref().and_then(|p| p.max_attempts), Some(2));
+        let bad: FileConfig = toml::from_str("[endpoints.\"x\"]\nrate = \"fast\"\n").expect("parses");
+        let e = bad.validate().expect_err("invalid");
+        assert!(e.contains("endpoints.\"x\"") && e.contains("invalid rate"), "{e}");
+    }
+
     #[test]
     fn defaults_hold_without_a_file() {
         let config = FileConfig::default();
