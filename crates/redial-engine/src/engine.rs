@@ -436,6 +436,7 @@ async fn fill(
             })
             .await?;
         let seen_all = candidates.len() < limit as usize;
+        let excluded_before = exclude.len() + exclude_retries.len();
         let mut picked: Vec<(JobId, String)> = Vec::new();
         let mut failed: Vec<(JobId, String, Hold)> = Vec::new();
         for c in candidates {
@@ -454,7 +455,11 @@ async fn fill(
                 Admission::FailRetry(hold) => failed.push((c.id, c.endpoint, hold)),
             }
         }
-        let progressed = !picked.is_empty() || !failed.is_empty();
+        // Progress: a job picked or failed, or an endpoint newly left out (the next read then
+        // reaches the jobs behind its own).
+        let progressed = !picked.is_empty()
+            || !failed.is_empty()
+            || exclude.len() + exclude_retries.len() > excluded_before;
         if !failed.is_empty() {
             fail_retries(inner, failed, now).await?;
         }
@@ -488,12 +493,9 @@ async fn fill(
                 spawn_attempt(inner, job, permits).await;
             }
         }
-        if seen_all && !progressed {
-            return Ok(false);
-        }
-        if seen_all && permits.available_permits() > 0 {
-            // Everything runnable was looked at; what is left is held.
-            return Ok(false);
+        if seen_all || !progressed {
+            // Everything runnable was looked at (what is left is held), or nothing moved.
+            return Ok(permits.available_permits() == 0);
         }
     }
     Ok(permits.available_permits() == 0)

@@ -332,12 +332,23 @@ mod tests {
         let (defaults, endpoints) = config.endpoint_settings().expect("valid");
         assert_eq!(defaults.concurrency, Some(8));
         let a = &endpoints["https://a.example"];
-        assert_eq!((a.limits.concurrency, a.limits.breaker.open_for, a.limits.breaker.min_throughput), (Some(8), Duration::from_secs(5), 3));
+        assert_eq!(
+            (
+                a.limits.concurrency,
+                a.limits.breaker.open_for,
+                a.limits.breaker.min_throughput
+            ),
+            (Some(8), Duration::from_secs(5), 3)
+        );
         assert_eq!(a.limits.rate.map(|r| r.count), Some(5));
         assert_eq!(a.policy.as_ref().and_then(|p| p.max_attempts), Some(2));
-        let bad: FileConfig = toml::from_str("[endpoints.\"x\"]\nrate = \"fast\"\n").expect("parses");
+        let bad: FileConfig =
+            toml::from_str("[endpoints.\"x\"]\nrate = \"fast\"\n").expect("parses");
         let e = bad.validate().expect_err("invalid");
-        assert!(e.contains("endpoints.\"x\"") && e.contains("invalid rate"), "{e}");
+        assert!(
+            e.contains("endpoints.\"x\"") && e.contains("invalid rate"),
+            "{e}"
+        );
     }
 
     #[test]
