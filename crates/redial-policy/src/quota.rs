@@ -92,13 +92,16 @@ where
     I: IntoIterator<Item = (&'a str, &'a str)>,
 {
     // Three values per family, then the two IETF fields.
-    let mut seen: [Option<&str>; FAMILIES.len() * 3 + 2] = [None; FAMILIES.len() * 3 + 2];
+    let mut seen: [Option<&str>; FAMILIES.len() * 3 + 3] = [None; FAMILIES.len() * 3 + 3];
     let ietf = FAMILIES.len() * 3;
+    let shopify = ietf + 2;
     for (name, value) in headers {
         let slot = if name.eq_ignore_ascii_case("ratelimit") {
             Some(ietf)
         } else if name.eq_ignore_ascii_case("ratelimit-policy") {
             Some(ietf + 1)
+        } else if name.eq_ignore_ascii_case("x-shopify-shop-api-call-limit") {
+            Some(shopify)
         } else {
             FAMILIES.iter().enumerate().find_map(|(i, (l, r, t, _))| {
                 [l, r, t]
@@ -141,6 +144,18 @@ where
         let limit = seen[i * 3].and_then(count);
         let reset = seen[i * 3 + 2].and_then(|v| parse_reset(v, now));
         consider(remaining, limit, reset, *requests, remaining_name);
+    }
+    // Shopify's leaky bucket: "used/limit", no reset (it drains continuously).
+    if let Some((used, limit)) = seen[shopify].and_then(|v| v.split_once('/')) {
+        if let (Some(used), Some(limit)) = (count_u64(used.trim()), count_u64(limit.trim())) {
+            consider(
+                limit.saturating_sub(used),
+                Some(limit),
+                None,
+                true,
+                "X-Shopify-Shop-Api-Call-Limit",
+            );
+        }
     }
     if let Some(field) = seen[ietf] {
         let policy_q = seen[ietf + 1]
@@ -228,6 +243,19 @@ mod tests {
             Some((Some(100), 0))
         );
         assert_eq!(got.exhausted, Some((Duration::from_secs(12), "RateLimit")));
+    }
+
+    #[test]
+    fn shopify_call_limit() {
+        let got = q(&[("X-Shopify-Shop-Api-Call-Limit", "38/40")]);
+        assert_eq!(
+            got.requests.map(|r| (r.limit, r.remaining, r.reset_after)),
+            Some((Some(40), 2, None))
+        );
+        assert_eq!(
+            q(&[("X-Shopify-Shop-Api-Call-Limit", "40/forty")]).requests,
+            None
+        );
     }
 
     #[test]
