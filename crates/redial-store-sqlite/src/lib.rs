@@ -3,8 +3,11 @@
 //! Owns the schema, its migrations and the SQL behind every [`Store`] method. Durability: every
 //! method is one transaction, committed with `synchronous = FULL` before it returns, so an
 //! acknowledged enqueue survives a process crash and a power loss (given a disk that honours fsync).
-//! Concurrency: one connection behind a mutex, used from tokio's blocking pool; SQLite serialises
-//! writers anyway, and one connection keeps leasing trivially exclusive.
+//! Concurrency: one connection, owned by one storage thread that takes requests from a queue.
+//! Requests that queue up while a transaction commits are run together in the next one (group
+//! commit): each in its own savepoint, so one failing request changes nothing of the others, and
+//! every answer is sent only after the shared commit is durable. SQLite serialises writers anyway;
+//! one connection keeps leasing trivially exclusive.
 
 mod schema;
 mod sql;
@@ -14,17 +17,26 @@ use redial_policy::Timestamp;
 use redial_store::*;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// The SQLite store. Cheap to clone; clones share the connection.
+/// The SQLite store. Cheap to clone; clones share the storage thread.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
+/// A request to the storage thread: it runs inside the batch's transaction and returns how to
+/// deliver its answer once the batch has committed (or failed to).
+type Op = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
+
+/// Requests run in one transaction at most; a bound keeps any one commit short.
+const MAX_BATCH: usize = 1024;
+
 struct Inner {
-    /// The one connection. Held only inside `spawn_blocking`, never across an await.
-    conn: Mutex<Connection>,
+    /// Requests to the storage thread, which owns the connection. The thread ends when every
+    /// sender is dropped.
+    ops: std::sync::mpsc::Sender<Op>,
     path: PathBuf,
 }
 
@@ -33,6 +45,40 @@ impl std::fmt::Debug for SqliteStore {
         f.debug_struct("SqliteStore")
             .field("path", &self.inner.path)
             .finish()
+    }
+}
+
+/// The storage thread: takes what is queued, runs it in one transaction, commits, then answers.
+fn storage_thread(mut conn: Connection, ops: std::sync::mpsc::Receiver<Op>) {
+    while let Ok(first) = ops.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match ops.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        // Should BEGIN fail, each request's savepoint is its own transaction instead.
+        let grouped = conn.execute_batch("BEGIN IMMEDIATE").is_ok();
+        let mut deliveries = Vec::with_capacity(batch.len());
+        for op in batch {
+            // A request that panics gets no answer (its caller sees the request dropped); its
+            // savepoint rolled back as it unwound, and the others go on.
+            if let Ok(d) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut conn))) {
+                deliveries.push(d);
+            }
+        }
+        let failure = if grouped {
+            conn.execute_batch("COMMIT").err().map(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                format!("commit failed: {e}")
+            })
+        } else {
+            None
+        };
+        for d in deliveries {
+            d(failure.clone().map(StoreError::Backend));
+        }
     }
 }
 
@@ -45,9 +91,14 @@ impl SqliteStore {
         schema::prepare(&conn).map_err(|e| {
             StoreError::Backend(format!("cannot prepare database {}: {e}", path.display()))
         })?;
+        let (tx, rx) = std::sync::mpsc::channel::<Op>();
+        std::thread::Builder::new()
+            .name("redial-sqlite".into())
+            .spawn(move || storage_thread(conn, rx))
+            .map_err(|e| StoreError::Backend(format!("cannot start the storage thread: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                ops: tx,
                 path: path.to_owned(),
             }),
         })
@@ -57,21 +108,29 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs `f` on the connection in tokio's blocking pool.
+    /// Runs `f` on the storage thread, inside the next batch's transaction (`f` takes its own
+    /// savepoint for what it writes), and answers after that transaction committed.
     async fn run<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            // A panic while holding the lock leaves SQLite consistent (the transaction rolls back
-            // on drop), so a poisoned mutex is safe to reuse.
-            let mut conn = inner.conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut conn)
-        })
-        .await
-        .map_err(|e| StoreError::Backend(format!("storage task failed: {e}")))?
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let op: Op = Box::new(move |conn| {
+            let result = f(conn);
+            Box::new(move |commit_failure: Option<StoreError>| {
+                let _ = tx.send(match commit_failure {
+                    Some(e) => Err(e),
+                    None => result,
+                });
+            })
+        });
+        self.inner
+            .ops
+            .send(op)
+            .map_err(|_| StoreError::Backend("the storage thread has stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Backend("the storage thread dropped a request".into()))?
     }
 }
 
@@ -79,7 +138,7 @@ impl SqliteStore {
 impl Store for SqliteStore {
     async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
         self.run(move |c| {
-            let tx = c.transaction().map_err(sql::backend)?;
+            let tx = c.savepoint().map_err(sql::backend)?;
             let out = sql::insert(&tx, &job)?;
             if !matches!(out, InsertOutcome::Conflict(_)) {
                 tx.commit().map_err(sql::backend)?;
@@ -91,7 +150,7 @@ impl Store for SqliteStore {
 
     async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
         self.run(move |c| {
-            let tx = c.transaction().map_err(sql::backend)?;
+            let tx = c.savepoint().map_err(sql::backend)?;
             let mut outs = Vec::with_capacity(jobs.len());
             for job in &jobs {
                 outs.push(sql::insert(&tx, job)?);

@@ -4,7 +4,7 @@
 use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use redial_store::*;
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, Row, Transaction};
+use rusqlite::{params, params_from_iter, Connection, Row};
 
 /// The columns of a job, in the order `job_from_row` reads them.
 const COLS: &str =
@@ -134,7 +134,7 @@ fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
     get(c, id)?.ok_or_else(|| StoreError::NotFound(id.clone()))
 }
 
-pub fn insert(tx: &Transaction<'_>, job: &NewJob) -> StoreResult<InsertOutcome> {
+pub fn insert(tx: &Connection, job: &NewJob) -> StoreResult<InsertOutcome> {
     let request = serde_json::to_string(&job.request).map_err(json_err)?;
     if let Some(existing) = get(tx, &job.id)? {
         let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
@@ -254,7 +254,7 @@ pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
 }
 
 pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let sql = format!(
         "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
          WHERE seq IN (SELECT seq FROM jobs WHERE queue = ?4 \
@@ -293,7 +293,7 @@ fn update_owned(
     ids: &[JobId],
     owner: &str,
 ) -> StoreResult<u64> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let mut n = 0;
     {
         let mut stmt = tx.prepare_cached(sql).map_err(backend)?;
@@ -316,7 +316,7 @@ pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
 }
 
 pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult<Job> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let job = must_get(&tx, &p.id)?;
     if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
         return Err(StoreError::LeaseLost(p.id));
@@ -380,7 +380,7 @@ pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
 }
 
 pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let now = ms(p.now);
     let dead = tx
         .execute(
@@ -486,7 +486,7 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
     if p.ids.is_empty() {
         return Ok(Vec::new());
     }
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let sql = format!(
         "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
          WHERE id IN ({}) AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
@@ -505,7 +505,7 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
 }
 
 pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let now = ms(p.now);
     let mut n = 0;
     // Endpoints with a known hold first, so their jobs' reasons name it.
@@ -572,7 +572,7 @@ pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
 }
 
 pub fn endpoint_save(c: &mut Connection, records: &[EndpointRecord]) -> StoreResult<()> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     {
         let mut stmt = tx
             .prepare_cached(
@@ -594,7 +594,7 @@ const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknow
     last_reason = 'replayed from the dead letters'";
 
 pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let job = must_get(&tx, id)?;
     if job.state != JobState::Dead {
         return Err(StoreError::InvalidState {
@@ -614,7 +614,7 @@ pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
 }
 
 pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let job = must_get(&tx, id)?;
     if job.state != JobState::Dead {
         return Err(StoreError::InvalidState {
@@ -629,7 +629,7 @@ pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
 }
 
 pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
-    let tx = c.transaction().map_err(backend)?;
+    let tx = c.savepoint().map_err(backend)?;
     let job = must_get(&tx, id)?;
     match job.state {
         JobState::Scheduled | JobState::Ready | JobState::Deferred => {

@@ -1,0 +1,77 @@
+//! `redial-bench`: measures Redial's throughput, latency, backlog scaling and retry behaviour, prints
+//! a table and writes JSON. A benchmark, not a test: it asserts nothing.
+//!
+//! Run: `cargo run --release -p redial-bench -- --help`. The peer comparison script in
+//! `bench/compare/` runs it beside BullMQ.
+
+mod workloads;
+
+use anyhow::Result;
+use clap::Parser;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "redial-bench", about = "Redial's benchmark suite")]
+struct Args {
+    /// Workloads to run: enqueue, noop, http, latency, backlog, retry (comma separated), or all.
+    #[arg(long, default_value = "all", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Jobs for the throughput workloads.
+    #[arg(long, default_value_t = 50_000)]
+    jobs: usize,
+    /// Concurrency of the worker (the peer's worker runs at the same).
+    #[arg(long, default_value_t = 100)]
+    concurrency: usize,
+    /// Ready jobs in the large backlog case.
+    #[arg(long, default_value_t = 1_000_000)]
+    big_backlog: usize,
+    /// URL of a fast HTTP receiver for the http workload (started in-process when absent).
+    #[arg(long)]
+    receiver: Option<String>,
+    /// Where to write the JSON results.
+    #[arg(long, default_value = "bench-results.json")]
+    out: PathBuf,
+    /// Serve a fast receiver on this port instead of benchmarking (for running it as a separate
+    /// process).
+    #[arg(long)]
+    serve_receiver: Option<u16>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        if let Some(port) = args.serve_receiver {
+            return workloads::serve_receiver(port).await;
+        }
+        let all = args.only.iter().any(|w| w == "all");
+        let wants = |w: &str| all || args.only.iter().any(|x| x == w);
+        let mut results = serde_json::Map::new();
+        println!("{:<52} {:>14} {:>10}", "workload", "value", "unit");
+        let mut report = |name: &str, value: f64, unit: &str| {
+            println!("{name:<52} {value:>14.1} {unit:>10}");
+            results.insert(name.to_owned(), serde_json::json!({ "value": value, "unit": unit }));
+        };
+        if wants("enqueue") {
+            workloads::enqueue(args.jobs, &mut report).await?;
+        }
+        if wants("noop") {
+            workloads::noop(args.jobs, args.concurrency, &mut report).await?;
+        }
+        if wants("http") {
+            workloads::http(args.jobs.min(20_000), args.concurrency, args.receiver.clone(), &mut report).await?;
+        }
+        if wants("latency") {
+            workloads::latency(&mut report).await?;
+        }
+        if wants("backlog") {
+            workloads::backlog(args.big_backlog, args.concurrency, &mut report).await?;
+        }
+        if wants("retry") {
+            workloads::retry(&mut report).await?;
+        }
+        std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
+        eprintln!("results written to {}", args.out.display());
+        Ok(())
+    })
+}
