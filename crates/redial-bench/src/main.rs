@@ -39,7 +39,9 @@ struct Args {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         if let Some(port) = args.serve_receiver {
             return workloads::serve_receiver(port).await;
@@ -50,7 +52,10 @@ fn main() -> Result<()> {
         println!("{:<52} {:>14} {:>10}", "workload", "value", "unit");
         let mut report = |name: &str, value: f64, unit: &str| {
             println!("{name:<52} {value:>14.1} {unit:>10}");
-            results.insert(name.to_owned(), serde_json::json!({ "value": value, "unit": unit }));
+            results.insert(
+                name.to_owned(),
+                serde_json::json!({ "value": value, "unit": unit }),
+            );
         };
         if wants("enqueue") {
             workloads::enqueue(args.jobs, &mut report).await?;
@@ -59,7 +64,13 @@ fn main() -> Result<()> {
             workloads::noop(args.jobs, args.concurrency, &mut report).await?;
         }
         if wants("http") {
-            workloads::http(args.jobs.min(20_000), args.concurrency, args.receiver.clone(), &mut report).await?;
+            workloads::http(
+                args.jobs.min(20_000),
+                args.concurrency,
+                args.receiver.clone(),
+                &mut report,
+            )
+            .await?;
         }
         if wants("latency") {
             workloads::latency(&mut report).await?;

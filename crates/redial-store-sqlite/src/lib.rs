@@ -64,7 +64,8 @@ fn storage_thread(mut conn: Connection, ops: std::sync::mpsc::Receiver<Op>) {
         for op in batch {
             // A request that panics gets no answer (its caller sees the request dropped); its
             // savepoint rolled back as it unwound, and the others go on.
-            if let Ok(d) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut conn))) {
+            if let Ok(d) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut conn)))
+            {
                 deliveries.push(d);
             }
         }
@@ -85,7 +86,9 @@ fn storage_thread(mut conn: Connection, ops: std::sync::mpsc::Receiver<Op>) {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
-        let conn = Connection::open(path).map_err(|e| {
+        // One thread owns the connection, so SQLite's own locking is not needed.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
             StoreError::Backend(format!("cannot open database {}: {e}", path.display()))
         })?;
         schema::prepare(&conn).map_err(|e| {
@@ -189,7 +192,11 @@ impl Store for SqliteStore {
     }
 
     async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Job> {
-        self.run(move |c| sql::record_attempt(c, params)).await
+        // Serialise here, on the caller's thread, to keep the storage thread's work short.
+        let data = serde_json::to_string(&params.attempt)
+            .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
+        self.run(move |c| sql::record_attempt(c, params, data))
+            .await
     }
 
     async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64> {

@@ -59,6 +59,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_waiting_deadline ON jobs (deadline)
         WHERE deadline IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
     "#,
+    // 3: the next run time of a queue's waiting jobs, without scanning them.
+    r#"
+    CREATE INDEX jobs_queue_waiting ON jobs (queue, run_at)
+        WHERE state IN ('ready', 'scheduled', 'deferred');
+    "#,
 ];
 
 /// Sets the connection up for durability and brings the schema to the latest version.

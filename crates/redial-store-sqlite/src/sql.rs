@@ -257,7 +257,7 @@ pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
     let tx = c.savepoint().map_err(backend)?;
     let sql = format!(
         "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
-         WHERE seq IN (SELECT seq FROM jobs WHERE queue = ?4 \
+         WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_runnable WHERE queue = ?4 \
              AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
              ORDER BY priority DESC, run_at, seq LIMIT ?5) \
          RETURNING {COLS}"
@@ -315,30 +315,39 @@ pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
     )
 }
 
-pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult<Job> {
+/// `data` is the attempt already serialised (off the storage thread) for the number the caller
+/// expects; if the job's count says otherwise, it is serialised again here.
+pub fn record_attempt(
+    c: &mut Connection,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<Job> {
     let tx = c.savepoint().map_err(backend)?;
-    let job = must_get(&tx, &p.id)?;
+    let mut job = must_get(&tx, &p.id)?;
     if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
         return Err(StoreError::LeaseLost(p.id));
     }
-    let now = ms(p.now);
+    let now = p.now;
     let (mut state, mut category, mut run_at, mut finished_at) = match p.transition {
-        Transition::Complete => (JobState::Completed, None, ms(job.run_at), Some(now)),
-        Transition::Retry { at } => (JobState::Scheduled, None, ms(at), None),
-        Transition::Defer { until } => (JobState::Deferred, None, ms(until), None),
-        Transition::Dead { category } => {
-            (JobState::Dead, Some(category), ms(job.run_at), Some(now))
-        }
+        Transition::Complete => (JobState::Completed, None, job.run_at, Some(now)),
+        Transition::Retry { at } => (JobState::Scheduled, None, at, None),
+        Transition::Defer { until } => (JobState::Deferred, None, until, None),
+        Transition::Dead { category } => (JobState::Dead, Some(category), job.run_at, Some(now)),
     };
     let mut reason = p.attempt.reason.clone();
     if job.cancel_requested && !state.is_finished() {
-        (state, category, run_at, finished_at) =
-            (JobState::Cancelled, None, ms(job.run_at), Some(now));
+        (state, category, run_at, finished_at) = (JobState::Cancelled, None, job.run_at, Some(now));
         reason.push_str("; cancelled while running");
     }
-    let mut attempt = p.attempt;
-    attempt.number = job.runs + 1;
-    let data = serde_json::to_string(&attempt).map_err(json_err)?;
+    let number = job.runs + 1;
+    let data = if p.attempt.number == number {
+        data
+    } else {
+        let mut attempt = p.attempt;
+        attempt.number = number;
+        serde_json::to_string(&attempt).map_err(json_err)?
+    };
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     tx.prepare_cached(
         "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
          unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
@@ -348,23 +357,36 @@ pub fn record_attempt(c: &mut Connection, p: RecordAttemptParams) -> StoreResult
         s.execute(params![
             state.as_str(),
             category_str(category),
-            run_at,
-            finished_at,
+            ms(run_at),
+            finished_at.map(ms),
             p.attempts,
             p.unknown_attempts,
             p.deferrals,
-            p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),
+            last_delay_ms,
             reason,
-            now,
+            ms(now),
             job.seq
         ])
     })
     .map_err(backend)?;
     tx.prepare_cached("INSERT INTO attempts (job_seq, number, data) VALUES (?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![job.seq, attempt.number, data]))
+        .and_then(|mut s| s.execute(params![job.seq, number, data]))
         .map_err(backend)?;
-    let job = must_get(&tx, &p.id)?;
     tx.commit().map_err(backend)?;
+    // The job as now stored, without reading it again.
+    job.state = state;
+    job.category = category;
+    job.run_at = run_at;
+    job.finished_at = finished_at;
+    job.attempts = p.attempts;
+    job.unknown_attempts = p.unknown_attempts;
+    job.deferrals = p.deferrals;
+    job.last_delay_ms = p.last_delay_ms;
+    job.last_reason = Some(reason);
+    job.runs = number;
+    job.lease_owner = None;
+    job.lease_until = None;
+    job.updated_at = now;
     Ok(job)
 }
 
@@ -425,7 +447,7 @@ pub fn next_run_at(
     after: Timestamp,
 ) -> StoreResult<Option<Timestamp>> {
     c.query_row(
-        "SELECT MIN(run_at) FROM jobs WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred') \
+        "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_queue_waiting WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred') \
          AND run_at > ?2",
         params![queue, ms(after)],
         |r| r.get::<_, Option<i64>>(0),
@@ -442,9 +464,11 @@ fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// Reads in lease order straight off `jobs_runnable`; `INDEXED BY` keeps the planner from
+/// choosing an index that would sort every waiting job first.
 pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
     let mut params = vec![Value::Text(p.queue.clone()), Value::Integer(ms(p.now))];
-    let mut sql = "SELECT id, endpoint, attempts > 0, run_at FROM jobs WHERE queue = ?1 \
+    let mut sql = "SELECT id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 \
          AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?2"
         .to_owned();
     if !p.exclude.is_empty() {
