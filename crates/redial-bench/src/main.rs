@@ -25,9 +25,10 @@ struct Args {
     /// Ready jobs in the large backlog case.
     #[arg(long, default_value_t = 1_000_000)]
     big_backlog: usize,
-    /// URL of a fast HTTP receiver for the http workload (started in-process when absent).
+    /// Base URL of the benchmark receiver (`--serve-receiver` in another process); started in
+    /// this process when absent.
     #[arg(long)]
-    receiver: Option<String>,
+    receiver_base: Option<String>,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
@@ -67,7 +68,7 @@ fn main() -> Result<()> {
             workloads::http(
                 args.jobs.min(20_000),
                 args.concurrency,
-                args.receiver.clone(),
+                args.receiver_base.clone(),
                 &mut report,
             )
             .await?;
@@ -79,7 +80,7 @@ fn main() -> Result<()> {
             workloads::backlog(args.big_backlog, args.concurrency, &mut report).await?;
         }
         if wants("retry") {
-            workloads::retry(&mut report).await?;
+            workloads::retry(args.receiver_base.clone(), &mut report).await?;
         }
         std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
         eprintln!("results written to {}", args.out.display());

@@ -113,11 +113,27 @@ async fn completed(store: &Arc<SqliteStore>, queue: &str) -> Result<u64> {
         .sum())
 }
 
+/// Waits until `n` jobs of the queue are finished; an error if any did not complete (a broken
+/// setup should fail the run, not hang it or flatter it).
 async fn wait_completed(store: &Arc<SqliteStore>, queue: &str, n: u64) -> Result<()> {
-    while completed(store, queue).await? < n {
+    loop {
+        let stats = store.stats().await?;
+        let finished: u64 = stats
+            .by_queue
+            .iter()
+            .filter(|c| c.queue == queue && c.state.is_finished())
+            .map(|c| c.count)
+            .sum();
+        if finished >= n {
+            let done = completed(store, queue).await?;
+            anyhow::ensure!(
+                done >= n,
+                "only {done} of {n} jobs completed: check the receiver"
+            );
+            return Ok(());
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Ok(())
 }
 
 pub async fn enqueue(jobs: usize, report: &mut Report<'_>) -> Result<()> {
@@ -176,30 +192,125 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     Ok(())
 }
 
+/// The benchmark receiver: `/hook` answers 200 at once; `/limited` allows 10 requests per 100 ms
+/// window and answers 429 with `Retry-After` beyond (no quota headers: the hard case); `/outage`
+/// answers 503 for 2 s after `/reset`, then 200; `/reset` restarts both clocks and the counts;
+/// `/stats` gives the counts by status since the last reset.
+#[derive(Debug)]
+struct ReceiverState {
+    since: Instant,
+    window: u64,
+    used: u32,
+    counts: std::collections::BTreeMap<u16, u64>,
+}
+
+fn receiver_app() -> axum::Router {
+    use axum::extract::State;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use axum::routing::{any, get};
+    type Shared = Arc<std::sync::Mutex<ReceiverState>>;
+    let state: Shared = Arc::new(std::sync::Mutex::new(ReceiverState {
+        since: Instant::now(),
+        window: 0,
+        used: 0,
+        counts: Default::default(),
+    }));
+    fn lock(s: &Shared) -> std::sync::MutexGuard<'_, ReceiverState> {
+        s.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    async fn limited(State(s): State<Shared>) -> axum::response::Response {
+        let mut st = lock(&s);
+        let elapsed = st.since.elapsed();
+        let window = (elapsed.as_millis() / 100) as u64;
+        if window != st.window {
+            st.window = window;
+            st.used = 0;
+        }
+        if st.used < 10 {
+            st.used += 1;
+            *st.counts.entry(200).or_default() += 1;
+            return "ok".into_response();
+        }
+        *st.counts.entry(429).or_default() += 1;
+        let reset = Duration::from_millis((window + 1) * 100).saturating_sub(elapsed);
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(
+                "retry-after",
+                format!("{:.3}", reset.as_secs_f64().max(0.001)),
+            )],
+            "slow down",
+        )
+            .into_response()
+    }
+    async fn outage(State(s): State<Shared>) -> axum::response::Response {
+        let mut st = lock(&s);
+        let status = if st.since.elapsed() < Duration::from_secs(2) {
+            503
+        } else {
+            200
+        };
+        *st.counts.entry(status).or_default() += 1;
+        (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), "").into_response()
+    }
+    async fn reset(State(s): State<Shared>) -> &'static str {
+        let mut st = lock(&s);
+        *st = ReceiverState {
+            since: Instant::now(),
+            window: 0,
+            used: 0,
+            counts: Default::default(),
+        };
+        "reset"
+    }
+    async fn stats(State(s): State<Shared>) -> axum::Json<serde_json::Value> {
+        let st = lock(&s);
+        axum::Json(serde_json::json!(st
+            .counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<std::collections::BTreeMap<_, _>>()))
+    }
+    axum::Router::new()
+        .route("/hook", any(|| async { "ok" }))
+        .route("/limited", any(limited))
+        .route("/outage", any(outage))
+        .route("/reset", get(reset))
+        .route("/stats", get(stats))
+        .with_state(state)
+}
+
 pub async fn serve_receiver(port: u16) -> Result<()> {
-    let app = axum::Router::new().fallback(|| async { "ok" });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .context("binding the receiver")?;
     eprintln!("receiver on http://{}", listener.local_addr()?);
-    axum::serve(listener, app).await?;
+    axum::serve(listener, receiver_app()).await?;
     Ok(())
+}
+
+/// Starts the receiver in this process on a free port; returns its base URL.
+async fn local_receiver() -> Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, receiver_app()).await;
+    });
+    Ok(base)
 }
 
 pub async fn http(
     jobs: usize,
     concurrency: usize,
-    receiver: Option<String>,
+    base: Option<String>,
     report: &mut Report<'_>,
 ) -> Result<()> {
-    let local;
-    let url = match receiver {
-        Some(u) => u,
-        None => {
-            local = redial_test_receiver::Receiver::start().await;
-            local.url("/hook")
-        }
+    let base = match base {
+        Some(b) => b,
+        None => local_receiver().await?,
     };
+    let url = format!("{base}/hook");
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir)?;
     insert_backlog(&store, jobs, "default", &url, "h").await?;
@@ -361,38 +472,20 @@ pub async fn backlog(big: usize, concurrency: usize, report: &mut Report<'_>) ->
     Ok(())
 }
 
-pub async fn retry(report: &mut Report<'_>) -> Result<()> {
-    use redial_test_receiver::{Behaviour, Receiver};
+pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> {
+    let base = match base {
+        Some(b) => b,
+        None => local_receiver().await?,
+    };
+    let client = reqwest_free_get;
     let jobs = 1000usize;
-    let scenarios: [(&str, Behaviour, f64); 2] = [
-        (
-            "rate limit 100/s",
-            Behaviour::RateLimitedQuietly {
-                limit: 10,
-                window: Duration::from_millis(100),
-            },
-            100.0,
-        ),
-        (
-            "2 s outage",
-            Behaviour::DownUntil {
-                until: Instant::now() + Duration::from_secs(2),
-            },
-            f64::INFINITY,
-        ),
-    ];
-    for (name, behaviour, allowed_rate) in scenarios {
-        let rx = Receiver::start().await;
-        let behaviour = match behaviour {
-            Behaviour::DownUntil { .. } => Behaviour::DownUntil {
-                until: Instant::now() + Duration::from_secs(2),
-            },
-            b => b,
-        };
-        rx.behave("/api", behaviour);
+    for (name, path, allowed_rate) in [
+        ("rate limit 100/s", "/limited", 100.0),
+        ("2 s outage", "/outage", f64::INFINITY),
+    ] {
         let dir = tempfile::tempdir()?;
         let store = store_in(&dir)?;
-        insert_backlog(&store, jobs, "default", &rx.url("/api"), "r").await?;
+        insert_backlog(&store, jobs, "default", &format!("{base}{path}"), "r").await?;
         let http = HttpExecutor::new(HttpConfig {
             allow_private_networks: true,
             ..HttpConfig::default()
@@ -409,6 +502,7 @@ pub async fn retry(report: &mut Report<'_>) -> Result<()> {
             },
         );
         let e = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
+        client(&format!("{base}/reset")).await?;
         let start = Instant::now();
         let running = e.start().await?;
         loop {
@@ -422,15 +516,13 @@ pub async fn retry(report: &mut Report<'_>) -> Result<()> {
             if finished >= jobs as u64 {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let elapsed = start.elapsed().as_secs_f64();
         running.shutdown(Duration::from_secs(5)).await;
-        let received = rx.received("/api");
-        let wasted = received
-            .iter()
-            .filter(|r| r.status == 429 || r.status == 503)
-            .count();
+        let counts: serde_json::Value =
+            serde_json::from_str(&client(&format!("{base}/stats")).await?)?;
+        let wasted = counts["429"].as_u64().unwrap_or(0) + counts["503"].as_u64().unwrap_or(0);
         let dead: u64 = store
             .stats()
             .await?
@@ -455,4 +547,23 @@ pub async fn retry(report: &mut Report<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A bare HTTP GET over a TCP socket (no client library needed for two control calls).
+async fn reqwest_free_get(url: &str) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").context("an http:// URL")?;
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut sock = tokio::net::TcpStream::connect(host).await?;
+    sock.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
+    let mut buf = String::new();
+    sock.read_to_string(&mut buf).await?;
+    Ok(buf
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned()))
 }

@@ -96,7 +96,10 @@ fn a_later_pause_extends_an_earlier_one_never_shortens_it() {
 #[test]
 fn the_breaker_opens_probes_and_closes() {
     let cfg = EndpointConfig {
-        breaker: BreakerConfig::default(),
+        breaker: BreakerConfig {
+            open_for: Duration::from_secs(30),
+            ..BreakerConfig::default()
+        },
         ..bare()
     };
     let mut s = EndpointState::default();
@@ -144,7 +147,11 @@ fn the_breaker_opens_probes_and_closes() {
     }
     assert_eq!(s2.admit(&cfg, at(40_000), false, 0), Admission::Go);
     s2.record(&cfg, at(40_001), &observed(ResultClass::Failure));
-    assert_eq!(s2.breaker, BreakerState::Open { until: at(70_001) });
+    assert_eq!(
+        s2.breaker,
+        BreakerState::Open { until: at(100_001) },
+        "a failed probe doubles the open time"
+    );
 }
 
 #[test]

@@ -64,6 +64,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_queue_waiting ON jobs (queue, run_at)
         WHERE state IN ('ready', 'scheduled', 'deferred');
     "#,
+    // 4: lease candidates read from the index alone (endpoint and attempts in it).
+    r#"
+    DROP INDEX jobs_runnable;
+    CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq, endpoint, attempts)
+        WHERE state IN ('ready', 'scheduled', 'deferred');
+    "#,
 ];
 
 /// Sets the connection up for durability and brings the schema to the latest version.

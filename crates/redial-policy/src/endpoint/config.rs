@@ -96,9 +96,12 @@ pub struct BreakerConfig {
     pub min_throughput: u32,
     #[serde(with = "serde_human")]
     pub window: Duration,
-    /// How long it stays open before letting probes through.
+    /// How long it stays open before letting probes through, the first time; each time a probe
+    /// fails and it opens again, twice as long, up to `max_open_for`.
     #[serde(with = "serde_human")]
     pub open_for: Duration,
+    #[serde(with = "serde_human")]
+    pub max_open_for: Duration,
     /// Probes let through when half-open; that many successes close it, one failure reopens it.
     pub half_open_probes: u32,
 }
@@ -110,7 +113,8 @@ impl Default for BreakerConfig {
             failure_ratio: 0.5,
             min_throughput: 20,
             window: Duration::from_secs(30),
-            open_for: Duration::from_secs(30),
+            open_for: Duration::from_secs(5),
+            max_open_for: Duration::from_secs(120),
             half_open_probes: 3,
         }
     }

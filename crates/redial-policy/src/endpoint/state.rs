@@ -39,6 +39,8 @@ pub struct EndpointState {
     ramp_admitted: u64,
     /// Whether the endpoint has answered at least once.
     pub answered: bool,
+    /// Times the breaker opened since it was last closed: each reopening doubles the open time.
+    pub breaker_opens: u32,
     /// The last hold and when it ended, so that attempts can say what held them.
     pub last_hold: Option<(String, Timestamp)>,
 }
@@ -359,6 +361,7 @@ impl EndpointState {
                     let succeeded = succeeded + 1;
                     if succeeded >= cfg.breaker.half_open_probes {
                         self.breaker = BreakerState::Closed;
+                        self.breaker_opens = 0;
                         self.window.clear();
                         self.event(now, "closed", format!("{succeeded} probes succeeded"));
                         self.last_hold = Some(("circuit breaker".into(), now));
@@ -474,7 +477,14 @@ impl EndpointState {
     }
 
     fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
-        let until = now.saturating_add(cfg.breaker.open_for);
+        let doubling = 1u32 << self.breaker_opens.min(16);
+        let open_for = cfg
+            .breaker
+            .open_for
+            .saturating_mul(doubling)
+            .min(cfg.breaker.max_open_for.max(cfg.breaker.open_for));
+        self.breaker_opens = self.breaker_opens.saturating_add(1);
+        let until = now.saturating_add(open_for);
         self.breaker = BreakerState::Open { until };
         self.event(now, "open", reason);
     }
