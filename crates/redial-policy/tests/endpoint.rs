@@ -48,7 +48,12 @@ fn kind(a: &Admission) -> String {
 
 #[test]
 fn a_pause_holds_everything_then_slow_start_releases_gradually() {
-    let cfg = bare();
+    let cfg = EndpointConfig {
+        ramp_for: Duration::from_secs(10),
+        ramp_step: Duration::from_secs(1),
+        ramp_initial: 2,
+        ..bare()
+    };
     let mut s = EndpointState::default();
     let mut o = observed(ResultClass::Neutral);
     o.server_wait = Some((Duration::from_secs(30), "429 Retry-After 30s".into()));
