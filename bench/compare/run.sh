@@ -13,7 +13,7 @@ echo "== installing the peer (Redis from Debian, BullMQ from npm) and building R
 if ! command -v redis-server >/dev/null; then
   apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
 fi
-[ -d node_modules/bullmq ] || npm install --no-audit --no-fund --silent --no-package-lock
+[ -d node_modules/ioredis ] || npm install --no-audit --no-fund --silent --no-package-lock
 (cd ../.. && cargo build --release -q -p redial-bench)
 BENCH=../../target/release/redial-bench
 

@@ -162,6 +162,15 @@ impl Setup {
     }
 }
 
+/// 429 answers by the receiver's window index.
+fn refusals_per_window(received: &[redial_test_receiver::Received]) -> BTreeMap<u64, usize> {
+    let mut per_window = BTreeMap::new();
+    for r in received.iter().filter(|r| r.status == 429) {
+        *per_window.entry(r.window.expect("a window")).or_default() += 1;
+    }
+    per_window
+}
+
 fn count(c: &HashMap<String, usize>, key: &str) -> usize {
     c.get(key).copied().unwrap_or(0)
 }
@@ -191,10 +200,7 @@ async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_comple
     assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
 
     let received = rx.received("/limited");
-    let mut per_window: BTreeMap<u64, usize> = BTreeMap::new();
-    for r in received.iter().filter(|r| r.status == 429) {
-        *per_window.entry(r.window.expect("a window")).or_default() += 1;
-    }
+    let per_window = refusals_per_window(&received);
     let worst = per_window.values().max().copied().unwrap_or(0);
     assert!(worst <= 1, "429s per window: {per_window:?}");
     let total_429 = received.iter().filter(|r| r.status == 429).count();
@@ -237,10 +243,7 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
         .await;
     assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
     let received = rx.received("/quiet");
-    let mut per_window: BTreeMap<u64, usize> = BTreeMap::new();
-    for r in received.iter().filter(|r| r.status == 429) {
-        *per_window.entry(r.window.expect("a window")).or_default() += 1;
-    }
+    let per_window = refusals_per_window(&received);
     let total_429 = received.iter().filter(|r| r.status == 429).count();
     println!("quiet rate limit: {} requests for 1000 jobs, {total_429} answered 429, per window {per_window:?}", received.len());
     // Without quota headers the first 429 is the first news, and attempts already in flight

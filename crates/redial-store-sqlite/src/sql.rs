@@ -115,13 +115,23 @@ fn decode(raw: RawJob) -> StoreResult<Job> {
     Ok(job)
 }
 
-fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Job>> {
+/// Runs a query and maps every row.
+fn query_rows<T, P, F>(c: &Connection, sql: &str, params: P, map: F) -> StoreResult<Vec<T>>
+where
+    P: rusqlite::Params,
+    F: FnMut(&Row<'_>) -> rusqlite::Result<T>,
+{
     let mut stmt = c.prepare_cached(sql).map_err(backend)?;
-    let raws = stmt
-        .query_map(params_from_iter(params.iter()), raw_from_row)
+    let rows = stmt
+        .query_map(params, map)
         .map_err(backend)?
         .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+        .map_err(backend);
+    rows
+}
+
+fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Job>> {
+    let raws = query_rows(c, sql, params_from_iter(params.iter()), raw_from_row)?;
     raws.into_iter().map(decode).collect()
 }
 
@@ -191,14 +201,12 @@ pub fn get_with_attempts(
     let Some(job) = get(c, id)? else {
         return Ok(None);
     };
-    let mut stmt = c
-        .prepare_cached("SELECT data FROM attempts WHERE job_seq = ?1 ORDER BY number")
-        .map_err(backend)?;
-    let rows = stmt
-        .query_map([job.seq], |r| r.get::<_, String>(0))
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+    let rows = query_rows(
+        c,
+        "SELECT data FROM attempts WHERE job_seq = ?1 ORDER BY number",
+        [job.seq],
+        |r| r.get::<_, String>(0),
+    )?;
     let attempts = rows
         .iter()
         .map(|d| serde_json::from_str(d).map_err(json_err))
@@ -490,19 +498,14 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
         " ORDER BY priority DESC, run_at, seq LIMIT ?{}",
         params.len()
     ));
-    let mut stmt = c.prepare_cached(&sql).map_err(backend)?;
-    let rows = stmt
-        .query_map(params_from_iter(params.iter()), |r| {
-            Ok(Candidate {
-                id: JobId(r.get(0)?),
-                endpoint: r.get(1)?,
-                is_retry: r.get(2)?,
-                run_at: Timestamp::from_unix_millis(r.get(3)?),
-            })
+    let rows = query_rows(c, &sql, params_from_iter(params.iter()), |r| {
+        Ok(Candidate {
+            id: JobId(r.get(0)?),
+            endpoint: r.get(1)?,
+            is_retry: r.get(2)?,
+            run_at: Timestamp::from_unix_millis(r.get(3)?),
         })
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+    })?;
     Ok(rows)
 }
 
@@ -557,41 +560,35 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
 }
 
 pub fn endpoint_backlog(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
-    let mut stmt = c
-        .prepare_cached(
-            "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs \
+    let rows = query_rows(
+        c,
+        "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs \
              WHERE state IN ('ready', 'scheduled', 'deferred') GROUP BY endpoint ORDER BY endpoint",
-        )
-        .map_err(backend)?;
-    let rows = stmt
-        .query_map([ms(now)], |r| {
+        [ms(now)],
+        |r| {
             Ok(EndpointBacklog {
                 endpoint: r.get(0)?,
                 due: r.get::<_, i64>(1)?.max(0) as u64,
                 later: r.get::<_, i64>(2)?.max(0) as u64,
             })
-        })
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+        },
+    )?;
     Ok(rows)
 }
 
 pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
-    let mut stmt = c
-        .prepare_cached("SELECT name, state, updated_at FROM endpoints ORDER BY name")
-        .map_err(backend)?;
-    let rows = stmt
-        .query_map([], |r| {
+    let rows = query_rows(
+        c,
+        "SELECT name, state, updated_at FROM endpoints ORDER BY name",
+        [],
+        |r| {
             Ok(EndpointRecord {
                 name: r.get(0)?,
                 state: r.get(1)?,
                 updated_at: Timestamp::from_unix_millis(r.get(2)?),
             })
-        })
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+        },
+    )?;
     Ok(rows)
 }
 
@@ -708,11 +705,7 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
             rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
         })
     };
-    let mut stmt = c
-        .prepare_cached("SELECT queue, state, category, COUNT(*) FROM jobs GROUP BY queue, state, category ORDER BY 1, 2, 3")
-        .map_err(backend)?;
-    let by_queue = stmt
-        .query_map([], |r| {
+    let by_queue = query_rows(c, "SELECT queue, state, category, COUNT(*) FROM jobs GROUP BY queue, state, category ORDER BY 1, 2, 3", [], |r| {
             let category: Option<String> = r.get(2)?;
             Ok(QueueCount {
                 queue: r.get(0)?,
@@ -722,26 +715,19 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
                     .and_then(|c| parse_dead_category(c).ok()),
                 count: r.get::<_, i64>(3)?.max(0) as u64,
             })
-        })
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
-    let mut stmt = c
-        .prepare_cached(
-            "SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2",
-        )
-        .map_err(backend)?;
-    let by_endpoint = stmt
-        .query_map([], |r| {
+        })?;
+    let by_endpoint = query_rows(
+        c,
+        "SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2",
+        [],
+        |r| {
             Ok(EndpointCount {
                 endpoint: r.get(0)?,
                 state: state(r.get(1)?)?,
                 count: r.get::<_, i64>(2)?.max(0) as u64,
             })
-        })
-        .map_err(backend)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(backend)?;
+        },
+    )?;
     Ok(Stats {
         by_queue,
         by_endpoint,
