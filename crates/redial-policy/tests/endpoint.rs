@@ -70,6 +70,10 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
         went += 1;
     }
     assert_eq!(went, 2);
+    assert_eq!(
+        s.last_hold.as_ref().map(|(r, _)| r.as_str()),
+        Some("endpoint pause (429 Retry-After 30s)")
+    );
     assert_eq!(kind(&s.admit(&cfg, at(30_500), false, 0)), "hold Ramp");
     while s.admit(&cfg, at(31_000), false, 0) == Admission::Go {
         went += 1;
@@ -77,7 +81,7 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
     assert_eq!(went, 6);
     assert_eq!(
         s.last_hold.as_ref().map(|(r, _)| r.as_str()),
-        Some("endpoint pause (429 Retry-After 30s)")
+        Some("slow start: 2 requests so far")
     );
     // After the ramp, no limit.
     for _ in 0..1000 {
@@ -176,6 +180,11 @@ fn gcra_spaces_requests_and_allows_the_burst() {
     };
     assert_eq!((h.kind, h.until), (HoldKind::Rate, Some(at(100))));
     assert_eq!(s.admit(&cfg, at(100), false, 0), Admission::Go);
+    assert_eq!(
+        s.last_hold,
+        Some(("rate limit 10/1s".to_owned(), at(100))),
+        "the release names the hold"
+    );
     assert_eq!(kind(&s.admit(&cfg, at(150), false, 0)), "hold Rate");
     // Over a long run the count stays within rate x time + burst.
     let mut went = 0;

@@ -43,6 +43,8 @@ pub struct EndpointState {
     pub breaker_opens: u32,
     /// The last hold and when it ended, so that attempts can say what held them.
     pub last_hold: Option<(String, Timestamp)>,
+    /// The hold in force at the last refused admission, until an admission goes through.
+    holding: Option<String>,
 }
 
 const HISTORY: usize = 20;
@@ -147,10 +149,27 @@ impl EndpointState {
     ) -> Admission {
         match self.check(cfg, now, is_retry, in_flight) {
             Ok(()) => {
+                if let Some(reason) = self.holding.take() {
+                    // Whatever held jobs until now is what released this one.
+                    if self
+                        .last_hold
+                        .as_ref()
+                        .is_none_or(|(_, ended)| *ended < now)
+                    {
+                        self.last_hold = Some((reason, now));
+                    }
+                }
                 self.count_admission(cfg, now, is_retry);
                 Admission::Go
             }
-            Err(a) => a,
+            Err(a) => {
+                if let Admission::Hold(h) = &a {
+                    if h.kind != HoldKind::Pause {
+                        self.holding = Some(h.reason.clone());
+                    }
+                }
+                a
+            }
         }
     }
 
