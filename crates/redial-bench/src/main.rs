@@ -13,7 +13,8 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "redial-bench", about = "Redial's benchmark suite")]
 struct Args {
-    /// Workloads to run: enqueue, noop, http, latency, backlog, retry (comma separated), or all.
+    /// Workloads to run: enqueue, noop, http, latency, backlog, retry (comma separated), or all;
+    /// `store` (the storage path alone, phase by phase) runs only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads.
@@ -60,6 +61,9 @@ fn main() -> Result<()> {
         };
         if wants("enqueue") {
             workloads::enqueue(args.jobs, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "store") {
+            workloads::store_phases(args.jobs, &mut report).await?;
         }
         if wants("noop") {
             workloads::noop(args.jobs, args.concurrency, &mut report).await?;

@@ -567,3 +567,108 @@ async fn reqwest_free_get(url: &str) -> Result<String> {
         .split_once("\r\n\r\n")
         .map_or(String::new(), |(_, b)| b.to_owned()))
 }
+
+/// The storage path alone, phase by phase, to see where a job's cost goes: candidates, lease,
+/// record (100 concurrent recorders, as the engine has).
+pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
+    use redial_store::{Attempt, CandidateParams, LeaseIdsParams, RecordAttemptParams, Transition};
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir)?;
+    insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "p").await?;
+    let now = SystemClock.now();
+    let later = Timestamp::from_unix_millis(now.as_unix_millis() + 60_000);
+    let mut leased = Vec::with_capacity(jobs);
+    let (mut t_cand, mut t_lease) = (Duration::ZERO, Duration::ZERO);
+    while leased.len() < jobs {
+        let t = Instant::now();
+        let c = store
+            .job_candidates(CandidateParams {
+                queue: "default".into(),
+                now,
+                exclude: vec![],
+                exclude_retries: vec![],
+                limit: 208,
+            })
+            .await?;
+        t_cand += t.elapsed();
+        if c.is_empty() {
+            break;
+        }
+        let t = Instant::now();
+        let ids = c.into_iter().take(100).map(|c| c.id).collect();
+        let got = store
+            .job_lease_ids(LeaseIdsParams {
+                ids,
+                owner: "w".into(),
+                now,
+                lease_until: later,
+            })
+            .await?;
+        t_lease += t.elapsed();
+        leased.extend(got);
+    }
+    report(
+        "store: candidates, per job (100 per read)",
+        t_cand.as_secs_f64() * 1e6 / jobs as f64,
+        "us",
+    );
+    report(
+        "store: lease by ids, per job (100 per call)",
+        t_lease.as_secs_f64() * 1e6 / jobs as f64,
+        "us",
+    );
+    let t = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let chunks: Vec<Vec<redial_store::Job>> = leased
+        .chunks(leased.len().div_ceil(100).max(1))
+        .map(|c| c.to_vec())
+        .collect();
+    for chunk in chunks {
+        let store = store.clone();
+        tasks.spawn(async move {
+            for job in chunk {
+                let attempt = Attempt {
+                    number: job.runs + 1,
+                    started_at: now,
+                    duration_ms: 1,
+                    status: None,
+                    error: None,
+                    error_detail: None,
+                    category: "success".into(),
+                    decision: "complete".into(),
+                    dead_category: None,
+                    delay_ms: None,
+                    server_wait_ms: None,
+                    server_wait_source: None,
+                    reason: "handler succeeded".into(),
+                    held: None,
+                    response_headers: vec![],
+                    response_body: None,
+                    worker: "w".into(),
+                };
+                let p = RecordAttemptParams {
+                    id: job.id.clone(),
+                    owner: "w".into(),
+                    now,
+                    attempt,
+                    transition: Transition::Complete,
+                    attempts: 0,
+                    unknown_attempts: 0,
+                    deferrals: 0,
+                    last_delay_ms: None,
+                };
+                store.job_record_attempt(p).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    report(
+        "store: record attempt, per job (100 concurrent)",
+        t.elapsed().as_secs_f64() * 1e6 / leased.len() as f64,
+        "us",
+    );
+    Ok(())
+}
