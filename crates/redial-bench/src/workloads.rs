@@ -80,6 +80,23 @@ impl Handler for Noop {
     }
 }
 
+/// Wraps a handler and counts the attempts it finished, so that a workload can wait without
+/// asking the store (whose counts cost a scan) over and over.
+#[derive(Debug)]
+struct Counting<H> {
+    inner: H,
+    calls: AtomicU64,
+}
+
+#[async_trait]
+impl<H: Handler> Handler for Counting<H> {
+    async fn run(&self, job: &redial_store::Job) -> AttemptOutput {
+        let out = self.inner.run(job).await;
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        out
+    }
+}
+
 fn engine(store: Arc<SqliteStore>, queues: &[(&str, usize)], handler: Arc<dyn Handler>) -> Engine {
     let mut config = EngineConfig {
         poll_interval: Duration::from_millis(200),
@@ -329,9 +346,21 @@ pub async fn http(
             policy: Policy::default(),
         },
     );
-    let e = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
+    let counting = Arc::new(Counting {
+        inner: http,
+        calls: AtomicU64::new(0),
+    });
+    let e = Engine::new(
+        store.clone(),
+        config,
+        Arc::new(SystemClock),
+        counting.clone(),
+    );
     let start = Instant::now();
     let running = e.start().await?;
+    while counting.calls.load(Ordering::Relaxed) < jobs as u64 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     wait_completed(&store, "default", jobs as u64).await?;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
     running.shutdown(Duration::from_secs(5)).await;
@@ -516,7 +545,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
             if finished >= jobs as u64 {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let elapsed = start.elapsed().as_secs_f64();
         running.shutdown(Duration::from_secs(5)).await;

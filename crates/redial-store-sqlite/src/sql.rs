@@ -216,6 +216,11 @@ pub fn get_with_attempts(
 
 /// Appends the filter's conditions to `sql` and their values to `params`.
 fn push_filter(sql: &mut String, params: &mut Vec<Value>, f: &JobFilter) {
+    if let Some(s) = f.state {
+        // A literal from the fixed set of state names, not a parameter: only then can SQLite use
+        // the partial index of that state (jobs_dead).
+        sql.push_str(&format!(" AND state = '{}'", s.as_str()));
+    }
     let mut cond = |clause: &str, v: Value| {
         params.push(v);
         sql.push_str(&format!(" AND {clause} ?{}", params.len()));
@@ -223,9 +228,7 @@ fn push_filter(sql: &mut String, params: &mut Vec<Value>, f: &JobFilter) {
     if let Some(q) = &f.queue {
         cond("queue =", Value::Text(q.clone()));
     }
-    if let Some(s) = f.state {
-        cond("state =", Value::Text(s.as_str().into()));
-    }
+
     if let Some(c) = f.category {
         cond("category =", Value::Text(c.as_str().into()));
     }
