@@ -18,6 +18,7 @@ use redial_store::{
     LeaseIdsParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
     Transition,
 };
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -335,20 +336,20 @@ impl Inner {
     /// The queue's policy, with the endpoint's and then the job's overrides laid over it. An
     /// override that does not validate is skipped with a warning (the API validates job
     /// overrides at enqueue, so this means a bad endpoint entry).
-    fn policy_for(&self, job: &Job) -> Policy {
-        let mut policy = self
-            .config
-            .queues
-            .get(&job.queue)
-            .map(|q| q.policy.clone())
-            .unwrap_or_default();
+    fn policy_for(&self, job: &Job) -> Cow<'_, Policy> {
+        let queue_policy = self.config.queues.get(&job.queue).map(|q| &q.policy);
         let layers = [
             self.endpoints.policy_override(&job.endpoint),
             job.policy.as_ref(),
         ];
+        // Most jobs have no override: borrow the queue's policy instead of copying it per attempt.
+        let mut policy = match queue_policy {
+            Some(p) => Cow::Borrowed(p),
+            None => Cow::Owned(Policy::default()),
+        };
         for layer in layers.into_iter().flatten() {
             match policy.merged(layer) {
-                Ok(p) => policy = p,
+                Ok(p) => policy = Cow::Owned(p),
                 Err(e) => {
                     tracing::warn!(job = %job.id, error = %e, "ignoring an invalid policy override")
                 }
