@@ -506,7 +506,6 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
         Some(b) => b,
         None => local_receiver().await?,
     };
-    let client = reqwest_free_get;
     let jobs = 1000usize;
     for (name, path, allowed_rate) in [
         ("rate limit 100/s", "/limited", 100.0),
@@ -531,7 +530,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
             },
         );
         let e = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
-        client(&format!("{base}/reset")).await?;
+        http_get(&format!("{base}/reset")).await?;
         let start = Instant::now();
         let running = e.start().await?;
         loop {
@@ -550,7 +549,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
         let elapsed = start.elapsed().as_secs_f64();
         running.shutdown(Duration::from_secs(5)).await;
         let counts: serde_json::Value =
-            serde_json::from_str(&client(&format!("{base}/stats")).await?)?;
+            serde_json::from_str(&http_get(&format!("{base}/stats")).await?)?;
         let wasted = counts["429"].as_u64().unwrap_or(0) + counts["503"].as_u64().unwrap_or(0);
         let dead: u64 = store
             .stats()
@@ -579,7 +578,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
 }
 
 /// A bare HTTP GET over a TCP socket (no client library needed for two control calls).
-async fn reqwest_free_get(url: &str) -> Result<String> {
+async fn http_get(url: &str) -> Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").context("an http:// URL")?;
     let (host, path) = rest

@@ -125,15 +125,13 @@ impl Registry {
 
     /// Endpoints that hold all their jobs now, with why.
     pub fn holds(&self, now: Timestamp) -> Vec<(String, String)> {
-        let mut entries = self.lock();
-        let mut out = Vec::new();
-        for (name, e) in entries.iter_mut() {
-            let cfg = self.config(name);
-            if let Some(why) = e.state.describe(cfg, now, e.in_flight) {
-                out.push((name.clone(), why));
-            }
-        }
-        out
+        self.lock()
+            .iter()
+            .filter_map(|(name, e)| {
+                let why = e.state.describe(self.config(name), now, e.in_flight)?;
+                Some((name.clone(), why))
+            })
+            .collect()
     }
 
     /// Views of every known endpoint, of every configured one, and of those in `also`.

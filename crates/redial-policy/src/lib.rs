@@ -37,7 +37,9 @@ pub use decide::{decide, Action, DeadCategory, Decision, JobCounters};
 pub use duration::{parse_duration, serde_human, Human};
 pub use jitter::{FixedJitter, Jitter, SplitMix64};
 pub use outcome::{HandlerOutcome, Outcome, Response, TransportError, UnknownTransportError};
-pub use policy::{BackoffOverride, Policy, PolicyError, PolicyOverride, Rule, StatusMatch};
+pub use policy::{
+    is_http_token, BackoffOverride, Policy, PolicyError, PolicyOverride, Rule, StatusMatch,
+};
 pub use quota::{quota, Quota, RequestQuota};
 pub use time::Timestamp;
 pub use wait::{server_wait, ServerWait};

@@ -161,7 +161,7 @@ impl Policy {
                     "error cannot be combined with status or header: a transport error has no response",
                 );
             }
-            if rule.header.as_deref().is_some_and(|h| !is_token(h)) {
+            if rule.header.as_deref().is_some_and(|h| !is_http_token(h)) {
                 return err(
                     &field,
                     "header must be a header name such as \"x-retry-hint\"",
@@ -380,8 +380,8 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-/// An HTTP token (RFC 9110 section 5.6.2), which is what a header name must be.
-fn is_token(s: &str) -> bool {
+/// An HTTP token (RFC 9110 section 5.6.2): what a header name and a method must be.
+pub fn is_http_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))

@@ -5,7 +5,7 @@ use crate::{ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use redial_policy::{parse_duration, PolicyOverride, Timestamp};
+use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
 use redial_store::{HttpRequest, JobFilter, JobId, NewJob};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -140,12 +140,6 @@ pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
     ))
 }
 
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
 /// Turns a validated input into a job to insert.
 pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
     let queue = input.queue.unwrap_or_else(|| "default".to_owned());
@@ -171,7 +165,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
 
     let r = input.request;
     let method = r.method.to_ascii_uppercase();
-    if !is_token(&method) {
+    if !is_http_token(&method) {
         return Err(ApiError::unprocessable(
             "invalid_method",
             format!("{:?} is not an HTTP method", r.method),
@@ -204,7 +198,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         ));
     }
     for (name, value) in &headers {
-        if !is_token(name) {
+        if !is_http_token(name) {
             return Err(ApiError::unprocessable(
                 "invalid_header",
                 format!("{name:?} is not a valid header name"),

@@ -1035,15 +1035,15 @@ pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {
     let mut later = new_job("r2", "q");
     later.run_at = at(60);
     store.job_insert(later).await.expect("insert");
-    let ids = vec![JobId::from("r1"), JobId::from("r2"), JobId::from("missing")];
+    let wanted = vec![JobId::from("r1"), JobId::from("r2"), JobId::from("missing")];
     let params = |owner: &str| LeaseIdsParams {
-        ids: ids.clone(),
+        ids: wanted.clone(),
         owner: owner.into(),
         now: at(0),
         lease_until: at(30),
     };
     let got = store.job_lease_ids(params("w1")).await.expect("lease");
-    assert_eq!(ids_of(&got), ["r1"]);
+    assert_eq!(ids(&got), ["r1"]);
     assert_eq!(got[0].lease_owner.as_deref(), Some("w1"));
     assert!(
         store
@@ -1053,10 +1053,6 @@ pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {
             .is_empty(),
         "never leased twice"
     );
-}
-
-fn ids_of(jobs: &[Job]) -> Vec<String> {
-    ids(jobs)
 }
 
 pub async fn deadlines_expire_for_held_jobs(store: Arc<dyn Store>) {

@@ -24,11 +24,7 @@ pub fn header(s: &str) -> Result<(String, String), String> {
         .split_once(':')
         .ok_or_else(|| format!("{s:?} is not a header: write it as 'Name: value'"))?;
     let name = name.trim();
-    let valid_name = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid_name {
+    if !redial_policy::is_http_token(name) {
         return Err(format!(
             "{name:?} is not a valid header name: use letters, digits and '-'"
         ));

@@ -551,13 +551,7 @@ impl EndpointState {
     pub fn view(&mut self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> EndpointView {
         let (firsts, retries) = self.budget_counts(cfg, now);
         let allowed = self.budget_allowed(cfg, firsts);
-        let hold = match self.clone().check(cfg, now, false, in_flight) {
-            Ok(()) => None,
-            Err(Admission::Hold(h) | Admission::HoldRetries(h) | Admission::FailRetry(h)) => {
-                Some(h.reason)
-            }
-            Err(Admission::Go) => None,
-        };
+        let hold = self.describe(cfg, now, in_flight);
         let (s, f) = self
             .window
             .iter()
@@ -609,12 +603,7 @@ impl EndpointState {
     }
 
     /// A one-line description of the current holds, for reasons (deadline while held).
-    pub fn describe(
-        &mut self,
-        cfg: &EndpointConfig,
-        now: Timestamp,
-        in_flight: u32,
-    ) -> Option<String> {
+    pub fn describe(&self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> Option<String> {
         match self.clone().check(cfg, now, false, in_flight) {
             Ok(()) => None,
             Err(Admission::Hold(h) | Admission::HoldRetries(h) | Admission::FailRetry(h)) => {
