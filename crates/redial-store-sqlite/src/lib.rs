@@ -141,10 +141,10 @@ impl SqliteStore {
 impl Store for SqliteStore {
     async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
         self.run(move |c| {
-            let tx = c.savepoint().map_err(sql::backend)?;
+            let tx = sql::Sp::begin(c)?;
             let out = sql::insert(&tx, &job)?;
             if !matches!(out, InsertOutcome::Conflict(_)) {
-                tx.commit().map_err(sql::backend)?;
+                tx.commit()?;
             }
             Ok(out)
         })
@@ -153,13 +153,13 @@ impl Store for SqliteStore {
 
     async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
         self.run(move |c| {
-            let tx = c.savepoint().map_err(sql::backend)?;
+            let tx = sql::Sp::begin(c)?;
             let mut outs = Vec::with_capacity(jobs.len());
             for job in &jobs {
                 outs.push(sql::insert(&tx, job)?);
             }
             if !outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
-                tx.commit().map_err(sql::backend)?;
+                tx.commit()?;
             }
             Ok(outs)
         })
@@ -191,7 +191,7 @@ impl Store for SqliteStore {
         self.run(move |c| sql::heartbeat(c, &params)).await
     }
 
-    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Job> {
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
         // Serialise here, on the caller's thread, to keep the storage thread's work short.
         let data = serde_json::to_string(&params.attempt)
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;

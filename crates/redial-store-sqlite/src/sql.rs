@@ -6,6 +6,15 @@ use redial_store::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, Row};
 
+/// The waiting states (ready, scheduled, deferred) as the partial indexes spell them: a chain of
+/// `=`, not an `IN` list (which SQLite evaluates through a temporary b-tree, schema migration 7).
+/// A query must spell it exactly so to use those indexes.
+macro_rules! waiting {
+    () => {
+        "(state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
 /// The columns of a job, in the order `job_from_row` reads them.
 const COLS: &str =
     "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
@@ -15,6 +24,49 @@ const COLS: &str =
 
 pub fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// A savepoint whose statements are prepared once and cached: rusqlite's own `savepoint()`
+/// parses `SAVEPOINT`/`RELEASE` afresh each time, which cost more than the work of a small
+/// request. Rolls back when dropped without `commit`.
+pub struct Sp<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl<'c> Sp<'c> {
+    pub fn begin(conn: &'c Connection) -> StoreResult<Sp<'c>> {
+        run_cached(conn, "SAVEPOINT op")?;
+        Ok(Sp { conn, done: false })
+    }
+
+    pub fn commit(mut self) -> StoreResult<()> {
+        self.done = true;
+        run_cached(self.conn, "RELEASE op")
+    }
+}
+
+impl std::ops::Deref for Sp<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Sp<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = run_cached(self.conn, "ROLLBACK TO op");
+            let _ = run_cached(self.conn, "RELEASE op");
+        }
+    }
+}
+
+fn run_cached(c: &Connection, sql: &str) -> StoreResult<()> {
+    c.prepare_cached(sql)
+        .and_then(|mut s| s.raw_execute())
+        .map(|_| ())
+        .map_err(backend)
 }
 
 fn json_err(e: serde_json::Error) -> StoreError {
@@ -136,8 +188,16 @@ fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Jo
 }
 
 fn get(c: &Connection, id: &JobId) -> StoreResult<Option<Job>> {
-    let sql = format!("SELECT {COLS} FROM jobs WHERE id = ?1");
-    Ok(query_jobs(c, &sql, &[Value::Text(id.0.clone())])?.pop())
+    static SQL: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE id = ?1"));
+    let raw = c
+        .prepare_cached(&SQL)
+        .and_then(|mut s| {
+            let mut rows = s.query([&id.0])?;
+            rows.next()?.map(raw_from_row).transpose()
+        })
+        .map_err(backend)?;
+    raw.map(decode).transpose()
 }
 
 fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
@@ -265,13 +325,15 @@ pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
 }
 
 pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let sql = format!(
-        "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
-         WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_runnable WHERE queue = ?4 \
-             AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
-             ORDER BY priority DESC, run_at, seq LIMIT ?5) \
-         RETURNING {COLS}"
+        concat!(
+            "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
+             WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_runnable WHERE queue = ?4 AND ",
+            waiting!(),
+            " AND run_at <= ?3 ORDER BY priority DESC, run_at, seq LIMIT ?5) RETURNING {}"
+        ),
+        COLS
     );
     let mut jobs = query_jobs(
         &tx,
@@ -284,7 +346,7 @@ pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
             Value::Integer(i64::from(p.limit)),
         ],
     )?;
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     // RETURNING gives no order; restore the lease order.
     jobs.sort_by(|a, b| {
         b.priority
@@ -304,7 +366,7 @@ fn update_owned(
     ids: &[JobId],
     owner: &str,
 ) -> StoreResult<u64> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let mut n = 0;
     {
         let mut stmt = tx.prepare_cached(sql).map_err(backend)?;
@@ -312,7 +374,7 @@ fn update_owned(
             n += stmt.execute(params![value, id.0, owner]).map_err(backend)? as u64;
         }
     }
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     Ok(n)
 }
 
@@ -327,14 +389,94 @@ pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
 }
 
 /// `data` is the attempt already serialised (off the storage thread) for the number the caller
-/// expects; if the job's count says otherwise, it is serialised again here.
+/// expects; if the job's count says otherwise, it is serialised again here. Returns the state the
+/// job was left in.
 pub fn record_attempt(
     c: &mut Connection,
     p: RecordAttemptParams,
     data: String,
-) -> StoreResult<Job> {
-    let tx = c.savepoint().map_err(backend)?;
-    let mut job = must_get(&tx, &p.id)?;
+) -> StoreResult<JobState> {
+    // The common case takes no savepoint (each costs a copy of every page it touches): a read,
+    // then the only statement that can fail on its own (the insert), then an update that cannot.
+    // Each statement is atomic, so a failure leaves nothing half-written; an I/O error fails the
+    // whole batch at commit.
+    let found = c
+        .prepare_cached(
+            "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
+             FROM jobs WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            let mut rows = s.query(params![p.id.0, p.owner])?;
+            match rows.next()? {
+                Some(r) => Ok(Some((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))),
+                None => Ok(None),
+            }
+        })
+        .map_err(backend)?;
+    let Some((seq, runs, true)) = found else {
+        return record_attempt_slow(c, p, data);
+    };
+    let (state, category, run_at, finished_at) = match p.transition {
+        Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
+        Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
+        Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
+        Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
+    };
+    let number = runs + 1;
+    let data = if p.attempt.number == number {
+        data
+    } else {
+        let mut attempt = p.attempt.clone();
+        attempt.number = number;
+        serde_json::to_string(&attempt).map_err(json_err)?
+    };
+    insert_attempt(c, seq, number, &data)?;
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
+    c.prepare_cached(
+        "UPDATE jobs SET state = ?1, category = ?2, run_at = COALESCE(?3, run_at), \
+         finished_at = ?4, attempts = ?5, unknown_attempts = ?6, deferrals = ?7, \
+         last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
+         lease_until = NULL, updated_at = ?11 WHERE seq = ?12",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            state.as_str(),
+            category_str(category),
+            run_at.map(ms),
+            finished_at.map(ms),
+            p.attempts,
+            p.unknown_attempts,
+            p.deferrals,
+            last_delay_ms,
+            p.attempt.reason,
+            number,
+            ms(p.now),
+            seq,
+        ])
+    })
+    .map_err(backend)?;
+    Ok(state)
+}
+
+fn insert_attempt(c: &Connection, seq: i64, number: u32, data: &str) -> StoreResult<()> {
+    c.prepare_cached("INSERT INTO attempts (job_seq, number, data) VALUES (?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![seq, number, data]))
+        .map(|_| ())
+        .map_err(backend)
+}
+
+/// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
+fn record_attempt_slow(
+    c: &mut Connection,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let tx = Sp::begin(c)?;
+    let job = must_get(&tx, &p.id)?;
     if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
         return Err(StoreError::LeaseLost(p.id));
     }
@@ -380,25 +522,9 @@ pub fn record_attempt(
         ])
     })
     .map_err(backend)?;
-    tx.prepare_cached("INSERT INTO attempts (job_seq, number, data) VALUES (?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![job.seq, number, data]))
-        .map_err(backend)?;
-    tx.commit().map_err(backend)?;
-    // The job as now stored, without reading it again.
-    job.state = state;
-    job.category = category;
-    job.run_at = run_at;
-    job.finished_at = finished_at;
-    job.attempts = p.attempts;
-    job.unknown_attempts = p.unknown_attempts;
-    job.deferrals = p.deferrals;
-    job.last_delay_ms = p.last_delay_ms;
-    job.last_reason = Some(reason);
-    job.runs = number;
-    job.lease_owner = None;
-    job.lease_until = None;
-    job.updated_at = now;
-    Ok(job)
+    insert_attempt(&tx, job.seq, number, &data)?;
+    tx.commit()?;
+    Ok(state)
 }
 
 pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
@@ -413,7 +539,7 @@ pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
 }
 
 pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let now = ms(p.now);
     let dead = tx
         .execute(
@@ -435,7 +561,7 @@ pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport>
             params![now, p.max_stalls],
         )
         .map_err(backend)? as u64;
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     Ok(RescueReport {
         requeued: ready,
         dead,
@@ -458,8 +584,11 @@ pub fn next_run_at(
     after: Timestamp,
 ) -> StoreResult<Option<Timestamp>> {
     c.query_row(
-        "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_queue_waiting WHERE queue = ?1 AND state IN ('ready', 'scheduled', 'deferred') \
-         AND run_at > ?2",
+        concat!(
+            "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_queue_waiting WHERE queue = ?1 AND ",
+            waiting!(),
+            " AND run_at > ?2"
+        ),
         params![queue, ms(after)],
         |r| r.get::<_, Option<i64>>(0),
     )
@@ -479,9 +608,13 @@ fn placeholders(first: usize, count: usize) -> String {
 /// choosing an index that would sort every waiting job first.
 pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
     let mut params = vec![Value::Text(p.queue.clone()), Value::Integer(ms(p.now))];
-    let mut sql = "SELECT id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 \
-         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?2"
-        .to_owned();
+    let mut sql = concat!(
+        "SELECT id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
+         WHERE queue = ?1 AND ",
+        waiting!(),
+        " AND run_at <= ?2"
+    )
+    .to_owned();
     if !p.exclude.is_empty() {
         sql.push_str(&format!(
             " AND endpoint NOT IN ({})",
@@ -516,57 +649,79 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
     if p.ids.is_empty() {
         return Ok(Vec::new());
     }
-    let tx = c.savepoint().map_err(backend)?;
-    let sql = format!(
-        "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
-         WHERE id IN ({}) AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= ?3 \
-         RETURNING {COLS}",
-        placeholders(4, p.ids.len())
-    );
-    let mut params = vec![
-        Value::Text(p.owner.clone()),
-        Value::Integer(ms(p.lease_until)),
-        Value::Integer(ms(p.now)),
-    ];
-    params.extend(p.ids.iter().map(|id| Value::Text(id.0.clone())));
-    let jobs = query_jobs(&tx, &sql, &params)?;
-    tx.commit().map_err(backend)?;
+    let tx = Sp::begin(c)?;
+    // Cached statements run per id: an `IN (...)` list of varying length would be parsed afresh
+    // for nearly every call, and `RETURNING` builds a temporary table on every run.
+    let mut leased = Vec::with_capacity(p.ids.len());
+    {
+        let mut update = tx
+            .prepare_cached(concat!(
+                "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
+                 updated_at = ?3 WHERE id = ?4 AND ",
+                waiting!(),
+                " AND run_at <= ?3"
+            ))
+            .map_err(backend)?;
+        for id in &p.ids {
+            if update
+                .execute(params![p.owner, ms(p.lease_until), ms(p.now), id.0])
+                .map_err(backend)?
+                == 1
+            {
+                leased.push(id);
+            }
+        }
+    }
+    let mut jobs = Vec::with_capacity(leased.len());
+    for id in leased {
+        jobs.push(must_get(&tx, id)?);
+    }
+    tx.commit()?;
     Ok(jobs)
 }
 
 pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let now = ms(p.now);
     let mut n = 0;
     // Endpoints with a known hold first, so their jobs' reasons name it.
     for (endpoint, why) in &p.reasons {
         n += tx
             .execute(
-                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
-                 updated_at = ?1, last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
-                 WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 \
-                 AND state IN ('ready', 'scheduled', 'deferred')",
+                concat!(
+                    "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', \
+                     finished_at = ?1, updated_at = ?1, \
+                     last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
+                     WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 AND ",
+                    waiting!()
+                ),
                 params![now, endpoint, why],
             )
             .map_err(backend)? as u64;
     }
     n += tx
         .execute(
-            "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
-             updated_at = ?1, last_reason = 'deadline passed before the job could run' \
-             WHERE deadline IS NOT NULL AND deadline <= ?1 AND state IN ('ready', 'scheduled', 'deferred')",
+            concat!(
+                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
+                 updated_at = ?1, last_reason = 'deadline passed before the job could run' \
+                 WHERE deadline IS NOT NULL AND deadline <= ?1 AND ",
+                waiting!()
+            ),
             params![now],
         )
         .map_err(backend)? as u64;
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     Ok(n)
 }
 
 pub fn endpoint_backlog(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
     let rows = query_rows(
         c,
-        "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs \
-             WHERE state IN ('ready', 'scheduled', 'deferred') GROUP BY endpoint ORDER BY endpoint",
+        concat!(
+            "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs WHERE ",
+            waiting!(),
+            " GROUP BY endpoint ORDER BY endpoint"
+        ),
         [ms(now)],
         |r| {
             Ok(EndpointBacklog {
@@ -596,7 +751,7 @@ pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
 }
 
 pub fn endpoint_save(c: &mut Connection, records: &[EndpointRecord]) -> StoreResult<()> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     {
         let mut stmt = tx
             .prepare_cached(
@@ -609,7 +764,7 @@ pub fn endpoint_save(c: &mut Connection, records: &[EndpointRecord]) -> StoreRes
                 .map_err(backend)?;
         }
     }
-    tx.commit().map_err(backend)
+    tx.commit()
 }
 
 const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
@@ -618,7 +773,7 @@ const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknow
     last_reason = 'replayed from the dead letters'";
 
 pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
     if job.state != JobState::Dead {
         return Err(StoreError::InvalidState {
@@ -633,12 +788,12 @@ pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
     )
     .map_err(backend)?;
     let job = must_get(&tx, id)?;
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     Ok(job)
 }
 
 pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
     if job.state != JobState::Dead {
         return Err(StoreError::InvalidState {
@@ -649,11 +804,11 @@ pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
     }
     tx.execute("DELETE FROM jobs WHERE seq = ?1", [job.seq])
         .map_err(backend)?;
-    tx.commit().map_err(backend)
+    tx.commit()
 }
 
 pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
-    let tx = c.savepoint().map_err(backend)?;
+    let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
     match job.state {
         JobState::Scheduled | JobState::Ready | JobState::Deferred => {
@@ -680,7 +835,7 @@ pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
         }
     }
     let job = must_get(&tx, id)?;
-    tx.commit().map_err(backend)?;
+    tx.commit()?;
     Ok(job)
 }
 

@@ -370,10 +370,12 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
     }
     lease(&store, "default", "w1", at(0), 10).await;
 
-    let job = store
+    let state = store
         .job_record_attempt(record("r", "w1", 1, Transition::Retry { at: at(30) }))
         .await
         .expect("record");
+    assert_eq!(state, JobState::Scheduled);
+    let job = get(&store, "r").await.0;
     assert_eq!(
         (job.state, job.run_at, job.attempts, job.runs),
         (JobState::Scheduled, at(30), 1, 1)
@@ -383,22 +385,24 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
 
     let mut p = record("d", "w1", 1, Transition::Defer { until: at(60) });
     (p.attempts, p.deferrals) = (0, 1);
-    let job = store.job_record_attempt(p).await.expect("record");
+    store.job_record_attempt(p).await.expect("record");
+    let job = get(&store, "d").await.0;
     assert_eq!(
         (job.state, job.run_at, job.attempts, job.deferrals),
         (JobState::Deferred, at(60), 0, 1)
     );
 
-    let job = store
+    store
         .job_record_attempt(record("c", "w1", 1, Transition::Complete))
         .await
         .expect("record");
+    let job = get(&store, "c").await.0;
     assert_eq!(
         (job.state, job.finished_at),
         (JobState::Completed, Some(at(1)))
     );
 
-    let job = store
+    store
         .job_record_attempt(record(
             "x",
             "w1",
@@ -409,6 +413,7 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
         ))
         .await
         .expect("record");
+    let job = get(&store, "x").await.0;
     assert_eq!(
         (job.state, job.category),
         (JobState::Dead, Some(DeadCategory::Permanent))
@@ -690,11 +695,12 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
         .await
         .expect("cancel");
     assert_eq!((job.state, job.cancel_requested), (JobState::Running, true));
-    let job = store
+    let state = store
         .job_record_attempt(record("c2", "w1", 1, Transition::Retry { at: at(10) }))
         .await
         .expect("record");
-    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(get(&store, "c2").await.0.state, JobState::Cancelled);
     assert_eq!(
         get(&store, "c2").await.1.len(),
         1,
@@ -711,11 +717,12 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
         .job_cancel(&JobId::from("c3"), at(1))
         .await
         .expect("cancel");
-    let job = store
+    let state = store
         .job_record_attempt(record("c3", "w1", 1, Transition::Complete))
         .await
         .expect("record");
-    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(state, JobState::Completed);
+    assert_eq!(get(&store, "c3").await.0.state, JobState::Completed);
 }
 
 pub async fn bulk_dead_letter_actions(store: Arc<dyn Store>) {
