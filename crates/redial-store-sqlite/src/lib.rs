@@ -142,7 +142,7 @@ impl Store for SqliteStore {
     async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
         self.run(move |c| {
             let tx = sql::Sp::begin(c)?;
-            let out = sql::insert(&tx, &job)?;
+            let out = sql::insert(&tx, job)?;
             if !matches!(out, InsertOutcome::Conflict(_)) {
                 tx.commit()?;
             }
@@ -155,7 +155,7 @@ impl Store for SqliteStore {
         self.run(move |c| {
             let tx = sql::Sp::begin(c)?;
             let mut outs = Vec::with_capacity(jobs.len());
-            for job in &jobs {
+            for job in jobs {
                 outs.push(sql::insert(&tx, job)?);
             }
             if !outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
@@ -184,7 +184,8 @@ impl Store for SqliteStore {
     }
 
     async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
-        self.run(move |c| sql::lease_ids(c, &params)).await
+        let raws = self.run(move |c| sql::lease_ids(c, &params)).await?;
+        raws.into_iter().map(sql::decode).collect()
     }
 
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {

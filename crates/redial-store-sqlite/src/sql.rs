@@ -86,7 +86,7 @@ fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
 }
 
 /// A row as read, before the JSON columns are decoded (decoding errors are not rusqlite's).
-struct RawJob {
+pub struct RawJob {
     job: Job,
     request: String,
     tags: String,
@@ -144,7 +144,7 @@ fn raw_from_row(r: &Row<'_>) -> rusqlite::Result<RawJob> {
     })
 }
 
-fn decode(raw: RawJob) -> StoreResult<Job> {
+pub fn decode(raw: RawJob) -> StoreResult<Job> {
     let mut job = raw.job;
     job.state = raw
         .state
@@ -188,35 +188,26 @@ fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Jo
 }
 
 fn get(c: &Connection, id: &JobId) -> StoreResult<Option<Job>> {
+    get_raw(c, id)?.map(decode).transpose()
+}
+
+fn get_raw(c: &Connection, id: &JobId) -> StoreResult<Option<RawJob>> {
     static SQL: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE id = ?1"));
-    let raw = c
-        .prepare_cached(&SQL)
+    c.prepare_cached(&SQL)
         .and_then(|mut s| {
             let mut rows = s.query([&id.0])?;
             rows.next()?.map(raw_from_row).transpose()
         })
-        .map_err(backend)?;
-    raw.map(decode).transpose()
+        .map_err(backend)
 }
 
 fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
     get(c, id)?.ok_or_else(|| StoreError::NotFound(id.clone()))
 }
 
-pub fn insert(tx: &Connection, job: &NewJob) -> StoreResult<InsertOutcome> {
+pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     let request = serde_json::to_string(&job.request).map_err(json_err)?;
-    if let Some(existing) = get(tx, &job.id)? {
-        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
-        let same = existing.queue == job.queue
-            && stored_request == request
-            && existing.idempotency_key == job.idempotency_key;
-        return Ok(if same {
-            InsertOutcome::Duplicate(existing)
-        } else {
-            InsertOutcome::Conflict(existing)
-        });
-    }
     let state = if job.run_at > job.created_at {
         JobState::Scheduled
     } else {
@@ -229,29 +220,73 @@ pub fn insert(tx: &Connection, job: &NewJob) -> StoreResult<InsertOutcome> {
         .map(serde_json::to_string)
         .transpose()
         .map_err(json_err)?;
-    tx.prepare_cached(
-        "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
-         deadline, tags, policy, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            job.id.0,
-            job.queue,
-            job.endpoint,
-            state.as_str(),
-            request,
-            job.idempotency_key,
-            job.priority,
-            ms(job.run_at),
-            job.deadline.map(ms),
-            tags,
-            policy,
-            ms(job.created_at),
-        ])
-    })
-    .map_err(backend)?;
-    Ok(InsertOutcome::Inserted(must_get(tx, &job.id)?))
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
+             deadline, tags, policy, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                job.id.0,
+                job.queue,
+                job.endpoint,
+                state.as_str(),
+                request,
+                job.idempotency_key,
+                job.priority,
+                ms(job.run_at),
+                job.deadline.map(ms),
+                tags,
+                policy,
+                ms(job.created_at),
+            ])
+        })
+        .map_err(backend)?;
+    if inserted == 0 {
+        // The id exists: the same job again is a duplicate, anything else a conflict.
+        let existing = must_get(tx, &job.id)?;
+        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
+        let same = existing.queue == job.queue
+            && stored_request == request
+            && existing.idempotency_key == job.idempotency_key;
+        return Ok(if same {
+            InsertOutcome::Duplicate(existing)
+        } else {
+            InsertOutcome::Conflict(existing)
+        });
+    }
+    // The job as stored, built from what was written rather than read back.
+    Ok(InsertOutcome::Inserted(Job {
+        seq: tx.last_insert_rowid(),
+        id: job.id,
+        queue: job.queue,
+        endpoint: job.endpoint,
+        state,
+        category: None,
+        request: job.request,
+        idempotency_key: job.idempotency_key,
+        priority: job.priority,
+        run_at: job.run_at,
+        deadline: job.deadline,
+        tags: job.tags,
+        policy: job.policy,
+        created_at: job.created_at,
+        updated_at: job.created_at,
+        finished_at: None,
+        attempts: 0,
+        unknown_attempts: 0,
+        deferrals: 0,
+        stalls: 0,
+        replays: 0,
+        runs: 0,
+        last_delay_ms: None,
+        last_reason: None,
+        lease_owner: None,
+        lease_until: None,
+        cancel_requested: false,
+    }))
 }
 
 pub fn get_with_attempts(
@@ -645,7 +680,8 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
     Ok(rows)
 }
 
-pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
+/// Returns the leased rows undecoded: the caller decodes them off the storage thread.
+pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJob>> {
     if p.ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -674,7 +710,7 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
     }
     let mut jobs = Vec::with_capacity(leased.len());
     for id in leased {
-        jobs.push(must_get(&tx, id)?);
+        jobs.push(get_raw(&tx, id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?);
     }
     tx.commit()?;
     Ok(jobs)
