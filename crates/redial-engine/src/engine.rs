@@ -363,15 +363,34 @@ impl Inner {
     }
 }
 
+/// A slot to run an attempt in; when the attempt's outcome is known and its endpoint has learned
+/// from it, the slot is traded for a place in the queue's recording line, so the next attempt
+/// starts while the result is being written. Both are bounded by the queue's concurrency: at
+/// most twice that many jobs are leased and not yet recorded.
+struct Slot {
+    attempt: tokio::sync::OwnedSemaphorePermit,
+    recording: Arc<Semaphore>,
+}
+
+impl Slot {
+    /// Waits for a place in the recording line, then frees the attempt slot.
+    async fn start_recording(self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let place = self.recording.acquire_owned().await.ok();
+        drop(self.attempt);
+        place
+    }
+}
+
 async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
     let permits = Arc::new(Semaphore::new(concurrency));
+    let recording = Arc::new(Semaphore::new(concurrency));
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
     loop {
         if inner.shutdown.is_triggered() {
             return;
         }
         if permits.available_permits() > 0 {
-            match fill(&inner, &queue, &permits).await {
+            match fill(&inner, &queue, &permits, &recording).await {
                 // Every permit is taken: look again as soon as one frees.
                 Ok(true) => {}
                 Ok(false) => {}
@@ -414,6 +433,7 @@ async fn fill(
     inner: &Arc<Inner>,
     queue: &str,
     permits: &Arc<Semaphore>,
+    recording: &Arc<Semaphore>,
 ) -> Result<bool, StoreError> {
     let now = inner.clock.now();
     let mut exclude: Vec<String> = Vec::new();
@@ -491,7 +511,7 @@ async fn fill(
                 }
             }
             for job in jobs {
-                spawn_attempt(inner, job, permits).await;
+                spawn_attempt(inner, job, permits, recording).await;
             }
         }
         if seen_all || !progressed {
@@ -502,8 +522,13 @@ async fn fill(
     Ok(permits.available_permits() == 0)
 }
 
-async fn spawn_attempt(inner: &Arc<Inner>, job: Job, permits: &Arc<Semaphore>) {
-    let Ok(permit) = permits.clone().try_acquire_owned() else {
+async fn spawn_attempt(
+    inner: &Arc<Inner>,
+    job: Job,
+    permits: &Arc<Semaphore>,
+    recording: &Arc<Semaphore>,
+) {
+    let Ok(attempt) = permits.clone().try_acquire_owned() else {
         // Cannot happen: at most the free permits' worth of jobs are picked, and only this
         // queue's loop takes its permits. Give the job back rather than overrun the limit.
         inner.endpoints.cancel(&job.endpoint);
@@ -512,7 +537,11 @@ async fn spawn_attempt(inner: &Arc<Inner>, job: Job, permits: &Arc<Semaphore>) {
     };
     let mut in_flight = inner.lock_in_flight();
     let id = job.id.clone();
-    let task = tokio::spawn(run_attempt(inner.clone(), job, permit));
+    let slot = Slot {
+        attempt,
+        recording: recording.clone(),
+    };
+    let task = tokio::spawn(run_attempt(inner.clone(), job, slot));
     in_flight.insert(id, task.abort_handle());
 }
 
@@ -588,8 +617,9 @@ async fn release_one(inner: &Inner, id: JobId) {
     }
 }
 
-/// One attempt: run, decide, record. Holds a concurrency permit until it ends.
-async fn run_attempt(inner: Arc<Inner>, job: Job, _permit: tokio::sync::OwnedSemaphorePermit) {
+/// One attempt: run, decide, record. Holds its slot until the outcome is decided, then a place
+/// in the recording line until the result is durable.
+async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
     let held = inner.endpoints.held_by(&job.endpoint, job.run_at);
     let started_at = inner.clock.now();
     let started = std::time::Instant::now();
@@ -612,13 +642,9 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, _permit: tokio::sync::OwnedSem
         },
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    record(&inner, &job, output, started_at, duration_ms, held).await;
+    record(&inner, &job, output, started_at, duration_ms, held, slot).await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
-    // A finished attempt frees a permit and may lift an endpoint's hold, for any queue.
-    for n in inner.wakers.values() {
-        n.notify_one();
-    }
 }
 
 /// What an attempt's result teaches its endpoint.
@@ -675,6 +701,7 @@ async fn record(
     started_at: Timestamp,
     duration_ms: u64,
     held: Option<String>,
+    slot: Slot,
 ) {
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
@@ -696,6 +723,12 @@ async fn record(
     inner
         .endpoints
         .finish(&job.endpoint, now, observe(&output, &decision, now));
+    // The next attempt may start while this result is written. A finished attempt frees a
+    // slot and may lift an endpoint's hold, for any queue.
+    let _recording = slot.start_recording().await;
+    for n in inner.wakers.values() {
+        n.notify_one();
+    }
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let (status, error, handler_reason) = match &output.outcome {
         Outcome::Response(r) => (Some(r.status), None, None),

@@ -1,13 +1,15 @@
 //! Redial's embedded default store: one SQLite file in WAL mode.
 //!
-//! Owns the schema, its migrations and the SQL behind every [`Store`] method. Durability: every
-//! method is one transaction, committed with `synchronous = FULL` before it returns, so an
-//! acknowledged enqueue survives a process crash and a power loss (given a disk that honours fsync).
+//! Owns the schema, its migrations and the SQL behind every [`Store`] method. Durability: no
+//! answer is sent before the transaction that holds it is committed with `synchronous = FULL`,
+//! so an acknowledged enqueue or attempt survives a process crash and a power loss (given a disk
+//! that honours fsync).
 //! Concurrency: one connection, owned by one storage thread that takes requests from a queue.
-//! Requests that queue up while a transaction commits are run together in the next one (group
-//! commit): each in its own savepoint, so one failing request changes nothing of the others, and
-//! every answer is sent only after the shared commit is durable. SQLite serialises writers anyway;
-//! one connection keeps leasing trivially exclusive.
+//! Requests that arrive while a transaction runs join it (group commit, bounded in count and
+//! time), and every answer waits for the shared commit. A request that writes more than one
+//! statement either takes a savepoint or orders its statements so that only the first can fail,
+//! so one failing request changes nothing of the others. SQLite serialises writers anyway; one
+//! connection keeps leasing trivially exclusive.
 
 mod schema;
 mod sql;
@@ -25,13 +27,17 @@ pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
-/// A request to the storage thread: it runs inside the batch's transaction and returns how to
-/// deliver its answer once the batch has committed (or failed to).
-type Op = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+/// A request to the storage thread: it runs inside the batch's transaction (or gets the error
+/// that kept the transaction from starting) and returns how to deliver its answer once the batch
+/// has committed (or failed to).
+type Op = Box<dyn FnOnce(Result<&mut Connection, StoreError>) -> Deliver + Send>;
 type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
 
-/// Requests run in one transaction at most; a bound keeps any one commit short.
+/// Bounds on one transaction: requests that keep arriving while a batch runs join it, up to this
+/// many or this long, so one commit (and its fsync) serves as many as possible without holding
+/// the first answers back for long.
 const MAX_BATCH: usize = 1024;
+const MAX_BATCH_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
 struct Inner {
     /// Requests to the storage thread, which owns the connection. The thread ends when every
@@ -48,35 +54,39 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-/// The storage thread: takes what is queued, runs it in one transaction, commits, then answers.
+/// The storage thread: runs requests in one transaction for as long as they keep coming (within
+/// the bounds above), commits, then answers. An idle store commits each request at once.
 fn storage_thread(mut conn: Connection, ops: std::sync::mpsc::Receiver<Op>) {
     while let Ok(first) = ops.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match ops.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(_) => break,
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            // Nothing runs outside a transaction: what is queued fails now, the next request
+            // tries again.
+            let e = format!("cannot start a transaction: {e}");
+            first(Err(StoreError::Backend(e.clone())))(None);
+            while let Ok(op) = ops.try_recv() {
+                op(Err(StoreError::Backend(e.clone())))(None);
             }
+            continue;
         }
-        // Should BEGIN fail, each request's savepoint is its own transaction instead.
-        let grouped = conn.execute_batch("BEGIN IMMEDIATE").is_ok();
-        let mut deliveries = Vec::with_capacity(batch.len());
-        for op in batch {
-            // A request that panics gets no answer (its caller sees the request dropped); its
-            // savepoint rolled back as it unwound, and the others go on.
-            if let Ok(d) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut conn)))
+        let started = std::time::Instant::now();
+        let mut deliveries = Vec::new();
+        let mut next = Some(first);
+        while let Some(op) = next.take() {
+            // A request that panics gets no answer (its caller sees the request dropped); what
+            // it wrote stays in the batch only if it wrote it with complete statements.
+            if let Ok(d) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(Ok(&mut conn))))
             {
                 deliveries.push(d);
             }
+            if deliveries.len() < MAX_BATCH && started.elapsed() < MAX_BATCH_TIME {
+                next = ops.try_recv().ok();
+            }
         }
-        let failure = if grouped {
-            conn.execute_batch("COMMIT").err().map(|e| {
-                let _ = conn.execute_batch("ROLLBACK");
-                format!("commit failed: {e}")
-            })
-        } else {
-            None
-        };
+        let failure = conn.execute_batch("COMMIT").err().map(|e| {
+            let _ = conn.execute_batch("ROLLBACK");
+            format!("commit failed: {e}")
+        });
         for d in deliveries {
             d(failure.clone().map(StoreError::Backend));
         }
@@ -120,7 +130,7 @@ impl SqliteStore {
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let op: Op = Box::new(move |conn| {
-            let result = f(conn);
+            let result = conn.and_then(f);
             Box::new(move |commit_failure: Option<StoreError>| {
                 let _ = tx.send(match commit_failure {
                     Some(e) => Err(e),
