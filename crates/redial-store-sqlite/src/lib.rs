@@ -278,6 +278,14 @@ impl Store for SqliteStore {
         self.run(move |c| sql::cleanup(c, &params)).await
     }
 
+    async fn endpoint_holds_share(&self, holds: Vec<SharedHold>) -> StoreResult<()> {
+        self.run(move |c| sql::holds_share(c, &holds)).await
+    }
+
+    async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+        self.run(move |c| sql::holds_load(c, now)).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         self.run(|c| {
             c.query_row("SELECT 1", [], |_| Ok(()))

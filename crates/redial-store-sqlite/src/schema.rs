@@ -114,6 +114,16 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_finished ON jobs (finished_at)
         WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled');
     "#,
+    // 8: holds shared between nodes (the same table as PostgreSQL's, for one behaviour).
+    r#"
+    CREATE TABLE endpoint_holds (
+        name           TEXT PRIMARY KEY,
+        paused_until   INTEGER,
+        pause_reason   TEXT,
+        breaker_until  INTEGER,
+        breaker_reason TEXT
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// Sets the connection up for durability and brings the schema to the latest version.

@@ -954,3 +954,54 @@ pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
         .map_err(backend)? as u64;
     Ok(by_age + by_count)
 }
+
+pub fn holds_share(c: &mut Connection, holds: &[SharedHold]) -> StoreResult<()> {
+    let tx = Sp::begin(c)?;
+    {
+        // Each half only lengthens: the later instant wins, with its reason.
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO endpoint_holds (name, paused_until, pause_reason, breaker_until, breaker_reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET \
+                 pause_reason = CASE WHEN excluded.paused_until > COALESCE(paused_until, -1) \
+                     THEN excluded.pause_reason ELSE pause_reason END, \
+                 paused_until = MAX(COALESCE(paused_until, -1), COALESCE(excluded.paused_until, -1)), \
+                 breaker_reason = CASE WHEN excluded.breaker_until > COALESCE(breaker_until, -1) \
+                     THEN excluded.breaker_reason ELSE breaker_reason END, \
+                 breaker_until = MAX(COALESCE(breaker_until, -1), COALESCE(excluded.breaker_until, -1))",
+            )
+            .map_err(backend)?;
+        for h in holds {
+            stmt.execute(params![
+                h.endpoint,
+                h.paused_until.map(ms),
+                h.pause_reason,
+                h.breaker_until.map(ms),
+                h.breaker_reason
+            ])
+            .map_err(backend)?;
+        }
+    }
+    tx.commit()
+}
+
+pub fn holds_load(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+    let now = ms(now);
+    query_rows(
+        c,
+        "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason FROM endpoint_holds \
+         WHERE paused_until > ?1 OR breaker_until > ?1 ORDER BY name",
+        [now],
+        |r| {
+            let pause: Option<i64> = r.get::<_, Option<i64>>(1)?.filter(|t| *t > now);
+            let breaker: Option<i64> = r.get::<_, Option<i64>>(3)?.filter(|t| *t > now);
+            Ok(SharedHold {
+                endpoint: r.get(0)?,
+                paused_until: ts(pause),
+                pause_reason: if pause.is_some() { r.get(2)? } else { None },
+                breaker_until: ts(breaker),
+                breaker_reason: if breaker.is_some() { r.get(4)? } else { None },
+            })
+        },
+    )
+}

@@ -137,4 +137,40 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Whether the store answers; for readiness checks.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Publishes holds that every node must honour (an endpoint's pause, its open breaker). A
+    /// stored hold is only ever lengthened: the later instant wins, with its reason.
+    async fn endpoint_holds_share(&self, holds: Vec<SharedHold>) -> StoreResult<()>;
+
+    /// The shared holds still in force at `now`.
+    async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>>;
+
+    /// Whether this node should run maintenance now (rescue, promotion, deadlines, cleanup).
+    /// A store that one process owns always says yes; a shared one elects one node at a time
+    /// and moves the role when that node goes away.
+    async fn try_lead(&self) -> StoreResult<bool> {
+        Ok(true)
+    }
+
+    /// Whether several nodes may share this store (their endpoint holds then need sharing).
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// Wake-ups from other nodes: work enqueued there, holds they shared. `None` when nothing
+    /// but this process writes to the store.
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<Wake>> {
+        None
+    }
+}
+
+/// What another node's write means for this one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// New runnable work in this queue.
+    Queue(String),
+    /// Some endpoint's shared holds changed.
+    Endpoints,
+    /// Anything may have changed (the notification channel was re-established).
+    All,
 }

@@ -20,7 +20,8 @@ macro_rules! store_suite {
             rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
-            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts);
+            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
+            shared_holds_only_lengthen);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -1119,6 +1120,53 @@ pub async fn endpoint_state_round_trips(store: Arc<dyn Store>) {
         store.endpoint_load().await.expect("load"),
         vec![rec("A", "{\"a\":2}", 2), rec("B", "{}", 1)]
     );
+}
+
+pub async fn shared_holds_only_lengthen(store: Arc<dyn Store>) {
+    assert!(store
+        .endpoint_holds_load(at(0))
+        .await
+        .expect("load")
+        .is_empty());
+    let hold = |e: &str, pause: Option<i64>, breaker: Option<i64>, why: &str| SharedHold {
+        endpoint: e.into(),
+        paused_until: pause.map(at),
+        pause_reason: pause.map(|_| format!("pause {why}")),
+        breaker_until: breaker.map(at),
+        breaker_reason: breaker.map(|_| format!("breaker {why}")),
+    };
+    store
+        .endpoint_holds_share(vec![
+            hold("A", Some(30), None, "1"),
+            hold("B", None, Some(10), "1"),
+        ])
+        .await
+        .expect("share");
+    // A shorter pause does not shorten the stored one; a longer breaker lengthens it.
+    store
+        .endpoint_holds_share(vec![
+            hold("A", Some(20), None, "2"),
+            hold("B", None, Some(40), "2"),
+        ])
+        .await
+        .expect("share");
+    let mut got = store.endpoint_holds_load(at(0)).await.expect("load");
+    got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    assert_eq!(
+        got,
+        vec![
+            hold("A", Some(30), None, "1"),
+            hold("B", None, Some(40), "2")
+        ]
+    );
+    // Holds that ended are not loaded; a hold that half ended keeps its other half.
+    store
+        .endpoint_holds_share(vec![hold("B", Some(5), None, "3")])
+        .await
+        .expect("share");
+    let mut got = store.endpoint_holds_load(at(35)).await.expect("load");
+    got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    assert_eq!(got, vec![hold("B", None, Some(40), "2")]);
 }
 
 pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {

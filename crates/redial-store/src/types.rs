@@ -400,3 +400,14 @@ pub struct EndpointRecord {
     pub state: String,
     pub updated_at: Timestamp,
 }
+
+/// A hold one node shares with the others: an endpoint paused, or its breaker open, until an
+/// instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedHold {
+    pub endpoint: String,
+    pub paused_until: Option<Timestamp>,
+    pub pause_reason: Option<String>,
+    pub breaker_until: Option<Timestamp>,
+    pub breaker_reason: Option<String>,
+}

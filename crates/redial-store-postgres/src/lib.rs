@@ -1,0 +1,438 @@
+//! Redial's store for several nodes sharing one PostgreSQL database.
+//!
+//! Same behaviour as the SQLite store (the shared suite in `redial_store::testkit` runs against
+//! both). What differs is how nodes stay out of each other's way:
+//! - Leasing: rows are claimed with `FOR UPDATE SKIP LOCKED` in `seq` order, and every claim
+//!   re-checks the job's state under the row lock, so a job is never leased to two owners at once.
+//! - Wake-ups: writes that make work runnable `NOTIFY` a channel of the schema; every node
+//!   `LISTEN`s on its own connection and wakes the queue's loop (see [`Store::subscribe`]).
+//! - Maintenance: one node at a time holds a session advisory lock on a dedicated connection
+//!   ([`Store::try_lead`]); when that node dies its session ends, the lock frees and another
+//!   node takes the role at its next tick.
+//! - Durability: every method is one transaction (often one statement), committed before it
+//!   returns, under the server's own durability settings (`synchronous_commit` on by default).
+
+mod schema;
+mod sql;
+
+use async_trait::async_trait;
+use redial_policy::Timestamp;
+use redial_store::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::{broadcast, Mutex, MutexGuard};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+/// The advisory lock key of the maintenance role ("redial-leader").
+const LEADER_LOCK: i64 = 0x7265_6469_616c_6c64;
+
+/// Connections kept open by default.
+pub const DEFAULT_POOL_SIZE: usize = 8;
+
+/// The PostgreSQL store. Cheap to clone; clones share the connections.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    pool: Vec<Mutex<Option<Conn>>>,
+    next: AtomicUsize,
+    /// The connection that holds (or tries for) the maintenance role, and whether it holds it.
+    leader: Mutex<Option<(Client, bool)>>,
+    /// The NOTIFY channel of this schema.
+    channel: String,
+    wakes: broadcast::Sender<Wake>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("host", &self.inner.config.get_hosts())
+            .field("dbname", &self.inner.config.get_dbname())
+            .field("channel", &self.inner.channel)
+            .finish()
+    }
+}
+
+/// One pooled connection and the statements prepared on it.
+pub(crate) struct Conn {
+    pub client: Client,
+    pub stmts: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    /// A statement prepared once per connection.
+    pub async fn prepared(&mut self, sql: &'static str) -> StoreResult<Statement> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).await.map_err(backend)?;
+        self.stmts.insert(sql, s.clone());
+        Ok(s)
+    }
+}
+
+/// The server's message for a failure (tokio-postgres's own display says only "db error").
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend(describe(&e))
+}
+
+async fn connect(config: &Config) -> StoreResult<Client> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| {
+        StoreError::Backend(format!("cannot connect to PostgreSQL: {}", describe(&e)))
+    })?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %describe(&e), "a PostgreSQL connection ended");
+        }
+    });
+    Ok(client)
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:password@host:port/dbname`, or key=value pairs) and
+    /// brings the schema up to date.
+    pub async fn connect(url: &str) -> StoreResult<PgStore> {
+        let config: Config = url
+            .parse()
+            .map_err(|e| StoreError::Backend(format!("invalid database URL: {e}")))?;
+        PgStore::connect_with(config, DEFAULT_POOL_SIZE).await
+    }
+
+    /// Connects with a prepared configuration and `pool_size` connections (at least one).
+    pub async fn connect_with(config: Config, pool_size: usize) -> StoreResult<PgStore> {
+        let mut first = connect(&config).await?;
+        schema::migrate(&mut first)
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot prepare the database: {e}")))?;
+        let schema: String = first
+            .query_one("SELECT current_schema()", &[])
+            .await
+            .map_err(backend)?
+            .get(0);
+        let channel = format!("redial_{schema}");
+        let mut pool = vec![Mutex::new(Some(Conn {
+            client: first,
+            stmts: HashMap::new(),
+        }))];
+        pool.extend((1..pool_size.max(1)).map(|_| Mutex::new(None)));
+        let (wakes, _) = broadcast::channel(1024);
+        let listener = tokio::spawn(listen(config.clone(), channel.clone(), wakes.clone()));
+        Ok(PgStore {
+            inner: Arc::new(Inner {
+                config,
+                pool,
+                next: AtomicUsize::new(0),
+                leader: Mutex::new(None),
+                channel,
+                wakes,
+                listener,
+            }),
+        })
+    }
+
+    /// A connection of the pool: a free one if any, else the next in turn once it frees.
+    /// A connection that broke is replaced.
+    async fn conn(&self) -> StoreResult<MutexGuard<'_, Option<Conn>>> {
+        let pool = &self.inner.pool;
+        let start = self.inner.next.fetch_add(1, Ordering::Relaxed) % pool.len();
+        let mut guard = None;
+        for i in 0..pool.len() {
+            if let Ok(g) = pool[(start + i) % pool.len()].try_lock() {
+                guard = Some(g);
+                break;
+            }
+        }
+        let mut guard = match guard {
+            Some(g) => g,
+            None => pool[start].lock().await,
+        };
+        if guard.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *guard = Some(Conn {
+                client: connect(&self.inner.config).await?,
+                stmts: HashMap::new(),
+            });
+        }
+        Ok(guard)
+    }
+
+    /// The NOTIFY channel this store's writes use.
+    pub fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+}
+
+/// Listens for other nodes' notifications and passes them on; reconnects when the connection
+/// drops, and then says `All` (notifications may have been missed meanwhile).
+async fn listen(config: Config, channel: String, wakes: broadcast::Sender<Wake>) {
+    use futures_util::StreamExt;
+    let mut first = true;
+    loop {
+        match config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let mut messages =
+                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                let sql = format!("LISTEN \"{channel}\"");
+                let ok = {
+                    let listening = client.batch_execute(&sql);
+                    // The LISTEN is answered through the connection, which the stream drives.
+                    tokio::pin!(listening);
+                    loop {
+                        tokio::select! {
+                            r = &mut listening => break r.is_ok(),
+                            m = messages.next() => if m.is_none() { break false; },
+                        }
+                    }
+                };
+                if ok {
+                    if !first {
+                        let _ = wakes.send(Wake::All);
+                    }
+                    first = false;
+                    while let Some(m) = messages.next().await {
+                        match m {
+                            Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                                let wake = match n.payload() {
+                                    "" => Wake::All,
+                                    "\u{1}endpoints" => Wake::Endpoints,
+                                    queue => Wake::Queue(queue.to_owned()),
+                                };
+                                let _ = wakes.send(wake);
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %describe(&e), "the PostgreSQL listener failed");
+                                break;
+                            }
+                        }
+                    }
+                }
+                drop(client);
+            }
+            Err(e) => {
+                tracing::warn!(error = %describe(&e), "cannot connect the PostgreSQL listener; retrying");
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+macro_rules! with_conn {
+    ($self:ident, $c:ident => $body:expr) => {{
+        let mut guard = $self.conn().await?;
+        let $c = guard.as_mut().expect("a connected pool entry");
+        let out = $body;
+        if out.is_err() && $c.client.is_closed() {
+            *guard = None;
+        }
+        out
+    }};
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::insert_one(c, &channel, job).await)
+    }
+
+    async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::insert_batch(c, &channel, jobs).await)
+    }
+
+    async fn job_get(&self, id: &JobId) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+        with_conn!(self, c => sql::get_with_attempts(c, id).await)
+    }
+
+    async fn job_list(&self, params: JobListParams) -> StoreResult<JobPage> {
+        with_conn!(self, c => sql::list(c, &params).await)
+    }
+
+    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>> {
+        with_conn!(self, c => sql::lease(c, &params).await)
+    }
+
+    async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
+        with_conn!(self, c => sql::candidates(c, &params).await)
+    }
+
+    async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
+        with_conn!(self, c => sql::lease_ids(c, &params).await)
+    }
+
+    async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {
+        with_conn!(self, c => sql::heartbeat(c, &params).await)
+    }
+
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
+        let data = serde_json::to_string(&params.attempt)
+            .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
+        with_conn!(self, c => sql::record_attempt(c, params, data).await)
+    }
+
+    async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::release(c, &channel, &params).await)
+    }
+
+    async fn job_rescue_expired(&self, params: RescueParams) -> StoreResult<RescueReport> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::rescue(c, &channel, &params).await)
+    }
+
+    async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64> {
+        with_conn!(self, c => sql::promote(c, now).await)
+    }
+
+    async fn job_next_run_at(
+        &self,
+        queue: &str,
+        after: Timestamp,
+    ) -> StoreResult<Option<Timestamp>> {
+        with_conn!(self, c => sql::next_run_at(c, queue, after).await)
+    }
+
+    async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64> {
+        with_conn!(self, c => sql::expire_deadlines(c, &params).await)
+    }
+
+    async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+        with_conn!(self, c => sql::endpoint_backlog(c, now).await)
+    }
+
+    async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>> {
+        with_conn!(self, c => sql::endpoint_load(c).await)
+    }
+
+    async fn endpoint_save(&self, records: Vec<EndpointRecord>) -> StoreResult<()> {
+        with_conn!(self, c => sql::endpoint_save(c, &records).await)
+    }
+
+    async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::replay(c, &channel, id, now).await)
+    }
+
+    async fn job_dismiss(&self, id: &JobId) -> StoreResult<()> {
+        with_conn!(self, c => sql::dismiss(c, id).await)
+    }
+
+    async fn job_cancel(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+        with_conn!(self, c => sql::cancel(c, id, now).await)
+    }
+
+    async fn dead_letter_replay(&self, filter: JobFilter, now: Timestamp) -> StoreResult<u64> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::bulk_replay(c, &channel, &filter, now).await)
+    }
+
+    async fn dead_letter_dismiss(&self, filter: JobFilter) -> StoreResult<u64> {
+        with_conn!(self, c => sql::bulk_dismiss(c, &filter).await)
+    }
+
+    async fn stats(&self) -> StoreResult<Stats> {
+        with_conn!(self, c => sql::stats(c).await)
+    }
+
+    async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
+        with_conn!(self, c => sql::cleanup(c, &params).await)
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        with_conn!(self, c => c.client.simple_query("SELECT 1").await.map(|_| ()).map_err(backend))
+    }
+
+    async fn endpoint_holds_share(&self, holds: Vec<SharedHold>) -> StoreResult<()> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::holds_share(c, &channel, &holds).await)
+    }
+
+    async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+        with_conn!(self, c => sql::holds_load(c, now).await)
+    }
+
+    async fn try_lead(&self) -> StoreResult<bool> {
+        let mut leader = self.inner.leader.lock().await;
+        if leader.as_ref().is_some_and(|(c, _)| c.is_closed()) {
+            // The session ended, and the lock with it.
+            *leader = None;
+        }
+        if leader.is_none() {
+            *leader = Some((connect(&self.inner.config).await?, false));
+        }
+        let (client, held) = leader.as_mut().expect("connected above");
+        if !*held {
+            match client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&LEADER_LOCK])
+                .await
+            {
+                Ok(row) => *held = row.get(0),
+                Err(e) => {
+                    *leader = None;
+                    return Err(backend(e));
+                }
+            }
+        }
+        Ok(*held)
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<Wake>> {
+        Some(self.inner.wakes.subscribe())
+    }
+}
+
+/// Helpers for tests that need a database of their own.
+pub mod testing {
+    use tokio_postgres::{Config, NoTls};
+
+    /// Creates an empty schema with a fresh name on the server at `url` and returns a
+    /// configuration whose connections work in it.
+    pub async fn fresh_schema(url: &str) -> Result<Config, String> {
+        let mut config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+        let (client, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|e| crate::describe(&e))?;
+        let driver = tokio::spawn(connection);
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let schema = format!(
+            "t_{}_{}_{}",
+            std::process::id(),
+            nanos % 1_000_000_000,
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        client
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .await
+            .map_err(|e| crate::describe(&e))?;
+        drop(client);
+        let _ = driver.await;
+        config.options(format!("-c search_path={schema}"));
+        Ok(config)
+    }
+}

@@ -1,0 +1,114 @@
+//! The PostgreSQL schema and its migrations, applied in order and recorded in `redial_schema`.
+//!
+//! Several nodes may start at once: each applies migrations inside one transaction that first
+//! takes a transaction-scoped advisory lock, so they run one after the other and the later ones
+//! find nothing left to do.
+
+use tokio_postgres::Client;
+
+/// The advisory lock key that serialises migrations ("redial-migrate").
+const MIGRATE_LOCK: i64 = 0x7265_6469_616c_6d67;
+
+/// Each entry moves the schema one version up. Never edit a shipped entry: add a new one.
+/// Times are Unix milliseconds, as in the SQLite store, so both read and compare alike.
+const MIGRATIONS: &[&str] = &[
+    // 1: jobs, attempts, endpoint state and shared holds.
+    r#"
+    CREATE TABLE jobs (
+        seq              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        queue            TEXT NOT NULL,
+        endpoint         TEXT NOT NULL,
+        state            TEXT NOT NULL,
+        category         TEXT,
+        request          TEXT NOT NULL,
+        idempotency_key  TEXT,
+        priority         INTEGER NOT NULL,
+        run_at           BIGINT NOT NULL,
+        deadline         BIGINT,
+        tags             TEXT NOT NULL,
+        policy           TEXT,
+        created_at       BIGINT NOT NULL,
+        updated_at       BIGINT NOT NULL,
+        finished_at      BIGINT,
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        unknown_attempts INTEGER NOT NULL DEFAULT 0,
+        deferrals        INTEGER NOT NULL DEFAULT 0,
+        stalls           INTEGER NOT NULL DEFAULT 0,
+        replays          INTEGER NOT NULL DEFAULT 0,
+        runs             INTEGER NOT NULL DEFAULT 0,
+        last_delay_ms    BIGINT,
+        last_reason      TEXT,
+        lease_owner      TEXT,
+        lease_until      BIGINT,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE
+    );
+    CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq)
+        INCLUDE (endpoint, attempts)
+        WHERE state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_waiting ON jobs (run_at) WHERE state IN ('scheduled', 'deferred');
+    CREATE INDEX jobs_waiting_deadline ON jobs (deadline)
+        WHERE deadline IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_leased ON jobs (lease_until) WHERE state = 'running';
+    CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('completed', 'dead', 'cancelled');
+    CREATE INDEX jobs_dead ON jobs (seq) WHERE state = 'dead';
+    CREATE TABLE attempts (
+        id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        job_seq BIGINT NOT NULL REFERENCES jobs (seq) ON DELETE CASCADE,
+        number  INTEGER NOT NULL,
+        data    TEXT NOT NULL,
+        UNIQUE (job_seq, number)
+    );
+    CREATE TABLE endpoints (
+        name       TEXT PRIMARY KEY,
+        state      TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    CREATE TABLE endpoint_holds (
+        name           TEXT PRIMARY KEY,
+        paused_until   BIGINT,
+        pause_reason   TEXT,
+        breaker_until  BIGINT,
+        breaker_reason TEXT
+    );
+    "#,
+];
+
+/// Brings the schema (in the connection's `search_path`) to the latest version.
+pub async fn migrate(client: &mut Client) -> Result<(), String> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| crate::describe(&e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
+        .await
+        .map_err(|e| crate::describe(&e))?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS redial_schema (version INTEGER NOT NULL)")
+        .await
+        .map_err(|e| crate::describe(&e))?;
+    let version: i32 = tx
+        .query_opt("SELECT version FROM redial_schema", &[])
+        .await
+        .map_err(|e| crate::describe(&e))?
+        .map_or(0, |r| r.get(0));
+    let known = MIGRATIONS.len() as i32;
+    if version > known {
+        return Err(format!(
+            "the database has schema version {version}, newer than this Redial knows ({known}): upgrade Redial"
+        ));
+    }
+    for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(migration)
+            .await
+            .map_err(|e| format!("migration {}: {}", i + 1, crate::describe(&e)))?;
+    }
+    if version < known {
+        tx.execute("DELETE FROM redial_schema", &[])
+            .await
+            .map_err(|e| crate::describe(&e))?;
+        tx.execute("INSERT INTO redial_schema (version) VALUES ($1)", &[&known])
+            .await
+            .map_err(|e| crate::describe(&e))?;
+    }
+    tx.commit().await.map_err(|e| crate::describe(&e))
+}

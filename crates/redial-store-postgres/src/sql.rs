@@ -1,0 +1,998 @@
+//! The SQL behind each store method. Each function is one transaction, most of them one
+//! statement; the hot ones (insert, lease, record, heartbeat) use statements prepared once per
+//! connection.
+
+use crate::{backend, Conn};
+use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use redial_store::*;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+/// The columns of a job, in the order `job_from_row` reads them.
+macro_rules! cols {
+    () => {
+        "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
+         run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
+         unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
+         lease_owner, lease_until, cancel_requested"
+    };
+}
+
+const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
+
+type Param<'a> = &'a (dyn ToSql + Sync);
+
+fn json_err(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("corrupt JSON in the database: {e}"))
+}
+
+fn ms(t: Timestamp) -> i64 {
+    t.as_unix_millis()
+}
+
+fn ts(v: Option<i64>) -> Option<Timestamp> {
+    v.map(Timestamp::from_unix_millis)
+}
+
+fn count(v: i32) -> u32 {
+    v.max(0) as u32
+}
+
+fn int(v: u32) -> i32 {
+    v.min(i32::MAX as u32) as i32
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> StoreResult<T> {
+    r.try_get(i)
+        .map_err(|e| StoreError::Backend(format!("unexpected column {i}: {e}")))
+}
+
+fn job_from_row(r: &Row) -> StoreResult<Job> {
+    let state: String = get(r, 4)?;
+    let category: Option<String> = get(r, 5)?;
+    let request: String = get(r, 6)?;
+    let tags: String = get(r, 11)?;
+    let policy: Option<String> = get(r, 12)?;
+    Ok(Job {
+        seq: get(r, 0)?,
+        id: JobId(get(r, 1)?),
+        queue: get(r, 2)?,
+        endpoint: get(r, 3)?,
+        state: state.parse().map_err(|e: String| {
+            StoreError::Backend(format!("corrupt state in the database: {e}"))
+        })?,
+        category: category
+            .as_deref()
+            .map(parse_dead_category)
+            .transpose()
+            .map_err(|e| StoreError::Backend(format!("corrupt category in the database: {e}")))?,
+        request: serde_json::from_str(&request).map_err(json_err)?,
+        idempotency_key: get(r, 7)?,
+        priority: get(r, 8)?,
+        run_at: Timestamp::from_unix_millis(get(r, 9)?),
+        deadline: ts(get(r, 10)?),
+        tags: serde_json::from_str(&tags).map_err(json_err)?,
+        policy: policy
+            .as_deref()
+            .map(serde_json::from_str::<PolicyOverride>)
+            .transpose()
+            .map_err(json_err)?,
+        created_at: Timestamp::from_unix_millis(get(r, 13)?),
+        updated_at: Timestamp::from_unix_millis(get(r, 14)?),
+        finished_at: ts(get(r, 15)?),
+        attempts: count(get(r, 16)?),
+        unknown_attempts: count(get(r, 17)?),
+        deferrals: count(get(r, 18)?),
+        stalls: count(get(r, 19)?),
+        replays: count(get(r, 20)?),
+        runs: count(get(r, 21)?),
+        last_delay_ms: get::<Option<i64>>(r, 22)?.map(|v| v.max(0) as u64),
+        last_reason: get(r, 23)?,
+        lease_owner: get(r, 24)?,
+        lease_until: ts(get(r, 25)?),
+        cancel_requested: get(r, 26)?,
+    })
+}
+
+fn jobs_from_rows(rows: &[Row]) -> StoreResult<Vec<Job>> {
+    rows.iter().map(job_from_row).collect()
+}
+
+fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
+    c.map(DeadCategory::as_str)
+}
+
+const GET: &str = concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1");
+
+async fn get_job(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreResult<Option<Job>> {
+    c.query_opt(GET, &[&id.0])
+        .await
+        .map_err(backend)?
+        .as_ref()
+        .map(job_from_row)
+        .transpose()
+}
+
+async fn must_get(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreResult<Job> {
+    get_job(c, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))
+}
+
+const INSERT: &str = "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+     priority, run_at, deadline, tags, policy, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) \
+     ON CONFLICT (id) DO NOTHING RETURNING seq";
+
+/// Inserts one job inside `tx`; returns the outcome and whether it was new.
+async fn insert_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    stmt: &tokio_postgres::Statement,
+    job: NewJob,
+) -> StoreResult<InsertOutcome> {
+    let request = serde_json::to_string(&job.request).map_err(json_err)?;
+    let state = if job.run_at > job.created_at {
+        JobState::Scheduled
+    } else {
+        JobState::Ready
+    };
+    let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
+    let policy = job
+        .policy
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
+    let row = tx
+        .query_opt(
+            stmt,
+            &[
+                &job.id.0,
+                &job.queue,
+                &job.endpoint,
+                &state.as_str(),
+                &request,
+                &job.idempotency_key,
+                &job.priority,
+                &ms(job.run_at),
+                &job.deadline.map(ms),
+                &tags,
+                &policy,
+                &ms(job.created_at),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    let Some(row) = row else {
+        let existing = must_get(tx, &job.id).await?;
+        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
+        let same = existing.queue == job.queue
+            && stored_request == request
+            && existing.idempotency_key == job.idempotency_key;
+        return Ok(if same {
+            InsertOutcome::Duplicate(existing)
+        } else {
+            InsertOutcome::Conflict(existing)
+        });
+    };
+    Ok(InsertOutcome::Inserted(Job {
+        seq: get(&row, 0)?,
+        id: job.id,
+        queue: job.queue,
+        endpoint: job.endpoint,
+        state,
+        category: None,
+        request: job.request,
+        idempotency_key: job.idempotency_key,
+        priority: job.priority,
+        run_at: job.run_at,
+        deadline: job.deadline,
+        tags: job.tags,
+        policy: job.policy,
+        created_at: job.created_at,
+        updated_at: job.created_at,
+        finished_at: None,
+        attempts: 0,
+        unknown_attempts: 0,
+        deferrals: 0,
+        stalls: 0,
+        replays: 0,
+        runs: 0,
+        last_delay_ms: None,
+        last_reason: None,
+        lease_owner: None,
+        lease_until: None,
+        cancel_requested: false,
+    }))
+}
+
+/// Tells the other nodes that `queue` has new work (on commit). An empty queue name means any.
+async fn notify(
+    c: &impl tokio_postgres::GenericClient,
+    channel: &str,
+    payload: &str,
+) -> StoreResult<()> {
+    c.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+        .await
+        .map(|_| ())
+        .map_err(backend)
+}
+
+pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult<InsertOutcome> {
+    insert_batch(c, channel, vec![job])
+        .await?
+        .pop()
+        .ok_or_else(|| StoreError::Backend("no outcome for the inserted job".into()))
+}
+
+pub async fn insert_batch(
+    c: &mut Conn,
+    channel: &str,
+    jobs: Vec<NewJob>,
+) -> StoreResult<Vec<InsertOutcome>> {
+    let stmt = c.prepared(INSERT).await?;
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let mut outs = Vec::with_capacity(jobs.len());
+    let mut queues: Vec<String> = Vec::new();
+    for job in jobs {
+        if !queues.contains(&job.queue) {
+            queues.push(job.queue.clone());
+        }
+        outs.push(insert_in(&tx, &stmt, job).await?);
+    }
+    if outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
+        tx.rollback().await.map_err(backend)?;
+        return Ok(outs);
+    }
+    if outs.iter().any(|o| matches!(o, InsertOutcome::Inserted(_))) {
+        for q in &queues {
+            notify(&tx, channel, q).await?;
+        }
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(outs)
+}
+
+pub async fn get_with_attempts(
+    c: &mut Conn,
+    id: &JobId,
+) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+    let Some(job) = get_job(&c.client, id).await? else {
+        return Ok(None);
+    };
+    let rows = c
+        .client
+        .query(
+            "SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number",
+            &[&job.seq],
+        )
+        .await
+        .map_err(backend)?;
+    let attempts = rows
+        .iter()
+        .map(|r| serde_json::from_str(&get::<String>(r, 0)?).map_err(json_err))
+        .collect::<StoreResult<Vec<Attempt>>>()?;
+    Ok(Some((job, attempts)))
+}
+
+/// Appends the filter's conditions to `sql` and their values to `params`.
+fn push_filter(sql: &mut String, params: &mut Vec<Box<dyn ToSql + Sync + Send>>, f: &JobFilter) {
+    let mut cond = |clause: &str, v: Box<dyn ToSql + Sync + Send>| {
+        params.push(v);
+        sql.push_str(&format!(" AND {clause} ${}", params.len()));
+    };
+    if let Some(s) = f.state {
+        cond("state =", Box::new(s.as_str().to_owned()));
+    }
+    if let Some(q) = &f.queue {
+        cond("queue =", Box::new(q.clone()));
+    }
+    if let Some(c) = f.category {
+        cond("category =", Box::new(c.as_str().to_owned()));
+    }
+    if let Some(e) = &f.endpoint {
+        cond("endpoint =", Box::new(e.clone()));
+    }
+    if let Some(t) = f.since {
+        cond("created_at >=", Box::new(ms(t)));
+    }
+    if let Some(t) = f.until {
+        cond("created_at <", Box::new(ms(t)));
+    }
+}
+
+fn refs(params: &[Box<dyn ToSql + Sync + Send>]) -> Vec<Param<'_>> {
+    params.iter().map(|p| p.as_ref() as Param<'_>).collect()
+}
+
+pub async fn list(c: &mut Conn, p: &JobListParams) -> StoreResult<JobPage> {
+    let mut sql = concat!("SELECT ", cols!(), " FROM jobs WHERE TRUE").to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_filter(&mut sql, &mut params, &p.filter);
+    if let Some(after) = p.after {
+        params.push(Box::new(after));
+        sql.push_str(&format!(" AND seq > ${}", params.len()));
+    }
+    params.push(Box::new(i64::from(p.limit) + 1));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ${}", params.len()));
+    let rows = c
+        .client
+        .query(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    let mut jobs = jobs_from_rows(&rows)?;
+    let next = if jobs.len() > p.limit as usize {
+        jobs.truncate(p.limit as usize);
+        jobs.last().map(|j| j.seq)
+    } else {
+        None
+    };
+    Ok(JobPage { jobs, next })
+}
+
+fn lease_order(jobs: &mut [Job]) {
+    jobs.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.run_at.cmp(&b.run_at))
+            .then(a.seq.cmp(&b.seq))
+    });
+}
+
+const LEASE: &str = concat!(
+    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
+     WHERE seq IN (SELECT seq FROM jobs WHERE queue = $4 \
+         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
+         ORDER BY priority DESC, run_at, seq LIMIT $5 FOR UPDATE SKIP LOCKED) \
+     RETURNING ",
+    cols!()
+);
+
+pub async fn lease(c: &mut Conn, p: &LeaseParams) -> StoreResult<Vec<Job>> {
+    let stmt = c.prepared(LEASE).await?;
+    let rows = c
+        .client
+        .query(
+            &stmt,
+            &[
+                &p.owner,
+                &ms(p.lease_until),
+                &ms(p.now),
+                &p.queue,
+                &i64::from(p.limit),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    let mut jobs = jobs_from_rows(&rows)?;
+    lease_order(&mut jobs);
+    Ok(jobs)
+}
+
+const CANDIDATES: &str = "SELECT id, endpoint, attempts > 0, run_at FROM jobs \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
+     ORDER BY priority DESC, run_at, seq LIMIT $5";
+
+pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
+    let stmt = c.prepared(CANDIDATES).await?;
+    let rows = c
+        .client
+        .query(
+            &stmt,
+            &[
+                &p.queue,
+                &ms(p.now),
+                &p.exclude,
+                &p.exclude_retries,
+                &i64::from(p.limit),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(Candidate {
+                id: JobId(get(r, 0)?),
+                endpoint: get(r, 1)?,
+                is_retry: get(r, 2)?,
+                run_at: Timestamp::from_unix_millis(get(r, 3)?),
+            })
+        })
+        .collect()
+}
+
+/// Claims in `seq` order and skips rows another node is claiming, so two nodes never wait on
+/// each other (nor deadlock) and never both take a job.
+const LEASE_IDS: &str = concat!(
+    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
+     WHERE seq IN (SELECT seq FROM jobs WHERE id = ANY($4) \
+         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
+         ORDER BY seq FOR UPDATE SKIP LOCKED) \
+     RETURNING ",
+    cols!()
+);
+
+pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
+    if p.ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stmt = c.prepared(LEASE_IDS).await?;
+    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
+    let rows = c
+        .client
+        .query(&stmt, &[&p.owner, &ms(p.lease_until), &ms(p.now), &ids])
+        .await
+        .map_err(backend)?;
+    let mut jobs = jobs_from_rows(&rows)?;
+    lease_order(&mut jobs);
+    Ok(jobs)
+}
+
+const HEARTBEAT: &str = "UPDATE jobs SET lease_until = $1 \
+     WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3";
+
+pub async fn heartbeat(c: &mut Conn, p: &HeartbeatParams) -> StoreResult<u64> {
+    let stmt = c.prepared(HEARTBEAT).await?;
+    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
+    c.client
+        .execute(&stmt, &[&ms(p.lease_until), &ids, &p.owner])
+        .await
+        .map_err(backend)
+}
+
+/// The common case in one statement: the lease is ours and no cancel waits. The attempt's
+/// number is the job's new run count, written into the document as stored.
+const RECORD: &str = "WITH u AS (UPDATE jobs SET state = $1, category = $2, \
+         run_at = COALESCE($3, run_at), finished_at = $4, attempts = $5, unknown_attempts = $6, \
+         deferrals = $7, last_delay_ms = $8, last_reason = $9, runs = runs + 1, \
+         lease_owner = NULL, lease_until = NULL, updated_at = $10 \
+     WHERE id = $11 AND state = 'running' AND lease_owner = $12 AND NOT cancel_requested \
+     RETURNING seq, runs) \
+     INSERT INTO attempts (job_seq, number, data) \
+     SELECT seq, runs, jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs))::text FROM u \
+     RETURNING number";
+
+pub async fn record_attempt(
+    c: &mut Conn,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let (state, category, run_at, finished_at) = match p.transition {
+        Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
+        Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
+        Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
+        Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
+    };
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
+    let stmt = c.prepared(RECORD).await?;
+    let done = c
+        .client
+        .query_opt(
+            &stmt,
+            &[
+                &state.as_str(),
+                &category_str(category),
+                &run_at.map(ms),
+                &finished_at.map(ms),
+                &int(p.attempts),
+                &int(p.unknown_attempts),
+                &int(p.deferrals),
+                &last_delay_ms,
+                &p.attempt.reason,
+                &ms(p.now),
+                &p.id.0,
+                &p.owner,
+                &data,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    if done.is_some() {
+        return Ok(state);
+    }
+    record_attempt_slow(c, p, data).await
+}
+
+/// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
+async fn record_attempt_slow(
+    c: &mut Conn,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let row = tx
+        .query_opt(
+            concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
+            &[&p.id.0],
+        )
+        .await
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
+    let job = job_from_row(&row)?;
+    if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
+        return Err(StoreError::LeaseLost(p.id));
+    }
+    let now = p.now;
+    let (mut state, mut category, mut run_at, mut finished_at) = match p.transition {
+        Transition::Complete => (JobState::Completed, None, job.run_at, Some(now)),
+        Transition::Retry { at } => (JobState::Scheduled, None, at, None),
+        Transition::Defer { until } => (JobState::Deferred, None, until, None),
+        Transition::Dead { category } => (JobState::Dead, Some(category), job.run_at, Some(now)),
+    };
+    let mut reason = p.attempt.reason.clone();
+    if job.cancel_requested && !state.is_finished() {
+        (state, category, run_at, finished_at) = (JobState::Cancelled, None, job.run_at, Some(now));
+        reason.push_str("; cancelled while running");
+    }
+    let number = job.runs + 1;
+    let data = if p.attempt.number == number {
+        data
+    } else {
+        let mut attempt = p.attempt;
+        attempt.number = number;
+        serde_json::to_string(&attempt).map_err(json_err)?
+    };
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
+    tx.execute(
+        "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
+         unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
+         runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10 WHERE seq = $11",
+        &[
+            &state.as_str(),
+            &category_str(category),
+            &ms(run_at),
+            &finished_at.map(ms),
+            &int(p.attempts),
+            &int(p.unknown_attempts),
+            &int(p.deferrals),
+            &last_delay_ms,
+            &reason,
+            &ms(now),
+            &job.seq,
+        ],
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
+        &[&job.seq, &int(number), &data],
+    )
+    .await
+    .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(state)
+}
+
+pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreResult<u64> {
+    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let rows = tx
+        .query(
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING queue",
+            &[&ms(p.now), &ids, &p.owner],
+        )
+        .await
+        .map_err(backend)?;
+    let mut queues: Vec<String> = rows.iter().map(|r| get(r, 0)).collect::<StoreResult<_>>()?;
+    queues.sort();
+    queues.dedup();
+    for q in &queues {
+        notify(&tx, channel, q).await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(rows.len() as u64)
+}
+
+pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let now = ms(p.now);
+    let max = int(p.max_stalls);
+    let dead = tx
+        .execute(
+            "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
+             lease_owner = NULL, lease_until = NULL, finished_at = $1, updated_at = $1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' over the limit of ' || $2::int \
+             WHERE state = 'running' AND lease_until < $1 AND stalls + 1 > $2::int",
+            &[&now, &max],
+        )
+        .await
+        .map_err(backend)?;
+    let ready = tx
+        .execute(
+            "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, \
+             lease_until = NULL, run_at = LEAST(run_at, $1), updated_at = $1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' of ' || $2::int \
+             WHERE state = 'running' AND lease_until < $1",
+            &[&now, &max],
+        )
+        .await
+        .map_err(backend)?;
+    if ready > 0 {
+        notify(&tx, channel, "").await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(RescueReport {
+        requeued: ready,
+        dead,
+    })
+}
+
+pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
+    c.client
+        .execute(
+            "UPDATE jobs SET state = 'ready', updated_at = $1 \
+             WHERE state IN ('scheduled', 'deferred') AND run_at <= $1",
+            &[&ms(now)],
+        )
+        .await
+        .map_err(backend)
+}
+
+pub async fn next_run_at(
+    c: &mut Conn,
+    queue: &str,
+    after: Timestamp,
+) -> StoreResult<Option<Timestamp>> {
+    let row = c
+        .client
+        .query_one(
+            &format!("SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND {WAITING} AND run_at > $2"),
+            &[&queue, &ms(after)],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(ts(get(&row, 0)?))
+}
+
+pub async fn expire_deadlines(c: &mut Conn, p: &ExpireParams) -> StoreResult<u64> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let now = ms(p.now);
+    let mut n = 0;
+    // Endpoints with a known hold first, so their jobs' reasons name it.
+    for (endpoint, why) in &p.reasons {
+        n += tx
+            .execute(
+                &format!(
+                    "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
+                     updated_at = $1, last_reason = 'deadline passed while held by its endpoint: ' || $3 \
+                     WHERE deadline IS NOT NULL AND deadline <= $1 AND endpoint = $2 AND {WAITING}"
+                ),
+                &[&now, endpoint, why],
+            )
+            .await
+            .map_err(backend)?;
+    }
+    n += tx
+        .execute(
+            &format!(
+                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
+                 updated_at = $1, last_reason = 'deadline passed before the job could run' \
+                 WHERE deadline IS NOT NULL AND deadline <= $1 AND {WAITING}"
+            ),
+            &[&now],
+        )
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
+pub async fn endpoint_backlog(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+    let rows = c
+        .client
+        .query(
+            &format!(
+                "SELECT endpoint, COUNT(*) FILTER (WHERE run_at <= $1), \
+                 COUNT(*) FILTER (WHERE run_at > $1) FROM jobs WHERE {WAITING} \
+                 GROUP BY endpoint ORDER BY endpoint"
+            ),
+            &[&ms(now)],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(EndpointBacklog {
+                endpoint: get(r, 0)?,
+                due: get::<i64>(r, 1)?.max(0) as u64,
+                later: get::<i64>(r, 2)?.max(0) as u64,
+            })
+        })
+        .collect()
+}
+
+pub async fn endpoint_load(c: &mut Conn) -> StoreResult<Vec<EndpointRecord>> {
+    let rows = c
+        .client
+        .query(
+            "SELECT name, state, updated_at FROM endpoints ORDER BY name",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(EndpointRecord {
+                name: get(r, 0)?,
+                state: get(r, 1)?,
+                updated_at: Timestamp::from_unix_millis(get(r, 2)?),
+            })
+        })
+        .collect()
+}
+
+pub async fn endpoint_save(c: &mut Conn, records: &[EndpointRecord]) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    for r in records {
+        tx.execute(
+            "INSERT INTO endpoints (name, state, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            &[&r.name, &r.state, &ms(r.updated_at)],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    tx.commit().await.map_err(backend)
+}
+
+const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
+    deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = $1, \
+    finished_at = NULL, updated_at = $1, cancel_requested = FALSE, \
+    last_reason = 'replayed from the dead letters'";
+
+async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> StoreResult<Job> {
+    let row = tx
+        .query_opt(
+            concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
+            &[&id.0],
+        )
+        .await
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+    job_from_row(&row)
+}
+
+pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    if job.state != JobState::Dead {
+        return Err(StoreError::InvalidState {
+            id: id.clone(),
+            state: job.state,
+            action: "replay",
+        });
+    }
+    tx.execute(
+        &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = $2"),
+        &[&ms(now), &job.seq],
+    )
+    .await
+    .map_err(backend)?;
+    notify(&tx, channel, &job.queue).await?;
+    let job = must_get(&tx, id).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(job)
+}
+
+pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    if job.state != JobState::Dead {
+        return Err(StoreError::InvalidState {
+            id: id.clone(),
+            state: job.state,
+            action: "dismiss",
+        });
+    }
+    tx.execute("DELETE FROM jobs WHERE seq = $1", &[&job.seq])
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)
+}
+
+pub async fn cancel(c: &mut Conn, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    match job.state {
+        JobState::Scheduled | JobState::Ready | JobState::Deferred => {
+            tx.execute(
+                "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
+                 last_reason = 'cancelled' WHERE seq = $2",
+                &[&ms(now), &job.seq],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        JobState::Running => {
+            tx.execute(
+                "UPDATE jobs SET cancel_requested = TRUE, updated_at = $1 WHERE seq = $2",
+                &[&ms(now), &job.seq],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        state @ (JobState::Completed | JobState::Dead | JobState::Cancelled) => {
+            return Err(StoreError::InvalidState {
+                id: id.clone(),
+                state,
+                action: "cancel",
+            })
+        }
+    }
+    let job = must_get(&tx, id).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(job)
+}
+
+pub async fn bulk_replay(
+    c: &mut Conn,
+    channel: &str,
+    f: &JobFilter,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut sql = format!("UPDATE jobs SET {REPLAY_SET} WHERE state = 'dead'");
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(ms(now))];
+    push_filter(&mut sql, &mut params, f);
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let n = tx.execute(&sql, &refs(&params)).await.map_err(backend)?;
+    if n > 0 {
+        notify(&tx, channel, "").await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
+pub async fn bulk_dismiss(c: &mut Conn, f: &JobFilter) -> StoreResult<u64> {
+    let mut sql = "DELETE FROM jobs WHERE state = 'dead'".to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_filter(&mut sql, &mut params, f);
+    c.client
+        .execute(&sql, &refs(&params))
+        .await
+        .map_err(backend)
+}
+
+fn parse_state(s: &str) -> StoreResult<JobState> {
+    s.parse()
+        .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))
+}
+
+pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
+    let rows = c
+        .client
+        .query(
+            "SELECT queue, state, category, COUNT(*) FROM jobs GROUP BY queue, state, category \
+             ORDER BY 1, 2, 3",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let by_queue = rows
+        .iter()
+        .map(|r| {
+            let category: Option<String> = get(r, 2)?;
+            Ok(QueueCount {
+                queue: get(r, 0)?,
+                state: parse_state(&get::<String>(r, 1)?)?,
+                category: category
+                    .as_deref()
+                    .and_then(|c| parse_dead_category(c).ok()),
+                count: get::<i64>(r, 3)?.max(0) as u64,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    let rows = c
+        .client
+        .query(
+            "SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let by_endpoint = rows
+        .iter()
+        .map(|r| {
+            Ok(EndpointCount {
+                endpoint: get(r, 0)?,
+                state: parse_state(&get::<String>(r, 1)?)?,
+                count: get::<i64>(r, 2)?.max(0) as u64,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    Ok(Stats {
+        by_queue,
+        by_endpoint,
+    })
+}
+
+pub async fn cleanup(c: &mut Conn, p: &CleanupParams) -> StoreResult<u64> {
+    let limit = i64::from(p.limit);
+    let by_age = c
+        .client
+        .execute(
+            "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE \
+               (state IN ('completed', 'cancelled') AND finished_at < $1) \
+               OR (state = 'dead' AND finished_at < $2) LIMIT $3)",
+            &[&ms(p.completed_before), &ms(p.dead_before), &limit],
+        )
+        .await
+        .map_err(backend)?;
+    let Some(keep) = p.completed_keep else {
+        return Ok(by_age);
+    };
+    let room = u64::from(p.limit).saturating_sub(by_age);
+    let by_count = c
+        .client
+        .execute(
+            "DELETE FROM jobs WHERE seq IN (SELECT seq FROM (SELECT seq FROM jobs \
+               WHERE state IN ('completed', 'cancelled') ORDER BY finished_at DESC, seq DESC \
+               OFFSET $1) AS old LIMIT $2)",
+            &[
+                &(keep.min(i64::MAX as u64) as i64),
+                &(room.min(i64::MAX as u64) as i64),
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(by_age + by_count)
+}
+
+pub async fn holds_share(c: &mut Conn, channel: &str, holds: &[SharedHold]) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    for h in holds {
+        // Each half only lengthens: the later instant wins, with its reason.
+        tx.execute(
+            "INSERT INTO endpoint_holds AS h (name, paused_until, pause_reason, breaker_until, breaker_reason) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET \
+             pause_reason = CASE WHEN excluded.paused_until > COALESCE(h.paused_until, -1) \
+                 THEN excluded.pause_reason ELSE h.pause_reason END, \
+             paused_until = GREATEST(COALESCE(h.paused_until, -1), COALESCE(excluded.paused_until, -1)), \
+             breaker_reason = CASE WHEN excluded.breaker_until > COALESCE(h.breaker_until, -1) \
+                 THEN excluded.breaker_reason ELSE h.breaker_reason END, \
+             breaker_until = GREATEST(COALESCE(h.breaker_until, -1), COALESCE(excluded.breaker_until, -1))",
+            &[
+                &h.endpoint,
+                &h.paused_until.map(ms),
+                &h.pause_reason,
+                &h.breaker_until.map(ms),
+                &h.breaker_reason,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    }
+    if !holds.is_empty() {
+        notify(&tx, channel, "\u{1}endpoints").await?;
+    }
+    tx.commit().await.map_err(backend)
+}
+
+pub async fn holds_load(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+    let now = ms(now);
+    let rows = c
+        .client
+        .query(
+            "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason \
+             FROM endpoint_holds WHERE paused_until > $1 OR breaker_until > $1 ORDER BY name",
+            &[&now],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            let pause = get::<Option<i64>>(r, 1)?.filter(|t| *t > now);
+            let breaker = get::<Option<i64>>(r, 3)?.filter(|t| *t > now);
+            Ok(SharedHold {
+                endpoint: get(r, 0)?,
+                paused_until: ts(pause),
+                pause_reason: if pause.is_some() { get(r, 2)? } else { None },
+                breaker_until: ts(breaker),
+                breaker_reason: if breaker.is_some() { get(r, 4)? } else { None },
+            })
+        })
+        .collect()
+}
