@@ -1,9 +1,11 @@
 //! The engine's view of every endpoint: its protection state (from the policy core), how many of
 //! its attempts are in flight here, and persistence of that state through the store.
 
-use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, EndpointView, Observed};
+use redial_policy::endpoint::{
+    Admission, EndpointConfig, EndpointState, EndpointView, Observed, SharedHolds,
+};
 use redial_policy::Timestamp;
-use redial_store::EndpointRecord;
+use redial_store::{EndpointRecord, SharedHold};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -20,6 +22,9 @@ struct Entry {
     in_flight: u32,
     /// Changed since it was last saved.
     dirty: bool,
+    /// The ends of the pause and of the open breaker as the shared store last knew them (what
+    /// this node published or took in), so that only changes are published.
+    shared: (Option<Timestamp>, Option<Timestamp>),
 }
 
 #[derive(Debug)]
@@ -66,6 +71,7 @@ impl Registry {
                             state,
                             in_flight: 0,
                             dirty: false,
+                            shared: (None, None),
                         },
                     );
                 }
@@ -146,6 +152,69 @@ impl Registry {
             out.insert(name.clone(), view);
         }
         out
+    }
+
+    /// Holds in force here that the other nodes do not know of yet.
+    pub fn holds_to_share(&self, now: Timestamp) -> Vec<SharedHold> {
+        let mut entries = self.lock();
+        let mut out = Vec::new();
+        for (name, e) in entries.iter_mut() {
+            let h = e.state.shareable(now);
+            let ends = (
+                h.pause.as_ref().map(|(t, _)| *t),
+                h.breaker.as_ref().map(|(t, _)| *t),
+            );
+            let newer = |mine: Option<Timestamp>, known: Option<Timestamp>| {
+                mine.is_some_and(|m| known.is_none_or(|k| m > k))
+            };
+            if newer(ends.0, e.shared.0) || newer(ends.1, e.shared.1) {
+                e.shared = ends;
+                let (pause, pause_reason) = h.pause.unzip();
+                let (breaker, breaker_reason) = h.breaker.unzip();
+                out.push(SharedHold {
+                    endpoint: name.clone(),
+                    paused_until: pause,
+                    pause_reason,
+                    breaker_until: breaker,
+                    breaker_reason,
+                });
+            }
+        }
+        out
+    }
+
+    /// Takes in the holds shared by every node; returns whether any hold here changed.
+    pub fn absorb(&self, holds: Vec<SharedHold>, now: Timestamp) -> bool {
+        let mut entries = self.lock();
+        let mut changed = false;
+        for h in holds {
+            let e = entries.entry(h.endpoint).or_default();
+            let before = e.state.shareable(now);
+            // What the store holds now; a longer hold of our own is still to publish.
+            e.shared = (h.paused_until, h.breaker_until);
+            e.state.absorb(
+                now,
+                &SharedHolds {
+                    pause: h.paused_until.zip(h.pause_reason.or(Some(String::new()))),
+                    breaker: h
+                        .breaker_until
+                        .zip(h.breaker_reason.or(Some(String::new()))),
+                },
+            );
+            if before != e.state.shareable(now) {
+                e.dirty = true;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Forgets what was published, so that everything in force is published again (after a
+    /// failed publication).
+    pub fn reshare(&self) {
+        for e in self.lock().values_mut() {
+            e.shared = (None, None);
+        }
     }
 
     /// The states changed since the last call, to save.

@@ -16,7 +16,7 @@ use redial_policy::{
 use redial_store::{
     Attempt, CandidateParams, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
     LeaseIdsParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
-    Transition,
+    Transition, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -92,7 +92,12 @@ impl Default for EngineConfig {
         let mut queues = BTreeMap::new();
         queues.insert("default".to_owned(), QueueConfig::default());
         EngineConfig {
-            worker_id: format!("{}-{}", std::process::id(), random_u64() % 1_000_000),
+            worker_id: format!(
+                "{}-{}-{}",
+                host_name(),
+                std::process::id(),
+                random_u64() % 1_000_000
+            ),
             queues,
             endpoint_defaults: EndpointConfig::default(),
             endpoints: BTreeMap::new(),
@@ -135,7 +140,13 @@ struct Inner {
     /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
     /// leases stay fresh through the grace period.
     stopped: Shutdown,
+    /// Notified when a hold here or another node's shared hold may have changed (shared stores).
+    holds_changed: Notify,
 }
+
+/// How often a node sharing its store publishes its new holds and reads the others' (besides
+/// doing so at once when it learns of a change).
+const SHARE_INTERVAL: Duration = Duration::from_millis(250);
 
 impl Engine {
     /// An engine whose queues all use `handler` unless [`Engine::with_handler`] says otherwise.
@@ -165,6 +176,7 @@ impl Engine {
                 endpoints,
                 shutdown: Shutdown::new(),
                 stopped: Shutdown::new(),
+                holds_changed: Notify::new(),
             }),
         }
     }
@@ -234,10 +246,16 @@ impl Engine {
                 qc.concurrency.max(1),
             )));
         }
-        let background = vec![
+        let mut background = vec![
             tokio::spawn(heartbeat_loop(self.inner.clone())),
             tokio::spawn(maintenance_loop(self.inner.clone())),
         ];
+        if let Some(wakes) = self.inner.store.subscribe() {
+            background.push(tokio::spawn(wake_loop(self.inner.clone(), wakes)));
+        }
+        if self.inner.store.is_shared() {
+            background.push(tokio::spawn(share_loop(self.inner.clone())));
+        }
         Ok(RunningEngine {
             engine: self.clone(),
             queue_loops,
@@ -725,6 +743,9 @@ async fn record(
         .finish(&job.endpoint, now, observe(&output, &decision, now));
     // The next attempt may start while this result is written. A finished attempt frees a
     // slot and may lift an endpoint's hold, for any queue.
+    if inner.store.is_shared() {
+        inner.holds_changed.notify_one();
+    }
     let _recording = slot.start_recording().await;
     for n in inner.wakers.values() {
         n.notify_one();
@@ -835,9 +856,91 @@ async fn heartbeat_loop(inner: Arc<Inner>) {
     }
 }
 
+/// Wakes queue loops for work that other nodes enqueued or released, and the share loop for
+/// holds they published.
+async fn wake_loop(inner: Arc<Inner>, mut wakes: tokio::sync::broadcast::Receiver<Wake>) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let wake = tokio::select! {
+            w = wakes.recv() => w,
+            _ = inner.stopped.wait() => return,
+        };
+        match wake {
+            Ok(Wake::Queue(q)) => {
+                if let Some(n) = inner.wakers.get(&q) {
+                    n.notify_one();
+                }
+            }
+            Ok(Wake::Endpoints) => inner.holds_changed.notify_one(),
+            // Missed some: look everywhere.
+            Ok(Wake::All) | Err(RecvError::Lagged(_)) => {
+                for n in inner.wakers.values() {
+                    n.notify_one();
+                }
+                inner.holds_changed.notify_one();
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Keeps this node's endpoint holds and the other nodes' in step through the store: publishes
+/// a pause or an open breaker learned here, and takes in those learned elsewhere.
+async fn share_loop(inner: Arc<Inner>) {
+    loop {
+        let now = inner.clock.now();
+        let mine = inner.endpoints.holds_to_share(now);
+        if !mine.is_empty() {
+            if let Err(e) = inner.store.endpoint_holds_share(mine).await {
+                tracing::error!(error = %e, "sharing endpoint holds failed; will retry");
+                inner.endpoints.reshare();
+            }
+        }
+        match inner.store.endpoint_holds_load(now).await {
+            Ok(holds) => {
+                if inner.endpoints.absorb(holds, now) {
+                    tracing::info!("took in endpoint holds shared by another node");
+                    for n in inner.wakers.values() {
+                        n.notify_one();
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reading shared endpoint holds failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(SHARE_INTERVAL) => {}
+            _ = inner.holds_changed.notified() => {}
+            _ = inner.stopped.wait() => return,
+        }
+    }
+}
+
 async fn maintenance_loop(inner: Arc<Inner>) {
     let mut last_cleanup: Option<std::time::Instant> = None;
     loop {
+        // Endpoint state is this node's own: every node saves it.
+        save_endpoints(&inner).await;
+        // The rest is for one node at a time (always this one on a store nobody shares).
+        let leading = match inner.store.try_lead().await {
+            Ok(leading) => leading,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot tell whether this node runs maintenance");
+                false
+            }
+        };
+        if leading {
+            maintain(&inner, &mut last_cleanup).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
+            _ = inner.stopped.wait() => return,
+        }
+    }
+}
+
+/// Rescue, promotion, deadlines and retention.
+async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) {
+    {
         let now = inner.clock.now();
         match inner
             .store
@@ -872,14 +975,9 @@ async fn maintenance_loop(inner: Arc<Inner>) {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
         }
-        save_endpoints(&inner).await;
         if last_cleanup.is_none_or(|t| t.elapsed() >= inner.config.cleanup_interval) {
-            last_cleanup = Some(std::time::Instant::now());
-            cleanup(&inner, now).await;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
-            _ = inner.stopped.wait() => return,
+            *last_cleanup = Some(std::time::Instant::now());
+            cleanup(inner, now).await;
         }
     }
 }
@@ -938,4 +1036,14 @@ pub fn random_u64() -> u64 {
             .map_or(0, |d| d.as_nanos()),
     );
     h.finish()
+}
+
+/// This machine's name, for worker ids that tell nodes apart.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
 }

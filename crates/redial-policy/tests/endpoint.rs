@@ -367,3 +367,54 @@ fn state_round_trips_through_json() {
         .expect("held")
         .starts_with("endpoint paused until"));
 }
+
+#[test]
+fn holds_shared_by_another_node_hold_here_too() {
+    let cfg = EndpointConfig {
+        breaker: BreakerConfig::default(),
+        ..bare()
+    };
+    // Node A learns of a pause and its breaker opens.
+    let mut a = EndpointState::default();
+    a.pause(at(5_000), "429 Retry-After 5s".into());
+    let shared = a.shareable(T0);
+    assert_eq!(shared.pause, Some((at(5_000), "429 Retry-After 5s".into())));
+    assert_eq!(shared.breaker, None);
+
+    // Node B takes it in and holds its jobs until then, naming the reason.
+    let mut b = EndpointState::default();
+    b.absorb(T0, &shared);
+    let held = b.admit(&cfg, at(100), false, 0);
+    assert_eq!(kind(&held), "hold Pause");
+    assert_eq!(kind(&b.admit(&cfg, at(5_001), false, 0)), "go");
+    // A shorter pause shared later does not shorten it; a hold that already ended is ignored.
+    let mut c = EndpointState::default();
+    c.pause(at(9_000), "own".into());
+    c.absorb(
+        at(1),
+        &SharedHolds {
+            pause: Some((at(2_000), "other".into())),
+            breaker: Some((at(0), "ended".into())),
+        },
+    );
+    assert_eq!(c.paused_until, Some(at(9_000)));
+    assert_eq!(c.breaker, BreakerState::Closed);
+
+    // An open breaker elsewhere opens ours until the same instant, not counted as our opening.
+    let mut d = EndpointState::default();
+    d.absorb(
+        T0,
+        &SharedHolds {
+            pause: None,
+            breaker: Some((at(30_000), "50% of 20 calls failed".into())),
+        },
+    );
+    assert_eq!(d.breaker, BreakerState::Open { until: at(30_000) });
+    assert_eq!(d.breaker_opens, 0);
+    assert_eq!(kind(&d.admit(&cfg, at(10), false, 0)), "hold Breaker");
+    assert_eq!(
+        d.shareable(at(10)).breaker.map(|(t, _)| t),
+        Some(at(30_000)),
+        "and shares it on"
+    );
+}

@@ -407,10 +407,9 @@ impl Store for PgStore {
 pub mod testing {
     use tokio_postgres::{Config, NoTls};
 
-    /// Creates an empty schema with a fresh name on the server at `url` and returns a
-    /// configuration whose connections work in it.
-    pub async fn fresh_schema(url: &str) -> Result<Config, String> {
-        let mut config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+    /// Creates an empty schema with a fresh name on the server at `url`; returns its name.
+    pub async fn create_schema(url: &str) -> Result<String, String> {
+        let config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
         let (client, connection) = config
             .connect(NoTls)
             .await
@@ -432,7 +431,20 @@ pub mod testing {
             .map_err(|e| crate::describe(&e))?;
         drop(client);
         let _ = driver.await;
+        Ok(schema)
+    }
+
+    /// A configuration for `url` whose connections work in a fresh, empty schema.
+    pub async fn fresh_schema(url: &str) -> Result<Config, String> {
+        let schema = create_schema(url).await?;
+        let mut config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
         config.options(format!("-c search_path={schema}"));
         Ok(config)
+    }
+
+    /// `url` with its connections working in `schema` (for processes given a URL).
+    pub fn url_in_schema(url: &str, schema: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}options=-c%20search_path%3D{schema}")
     }
 }

@@ -15,8 +15,10 @@ use std::time::Duration;
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FileConfig {
-    /// Where the database lives.
+    /// Where the embedded SQLite database lives.
     pub data_dir: Option<PathBuf>,
+    /// A PostgreSQL database to use instead (several nodes may share it).
+    pub database_url: Option<String>,
     pub server: ServerSection,
     pub network: NetworkSection,
     pub http: HttpSection,

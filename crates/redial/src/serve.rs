@@ -7,6 +7,8 @@ use anyhow::{Context, Result};
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{Engine, EngineConfig, Retention, SystemClock};
 use redial_server::{router, AppState, ServerConfig};
+use redial_store::Store;
+use redial_store_postgres::PgStore;
 use redial_store_sqlite::SqliteStore;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,9 +20,20 @@ pub struct Args {
     /// --allow-unauthenticated).
     #[arg(long, env = "REDIAL_LISTEN", value_name = "ADDR:PORT")]
     listen: Option<String>,
-    /// Folder for the database [default: $XDG_DATA_HOME/redial or ~/.local/share/redial].
+    /// Folder for the embedded SQLite database [default: $XDG_DATA_HOME/redial or
+    /// ~/.local/share/redial]. Not used with --database-url.
     #[arg(long, env = "REDIAL_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Use PostgreSQL instead of the embedded SQLite file, so that several nodes can share one
+    /// database: postgres://user:password@host:port/dbname. Prefer the environment variable when
+    /// the URL holds a password: flags show in `ps`.
+    #[arg(
+        long,
+        env = "REDIAL_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
     /// Configuration file (TOML).
     #[arg(long, env = "REDIAL_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
@@ -61,14 +74,35 @@ pub async fn run(args: Args) -> Result<()> {
         ))
         .into());
     }
-    let data_dir = args
-        .data_dir
-        .or(file.data_dir.clone())
-        .unwrap_or_else(default_data_dir);
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
-    let db = data_dir.join("redial.db");
-    let store = Arc::new(SqliteStore::open(&db)?);
+    let database_url = args
+        .database_url
+        .or(file.database_url.clone())
+        .filter(|u| !u.is_empty());
+    let (store, db): (Arc<dyn Store>, String) = match database_url {
+        Some(url) => {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(UsageError(format!(
+                    "--database-url must start with postgres:// or postgresql://, not {:?}",
+                    redact_url(&url)
+                ))
+                .into());
+            }
+            let store = PgStore::connect(&url)
+                .await
+                .with_context(|| format!("connecting to {}", redact_url(&url)))?;
+            (Arc::new(store), redact_url(&url))
+        }
+        None => {
+            let data_dir = args
+                .data_dir
+                .or(file.data_dir.clone())
+                .unwrap_or_else(default_data_dir);
+            std::fs::create_dir_all(&data_dir)
+                .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
+            let db = data_dir.join("redial.db");
+            (Arc::new(SqliteStore::open(&db)?), db.display().to_string())
+        }
+    };
 
     let http = HttpExecutor::new(HttpConfig {
         allow_private_networks: args.allow_private_networks || file.network.allow_private_networks,
@@ -117,11 +151,8 @@ pub async fn run(args: Args) -> Result<()> {
         .with_context(|| format!("listening on {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
     let running = engine.start().await.context("loading endpoint state")?;
-    tracing::info!(address = %bound, database = %db.display(), "redial serving");
-    eprintln!(
-        "redial listening on http://{bound} (database {})",
-        db.display()
-    );
+    tracing::info!(address = %bound, database = %db, "redial serving");
+    eprintln!("redial listening on http://{bound} (database {db})");
 
     let shutdown = redial_engine::Shutdown::new();
     let signal = shutdown.clone();
@@ -168,5 +199,33 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+/// The URL without its password, for messages and logs.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("redacted"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "(an unparsable URL)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn database_passwords_never_show() {
+        assert_eq!(
+            super::redact_url("postgres://app:s3cret@db:5432/redial"),
+            "postgres://app:redacted@db:5432/redial"
+        );
+        assert_eq!(
+            super::redact_url("postgres://db/redial"),
+            "postgres://db/redial"
+        );
+        assert!(!super::redact_url("postgres://a:s3cret@[bad").contains("s3cret"));
     }
 }

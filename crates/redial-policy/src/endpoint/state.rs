@@ -602,6 +602,48 @@ impl EndpointState {
         t
     }
 
+    /// The holds other nodes must honour, while in force at `now`: the pause and the open
+    /// breaker, each with its end and reason.
+    pub fn shareable(&self, now: Timestamp) -> SharedHolds {
+        let pause = self
+            .paused_until
+            .filter(|t| *t > now)
+            .map(|t| (t, self.pause_reason.clone().unwrap_or_default()));
+        let breaker = match self.breaker {
+            BreakerState::Open { until } if until > now => {
+                let why = self
+                    .breaker_history
+                    .back()
+                    .map(|e| e.reason.clone())
+                    .unwrap_or_default();
+                Some((until, why))
+            }
+            _ => None,
+        };
+        SharedHolds { pause, breaker }
+    }
+
+    /// Takes in another node's holds: a pause that ends later than ours, a breaker that node
+    /// opened (ours opens until the same instant, without counting as one of our openings, so
+    /// the open time doubles only for what this node saw itself).
+    pub fn absorb(&mut self, now: Timestamp, other: &SharedHolds) {
+        if let Some((until, why)) = &other.pause {
+            if *until > now {
+                self.pause(*until, why.clone());
+            }
+        }
+        if let Some((until, why)) = &other.breaker {
+            let later = match self.breaker {
+                BreakerState::Open { until: ours } => *until > ours,
+                _ => true,
+            };
+            if *until > now && later {
+                self.breaker = BreakerState::Open { until: *until };
+                self.event(now, "open", format!("opened by another node: {why}"));
+            }
+        }
+    }
+
     /// A one-line description of the current holds, for reasons (deadline while held).
     pub fn describe(&self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> Option<String> {
         match self.clone().check(cfg, now, false, in_flight) {
@@ -612,6 +654,13 @@ impl EndpointState {
             Err(Admission::Go) => None,
         }
     }
+}
+
+/// The holds of an endpoint that every node honours, as (until, reason).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedHolds {
+    pub pause: Option<(Timestamp, String)>,
+    pub breaker: Option<(Timestamp, String)>,
 }
 
 /// The endpoint as the API shows it.

@@ -1,0 +1,345 @@
+//! Three real `redial serve` processes sharing one PostgreSQL database (`DATABASE_URL`, which
+//! `./scripts/test` provides), against test receivers on loopback: one node is killed with
+//! SIGKILL mid-run; every job still ends exactly once, no job is held by two nodes at
+//! overlapping times, and a pause one node learns is honoured by the others.
+
+use redial_policy::Timestamp;
+use redial_test_receiver::{Receiver, Reply};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+const BIN: &str = env!("CARGO_BIN_EXE_redial");
+/// Jobs that succeed at once, and jobs whose first attempt fails (503) and is retried, perhaps
+/// by another node.
+const JOBS: usize = 2000;
+const FLAKY: usize = 200;
+const ALL: usize = JOBS + FLAKY;
+
+struct Node {
+    child: Child,
+    url: String,
+}
+
+impl Node {
+    fn start(database_url: &str, config: &Path) -> Node {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--allow-private-networks",
+            ])
+            .arg("--config")
+            .arg(config)
+            .env("REDIAL_DATABASE_URL", database_url)
+            .env_remove("REDIAL_TOKEN")
+            .env_remove("REDIAL_CONFIG")
+            .env("REDIAL_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("redial serve starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("serve printed its address before exiting")
+                .expect("a line");
+            if let Some(rest) = line.strip_prefix("redial listening on ") {
+                break rest.split_whitespace().next().expect("a URL").to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Node { child, url }
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn job(id: &str, url: &str) -> Value {
+    json!({"id": id, "request": {"method": "POST", "url": url, "body": "{}"}})
+}
+
+async fn enqueue(http: &reqwest::Client, node: &Node, jobs: Vec<Value>) {
+    let res = http
+        .post(format!("{}/v1/jobs/batch", node.url))
+        .header("content-type", "application/json")
+        .body(json!({ "jobs": jobs }).to_string())
+        .send()
+        .await
+        .expect("enqueue");
+    assert!(res.status().is_success(), "enqueue: {}", res.status());
+}
+
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    let text = http
+        .get(url)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("a body");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+async fn count(http: &reqwest::Client, node: &Node, state: &str) -> u64 {
+    let stats = get_json(http, format!("{}/v1/stats", node.url)).await;
+    stats["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .filter(|c| c["state"] == state)
+        .map(|c| c["count"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+async fn endpoint_pause(http: &reqwest::Client, node: &Node, name: &str) -> Option<String> {
+    let list = get_json(http, format!("{}/v1/endpoints", node.url)).await;
+    list["endpoints"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?["paused_until"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Polls until `pred` holds; the bound only keeps a broken test from hanging.
+async fn eventually<F, Fut>(what: &str, mut pred: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1200 {
+        if pred().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
+    let base = std::env::var("DATABASE_URL").expect(
+        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
+    );
+    let schema = redial_store_postgres::testing::create_schema(&base)
+        .await
+        .expect("a schema for this test");
+    let database_url = redial_store_postgres::testing::url_in_schema(&base, &schema);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        "[engine]\nlease = \"2s\"\nheartbeat = \"300ms\"\n\n[queues.default]\nconcurrency = 16\n",
+    )
+    .expect("write config");
+
+    let rx = Receiver::start().await;
+    rx.script(
+        "/work",
+        vec![Reply::status(200).delay(Duration::from_millis(20))],
+    );
+    let mut flaky = vec![Reply::status(503); FLAKY];
+    flaky.push(Reply::status(200));
+    rx.script("/flaky", flaky);
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|_| Node::start(&database_url, &config))
+        .collect();
+    let http = reqwest::Client::new();
+
+    // A few thousand jobs, enqueued through every node.
+    let target = rx.url("/work");
+    for (i, chunk) in (0..JOBS).collect::<Vec<_>>().chunks(500).enumerate() {
+        let jobs = chunk
+            .iter()
+            .map(|n| job(&format!("j{n}"), &target))
+            .collect();
+        enqueue(&http, &nodes[i % 3], jobs).await;
+    }
+    let flaky_jobs = (0..FLAKY)
+        .map(|n| job(&format!("f{n}"), &rx.url("/flaky")))
+        .collect();
+    enqueue(&http, &nodes[2], flaky_jobs).await;
+
+    // Mid-run, node 1 dies without a chance to give anything back.
+    eventually("a quarter of the jobs reached the receiver", || async {
+        rx.count("/work") >= JOBS / 4
+    })
+    .await;
+    let killed_at = SystemTime::now();
+    nodes[1].kill9();
+
+    eventually("every job completed", || async {
+        count(&http, &nodes[0], "completed").await == ALL as u64
+    })
+    .await;
+    for state in [
+        "ready",
+        "scheduled",
+        "running",
+        "deferred",
+        "dead",
+        "cancelled",
+    ] {
+        assert_eq!(count(&http, &nodes[2], state).await, 0, "jobs left {state}");
+    }
+
+    // Every attempt as recorded: who made it and when. Per job, the holders' attempts never
+    // overlap in time, and the log ends with the one success.
+    let mut pg: tokio_postgres::Config = base.parse().expect("DATABASE_URL parses");
+    pg.options(format!("-c search_path={schema}"));
+    let (client, conn) = pg
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect to check");
+    tokio::spawn(conn);
+    let rows = client
+        .query(
+            "SELECT j.id, j.state, j.runs, j.stalls, a.data FROM jobs j \
+             LEFT JOIN attempts a ON a.job_seq = j.seq ORDER BY j.id, a.number",
+            &[],
+        )
+        .await
+        .expect("read back");
+    let mut per_job: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut stalled: HashSet<String> = HashSet::new();
+    let mut workers: HashSet<String> = HashSet::new();
+    for r in &rows {
+        let id: String = r.get(0);
+        let state: String = r.get(1);
+        assert_eq!(state, "completed", "{id}");
+        let runs: i32 = r.get(2);
+        let expected = if id.starts_with('f') { 2 } else { 1 };
+        assert_eq!(runs, expected, "{id}: attempts recorded");
+        if r.get::<_, i32>(3) > 0 {
+            stalled.insert(id.clone());
+        }
+        let data: Option<String> = r.get(4);
+        let attempt: Value = serde_json::from_str(&data.expect("an attempt")).expect("JSON");
+        workers.insert(attempt["worker"].as_str().expect("worker").to_owned());
+        per_job.entry(id).or_default().push(attempt);
+    }
+    assert_eq!(per_job.len(), ALL);
+    assert!(
+        workers.len() >= 2,
+        "more than one node did the work: {workers:?}"
+    );
+    assert!(!stalled.is_empty(), "the killed node's leases were rescued");
+    for (id, attempts) in &per_job {
+        assert_eq!(
+            attempts.last().expect("an attempt")["decision"],
+            "complete",
+            "{id}"
+        );
+        for w in attempts.windows(2) {
+            let end = Timestamp::parse_rfc3339(w[0]["started_at"].as_str().expect("started_at"))
+                .expect("a time")
+                .as_unix_millis()
+                + w[0]["duration_ms"].as_i64().expect("duration");
+            let next = Timestamp::parse_rfc3339(w[1]["started_at"].as_str().expect("started_at"))
+                .expect("a time")
+                .as_unix_millis();
+            assert!(end <= next, "{id}: two holders at once: {attempts:?}");
+        }
+    }
+
+    // At the receiver: a job asked twice is one the killed node held; its first request came
+    // before the kill, the rescued one after, with the same idempotency key.
+    let mut by_key: HashMap<String, Vec<SystemTime>> = HashMap::new();
+    for r in rx.received("/work") {
+        let key = r
+            .header("idempotency-key")
+            .expect("an idempotency key")
+            .to_owned();
+        by_key.entry(key).or_default().push(r.wall);
+    }
+    assert_eq!(by_key.len(), JOBS, "every job reached the receiver");
+    let twice: Vec<_> = by_key.iter().filter(|(_, t)| t.len() > 1).collect();
+    assert!(
+        twice.len() <= 16 && twice.len() <= stalled.len(),
+        "only the killed node's leases run again: {} twice, {} stalled",
+        twice.len(),
+        stalled.len()
+    );
+    for (key, times) in twice {
+        assert_eq!(times.len(), 2, "{key}");
+        assert!(
+            times[0] <= killed_at && times[1] >= killed_at,
+            "{key}: the second request came only after its holder died"
+        );
+    }
+
+    // A pause learned by one node holds every node's jobs for that endpoint.
+    let limited = Receiver::start().await;
+    limited.script(
+        "/limited",
+        vec![
+            Reply::status(429).header("Retry-After", "4"),
+            Reply::status(200),
+        ],
+    );
+    let origin = format!("http://{}", limited.addr());
+    enqueue(
+        &http,
+        &nodes[0],
+        vec![job("first", &limited.url("/limited"))],
+    )
+    .await;
+    let (a, c) = (&nodes[0], &nodes[2]);
+    let mut paused_until = None;
+    for _ in 0..1200 {
+        let seen = (
+            endpoint_pause(&http, a, &origin).await,
+            endpoint_pause(&http, c, &origin).await,
+        );
+        if let (Some(x), Some(y)) = seen {
+            if x == y {
+                paused_until = Some(x);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let paused_until = paused_until.expect("both live nodes see the same pause");
+    let until = Timestamp::parse_rfc3339(&paused_until).expect("an instant");
+    let more = (0..10)
+        .map(|n| job(&format!("later{n}"), &limited.url("/limited")))
+        .collect::<Vec<_>>();
+    enqueue(&http, c, more[..5].to_vec()).await;
+    enqueue(&http, a, more[5..].to_vec()).await;
+    eventually("the paused jobs completed", || async {
+        count(&http, a, "completed").await == ALL as u64 + 11
+    })
+    .await;
+    let got = limited.received("/limited");
+    assert_eq!(got.len(), 12, "one 429, then each job once");
+    for r in &got[1..] {
+        let at = r
+            .wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as i64;
+        assert!(
+            at >= until.as_unix_millis(),
+            "a request reached the paused endpoint {} ms before the pause ended",
+            until.as_unix_millis() - at
+        );
+    }
+}
