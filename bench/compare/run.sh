@@ -2,7 +2,9 @@
 # Redial and BullMQ side by side, in one run, on this machine: the same workloads against the same
 # receiver (a separate process). BullMQ runs twice: Redis without persistence, and Redis with
 # appendonly yes + appendfsync everysec. Prints a table of ratios (Redial / BullMQ) and writes
-# results/*.json. Usage: bench/compare/run.sh   (JOBS=50000 CONC=100 by default)
+# results/*.json. Redial runs on its embedded SQLite store and, unless POSTGRES=0, on PostgreSQL too
+# (a throwaway server with PostgreSQL's default durability, started by scripts/throwaway-postgres).
+# Usage: bench/compare/run.sh   (JOBS=50000 CONC=100 POSTGRES=1 by default)
 set -euo pipefail
 cd "$(dirname "$0")"
 JOBS=${JOBS:-50000}
@@ -22,7 +24,12 @@ RECV_PORT=$(free_port)
 $BENCH --serve-receiver "$RECV_PORT" 2>/dev/null &
 RECV_PID=$!
 REDIS_PID=""
-cleanup() { kill "$RECV_PID" 2>/dev/null || true; [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null || true; }
+PGDIR=""
+cleanup() {
+  kill "$RECV_PID" 2>/dev/null || true
+  [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null || true
+  [ -n "$PGDIR" ] && ../../scripts/throwaway-postgres stop "$PGDIR" || true
+}
 trap cleanup EXIT
 sleep 0.5
 BASE="http://127.0.0.1:$RECV_PORT"
@@ -30,6 +37,16 @@ BASE="http://127.0.0.1:$RECV_PORT"
 echo "== Redial (embedded SQLite, synchronous=FULL: every acknowledged write is fsynced)"
 $BENCH --only enqueue,noop,http,latency,retry --jobs "$JOBS" --concurrency "$CONC" \
   --receiver-base "$BASE" --out results/redial.json
+
+rm -f results/redial-pg.json
+if [ "${POSTGRES:-1}" != 0 ]; then
+  eval "$(../../scripts/throwaway-postgres start --durable)"
+  PGDIR=$REDIAL_TEST_PGDATA
+  echo "== Redial on PostgreSQL $(psql "$DATABASE_URL" -Atc 'show server_version') (fsync and synchronous_commit on: every acknowledged write is durable)"
+  $BENCH --database-url "$DATABASE_URL" --only enqueue,noop,http,latency,retry --jobs "$JOBS" \
+    --concurrency "$CONC" --receiver-base "$BASE" --out results/redial-pg.json
+  ../../scripts/throwaway-postgres stop "$PGDIR"; PGDIR=""
+fi
 
 for mode in memory aof; do
   echo "== BullMQ $(node -p 'require("./node_modules/bullmq/package.json").version') on Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') ($mode)"
@@ -78,6 +95,24 @@ for label, rk, pk, higher_better in rows:
         line += f" {pv if pv is not None else float('nan'):>11.1f} {ratio:>7.2f}"
         out.setdefault(label, {})[m] = {"redial": rv, "bullmq": pv, "ratio": ratio}
     print(line)
+try:
+    pg = {k: v["value"] for k, v in json.load(open("results/redial-pg.json")).items()}
+except FileNotFoundError:
+    pg = None
+if pg:
+    print()
+    print(f"{'Redial on PostgreSQL':<48} {'Redial PG':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7} {'PG/SQLite':>9}")
+    for label, rk, pk, higher_better in rows:
+        rv = pg.get(rk)
+        line = f"{label:<48} {rv if rv is not None else float('nan'):>10.1f}"
+        for m in ("memory", "aof"):
+            pv = peers[m].get(pk)
+            ratio = (rv / pv) if (rv is not None and pv) else float("nan")
+            line += f" {pv if pv is not None else float('nan'):>11.1f} {ratio:>7.2f}"
+            out.setdefault(label, {})[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratio": ratio}
+        sv = r.get(rk)
+        line += f" {(rv / sv) if (rv is not None and sv) else float('nan'):>9.2f}"
+        print(line)
 json.dump(out, open("results/ratios.json", "w"), indent=2)
 print("\nratio = Redial / BullMQ: above 1 is better for throughput; below 1 is better for latency, wasted requests and drain time.")
 PY

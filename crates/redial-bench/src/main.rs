@@ -37,6 +37,10 @@ struct Args {
     /// process).
     #[arg(long)]
     serve_receiver: Option<u16>,
+    /// Benchmark the PostgreSQL store on this server (each workload in a fresh schema) instead
+    /// of the embedded SQLite store.
+    #[arg(long, env = "REDIAL_BENCH_DATABASE_URL", value_name = "URL")]
+    database_url: Option<String>,
 }
 
 fn main() -> Result<()> {
@@ -47,6 +51,9 @@ fn main() -> Result<()> {
     runtime.block_on(async move {
         if let Some(port) = args.serve_receiver {
             return workloads::serve_receiver(port).await;
+        }
+        if let Some(url) = args.database_url.clone() {
+            let _ = workloads::DATABASE_URL.set(url);
         }
         let all = args.only.iter().any(|w| w == "all");
         let wants = |w: &str| all || args.only.iter().any(|x| x == w);

@@ -9,6 +9,7 @@ use redial_engine::{
 };
 use redial_policy::{HandlerOutcome, Outcome, Policy, Timestamp};
 use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
+use redial_store_postgres::PgStore;
 use redial_store_sqlite::SqliteStore;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,8 +18,21 @@ use tokio::sync::mpsc;
 
 pub type Report<'a> = dyn FnMut(&str, f64, &str) + 'a;
 
-fn store_in(dir: &tempfile::TempDir) -> Result<Arc<SqliteStore>> {
-    Ok(Arc::new(SqliteStore::open(&dir.path().join("redial.db"))?))
+/// The PostgreSQL server to benchmark against instead of SQLite (`--database-url`).
+pub static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// A fresh store: a SQLite file in `dir`, or an empty schema on the PostgreSQL server.
+async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
+    match DATABASE_URL.get() {
+        Some(url) => {
+            let config = redial_store_postgres::testing::fresh_schema(url)
+                .await
+                .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+            // As many connections as the engine's busiest moments use.
+            Ok(Arc::new(PgStore::connect_with(config, 16).await?))
+        }
+        None => Ok(Arc::new(SqliteStore::open(&dir.path().join("redial.db"))?)),
+    }
 }
 
 fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
@@ -44,7 +58,7 @@ fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
 }
 
 async fn insert_backlog(
-    store: &Arc<SqliteStore>,
+    store: &Arc<dyn Store>,
     n: usize,
     queue: &str,
     url: &str,
@@ -97,7 +111,7 @@ impl<H: Handler> Handler for Counting<H> {
     }
 }
 
-fn engine(store: Arc<SqliteStore>, queues: &[(&str, usize)], handler: Arc<dyn Handler>) -> Engine {
+fn engine(store: Arc<dyn Store>, queues: &[(&str, usize)], handler: Arc<dyn Handler>) -> Engine {
     let mut config = EngineConfig {
         poll_interval: Duration::from_millis(200),
         ..EngineConfig::default()
@@ -119,7 +133,7 @@ fn engine(store: Arc<SqliteStore>, queues: &[(&str, usize)], handler: Arc<dyn Ha
     e
 }
 
-async fn completed(store: &Arc<SqliteStore>, queue: &str) -> Result<u64> {
+async fn completed(store: &Arc<dyn Store>, queue: &str) -> Result<u64> {
     Ok(store
         .stats()
         .await?
@@ -132,7 +146,7 @@ async fn completed(store: &Arc<SqliteStore>, queue: &str) -> Result<u64> {
 
 /// Waits until `n` jobs of the queue are finished; an error if any did not complete (a broken
 /// setup should fail the run, not hang it or flatter it).
-async fn wait_completed(store: &Arc<SqliteStore>, queue: &str, n: u64) -> Result<()> {
+async fn wait_completed(store: &Arc<dyn Store>, queue: &str, n: u64) -> Result<()> {
     loop {
         let stats = store.stats().await?;
         let finished: u64 = stats
@@ -155,7 +169,7 @@ async fn wait_completed(store: &Arc<SqliteStore>, queue: &str, n: u64) -> Result
 
 pub async fn enqueue(jobs: usize, report: &mut Report<'_>) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = store_in(&dir)?;
+    let store = store_in(&dir).await?;
     let now = SystemClock.now();
     let start = Instant::now();
     let mut i = 0;
@@ -188,7 +202,7 @@ pub async fn enqueue(jobs: usize, report: &mut Report<'_>) -> Result<()> {
 
 pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = store_in(&dir)?;
+    let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "n").await?;
     let noop = Arc::new(Noop::default());
     let e = engine(store.clone(), &[("default", concurrency)], noop.clone());
@@ -329,7 +343,7 @@ pub async fn http(
     };
     let url = format!("{base}/hook");
     let dir = tempfile::tempdir()?;
-    let store = store_in(&dir)?;
+    let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", &url, "h").await?;
     let http = HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
@@ -379,7 +393,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub async fn latency(report: &mut Report<'_>) -> Result<()> {
     for under_load in [false, true] {
         let dir = tempfile::tempdir()?;
-        let store = store_in(&dir)?;
+        let store = store_in(&dir).await?;
         if under_load {
             insert_backlog(&store, 50_000, "load", "http://127.0.0.1:9/", "l").await?;
         }
@@ -462,7 +476,7 @@ pub async fn backlog(big: usize, concurrency: usize, report: &mut Report<'_>) ->
     let measure = 10_000usize;
     for size in [measure, big] {
         let dir = tempfile::tempdir()?;
-        let store = store_in(&dir)?;
+        let store = store_in(&dir).await?;
         let rss_before = rss_bytes();
         insert_backlog(&store, size, "default", "http://127.0.0.1:9/", "b").await?;
         let disk = dir_bytes(dir.path());
@@ -480,7 +494,8 @@ pub async fn backlog(big: usize, concurrency: usize, report: &mut Report<'_>) ->
             rate,
             "jobs/s",
         );
-        if size == big {
+        // On PostgreSQL the data lives in the server's folder, not here: no disk figure.
+        if size == big && DATABASE_URL.get().is_none() {
             report(
                 &format!("disk per queued job ({size} jobs)"),
                 disk as f64 / size as f64,
@@ -512,7 +527,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
         ("2 s outage", "/outage", f64::INFINITY),
     ] {
         let dir = tempfile::tempdir()?;
-        let store = store_in(&dir)?;
+        let store = store_in(&dir).await?;
         insert_backlog(&store, jobs, "default", &format!("{base}{path}"), "r").await?;
         let http = HttpExecutor::new(HttpConfig {
             allow_private_networks: true,
@@ -601,7 +616,7 @@ async fn http_get(url: &str) -> Result<String> {
 pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
     use redial_store::{Attempt, CandidateParams, LeaseIdsParams, RecordAttemptParams, Transition};
     let dir = tempfile::tempdir()?;
-    let store = store_in(&dir)?;
+    let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "p").await?;
     let now = SystemClock.now();
     let later = Timestamp::from_unix_millis(now.as_unix_millis() + 60_000);

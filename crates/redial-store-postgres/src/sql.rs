@@ -119,64 +119,10 @@ async fn must_get(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreRe
         .ok_or_else(|| StoreError::NotFound(id.clone()))
 }
 
-const INSERT: &str = "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
-     priority, run_at, deadline, tags, policy, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) \
-     ON CONFLICT (id) DO NOTHING RETURNING seq";
-
-/// Inserts one job inside `tx`; returns the outcome and whether it was new.
-async fn insert_in(
-    tx: &tokio_postgres::Transaction<'_>,
-    stmt: &tokio_postgres::Statement,
-    job: NewJob,
-) -> StoreResult<InsertOutcome> {
-    let request = serde_json::to_string(&job.request).map_err(json_err)?;
-    let state = if job.run_at > job.created_at {
-        JobState::Scheduled
-    } else {
-        JobState::Ready
-    };
-    let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
-    let policy = job
-        .policy
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(json_err)?;
-    let row = tx
-        .query_opt(
-            stmt,
-            &[
-                &job.id.0,
-                &job.queue,
-                &job.endpoint,
-                &state.as_str(),
-                &request,
-                &job.idempotency_key,
-                &job.priority,
-                &ms(job.run_at),
-                &job.deadline.map(ms),
-                &tags,
-                &policy,
-                &ms(job.created_at),
-            ],
-        )
-        .await
-        .map_err(backend)?;
-    let Some(row) = row else {
-        let existing = must_get(tx, &job.id).await?;
-        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
-        let same = existing.queue == job.queue
-            && stored_request == request
-            && existing.idempotency_key == job.idempotency_key;
-        return Ok(if same {
-            InsertOutcome::Duplicate(existing)
-        } else {
-            InsertOutcome::Conflict(existing)
-        });
-    };
-    Ok(InsertOutcome::Inserted(Job {
-        seq: get(&row, 0)?,
+/// The job as stored, built from what was written rather than read back.
+fn new_job(seq: i64, job: NewJob, state: JobState) -> Job {
+    Job {
+        seq,
         id: job.id,
         queue: job.queue,
         endpoint: job.endpoint,
@@ -203,7 +149,7 @@ async fn insert_in(
         lease_owner: None,
         lease_until: None,
         cancel_requested: false,
-    }))
+    }
 }
 
 /// Tells the other nodes that `queue` has new work (on commit). An empty queue name means any.
@@ -225,29 +171,118 @@ pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult
         .ok_or_else(|| StoreError::Backend("no outcome for the inserted job".into()))
 }
 
+/// One statement for the whole batch (arrays unnested into rows); ids that already exist are
+/// then read back and compared, as duplicates or conflicts.
+const INSERT_MANY: &str =
+    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+     priority, run_at, deadline, tags, policy, created_at, updated_at) \
+     SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
+         created_at, created_at \
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+         $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[]) \
+         WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
+             deadline, tags, policy, created_at, n) \
+     ORDER BY n \
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+
 pub async fn insert_batch(
     c: &mut Conn,
     channel: &str,
     jobs: Vec<NewJob>,
 ) -> StoreResult<Vec<InsertOutcome>> {
-    let stmt = c.prepared(INSERT).await?;
+    let n = jobs.len();
+    let mut cols = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut states = Vec::with_capacity(n);
+    let mut requests = Vec::with_capacity(n);
+    for job in &jobs {
+        let state = if job.run_at > job.created_at {
+            JobState::Scheduled
+        } else {
+            JobState::Ready
+        };
+        let request = serde_json::to_string(&job.request).map_err(json_err)?;
+        cols.0.push(job.id.0.as_str());
+        cols.1.push(job.queue.as_str());
+        cols.2.push(job.endpoint.as_str());
+        cols.3.push(state.as_str());
+        cols.4.push(request.clone());
+        cols.5.push(job.idempotency_key.as_deref());
+        cols.6.push(job.priority);
+        cols.7.push(ms(job.run_at));
+        cols.8.push(job.deadline.map(ms));
+        cols.9
+            .push(serde_json::to_string(&job.tags).map_err(json_err)?);
+        cols.10.push(
+            job.policy
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(json_err)?,
+        );
+        cols.11.push(ms(job.created_at));
+        states.push(state);
+        requests.push(request);
+    }
+    let stmt = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
-    let mut outs = Vec::with_capacity(jobs.len());
+    let rows = tx
+        .query(
+            &stmt,
+            &[
+                &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6, &cols.7, &cols.8,
+                &cols.9, &cols.10, &cols.11,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    let mut seqs = std::collections::HashMap::with_capacity(rows.len());
+    for r in &rows {
+        seqs.insert(get::<String>(r, 0)?, get::<i64>(r, 1)?);
+    }
+    let mut outs = Vec::with_capacity(n);
     let mut queues: Vec<String> = Vec::new();
-    for job in jobs {
-        if !queues.contains(&job.queue) {
-            queues.push(job.queue.clone());
+    for ((job, state), request) in jobs.into_iter().zip(states).zip(requests) {
+        // An id inserted earlier in this same batch is a duplicate of that one, not new again.
+        match seqs.remove(&job.id.0) {
+            Some(seq) => {
+                if !queues.contains(&job.queue) {
+                    queues.push(job.queue.clone());
+                }
+                outs.push(InsertOutcome::Inserted(new_job(seq, job, state)));
+            }
+            None => {
+                let existing = must_get(&tx, &job.id).await?;
+                let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
+                let same = existing.queue == job.queue
+                    && stored_request == request
+                    && existing.idempotency_key == job.idempotency_key;
+                outs.push(if same {
+                    InsertOutcome::Duplicate(existing)
+                } else {
+                    InsertOutcome::Conflict(existing)
+                });
+            }
         }
-        outs.push(insert_in(&tx, &stmt, job).await?);
     }
     if outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
         tx.rollback().await.map_err(backend)?;
         return Ok(outs);
     }
-    if outs.iter().any(|o| matches!(o, InsertOutcome::Inserted(_))) {
-        for q in &queues {
-            notify(&tx, channel, q).await?;
-        }
+    for q in &queues {
+        notify(&tx, channel, q).await?;
     }
     tx.commit().await.map_err(backend)?;
     Ok(outs)
