@@ -1,0 +1,130 @@
+//! What only a shared store does, against a real PostgreSQL server (`DATABASE_URL`): several
+//! nodes migrating at once, one maintenance leader at a time with failover, wake-ups across nodes,
+//! and concurrent leasing from separate stores.
+
+use redial_store::testkit::{at, new_job};
+use redial_store::{LeaseParams, Store, Wake};
+use redial_store_postgres::PgStore;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn schema() -> tokio_postgres::Config {
+    let url = std::env::var("DATABASE_URL").expect(
+        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
+    );
+    redial_store_postgres::testing::fresh_schema(&url)
+        .await
+        .expect("a schema for this test")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_starting_together_migrate_once() {
+    let config = schema().await;
+    let starts = (0..4).map(|_| {
+        let c = config.clone();
+        tokio::spawn(async move { PgStore::connect_with(c, 1).await })
+    });
+    for s in starts {
+        let store = s.await.expect("joined").expect("every node starts");
+        store.ping().await.expect("ping");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_at_a_time_and_the_role_moves_when_it_goes() {
+    let config = schema().await;
+    let a = PgStore::connect_with(config.clone(), 1).await.expect("a");
+    let b = PgStore::connect_with(config.clone(), 1).await.expect("b");
+    assert!(a.try_lead().await.expect("a asks"));
+    assert!(
+        a.try_lead().await.expect("a asks again"),
+        "it keeps the role"
+    );
+    assert!(!b.try_lead().await.expect("b asks"));
+    drop(a);
+    // A's sessions end with it; B takes over at one of its next ticks.
+    let mut took = false;
+    for _ in 0..100 {
+        if b.try_lead().await.expect("b asks") {
+            took = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(took, "the role moved to the remaining node");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_enqueued_on_one_node_wakes_the_others() {
+    let config = schema().await;
+    let a = PgStore::connect_with(config.clone(), 1).await.expect("a");
+    let b = PgStore::connect_with(config.clone(), 1).await.expect("b");
+    let mut wakes = b.subscribe().expect("a shared store has wake-ups");
+    // The listener connects in the background: enqueue until a wake-up arrives.
+    let mut n = 0;
+    let wake = loop {
+        n += 1;
+        a.job_insert(new_job(&format!("w{n}"), "emails"))
+            .await
+            .expect("insert");
+        match tokio::time::timeout(Duration::from_millis(200), wakes.recv()).await {
+            Ok(w) => break w.expect("a wake-up"),
+            Err(_) if n < 50 => continue,
+            Err(_) => panic!("no wake-up reached the other node"),
+        }
+    };
+    assert_eq!(wake, Wake::Queue("emails".into()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_leasing_at_once_never_share_a_job() {
+    let config = schema().await;
+    let stores: Vec<Arc<PgStore>> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            v.push(Arc::new(
+                PgStore::connect_with(config.clone(), 2)
+                    .await
+                    .expect("store"),
+            ));
+        }
+        v
+    };
+    let jobs: Vec<_> = (0..600)
+        .map(|n| new_job(&format!("j{n}"), "default"))
+        .collect();
+    stores[0].job_insert_batch(jobs).await.expect("insert");
+    let mut tasks = Vec::new();
+    for (i, s) in stores.iter().enumerate() {
+        for k in 0..4 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let got = s
+                        .job_lease_available(LeaseParams {
+                            queue: "default".into(),
+                            limit: 7,
+                            owner: format!("node{i}-{k}"),
+                            now: at(0),
+                            lease_until: at(30),
+                        })
+                        .await
+                        .expect("lease");
+                    if got.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(got.into_iter().map(|j| j.id.0));
+                }
+            }));
+        }
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        for id in t.await.expect("joined") {
+            assert!(seen.insert(id.clone()), "{id} leased twice");
+        }
+    }
+    assert_eq!(seen.len(), 600);
+}
