@@ -156,9 +156,13 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         "/work",
         vec![Reply::status(200).delay(Duration::from_millis(20))],
     );
-    let mut flaky = vec![Reply::status(503); FLAKY];
-    flaky.push(Reply::status(200));
-    rx.script("/flaky", flaky);
+    // Each flaky job has a path of its own: its first request fails, its retry succeeds.
+    for n in 0..FLAKY {
+        rx.script(
+            &format!("/flaky/{n}"),
+            vec![Reply::status(503), Reply::status(200)],
+        );
+    }
     let mut nodes: Vec<Node> = (0..3)
         .map(|_| Node::start(&database_url, &config))
         .collect();
@@ -174,7 +178,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         enqueue(&http, &nodes[i % 3], jobs).await;
     }
     let flaky_jobs = (0..FLAKY)
-        .map(|n| job(&format!("f{n}"), &rx.url("/flaky")))
+        .map(|n| job(&format!("f{n}"), &rx.url(&format!("/flaky/{n}"))))
         .collect();
     enqueue(&http, &nodes[2], flaky_jobs).await;
 
@@ -226,9 +230,16 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         let state: String = r.get(1);
         assert_eq!(state, "completed", "{id}");
         let runs: i32 = r.get(2);
-        let expected = if id.starts_with('f') { 2 } else { 1 };
-        assert_eq!(runs, expected, "{id}: attempts recorded");
-        if r.get::<_, i32>(3) > 0 {
+        let was_stalled = r.get::<_, i32>(3) > 0;
+        if id.starts_with('f') && !was_stalled {
+            assert_eq!(runs, 2, "{id}: the failure and the success recorded");
+        } else if id.starts_with('f') {
+            // Its first request may have been the killed node's, never recorded.
+            assert!((1..=2).contains(&runs), "{id}: {runs} attempts recorded");
+        } else {
+            assert_eq!(runs, 1, "{id}: recorded once");
+        }
+        if was_stalled {
             stalled.insert(id.clone());
         }
         let data: Option<String> = r.get(4);
@@ -272,8 +283,9 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
     }
     assert_eq!(by_key.len(), JOBS, "every job reached the receiver");
     let twice: Vec<_> = by_key.iter().filter(|(_, t)| t.len() > 1).collect();
+    // The killed node held at most twice its concurrency: 16 attempts, 16 results being written.
     assert!(
-        twice.len() <= 16 && twice.len() <= stalled.len(),
+        twice.len() <= 32 && twice.len() <= stalled.len(),
         "only the killed node's leases run again: {} twice, {} stalled",
         twice.len(),
         stalled.len()
