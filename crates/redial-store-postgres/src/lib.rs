@@ -352,6 +352,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::stats(c).await)
     }
 
+    async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+        with_conn!(self, c => sql::dead_letters_since(c, since).await)
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         with_conn!(self, c => sql::cleanup(c, &params).await)
     }

@@ -938,10 +938,55 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;
+    let rows = c
+        .client
+        .query(
+            "SELECT queue, MIN(updated_at) FROM jobs WHERE state = 'deferred' GROUP BY queue ORDER BY queue",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let oldest_deferred = rows
+        .iter()
+        .map(|r| {
+            Ok(QueueSince {
+                queue: get(r, 0)?,
+                since: Timestamp::from_unix_millis(get(r, 1)?),
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
     Ok(Stats {
         by_queue,
         by_endpoint,
+        oldest_deferred,
     })
+}
+
+pub async fn dead_letters_since(c: &mut Conn, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+    let rows = c
+        .client
+        .query(
+            "SELECT queue, category, COUNT(*) FROM jobs WHERE state = 'dead' AND finished_at >= $1 \
+             GROUP BY queue, category ORDER BY queue, category",
+            &[&ms(since)],
+        )
+        .await
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for r in &rows {
+        let category: Option<String> = get(r, 1)?;
+        if let Some(category) = category
+            .as_deref()
+            .and_then(|c| parse_dead_category(c).ok())
+        {
+            out.push(DeadCount {
+                queue: get(r, 0)?,
+                category,
+                count: get::<i64>(r, 2)?.max(0) as u64,
+            });
+        }
+    }
+    Ok(out)
 }
 
 pub async fn cleanup(c: &mut Conn, p: &CleanupParams) -> StoreResult<u64> {

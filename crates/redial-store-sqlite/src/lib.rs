@@ -274,6 +274,10 @@ impl Store for SqliteStore {
         self.run(sql::stats).await
     }
 
+    async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+        self.run(move |c| sql::dead_letters_since(c, since)).await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.run(move |c| sql::cleanup(c, &params)).await
     }

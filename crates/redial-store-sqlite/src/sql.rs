@@ -922,10 +922,50 @@ pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
             })
         },
     )?;
+    let oldest_deferred = query_rows(
+        c,
+        "SELECT queue, MIN(updated_at) FROM jobs WHERE state = 'deferred' GROUP BY queue ORDER BY queue",
+        [],
+        |r| {
+            Ok(QueueSince {
+                queue: r.get(0)?,
+                since: Timestamp::from_unix_millis(r.get(1)?),
+            })
+        },
+    )?;
     Ok(Stats {
         by_queue,
         by_endpoint,
+        oldest_deferred,
     })
+}
+
+pub fn dead_letters_since(c: &mut Connection, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+    // Spelled so that SQLite can read `jobs_finished` from `since` on.
+    let rows = query_rows(
+        c,
+        "SELECT queue, category, COUNT(*) FROM jobs INDEXED BY jobs_finished \
+         WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') AND state = 'dead' \
+         AND finished_at >= ?1 GROUP BY queue, category ORDER BY queue, category",
+        [ms(since)],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        },
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(queue, category, count)| {
+            Some(DeadCount {
+                queue,
+                category: parse_dead_category(category.as_deref()?).ok()?,
+                count: count.max(0) as u64,
+            })
+        })
+        .collect())
 }
 
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {

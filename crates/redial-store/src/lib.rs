@@ -132,6 +132,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Counts per queue x state x dead-letter category, and per endpoint x state.
     async fn stats(&self) -> StoreResult<Stats>;
 
+    /// Jobs that went dead at or after `since` (and are still dead letters), per queue and
+    /// category: what alerts on new dead letters count.
+    async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>>;
+
     /// Deletes finished jobs past their retention; returns how many.
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
 

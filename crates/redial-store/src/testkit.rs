@@ -21,7 +21,7 @@ macro_rules! store_suite {
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
-            shared_holds_only_lengthen);
+            shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -1119,6 +1119,61 @@ pub async fn endpoint_state_round_trips(store: Arc<dyn Store>) {
     assert_eq!(
         store.endpoint_load().await.expect("load"),
         vec![rec("A", "{\"a\":2}", 2), rec("B", "{}", 1)]
+    );
+}
+
+pub async fn recent_dead_letters_and_oldest_deferred(store: Arc<dyn Store>) {
+    // Dead at at(1) (make_dead's record time).
+    make_dead(&store, "p1", "default", DeadCategory::Permanent).await;
+    make_dead(&store, "p2", "default", DeadCategory::Permanent).await;
+    make_dead(&store, "t1", "other", DeadCategory::TransientExhausted).await;
+    let mut got = store.dead_letters_since(at(1)).await.expect("since");
+    got.sort_by(|a, b| a.queue.cmp(&b.queue));
+    assert_eq!(
+        got,
+        vec![
+            DeadCount {
+                queue: "default".into(),
+                category: DeadCategory::Permanent,
+                count: 2
+            },
+            DeadCount {
+                queue: "other".into(),
+                category: DeadCategory::TransientExhausted,
+                count: 1
+            },
+        ]
+    );
+    assert!(store
+        .dead_letters_since(at(2))
+        .await
+        .expect("since")
+        .is_empty());
+    // A replayed job is no dead letter any more.
+    store
+        .job_replay(&JobId::from("t1"), at(3))
+        .await
+        .expect("replay");
+    assert_eq!(
+        store.dead_letters_since(at(0)).await.expect("since").len(),
+        1
+    );
+
+    // Deferred jobs: the queue's oldest deferral is the earliest `updated_at` among them.
+    for (id, defer_at) in [("d1", 5), ("d2", 7)] {
+        store.job_insert(new_job(id, "q")).await.expect("insert");
+        lease(&store, "q", "w", at(0), 1).await;
+        let mut p = record(id, "w", 1, Transition::Defer { until: at(100) });
+        p.now = at(defer_at);
+        store.job_record_attempt(p).await.expect("defer");
+    }
+    let stats = store.stats().await.expect("stats");
+    assert_eq!(
+        stats.oldest_deferred,
+        vec![QueueSince {
+            queue: "q".into(),
+            since: at(5)
+        }]
     );
 }
 

@@ -330,6 +330,22 @@ pub struct CleanupParams {
 pub struct Stats {
     pub by_queue: Vec<QueueCount>,
     pub by_endpoint: Vec<EndpointCount>,
+    /// Per queue with deferred jobs: when the longest-deferred of them was deferred.
+    pub oldest_deferred: Vec<QueueSince>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSince {
+    pub queue: String,
+    pub since: Timestamp,
+}
+
+/// Dead letters of one queue and category that died in a given span of time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeadCount {
+    pub queue: String,
+    pub category: DeadCategory,
+    pub count: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
