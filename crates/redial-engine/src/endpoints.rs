@@ -33,14 +33,31 @@ pub(crate) struct Registry {
     settings: BTreeMap<String, EndpointSettings>,
     /// Held only for short, synchronous updates; never across an await.
     entries: Mutex<HashMap<String, Entry>>,
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
 }
 
 impl Registry {
-    pub fn new(defaults: EndpointConfig, settings: BTreeMap<String, EndpointSettings>) -> Self {
+    pub fn new(
+        defaults: EndpointConfig,
+        settings: BTreeMap<String, EndpointSettings>,
+        metrics: std::sync::Arc<crate::metrics::Metrics>,
+    ) -> Self {
         Registry {
             defaults,
             settings,
             entries: Mutex::new(HashMap::new()),
+            metrics,
+        }
+    }
+
+    /// Counts a breaker transition, if `before` and `after` differ.
+    fn count_transition(&self, endpoint: &str, before: &'static str, after: &'static str) {
+        if before != after {
+            let label = self.metrics.endpoint_label(endpoint);
+            self.metrics.inc(
+                "redial_breaker_transitions_total",
+                &[("endpoint", &label), ("to", after)],
+            );
         }
     }
 
@@ -87,11 +104,15 @@ impl Registry {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = entries.entry(endpoint.to_owned()).or_default();
+        let before = e.state.breaker.name();
         let a = e.state.admit(cfg, now, is_retry, e.in_flight);
         if a == Admission::Go {
             e.in_flight += 1;
         }
         e.dirty = true;
+        let after = e.state.breaker.name();
+        drop(entries);
+        self.count_transition(endpoint, before, after);
         a
     }
 
@@ -109,8 +130,12 @@ impl Registry {
         let e = entries.entry(endpoint.to_owned()).or_default();
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
+        let before = e.state.breaker.name();
         e.state.record(cfg, now, &observed);
         e.dirty = true;
+        let after = e.state.breaker.name();
+        drop(entries);
+        self.count_transition(endpoint, before, after);
     }
 
     /// What held a job of `endpoint` that was due at `run_at`, if something did.
@@ -187,11 +212,13 @@ impl Registry {
     pub fn absorb(&self, holds: Vec<SharedHold>, now: Timestamp) -> bool {
         let mut entries = self.lock();
         let mut changed = false;
+        let mut transitions = Vec::new();
         for h in holds {
-            let e = entries.entry(h.endpoint).or_default();
+            let e = entries.entry(h.endpoint.clone()).or_default();
             let before = e.state.shareable(now);
             // What the store holds now; a longer hold of our own is still to publish.
             e.shared = (h.paused_until, h.breaker_until);
+            let breaker_before = e.state.breaker.name();
             e.state.absorb(
                 now,
                 &SharedHolds {
@@ -201,10 +228,18 @@ impl Registry {
                         .zip(h.breaker_reason.or(Some(String::new()))),
                 },
             );
+            let breaker_after = e.state.breaker.name();
+            if breaker_before != breaker_after {
+                transitions.push((h.endpoint.clone(), breaker_before, breaker_after));
+            }
             if before != e.state.shareable(now) {
                 e.dirty = true;
                 changed = true;
             }
+        }
+        drop(entries);
+        for (endpoint, before, after) in transitions {
+            self.count_transition(&endpoint, before, after);
         }
         changed
     }

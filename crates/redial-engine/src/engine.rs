@@ -1,9 +1,11 @@
 //! The worker runtime: one leasing loop per queue, a heartbeat loop, a maintenance loop, and the
 //! attempt path (run the handler, decide, record).
 
+use crate::alerts::{AlertConfig, AlertStatus, Alerts};
 use crate::clock::Clock;
 use crate::endpoints::{EndpointSettings, Registry};
 use crate::handler::{AttemptOutput, Handler};
+use crate::metrics::{Metrics, Snapshot};
 use crate::redact;
 use crate::shutdown::Shutdown;
 use redial_policy::endpoint::{
@@ -85,6 +87,10 @@ pub struct EngineConfig {
     pub cleanup_interval: Duration,
     /// The time limit of an attempt whose job sets none; custom handlers are held to it too.
     pub default_timeout: Duration,
+    /// Endpoints beyond this many (besides those configured) share the metric label `other`.
+    pub metrics_max_endpoints: usize,
+    /// Alert rules on dead letters and deferred work, and where to tell about them.
+    pub alerts: AlertConfig,
 }
 
 impl Default for EngineConfig {
@@ -109,6 +115,8 @@ impl Default for EngineConfig {
             retention: Retention::default(),
             cleanup_interval: Duration::from_secs(60),
             default_timeout: Duration::from_secs(30),
+            metrics_max_endpoints: 100,
+            alerts: AlertConfig::default(),
         }
     }
 }
@@ -142,7 +150,14 @@ struct Inner {
     stopped: Shutdown,
     /// Notified when a hold here or another node's shared hold may have changed (shared stores).
     holds_changed: Notify,
+    metrics: Arc<Metrics>,
+    alerts: Alerts,
+    /// The store's counts as last read for the gauges, and when.
+    stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
 }
+
+/// How old the store's counts behind the gauges may be: reading them scans the jobs.
+const STATS_MAX_AGE: Duration = Duration::from_secs(5);
 
 /// How often a node sharing its store publishes its new holds and reads the others' (besides
 /// doing so at once when it learns of a change).
@@ -161,7 +176,16 @@ impl Engine {
             .keys()
             .map(|q| (q.clone(), Arc::new(Notify::new())))
             .collect();
-        let endpoints = Registry::new(config.endpoint_defaults.clone(), config.endpoints.clone());
+        let alerts = Alerts::new(config.alerts.clone());
+        let metrics = Arc::new(Metrics::new(
+            config.metrics_max_endpoints,
+            config.endpoints.keys().cloned(),
+        ));
+        let endpoints = Registry::new(
+            config.endpoint_defaults.clone(),
+            config.endpoints.clone(),
+            metrics.clone(),
+        );
         Engine {
             inner: Arc::new(Inner {
                 store,
@@ -177,6 +201,9 @@ impl Engine {
                 shutdown: Shutdown::new(),
                 stopped: Shutdown::new(),
                 holds_changed: Notify::new(),
+                metrics,
+                stats_cache: tokio::sync::Mutex::new(None),
+                alerts,
             }),
         }
     }
@@ -232,6 +259,97 @@ impl Engine {
         self.inner.endpoints.views(self.inner.clock.now(), also)
     }
 
+    /// The engine's metrics (counters and histograms; gauges come with [`Engine::render_metrics`]).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// The Prometheus exposition: counters and histograms as they stand, gauges from the
+    /// store's counts (at most a few seconds old) and the endpoints' states.
+    pub async fn render_metrics(&self, extra: Snapshot) -> Result<String, StoreError> {
+        let inner = &self.inner;
+        let now = inner.clock.now();
+        let stats = {
+            let mut cache = inner.stats_cache.lock().await;
+            match cache.as_ref() {
+                Some((at, stats)) if at.elapsed() < STATS_MAX_AGE => stats.clone(),
+                _ => {
+                    let stats = inner.store.stats().await?;
+                    *cache = Some((std::time::Instant::now(), stats.clone()));
+                    stats
+                }
+            }
+        };
+        let mut snap = extra;
+        let mut per_state: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
+        for q in inner.config.queues.keys() {
+            for st in redial_store::JobState::ALL {
+                per_state.insert((q.clone(), st.as_str()), 0);
+            }
+        }
+        for c in &stats.by_queue {
+            *per_state
+                .entry((c.queue.clone(), c.state.as_str()))
+                .or_default() += c.count;
+            if let (redial_store::JobState::Dead, Some(cat)) = (c.state, c.category) {
+                snap.set(
+                    "redial_dead_letter_depth",
+                    &[("queue", &c.queue), ("category", cat.as_str())],
+                    c.count as f64,
+                );
+            }
+        }
+        for ((queue, state), n) in &per_state {
+            snap.set(
+                "redial_jobs",
+                &[("queue", queue), ("state", state)],
+                *n as f64,
+            );
+        }
+        for q in inner.config.queues.keys() {
+            let age = stats
+                .oldest_deferred
+                .iter()
+                .find(|o| &o.queue == q)
+                .map_or(0.0, |o| now.saturating_since(o.since).as_secs_f64());
+            snap.set("redial_oldest_deferred_age_seconds", &[("queue", q)], age);
+        }
+        let mut folded: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for (name, view) in inner.endpoints.views(now, &[]) {
+            let label = inner.metrics.endpoint_label(&name);
+            let paused = if view.paused_until.is_some_and(|t| t > now) {
+                1.0
+            } else {
+                0.0
+            };
+            let breaker = match view.breaker {
+                "open" => 2.0,
+                "half_open" => 1.0,
+                _ => 0.0,
+            };
+            let e = folded.entry(label).or_default();
+            *e = (e.0.max(paused), e.1.max(breaker));
+        }
+        for (label, (paused, breaker)) in &folded {
+            snap.set("redial_endpoint_paused", &[("endpoint", label)], *paused);
+            snap.set(
+                "redial_endpoint_breaker_state",
+                &[("endpoint", label)],
+                *breaker,
+            );
+        }
+        for a in inner.alerts.statuses() {
+            let firing = if a.firing { 1.0 } else { 0.0 };
+            snap.set("redial_alert_firing", &[("alert", &a.name)], firing);
+        }
+        Ok(inner.metrics.render(&snap))
+    }
+
+    /// Every alert rule's state as last evaluated.
+    pub fn alerts(&self) -> Vec<AlertStatus> {
+        self.inner.alerts.statuses()
+    }
+
     /// Restores the endpoints' saved state and starts the loops. Stop them with
     /// [`RunningEngine::shutdown`].
     pub async fn start(&self) -> Result<RunningEngine, StoreError> {
@@ -256,6 +374,7 @@ impl Engine {
         if self.inner.store.is_shared() {
             background.push(tokio::spawn(share_loop(self.inner.clone())));
         }
+        background.push(tokio::spawn(alert_loop(self.inner.clone())));
         Ok(RunningEngine {
             engine: self.clone(),
             queue_loops,
@@ -490,8 +609,22 @@ async fn fill(
             match inner.endpoints.admit(&c.endpoint, c.is_retry, now) {
                 Admission::Go => picked.push((c.id, c.endpoint)),
                 Admission::Hold(_) => exclude.push(c.endpoint),
-                Admission::HoldRetries(_) => exclude_retries.push(c.endpoint),
-                Admission::FailRetry(hold) => failed.push((c.id, c.endpoint, hold)),
+                Admission::HoldRetries(_) => {
+                    let label = inner.metrics.endpoint_label(&c.endpoint);
+                    inner.metrics.inc(
+                        "redial_retry_budget_rejections_total",
+                        &[("endpoint", &label)],
+                    );
+                    exclude_retries.push(c.endpoint)
+                }
+                Admission::FailRetry(hold) => {
+                    let label = inner.metrics.endpoint_label(&c.endpoint);
+                    inner.metrics.inc(
+                        "redial_retry_budget_rejections_total",
+                        &[("endpoint", &label)],
+                    );
+                    failed.push((c.id, c.endpoint, hold))
+                }
             }
         }
         // Progress: a job picked or failed, or an endpoint newly left out (the next read then
@@ -620,6 +753,10 @@ async fn fail_retries(
             last_delay_ms: job.last_delay_ms,
         };
         inner.store.job_record_attempt(params).await?;
+        inner.metrics.inc(
+            "redial_dead_letters_total",
+            &[("category", DeadCategory::BudgetExhausted.as_str())],
+        );
     }
     Ok(())
 }
@@ -746,6 +883,7 @@ async fn record(
     if inner.store.is_shared() {
         inner.holds_changed.notify_one();
     }
+    count_attempt(inner, job, &output, &decision, duration_ms, now);
     let _recording = slot.start_recording().await;
     for n in inner.wakers.values() {
         n.notify_one();
@@ -835,6 +973,82 @@ async fn record(
     }
 }
 
+/// The attempt's counters and histograms.
+fn count_attempt(
+    inner: &Inner,
+    job: &Job,
+    output: &AttemptOutput,
+    decision: &redial_policy::Decision,
+    duration_ms: u64,
+    now: Timestamp,
+) {
+    let m = &inner.metrics;
+    let endpoint = m.endpoint_label(&job.endpoint);
+    let status;
+    let outcome = match &output.outcome {
+        Outcome::Response(r) => {
+            status = r.status.to_string();
+            status.as_str()
+        }
+        Outcome::Transport(e) => e.as_str(),
+        Outcome::Handler(_) => "handler",
+    };
+    m.inc(
+        "redial_attempts_total",
+        &[
+            ("queue", &job.queue),
+            ("endpoint", &endpoint),
+            ("outcome", outcome),
+            ("category", decision.classification.category.as_str()),
+        ],
+    );
+    m.inc(
+        "redial_decisions_total",
+        &[
+            ("queue", &job.queue),
+            ("decision", decision.action.as_str()),
+        ],
+    );
+    m.observe(
+        "redial_attempt_duration_seconds",
+        &[("queue", &job.queue), ("endpoint", &endpoint)],
+        duration_ms as f64 / 1000.0,
+    );
+    let terminal = match decision.action {
+        Action::Defer { .. } => {
+            let reason = decision
+                .classification
+                .server_wait
+                .map_or("backoff", |w| w.source);
+            m.inc(
+                "redial_deferrals_total",
+                &[
+                    ("queue", &job.queue),
+                    ("endpoint", &endpoint),
+                    ("reason", reason),
+                ],
+            );
+            None
+        }
+        Action::Dead(category) => {
+            m.inc(
+                "redial_dead_letters_total",
+                &[("category", category.as_str())],
+            );
+            Some("dead")
+        }
+        Action::Complete => Some("completed"),
+        Action::Retry { .. } => None,
+    };
+    if let Some(state) = terminal {
+        m.observe(
+            "redial_job_latency_seconds",
+            &[("queue", &job.queue), ("state", state)],
+            now.saturating_since(job.created_at).as_secs_f64(),
+        );
+    }
+}
+
 async fn heartbeat_loop(inner: Arc<Inner>) {
     loop {
         tokio::select! {
@@ -915,6 +1129,34 @@ async fn share_loop(inner: Arc<Inner>) {
     }
 }
 
+/// Evaluates the alert rules; the maintenance leader tells the webhook about changes.
+async fn alert_loop(inner: Arc<Inner>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(inner.alerts.interval()) => {}
+            _ = inner.stopped.wait() => return,
+        }
+        let now = inner.clock.now();
+        match inner.alerts.evaluate(inner.store.as_ref(), now).await {
+            Ok(changes) if !changes.is_empty() => {
+                for c in &changes {
+                    let s = &c.status;
+                    if s.firing {
+                        tracing::warn!(alert = %s.name, value = s.value, threshold = s.threshold, summary = %s.summary, "alert firing");
+                    } else {
+                        tracing::info!(alert = %s.name, summary = %s.summary, "alert resolved");
+                    }
+                }
+                if inner.store.try_lead().await.unwrap_or(false) {
+                    inner.alerts.notify(&changes).await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "evaluating alerts failed"),
+        }
+    }
+}
+
 async fn maintenance_loop(inner: Arc<Inner>) {
     let mut last_cleanup: Option<std::time::Instant> = None;
     loop {
@@ -951,6 +1193,11 @@ async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) 
             .await
         {
             Ok(r) if r.requeued > 0 || r.dead > 0 => {
+                inner.metrics.add(
+                    "redial_dead_letters_total",
+                    &[("category", DeadCategory::UnknownExhausted.as_str())],
+                    r.dead,
+                );
                 tracing::warn!(
                     requeued = r.requeued,
                     dead = r.dead,
@@ -971,7 +1218,14 @@ async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) 
             reasons: inner.endpoints.holds(now),
         };
         match inner.store.job_expire_deadlines(expire).await {
-            Ok(n) if n > 0 => tracing::warn!(dead = n, "jobs passed their deadline while waiting"),
+            Ok(n) if n > 0 => {
+                inner.metrics.add(
+                    "redial_dead_letters_total",
+                    &[("category", DeadCategory::DeadlineExceeded.as_str())],
+                    n,
+                );
+                tracing::warn!(dead = n, "jobs passed their deadline while waiting")
+            }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
         }

@@ -6,11 +6,13 @@
 //! own storage (the store does) nor the meaning of an outcome (the policy core does), and knows
 //! nothing of the API in front of it.
 
+pub mod alerts;
 mod clock;
 mod endpoints;
 mod engine;
 mod handler;
 pub mod http;
+pub mod metrics;
 pub mod net;
 pub mod redact;
 mod shutdown;

@@ -28,6 +28,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/endpoints", get(endpoints))
         .route("/v1/endpoints/{name}", get(endpoint))
         .route("/v1/openapi.json", get(openapi))
+        .route("/v1/alerts", get(alerts))
+        .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
@@ -339,6 +341,23 @@ async fn endpoint(State(state): State<AppState>, Path(name): Path<String>) -> Ap
 
 async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+async fn alerts(State(state): State<AppState>) -> Response {
+    Json(json!({ "alerts": state.engine.alerts() })).into_response()
+}
+
+/// The Prometheus exposition (text format 0.0.4).
+async fn metrics(State(state): State<AppState>) -> ApiResult {
+    let text = state.engine.render_metrics(Default::default()).await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }
 
 async fn healthz() -> Response {

@@ -441,6 +441,8 @@ async fn the_openapi_document_covers_every_route() {
         ("get", "/v1/endpoints"),
         ("get", "/v1/endpoints/{name}"),
         ("get", "/v1/openapi.json"),
+        ("get", "/v1/alerts"),
+        ("get", "/metrics"),
         ("get", "/healthz"),
         ("get", "/readyz"),
     ] {

@@ -24,6 +24,8 @@ pub struct FileConfig {
     pub http: HttpSection,
     pub engine: EngineSection,
     pub retention: RetentionSection,
+    pub metrics: MetricsSection,
+    pub alerts: AlertsSection,
     /// The policy every queue starts from.
     pub policy: Policy,
     /// Queues by name; `default` always exists.
@@ -58,6 +60,124 @@ impl Default for ServerSection {
             max_request_bytes: d.max_request_bytes,
             max_job_body_bytes: d.max_job_body_bytes,
         }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Endpoints beyond this many (besides those configured) share the label `other`.
+    pub max_endpoints: usize,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        MetricsSection {
+            max_endpoints: redial_engine::EngineConfig::default().metrics_max_endpoints,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AlertsSection {
+    #[serde(with = "serde_human")]
+    pub interval: Duration,
+    /// Told (Slack-compatible JSON) when an alert starts and stops firing.
+    pub webhook: Option<String>,
+    /// Replace the default rules when given.
+    pub rules: Option<Vec<AlertRuleSection>>,
+}
+
+impl Default for AlertsSection {
+    fn default() -> Self {
+        AlertsSection {
+            interval: redial_engine::alerts::AlertConfig::default().interval,
+            webhook: None,
+            rules: None,
+        }
+    }
+}
+
+/// One rule: either dead letters (`more_than` within `within`, of a `category` and a `queue`
+/// when given), or deferred work (`deferred_older_than`, of a `queue` when given).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertRuleSection {
+    pub name: String,
+    pub category: Option<String>,
+    pub queue: Option<String>,
+    pub more_than: Option<u64>,
+    #[serde(default, with = "serde_human::option")]
+    pub within: Option<Duration>,
+    #[serde(default, with = "serde_human::option")]
+    pub deferred_older_than: Option<Duration>,
+}
+
+impl AlertsSection {
+    pub fn to_config(&self) -> Result<redial_engine::alerts::AlertConfig, String> {
+        use redial_engine::alerts::{AlertCondition, AlertConfig, AlertRule};
+        if self.interval.is_zero() {
+            return Err("alerts.interval must be longer than zero".into());
+        }
+        if let Some(url) = &self.webhook {
+            let parsed =
+                url::Url::parse(url).map_err(|e| format!("alerts.webhook is not a URL ({e})"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err("alerts.webhook must be an http or https URL".into());
+            }
+        }
+        let rules = match &self.rules {
+            None => AlertRule::defaults(),
+            Some(rules) => {
+                let mut out = Vec::new();
+                for r in rules {
+                    let at = format!("alerts.rules {:?}", r.name);
+                    if r.name.is_empty() || out.iter().any(|o: &AlertRule| o.name == r.name) {
+                        return Err(format!("{at}: each rule needs a name of its own"));
+                    }
+                    let condition = match r.deferred_older_than {
+                        Some(older_than) => {
+                            if r.category.is_some() || r.more_than.is_some() || r.within.is_some() {
+                                return Err(format!("{at}: deferred_older_than takes only a queue, not category, more_than or within"));
+                            }
+                            AlertCondition::DeferredAge {
+                                queue: r.queue.clone(),
+                                older_than,
+                            }
+                        }
+                        None => {
+                            let category = r
+                                .category
+                                .as_deref()
+                                .map(redial_store::parse_dead_category)
+                                .transpose()
+                                .map_err(|e| format!("{at}: {e}"))?;
+                            let within = r.within.unwrap_or(Duration::from_secs(300));
+                            if within.is_zero() {
+                                return Err(format!("{at}: within must be longer than zero"));
+                            }
+                            AlertCondition::DeadLetters {
+                                category,
+                                queue: r.queue.clone(),
+                                more_than: r.more_than.unwrap_or(0),
+                                within,
+                            }
+                        }
+                    };
+                    out.push(AlertRule {
+                        name: r.name.clone(),
+                        condition,
+                    });
+                }
+                out
+            }
+        };
+        Ok(AlertConfig {
+            rules,
+            interval: self.interval,
+            webhook: self.webhook.clone(),
+        })
     }
 }
 
@@ -201,6 +321,7 @@ impl FileConfig {
         if self.server.max_batch == 0 {
             return Err("server.max_batch must be at least 1".into());
         }
+        self.alerts.to_config()?;
         Ok(())
     }
 

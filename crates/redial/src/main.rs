@@ -80,7 +80,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match command {
             Command::Serve(args) => {
-                init_logging();
+                init_logging(args.log_format);
                 serve::run(args).await
             }
             Command::Enqueue(args) => client::enqueue(args).await,
@@ -93,13 +93,22 @@ fn run_async(command: Command) -> anyhow::Result<()> {
     })
 }
 
-/// Logs to standard error; `REDIAL_LOG` sets the filter (default `info`).
-fn init_logging() {
+/// Logs to standard error; `REDIAL_LOG` sets the filter (default `info`), `--log-format` the shape.
+fn init_logging(format: serve::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REDIAL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        // One JSON object per line, the event's fields at the top level.
+        serve::LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+        serve::LogFormat::Pretty => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+    };
 }

@@ -46,6 +46,15 @@ pub struct Args {
     /// Serve without a token on a non-loopback address (only behind something that authenticates).
     #[arg(long, env = "REDIAL_ALLOW_UNAUTHENTICATED")]
     allow_unauthenticated: bool,
+    /// Log lines as JSON objects (one per line, for log stores) or for people.
+    #[arg(long, env = "REDIAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Pretty,
 }
 
 pub async fn run(args: Args) -> Result<()> {
@@ -134,6 +143,8 @@ pub async fn run(args: Args) -> Result<()> {
             dead: file.retention.dead,
         },
         default_timeout: file.http.default_timeout,
+        metrics_max_endpoints: file.metrics.max_endpoints,
+        alerts: file.alerts.to_config().map_err(UsageError)?,
         ..EngineConfig::default()
     };
     let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));

@@ -1,0 +1,334 @@
+//! Alert rules on dead letters and deferred work, evaluated in the server: their state is shown
+//! at `/v1/alerts` and as the `redial_alert_firing` metric, and a webhook (a Slack-compatible JSON
+//! body) is told when an alert starts and stops firing.
+//!
+//! Every node evaluates the rules against the shared store, so every node shows the same state;
+//! only the maintenance leader posts to the webhook, so a team is told once.
+
+use redial_policy::{DeadCategory, Human, Timestamp};
+use redial_store::{Store, StoreError};
+use serde::Serialize;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What a rule watches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlertCondition {
+    /// More than `more_than` jobs went dead within the last `within` (of a category and a queue,
+    /// when given).
+    DeadLetters {
+        category: Option<DeadCategory>,
+        queue: Option<String>,
+        more_than: u64,
+        within: Duration,
+    },
+    /// A job (of a queue, when given) has been deferred for longer than `older_than`.
+    DeferredAge {
+        queue: Option<String>,
+        older_than: Duration,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertRule {
+    pub name: String,
+    pub condition: AlertCondition,
+}
+
+impl AlertRule {
+    /// One line saying what the rule watches.
+    pub fn describe(&self) -> String {
+        match &self.condition {
+            AlertCondition::DeadLetters {
+                category,
+                queue,
+                more_than,
+                within,
+            } => format!(
+                "more than {more_than} {} dead letters{} within {}",
+                category.map_or("", DeadCategory::as_str),
+                queue
+                    .as_ref()
+                    .map_or(String::new(), |q| format!(" in queue {q}")),
+                Human(*within)
+            )
+            .replace("  ", " "),
+            AlertCondition::DeferredAge { queue, older_than } => format!(
+                "a job deferred for longer than {}{}",
+                Human(*older_than),
+                queue
+                    .as_ref()
+                    .map_or(String::new(), |q| format!(" in queue {q}"))
+            ),
+        }
+    }
+
+    /// The rules Redial starts with when none are configured.
+    pub fn defaults() -> Vec<AlertRule> {
+        let dead = |name: &str, category, more_than, within| AlertRule {
+            name: name.into(),
+            condition: AlertCondition::DeadLetters {
+                category: Some(category),
+                queue: None,
+                more_than,
+                within,
+            },
+        };
+        vec![
+            dead(
+                "permanent_dead_letters",
+                DeadCategory::Permanent,
+                0,
+                Duration::from_secs(300),
+            ),
+            dead(
+                "transient_exhausted_growing",
+                DeadCategory::TransientExhausted,
+                10,
+                Duration::from_secs(60),
+            ),
+            dead(
+                "unknown_outcomes",
+                DeadCategory::UnknownExhausted,
+                5,
+                Duration::from_secs(3600),
+            ),
+            AlertRule {
+                name: "deferred_too_long".into(),
+                condition: AlertCondition::DeferredAge {
+                    queue: None,
+                    older_than: Duration::from_secs(3600),
+                },
+            },
+        ]
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AlertConfig {
+    pub rules: Vec<AlertRule>,
+    pub interval: Duration,
+    /// Told when an alert starts and stops firing (Slack-compatible JSON).
+    pub webhook: Option<String>,
+}
+
+impl Default for AlertConfig {
+    fn default() -> Self {
+        AlertConfig {
+            rules: AlertRule::defaults(),
+            interval: Duration::from_secs(15),
+            webhook: None,
+        }
+    }
+}
+
+/// A rule's state as last evaluated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AlertStatus {
+    pub name: String,
+    pub rule: String,
+    pub firing: bool,
+    /// Since when it fires (or, when it does not, since when it stopped), if it ever fired.
+    pub since: Option<Timestamp>,
+    /// What was measured: a count of dead letters, or a deferral's age in seconds.
+    pub value: f64,
+    pub threshold: f64,
+    pub evaluated_at: Option<Timestamp>,
+    pub summary: String,
+}
+
+/// The rules and their states.
+#[derive(Debug)]
+pub struct Alerts {
+    config: AlertConfig,
+    states: Mutex<Vec<AlertStatus>>,
+    http: reqwest::Client,
+}
+
+/// A change of state to tell the webhook about.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub status: AlertStatus,
+}
+
+impl Alerts {
+    pub fn new(config: AlertConfig) -> Alerts {
+        let states = config
+            .rules
+            .iter()
+            .map(|r| AlertStatus {
+                name: r.name.clone(),
+                rule: r.describe(),
+                firing: false,
+                since: None,
+                value: 0.0,
+                threshold: threshold(&r.condition),
+                evaluated_at: None,
+                summary: format!("{}: not evaluated yet", r.name),
+            })
+            .collect();
+        Alerts {
+            config,
+            states: Mutex::new(states),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.config.interval
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<AlertStatus>> {
+        self.states.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn statuses(&self) -> Vec<AlertStatus> {
+        self.lock().clone()
+    }
+
+    /// Evaluates every rule against the store; returns the alerts that started or stopped firing.
+    pub async fn evaluate(
+        &self,
+        store: &dyn Store,
+        now: Timestamp,
+    ) -> Result<Vec<Change>, StoreError> {
+        let mut values = Vec::with_capacity(self.config.rules.len());
+        let mut stats = None;
+        for rule in &self.config.rules {
+            let value = match &rule.condition {
+                AlertCondition::DeadLetters {
+                    category,
+                    queue,
+                    within,
+                    ..
+                } => {
+                    let since = Timestamp::from_unix_millis(
+                        now.as_unix_millis()
+                            - i64::try_from(within.as_millis()).unwrap_or(i64::MAX),
+                    );
+                    store
+                        .dead_letters_since(since)
+                        .await?
+                        .iter()
+                        .filter(|d| category.is_none_or(|c| c == d.category))
+                        .filter(|d| queue.as_ref().is_none_or(|q| *q == d.queue))
+                        .map(|d| d.count)
+                        .sum::<u64>() as f64
+                }
+                AlertCondition::DeferredAge { queue, .. } => {
+                    if stats.is_none() {
+                        stats = Some(store.stats().await?);
+                    }
+                    stats
+                        .as_ref()
+                        .map(|s| {
+                            s.oldest_deferred
+                                .iter()
+                                .filter(|o| queue.as_ref().is_none_or(|q| *q == o.queue))
+                                .map(|o| now.saturating_since(o.since).as_secs_f64())
+                                .fold(0.0, f64::max)
+                        })
+                        .unwrap_or(0.0)
+                }
+            };
+            values.push(value);
+        }
+        let mut changes = Vec::new();
+        let mut states = self.lock();
+        for ((rule, state), value) in self.config.rules.iter().zip(states.iter_mut()).zip(values) {
+            let firing = value > state.threshold;
+            state.value = value;
+            state.evaluated_at = Some(now);
+            state.summary = summary(rule, firing, value);
+            if firing != state.firing {
+                state.firing = firing;
+                state.since = Some(now);
+                changes.push(Change {
+                    status: state.clone(),
+                });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Tells the webhook, if one is configured; failures are logged, not retried (the next
+    /// change is told anyway, and the state is always at `/v1/alerts`).
+    pub async fn notify(&self, changes: &[Change]) {
+        let Some(url) = &self.config.webhook else {
+            return;
+        };
+        for c in changes {
+            let s = &c.status;
+            let status = if s.firing { "firing" } else { "resolved" };
+            let body = serde_json::json!({
+                "text": format!(
+                    "[redial] {} {}: {}",
+                    s.name,
+                    if s.firing { "FIRING" } else { "resolved" },
+                    s.summary
+                ),
+                "alert": s.name,
+                "status": status,
+                "rule": s.rule,
+                "value": s.value,
+                "threshold": s.threshold,
+                "since": s.since,
+            });
+            let sent = self
+                .http
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => {
+                    tracing::info!(alert = %s.name, status, "alert webhook told")
+                }
+                Ok(r) => {
+                    tracing::warn!(alert = %s.name, status = r.status().as_u16(), "the alert webhook refused the notification")
+                }
+                Err(e) => {
+                    tracing::warn!(alert = %s.name, error = %e.without_url(), "the alert webhook could not be reached")
+                }
+            }
+        }
+    }
+}
+
+fn threshold(c: &AlertCondition) -> f64 {
+    match c {
+        AlertCondition::DeadLetters { more_than, .. } => *more_than as f64,
+        AlertCondition::DeferredAge { older_than, .. } => older_than.as_secs_f64(),
+    }
+}
+
+fn summary(rule: &AlertRule, firing: bool, value: f64) -> String {
+    match &rule.condition {
+        AlertCondition::DeadLetters { within, .. } => format!(
+            "{} dead letters within {} ({}: {})",
+            value,
+            Human(*within),
+            if firing {
+                "over the limit"
+            } else {
+                "within the limit"
+            },
+            rule.describe()
+        ),
+        AlertCondition::DeferredAge { .. } => format!(
+            "oldest deferral {}s ({}: {})",
+            value.round(),
+            if firing {
+                "over the limit"
+            } else {
+                "within the limit"
+            },
+            rule.describe()
+        ),
+    }
+}

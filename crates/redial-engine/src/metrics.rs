@@ -1,0 +1,374 @@
+//! Metrics in the Prometheus text format: counters and histograms the engine updates as jobs
+//! move, and gauges filled from a snapshot when scraped.
+//!
+//! Every metric is declared once in [`METRICS`] (name, type, help), so the exposition always
+//! lists it, even before its first sample, and the shipped alerting rules and dashboard can be
+//! checked against it. Label values come from bounded sets: queue names (configured), states,
+//! categories, outcomes (status codes and error kinds), and endpoints, which fold into `other`
+//! beyond a configured number.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// Every metric Redial exposes: name, type, help.
+pub const METRICS: &[(&str, Kind, &str)] = &[
+    (
+        "redial_attempts_total",
+        Kind::Counter,
+        "Attempts made, by queue, endpoint, outcome (HTTP status or error kind) and category.",
+    ),
+    (
+        "redial_decisions_total",
+        Kind::Counter,
+        "Decisions after attempts, by queue and decision (complete, retry, defer, dead).",
+    ),
+    (
+        "redial_deferrals_total",
+        Kind::Counter,
+        "Deferrals, by queue, endpoint and reason (the header that set the wait, or backoff).",
+    ),
+    (
+        "redial_dead_letters_total",
+        Kind::Counter,
+        "Jobs that became dead letters, by category.",
+    ),
+    (
+        "redial_retry_budget_rejections_total",
+        Kind::Counter,
+        "Retries an endpoint's retry budget held back or failed, by endpoint.",
+    ),
+    (
+        "redial_breaker_transitions_total",
+        Kind::Counter,
+        "Circuit breaker transitions, by endpoint and the state entered.",
+    ),
+    (
+        "redial_jobs",
+        Kind::Gauge,
+        "Jobs by queue and state (from the store, at most a few seconds old).",
+    ),
+    (
+        "redial_dead_letter_depth",
+        Kind::Gauge,
+        "Dead letters waiting for people, by queue and category.",
+    ),
+    (
+        "redial_oldest_deferred_age_seconds",
+        Kind::Gauge,
+        "Age of the longest-deferred job, by queue.",
+    ),
+    (
+        "redial_endpoint_paused",
+        Kind::Gauge,
+        "1 while the endpoint is paused (a server-given wait or a spent quota), else 0.",
+    ),
+    (
+        "redial_endpoint_breaker_state",
+        Kind::Gauge,
+        "The endpoint's circuit breaker: 0 closed, 1 half-open, 2 open.",
+    ),
+    (
+        "redial_alert_firing",
+        Kind::Gauge,
+        "1 while the alert rule fires, else 0.",
+    ),
+    (
+        "redial_attempt_duration_seconds",
+        Kind::Histogram,
+        "Attempt duration, by queue and endpoint.",
+    ),
+    (
+        "redial_job_latency_seconds",
+        Kind::Histogram,
+        "Enqueue to terminal state, by queue and final state.",
+    ),
+];
+
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+const LATENCY_BUCKETS: &[f64] = &[
+    0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1800.0, 3600.0, 21600.0, 86400.0,
+];
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Debug, Clone)]
+struct Histogram {
+    buckets: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Debug, Default)]
+struct Series {
+    counters: BTreeMap<(&'static str, Labels), u64>,
+    histograms: BTreeMap<(&'static str, Labels), Histogram>,
+}
+
+/// The engine's metrics. Cheap to update: one short lock per update.
+#[derive(Debug)]
+pub struct Metrics {
+    series: Mutex<Series>,
+    /// Endpoints that get a label of their own; the rest fold into `other`.
+    max_endpoints: usize,
+    named: Mutex<HashSet<String>>,
+}
+
+/// Gauges as of a scrape.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub gauges: Vec<(&'static str, Labels, f64)>,
+}
+
+impl Snapshot {
+    pub fn set(&mut self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+        self.gauges.push((
+            name,
+            labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            value,
+        ));
+    }
+}
+
+impl Metrics {
+    /// `configured` endpoints always get their own label; up to `max_endpoints` others do, in
+    /// the order they are first seen.
+    pub fn new(max_endpoints: usize, configured: impl IntoIterator<Item = String>) -> Metrics {
+        let named: HashSet<String> = configured.into_iter().collect();
+        Metrics {
+            series: Mutex::new(Series::default()),
+            max_endpoints: max_endpoints + named.len(),
+            named: Mutex::new(named),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Series> {
+        self.series.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The label an endpoint gets: its own name, or `other` once the bound is reached.
+    pub fn endpoint_label(&self, endpoint: &str) -> String {
+        let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+        if named.contains(endpoint) {
+            return endpoint.to_owned();
+        }
+        if named.len() < self.max_endpoints {
+            named.insert(endpoint.to_owned());
+            return endpoint.to_owned();
+        }
+        "other".to_owned()
+    }
+
+    pub fn inc(&self, name: &'static str, labels: &[(&'static str, &str)]) {
+        self.add(name, labels, 1);
+    }
+
+    pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], n: u64) {
+        let key = (name, owned(labels));
+        *self.lock().counters.entry(key).or_default() += n;
+    }
+
+    /// Records a duration in seconds in an attempt-duration or job-latency histogram.
+    pub fn observe(&self, name: &'static str, labels: &[(&'static str, &str)], seconds: f64) {
+        let buckets = if name == "redial_job_latency_seconds" {
+            LATENCY_BUCKETS
+        } else {
+            DURATION_BUCKETS
+        };
+        let mut series = self.lock();
+        let h = series
+            .histograms
+            .entry((name, owned(labels)))
+            .or_insert_with(|| Histogram {
+                buckets,
+                counts: vec![0; buckets.len()],
+                sum: 0.0,
+                count: 0,
+            });
+        for (i, le) in h.buckets.iter().enumerate() {
+            if seconds <= *le {
+                h.counts[i] += 1;
+            }
+        }
+        h.sum += seconds;
+        h.count += 1;
+    }
+
+    /// A counter's current value (for tests and the alert evaluator).
+    pub fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        self.lock()
+            .counters
+            .iter()
+            .filter(|((n, l), _)| *n == name && matches(l, labels))
+            .map(|(_, v)| *v)
+            .sum()
+    }
+
+    /// The exposition: every declared metric with its HELP and TYPE, the counters and
+    /// histograms so far, and the snapshot's gauges.
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        let series = self.lock();
+        let mut out = String::with_capacity(8192);
+        for (name, kind, help) in METRICS {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {}", kind.as_str());
+            match kind {
+                Kind::Counter => {
+                    for ((n, labels), v) in series.counters.iter() {
+                        if n == name {
+                            let _ = writeln!(out, "{name}{} {v}", fmt_labels(labels, None));
+                        }
+                    }
+                }
+                Kind::Gauge => {
+                    for (n, labels, v) in &snapshot.gauges {
+                        if n == name {
+                            let _ = writeln!(out, "{name}{} {}", fmt_labels(labels, None), num(*v));
+                        }
+                    }
+                }
+                Kind::Histogram => {
+                    for ((n, labels), h) in series.histograms.iter() {
+                        if n != name {
+                            continue;
+                        }
+                        for (le, c) in h.buckets.iter().zip(&h.counts) {
+                            let le = num(*le);
+                            let _ =
+                                writeln!(out, "{name}_bucket{} {c}", fmt_labels(labels, Some(&le)));
+                        }
+                        let _ = writeln!(
+                            out,
+                            "{name}_bucket{} {}",
+                            fmt_labels(labels, Some("+Inf")),
+                            h.count
+                        );
+                        let _ =
+                            writeln!(out, "{name}_sum{} {}", fmt_labels(labels, None), num(h.sum));
+                        let _ =
+                            writeln!(out, "{name}_count{} {}", fmt_labels(labels, None), h.count);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn owned(labels: &[(&'static str, &str)]) -> Labels {
+    labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+}
+
+fn matches(have: &Labels, want: &[(&str, &str)]) -> bool {
+    want.iter()
+        .all(|(k, v)| have.iter().any(|(hk, hv)| hk == k && hv == v))
+}
+
+fn num(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `{a="x",b="y"}` with values escaped as the text format wants; `le` last for buckets.
+fn fmt_labels(labels: &Labels, le: Option<&str>) -> String {
+    if labels.is_empty() && le.is_none() {
+        return String::new();
+    }
+    let mut out = String::from("{");
+    let mut first = true;
+    let pairs = labels
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain(le.map(|l| ("le", l)));
+    for (k, v) in pairs {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(k);
+        out.push_str("=\"");
+        for ch in v.chars() {
+            match ch {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_lists_every_metric_and_escapes_labels() {
+        let m = Metrics::new(1, ["https://api.stripe.com".to_owned()]);
+        assert_eq!(
+            m.endpoint_label("https://api.stripe.com"),
+            "https://api.stripe.com"
+        );
+        assert_eq!(m.endpoint_label("https://a.example"), "https://a.example");
+        assert_eq!(
+            m.endpoint_label("https://b.example"),
+            "other",
+            "over the bound"
+        );
+        assert_eq!(m.endpoint_label("https://a.example"), "https://a.example");
+        m.inc(
+            "redial_attempts_total",
+            &[("queue", "q\"1"), ("outcome", "503")],
+        );
+        m.inc(
+            "redial_attempts_total",
+            &[("queue", "q\"1"), ("outcome", "503")],
+        );
+        m.observe("redial_attempt_duration_seconds", &[("queue", "q")], 0.02);
+        let mut snap = Snapshot::default();
+        snap.set("redial_jobs", &[("queue", "q"), ("state", "ready")], 3.0);
+        let text = m.render(&snap);
+        for (name, kind, _) in METRICS {
+            assert!(
+                text.contains(&format!("# TYPE {name} {}", kind.as_str())),
+                "{name}"
+            );
+        }
+        assert!(
+            text.contains("redial_attempts_total{queue=\"q\\\"1\",outcome=\"503\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("redial_jobs{queue=\"q\",state=\"ready\"} 3"));
+        assert!(text.contains("redial_attempt_duration_seconds_bucket{queue=\"q\",le=\"0.01\"} 0"));
+        assert!(text.contains("redial_attempt_duration_seconds_bucket{queue=\"q\",le=\"0.025\"} 1"));
+        assert!(text.contains("redial_attempt_duration_seconds_bucket{queue=\"q\",le=\"+Inf\"} 1"));
+        assert!(text.contains("redial_attempt_duration_seconds_count{queue=\"q\"} 1"));
+        assert_eq!(m.counter("redial_attempts_total", &[("outcome", "503")]), 2);
+    }
+}
