@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::endpoints::{EndpointSettings, Registry};
 use crate::handler::{AttemptOutput, Handler};
 use crate::metrics::{Metrics, Snapshot};
+use crate::otel::{AttrValue, JobContext, SpanData, SpanKind, Tracer};
 use crate::redact;
 use crate::shutdown::Shutdown;
 use redial_policy::endpoint::{
@@ -91,6 +92,8 @@ pub struct EngineConfig {
     pub metrics_max_endpoints: usize,
     /// Alert rules on dead letters and deferred work, and where to tell about them.
     pub alerts: AlertConfig,
+    /// Where spans go; `None` (the default) turns tracing off entirely.
+    pub tracer: Option<Arc<Tracer>>,
 }
 
 impl Default for EngineConfig {
@@ -117,6 +120,7 @@ impl Default for EngineConfig {
             default_timeout: Duration::from_secs(30),
             metrics_max_endpoints: 100,
             alerts: AlertConfig::default(),
+            tracer: None,
         }
     }
 }
@@ -783,9 +787,23 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
         .timeout_ms
         .map_or(inner.config.default_timeout, Duration::from_millis);
     let handler = inner.handler_for(&job.queue);
+    // With tracing on, the request carries this attempt's context (`traceparent`).
+    let traced = inner.config.tracer.as_ref().map(|t| {
+        let ctx = JobContext::of(&job.id.0, traceparent_of(&job));
+        let span_id = t.span_id();
+        let mut sent = job.clone();
+        sent.request
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("traceparent"));
+        sent.request
+            .headers
+            .push(("traceparent".to_owned(), ctx.traceparent(span_id)));
+        (ctx, span_id, sent)
+    });
+    let sent = traced.as_ref().map_or(&job, |(_, _, j)| j);
     // The HTTP executor enforces the limit itself; this bound (with a second's slack) holds
     // custom handlers to it too.
-    let output = match tokio::time::timeout(limit + Duration::from_secs(1), handler.run(&job)).await
+    let output = match tokio::time::timeout(limit + Duration::from_secs(1), handler.run(sent)).await
     {
         Ok(out) => out,
         Err(_) => AttemptOutput {
@@ -797,7 +815,18 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
         },
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    record(&inner, &job, output, started_at, duration_ms, held, slot).await;
+    let span = traced.map(|(ctx, span_id, _)| (ctx, span_id));
+    record(
+        &inner,
+        &job,
+        output,
+        started_at,
+        duration_ms,
+        held,
+        slot,
+        span,
+    )
+    .await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
 }
@@ -857,6 +886,7 @@ async fn record(
     duration_ms: u64,
     held: Option<String>,
     slot: Slot,
+    span: Option<(JobContext, [u8; 8])>,
 ) {
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
@@ -940,17 +970,166 @@ async fn record(
         response_body: output.response_body,
         worker: inner.config.worker_id.clone(),
     };
+    let url = redact::url(&job.request.url);
+    let server_address = url::Url::parse(&job.request.url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    let error_type: Option<Cow<'_, str>> = match &output.outcome {
+        Outcome::Response(r) if r.status >= 400 => Some(r.status.to_string().into()),
+        Outcome::Transport(e) => Some(e.as_str().into()),
+        Outcome::Handler(_) if attempt.error.is_some() => Some("handler".into()),
+        _ => None,
+    };
+    let server_wait_source = attempt.server_wait_source.as_deref();
+    // One event per decision, with the attempt span's fields (names as in the span).
     tracing::info!(
         job = %job.id,
         queue = %job.queue,
         endpoint = %job.endpoint,
         attempt = attempt.number,
+        attempt_max = policy.max_attempts,
+        deferrals = after.deferrals,
         decision = decision.action.as_str(),
         category = decision.category_str(),
         delay_ms = attempt.delay_ms,
+        server_wait_ms = attempt.server_wait_ms,
+        server_wait_source,
+        held = attempt.held.as_deref(),
+        idempotency_key = job.idempotency_key.as_deref(),
+        "http.request.method" = %job.request.method,
+        "server.address" = %server_address,
+        "url.full" = %url,
+        "http.response.status_code" = attempt.status,
+        "error.type" = error_type.as_deref(),
+        duration_ms,
         reason = %decision.reason,
         "attempt decided"
     );
+    if let (Some(tracer), Some((ctx, span_id))) = (&inner.config.tracer, span) {
+        let mut attrs: Vec<(&'static str, AttrValue)> = vec![
+            (
+                "http.request.method",
+                AttrValue::Str(job.request.method.clone()),
+            ),
+            ("server.address", AttrValue::Str(server_address.clone())),
+            ("url.full", AttrValue::Str(url.clone())),
+            ("redial.job.id", AttrValue::Str(job.id.0.clone())),
+            ("redial.queue", AttrValue::Str(job.queue.clone())),
+            ("redial.endpoint", AttrValue::Str(job.endpoint.clone())),
+            ("redial.attempt", AttrValue::Int(i64::from(attempt.number))),
+            (
+                "redial.attempt.max",
+                AttrValue::Int(i64::from(policy.max_attempts)),
+            ),
+            (
+                "redial.deferrals",
+                AttrValue::Int(i64::from(after.deferrals)),
+            ),
+            (
+                "redial.category",
+                AttrValue::Str(decision.classification.category.as_str().to_owned()),
+            ),
+            (
+                "redial.decision",
+                AttrValue::Str(decision.action.as_str().to_owned()),
+            ),
+            ("redial.reason", AttrValue::Str(decision.reason.clone())),
+        ];
+        if let Some(port) = url::Url::parse(&job.request.url)
+            .ok()
+            .and_then(|u| u.port_or_known_default())
+        {
+            attrs.push(("server.port", AttrValue::Int(i64::from(port))));
+        }
+        if let Some(status) = attempt.status {
+            attrs.push((
+                "http.response.status_code",
+                AttrValue::Int(i64::from(status)),
+            ));
+        }
+        if let Some(e) = &error_type {
+            attrs.push(("error.type", AttrValue::Str(e.to_string())));
+        }
+        if let Some(d) = attempt.delay_ms {
+            attrs.push((
+                "redial.delay_ms",
+                AttrValue::Int(i64::try_from(d).unwrap_or(i64::MAX)),
+            ));
+        }
+        if let Some(w) = attempt.server_wait_ms {
+            attrs.push((
+                "redial.server_wait_ms",
+                AttrValue::Int(i64::try_from(w).unwrap_or(i64::MAX)),
+            ));
+        }
+        if let Some(src) = server_wait_source {
+            attrs.push(("redial.server_wait_source", AttrValue::Str(src.to_owned())));
+        }
+        if let Some(h) = &attempt.held {
+            attrs.push(("redial.held_by", AttrValue::Str(h.clone())));
+        }
+        if let Some(k) = &job.idempotency_key {
+            attrs.push(("redial.idempotency_key", AttrValue::Str(k.clone())));
+        }
+        if let Some(c) = attempt.dead_category {
+            attrs.push((
+                "redial.dead_category",
+                AttrValue::Str(c.as_str().to_owned()),
+            ));
+        }
+        tracer.record(SpanData {
+            trace_id: ctx.trace_id,
+            span_id,
+            parent_span_id: Some(ctx.job_span_id),
+            name: format!("{} {}", job.request.method, server_address),
+            kind: SpanKind::Client,
+            start: started_at,
+            end: started_at.saturating_add(Duration::from_millis(duration_ms)),
+            attributes: attrs,
+            error: error_type
+                .as_ref()
+                .map(|e| format!("{e}: {}", decision.reason)),
+        });
+        let final_state = match decision.action {
+            Action::Complete => Some("completed"),
+            Action::Dead(_) => Some("dead"),
+            _ => None,
+        };
+        if let Some(state) = final_state {
+            let mut attrs = vec![
+                ("redial.job.id", AttrValue::Str(job.id.0.clone())),
+                ("redial.queue", AttrValue::Str(job.queue.clone())),
+                ("redial.endpoint", AttrValue::Str(job.endpoint.clone())),
+                ("redial.state", AttrValue::Str(state.to_owned())),
+                ("redial.attempts", AttrValue::Int(i64::from(attempt.number))),
+                (
+                    "redial.deferrals",
+                    AttrValue::Int(i64::from(after.deferrals)),
+                ),
+            ];
+            if let Action::Dead(c) = decision.action {
+                attrs.push((
+                    "redial.dead_category",
+                    AttrValue::Str(c.as_str().to_owned()),
+                ));
+            }
+            if let Some(k) = &job.idempotency_key {
+                attrs.push(("redial.idempotency_key", AttrValue::Str(k.clone())));
+            }
+            tracer.record(SpanData {
+                trace_id: ctx.trace_id,
+                span_id: ctx.job_span_id,
+                parent_span_id: ctx.parent_span_id,
+                name: format!("redial job {}", job.queue),
+                kind: SpanKind::Internal,
+                start: job.created_at,
+                end: now,
+                attributes: attrs,
+                error: matches!(decision.action, Action::Dead(_)).then(|| decision.reason.clone()),
+            });
+        }
+    }
     let params = RecordAttemptParams {
         id: job.id.clone(),
         owner: inner.config.worker_id.clone(),
@@ -1300,4 +1479,13 @@ fn host_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The job's `traceparent` request header (the caller's trace, given at enqueue), if any.
+fn traceparent_of(job: &Job) -> Option<&str> {
+    job.request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("traceparent"))
+        .map(|(_, v)| v.as_str())
 }

@@ -6,7 +6,7 @@ use crate::{auth, ApiError, AppState, OPENAPI};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
@@ -71,10 +71,37 @@ fn conflict(id: &JobId) -> ApiError {
     )
 }
 
-async fn enqueue(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+/// The caller's W3C trace context, when the enqueue request carries a valid one: the job joins
+/// that trace (its request keeps it as a `traceparent` header unless it has its own).
+fn caller_trace(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("traceparent")?.to_str().ok()?.trim();
+    redial_engine::otel::parse_traceparent(v).map(|_| v.to_owned())
+}
+
+fn join_trace(job: &mut redial_store::NewJob, traceparent: Option<&str>) {
+    if let Some(tp) = traceparent {
+        let has_own = job
+            .request
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("traceparent"));
+        if !has_own {
+            job.request
+                .headers
+                .push(("traceparent".to_owned(), tp.to_owned()));
+        }
+    }
+}
+
+async fn enqueue(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
     let input: JobInput = input::parse_json(body)?;
     let now = state.engine.clock().now();
-    let job = input::new_job(&state, input, now)?;
+    let mut job = input::new_job(&state, input, now)?;
+    join_trace(&mut job, caller_trace(&headers).as_deref());
     let queue = job.queue.clone();
     match state.engine.store().job_insert(job).await? {
         InsertOutcome::Inserted(j) => {
@@ -88,8 +115,10 @@ async fn enqueue(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
 
 async fn enqueue_batch(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    let trace = caller_trace(&headers);
     let batch: BatchInput = input::parse_json(body)?;
     if batch.jobs.is_empty() {
         return Err(ApiError::unprocessable(
@@ -111,12 +140,13 @@ async fn enqueue_batch(
     let mut jobs = Vec::with_capacity(batch.jobs.len());
     for (i, value) in batch.jobs.into_iter().enumerate() {
         let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
-        let job = parsed
+        let mut job = parsed
             .and_then(|j| input::new_job(&state, j, now))
             .map_err(|mut e| {
                 e.message = format!("jobs[{i}]: {}", e.message);
                 e
             })?;
+        join_trace(&mut job, trace.as_deref());
         jobs.push(job);
     }
     let outcomes = state.engine.store().job_insert_batch(jobs).await?;

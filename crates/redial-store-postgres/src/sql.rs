@@ -206,7 +206,6 @@ pub async fn insert_batch(
         Vec::with_capacity(n),
     );
     let mut states = Vec::with_capacity(n);
-    let mut requests = Vec::with_capacity(n);
     for job in &jobs {
         let state = if job.run_at > job.created_at {
             JobState::Scheduled
@@ -218,7 +217,7 @@ pub async fn insert_batch(
         cols.1.push(job.queue.as_str());
         cols.2.push(job.endpoint.as_str());
         cols.3.push(state.as_str());
-        cols.4.push(request.clone());
+        cols.4.push(request);
         cols.5.push(job.idempotency_key.as_deref());
         cols.6.push(job.priority);
         cols.7.push(ms(job.run_at));
@@ -234,7 +233,6 @@ pub async fn insert_batch(
         );
         cols.11.push(ms(job.created_at));
         states.push(state);
-        requests.push(request);
     }
     let stmt = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
@@ -254,7 +252,7 @@ pub async fn insert_batch(
     }
     let mut outs = Vec::with_capacity(n);
     let mut queues: Vec<String> = Vec::new();
-    for ((job, state), request) in jobs.into_iter().zip(states).zip(requests) {
+    for (job, state) in jobs.into_iter().zip(states) {
         // An id inserted earlier in this same batch is a duplicate of that one, not new again.
         match seqs.remove(&job.id.0) {
             Some(seq) => {
@@ -265,9 +263,8 @@ pub async fn insert_batch(
             }
             None => {
                 let existing = must_get(&tx, &job.id).await?;
-                let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
                 let same = existing.queue == job.queue
-                    && stored_request == request
+                    && existing.request.same_as(&job.request)
                     && existing.idempotency_key == job.idempotency_key;
                 outs.push(if same {
                     InsertOutcome::Duplicate(existing)

@@ -247,9 +247,8 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     if inserted == 0 {
         // The id exists: the same job again is a duplicate, anything else a conflict.
         let existing = must_get(tx, &job.id)?;
-        let stored_request = serde_json::to_string(&existing.request).map_err(json_err)?;
         let same = existing.queue == job.queue
-            && stored_request == request
+            && existing.request.same_as(&job.request)
             && existing.idempotency_key == job.idempotency_key;
         return Ok(if same {
             InsertOutcome::Duplicate(existing)

@@ -230,6 +230,14 @@ pub async fn insert_duplicate_and_conflict(store: Arc<dyn Store>) {
         .await
         .expect("insert again");
     assert!(matches!(again, InsertOutcome::Duplicate(_)), "{again:?}");
+    // A retried enqueue carries a new trace context: still the same job.
+    let mut traced = new_job("d", "default");
+    traced.request.headers.push((
+        "traceparent".into(),
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+    ));
+    let out = store.job_insert(traced).await.expect("insert traced");
+    assert!(matches!(out, InsertOutcome::Duplicate(_)), "{out:?}");
     let mut different = new_job("d", "default");
     different.request.body = Some("{\"amount\":999}".into());
     let out = store.job_insert(different).await.expect("insert different");

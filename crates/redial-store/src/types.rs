@@ -114,6 +114,27 @@ pub struct HttpRequest {
     pub timeout_ms: Option<u64>,
 }
 
+impl HttpRequest {
+    /// Whether two requests are the same job's: equal but for the trace context headers
+    /// (`traceparent`, `tracestate`), which a caller's retried enqueue carries anew.
+    pub fn same_as(&self, other: &HttpRequest) -> bool {
+        let trace =
+            |n: &str| n.eq_ignore_ascii_case("traceparent") || n.eq_ignore_ascii_case("tracestate");
+        let headers = |r: &HttpRequest| -> Vec<(String, String)> {
+            r.headers
+                .iter()
+                .filter(|(n, _)| !trace(n))
+                .cloned()
+                .collect()
+        };
+        self.method == other.method
+            && self.url == other.url
+            && self.body == other.body
+            && self.timeout_ms == other.timeout_ms
+            && headers(self) == headers(other)
+    }
+}
+
 /// A job to insert.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewJob {

@@ -128,6 +128,13 @@ pub async fn run(args: Args) -> Result<()> {
         ..HttpConfig::default()
     })
     .context("building the HTTP client")?;
+    // Traces: off unless the standard OTEL_* variables name an OTLP endpoint.
+    let tracer = redial_engine::otel::OtlpConfig::from_env(|k| std::env::var(k).ok())
+        .map_err(UsageError)?
+        .map(|c| {
+            tracing::info!(endpoint = %redact_url(&c.endpoint), service = %c.service_name, "exporting traces over OTLP (http/json)");
+            Arc::new(redial_engine::otel::Tracer::start(c))
+        });
     let (endpoint_defaults, endpoints) = file.endpoint_settings().map_err(UsageError)?;
     let engine_config = EngineConfig {
         queues: file.queues()?,
@@ -145,6 +152,7 @@ pub async fn run(args: Args) -> Result<()> {
         default_timeout: file.http.default_timeout,
         metrics_max_endpoints: file.metrics.max_endpoints,
         alerts: file.alerts.to_config().map_err(UsageError)?,
+        tracer,
         ..EngineConfig::default()
     };
     let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));
