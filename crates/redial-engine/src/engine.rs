@@ -815,18 +815,14 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
         },
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let span = traced.map(|(ctx, span_id, _)| (ctx, span_id));
-    record(
-        &inner,
-        &job,
+    let ran = Ran {
         output,
         started_at,
         duration_ms,
         held,
-        slot,
-        span,
-    )
-    .await;
+        span: traced.map(|(ctx, span_id, _)| (ctx, span_id)),
+    };
+    record(&inner, &job, ran, slot).await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
 }
@@ -878,16 +874,25 @@ fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> Observed {
     o
 }
 
-async fn record(
-    inner: &Inner,
-    job: &Job,
+/// What an attempt did, for its record.
+struct Ran {
     output: AttemptOutput,
     started_at: Timestamp,
     duration_ms: u64,
+    /// What held the job before this attempt, if anything.
     held: Option<String>,
-    slot: Slot,
+    /// The job's trace context and this attempt's span id, when tracing is on.
     span: Option<(JobContext, [u8; 8])>,
-) {
+}
+
+async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
+    let Ran {
+        output,
+        started_at,
+        duration_ms,
+        held,
+        span,
+    } = ran;
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
     let counters = JobCounters {
