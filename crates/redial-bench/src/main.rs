@@ -13,7 +13,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "redial-bench", about = "Redial's benchmark suite")]
 struct Args {
-    /// Workloads to run: enqueue, noop, http, latency, backlog, retry (comma separated), or all;
+    /// Workloads to run: enqueue, noop, http, latency, backlog, instrumentation, retry (comma separated), or all;
     /// `store` (the storage path alone, phase by phase) runs only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
@@ -89,6 +89,15 @@ fn main() -> Result<()> {
         }
         if wants("backlog") {
             workloads::backlog(args.big_backlog, args.concurrency, &mut report).await?;
+        }
+        if wants("instrumentation") {
+            workloads::instrumentation(
+                args.jobs,
+                args.concurrency,
+                args.receiver_base.clone(),
+                &mut report,
+            )
+            .await?;
         }
         if wants("retry") {
             workloads::retry(args.receiver_base.clone(), &mut report).await?;

@@ -112,9 +112,18 @@ impl<H: Handler> Handler for Counting<H> {
 }
 
 fn engine(store: Arc<dyn Store>, queues: &[(&str, usize)], handler: Arc<dyn Handler>) -> Engine {
+    engine_with(store, queues, handler, EngineConfig::default())
+}
+
+fn engine_with(
+    store: Arc<dyn Store>,
+    queues: &[(&str, usize)],
+    handler: Arc<dyn Handler>,
+    base: EngineConfig,
+) -> Engine {
     let mut config = EngineConfig {
         poll_interval: Duration::from_millis(200),
-        ..EngineConfig::default()
+        ..base
     };
     config.queues.clear();
     for (q, c) in queues {
@@ -223,6 +232,76 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     Ok(())
 }
 
+/// What instrumentation costs on the full no-op path: metrics off (the baseline), metrics on
+/// with OTLP off (the default), and OTLP on, exporting to a local receiver.
+pub async fn instrumentation(
+    jobs: usize,
+    concurrency: usize,
+    base: Option<String>,
+    report: &mut Report<'_>,
+) -> Result<()> {
+    let base = match base {
+        Some(b) => b,
+        None => local_receiver().await?,
+    };
+    let otlp = redial_engine::otel::OtlpConfig {
+        endpoint: format!("{base}/v1/traces"),
+        headers: vec![],
+        service_name: "redial-bench".into(),
+        resource: vec![],
+        export_interval: Duration::from_millis(200),
+        max_queue: 65_536,
+        timeout: Duration::from_secs(10),
+    };
+    let mut rates = Vec::new();
+    for (name, metrics, traced) in [
+        ("metrics off, OTLP off (baseline)", false, false),
+        ("metrics on, OTLP off (default)", true, false),
+        ("metrics on, OTLP on (local collector)", true, true),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let store = store_in(&dir).await?;
+        insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "i").await?;
+        let noop = Arc::new(Noop::default());
+        let tracer = traced.then(|| Arc::new(redial_engine::otel::Tracer::start(otlp.clone())));
+        let config = EngineConfig {
+            count_metrics: metrics,
+            tracer: tracer.clone(),
+            ..EngineConfig::default()
+        };
+        let e = engine_with(
+            store.clone(),
+            &[("default", concurrency)],
+            noop.clone(),
+            config,
+        );
+        let start = Instant::now();
+        let running = e.start().await?;
+        while noop.calls.load(Ordering::Relaxed) < jobs as u64 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        wait_completed(&store, "default", jobs as u64).await?;
+        let rate = jobs as f64 / start.elapsed().as_secs_f64();
+        running.shutdown(Duration::from_secs(5)).await;
+        report(&format!("no-op jobs/s, {name}"), rate, "jobs/s");
+        if let Some(t) = tracer {
+            report("spans dropped (queue full)", t.dropped() as f64, "spans");
+        }
+        rates.push(rate);
+    }
+    report(
+        "instrumentation cost, OTLP off: throughput vs baseline",
+        rates[1] / rates[0],
+        "x",
+    );
+    report(
+        "instrumentation cost, OTLP on: throughput vs baseline",
+        rates[2] / rates[0],
+        "x",
+    );
+    Ok(())
+}
+
 /// The benchmark receiver: `/hook` answers 200 at once; `/limited` allows 10 requests per 100 ms
 /// window and answers 429 with `Retry-After` beyond (no quota headers: the hard case); `/outage`
 /// answers 503 for 2 s after `/reset`, then 200; `/reset` restarts both clocks and the counts;
@@ -305,6 +384,7 @@ fn receiver_app() -> axum::Router {
     }
     axum::Router::new()
         .route("/hook", any(|| async { "ok" }))
+        .route("/v1/traces", any(|| async { "{}" }))
         .route("/limited", any(limited))
         .route("/outage", any(outage))
         .route("/reset", get(reset))

@@ -94,6 +94,8 @@ pub struct EngineConfig {
     pub alerts: AlertConfig,
     /// Where spans go; `None` (the default) turns tracing off entirely.
     pub tracer: Option<Arc<Tracer>>,
+    /// Count the per-attempt metrics (on; off only to measure what they cost).
+    pub count_metrics: bool,
 }
 
 impl Default for EngineConfig {
@@ -121,6 +123,7 @@ impl Default for EngineConfig {
             metrics_max_endpoints: 100,
             alerts: AlertConfig::default(),
             tracer: None,
+            count_metrics: true,
         }
     }
 }
@@ -1166,6 +1169,9 @@ fn count_attempt(
     duration_ms: u64,
     now: Timestamp,
 ) {
+    if !inner.config.count_metrics {
+        return;
+    }
     let m = &inner.metrics;
     let endpoint = m.endpoint_label(&job.endpoint);
     let status;
