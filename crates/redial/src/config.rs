@@ -435,6 +435,34 @@ mod tests {
 
     /// The README's endpoint defaults must be the defaults.
     #[test]
+    fn alert_rules_are_checked() {
+        let bad = |text: &str, want: &str| {
+            let config: FileConfig = toml::from_str(text).expect("parses");
+            let err = config.validate().expect_err("refused");
+            assert!(err.contains(want), "{err}");
+        };
+        bad(
+            "[[alerts.rules]]\nname = \"x\"\ncategory = \"nope\"\n",
+            "unknown category",
+        );
+        bad(
+            "[[alerts.rules]]\nname = \"x\"\ndeferred_older_than = \"1h\"\nmore_than = 3\n",
+            "deferred_older_than takes only a queue",
+        );
+        bad(
+            "[[alerts.rules]]\nname = \"x\"\n[[alerts.rules]]\nname = \"x\"\n",
+            "a name of its own",
+        );
+        bad("[alerts]\nwebhook = \"ftp://x\"\n", "http or https");
+        // No rules given: the defaults.
+        let config: FileConfig = toml::from_str("").expect("parses");
+        assert_eq!(
+            config.alerts.to_config().expect("valid").rules,
+            redial_engine::alerts::AlertRule::defaults()
+        );
+    }
+
+    #[test]
     fn readme_endpoint_defaults_are_the_defaults() {
         let readme = include_str!("../../../README.md");
         let section = &readme[readme.find("## Protecting endpoints").expect("section")..];
