@@ -119,39 +119,6 @@ async fn must_get(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreRe
         .ok_or_else(|| StoreError::NotFound(id.clone()))
 }
 
-/// The job as stored, built from what was written rather than read back.
-fn new_job(seq: i64, job: NewJob, state: JobState) -> Job {
-    Job {
-        seq,
-        id: job.id,
-        queue: job.queue,
-        endpoint: job.endpoint,
-        state,
-        category: None,
-        request: job.request,
-        idempotency_key: job.idempotency_key,
-        priority: job.priority,
-        run_at: job.run_at,
-        deadline: job.deadline,
-        tags: job.tags,
-        policy: job.policy,
-        created_at: job.created_at,
-        updated_at: job.created_at,
-        finished_at: None,
-        attempts: 0,
-        unknown_attempts: 0,
-        deferrals: 0,
-        stalls: 0,
-        replays: 0,
-        runs: 0,
-        last_delay_ms: None,
-        last_reason: None,
-        lease_owner: None,
-        lease_until: None,
-        cancel_requested: false,
-    }
-}
-
 /// Tells the other nodes that `queue` has new work (on commit). An empty queue name means any.
 async fn notify(
     c: &impl tokio_postgres::GenericClient,
@@ -205,13 +172,8 @@ pub async fn insert_batch(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let mut states = Vec::with_capacity(n);
     for job in &jobs {
-        let state = if job.run_at > job.created_at {
-            JobState::Scheduled
-        } else {
-            JobState::Ready
-        };
+        let state = job.initial_state();
         let request = serde_json::to_string(&job.request).map_err(json_err)?;
         cols.0.push(job.id.0.as_str());
         cols.1.push(job.queue.as_str());
@@ -232,7 +194,6 @@ pub async fn insert_batch(
                 .map_err(json_err)?,
         );
         cols.11.push(ms(job.created_at));
-        states.push(state);
     }
     let stmt = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
@@ -252,14 +213,15 @@ pub async fn insert_batch(
     }
     let mut outs = Vec::with_capacity(n);
     let mut queues: Vec<String> = Vec::new();
-    for (job, state) in jobs.into_iter().zip(states) {
+    for job in jobs {
         // An id inserted earlier in this same batch is a duplicate of that one, not new again.
         match seqs.remove(&job.id.0) {
             Some(seq) => {
                 if !queues.contains(&job.queue) {
                     queues.push(job.queue.clone());
                 }
-                outs.push(InsertOutcome::Inserted(new_job(seq, job, state)));
+                // The job as stored, built from what was written rather than read back.
+                outs.push(InsertOutcome::Inserted(job.into_stored(seq)));
             }
             None => {
                 let existing = must_get(&tx, &job.id).await?;

@@ -208,11 +208,7 @@ fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
 
 pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     let request = serde_json::to_string(&job.request).map_err(json_err)?;
-    let state = if job.run_at > job.created_at {
-        JobState::Scheduled
-    } else {
-        JobState::Ready
-    };
+    let state = job.initial_state();
     let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
     let policy = job
         .policy
@@ -257,35 +253,9 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
         });
     }
     // The job as stored, built from what was written rather than read back.
-    Ok(InsertOutcome::Inserted(Job {
-        seq: tx.last_insert_rowid(),
-        id: job.id,
-        queue: job.queue,
-        endpoint: job.endpoint,
-        state,
-        category: None,
-        request: job.request,
-        idempotency_key: job.idempotency_key,
-        priority: job.priority,
-        run_at: job.run_at,
-        deadline: job.deadline,
-        tags: job.tags,
-        policy: job.policy,
-        created_at: job.created_at,
-        updated_at: job.created_at,
-        finished_at: None,
-        attempts: 0,
-        unknown_attempts: 0,
-        deferrals: 0,
-        stalls: 0,
-        replays: 0,
-        runs: 0,
-        last_delay_ms: None,
-        last_reason: None,
-        lease_owner: None,
-        lease_until: None,
-        cancel_requested: false,
-    }))
+    Ok(InsertOutcome::Inserted(
+        job.into_stored(tx.last_insert_rowid()),
+    ))
 }
 
 pub fn get_with_attempts(

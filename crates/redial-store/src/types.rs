@@ -153,6 +153,50 @@ pub struct NewJob {
     pub created_at: Timestamp,
 }
 
+impl NewJob {
+    /// The state a new job starts in: scheduled when it runs later than it was created.
+    pub fn initial_state(&self) -> JobState {
+        if self.run_at > self.created_at {
+            JobState::Scheduled
+        } else {
+            JobState::Ready
+        }
+    }
+
+    /// The job as a store keeps it right after inserting it under `seq`.
+    pub fn into_stored(self, seq: i64) -> Job {
+        Job {
+            seq,
+            state: self.initial_state(),
+            id: self.id,
+            queue: self.queue,
+            endpoint: self.endpoint,
+            category: None,
+            request: self.request,
+            idempotency_key: self.idempotency_key,
+            priority: self.priority,
+            run_at: self.run_at,
+            deadline: self.deadline,
+            tags: self.tags,
+            policy: self.policy,
+            created_at: self.created_at,
+            updated_at: self.created_at,
+            finished_at: None,
+            attempts: 0,
+            unknown_attempts: 0,
+            deferrals: 0,
+            stalls: 0,
+            replays: 0,
+            runs: 0,
+            last_delay_ms: None,
+            last_reason: None,
+            lease_owner: None,
+            lease_until: None,
+            cancel_requested: false,
+        }
+    }
+}
+
 /// A stored job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {

@@ -7,68 +7,26 @@ use redial_policy::Timestamp;
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-const BIN: &str = env!("CARGO_BIN_EXE_redial");
+mod common;
+use common::{serve_command, Server};
+
 /// Jobs that succeed at once, and jobs whose first attempt fails (503) and is retried, perhaps
 /// by another node.
 const JOBS: usize = 2000;
 const FLAKY: usize = 200;
 const ALL: usize = JOBS + FLAKY;
 
-struct Node {
-    child: Child,
-    url: String,
-}
+type Node = Server;
 
-impl Node {
-    fn start(database_url: &str, config: &Path) -> Node {
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--allow-private-networks",
-            ])
-            .arg("--config")
-            .arg(config)
-            .env("REDIAL_DATABASE_URL", database_url)
-            .env_remove("REDIAL_TOKEN")
-            .env_remove("REDIAL_CONFIG")
-            .env("REDIAL_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("redial serve starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let mut lines = BufReader::new(stderr).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("serve printed its address before exiting")
-                .expect("a line");
-            if let Some(rest) = line.strip_prefix("redial listening on ") {
-                break rest.split_whitespace().next().expect("a URL").to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Node { child, url }
-    }
-
-    fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_node(database_url: &str, config: &Path) -> Node {
+    let mut cmd = serve_command();
+    cmd.arg("--config")
+        .arg(config)
+        .env("REDIAL_DATABASE_URL", database_url);
+    Server::start(cmd)
 }
 
 fn job(id: &str, url: &str) -> Value {
@@ -163,9 +121,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
             vec![Reply::status(503), Reply::status(200)],
         );
     }
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|_| Node::start(&database_url, &config))
-        .collect();
+    let mut nodes: Vec<Node> = (0..3).map(|_| start_node(&database_url, &config)).collect();
     let http = reqwest::Client::new();
 
     // A few thousand jobs, enqueued through every node.

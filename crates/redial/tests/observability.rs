@@ -4,72 +4,27 @@
 
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_redial");
+mod common;
+use common::{serve_command, Server};
+
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 const SECRET: &str = "s3cr3t-key-value";
 
-struct Server {
-    child: Child,
-    url: String,
-    logs: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(config: &std::path::Path, data: &std::path::Path, otlp: &str) -> Server {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--allow-private-networks",
-        ])
-        .arg("--config")
+    let mut cmd = serve_command();
+    cmd.arg("--config")
         .arg(config)
         .arg("--data-dir")
         .arg(data)
         .args(["--log-format", "json"])
-        .env_remove("REDIAL_TOKEN")
-        .env_remove("REDIAL_CONFIG")
-        .env_remove("REDIAL_DATABASE_URL")
         .env("REDIAL_LOG", "info")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", otlp)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .env("OTEL_SERVICE_NAME", "redial-test")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("redial serve starts");
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address before exiting")
-            .expect("a line");
-        if let Some(rest) = line.strip_prefix("redial listening on ") {
-            break rest.split_whitespace().next().expect("a URL").to_owned();
-        }
-    };
-    let logs = Arc::new(Mutex::new(Vec::new()));
-    let sink = logs.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-        }
-    });
-    Server { child, url, logs }
+        .env("OTEL_SERVICE_NAME", "redial-test");
+    Server::start(cmd)
 }
 
 async fn get(http: &reqwest::Client, url: String) -> String {
@@ -341,7 +296,7 @@ within = "3s"
     );
 
     // Logs: one JSON event per decision, with the span's fields, and no secret anywhere.
-    let logs = s.logs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let logs = s.logs();
     let decided: Vec<Value> = logs
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -3,78 +3,21 @@
 
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_redial");
+mod common;
+use common::{serve_command, Server, BIN};
 
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    /// Starts `redial serve` on a free loopback port and waits for its "listening" line.
-    fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(BIN);
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--allow-private-networks",
-            "--data-dir",
-        ])
-        .arg(data)
-        .args(extra)
-        .env_remove("REDIAL_TOKEN")
-        .env_remove("REDIAL_CONFIG")
-        .env("REDIAL_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("redial serve starts");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let mut lines = BufReader::new(stderr).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("serve printed its address before exiting")
-                .expect("a line");
-            if let Some(rest) = line.strip_prefix("redial listening on ") {
-                break rest.split_whitespace().next().expect("a URL").to_owned();
-            }
-        };
-        // Keep draining so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Server { child, url }
+/// `redial serve` on `data`, with `extra` arguments and `env` variables.
+fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(data).args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
     }
-
-    fn terminate(mut self) {
-        let pid = self.child.id().to_string();
-        let ok = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill runs");
-        assert!(ok.success());
-        let status = self.child.wait().expect("serve exits");
-        assert!(status.success(), "a graceful stop exits 0: {status:?}");
-    }
-
-    fn kill9(mut self) {
-        self.child.kill().expect("SIGKILL");
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    Server::start(cmd)
 }
 
 struct Out {
@@ -134,7 +77,7 @@ async fn quick_start_rate_limit_then_success() {
         ],
     );
     let (_dir, data) = temp();
-    let s = Server::start(&data, &[], &[]);
+    let s = start(&data, &[], &[]);
     let out = cli(
         &s.url,
         &[
@@ -189,7 +132,7 @@ async fn quick_start_rate_limit_then_success() {
 async fn restart_on_the_same_data_loses_nothing() {
     let rx = Receiver::start().await;
     let (_dir, data) = temp();
-    let s = Server::start(&data, &[], &[]);
+    let s = start(&data, &[], &[]);
     let later = "2099-01-01T00:00:00Z";
     let out = cli(
         &s.url,
@@ -214,7 +157,7 @@ async fn restart_on_the_same_data_loses_nothing() {
     wait_for(&s.url, "now", "completed", |j| j["state"] == "completed");
     s.terminate();
 
-    let s = Server::start(&data, &[], &[]);
+    let s = start(&data, &[], &[]);
     let j = show(&s.url, "later");
     assert_eq!(
         (j["state"].as_str(), j["run_at"].as_str()),
@@ -240,7 +183,7 @@ async fn a_job_whose_process_is_killed_mid_attempt_is_rescued() {
     std::fs::write(&config, "[engine]\nlease = \"1s\"\nheartbeat = \"200ms\"\n")
         .expect("write config");
     let config = config.to_str().expect("utf-8 path");
-    let a = Server::start(&data, &["--config", config], &[]);
+    let mut a = start(&data, &["--config", config], &[]);
     let out = cli(
         &a.url,
         &[
@@ -261,7 +204,7 @@ async fn a_job_whose_process_is_killed_mid_attempt_is_rescued() {
     }
     a.kill9();
 
-    let b = Server::start(&data, &["--config", config], &[]);
+    let b = start(&data, &["--config", config], &[]);
     let j = wait_for(&b.url, "k", "completed", |j| j["state"] == "completed");
     assert_eq!(
         (j["stalls"].as_u64(), j["attempts"].as_u64()),
@@ -280,7 +223,7 @@ async fn a_job_whose_process_is_killed_mid_attempt_is_rescued() {
 #[tokio::test(flavor = "multi_thread")]
 async fn auth_and_unsafe_binds() {
     let (_dir, data) = temp();
-    let s = Server::start(&data, &[], &[("REDIAL_TOKEN", "t0k3n")]);
+    let s = start(&data, &[], &[("REDIAL_TOKEN", "t0k3n")]);
     let out = cli(&s.url, &["stats"], None);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("401 unauthorized"), "{}", out.stderr);
@@ -326,7 +269,7 @@ async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     let rx = Receiver::start().await;
     rx.script("/reject", vec![Reply::status(400)]);
     let (_dir, data) = temp();
-    let s = Server::start(&data, &[], &[]);
+    let s = start(&data, &[], &[]);
     let args = ["enqueue", "--id", "d1", "--url", &rx.url("/reject")];
     assert_eq!(cli(&s.url, &args, None).json["deduplicated"], false);
     let again = cli(&s.url, &args, None);
@@ -415,7 +358,7 @@ async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
 async fn enqueue_ndjson_in_batches() {
     let rx = Receiver::start().await;
     let (dir, data) = temp();
-    let s = Server::start(&data, &["--config", "/dev/null"], &[]);
+    let s = start(&data, &["--config", "/dev/null"], &[]);
     let file = dir.path().join("jobs.ndjson");
     let mut text = String::new();
     for i in 0..1200 {
@@ -464,7 +407,7 @@ async fn endpoints_show_a_shared_pause() {
         vec![Reply::status(429).header("Retry-After", "3600")],
     );
     let (_dir, data) = temp();
-    let s = Server::start(&data, &[], &[]);
+    let s = start(&data, &[], &[]);
     assert_eq!(
         cli(
             &s.url,

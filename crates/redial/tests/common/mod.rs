@@ -1,0 +1,95 @@
+//! Running the real `redial serve` in tests: start it on a free loopback port, wait for its
+//! address, keep its standard error (the logs), stop it gracefully or kill it.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_redial");
+
+/// `redial serve --listen 127.0.0.1:0 --allow-private-networks`, with nothing inherited from
+/// the environment that would change it; add arguments and variables, then [`Server::start`].
+pub fn serve_command() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--allow-private-networks",
+    ])
+    .env_remove("REDIAL_TOKEN")
+    .env_remove("REDIAL_CONFIG")
+    .env_remove("REDIAL_DATABASE_URL")
+    .env_remove("REDIAL_DATA_DIR")
+    .env("REDIAL_LOG", "warn");
+    cmd
+}
+
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    /// Every line the server wrote to standard error after its address.
+    pub logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Spawns `cmd` and waits for its "listening" line.
+    pub fn start(mut cmd: Command) -> Server {
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("redial serve starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("serve printed its address before exiting")
+                .expect("a line");
+            if let Some(rest) = line.strip_prefix("redial listening on ") {
+                break rest.split_whitespace().next().expect("a URL").to_owned();
+            }
+        };
+        // Keep draining so the child never blocks on a full pipe.
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+        Server { child, url, logs }
+    }
+
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// SIGTERM, and a graceful stop that exits 0.
+    pub fn terminate(mut self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success());
+        let status = self.child.wait().expect("serve exits");
+        assert!(status.success(), "a graceful stop exits 0: {status:?}");
+    }
+
+    /// SIGKILL: no chance to give anything back.
+    pub fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
