@@ -485,18 +485,14 @@ fn record_attempt_slow(
         return Err(StoreError::LeaseLost(p.id));
     }
     let now = p.now;
-    let (mut state, mut category, mut run_at, mut finished_at) = match p.transition {
-        Transition::Complete => (JobState::Completed, None, job.run_at, Some(now)),
-        Transition::Retry { at } => (JobState::Scheduled, None, at, None),
-        Transition::Defer { until } => (JobState::Deferred, None, until, None),
-        Transition::Dead { category } => (JobState::Dead, Some(category), job.run_at, Some(now)),
-    };
-    let mut reason = p.attempt.reason.clone();
-    if job.cancel_requested && !state.is_finished() {
-        (state, category, run_at, finished_at) = (JobState::Cancelled, None, job.run_at, Some(now));
-        reason.push_str("; cancelled while running");
-    }
-    let number = job.runs + 1;
+    let RecordPlan {
+        state,
+        category,
+        run_at,
+        finished_at,
+        reason,
+        number,
+    } = p.plan(&job);
     let data = if p.attempt.number == number {
         data
     } else {

@@ -357,6 +357,48 @@ pub struct RecordAttemptParams {
     pub last_delay_ms: Option<u64>,
 }
 
+/// What recording an attempt writes to the job, worked out from the job as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordPlan {
+    pub state: JobState,
+    pub category: Option<DeadCategory>,
+    pub run_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    pub reason: String,
+    /// The attempt's number in the job's log.
+    pub number: u32,
+}
+
+impl RecordAttemptParams {
+    /// The job's next state: the transition's, except that a job whose cancellation was
+    /// requested while it ran ends cancelled unless the attempt completed it or made it dead.
+    pub fn plan(&self, job: &Job) -> RecordPlan {
+        let now = self.now;
+        let (mut state, mut category, mut run_at, mut finished_at) = match self.transition {
+            Transition::Complete => (JobState::Completed, None, job.run_at, Some(now)),
+            Transition::Retry { at } => (JobState::Scheduled, None, at, None),
+            Transition::Defer { until } => (JobState::Deferred, None, until, None),
+            Transition::Dead { category } => {
+                (JobState::Dead, Some(category), job.run_at, Some(now))
+            }
+        };
+        let mut reason = self.attempt.reason.clone();
+        if job.cancel_requested && !state.is_finished() {
+            (state, category, run_at, finished_at) =
+                (JobState::Cancelled, None, job.run_at, Some(now));
+            reason.push_str("; cancelled while running");
+        }
+        RecordPlan {
+            state,
+            category,
+            run_at,
+            finished_at,
+            reason,
+            number: job.runs + 1,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReleaseParams {
     pub owner: String,
