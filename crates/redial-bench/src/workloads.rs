@@ -736,10 +736,10 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
             break;
         }
         let t = Instant::now();
-        let ids = c.into_iter().take(100).map(|c| c.id).collect();
+        let seqs = c.into_iter().take(100).map(|c| c.seq).collect();
         let got = store
             .job_lease_ids(LeaseIdsParams {
-                ids,
+                seqs,
                 owner: "w".into(),
                 now,
                 lease_until: later,
@@ -789,6 +789,7 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                 };
                 let p = RecordAttemptParams {
                     id: job.id.clone(),
+                    seq: Some(job.seq),
                     owner: "w".into(),
                     now,
                     attempt,

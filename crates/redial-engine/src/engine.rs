@@ -602,8 +602,8 @@ async fn fill(
             .await?;
         let seen_all = candidates.len() < limit as usize;
         let excluded_before = exclude.len() + exclude_retries.len();
-        let mut picked: Vec<(JobId, String)> = Vec::new();
-        let mut failed: Vec<(JobId, String, Hold)> = Vec::new();
+        let mut picked: Vec<(i64, String)> = Vec::new();
+        let mut failed: Vec<(i64, String, Hold)> = Vec::new();
         for c in candidates {
             if picked.len() >= free {
                 break;
@@ -614,7 +614,7 @@ async fn fill(
                 continue;
             }
             match inner.endpoints.admit(&c.endpoint, c.is_retry, now) {
-                Admission::Go => picked.push((c.id, c.endpoint)),
+                Admission::Go => picked.push((c.seq, c.endpoint)),
                 Admission::Hold(_) => exclude.push(c.endpoint),
                 Admission::HoldRetries(_) => {
                     let label = inner.metrics.endpoint_label(&c.endpoint);
@@ -630,7 +630,7 @@ async fn fill(
                         "redial_retry_budget_rejections_total",
                         &[("endpoint", &label)],
                     );
-                    failed.push((c.id, c.endpoint, hold))
+                    failed.push((c.seq, c.endpoint, hold))
                 }
             }
         }
@@ -643,11 +643,11 @@ async fn fill(
             fail_retries(inner, failed, now).await?;
         }
         if !picked.is_empty() {
-            let ids = picked.iter().map(|(id, _)| id.clone()).collect();
+            let seqs = picked.iter().map(|(seq, _)| *seq).collect();
             let leased = inner
                 .store
                 .job_lease_ids(LeaseIdsParams {
-                    ids,
+                    seqs,
                     owner: inner.config.worker_id.clone(),
                     now,
                     lease_until: inner.lease_until(now),
@@ -663,8 +663,8 @@ async fn fill(
                 }
             };
             // Another worker may have taken some in between: undo their admissions.
-            for (id, endpoint) in &picked {
-                if !jobs.iter().any(|j| &j.id == id) {
+            for (seq, endpoint) in &picked {
+                if !jobs.iter().any(|j| j.seq == *seq) {
                     inner.endpoints.cancel(endpoint);
                 }
             }
@@ -707,20 +707,20 @@ async fn spawn_attempt(
 /// as `budget_exhausted` without a request, and the record says so.
 async fn fail_retries(
     inner: &Arc<Inner>,
-    failed: Vec<(JobId, String, Hold)>,
+    failed: Vec<(i64, String, Hold)>,
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let jobs = inner
         .store
         .job_lease_ids(LeaseIdsParams {
-            ids: failed.iter().map(|(id, _, _)| id.clone()).collect(),
+            seqs: failed.iter().map(|(seq, _, _)| *seq).collect(),
             owner: inner.config.worker_id.clone(),
             now,
             lease_until: inner.lease_until(now),
         })
         .await?;
     for job in jobs {
-        let Some((_, endpoint, hold)) = failed.iter().find(|(id, _, _)| *id == job.id) else {
+        let Some((_, endpoint, hold)) = failed.iter().find(|(seq, _, _)| *seq == job.seq) else {
             continue;
         };
         let reason = format!(
@@ -748,6 +748,7 @@ async fn fail_retries(
         };
         let params = RecordAttemptParams {
             id: job.id.clone(),
+            seq: Some(job.seq),
             owner: inner.config.worker_id.clone(),
             now,
             attempt,
@@ -1140,6 +1141,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
     }
     let params = RecordAttemptParams {
         id: job.id.clone(),
+        seq: Some(job.seq),
         owner: inner.config.worker_id.clone(),
         now,
         attempt,

@@ -363,7 +363,7 @@ pub async fn lease(c: &mut Conn, p: &LeaseParams) -> StoreResult<Vec<Job>> {
     Ok(jobs)
 }
 
-const CANDIDATES: &str = "SELECT id, endpoint, attempts > 0, run_at FROM jobs \
+const CANDIDATES: &str = "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
      ORDER BY priority DESC, run_at, seq LIMIT $5";
@@ -387,10 +387,11 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
     rows.iter()
         .map(|r| {
             Ok(Candidate {
-                id: JobId(get(r, 0)?),
-                endpoint: get(r, 1)?,
-                is_retry: get(r, 2)?,
-                run_at: Timestamp::from_unix_millis(get(r, 3)?),
+                seq: get(r, 0)?,
+                id: JobId(get(r, 1)?),
+                endpoint: get(r, 2)?,
+                is_retry: get(r, 3)?,
+                run_at: Timestamp::from_unix_millis(get(r, 4)?),
             })
         })
         .collect()
@@ -400,7 +401,7 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
 /// each other (nor deadlock) and never both take a job.
 const LEASE_IDS: &str = concat!(
     "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-     WHERE seq IN (SELECT seq FROM jobs WHERE id = ANY($4) \
+     WHERE seq IN (SELECT seq FROM jobs WHERE seq = ANY($4) \
          AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
          ORDER BY seq FOR UPDATE SKIP LOCKED) \
      RETURNING ",
@@ -408,14 +409,13 @@ const LEASE_IDS: &str = concat!(
 );
 
 pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
-    if p.ids.is_empty() {
+    if p.seqs.is_empty() {
         return Ok(Vec::new());
     }
     let stmt = c.prepared(LEASE_IDS).await?;
-    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
     let rows = c
         .client
-        .query(&stmt, &[&p.owner, &ms(p.lease_until), &ms(p.now), &ids])
+        .query(&stmt, &[&p.owner, &ms(p.lease_until), &ms(p.now), &p.seqs])
         .await
         .map_err(backend)?;
     let mut jobs = jobs_from_rows(&rows)?;

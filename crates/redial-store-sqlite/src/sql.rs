@@ -404,13 +404,18 @@ pub fn record_attempt(
     // then the only statement that can fail on its own (the insert), then an update that cannot.
     // Each statement is atomic, so a failure leaves nothing half-written; an I/O error fails the
     // whole batch at commit.
+    // By rowid when the caller knows it, else by id.
+    let sql = if p.seq.is_some() {
+        "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
+         FROM jobs WHERE seq = ?3 AND id = ?1"
+    } else {
+        "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
+         FROM jobs WHERE id = ?1 AND ?3 IS NULL"
+    };
     let found = c
-        .prepare_cached(
-            "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
-             FROM jobs WHERE id = ?1",
-        )
+        .prepare_cached(sql)
         .and_then(|mut s| {
-            let mut rows = s.query(params![p.id.0, p.owner])?;
+            let mut rows = s.query(params![p.id.0, p.owner, p.seq])?;
             match rows.next()? {
                 Some(r) => Ok(Some((
                     r.get::<_, i64>(0)?,
@@ -609,7 +614,7 @@ fn placeholders(first: usize, count: usize) -> String {
 pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
     let mut params = vec![Value::Text(p.queue.clone()), Value::Integer(ms(p.now))];
     let mut sql = concat!(
-        "SELECT id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
+        "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
          WHERE queue = ?1 AND ",
         waiting!(),
         " AND run_at <= ?2"
@@ -636,10 +641,11 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
     ));
     let rows = query_rows(c, &sql, params_from_iter(params.iter()), |r| {
         Ok(Candidate {
-            id: JobId(r.get(0)?),
-            endpoint: r.get(1)?,
-            is_retry: r.get(2)?,
-            run_at: Timestamp::from_unix_millis(r.get(3)?),
+            seq: r.get(0)?,
+            id: JobId(r.get(1)?),
+            endpoint: r.get(2)?,
+            is_retry: r.get(3)?,
+            run_at: Timestamp::from_unix_millis(r.get(4)?),
         })
     })?;
     Ok(rows)
@@ -647,35 +653,43 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
 
 /// Returns the leased rows undecoded: the caller decodes them off the storage thread.
 pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJob>> {
-    if p.ids.is_empty() {
+    if p.seqs.is_empty() {
         return Ok(Vec::new());
     }
     let tx = Sp::begin(c)?;
-    // Cached statements run per id: an `IN (...)` list of varying length would be parsed afresh
-    // for nearly every call, and `RETURNING` builds a temporary table on every run.
-    let mut leased = Vec::with_capacity(p.ids.len());
+    // Cached statements run per job, found by rowid: an `IN (...)` list of varying length would
+    // be parsed afresh for nearly every call, and `RETURNING` builds a temporary table every run.
+    let mut leased = Vec::with_capacity(p.seqs.len());
     {
         let mut update = tx
             .prepare_cached(concat!(
                 "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
-                 updated_at = ?3 WHERE id = ?4 AND ",
+                 updated_at = ?3 WHERE seq = ?4 AND ",
                 waiting!(),
                 " AND run_at <= ?3"
             ))
             .map_err(backend)?;
-        for id in &p.ids {
+        for seq in &p.seqs {
             if update
-                .execute(params![p.owner, ms(p.lease_until), ms(p.now), id.0])
+                .execute(params![p.owner, ms(p.lease_until), ms(p.now), seq])
                 .map_err(backend)?
                 == 1
             {
-                leased.push(id);
+                leased.push(*seq);
             }
         }
     }
+    static SQL: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
     let mut jobs = Vec::with_capacity(leased.len());
-    for id in leased {
-        jobs.push(get_raw(&tx, id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?);
+    {
+        let mut read = tx.prepare_cached(&SQL).map_err(backend)?;
+        for seq in leased {
+            let mut rows = read.query([seq]).map_err(backend)?;
+            if let Some(r) = rows.next().map_err(backend)? {
+                jobs.push(raw_from_row(r).map_err(backend)?);
+            }
+        }
     }
     tx.commit()?;
     Ok(jobs)

@@ -95,6 +95,7 @@ fn record(id: &str, owner: &str, number: u32, transition: Transition) -> RecordA
     };
     RecordAttemptParams {
         id: JobId::from(id),
+        seq: None,
         owner: owner.into(),
         now: at(1),
         attempt: attempt(number, 503, decision),
@@ -401,10 +402,10 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
         (JobState::Deferred, at(60), 0, 1)
     );
 
-    store
-        .job_record_attempt(record("c", "w1", 1, Transition::Complete))
-        .await
-        .expect("record");
+    // Found by seq, as the engine records.
+    let mut p = record("c", "w1", 1, Transition::Complete);
+    p.seq = Some(get(&store, "c").await.0.seq);
+    store.job_record_attempt(p).await.expect("record");
     let job = get(&store, "c").await.0;
     assert_eq!(
         (job.state, job.finished_at),
@@ -987,9 +988,10 @@ pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
     // Give a2 and b2 a failed attempt each, so that they are retries.
     for (j, failures) in &jobs {
         if *failures > 0 {
+            let seq = get(&store, &j.id.0).await.0.seq;
             let leased = store
                 .job_lease_ids(LeaseIdsParams {
-                    ids: vec![j.id.clone()],
+                    seqs: vec![seq],
                     owner: "w".into(),
                     now: at(0),
                     lease_until: at(30),
@@ -1047,13 +1049,14 @@ pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
 }
 
 pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {
-    store.job_insert(new_job("r1", "q")).await.expect("insert");
+    let r1 = store.job_insert(new_job("r1", "q")).await.expect("insert");
     let mut later = new_job("r2", "q");
     later.run_at = at(60);
-    store.job_insert(later).await.expect("insert");
-    let wanted = vec![JobId::from("r1"), JobId::from("r2"), JobId::from("missing")];
+    let r2 = store.job_insert(later).await.expect("insert");
+    let missing = r1.job().seq.max(r2.job().seq) + 1000;
+    let wanted = vec![r1.job().seq, r2.job().seq, missing];
     let params = |owner: &str| LeaseIdsParams {
-        ids: wanted.clone(),
+        seqs: wanted.clone(),
         owner: owner.into(),
         now: at(0),
         lease_until: at(30),

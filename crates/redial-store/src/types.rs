@@ -346,6 +346,9 @@ pub enum Transition {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordAttemptParams {
     pub id: JobId,
+    /// The job's `seq`, when known: the job is then found by the table's own key (and must
+    /// still have this id).
+    pub seq: Option<i64>,
     pub owner: String,
     pub now: Timestamp,
     pub attempt: Attempt,
@@ -485,6 +488,7 @@ pub struct CandidateParams {
 /// A runnable job, as much as admission needs to know.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
+    pub seq: i64,
     pub id: JobId,
     pub endpoint: String,
     /// It has failed before: it counts against the endpoint's retry budget.
@@ -494,7 +498,8 @@ pub struct Candidate {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeaseIdsParams {
-    pub ids: Vec<JobId>,
+    /// The jobs, by `seq` (as candidates give it): found by the table's own key.
+    pub seqs: Vec<i64>,
     pub owner: String,
     pub now: Timestamp,
     pub lease_until: Timestamp,
