@@ -190,14 +190,23 @@ impl Alerts {
         self.lock().clone()
     }
 
-    /// Evaluates every rule against the store; returns the alerts that started or stopped firing.
+    /// Whether some rule reads the store's counts (deferral ages).
+    pub fn needs_stats(&self) -> bool {
+        self.config
+            .rules
+            .iter()
+            .any(|r| matches!(r.condition, AlertCondition::DeferredAge { .. }))
+    }
+
+    /// Evaluates every rule against the store (dead letters) and `stats` (deferral ages; pass
+    /// them when [`Alerts::needs_stats`]); returns the alerts that started or stopped firing.
     pub async fn evaluate(
         &self,
         store: &dyn Store,
+        stats: Option<&redial_store::Stats>,
         now: Timestamp,
     ) -> Result<Vec<Change>, StoreError> {
         let mut values = Vec::with_capacity(self.config.rules.len());
-        let mut stats = None;
         for rule in &self.config.rules {
             let value = match &rule.condition {
                 AlertCondition::DeadLetters {
@@ -219,21 +228,15 @@ impl Alerts {
                         .map(|d| d.count)
                         .sum::<u64>() as f64
                 }
-                AlertCondition::DeferredAge { queue, .. } => {
-                    if stats.is_none() {
-                        stats = Some(store.stats().await?);
-                    }
-                    stats
-                        .as_ref()
-                        .map(|s| {
-                            s.oldest_deferred
-                                .iter()
-                                .filter(|o| queue.as_ref().is_none_or(|q| *q == o.queue))
-                                .map(|o| now.saturating_since(o.since).as_secs_f64())
-                                .fold(0.0, f64::max)
-                        })
-                        .unwrap_or(0.0)
-                }
+                AlertCondition::DeferredAge { queue, .. } => stats
+                    .map(|s| {
+                        s.oldest_deferred
+                            .iter()
+                            .filter(|o| queue.as_ref().is_none_or(|q| *q == o.queue))
+                            .map(|o| now.saturating_since(o.since).as_secs_f64())
+                            .fold(0.0, f64::max)
+                    })
+                    .unwrap_or(0.0),
             };
             values.push(value);
         }

@@ -276,17 +276,7 @@ impl Engine {
     pub async fn render_metrics(&self, extra: Snapshot) -> Result<String, StoreError> {
         let inner = &self.inner;
         let now = inner.clock.now();
-        let stats = {
-            let mut cache = inner.stats_cache.lock().await;
-            match cache.as_ref() {
-                Some((at, stats)) if at.elapsed() < STATS_MAX_AGE => stats.clone(),
-                _ => {
-                    let stats = inner.store.stats().await?;
-                    *cache = Some((std::time::Instant::now(), stats.clone()));
-                    stats
-                }
-            }
-        };
+        let stats = cached_stats(inner).await?;
         let mut snap = extra;
         let mut per_state: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
         for q in inner.config.queues.keys() {
@@ -1321,6 +1311,20 @@ async fn share_loop(inner: Arc<Inner>) {
     }
 }
 
+/// The store's counts, read at most every `STATS_MAX_AGE` (reading them scans the jobs); shared
+/// by the metrics' gauges and the alert rules.
+async fn cached_stats(inner: &Inner) -> Result<redial_store::Stats, StoreError> {
+    let mut cache = inner.stats_cache.lock().await;
+    match cache.as_ref() {
+        Some((at, stats)) if at.elapsed() < STATS_MAX_AGE => Ok(stats.clone()),
+        _ => {
+            let stats = inner.store.stats().await?;
+            *cache = Some((std::time::Instant::now(), stats.clone()));
+            Ok(stats)
+        }
+    }
+}
+
 /// Evaluates the alert rules; the maintenance leader tells the webhook about changes.
 async fn alert_loop(inner: Arc<Inner>) {
     loop {
@@ -1329,7 +1333,22 @@ async fn alert_loop(inner: Arc<Inner>) {
             _ = inner.stopped.wait() => return,
         }
         let now = inner.clock.now();
-        match inner.alerts.evaluate(inner.store.as_ref(), now).await {
+        let stats = if inner.alerts.needs_stats() {
+            match cached_stats(&inner).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!(error = %e, "reading counts for alerts failed");
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        match inner
+            .alerts
+            .evaluate(inner.store.as_ref(), stats.as_ref(), now)
+            .await
+        {
             Ok(changes) if !changes.is_empty() => {
                 for c in &changes {
                     let s = &c.status;
