@@ -86,7 +86,11 @@ impl Conn {
 pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
+        None => match std::error::Error::source(e) {
+            // "error connecting to server: Connection refused (os error 111)"
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     }
 }
 
