@@ -784,6 +784,7 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
     // With tracing on, the request carries this attempt's context (`traceparent`).
     let traced = inner.config.tracer.as_ref().map(|t| {
         let ctx = JobContext::of(&job.id.0, traceparent_of(&job));
+        let sampled = t.sampled(&ctx);
         let span_id = t.span_id();
         let mut sent = job.clone();
         sent.request
@@ -791,7 +792,7 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
             .retain(|(n, _)| !n.eq_ignore_ascii_case("traceparent"));
         sent.request
             .headers
-            .push(("traceparent".to_owned(), ctx.traceparent(span_id)));
+            .push(("traceparent".to_owned(), ctx.traceparent(span_id, sampled)));
         (ctx, span_id, sent)
     });
     let sent = traced.as_ref().map_or(&job, |(_, _, j)| j);
@@ -1005,6 +1006,8 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
         reason = %decision.reason,
         "attempt decided"
     );
+    // Spans only for sampled jobs (the request carried the decision either way).
+    let span = span.filter(|(ctx, _)| inner.config.tracer.as_ref().is_some_and(|t| t.sampled(ctx)));
     if let (Some(tracer), Some((ctx, span_id))) = (&inner.config.tracer, span) {
         let mut attrs: Vec<(&'static str, AttrValue)> = vec![
             (

@@ -87,6 +87,8 @@ pub struct JobContext {
     pub trace_id: [u8; 16],
     pub job_span_id: [u8; 8],
     pub parent_span_id: Option<[u8; 8]>,
+    /// The caller's sampling decision (its `traceparent` flags), when there is a caller.
+    pub caller_sampled: Option<bool>,
 }
 
 impl JobContext {
@@ -98,10 +100,11 @@ impl JobContext {
             h.to_be_bytes()
         };
         match traceparent.and_then(parse_traceparent) {
-            Some((trace_id, parent)) => JobContext {
+            Some((trace_id, parent, sampled)) => JobContext {
                 trace_id,
                 job_span_id,
                 parent_span_id: Some(parent),
+                caller_sampled: Some(sampled),
             },
             None => {
                 let mut trace_id = [0u8; 16];
@@ -111,20 +114,27 @@ impl JobContext {
                     trace_id,
                     job_span_id,
                     parent_span_id: None,
+                    caller_sampled: None,
                 }
             }
         }
     }
 
-    /// The `traceparent` an attempt's request carries: this trace, the attempt's span.
-    pub fn traceparent(&self, attempt_span_id: [u8; 8]) -> String {
-        format!("00-{}-{}-01", hex(&self.trace_id), hex(&attempt_span_id))
+    /// The `traceparent` an attempt's request carries: this trace, the attempt's span, and
+    /// whether it is sampled.
+    pub fn traceparent(&self, attempt_span_id: [u8; 8], sampled: bool) -> String {
+        format!(
+            "00-{}-{}-{}",
+            hex(&self.trace_id),
+            hex(&attempt_span_id),
+            if sampled { "01" } else { "00" }
+        )
     }
 }
 
-/// Parses a W3C `traceparent` (version 00): the trace id and the parent span id. Invalid or
-/// all-zero ids are refused.
-pub fn parse_traceparent(v: &str) -> Option<([u8; 16], [u8; 8])> {
+/// Parses a W3C `traceparent` (version 00): the trace id, the parent span id and the sampled
+/// flag. Invalid or all-zero ids are refused.
+pub fn parse_traceparent(v: &str) -> Option<([u8; 16], [u8; 8], bool)> {
     let parts: Vec<&str> = v.trim().split('-').collect();
     if parts.len() < 4 || parts[0].len() != 2 || parts[0] == "ff" {
         return None;
@@ -134,13 +144,14 @@ pub fn parse_traceparent(v: &str) -> Option<([u8; 16], [u8; 8])> {
     }
     let trace: [u8; 16] = unhex(parts[1])?.try_into().ok()?;
     let span: [u8; 8] = unhex(parts[2])?.try_into().ok()?;
-    if parts[3].len() != 2 || unhex(parts[3]).is_none() {
-        return None;
-    }
+    let flags = match unhex(parts[3]).as_deref() {
+        Some([f]) => *f,
+        _ => return None,
+    };
     if trace == [0; 16] || span == [0; 8] {
         return None;
     }
-    Some((trace, span))
+    Some((trace, span, flags & 1 == 1))
 }
 
 fn fnv(bytes: &[u8], seed: u64) -> u64 {
@@ -178,6 +189,44 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Which jobs are traced (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`). The decision is
+/// per job, from its trace id, so every attempt and every node agrees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampler {
+    /// The share of jobs traced, 0.0 to 1.0 (1.0: always on, 0.0: always off).
+    pub ratio: f64,
+    /// A job whose caller sent a `traceparent` follows the caller's decision.
+    pub parent_based: bool,
+}
+
+impl Default for Sampler {
+    /// `parentbased_always_on`, the standard default.
+    fn default() -> Self {
+        Sampler {
+            ratio: 1.0,
+            parent_based: true,
+        }
+    }
+}
+
+impl Sampler {
+    pub fn sampled(&self, ctx: &JobContext) -> bool {
+        if let (true, Some(caller)) = (self.parent_based, ctx.caller_sampled) {
+            return caller;
+        }
+        if self.ratio >= 1.0 {
+            return true;
+        }
+        if self.ratio <= 0.0 {
+            return false;
+        }
+        // The trace id's last 8 bytes as a fraction, as the standard ratio sampler does.
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&ctx.trace_id[8..]);
+        (u64::from_be_bytes(low) >> 1) < (self.ratio * (1u64 << 63) as f64) as u64
+    }
+}
+
 /// Where and how to export, from the standard environment variables.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OtlpConfig {
@@ -189,6 +238,7 @@ pub struct OtlpConfig {
     pub export_interval: Duration,
     pub max_queue: usize,
     pub timeout: Duration,
+    pub sampler: Sampler,
 }
 
 impl OtlpConfig {
@@ -272,7 +322,44 @@ impl OtlpConfig {
                     .map_err(|_| format!("{k}={v}: expected a number of milliseconds")),
             }
         };
+        let arg = var("OTEL_TRACES_SAMPLER_ARG");
+        let ratio_arg = || -> Result<f64, String> {
+            match &arg {
+                None => Ok(1.0),
+                Some(a) => a
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| {
+                        format!("OTEL_TRACES_SAMPLER_ARG={a}: expected a ratio from 0 to 1")
+                    }),
+            }
+        };
+        let sampler = match var("OTEL_TRACES_SAMPLER").map(|s| s.trim().to_ascii_lowercase()) {
+            None => Sampler::default(),
+            Some(s) => {
+                let (parent_based, ratio) = match s.as_str() {
+                    "always_on" => (false, 1.0),
+                    "always_off" => (false, 0.0),
+                    "traceidratio" => (false, ratio_arg()?),
+                    "parentbased_always_on" => (true, 1.0),
+                    "parentbased_always_off" => (true, 0.0),
+                    "parentbased_traceidratio" => (true, ratio_arg()?),
+                    other => {
+                        return Err(format!(
+                            "OTEL_TRACES_SAMPLER={other}: use always_on, always_off, traceidratio or their parentbased_ forms"
+                        ))
+                    }
+                };
+                Sampler {
+                    ratio,
+                    parent_based,
+                }
+            }
+        };
         Ok(Some(OtlpConfig {
+            sampler,
             endpoint,
             headers,
             service_name,
@@ -315,6 +402,7 @@ fn decode(s: &str) -> String {
 /// The span exporter: a bounded queue and a background task that posts batches.
 #[derive(Debug)]
 pub struct Tracer {
+    sampler: Sampler,
     tx: mpsc::Sender<SpanData>,
     dropped: AtomicU64,
     next_id: AtomicU64,
@@ -324,12 +412,14 @@ impl Tracer {
     /// Starts the export task (call inside a Tokio runtime).
     pub fn start(config: OtlpConfig) -> Tracer {
         let (tx, rx) = mpsc::channel(config.max_queue);
+        let sampler = config.sampler;
         tokio::spawn(export_loop(config, rx));
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
             ^ u64::from(std::process::id()) << 32;
         Tracer {
+            sampler,
             tx,
             dropped: AtomicU64::new(0),
             next_id: AtomicU64::new(seed | 1),
@@ -344,11 +434,21 @@ impl Tracer {
         fnv(&n.to_le_bytes(), 0x5eed_0004).to_be_bytes()
     }
 
+    /// Whether the job's spans are recorded.
+    pub fn sampled(&self, ctx: &JobContext) -> bool {
+        self.sampler.sampled(ctx)
+    }
+
     /// Queues a finished span; drops it (and counts) when the queue is full.
     pub fn record(&self, span: SpanData) {
         if self.tx.try_send(span).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Spans waiting to be exported.
+    pub fn queued(&self) -> usize {
+        self.tx.max_capacity() - self.tx.capacity()
     }
 
     pub fn dropped(&self) -> u64 {
@@ -487,17 +587,56 @@ mod tests {
     }
 
     #[test]
+    fn sampling_is_per_job_and_follows_the_caller() {
+        let s = |v: &str, arg: Option<&str>| {
+            let mut pairs = vec![
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_TRACES_SAMPLER", v),
+            ];
+            if let Some(a) = arg {
+                pairs.push(("OTEL_TRACES_SAMPLER_ARG", a));
+            }
+            OtlpConfig::from_env(env(&pairs)).map(|c| c.map(|c| c.sampler))
+        };
+        let half = s("parentbased_traceidratio", Some("0.5"))
+            .expect("valid")
+            .expect("on");
+        let kept = (0..2000)
+            .filter(|n| half.sampled(&JobContext::of(&format!("job-{n}"), None)))
+            .count();
+        assert!((800..1200).contains(&kept), "{kept} of 2000 kept at 0.5");
+        // Every attempt (and node) agrees on a job.
+        let ctx = JobContext::of("job-7", None);
+        assert_eq!(
+            half.sampled(&ctx),
+            half.sampled(&JobContext::of("job-7", None))
+        );
+        // The caller's decision wins when parent-based.
+        let not = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+        let yes = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let on = Sampler::default();
+        assert!(!on.sampled(&JobContext::of("j", Some(not))));
+        assert!(on.sampled(&JobContext::of("j", Some(yes))));
+        let off = s("always_off", None).expect("valid").expect("on");
+        assert!(!off.sampled(&JobContext::of("j", Some(yes))));
+        assert!(s("traceidratio", Some("2")).is_err());
+        assert!(s("jaeger_remote", None).is_err());
+    }
+
+    #[test]
     fn traceparent_round_trips_and_bad_ones_are_ignored() {
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-        let (trace, span) = parse_traceparent(tp).expect("valid");
+        let (trace, span, sampled) = parse_traceparent(tp).expect("valid");
+        assert!(sampled);
         assert_eq!(hex(&trace), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(hex(&span), "00f067aa0ba902b7");
         let ctx = JobContext::of("job-1", Some(tp));
         assert_eq!(ctx.trace_id, trace);
         assert_eq!(ctx.parent_span_id, Some(span));
-        assert!(ctx
-            .traceparent([1; 8])
-            .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-0101010101010101-"));
+        assert_eq!(
+            ctx.traceparent([1; 8], true),
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0101010101010101-01"
+        );
         for bad in [
             "",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
