@@ -298,10 +298,7 @@ pub async fn instrumentation(
         if let Some(t) = tracer {
             report("spans dropped (queue full)", t.dropped() as f64, "spans");
             // Let the exporter finish before the next run, which it would slow down.
-            while t.queued() > 0 {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            t.flush(Duration::from_secs(60)).await;
         }
         rates.push(rate);
     }

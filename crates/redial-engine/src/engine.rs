@@ -447,6 +447,12 @@ impl RunningEngine {
             let _ = t.await;
         }
         save_endpoints(inner).await;
+        // Spans of the last attempts go out before the process ends.
+        if let Some(t) = &inner.config.tracer {
+            if !t.flush(Duration::from_secs(5)).await {
+                tracing::warn!("some spans were not exported before the stop");
+            }
+        }
         ShutdownReport {
             finished: at_start.saturating_sub(left.len()),
             released: left.len(),

@@ -406,6 +406,17 @@ pub struct Tracer {
     tx: mpsc::Sender<SpanData>,
     dropped: AtomicU64,
     next_id: AtomicU64,
+    progress: std::sync::Arc<Progress>,
+}
+
+/// What the exporter has done, for [`Tracer::flush`].
+#[derive(Debug, Default)]
+struct Progress {
+    /// Spans queued, and spans the exporter finished with (sent or given up on).
+    queued: AtomicU64,
+    finished: AtomicU64,
+    /// Asks the exporter to send what it holds now.
+    now: tokio::sync::Notify,
 }
 
 impl Tracer {
@@ -413,7 +424,8 @@ impl Tracer {
     pub fn start(config: OtlpConfig) -> Tracer {
         let (tx, rx) = mpsc::channel(config.max_queue);
         let sampler = config.sampler;
-        tokio::spawn(export_loop(config, rx));
+        let progress = std::sync::Arc::new(Progress::default());
+        tokio::spawn(export_loop(config, rx, progress.clone()));
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
@@ -423,6 +435,7 @@ impl Tracer {
             tx,
             dropped: AtomicU64::new(0),
             next_id: AtomicU64::new(seed | 1),
+            progress,
         }
     }
 
@@ -443,12 +456,26 @@ impl Tracer {
     pub fn record(&self, span: SpanData) {
         if self.tx.try_send(span).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.progress.queued.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Spans waiting to be exported.
-    pub fn queued(&self) -> usize {
-        self.tx.max_capacity() - self.tx.capacity()
+    /// Sends every queued span now and waits until the exporter is done with them, or `limit`
+    /// passed (for a graceful stop). Returns whether everything was sent.
+    pub async fn flush(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let queued = self.progress.queued.load(Ordering::Relaxed);
+            if self.progress.finished.load(Ordering::Relaxed) >= queued {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            self.progress.now.notify_one();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     pub fn dropped(&self) -> u64 {
@@ -456,7 +483,11 @@ impl Tracer {
     }
 }
 
-async fn export_loop(config: OtlpConfig, mut rx: mpsc::Receiver<SpanData>) {
+async fn export_loop(
+    config: OtlpConfig,
+    mut rx: mpsc::Receiver<SpanData>,
+    progress: std::sync::Arc<Progress>,
+) {
     let http = match reqwest::Client::builder()
         .timeout(config.timeout)
         .redirect(reqwest::redirect::Policy::none())
@@ -489,6 +520,13 @@ async fn export_loop(config: OtlpConfig, mut rx: mpsc::Receiver<SpanData>) {
                     None => break true,
                 },
                 _ = &mut deadline => break false,
+                _ = progress.now.notified() => {
+                    // Take what is queued without waiting, then send.
+                    while let Ok(s) = rx.try_recv() {
+                        batch.push(s);
+                    }
+                    break false;
+                }
             }
         };
         if !batch.is_empty() {
@@ -519,6 +557,9 @@ async fn export_loop(config: OtlpConfig, mut rx: mpsc::Receiver<SpanData>) {
                     tracing::warn!(error = %e.without_url(), spans = batch.len(), "cannot reach the OTLP endpoint; spans dropped")
                 }
             }
+            progress
+                .finished
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
             batch.clear();
         }
         if closed {
@@ -584,6 +625,47 @@ mod tests {
         .expect_err("grpc is refused");
         assert!(err.contains("http/json"), "{err}");
         assert!(OtlpConfig::from_env(env(&[("OTEL_TRACES_EXPORTER", "zipkin")])).is_err());
+    }
+
+    #[tokio::test]
+    async fn flush_sends_what_is_queued_without_waiting_for_the_interval() {
+        let rx = redial_test_receiver::Receiver::start().await;
+        let tracer = Tracer::start(OtlpConfig {
+            endpoint: rx.url("/v1/traces"),
+            headers: vec![("x-tenant".into(), "t1".into())],
+            service_name: "test".into(),
+            resource: vec![],
+            export_interval: Duration::from_secs(3600),
+            max_queue: 16,
+            timeout: Duration::from_secs(5),
+            sampler: Sampler::default(),
+        });
+        let ctx = JobContext::of("job-1", None);
+        for n in 0..3u8 {
+            tracer.record(SpanData {
+                trace_id: ctx.trace_id,
+                span_id: [n + 1; 8],
+                parent_span_id: Some(ctx.job_span_id),
+                name: "POST api".into(),
+                kind: SpanKind::Client,
+                start: Timestamp::from_unix_millis(1_000),
+                end: Timestamp::from_unix_millis(1_250),
+                attributes: vec![("redial.attempt", AttrValue::Int(i64::from(n) + 1))],
+                error: None,
+            });
+        }
+        assert!(tracer.flush(Duration::from_secs(10)).await, "flushed");
+        let got = rx.received("/v1/traces");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].header("x-tenant"), Some("t1"));
+        let body: Value = serde_json::from_str(&got[0].body).expect("JSON");
+        let spans = &body["resourceSpans"][0]["scopeSpans"][0]["spans"];
+        assert_eq!(spans.as_array().map(Vec::len), Some(3));
+        assert_eq!(spans[0]["startTimeUnixNano"], "1000000000");
+        assert_eq!(spans[0]["attributes"][0]["value"]["intValue"], "1");
+        assert_eq!(spans[0]["kind"], 3);
+        // Nothing queued: flushing again is immediate.
+        assert!(tracer.flush(Duration::from_millis(1)).await);
     }
 
     #[test]
