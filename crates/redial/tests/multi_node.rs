@@ -172,7 +172,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
     tokio::spawn(conn);
     let rows = client
         .query(
-            "SELECT j.id, j.state, j.runs, j.stalls, a.data FROM jobs j \
+            "SELECT j.id, j.state, j.runs, j.stalls, a.data, j.idempotency_key FROM jobs j \
              LEFT JOIN attempts a ON a.job_seq = j.seq ORDER BY j.id, a.number",
             &[],
         )
@@ -180,6 +180,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         .expect("read back");
     let mut per_job: HashMap<String, Vec<Value>> = HashMap::new();
     let mut stalled: HashSet<String> = HashSet::new();
+    let mut stalled_keys: HashSet<String> = HashSet::new();
     let mut workers: HashSet<String> = HashSet::new();
     for r in &rows {
         let id: String = r.get(0);
@@ -197,6 +198,9 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         }
         if was_stalled {
             stalled.insert(id.clone());
+            if let Some(key) = r.get::<_, Option<String>>(5) {
+                stalled_keys.insert(key);
+            }
         }
         let data: Option<String> = r.get(4);
         let attempt: Value = serde_json::from_str(&data.expect("an attempt")).expect("JSON");
@@ -227,8 +231,9 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         }
     }
 
-    // At the receiver: a job asked twice is one the killed node held; its first request came
-    // before the kill, the rescued one after, with the same idempotency key.
+    // At the receiver: a job asked twice (with the same idempotency key both times) is one whose
+    // lease expired while held: the killed node's (its first request came before the kill), or,
+    // on a starved machine, one whose holder missed its heartbeats (its late result was refused).
     let mut by_key: HashMap<String, Vec<SystemTime>> = HashMap::new();
     for r in rx.received("/work") {
         let key = r
@@ -239,20 +244,27 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
     }
     assert_eq!(by_key.len(), JOBS, "every job reached the receiver");
     let twice: Vec<_> = by_key.iter().filter(|(_, t)| t.len() > 1).collect();
-    // The killed node held at most twice its concurrency: 16 attempts, 16 results being written.
     assert!(
-        twice.len() <= 32 && twice.len() <= stalled.len(),
+        twice.len() <= stalled.len(),
         "only the killed node's leases run again: {} twice, {} stalled",
         twice.len(),
         stalled.len()
     );
-    for (key, times) in twice {
+    let mut across_the_kill = 0;
+    for (key, times) in &twice {
         assert_eq!(times.len(), 2, "{key}");
         assert!(
-            times[0] <= killed_at && times[1] >= killed_at,
-            "{key}: the second request came only after its holder died"
+            stalled_keys.contains(*key),
+            "{key}: asked twice, so its lease expired while held"
         );
+        if times[0] <= killed_at && times[1] >= killed_at {
+            across_the_kill += 1;
+        }
     }
+    assert!(
+        across_the_kill > 0 || twice.is_empty(),
+        "the killed node's jobs ran again after the kill"
+    );
 
     // A pause learned by one node holds every node's jobs for that endpoint.
     let limited = Receiver::start().await;
