@@ -976,9 +976,20 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
         response_body: output.response_body,
         worker: inner.config.worker_id.clone(),
     };
-    let url = redact::url(&job.request.url);
-    let server_address = url::Url::parse(&job.request.url)
-        .ok()
+    // Spans only for sampled jobs (the request carried the decision either way).
+    let span = span.filter(|(ctx, _)| inner.config.tracer.as_ref().is_some_and(|t| t.sampled(ctx)));
+    // The URL's facts cost a parse: only when a log line or a span will carry them.
+    let described = span.is_some() || tracing::enabled!(tracing::Level::INFO);
+    let parsed = described
+        .then(|| url::Url::parse(&job.request.url).ok())
+        .flatten();
+    let url = if described {
+        redact::url(&job.request.url)
+    } else {
+        String::new()
+    };
+    let server_address = parsed
+        .as_ref()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
     let error_type: Option<Cow<'_, str>> = match &output.outcome {
@@ -1012,8 +1023,6 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
         reason = %decision.reason,
         "attempt decided"
     );
-    // Spans only for sampled jobs (the request carried the decision either way).
-    let span = span.filter(|(ctx, _)| inner.config.tracer.as_ref().is_some_and(|t| t.sampled(ctx)));
     if let (Some(tracer), Some((ctx, span_id))) = (&inner.config.tracer, span) {
         let mut attrs: Vec<(&'static str, AttrValue)> = vec![
             (
@@ -1044,10 +1053,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
             ),
             ("redial.reason", AttrValue::Str(decision.reason.clone())),
         ];
-        if let Some(port) = url::Url::parse(&job.request.url)
-            .ok()
-            .and_then(|u| u.port_or_known_default())
-        {
+        if let Some(port) = parsed.as_ref().and_then(|u| u.port_or_known_default()) {
             attrs.push(("server.port", AttrValue::Int(i64::from(port))));
         }
         if let Some(status) = attempt.status {
