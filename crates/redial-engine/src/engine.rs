@@ -1031,9 +1031,6 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
             ),
             ("server.address", AttrValue::Str(server_address.clone())),
             ("url.full", AttrValue::Str(url.clone())),
-            ("redial.job.id", AttrValue::Str(job.id.0.clone())),
-            ("redial.queue", AttrValue::Str(job.queue.clone())),
-            ("redial.endpoint", AttrValue::Str(job.endpoint.clone())),
             ("redial.attempt", AttrValue::Int(i64::from(attempt.number))),
             (
                 "redial.attempt.max",
@@ -1083,9 +1080,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
         if let Some(h) = &attempt.held {
             attrs.push(("redial.held_by", AttrValue::Str(h.clone())));
         }
-        if let Some(k) = &job.idempotency_key {
-            attrs.push(("redial.idempotency_key", AttrValue::Str(k.clone())));
-        }
+        attrs.extend(job_attrs(job));
         if let Some(c) = attempt.dead_category {
             attrs.push((
                 "redial.dead_category",
@@ -1105,16 +1100,8 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
                 .as_ref()
                 .map(|e| format!("{e}: {}", decision.reason)),
         });
-        let final_state = match decision.action {
-            Action::Complete => Some("completed"),
-            Action::Dead(_) => Some("dead"),
-            _ => None,
-        };
-        if let Some(state) = final_state {
+        if let Some(state) = final_state(decision.action) {
             let mut attrs = vec![
-                ("redial.job.id", AttrValue::Str(job.id.0.clone())),
-                ("redial.queue", AttrValue::Str(job.queue.clone())),
-                ("redial.endpoint", AttrValue::Str(job.endpoint.clone())),
                 ("redial.state", AttrValue::Str(state.to_owned())),
                 ("redial.attempts", AttrValue::Int(i64::from(attempt.number))),
                 (
@@ -1128,9 +1115,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
                     AttrValue::Str(c.as_str().to_owned()),
                 ));
             }
-            if let Some(k) = &job.idempotency_key {
-                attrs.push(("redial.idempotency_key", AttrValue::Str(k.clone())));
-            }
+            attrs.extend(job_attrs(job));
             tracer.record(SpanData {
                 trace_id: ctx.trace_id,
                 span_id: ctx.job_span_id,
@@ -1211,7 +1196,7 @@ fn count_attempt(
         &[("queue", &job.queue), ("endpoint", &endpoint)],
         duration_ms as f64 / 1000.0,
     );
-    let terminal = match decision.action {
+    match decision.action {
         Action::Defer { .. } => {
             let reason = decision
                 .classification
@@ -1225,25 +1210,43 @@ fn count_attempt(
                     ("reason", reason),
                 ],
             );
-            None
         }
         Action::Dead(category) => {
             m.inc(
                 "redial_dead_letters_total",
                 &[("category", category.as_str())],
             );
-            Some("dead")
         }
-        Action::Complete => Some("completed"),
-        Action::Retry { .. } => None,
-    };
-    if let Some(state) = terminal {
+        Action::Complete | Action::Retry { .. } => {}
+    }
+    if let Some(state) = final_state(decision.action) {
         m.observe(
             "redial_job_latency_seconds",
             &[("queue", &job.queue), ("state", state)],
             now.saturating_since(job.created_at).as_secs_f64(),
         );
     }
+}
+
+/// The state a decision ends the job in, if it ends it.
+fn final_state(action: Action) -> Option<&'static str> {
+    match action {
+        Action::Complete => Some("completed"),
+        Action::Dead(_) => Some("dead"),
+        Action::Retry { .. } | Action::Defer { .. } => None,
+    }
+}
+
+/// The span attributes that say which job: on the job's span and on each attempt's.
+fn job_attrs(job: &Job) -> impl Iterator<Item = (&'static str, AttrValue)> + '_ {
+    [
+        ("redial.job.id", Some(job.id.0.as_str())),
+        ("redial.queue", Some(job.queue.as_str())),
+        ("redial.endpoint", Some(job.endpoint.as_str())),
+        ("redial.idempotency_key", job.idempotency_key.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k, AttrValue::Str(v?.to_owned()))))
 }
 
 async fn heartbeat_loop(inner: Arc<Inner>) {
