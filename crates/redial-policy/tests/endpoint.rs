@@ -259,6 +259,65 @@ fn learned_quotas_stop_before_the_429() {
         .contains("x-ratelimit-remaining-tokens"));
 }
 
+/// A 429 with only `Retry-After`: the wait ends the server's window.
+fn refused(wait_ms: u64) -> Observed {
+    Observed {
+        overload: true,
+        server_wait: Some((Duration::from_millis(wait_ms), "429 Retry-After".into())),
+        ..observed(ResultClass::Neutral)
+    }
+}
+
+/// Admits `n` attempts at `now` (each answered before the next) and records them as successes.
+fn succeed(s: &mut EndpointState, cfg: &EndpointConfig, now: Timestamp, n: usize) {
+    for i in 0..n {
+        assert_eq!(
+            kind(&s.admit(cfg, now, false, 0)),
+            "go",
+            "attempt {i} at {now}"
+        );
+        s.record(cfg, now, &observed(ResultClass::Success));
+    }
+}
+
+#[test]
+fn a_limit_inferred_from_429s_counts_one_window_only() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    // The server allows 50 per 100 ms window and says nothing but Retry-After.
+    let mut s = EndpointState::default();
+    succeed(&mut s, &cfg, at(10), 50);
+    assert_eq!(kind(&s.admit(&cfg, at(20), false, 0)), "go");
+    s.record(&cfg, at(20), &refused(80));
+    assert_eq!((s.quota_limit, s.quota_tokens), (Some(50), Some(0)));
+    assert_eq!(kind(&s.admit(&cfg, at(99), false, 0)), "hold Pause");
+
+    // The next window: the 50, then one probe finds it full.
+    succeed(&mut s, &cfg, at(100), 50);
+    assert_eq!(kind(&s.admit(&cfg, at(110), false, 0)), "go");
+    s.record(&cfg, at(110), &refused(90));
+    assert_eq!(s.quota_limit, Some(50));
+
+    // The 50 again, then probes slowed by a stall trickle through three windows: 20 more
+    // successes that were never in one window. The 429 that ends them must not raise the limit.
+    succeed(&mut s, &cfg, at(200), 50);
+    for ms in [310, 340, 420, 450, 480, 510, 520, 530, 540, 550] {
+        succeed(&mut s, &cfg, at(ms), 2);
+    }
+    assert_eq!(kind(&s.admit(&cfg, at(560), false, 0)), "go");
+    s.record(&cfg, at(560), &refused(40));
+    assert_eq!(s.quota_limit, Some(50), "counted over several windows");
+
+    // A server that raised its limit to 60: counted within one window, the limit grows.
+    succeed(&mut s, &cfg, at(600), 50);
+    succeed(&mut s, &cfg, at(650), 10);
+    assert_eq!(kind(&s.admit(&cfg, at(660), false, 0)), "go");
+    s.record(&cfg, at(660), &refused(40));
+    assert_eq!(s.quota_limit, Some(60), "counted within one window");
+}
+
 #[test]
 fn probe_first_then_concurrency_limits() {
     let cfg = EndpointConfig {

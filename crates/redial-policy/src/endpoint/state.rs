@@ -30,6 +30,12 @@ pub struct EndpointState {
     pub quota_inferred: bool,
     /// Successful attempts since the quota window last began (for inferring a limit).
     ok_in_window: u64,
+    /// The reset from which `ok_in_window` counts: the start of the server's window, as far as
+    /// the last inferring 429 said.
+    ok_since: Option<Timestamp>,
+    /// The shortest time seen between two inferred resets, in milliseconds: the server's window
+    /// length, or a multiple of it until two 429s land in consecutive windows.
+    quota_period_ms: Option<i64>,
     /// GCRA theoretical arrival time.
     tat: Option<Timestamp>,
     /// The adaptive concurrency limit, when adaptive.
@@ -249,6 +255,7 @@ impl EndpointState {
                         .map(|l| l.saturating_sub(u64::from(in_flight)));
                     self.quota_reset_at = None;
                     self.ok_in_window = 0;
+                    self.ok_since = Some(reset);
                 }
             }
             if self.quota_tokens == Some(0) {
@@ -455,10 +462,29 @@ impl EndpointState {
                 && o.quota.requests.is_none()
                 && (self.quota_limit.is_none() || self.quota_inferred)
             {
-                self.quota_limit = Some(self.ok_in_window.max(1));
+                let reset = now.saturating_add(*wait);
+                // Successes counted over more than one of the server's windows (probes that
+                // trickled through several) say nothing about one window: they may only lower
+                // the limit. Counted over one window, they are the limit.
+                let span = self
+                    .ok_since
+                    .map(|since| reset.as_unix_millis() - since.as_unix_millis())
+                    .filter(|ms| *ms > 0);
+                if let Some(span) = span {
+                    self.quota_period_ms = Some(self.quota_period_ms.map_or(span, |p| p.min(span)));
+                }
+                let one_window = match (span, self.quota_period_ms) {
+                    (Some(span), Some(period)) => span <= period + period / 2,
+                    _ => true,
+                };
+                let counted = self.ok_in_window.max(1);
+                self.quota_limit = Some(match self.quota_limit {
+                    Some(limit) if self.quota_inferred && !one_window => limit.min(counted),
+                    _ => counted,
+                });
                 self.quota_inferred = true;
                 self.quota_tokens = Some(0);
-                self.quota_reset_at = Some(now.saturating_add(*wait));
+                self.quota_reset_at = Some(reset);
             }
         }
         if cfg.learn_from_headers {
