@@ -2,6 +2,7 @@
 //! either commits one transaction or changes nothing.
 
 use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use crate::schema::ATTEMPT_KEY_BITS;
 use redial_store::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, Row};
@@ -267,8 +268,8 @@ pub fn get_with_attempts(
     };
     let rows = query_rows(
         c,
-        "SELECT data FROM attempts WHERE job_seq = ?1 ORDER BY number",
-        [job.seq],
+        "SELECT data FROM attempts WHERE id >= ?1 AND id < ?2 ORDER BY id",
+        [attempt_key(job.seq, 0)?, attempt_key(job.seq + 1, 0)?],
         |r| r.get::<_, String>(0),
     )?;
     let attempts = rows
@@ -471,9 +472,20 @@ pub fn record_attempt(
     Ok(state)
 }
 
+/// An attempt's rowid: its job's seq in the high bits, its number in the low ones.
+fn attempt_key(seq: i64, number: u32) -> StoreResult<i64> {
+    if number >= 1 << ATTEMPT_KEY_BITS || !(0..1 << (63 - ATTEMPT_KEY_BITS)).contains(&seq) {
+        return Err(StoreError::Backend(format!(
+            "attempt {number} of job seq {seq} is beyond what the attempts table can number"
+        )));
+    }
+    Ok((seq << ATTEMPT_KEY_BITS) | i64::from(number))
+}
+
 fn insert_attempt(c: &Connection, seq: i64, number: u32, data: &str) -> StoreResult<()> {
-    c.prepare_cached("INSERT INTO attempts (job_seq, number, data) VALUES (?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![seq, number, data]))
+    let key = attempt_key(seq, number)?;
+    c.prepare_cached("INSERT INTO attempts (id, data) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![key, data]))
         .map(|_| ())
         .map_err(backend)
 }
