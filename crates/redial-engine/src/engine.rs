@@ -17,9 +17,9 @@ use redial_policy::{
     Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
-    Attempt, CandidateParams, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
-    LeaseIdsParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
-    Transition, Wake,
+    Admit, Attempt, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
+    LeaseAdmittedParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
+    Transition, Verdict, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -529,17 +529,21 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
         if inner.shutdown.is_triggered() {
             return;
         }
+        // Whether the last lease took all it could: then more may be runnable right away.
+        let mut took_all = false;
         if permits.available_permits() > 0 {
             match fill(&inner, &queue, &permits, &recording).await {
-                // Every permit is taken: look again as soon as one frees.
-                Ok(true) => {}
-                Ok(false) => {}
+                Ok(all) => took_all = all,
                 Err(e) => tracing::error!(queue = %queue, error = %e, "leasing failed; retrying"),
             }
         }
         let now = inner.clock.now();
         let wait = if permits.available_permits() == 0 {
+            // Every permit is taken: look again as soon as one frees.
             inner.config.poll_interval
+        } else if took_all {
+            // Permits freed while leasing, and there was more to lease than permits.
+            continue;
         } else {
             // Everything due is leased or held: sleep until new work is due or a hold ends.
             let next_job = match inner.store.job_next_run_at(&queue, now).await {
@@ -567,113 +571,99 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
 }
 
 /// Leases runnable jobs of `queue` for the free permits, asking each job's endpoint whether it
-/// may go. An endpoint that holds is left out of the next look, so a held endpoint never keeps
-/// another endpoint's jobs waiting. Returns whether every permit was filled.
+/// may go. An endpoint that holds is left out for the rest of the lease, so a held endpoint never
+/// keeps another endpoint's jobs waiting. Returns whether it leased as many as were free (so
+/// more may be waiting), rather than all that could go.
 async fn fill(
     inner: &Arc<Inner>,
     queue: &str,
     permits: &Arc<Semaphore>,
     recording: &Arc<Semaphore>,
 ) -> Result<bool, StoreError> {
+    let free = permits.available_permits();
+    if free == 0 {
+        return Ok(true);
+    }
     let now = inner.clock.now();
-    let mut exclude: Vec<String> = Vec::new();
-    let mut exclude_retries: Vec<String> = Vec::new();
-    // Each round picks a job, excludes an endpoint, or fails a retry, so this ends; the bound is
-    // a guard, not a limit that matters.
-    for _ in 0..256 {
-        let free = permits.available_permits();
-        if free == 0 {
-            return Ok(true);
-        }
-        let limit = u32::try_from(free * 2 + 8).unwrap_or(u32::MAX);
-        let candidates = inner
-            .store
-            .job_candidates(CandidateParams {
+    let holds = Arc::new(Mutex::new(HashMap::new()));
+    let admit = Box::new(EndpointAdmit {
+        inner: inner.clone(),
+        now,
+        holds: holds.clone(),
+    });
+    let leased = inner
+        .store
+        .job_lease_admitted(
+            LeaseAdmittedParams {
                 queue: queue.to_owned(),
                 now,
-                exclude: exclude.clone(),
-                exclude_retries: exclude_retries.clone(),
-                limit,
-            })
-            .await?;
-        let seen_all = candidates.len() < limit as usize;
-        let excluded_before = exclude.len() + exclude_retries.len();
-        let mut picked: Vec<(i64, String)> = Vec::new();
-        let mut failed: Vec<(i64, String, Hold)> = Vec::new();
-        for c in candidates {
-            if picked.len() >= free {
-                break;
+                owner: inner.config.worker_id.clone(),
+                lease_until: inner.lease_until(now),
+                max: free,
+            },
+            admit,
+        )
+        .await?;
+    if !leased.failed.is_empty() {
+        let holds = std::mem::take(&mut *holds.lock().unwrap_or_else(|p| p.into_inner()));
+        fail_retries(inner, leased.failed, holds, now).await?;
+    }
+    let took_all = leased.taken.len() >= free;
+    for job in leased.taken {
+        spawn_attempt(inner, job, permits, recording).await;
+    }
+    Ok(took_all)
+}
+
+/// Admission by the endpoints' limits, as the store asks it while leasing.
+struct EndpointAdmit {
+    inner: Arc<Inner>,
+    now: Timestamp,
+    /// What holds each retry admitted to fail, by seq.
+    holds: Arc<Mutex<HashMap<i64, Hold>>>,
+}
+
+impl Admit for EndpointAdmit {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        let inner = &self.inner;
+        match inner.endpoints.admit(&c.endpoint, c.is_retry, self.now) {
+            Admission::Go => Verdict::Take,
+            Admission::Hold(_) => Verdict::HoldEndpoint,
+            Admission::HoldRetries(_) => {
+                let label = inner.metrics.endpoint_label(&c.endpoint);
+                inner.metrics.inc(
+                    "redial_retry_budget_rejections_total",
+                    &[("endpoint", &label)],
+                );
+                Verdict::HoldRetries
             }
-            if exclude.contains(&c.endpoint)
-                || (c.is_retry && exclude_retries.contains(&c.endpoint))
-            {
-                continue;
+            Admission::FailRetry(hold) => {
+                let label = inner.metrics.endpoint_label(&c.endpoint);
+                inner.metrics.inc(
+                    "redial_retry_budget_rejections_total",
+                    &[("endpoint", &label)],
+                );
+                self.holds
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.seq, hold);
+                Verdict::Fail
             }
-            match inner.endpoints.admit(&c.endpoint, c.is_retry, now) {
-                Admission::Go => picked.push((c.seq, c.endpoint)),
-                Admission::Hold(_) => exclude.push(c.endpoint),
-                Admission::HoldRetries(_) => {
-                    let label = inner.metrics.endpoint_label(&c.endpoint);
-                    inner.metrics.inc(
-                        "redial_retry_budget_rejections_total",
-                        &[("endpoint", &label)],
-                    );
-                    exclude_retries.push(c.endpoint)
-                }
-                Admission::FailRetry(hold) => {
-                    let label = inner.metrics.endpoint_label(&c.endpoint);
-                    inner.metrics.inc(
-                        "redial_retry_budget_rejections_total",
-                        &[("endpoint", &label)],
-                    );
-                    failed.push((c.seq, c.endpoint, hold))
-                }
-            }
-        }
-        // Progress: a job picked or failed, or an endpoint newly left out (the next read then
-        // reaches the jobs behind its own).
-        let progressed = !picked.is_empty()
-            || !failed.is_empty()
-            || exclude.len() + exclude_retries.len() > excluded_before;
-        if !failed.is_empty() {
-            fail_retries(inner, failed, now).await?;
-        }
-        if !picked.is_empty() {
-            let seqs = picked.iter().map(|(seq, _)| *seq).collect();
-            let leased = inner
-                .store
-                .job_lease_ids(LeaseIdsParams {
-                    seqs,
-                    owner: inner.config.worker_id.clone(),
-                    now,
-                    lease_until: inner.lease_until(now),
-                })
-                .await;
-            let jobs = match leased {
-                Ok(jobs) => jobs,
-                Err(e) => {
-                    for (_, endpoint) in &picked {
-                        inner.endpoints.cancel(endpoint);
-                    }
-                    return Err(e);
-                }
-            };
-            // Another worker may have taken some in between: undo their admissions.
-            for (seq, endpoint) in &picked {
-                if !jobs.iter().any(|j| j.seq == *seq) {
-                    inner.endpoints.cancel(endpoint);
-                }
-            }
-            for job in jobs {
-                spawn_attempt(inner, job, permits, recording).await;
-            }
-        }
-        if seen_all || !progressed {
-            // Everything runnable was looked at (what is left is held), or nothing moved.
-            return Ok(permits.available_permits() == 0);
         }
     }
-    Ok(permits.available_permits() == 0)
+
+    fn not_leased(&mut self, c: &Candidate) {
+        let failing = self
+            .holds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&c.seq)
+            .is_some();
+        // Only a job admitted to run counted as in flight.
+        if !failing {
+            self.inner.endpoints.cancel(&c.endpoint);
+        }
+    }
 }
 
 async fn spawn_attempt(
@@ -703,22 +693,15 @@ async fn spawn_attempt(
 /// as `budget_exhausted` without a request, and the record says so.
 async fn fail_retries(
     inner: &Arc<Inner>,
-    failed: Vec<(i64, String, Hold)>,
+    jobs: Vec<Job>,
+    mut holds: HashMap<i64, Hold>,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    let jobs = inner
-        .store
-        .job_lease_ids(LeaseIdsParams {
-            seqs: failed.iter().map(|(seq, _, _)| *seq).collect(),
-            owner: inner.config.worker_id.clone(),
-            now,
-            lease_until: inner.lease_until(now),
-        })
-        .await?;
     for job in jobs {
-        let Some((_, endpoint, hold)) = failed.iter().find(|(seq, _, _)| *seq == job.seq) else {
+        let Some(hold) = holds.remove(&job.seq) else {
             continue;
         };
+        let endpoint = &job.endpoint;
         let reason = format!(
             "{}; not sent: {endpoint} fails retries fast when its budget is spent",
             hold.reason

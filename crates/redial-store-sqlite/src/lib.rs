@@ -138,6 +138,15 @@ impl SqliteStore {
                 });
             })
         });
+        self.submit(op, rx).await
+    }
+
+    /// Hands `op` to the storage thread and waits for the answer it sends on `rx`.
+    async fn submit<T>(
+        &self,
+        op: Op,
+        rx: tokio::sync::oneshot::Receiver<StoreResult<T>>,
+    ) -> StoreResult<T> {
         self.inner
             .ops
             .send(op)
@@ -196,6 +205,43 @@ impl Store for SqliteStore {
     async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
         let raws = self.run(move |c| sql::lease_ids(c, &params)).await?;
         raws.into_iter().map(sql::decode).collect()
+    }
+
+    async fn job_lease_admitted(
+        &self,
+        params: LeaseAdmittedParams,
+        mut admit: Box<dyn Admit>,
+    ) -> StoreResult<AdmittedLease> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let op: Op = Box::new(move |conn| {
+            let result = conn.and_then(|c| sql::lease_admitted(c, &params, admit.as_mut()));
+            Box::new(move |commit_failure: Option<StoreError>| {
+                let answer = match (commit_failure, result) {
+                    (None, result) => result,
+                    // Nothing was leased after all: admission takes its word back.
+                    (Some(e), Ok(rows)) => {
+                        for candidate in &rows.admitted {
+                            admit.not_leased(candidate);
+                        }
+                        Err(e)
+                    }
+                    (Some(e), Err(_)) => Err(e),
+                };
+                let _ = tx.send(answer);
+            })
+        });
+        let rows = self.submit(op, rx).await?;
+        let (taken, failed) = (rows.taken, rows.failed);
+        Ok(AdmittedLease {
+            taken: taken
+                .into_iter()
+                .map(sql::decode)
+                .collect::<StoreResult<_>>()?,
+            failed: failed
+                .into_iter()
+                .map(sql::decode)
+                .collect::<StoreResult<_>>()?,
+        })
     }
 
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {

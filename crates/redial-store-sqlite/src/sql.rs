@@ -1,8 +1,8 @@
 //! The SQL behind each store method. Every function runs inside the caller's connection and
 //! either commits one transaction or changes nothing.
 
-use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use crate::schema::ATTEMPT_KEY_BITS;
+use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use redial_store::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, Row};
@@ -665,13 +665,24 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
 
 /// Returns the leased rows undecoded: the caller decodes them off the storage thread.
 pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJob>> {
-    if p.seqs.is_empty() {
+    lease_seqs(c, &p.seqs, &p.owner, p.now, p.lease_until)
+}
+
+/// Leases the jobs of `seqs` that are still runnable, in that order.
+fn lease_seqs(
+    c: &mut Connection,
+    seqs: &[i64],
+    owner: &str,
+    now: Timestamp,
+    lease_until: Timestamp,
+) -> StoreResult<Vec<RawJob>> {
+    if seqs.is_empty() {
         return Ok(Vec::new());
     }
     let tx = Sp::begin(c)?;
     // Cached statements run per job, found by rowid: an `IN (...)` list of varying length would
     // be parsed afresh for nearly every call, and `RETURNING` builds a temporary table every run.
-    let mut leased = Vec::with_capacity(p.seqs.len());
+    let mut leased = Vec::with_capacity(seqs.len());
     {
         let mut update = tx
             .prepare_cached(concat!(
@@ -681,9 +692,9 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJ
                 " AND run_at <= ?3"
             ))
             .map_err(backend)?;
-        for seq in &p.seqs {
+        for seq in seqs {
             if update
-                .execute(params![p.owner, ms(p.lease_until), ms(p.now), seq])
+                .execute(params![owner, ms(lease_until), ms(now), seq])
                 .map_err(backend)?
                 == 1
             {
@@ -705,6 +716,93 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJ
     }
     tx.commit()?;
     Ok(jobs)
+}
+
+/// [`Store::job_lease_admitted`] in one request: steps through the runnable jobs in lease order
+/// (no more are read than admission needs), asks admission of each, then leases the chosen ones.
+/// Returns the rows to run and the rows to fail, undecoded, and the candidates leased (to hand
+/// back to admission should the transaction fail to commit).
+pub fn lease_admitted(
+    c: &mut Connection,
+    p: &LeaseAdmittedParams,
+    admit: &mut dyn Admit,
+) -> StoreResult<LeasedRows> {
+    let mut taking = Vec::new();
+    let mut failing = Vec::new();
+    let mut exclude: Vec<String> = Vec::new();
+    let mut exclude_retries: Vec<String> = Vec::new();
+    {
+        let mut stmt = c
+            .prepare_cached(concat!(
+                "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
+                 WHERE queue = ?1 AND ",
+                waiting!(),
+                " AND run_at <= ?2 ORDER BY priority DESC, run_at, seq"
+            ))
+            .map_err(backend)?;
+        let mut rows = stmt.query(params![p.queue, ms(p.now)]).map_err(backend)?;
+        while taking.len() < p.max {
+            let Some(r) = rows.next().map_err(backend)? else {
+                break;
+            };
+            // Skipped rows (a held endpoint's) are most of what is read: no candidate for them.
+            let endpoint = r.get_ref(2).map_err(backend)?;
+            let endpoint = endpoint
+                .as_str()
+                .map_err(|e| StoreError::Backend(e.to_string()))?;
+            let is_retry: bool = r.get(3).map_err(backend)?;
+            if exclude.iter().any(|e| e == endpoint)
+                || (is_retry && exclude_retries.iter().any(|e| e == endpoint))
+            {
+                continue;
+            }
+            let candidate = Candidate {
+                seq: r.get(0).map_err(backend)?,
+                id: JobId(r.get(1).map_err(backend)?),
+                endpoint: endpoint.to_owned(),
+                is_retry,
+                run_at: Timestamp::from_unix_millis(r.get(4).map_err(backend)?),
+            };
+            match admit.admit(&candidate) {
+                Verdict::Take => taking.push(candidate),
+                Verdict::Fail => failing.push(candidate),
+                Verdict::HoldEndpoint => exclude.push(candidate.endpoint),
+                Verdict::HoldRetries => exclude_retries.push(candidate.endpoint),
+            }
+        }
+    }
+    let seqs: Vec<i64> = failing.iter().chain(&taking).map(|c| c.seq).collect();
+    let leased = match lease_seqs(c, &seqs, &p.owner, p.now, p.lease_until) {
+        Ok(rows) => rows,
+        Err(e) => {
+            for candidate in failing.iter().chain(&taking) {
+                admit.not_leased(candidate);
+            }
+            return Err(e);
+        }
+    };
+    let mut by_seq: std::collections::HashMap<i64, RawJob> =
+        leased.into_iter().map(|r| (r.job.seq, r)).collect();
+    let mut out = LeasedRows::default();
+    for (chosen, into) in [(taking, &mut out.taken), (failing, &mut out.failed)] {
+        for candidate in chosen {
+            match by_seq.remove(&candidate.seq) {
+                Some(row) => {
+                    into.push(row);
+                    out.admitted.push(candidate);
+                }
+                None => admit.not_leased(&candidate),
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Default)]
+pub struct LeasedRows {
+    pub taken: Vec<RawJob>,
+    pub failed: Vec<RawJob>,
+    pub admitted: Vec<Candidate>,
 }
 
 pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {

@@ -20,6 +20,7 @@ macro_rules! store_suite {
             rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
+            lease_admitted_asks_admission_in_lease_order,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred);
     };
@@ -1046,6 +1047,108 @@ pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
     );
     // Candidates are only read: nothing changed.
     assert_eq!(get(&store, "a1").await.0.state, JobState::Ready);
+}
+
+/// Admission by a script, keeping what it was asked.
+struct Scripted {
+    asked: Arc<std::sync::Mutex<Vec<String>>>,
+    handed_back: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Admit for Scripted {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        self.asked.lock().expect("lock").push(c.id.0.clone());
+        match (c.endpoint.as_str(), c.is_retry) {
+            ("A", _) => Verdict::HoldEndpoint,
+            ("B", true) => Verdict::Fail,
+            ("C", true) => Verdict::HoldRetries,
+            _ => Verdict::Take,
+        }
+    }
+
+    fn not_leased(&mut self, c: &Candidate) {
+        self.handed_back.lock().expect("lock").push(c.id.0.clone());
+    }
+}
+
+pub async fn lease_admitted_asks_admission_in_lease_order(store: Arc<dyn Store>) {
+    for (id, endpoint, retry) in [
+        ("a1", "A", false),
+        ("a2", "A", false),
+        ("b1", "B", false),
+        ("b2", "B", true),
+        ("c1", "C", false),
+        ("c2", "C", true),
+        ("d1", "D", false),
+        ("d2", "D", false),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        let seq = store.job_insert(j).await.expect("insert").job().seq;
+        if retry {
+            let leased = store
+                .job_lease_ids(LeaseIdsParams {
+                    seqs: vec![seq],
+                    owner: "w0".into(),
+                    now: at(0),
+                    lease_until: at(30),
+                })
+                .await
+                .expect("lease");
+            assert_eq!(leased.len(), 1);
+            let p = record(id, "w0", 1, Transition::Retry { at: at(0) });
+            store.job_record_attempt(p).await.expect("record");
+        }
+    }
+    let lease = |max: usize| {
+        let store = store.clone();
+        async move {
+            let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let handed_back = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let admit = Box::new(Scripted {
+                asked: asked.clone(),
+                handed_back: handed_back.clone(),
+            });
+            let params = LeaseAdmittedParams {
+                queue: "q".into(),
+                now: at(1),
+                owner: "w".into(),
+                lease_until: at(31),
+                max,
+            };
+            let got = store
+                .job_lease_admitted(params, admit)
+                .await
+                .expect("lease admitted");
+            assert!(handed_back.lock().expect("lock").is_empty());
+            let asked = asked.lock().expect("lock").clone();
+            (ids(&got.taken), ids(&got.failed), asked)
+        }
+    };
+    // A held endpoint is asked once; a retry to fail is leased without counting; at `max`, no
+    // more candidates are asked.
+    let (taken, failed, asked) = lease(2).await;
+    assert_eq!(taken, ["b1", "c1"]);
+    assert_eq!(failed, ["b2"]);
+    assert_eq!(asked, ["a1", "b1", "b2", "c1"]);
+    for id in ["b1", "b2", "c1"] {
+        let job = get(&store, id).await.0;
+        assert_eq!(job.state, JobState::Running, "{id}");
+        assert_eq!(job.lease_owner.as_deref(), Some("w"), "{id}");
+    }
+    // Held retries leave the endpoint's first attempts free to go.
+    let (taken, failed, asked) = lease(10).await;
+    assert_eq!(taken, ["d1", "d2"]);
+    assert!(failed.is_empty());
+    assert_eq!(asked, ["a1", "c2", "d1", "d2"]);
+    // What is left is held.
+    let (taken, failed, asked) = lease(10).await;
+    assert!(taken.is_empty() && failed.is_empty());
+    assert_eq!(asked, ["a1", "c2"]);
+    assert_eq!(get(&store, "a1").await.0.state, JobState::Ready);
+    // Nothing to take, nothing asked.
+    let (taken, _, asked) = lease(0).await;
+    assert!(taken.is_empty() && asked.is_empty());
 }
 
 pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {

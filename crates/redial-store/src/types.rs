@@ -505,6 +505,48 @@ pub struct LeaseIdsParams {
     pub lease_until: Timestamp,
 }
 
+/// What admission says of a candidate while leasing ([`Store::job_lease_admitted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Lease it to run.
+    Take,
+    /// Its endpoint holds: none of that endpoint's jobs go in this lease.
+    HoldEndpoint,
+    /// Its endpoint holds retries: none of that endpoint's retries go in this lease.
+    HoldRetries,
+    /// Lease it to end it without a request (a retry whose endpoint's budget is spent, under a
+    /// policy that fails such retries fast).
+    Fail,
+}
+
+/// Admission, asked about each candidate in lease order. A backend may ask it on its own
+/// thread, inside its transaction: answer quickly, without blocking.
+pub trait Admit: Send {
+    fn admit(&mut self, candidate: &Candidate) -> Verdict;
+    /// A candidate admitted (`Take` or `Fail`) that was not leased after all (another worker
+    /// took it first, or the lease failed): undo what admitting it did.
+    fn not_leased(&mut self, candidate: &Candidate);
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseAdmittedParams {
+    pub queue: String,
+    pub now: Timestamp,
+    pub owner: String,
+    pub lease_until: Timestamp,
+    /// At most this many jobs to run (`Take`); jobs to fail do not count.
+    pub max: usize,
+}
+
+/// What [`Store::job_lease_admitted`] leased, each list in lease order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AdmittedLease {
+    /// Jobs admitted to run.
+    pub taken: Vec<Job>,
+    /// Jobs admitted to fail (`Verdict::Fail`).
+    pub failed: Vec<Job>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExpireParams {
     pub now: Timestamp,
