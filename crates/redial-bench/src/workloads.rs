@@ -176,6 +176,15 @@ async fn wait_completed(store: &Arc<dyn Store>, queue: &str, n: u64) -> Result<(
     }
 }
 
+/// Waits until the handler has been called `n` times and every attempt's result is durable (the
+/// engine holds no attempt): the end of a timed run. Counting finished jobs in the store would
+/// scan them all, inside the timing; [`wait_completed`] checks them after it.
+async fn wait_recorded(running: &redial_engine::RunningEngine, calls: &AtomicU64, n: u64) {
+    while calls.load(Ordering::Relaxed) < n || running.engine().in_flight() > 0 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 pub async fn enqueue(jobs: usize, report: &mut Report<'_>) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
@@ -218,11 +227,9 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     let start = Instant::now();
     let running = e.start().await?;
     // Counting calls costs nothing; the store is asked only for the last few completions.
-    while noop.calls.load(Ordering::Relaxed) < jobs as u64 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    wait_completed(&store, "default", jobs as u64).await?;
+    wait_recorded(&running, &noop.calls, jobs as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    wait_completed(&store, "default", jobs as u64).await?;
     running.shutdown(Duration::from_secs(5)).await;
     report(
         &format!("no-op jobs, concurrency {concurrency} (full path)"),
@@ -288,11 +295,9 @@ pub async fn instrumentation(
         );
         let start = Instant::now();
         let running = e.start().await?;
-        while noop.calls.load(Ordering::Relaxed) < jobs as u64 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        wait_completed(&store, "default", jobs as u64).await?;
+        wait_recorded(&running, &noop.calls, jobs as u64).await;
         let rate = jobs as f64 / start.elapsed().as_secs_f64();
+        wait_completed(&store, "default", jobs as u64).await?;
         running.shutdown(Duration::from_secs(5)).await;
         report(&format!("no-op jobs/s, {name}"), rate, "jobs/s");
         if let Some(t) = tracer {
@@ -470,11 +475,9 @@ pub async fn http(
     );
     let start = Instant::now();
     let running = e.start().await?;
-    while counting.calls.load(Ordering::Relaxed) < jobs as u64 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    wait_completed(&store, "default", jobs as u64).await?;
+    wait_recorded(&running, &counting.calls, jobs as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    wait_completed(&store, "default", jobs as u64).await?;
     running.shutdown(Duration::from_secs(5)).await;
     report(
         &format!("HTTP dispatch to a loopback receiver, concurrency {concurrency}"),
