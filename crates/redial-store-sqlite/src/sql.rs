@@ -719,81 +719,129 @@ fn lease_seqs(
 }
 
 /// [`Store::job_lease_admitted`] in one request: steps through the runnable jobs in lease order
-/// (no more are read than admission needs), asks admission of each, then leases the chosen ones.
-/// Returns the rows to run and the rows to fail, undecoded, and the candidates leased (to hand
-/// back to admission should the transaction fail to commit).
+/// on the index alone, reads the row of each job admission is asked about (the lease needs it),
+/// then leases the chosen ones. Returns the rows to run and the rows to fail, undecoded, and the
+/// candidates leased (to hand back to admission should the transaction fail to commit).
 pub fn lease_admitted(
     c: &mut Connection,
     p: &LeaseAdmittedParams,
     admit: &mut dyn Admit,
 ) -> StoreResult<LeasedRows> {
-    let mut taking = Vec::new();
-    let mut failing = Vec::new();
+    let mut taking: Vec<(Candidate, RawJob)> = Vec::new();
+    let mut failing: Vec<(Candidate, RawJob)> = Vec::new();
     let mut exclude: Vec<String> = Vec::new();
     let mut exclude_retries: Vec<String> = Vec::new();
     {
+        // Every column here is in `jobs_runnable`: rows skipped (a held endpoint's) cost no
+        // table lookup.
         let mut stmt = c
             .prepare_cached(concat!(
-                "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
+                "SELECT seq, endpoint, attempts > 0 FROM jobs INDEXED BY jobs_runnable \
                  WHERE queue = ?1 AND ",
                 waiting!(),
                 " AND run_at <= ?2 ORDER BY priority DESC, run_at, seq"
             ))
             .map_err(backend)?;
+        static ROW: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
+        let mut read = c.prepare_cached(&ROW).map_err(backend)?;
         let mut rows = stmt.query(params![p.queue, ms(p.now)]).map_err(backend)?;
         while taking.len() < p.max {
             let Some(r) = rows.next().map_err(backend)? else {
                 break;
             };
-            // Skipped rows (a held endpoint's) are most of what is read: no candidate for them.
-            let endpoint = r.get_ref(2).map_err(backend)?;
+            let endpoint = r.get_ref(1).map_err(backend)?;
             let endpoint = endpoint
                 .as_str()
                 .map_err(|e| StoreError::Backend(e.to_string()))?;
-            let is_retry: bool = r.get(3).map_err(backend)?;
+            let is_retry: bool = r.get(2).map_err(backend)?;
             if exclude.iter().any(|e| e == endpoint)
                 || (is_retry && exclude_retries.iter().any(|e| e == endpoint))
             {
                 continue;
             }
+            let seq: i64 = r.get(0).map_err(backend)?;
+            let mut found = read.query([seq]).map_err(backend)?;
+            let Some(row) = found.next().map_err(backend)? else {
+                continue;
+            };
+            let raw = raw_from_row(row).map_err(backend)?;
             let candidate = Candidate {
-                seq: r.get(0).map_err(backend)?,
-                id: JobId(r.get(1).map_err(backend)?),
-                endpoint: endpoint.to_owned(),
+                seq,
+                id: raw.job.id.clone(),
+                endpoint: raw.job.endpoint.clone(),
                 is_retry,
-                run_at: Timestamp::from_unix_millis(r.get(4).map_err(backend)?),
+                run_at: raw.job.run_at,
             };
             match admit.admit(&candidate) {
-                Verdict::Take => taking.push(candidate),
-                Verdict::Fail => failing.push(candidate),
+                Verdict::Take => taking.push((candidate, raw)),
+                Verdict::Fail => failing.push((candidate, raw)),
                 Verdict::HoldEndpoint => exclude.push(candidate.endpoint),
                 Verdict::HoldRetries => exclude_retries.push(candidate.endpoint),
             }
         }
     }
-    let seqs: Vec<i64> = failing.iter().chain(&taking).map(|c| c.seq).collect();
-    let leased = match lease_seqs(c, &seqs, &p.owner, p.now, p.lease_until) {
-        Ok(rows) => rows,
+    let mut out = LeasedRows::default();
+    let tx = match Sp::begin(c) {
+        Ok(tx) => tx,
         Err(e) => {
-            for candidate in failing.iter().chain(&taking) {
+            for (candidate, _) in failing.iter().chain(&taking) {
                 admit.not_leased(candidate);
             }
             return Err(e);
         }
     };
-    let mut by_seq: std::collections::HashMap<i64, RawJob> =
-        leased.into_iter().map(|r| (r.job.seq, r)).collect();
-    let mut out = LeasedRows::default();
+    let mut update = tx
+        .prepare_cached(concat!(
+            "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
+             updated_at = ?3 WHERE seq = ?4 AND ",
+            waiting!(),
+            " AND run_at <= ?3"
+        ))
+        .map_err(backend)?;
+    let mut failure = None;
     for (chosen, into) in [(taking, &mut out.taken), (failing, &mut out.failed)] {
-        for candidate in chosen {
-            match by_seq.remove(&candidate.seq) {
-                Some(row) => {
-                    into.push(row);
+        for (candidate, mut raw) in chosen {
+            let leased = match &failure {
+                Some(_) => Ok(0),
+                None => update.execute(params![
+                    p.owner,
+                    ms(p.lease_until),
+                    ms(p.now),
+                    candidate.seq
+                ]),
+            };
+            match leased {
+                Ok(1) => {
+                    // The row as the update left it.
+                    raw.state = JobState::Running.as_str().to_owned();
+                    raw.job.lease_owner = Some(p.owner.clone());
+                    raw.job.lease_until = Some(p.lease_until);
+                    raw.job.updated_at = p.now;
+                    into.push(raw);
                     out.admitted.push(candidate);
                 }
-                None => admit.not_leased(&candidate),
+                Ok(_) => admit.not_leased(&candidate),
+                Err(e) => {
+                    failure = Some(backend(e));
+                    admit.not_leased(&candidate);
+                }
             }
         }
+    }
+    drop(update);
+    if let Some(e) = failure {
+        // The savepoint rolls back every lease of this request.
+        for candidate in &out.admitted {
+            admit.not_leased(candidate);
+        }
+        return Err(e);
+    }
+    if let Err(e) = tx.commit() {
+        for candidate in &out.admitted {
+            admit.not_leased(candidate);
+        }
+        return Err(e);
     }
     Ok(out)
 }
