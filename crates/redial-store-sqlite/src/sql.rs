@@ -401,33 +401,13 @@ pub fn record_attempt(
     p: RecordAttemptParams,
     data: String,
 ) -> StoreResult<JobState> {
-    // The common case takes no savepoint (each costs a copy of every page it touches): a read,
-    // then the only statement that can fail on its own (the insert), then an update that cannot.
-    // Each statement is atomic, so a failure leaves nothing half-written; an I/O error fails the
-    // whole batch at commit.
-    // By rowid when the caller knows it, else by id.
-    let sql = if p.seq.is_some() {
-        "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
-         FROM jobs WHERE seq = ?3 AND id = ?1"
-    } else {
-        "SELECT seq, runs, state = 'running' AND lease_owner = ?2 AND cancel_requested = 0 \
-         FROM jobs WHERE id = ?1 AND ?3 IS NULL"
-    };
-    let found = c
-        .prepare_cached(sql)
-        .and_then(|mut s| {
-            let mut rows = s.query(params![p.id.0, p.owner, p.seq])?;
-            match rows.next()? {
-                Some(r) => Ok(Some((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u32>(1)?,
-                    r.get::<_, bool>(2)?,
-                ))),
-                None => Ok(None),
-            }
-        })
-        .map_err(backend)?;
-    let Some((seq, runs, true)) = found else {
+    // The common case takes no savepoint (each costs a copy of every page it touches) and reads
+    // nothing: the attempt goes in under the number the caller expects, then one update applies
+    // the decision only if the job is as the caller leased it (ours, that many runs before, no
+    // cancel waiting). Each statement is atomic; if the update finds the job otherwise, the
+    // attempt comes out again and the careful path decides. An I/O error fails the whole batch
+    // at commit.
+    let (Some(seq), Some(runs_before)) = (p.seq, p.attempt.number.checked_sub(1)) else {
         return record_attempt_slow(c, p, data);
     };
     let (state, category, run_at, finished_at) = match p.transition {
@@ -436,40 +416,53 @@ pub fn record_attempt(
         Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
         Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
     };
-    let number = runs + 1;
-    let data = if p.attempt.number == number {
-        data
-    } else {
-        let mut attempt = p.attempt.clone();
-        attempt.number = number;
-        serde_json::to_string(&attempt).map_err(json_err)?
-    };
-    insert_attempt(c, seq, number, &data)?;
+    let number = p.attempt.number;
+    let key = attempt_key(seq, number)?;
+    let inserted = c
+        .prepare_cached("INSERT OR IGNORE INTO attempts (id, data) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![key, data]))
+        .map_err(backend)?;
+    if inserted == 0 {
+        // That number is taken: the job is not where the caller thinks.
+        return record_attempt_slow(c, p, data);
+    }
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
-    c.prepare_cached(
-        "UPDATE jobs SET state = ?1, category = ?2, run_at = COALESCE(?3, run_at), \
-         finished_at = ?4, attempts = ?5, unknown_attempts = ?6, deferrals = ?7, \
-         last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
-         lease_until = NULL, updated_at = ?11 WHERE seq = ?12",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            state.as_str(),
-            category_str(category),
-            run_at.map(ms),
-            finished_at.map(ms),
-            p.attempts,
-            p.unknown_attempts,
-            p.deferrals,
-            last_delay_ms,
-            p.attempt.reason,
-            number,
-            ms(p.now),
-            seq,
-        ])
-    })
-    .map_err(backend)?;
-    Ok(state)
+    let updated = c
+        .prepare_cached(
+            "UPDATE jobs SET state = ?1, category = ?2, run_at = COALESCE(?3, run_at), \
+             finished_at = ?4, attempts = ?5, unknown_attempts = ?6, deferrals = ?7, \
+             last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
+             lease_until = NULL, updated_at = ?11 \
+             WHERE seq = ?12 AND id = ?13 AND state = 'running' AND lease_owner = ?14 \
+             AND cancel_requested = 0 AND runs = ?15",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                state.as_str(),
+                category_str(category),
+                run_at.map(ms),
+                finished_at.map(ms),
+                p.attempts,
+                p.unknown_attempts,
+                p.deferrals,
+                last_delay_ms,
+                p.attempt.reason,
+                number,
+                ms(p.now),
+                seq,
+                p.id.0,
+                p.owner,
+                runs_before,
+            ])
+        })
+        .map_err(backend)?;
+    if updated == 1 {
+        return Ok(state);
+    }
+    c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
+        .and_then(|mut s| s.execute([key]))
+        .map_err(backend)?;
+    record_attempt_slow(c, p, data)
 }
 
 /// An attempt's rowid: its job's seq in the high bits, its number in the low ones.
@@ -781,17 +774,10 @@ pub fn lease_admitted(
             }
         }
     }
+    // No savepoint: each lease is one atomic update, and should one fail, those before it stand
+    // and are handed out (what is leased and not handed out would wait for its lease to expire).
     let mut out = LeasedRows::default();
-    let tx = match Sp::begin(c) {
-        Ok(tx) => tx,
-        Err(e) => {
-            for (candidate, _) in failing.iter().chain(&taking) {
-                admit.not_leased(candidate);
-            }
-            return Err(e);
-        }
-    };
-    let mut update = tx
+    let mut update = c
         .prepare_cached(concat!(
             "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
              updated_at = ?3 WHERE seq = ?4 AND ",
@@ -829,21 +815,10 @@ pub fn lease_admitted(
             }
         }
     }
-    drop(update);
-    if let Some(e) = failure {
-        // The savepoint rolls back every lease of this request.
-        for candidate in &out.admitted {
-            admit.not_leased(candidate);
-        }
-        return Err(e);
+    match failure {
+        Some(e) if out.admitted.is_empty() => Err(e),
+        _ => Ok(out),
     }
-    if let Err(e) = tx.commit() {
-        for candidate in &out.admitted {
-            admit.not_leased(candidate);
-        }
-        return Err(e);
-    }
-    Ok(out)
 }
 
 #[derive(Default)]

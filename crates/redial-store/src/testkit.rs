@@ -460,6 +460,30 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     let (job, attempts) = get(&store, "l").await;
     assert_eq!(job.state, JobState::Running);
     assert!(attempts.is_empty(), "nothing recorded without the lease");
+    // The same found by seq, as the engine records.
+    let mut p = record("l", "intruder", 1, Transition::Complete);
+    p.seq = Some(job.seq);
+    let err = store.job_record_attempt(p).await.expect_err("wrong owner");
+    assert!(matches!(err, StoreError::LeaseLost(_)), "{err:?}");
+    let (job, attempts) = get(&store, "l").await;
+    assert_eq!(job.state, JobState::Running);
+    assert!(attempts.is_empty(), "nothing recorded without the lease");
+    // The holder, by seq, with a number that is not the job's next: the log numbers it.
+    let mut p = record("l", "w1", 3, Transition::Complete);
+    p.seq = Some(job.seq);
+    let state = store.job_record_attempt(p).await.expect("record");
+    assert_eq!(state, JobState::Completed);
+    let (job, attempts) = get(&store, "l").await;
+    assert_eq!((job.state, job.runs), (JobState::Completed, 1));
+    assert_eq!(attempts.iter().map(|a| a.number).collect::<Vec<_>>(), [1]);
+    // A seq that is not the id's job finds nothing of it.
+    let mut p = record("l", "w1", 2, Transition::Complete);
+    p.seq = Some(job.seq + 1000);
+    let err = store.job_record_attempt(p).await.expect_err("wrong seq");
+    assert!(
+        matches!(err, StoreError::LeaseLost(_) | StoreError::NotFound(_)),
+        "{err:?}"
+    );
 }
 
 pub async fn heartbeat_and_release(store: Arc<dyn Store>) {
@@ -706,10 +730,10 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
         .await
         .expect("cancel");
     assert_eq!((job.state, job.cancel_requested), (JobState::Running, true));
-    let state = store
-        .job_record_attempt(record("c2", "w1", 1, Transition::Retry { at: at(10) }))
-        .await
-        .expect("record");
+    // By seq, as the engine records: the cancel waiting is seen all the same.
+    let mut p = record("c2", "w1", 1, Transition::Retry { at: at(10) });
+    p.seq = Some(job.seq);
+    let state = store.job_record_attempt(p).await.expect("record");
     assert_eq!(state, JobState::Cancelled);
     assert_eq!(get(&store, "c2").await.0.state, JobState::Cancelled);
     assert_eq!(
