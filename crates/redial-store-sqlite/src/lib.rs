@@ -44,6 +44,8 @@ struct Inner {
     /// sender is dropped.
     ops: std::sync::mpsc::Sender<Op>,
     path: PathBuf,
+    /// Where leasing reads past held endpoints' jobs (used on the storage thread only).
+    lease_scan: Arc<std::sync::Mutex<sql::LeaseScan>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -113,12 +115,25 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 ops: tx,
                 path: path.to_owned(),
+                lease_scan: Arc::default(),
             }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// How many rows of held endpoints' jobs one lease reads from the head of a queue, and how
+    /// many further on (defaults 1024 and 8192). For tests that need a deep backlog cheaply.
+    pub fn set_lease_scan(&self, top: usize, deep: usize) {
+        let mut scan = self
+            .inner
+            .lease_scan
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        scan.top = top.max(1);
+        scan.deep = deep.max(1);
     }
 
     /// Runs `f` on the storage thread, inside the next batch's transaction (`f` takes its own
@@ -213,8 +228,12 @@ impl Store for SqliteStore {
         mut admit: Box<dyn Admit>,
     ) -> StoreResult<AdmittedLease> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let scan = self.inner.lease_scan.clone();
         let op: Op = Box::new(move |conn| {
-            let result = conn.and_then(|c| sql::lease_admitted(c, &params, admit.as_mut()));
+            let result = conn.and_then(|c| {
+                let mut scan = scan.lock().unwrap_or_else(|p| p.into_inner());
+                sql::lease_admitted(c, &params, admit.as_mut(), &mut scan)
+            });
             Box::new(move |commit_failure: Option<StoreError>| {
                 let answer = match (commit_failure, result) {
                     (None, result) => result,

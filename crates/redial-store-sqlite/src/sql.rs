@@ -5,7 +5,7 @@ use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use redial_store::*;
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, Row};
+use rusqlite::{params, params_from_iter, Connection, Row, Statement};
 
 /// The waiting states (ready, scheduled, deferred) as the partial indexes spell them: a chain of
 /// `=`, not an `IN` list (which SQLite evaluates through a temporary b-tree, schema migration 7).
@@ -721,50 +721,107 @@ fn lease_seqs(
     Ok(jobs)
 }
 
-/// [`Store::job_lease_admitted`] in one request: steps through the runnable jobs in lease order
-/// on the index alone, reads the row of each job admission is asked about (the lease needs it),
-/// then leases the chosen ones. Returns the rows to run and the rows to fail, undecoded, and the
-/// candidates leased (to hand back to admission should the transaction fail to commit).
-pub fn lease_admitted(
-    c: &mut Connection,
-    p: &LeaseAdmittedParams,
-    admit: &mut dyn Admit,
-) -> StoreResult<LeasedRows> {
-    let mut taking: Vec<(Candidate, RawJob)> = Vec::new();
-    let mut failing: Vec<(Candidate, RawJob)> = Vec::new();
-    let mut exclude: Vec<String> = Vec::new();
-    let mut exclude_retries: Vec<String> = Vec::new();
-    {
-        // Every column here is in `jobs_runnable`: rows skipped (a held endpoint's) cost no
-        // table lookup.
-        let mut stmt = c
-            .prepare_cached(concat!(
-                "SELECT seq, endpoint, attempts > 0 FROM jobs INDEXED BY jobs_runnable \
-                 WHERE queue = ?1 AND ",
-                waiting!(),
-                " AND run_at <= ?2 ORDER BY priority DESC, run_at, seq"
-            ))
-            .map_err(backend)?;
-        static ROW: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
-        let mut read = c.prepare_cached(&ROW).map_err(backend)?;
-        let mut rows = stmt.query(params![p.queue, ms(p.now)]).map_err(backend)?;
-        while taking.len() < p.max {
+/// A place in lease order (`jobs_runnable`: priority descending, then run_at, then seq).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanPos {
+    priority: i64,
+    run_at: i64,
+    seq: i64,
+}
+
+impl ScanPos {
+    /// Whether `self` comes later in lease order than `other`.
+    fn after(&self, other: &ScanPos) -> bool {
+        self.priority < other.priority
+            || (self.priority == other.priority
+                && (self.run_at, self.seq) > (other.run_at, other.seq))
+    }
+}
+
+/// How far one lease request reads past held endpoints' jobs, and where the deep part of the
+/// last request stopped, per queue. A held endpoint with a large backlog at the head of a queue
+/// would otherwise make every lease read all of it to reach the other endpoints' jobs.
+#[derive(Debug)]
+pub struct LeaseScan {
+    /// Skipped rows read from the head of the queue, every request.
+    pub top: usize,
+    /// Skipped rows read further on, from where the last request stopped.
+    pub deep: usize,
+    resume: std::collections::HashMap<String, ScanPos>,
+}
+
+impl Default for LeaseScan {
+    fn default() -> Self {
+        LeaseScan {
+            top: 1024,
+            deep: 8192,
+            resume: std::collections::HashMap::new(),
+        }
+    }
+}
+
+/// Candidates chosen so far in one lease request.
+struct Picker<'a> {
+    read: rusqlite::CachedStatement<'a>,
+    max: usize,
+    taking: Vec<(Candidate, RawJob)>,
+    failing: Vec<(Candidate, RawJob)>,
+    exclude: Vec<String>,
+    exclude_retries: Vec<String>,
+    last: Option<ScanPos>,
+}
+
+/// Why a scan stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanEnd {
+    /// As many taken as wanted.
+    Full,
+    /// Its budget of skipped rows spent.
+    Budget,
+    /// No more rows.
+    End,
+}
+
+impl Picker<'_> {
+    /// Steps `stmt` (columns seq, endpoint, is retry, priority, run_at), asking admission of each
+    /// job not left out, until enough are taken, `budget` rows were skipped, or rows run out.
+    fn scan(
+        &mut self,
+        stmt: &mut Statement<'_>,
+        params: impl rusqlite::Params,
+        budget: usize,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<ScanEnd> {
+        let mut skipped = 0;
+        let mut rows = stmt.query(params).map_err(backend)?;
+        loop {
+            if self.taking.len() >= self.max {
+                return Ok(ScanEnd::Full);
+            }
+            if skipped >= budget {
+                return Ok(ScanEnd::Budget);
+            }
             let Some(r) = rows.next().map_err(backend)? else {
-                break;
+                return Ok(ScanEnd::End);
             };
+            let seq: i64 = r.get(0).map_err(backend)?;
+            self.last = Some(ScanPos {
+                priority: r.get(3).map_err(backend)?,
+                run_at: r.get(4).map_err(backend)?,
+                seq,
+            });
             let endpoint = r.get_ref(1).map_err(backend)?;
             let endpoint = endpoint
                 .as_str()
                 .map_err(|e| StoreError::Backend(e.to_string()))?;
             let is_retry: bool = r.get(2).map_err(backend)?;
-            if exclude.iter().any(|e| e == endpoint)
-                || (is_retry && exclude_retries.iter().any(|e| e == endpoint))
+            if self.exclude.iter().any(|e| e == endpoint)
+                || (is_retry && self.exclude_retries.iter().any(|e| e == endpoint))
             {
+                skipped += 1;
                 continue;
             }
-            let seq: i64 = r.get(0).map_err(backend)?;
-            let mut found = read.query([seq]).map_err(backend)?;
+            let mut found = self.read.query([seq]).map_err(backend)?;
             let Some(row) = found.next().map_err(backend)? else {
                 continue;
             };
@@ -777,13 +834,107 @@ pub fn lease_admitted(
                 run_at: raw.job.run_at,
             };
             match admit.admit(&candidate) {
-                Verdict::Take => taking.push((candidate, raw)),
-                Verdict::Fail => failing.push((candidate, raw)),
-                Verdict::HoldEndpoint => exclude.push(candidate.endpoint),
-                Verdict::HoldRetries => exclude_retries.push(candidate.endpoint),
+                Verdict::Take => self.taking.push((candidate, raw)),
+                Verdict::Fail => self.failing.push((candidate, raw)),
+                Verdict::HoldEndpoint => {
+                    skipped += 1;
+                    self.exclude.push(candidate.endpoint)
+                }
+                Verdict::HoldRetries => {
+                    skipped += 1;
+                    self.exclude_retries.push(candidate.endpoint)
+                }
             }
         }
     }
+}
+
+/// [`Store::job_lease_admitted`] in one request: steps through the runnable jobs in lease order
+/// on the index alone, reads the row of each job admission is asked about (the lease needs it),
+/// then leases the chosen ones. Past held endpoints' jobs it reads a bounded number of rows: from
+/// the head of the queue, then onwards from where the last request stopped (so jobs behind a
+/// deep held backlog are reached over a few requests, each of bounded cost). Returns the rows to
+/// run and the rows to fail, undecoded, and the candidates leased (to hand back to admission
+/// should the transaction fail to commit).
+pub fn lease_admitted(
+    c: &mut Connection,
+    p: &LeaseAdmittedParams,
+    admit: &mut dyn Admit,
+    scan: &mut LeaseScan,
+) -> StoreResult<LeasedRows> {
+    // Every column read while stepping is in `jobs_runnable`: rows skipped cost no table lookup.
+    const HEAD: &str = concat!(
+        "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
+         WHERE queue = ?1 AND ",
+        waiting!(),
+        " AND run_at <= ?2 ORDER BY priority DESC, run_at, seq"
+    );
+    const SAME_PRIORITY_AFTER: &str = concat!(
+        "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
+         WHERE queue = ?1 AND ",
+        waiting!(),
+        " AND run_at <= ?2 AND priority = ?3 AND (run_at, seq) > (?4, ?5) ORDER BY run_at, seq"
+    );
+    const LOWER_PRIORITY: &str = concat!(
+        "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
+         WHERE queue = ?1 AND ",
+        waiting!(),
+        " AND run_at <= ?2 AND priority < ?3 ORDER BY priority DESC, run_at, seq"
+    );
+    static ROW: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
+    let (taking, failing) = {
+        let mut picker = Picker {
+            read: c.prepare_cached(&ROW).map_err(backend)?,
+            max: p.max,
+            taking: Vec::new(),
+            failing: Vec::new(),
+            exclude: Vec::new(),
+            exclude_retries: Vec::new(),
+            last: None,
+        };
+        let now = ms(p.now);
+        let mut head = c.prepare_cached(HEAD).map_err(backend)?;
+        let ended = picker.scan(&mut head, params![p.queue, now], scan.top.max(1), admit)?;
+        match (ended, picker.last) {
+            (ScanEnd::End, _) => {
+                scan.resume.remove(&p.queue);
+            }
+            (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
+            (ScanEnd::Budget, Some(last)) => {
+                // Onwards from where the last request's deep read stopped, if that is further.
+                let from = match scan.resume.get(&p.queue) {
+                    Some(resume) if resume.after(&last) => *resume,
+                    _ => last,
+                };
+                let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
+                let mut ended = picker.scan(
+                    &mut same,
+                    params![p.queue, now, from.priority, from.run_at, from.seq],
+                    scan.deep,
+                    admit,
+                )?;
+                if ended == ScanEnd::End {
+                    let mut lower = c.prepare_cached(LOWER_PRIORITY).map_err(backend)?;
+                    ended = picker.scan(
+                        &mut lower,
+                        params![p.queue, now, from.priority],
+                        scan.deep,
+                        admit,
+                    )?;
+                }
+                match (ended, picker.last) {
+                    (ScanEnd::End, _) | (_, None) => {
+                        scan.resume.remove(&p.queue);
+                    }
+                    (_, Some(stopped)) => {
+                        scan.resume.insert(p.queue.clone(), stopped);
+                    }
+                }
+            }
+        }
+        (picker.taking, picker.failing)
+    };
     // No savepoint: each lease is one atomic update, and should one fail, those before it stand
     // and are handed out (what is leased and not handed out would wait for its lease to expire).
     let mut out = LeasedRows::default();
