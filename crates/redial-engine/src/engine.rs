@@ -521,66 +521,88 @@ impl Slot {
     }
 }
 
+/// Leases a queue may have in flight at once: a second starts, with the slots that freed since,
+/// while the first waits for its commit, so slots do not wait a whole commit to be filled again.
+const FILLS_IN_FLIGHT: usize = 2;
+
 async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
     let permits = Arc::new(Semaphore::new(concurrency));
     let recording = Arc::new(Semaphore::new(concurrency));
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
+    let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
+    // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
+    let mut idle_until: Option<tokio::time::Instant> = None;
     loop {
         if inner.shutdown.is_triggered() {
-            return;
+            break;
         }
-        // Whether the last lease took all it could: then more may be runnable right away.
-        let mut took_all = false;
-        if permits.available_permits() > 0 {
-            match fill(&inner, &queue, &permits, &recording).await {
-                Ok(all) => took_all = all,
-                Err(e) => tracing::error!(queue = %queue, error = %e, "leasing failed; retrying"),
+        let free = permits.available_permits();
+        if idle_until.is_none() && free > 0 && fills.len() < FILLS_IN_FLIGHT {
+            if let Ok(slots) = permits
+                .clone()
+                .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
+            {
+                fills.spawn(fill(inner.clone(), queue.clone(), slots, recording.clone()));
             }
         }
-        let now = inner.clock.now();
-        let wait = if permits.available_permits() == 0 {
-            // Every permit is taken: look again as soon as one frees.
-            inner.config.poll_interval
-        } else if took_all {
-            // Permits freed while leasing, and there was more to lease than permits.
-            continue;
-        } else {
-            // Everything due is leased or held: sleep until new work is due or a hold ends.
-            let next_job = match inner.store.job_next_run_at(&queue, now).await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::error!(queue = %queue, error = %e, "reading the next run time failed");
-                    None
-                }
-            };
-            [next_job, inner.endpoints.next_change(now)]
-                .into_iter()
-                .flatten()
-                .min()
-                .map_or(inner.config.poll_interval, |t| {
-                    t.saturating_since(now)
-                        .clamp(Duration::from_millis(1), inner.config.poll_interval)
-                })
-        };
+        let wake_at =
+            idle_until.unwrap_or_else(|| tokio::time::Instant::now() + inner.config.poll_interval);
         tokio::select! {
-            _ = waker.notified() => {}
-            _ = tokio::time::sleep(wait) => {}
-            _ = inner.shutdown.wait() => return,
+            Some(done) = fills.join_next(), if !fills.is_empty() => match done {
+                // It took all the slots it had: more may be runnable at once.
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) if fills.is_empty() => {
+                    // Everything due is leased or held: sleep until new work is due or a hold
+                    // ends, or a wake-up.
+                    let now = inner.clock.now();
+                    let next_job = match inner.store.job_next_run_at(&queue, now).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            tracing::error!(queue = %queue, error = %e, "reading the next run time failed");
+                            None
+                        }
+                    };
+                    let wait = [next_job, inner.endpoints.next_change(now)]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .map_or(inner.config.poll_interval, |t| {
+                            t.saturating_since(now)
+                                .clamp(Duration::from_millis(1), inner.config.poll_interval)
+                        });
+                    idle_until = Some(tokio::time::Instant::now() + wait);
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(queue = %queue, error = %e, "leasing failed; retrying");
+                    idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
+                }
+                Err(e) => {
+                    tracing::error!(queue = %queue, error = %e, "a lease task failed; retrying");
+                    idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
+                }
+            },
+            _ = waker.notified() => idle_until = None,
+            _ = tokio::time::sleep_until(wake_at) => idle_until = None,
+            _ = inner.shutdown.wait() => break,
         }
     }
+    // Leases in flight finish first: their jobs are registered in flight before the loop ends,
+    // so the shutdown sees them.
+    while fills.join_next().await.is_some() {}
 }
 
-/// Leases runnable jobs of `queue` for the free permits, asking each job's endpoint whether it
-/// may go. An endpoint that holds is left out for the rest of the lease, so a held endpoint never
-/// keeps another endpoint's jobs waiting. Returns whether it leased as many as were free (so
-/// more may be waiting), rather than all that could go.
+/// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
+/// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
+/// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
+/// many as it had slots (so more may be waiting), rather than all that could go.
 async fn fill(
-    inner: &Arc<Inner>,
-    queue: &str,
-    permits: &Arc<Semaphore>,
-    recording: &Arc<Semaphore>,
+    inner: Arc<Inner>,
+    queue: String,
+    mut slots: tokio::sync::OwnedSemaphorePermit,
+    recording: Arc<Semaphore>,
 ) -> Result<bool, StoreError> {
-    let free = permits.available_permits();
+    let free = slots.num_permits();
     if free == 0 {
         return Ok(true);
     }
@@ -595,7 +617,7 @@ async fn fill(
         .store
         .job_lease_admitted(
             LeaseAdmittedParams {
-                queue: queue.to_owned(),
+                queue,
                 now,
                 owner: inner.config.worker_id.clone(),
                 lease_until: inner.lease_until(now),
@@ -606,11 +628,19 @@ async fn fill(
         .await?;
     if !leased.failed.is_empty() {
         let holds = std::mem::take(&mut *holds.lock().unwrap_or_else(|p| p.into_inner()));
-        fail_retries(inner, leased.failed, holds, now).await?;
+        fail_retries(&inner, leased.failed, holds, now).await?;
     }
     let took_all = leased.taken.len() >= free;
     for job in leased.taken {
-        spawn_attempt(inner, job, permits, recording).await;
+        match slots.split(1) {
+            Some(slot) => spawn_attempt(&inner, job, slot, &recording),
+            None => {
+                // Cannot happen: at most `free` jobs are taken. Give the job back rather than
+                // overrun the limit.
+                inner.endpoints.cancel(&job.endpoint);
+                release_one(&inner, job.id).await;
+            }
+        }
     }
     Ok(took_all)
 }
@@ -666,19 +696,12 @@ impl Admit for EndpointAdmit {
     }
 }
 
-async fn spawn_attempt(
+fn spawn_attempt(
     inner: &Arc<Inner>,
     job: Job,
-    permits: &Arc<Semaphore>,
+    attempt: tokio::sync::OwnedSemaphorePermit,
     recording: &Arc<Semaphore>,
 ) {
-    let Ok(attempt) = permits.clone().try_acquire_owned() else {
-        // Cannot happen: at most the free permits' worth of jobs are picked, and only this
-        // queue's loop takes its permits. Give the job back rather than overrun the limit.
-        inner.endpoints.cancel(&job.endpoint);
-        release_one(inner, job.id).await;
-        return;
-    };
     let mut in_flight = inner.lock_in_flight();
     let id = job.id.clone();
     let slot = Slot {
