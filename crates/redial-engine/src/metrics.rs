@@ -7,7 +7,7 @@
 //! categories, outcomes (status codes and error kinds), and endpoints, which fold into `other`
 //! beyond a configured number.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
@@ -119,10 +119,30 @@ struct Histogram {
     count: u64,
 }
 
+/// Series by [`with_key`]'s key, so that updating one that exists allocates nothing; rendered in
+/// (name, labels) order.
 #[derive(Debug, Default)]
 struct Series {
-    counters: BTreeMap<(&'static str, Labels), u64>,
-    histograms: BTreeMap<(&'static str, Labels), Histogram>,
+    counters: HashMap<String, (&'static str, Labels, u64)>,
+    histograms: HashMap<String, (&'static str, Labels, Histogram)>,
+}
+
+thread_local! {
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Runs `f` with the key of the series (name, labels), written into a buffer reused by this
+/// thread. Values are length-prefixed, so no two label sets share a key. `f` must not call back.
+fn with_key<R>(name: &str, labels: &[(&'static str, &str)], f: impl FnOnce(&str) -> R) -> R {
+    KEY.with(|buffer| {
+        let mut key = buffer.borrow_mut();
+        key.clear();
+        key.push_str(name);
+        for (k, v) in labels {
+            let _ = write!(key, "\u{0}{k}\u{0}{}\u{0}{v}", v.len());
+        }
+        f(&key)
+    })
 }
 
 /// The engine's metrics. Cheap to update: one short lock per update.
@@ -184,8 +204,17 @@ impl Metrics {
     }
 
     pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], n: u64) {
-        let key = (name, owned(labels));
-        *self.lock().counters.entry(key).or_default() += n;
+        with_key(name, labels, |key| {
+            let mut series = self.lock();
+            match series.counters.get_mut(key) {
+                Some((_, _, v)) => *v += n,
+                None => {
+                    series
+                        .counters
+                        .insert(key.to_owned(), (name, owned(labels), n));
+                }
+            }
+        })
     }
 
     /// Records a duration in seconds in an attempt-duration or job-latency histogram.
@@ -195,32 +224,39 @@ impl Metrics {
         } else {
             DURATION_BUCKETS
         };
-        let mut series = self.lock();
-        let h = series
-            .histograms
-            .entry((name, owned(labels)))
-            .or_insert_with(|| Histogram {
-                buckets,
-                counts: vec![0; buckets.len()],
-                sum: 0.0,
-                count: 0,
-            });
-        for (i, le) in h.buckets.iter().enumerate() {
-            if seconds <= *le {
-                h.counts[i] += 1;
+        with_key(name, labels, |key| {
+            let mut series = self.lock();
+            if !series.histograms.contains_key(key) {
+                let h = Histogram {
+                    buckets,
+                    counts: vec![0; buckets.len()],
+                    sum: 0.0,
+                    count: 0,
+                };
+                series
+                    .histograms
+                    .insert(key.to_owned(), (name, owned(labels), h));
             }
-        }
-        h.sum += seconds;
-        h.count += 1;
+            let Some((_, _, h)) = series.histograms.get_mut(key) else {
+                return;
+            };
+            for (i, le) in h.buckets.iter().enumerate() {
+                if seconds <= *le {
+                    h.counts[i] += 1;
+                }
+            }
+            h.sum += seconds;
+            h.count += 1;
+        })
     }
 
     /// A counter's current value (for tests and the alert evaluator).
     pub fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
         self.lock()
             .counters
-            .iter()
-            .filter(|((n, l), _)| *n == name && matches(l, labels))
-            .map(|(_, v)| *v)
+            .values()
+            .filter(|(n, l, _)| *n == name && matches(l, labels))
+            .map(|(_, _, v)| *v)
             .sum()
     }
 
@@ -234,10 +270,14 @@ impl Metrics {
             let _ = writeln!(out, "# TYPE {name} {}", kind.as_str());
             match kind {
                 Kind::Counter => {
-                    for ((n, labels), v) in series.counters.iter() {
-                        if n == name {
-                            let _ = writeln!(out, "{name}{} {v}", fmt_labels(labels, None));
-                        }
+                    let mut rows: Vec<_> = series
+                        .counters
+                        .values()
+                        .filter(|(n, ..)| n == name)
+                        .collect();
+                    rows.sort_by(|a, b| a.1.cmp(&b.1));
+                    for (_, labels, v) in rows {
+                        let _ = writeln!(out, "{name}{} {v}", fmt_labels(labels, None));
                     }
                 }
                 Kind::Gauge => {
@@ -248,10 +288,13 @@ impl Metrics {
                     }
                 }
                 Kind::Histogram => {
-                    for ((n, labels), h) in series.histograms.iter() {
-                        if n != name {
-                            continue;
-                        }
+                    let mut rows: Vec<_> = series
+                        .histograms
+                        .values()
+                        .filter(|(n, ..)| n == name)
+                        .collect();
+                    rows.sort_by(|a, b| a.1.cmp(&b.1));
+                    for (_, labels, h) in rows {
                         for (le, c) in h.buckets.iter().zip(&h.counts) {
                             let le = num(*le);
                             let _ =
