@@ -1,11 +1,14 @@
 // The BullMQ side of the comparison: the same workloads as `redial-bench`, printed as JSON.
-// Usage: node bullmq.js <redis-port> <jobs> <concurrency> <receiver-base-url>
+// Usage: node bullmq.js <redis-port> <jobs> <concurrency> <receiver-base-url> [throughput|rest]
+// (the optional last argument runs only the throughput workloads 1-3, or only the others).
 // The receiver is `redial-bench --serve-receiver`: /hook, /limited, /outage, /reset, /stats.
 'use strict';
 const { Queue, Worker, QueueEvents } = require('bullmq');
 const http = require('http');
 
-const [port, jobsArg, concArg, base] = process.argv.slice(2);
+const [port, jobsArg, concArg, base, only] = process.argv.slice(2);
+const THROUGHPUT = only !== 'rest';
+const REST = only !== 'throughput';
 const receiver = `${base}/hook`;
 const connection = { host: '127.0.0.1', port: Number(port) };
 const JOBS = Number(jobsArg);
@@ -62,6 +65,13 @@ function pct(sorted, p) {
 }
 
 async function main() {
+  if (THROUGHPUT) await throughput();
+  if (REST) await rest();
+  console.log(JSON.stringify(results));
+  process.exit(0);
+}
+
+async function throughput() {
   // 1. Enqueue: addBulk in batches of 1000.
   let q = await fresh('enq');
   let t = process.hrtime.bigint();
@@ -89,7 +99,9 @@ async function main() {
   results[`HTTP dispatch, concurrency ${CONC}`] = httpJobs / secs;
   await q.obliterate({ force: true });
   await q.close();
+}
 
+async function rest() {
   // 4. Enqueue to first attempt, idle and under load.
   for (const underLoad of [false, true]) {
     const lq = await fresh('lat');
@@ -152,8 +164,6 @@ async function main() {
     await rq.obliterate({ force: true });
     await rq.close();
   }
-  console.log(JSON.stringify(results));
-  process.exit(0);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -4,11 +4,14 @@
 # appendonly yes + appendfsync everysec. Prints a table of ratios (Redial / BullMQ) and writes
 # results/*.json. Redial runs on its embedded SQLite store and, unless POSTGRES=0, on PostgreSQL too
 # (a throwaway server with PostgreSQL's default durability, started by scripts/throwaway-postgres).
-# Usage: bench/compare/run.sh   (JOBS=50000 CONC=100 POSTGRES=1 by default)
+# The throughput workloads run ROUNDS times, alternating systems; the table gives each system's
+# median and the median of the per-round ratios, with their range.
+# Usage: bench/compare/run.sh   (JOBS=200000 CONC=100 ROUNDS=3 POSTGRES=1 by default)
 set -euo pipefail
 cd "$(dirname "$0")"
-JOBS=${JOBS:-50000}
+JOBS=${JOBS:-200000}
 CONC=${CONC:-100}
+ROUNDS=${ROUNDS:-3}
 mkdir -p results
 
 echo "== installing the peer (Redis from Debian, BullMQ from npm) and building Redial's bench"
@@ -34,11 +37,55 @@ trap cleanup EXIT
 sleep 0.5
 BASE="http://127.0.0.1:$RECV_PORT"
 
-echo "== Redial (embedded SQLite, synchronous=FULL: every acknowledged write is fsynced)"
-$BENCH --only enqueue,noop,http,latency,retry --jobs "$JOBS" --concurrency "$CONC" \
-  --receiver-base "$BASE" --out results/redial.json
+start_redis() { # mode -> sets REDIS_PID, RPORT, RDIR
+  RPORT=$(free_port)
+  RDIR=$(mktemp -d)
+  if [ "$1" = memory ]; then
+    redis-server --port "$RPORT" --save '' --appendonly no --dir "$RDIR" --daemonize no >/dev/null &
+  else
+    redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync everysec --dir "$RDIR" --daemonize no >/dev/null &
+  fi
+  REDIS_PID=$!
+  sleep 0.5
+}
+stop_redis() {
+  kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true; REDIS_PID=""
+  rm -rf "$RDIR"
+}
+# Before each system's run: write back what the previous one left dirty (a build, an AOF file),
+# so that nobody's fsyncs wait on someone else's data.
+settle() { sync; sleep 1; }
 
-rm -f results/redial-pg.json
+rm -f results/*.json
+echo "== BullMQ $(node -p 'require("./node_modules/bullmq/package.json").version') on Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+# Throughput (workloads 1-3) in ROUNDS rounds, Redial and both BullMQ setups in turn within each
+# round, so that each round's ratios compare runs made a few seconds apart on this noisy machine.
+for round in $(seq 1 "$ROUNDS"); do
+  echo "== round $round of $ROUNDS: Redial (embedded SQLite, synchronous=FULL: every acknowledged write is fsynced)"
+  settle
+  $BENCH --only enqueue,noop,http --jobs "$JOBS" --concurrency "$CONC" \
+    --receiver-base "$BASE" --out "results/redial-round$round.json"
+  for mode in memory aof; do
+    echo "== round $round of $ROUNDS: BullMQ, Redis $mode"
+    settle
+    start_redis "$mode"
+    node bullmq.js "$RPORT" "$JOBS" "$CONC" "$BASE" throughput > "results/bullmq-$mode-round$round.json"
+    stop_redis
+  done
+done
+
+echo "== latency and retry scenarios: Redial (embedded SQLite)"
+settle
+$BENCH --only latency,retry --jobs "$JOBS" --concurrency "$CONC" \
+  --receiver-base "$BASE" --out results/redial-rest.json
+for mode in memory aof; do
+  echo "== latency and retry scenarios: BullMQ, Redis $mode"
+  settle
+  start_redis "$mode"
+  node bullmq.js "$RPORT" "$JOBS" "$CONC" "$BASE" rest > "results/bullmq-$mode-rest.json"
+  stop_redis
+done
+
 if [ "${POSTGRES:-1}" != 0 ]; then
   eval "$(../../scripts/throwaway-postgres start --durable)"
   PGDIR=$REDIAL_TEST_PGDATA
@@ -48,70 +95,80 @@ if [ "${POSTGRES:-1}" != 0 ]; then
   ../../scripts/throwaway-postgres stop "$PGDIR"; PGDIR=""
 fi
 
-for mode in memory aof; do
-  echo "== BullMQ $(node -p 'require("./node_modules/bullmq/package.json").version') on Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') ($mode)"
-  RPORT=$(free_port)
-  RDIR=$(mktemp -d)
-  if [ "$mode" = memory ]; then
-    redis-server --port "$RPORT" --save '' --appendonly no --dir "$RDIR" --daemonize no >/dev/null &
-  else
-    redis-server --port "$RPORT" --save '' --appendonly yes --appendfsync everysec --dir "$RDIR" --daemonize no >/dev/null &
-  fi
-  REDIS_PID=$!
-  sleep 0.5
-  node bullmq.js "$RPORT" "$JOBS" "$CONC" "$BASE" > "results/bullmq-$mode.json"
-  kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true; REDIS_PID=""
-  rm -rf "$RDIR"
-done
-
-python3 - "$JOBS" "$CONC" <<'PY'
-import json, sys
-jobs, conc = sys.argv[1], sys.argv[2]
-r = {k: v["value"] for k, v in json.load(open("results/redial.json")).items()}
-peers = {m: json.load(open(f"results/bullmq-{m}.json")) for m in ("memory", "aof")}
-rows = [
-    ("enqueue, batches of 1000 (jobs/s)", "enqueue, batches of 1000 (durable)", "enqueue, batches of 1000", True),
-    (f"no-op, concurrency {conc} (jobs/s)", f"no-op jobs, concurrency {conc} (full path)", f"no-op jobs, concurrency {conc}", True),
-    (f"HTTP dispatch, concurrency {conc} (jobs/s)", f"HTTP dispatch to a loopback receiver, concurrency {conc}", f"HTTP dispatch, concurrency {conc}", True),
-    ("enqueue to first attempt p50, idle (ms)", "enqueue to first attempt p50, idle", "enqueue to first attempt p50, idle", False),
-    ("enqueue to first attempt p99, idle (ms)", "enqueue to first attempt p99, idle", "enqueue to first attempt p99, idle", False),
-    ("enqueue to first attempt p99, under load (ms)", "enqueue to first attempt p99, under load (no-op backlog draining)", "enqueue to first attempt p99, under load", False),
-    ("rate limit 100/s: wasted requests", "rate limit 100/s: wasted requests (429/503) for 1000 jobs", "rate limit 100/s: wasted requests (429/503) for 1000 jobs", False),
-    ("rate limit 100/s: dead-lettered", "rate limit 100/s: dead-lettered", "rate limit 100/s: dead-lettered", False),
-    ("rate limit 100/s: drain time (s)", "rate limit 100/s: drain time", "rate limit 100/s: drain time", False),
-    ("2 s outage: wasted requests", "2 s outage: wasted requests (429/503) for 1000 jobs", "2 s outage: wasted requests (429/503) for 1000 jobs", False),
-    ("2 s outage: dead-lettered", "2 s outage: dead-lettered", "2 s outage: dead-lettered", False),
-    ("2 s outage: drain time (s)", "2 s outage: drain time", "2 s outage: drain time", False),
+python3 - "$JOBS" "$CONC" "$ROUNDS" <<'PY'
+import json, statistics, sys
+jobs, conc, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def load(path):
+    return {k: (v["value"] if isinstance(v, dict) else v) for k, v in json.load(open(path)).items()}
+rest = load("results/redial-rest.json")
+r_rounds = [load(f"results/redial-round{i}.json") for i in range(1, rounds + 1)]
+peer_rest = {m: load(f"results/bullmq-{m}-rest.json") for m in ("memory", "aof")}
+peer_rounds = {m: [load(f"results/bullmq-{m}-round{i}.json") for i in range(1, rounds + 1)] for m in ("memory", "aof")}
+throughput = [
+    ("enqueue, batches of 1000 (jobs/s)", "enqueue, batches of 1000 (durable)", "enqueue, batches of 1000"),
+    (f"no-op, concurrency {conc} (jobs/s)", f"no-op jobs, concurrency {conc} (full path)", f"no-op jobs, concurrency {conc}"),
+    (f"HTTP dispatch, concurrency {conc} (jobs/s)", f"HTTP dispatch to a loopback receiver, concurrency {conc}", f"HTTP dispatch, concurrency {conc}"),
 ]
-print()
-print(f"{'workload':<48} {'Redial':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7}")
+others = [
+    ("enqueue to first attempt p50, idle (ms)", "enqueue to first attempt p50, idle", "enqueue to first attempt p50, idle"),
+    ("enqueue to first attempt p99, idle (ms)", "enqueue to first attempt p99, idle", "enqueue to first attempt p99, idle"),
+    ("enqueue to first attempt p99, under load (ms)", "enqueue to first attempt p99, under load (no-op backlog draining)", "enqueue to first attempt p99, under load"),
+    ("rate limit 100/s: wasted requests", "rate limit 100/s: wasted requests (429/503) for 1000 jobs", "rate limit 100/s: wasted requests (429/503) for 1000 jobs"),
+    ("rate limit 100/s: dead-lettered", "rate limit 100/s: dead-lettered", "rate limit 100/s: dead-lettered"),
+    ("rate limit 100/s: drain time (s)", "rate limit 100/s: drain time", "rate limit 100/s: drain time"),
+    ("2 s outage: wasted requests", "2 s outage: wasted requests (429/503) for 1000 jobs", "2 s outage: wasted requests (429/503) for 1000 jobs"),
+    ("2 s outage: dead-lettered", "2 s outage: dead-lettered", "2 s outage: dead-lettered"),
+    ("2 s outage: drain time (s)", "2 s outage: drain time", "2 s outage: drain time"),
+]
+nan = float("nan")
+def div(a, b):
+    return a / b if (a is not None and b) else nan
 out = {}
-for label, rk, pk, higher_better in rows:
-    rv = r.get(rk)
-    line = f"{label:<48} {rv if rv is not None else float('nan'):>10.1f}"
+print()
+print(f"Throughput: median of {rounds} rounds; ratio = median of the rounds' ratios [lowest-highest]")
+print(f"{'workload':<44} {'Redial':>10} {'BullMQ mem':>11} {'ratio':>18} {'BullMQ AOF':>11} {'ratio':>18}")
+for label, rk, pk in throughput:
+    rv = [x.get(rk) for x in r_rounds]
+    line = f"{label:<44} {statistics.median(rv):>10.1f}"
+    entry = {"redial": rv}
     for m in ("memory", "aof"):
-        pv = peers[m].get(pk)
-        ratio = (rv / pv) if (rv is not None and pv) else float("nan")
-        line += f" {pv if pv is not None else float('nan'):>11.1f} {ratio:>7.2f}"
-        out.setdefault(label, {})[m] = {"redial": rv, "bullmq": pv, "ratio": ratio}
+        pv = [x.get(pk) for x in peer_rounds[m]]
+        ratios = [div(a, b) for a, b in zip(rv, pv)]
+        med = statistics.median(ratios)
+        line += f" {statistics.median(pv):>11.1f} {med:>6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
+        entry[m] = {"bullmq": pv, "ratios": ratios, "median_ratio": med}
+    out[label] = entry
+    print(line)
+print()
+print(f"{'workload':<44} {'Redial':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7}")
+for label, rk, pk in others:
+    rv = rest.get(rk)
+    line = f"{label:<44} {rv if rv is not None else nan:>10.1f}"
+    for m in ("memory", "aof"):
+        pv = peer_rest[m].get(pk)
+        line += f" {pv if pv is not None else nan:>11.1f} {div(rv, pv):>7.2f}"
+        out.setdefault(label, {})[m] = {"redial": rv, "bullmq": pv, "ratio": div(rv, pv)}
     print(line)
 try:
-    pg = {k: v["value"] for k, v in json.load(open("results/redial-pg.json")).items()}
+    pg = load("results/redial-pg.json")
 except FileNotFoundError:
     pg = None
 if pg:
+    sqlite = {**{k: statistics.median([x.get(k) for x in r_rounds]) for _, k, _ in throughput}, **rest}
     print()
-    print(f"{'Redial on PostgreSQL':<48} {'Redial PG':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7} {'PG/SQLite':>9}")
-    for label, rk, pk, higher_better in rows:
+    print("Redial on PostgreSQL (one run; BullMQ: the medians above)")
+    print(f"{'workload':<44} {'Redial PG':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7} {'PG/SQLite':>9}")
+    for label, rk, pk in throughput + others:
         rv = pg.get(rk)
-        line = f"{label:<48} {rv if rv is not None else float('nan'):>10.1f}"
+        line = f"{label:<44} {rv if rv is not None else nan:>10.1f}"
         for m in ("memory", "aof"):
-            pv = peers[m].get(pk)
-            ratio = (rv / pv) if (rv is not None and pv) else float("nan")
-            line += f" {pv if pv is not None else float('nan'):>11.1f} {ratio:>7.2f}"
-            out.setdefault(label, {})[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratio": ratio}
-        sv = r.get(rk)
-        line += f" {(rv / sv) if (rv is not None and sv) else float('nan'):>9.2f}"
+            if (label, rk, pk) in throughput:
+                pv = statistics.median([x.get(pk) for x in peer_rounds[m]])
+            else:
+                pv = peer_rest[m].get(pk)
+            line += f" {pv if pv is not None else nan:>11.1f} {div(rv, pv):>7.2f}"
+            out.setdefault(label, {})[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratio": div(rv, pv)}
+        line += f" {div(rv, sqlite.get(rk)):>9.2f}"
         print(line)
 json.dump(out, open("results/ratios.json", "w"), indent=2)
 print("\nratio = Redial / BullMQ: above 1 is better for throughput; below 1 is better for latency, wasted requests and drain time.")
