@@ -24,8 +24,9 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, Mutex, MutexGuard};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-/// The advisory lock key of the maintenance role ("redial-leader").
-const LEADER_LOCK: i64 = 0x7265_6469_616c_6c64;
+/// The advisory lock of the maintenance role: this class ("rdl1") and the schema's hash, so
+/// that deployments in different schemas of one database each elect their own leader.
+const LEADER_LOCK_CLASS: i32 = 0x7264_6c31;
 
 /// Connections kept open by default.
 pub const DEFAULT_POOL_SIZE: usize = 8;
@@ -46,11 +47,85 @@ struct Inner {
     channel: String,
     wakes: broadcast::Sender<Wake>,
     listener: tokio::task::JoinHandle<()>,
+    /// Attempts to record, batched by the recorder task on its own connection.
+    records: tokio::sync::mpsc::UnboundedSender<RecordRequest>,
+    recorder: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.listener.abort();
+        self.recorder.abort();
+    }
+}
+
+/// An attempt to record (its serialised data alongside) and where its answer goes.
+struct RecordRequest {
+    params: RecordAttemptParams,
+    data: String,
+    answer: tokio::sync::oneshot::Sender<StoreResult<JobState>>,
+}
+
+/// At most this many attempts in one statement.
+const MAX_RECORD_BATCH: usize = 512;
+
+/// Records attempts in batches: whatever arrived while the last batch ran goes in the next, as
+/// one statement, so that one commit serves them all (as the SQLite store's group commit does).
+/// What the batch statement does not record (a lease lost, a cancel waiting, an id twice in the
+/// batch), or a batch that fails, goes through the one-attempt path, each on its own.
+async fn recorder(
+    config: Config,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
+) {
+    let mut conn: Option<Conn> = None;
+    while let Some(first) = requests.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_RECORD_BATCH {
+            match requests.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+            match connect(&config).await {
+                Ok(client) => {
+                    conn = Some(Conn {
+                        client,
+                        stmts: HashMap::new(),
+                    })
+                }
+                Err(e) => {
+                    for r in batch {
+                        let _ = r.answer.send(Err(StoreError::Backend(e.to_string())));
+                    }
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        // The statement sees each id once: a second request for the same job waits for the
+        // one-attempt path.
+        let mut seen = std::collections::HashSet::new();
+        let first_of_id: Vec<bool> = batch
+            .iter()
+            .map(|r| seen.insert(r.params.id.0.clone()))
+            .collect();
+        let distinct: Vec<(&RecordAttemptParams, &str)> = batch
+            .iter()
+            .zip(&first_of_id)
+            .filter(|(_, first)| **first)
+            .map(|(r, _)| (&r.params, r.data.as_str()))
+            .collect();
+        // A failed statement changed nothing: everything then takes the one-attempt path.
+        let recorded = sql::record_many(c, &distinct).await.unwrap_or_default();
+        for (r, first) in batch.into_iter().zip(first_of_id) {
+            let answer = if first && recorded.contains(&r.params.id.0) {
+                Ok(sql::state_after(&r.params))
+            } else {
+                sql::record_attempt(c, r.params, r.data).await
+            };
+            let _ = r.answer.send(answer);
+        }
     }
 }
 
@@ -139,6 +214,8 @@ impl PgStore {
         pool.extend((1..pool_size.max(1)).map(|_| Mutex::new(None)));
         let (wakes, _) = broadcast::channel(1024);
         let listener = tokio::spawn(listen(config.clone(), channel.clone(), wakes.clone()));
+        let (records, queued) = tokio::sync::mpsc::unbounded_channel();
+        let recorder = tokio::spawn(recorder(config.clone(), queued));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
@@ -148,6 +225,8 @@ impl PgStore {
                 channel,
                 wakes,
                 listener,
+                records,
+                recorder,
             }),
         })
     }
@@ -289,7 +368,18 @@ impl Store for PgStore {
     async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
         let data = serde_json::to_string(&params.attempt)
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
-        with_conn!(self, c => sql::record_attempt(c, params, data).await)
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.inner
+            .records
+            .send(RecordRequest {
+                params,
+                data,
+                answer,
+            })
+            .map_err(|_| StoreError::Backend("the recorder has stopped".into()))?;
+        answered
+            .await
+            .map_err(|_| StoreError::Backend("the recorder dropped an attempt".into()))?
     }
 
     async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64> {
@@ -389,7 +479,10 @@ impl Store for PgStore {
         let (client, held) = leader.as_mut().expect("connected above");
         if !*held {
             match client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&LEADER_LOCK])
+                .query_one(
+                    "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))",
+                    &[&LEADER_LOCK_CLASS],
+                )
                 .await
             {
                 Ok(row) => *held = row.get(0),

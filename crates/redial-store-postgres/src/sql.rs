@@ -488,8 +488,107 @@ pub async fn record_attempt(
     record_attempt_slow(c, p, data).await
 }
 
+/// Many attempts' common case in one statement (one round trip, one commit): each job still
+/// leased by its recorder, no cancel waiting, is updated and its attempt inserted, numbered by
+/// the job's count. Returns the ids recorded; the others go through [`record_attempt`] one by
+/// one. Ids must be distinct.
+const RECORD_MANY: &str = "WITH i AS ( \
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], \
+         $6::bigint[], $7::int[], $8::int[], $9::int[], $10::bigint[], $11::text[], $12::bigint[], \
+         $13::text[]) \
+       AS t(id, owner, state, category, run_at, finished_at, attempts, unknown_attempts, \
+         deferrals, last_delay_ms, reason, now, data)), \
+     u AS (UPDATE jobs j SET state = i.state, category = i.category, \
+         run_at = COALESCE(i.run_at, j.run_at), finished_at = i.finished_at, \
+         attempts = i.attempts, unknown_attempts = i.unknown_attempts, deferrals = i.deferrals, \
+         last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = j.runs + 1, \
+         lease_owner = NULL, lease_until = NULL, updated_at = i.now \
+       FROM i \
+       WHERE j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
+         AND NOT j.cancel_requested \
+       RETURNING j.seq, j.runs, j.id), \
+     a AS (INSERT INTO attempts (job_seq, number, data) \
+       SELECT u.seq, u.runs, jsonb_set(i.data::jsonb, '{number}', to_jsonb(u.runs))::text \
+       FROM u JOIN i ON i.id = u.id) \
+     SELECT id FROM u";
+
+pub async fn record_many(
+    c: &mut Conn,
+    batch: &[(&RecordAttemptParams, &str)],
+) -> StoreResult<std::collections::HashSet<String>> {
+    let n = batch.len();
+    let mut ids = Vec::with_capacity(n);
+    let mut owners = Vec::with_capacity(n);
+    let mut states = Vec::with_capacity(n);
+    let mut categories = Vec::with_capacity(n);
+    let mut run_ats = Vec::with_capacity(n);
+    let mut finished = Vec::with_capacity(n);
+    let mut attempts = Vec::with_capacity(n);
+    let mut unknown = Vec::with_capacity(n);
+    let mut deferrals = Vec::with_capacity(n);
+    let mut delays = Vec::with_capacity(n);
+    let mut reasons = Vec::with_capacity(n);
+    let mut nows = Vec::with_capacity(n);
+    let mut data = Vec::with_capacity(n);
+    for (p, d) in batch {
+        let (state, category, run_at, finished_at) = match p.transition {
+            Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
+            Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
+            Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
+            Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
+        };
+        ids.push(p.id.0.as_str());
+        owners.push(p.owner.as_str());
+        states.push(state.as_str());
+        categories.push(category_str(category));
+        run_ats.push(run_at.map(ms));
+        finished.push(finished_at.map(ms));
+        attempts.push(int(p.attempts));
+        unknown.push(int(p.unknown_attempts));
+        deferrals.push(int(p.deferrals));
+        delays.push(p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64));
+        reasons.push(p.attempt.reason.as_str());
+        nows.push(ms(p.now));
+        data.push(*d);
+    }
+    let stmt = c.prepared(RECORD_MANY).await?;
+    let rows = c
+        .client
+        .query(
+            &stmt,
+            &[
+                &ids,
+                &owners,
+                &states,
+                &categories,
+                &run_ats,
+                &finished,
+                &attempts,
+                &unknown,
+                &deferrals,
+                &delays,
+                &reasons,
+                &nows,
+                &data,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+}
+
+/// The state a recorded attempt leaves its job in, when nothing (a cancel) changes it.
+pub fn state_after(p: &RecordAttemptParams) -> JobState {
+    match p.transition {
+        Transition::Complete => JobState::Completed,
+        Transition::Retry { .. } => JobState::Scheduled,
+        Transition::Defer { .. } => JobState::Deferred,
+        Transition::Dead { .. } => JobState::Dead,
+    }
+}
+
 /// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
-async fn record_attempt_slow(
+pub async fn record_attempt_slow(
     c: &mut Conn,
     p: RecordAttemptParams,
     data: String,

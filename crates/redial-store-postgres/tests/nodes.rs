@@ -56,6 +56,19 @@ async fn one_leader_at_a_time_and_the_role_moves_when_it_goes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployments_in_different_schemas_each_have_a_leader() {
+    let one = PgStore::connect_with(schema().await, 1).await.expect("one");
+    let other = PgStore::connect_with(schema().await, 1)
+        .await
+        .expect("other");
+    assert!(one.try_lead().await.expect("one asks"));
+    assert!(
+        other.try_lead().await.expect("other asks"),
+        "the role is per schema, not per database"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_enqueued_on_one_node_wakes_the_others() {
     let config = schema().await;
     let a = PgStore::connect_with(config.clone(), 1).await.expect("a");
