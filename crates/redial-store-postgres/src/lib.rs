@@ -11,6 +11,9 @@
 //!   node takes the role at its next tick.
 //! - Durability: every method is one transaction (often one statement), committed before it
 //!   returns, under the server's own durability settings (`synchronous_commit` on by default).
+//! - Recording: attempts go to one recorder task with its own connection; what arrives while a
+//!   batch runs is recorded by the next one, in one statement (one commit for all), and whatever
+//!   that statement leaves (a lease lost, a cancel waiting) takes the one-attempt path.
 
 mod schema;
 mod sql;
