@@ -123,7 +123,7 @@ async fn recorder(
         let recorded = sql::record_many(c, &distinct).await.unwrap_or_default();
         for (r, first) in batch.into_iter().zip(first_of_id) {
             let answer = if first && recorded.contains(&r.params.id.0) {
-                Ok(sql::state_after(&r.params))
+                Ok(r.params.as_leased().0)
             } else {
                 sql::record_attempt(c, r.params, r.data).await
             };

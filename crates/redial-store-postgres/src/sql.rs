@@ -452,12 +452,7 @@ pub async fn record_attempt(
     p: RecordAttemptParams,
     data: String,
 ) -> StoreResult<JobState> {
-    let (state, category, run_at, finished_at) = match p.transition {
-        Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
-        Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
-        Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
-        Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
-    };
+    let (state, category, run_at, finished_at) = p.as_leased();
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     let stmt = c.prepared(RECORD).await?;
     let done = c
@@ -531,12 +526,7 @@ pub async fn record_many(
     let mut nows = Vec::with_capacity(n);
     let mut data = Vec::with_capacity(n);
     for (p, d) in batch {
-        let (state, category, run_at, finished_at) = match p.transition {
-            Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
-            Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
-            Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
-            Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
-        };
+        let (state, category, run_at, finished_at) = p.as_leased();
         ids.push(p.id.0.as_str());
         owners.push(p.owner.as_str());
         states.push(state.as_str());
@@ -575,16 +565,6 @@ pub async fn record_many(
         .await
         .map_err(backend)?;
     Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-}
-
-/// The state a recorded attempt leaves its job in, when nothing (a cancel) changes it.
-pub fn state_after(p: &RecordAttemptParams) -> JobState {
-    match p.transition {
-        Transition::Complete => JobState::Completed,
-        Transition::Retry { .. } => JobState::Scheduled,
-        Transition::Defer { .. } => JobState::Deferred,
-        Transition::Dead { .. } => JobState::Dead,
-    }
 }
 
 /// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.

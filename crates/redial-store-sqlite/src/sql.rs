@@ -410,12 +410,7 @@ pub fn record_attempt(
     let (Some(seq), Some(runs_before)) = (p.seq, p.attempt.number.checked_sub(1)) else {
         return record_attempt_slow(c, p, data);
     };
-    let (state, category, run_at, finished_at) = match p.transition {
-        Transition::Complete => (JobState::Completed, None, None, Some(p.now)),
-        Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
-        Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
-        Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(p.now)),
-    };
+    let (state, category, run_at, finished_at) = p.as_leased();
     let number = p.attempt.number;
     let key = attempt_key(seq, number)?;
     let inserted = c
@@ -667,18 +662,17 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
 }
 
 /// Returns the leased rows undecoded: the caller decodes them off the storage thread.
-pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJob>> {
-    lease_seqs(c, &p.seqs, &p.owner, p.now, p.lease_until)
-}
+/// Leases one job, found by seq, if it is still runnable: ?1 owner, ?2 lease until, ?3 now, ?4 seq.
+const LEASE_ONE: &str = concat!(
+    "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
+     WHERE seq = ?4 AND ",
+    waiting!(),
+    " AND run_at <= ?3"
+);
 
 /// Leases the jobs of `seqs` that are still runnable, in that order.
-fn lease_seqs(
-    c: &mut Connection,
-    seqs: &[i64],
-    owner: &str,
-    now: Timestamp,
-    lease_until: Timestamp,
-) -> StoreResult<Vec<RawJob>> {
+pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJob>> {
+    let (seqs, owner, now, lease_until) = (&p.seqs, &p.owner, p.now, p.lease_until);
     if seqs.is_empty() {
         return Ok(Vec::new());
     }
@@ -687,14 +681,7 @@ fn lease_seqs(
     // be parsed afresh for nearly every call, and `RETURNING` builds a temporary table every run.
     let mut leased = Vec::with_capacity(seqs.len());
     {
-        let mut update = tx
-            .prepare_cached(concat!(
-                "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
-                 updated_at = ?3 WHERE seq = ?4 AND ",
-                waiting!(),
-                " AND run_at <= ?3"
-            ))
-            .map_err(backend)?;
+        let mut update = tx.prepare_cached(LEASE_ONE).map_err(backend)?;
         for seq in seqs {
             if update
                 .execute(params![owner, ms(lease_until), ms(now), seq])
@@ -938,14 +925,7 @@ pub fn lease_admitted(
     // No savepoint: each lease is one atomic update, and should one fail, those before it stand
     // and are handed out (what is leased and not handed out would wait for its lease to expire).
     let mut out = LeasedRows::default();
-    let mut update = c
-        .prepare_cached(concat!(
-            "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, \
-             updated_at = ?3 WHERE seq = ?4 AND ",
-            waiting!(),
-            " AND run_at <= ?3"
-        ))
-        .map_err(backend)?;
+    let mut update = c.prepare_cached(LEASE_ONE).map_err(backend)?;
     let mut failure = None;
     for (chosen, into) in [(taking, &mut out.taken), (failing, &mut out.failed)] {
         for (candidate, mut raw) in chosen {

@@ -373,6 +373,25 @@ pub struct RecordPlan {
 }
 
 impl RecordAttemptParams {
+    /// What the transition writes to a job still as leased (no cancel waiting): its state, dead
+    /// category, new `run_at` (`None` keeps the job's) and `finished_at`. The stores' one-statement
+    /// paths apply it; [`RecordAttemptParams::plan`] covers every case from the stored job.
+    pub fn as_leased(
+        &self,
+    ) -> (
+        JobState,
+        Option<DeadCategory>,
+        Option<Timestamp>,
+        Option<Timestamp>,
+    ) {
+        match self.transition {
+            Transition::Complete => (JobState::Completed, None, None, Some(self.now)),
+            Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
+            Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
+            Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(self.now)),
+        }
+    }
+
     /// The job's next state: the transition's, except that a job whose cancellation was
     /// requested while it ran ends cancelled unless the attempt completed it or made it dead.
     pub fn plan(&self, job: &Job) -> RecordPlan {
