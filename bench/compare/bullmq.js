@@ -89,7 +89,7 @@ async function throughput() {
   await q.close();
 
   // 3. HTTP dispatch to the same receiver.
-  const httpJobs = Math.min(JOBS, 20000);
+  const httpJobs = Math.min(JOBS, 50000);
   q = await fresh('http');
   await fill(q, httpJobs, (k) => ({ k }));
   secs = await drain('http', httpJobs, async () => {

@@ -77,7 +77,7 @@ fn main() -> Result<()> {
         }
         if wants("http") {
             workloads::http(
-                args.jobs.min(20_000),
+                args.jobs.min(50_000),
                 args.concurrency,
                 args.receiver_base.clone(),
                 &mut report,
