@@ -17,7 +17,7 @@ struct Args {
     /// `store` (the storage path alone, phase by phase) runs only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
-    /// Jobs for the throughput workloads.
+    /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
     #[arg(long, default_value_t = 50_000)]
     jobs: usize,
     /// Concurrency of the worker (the peer's worker runs at the same).
