@@ -645,6 +645,14 @@ async fn fill(
     Ok(took_all)
 }
 
+fn count_budget_rejection(inner: &Inner, endpoint: &str) {
+    let label = inner.metrics.endpoint_label(endpoint);
+    inner.metrics.inc(
+        "redial_retry_budget_rejections_total",
+        &[("endpoint", &label)],
+    );
+}
+
 /// Admission by the endpoints' limits, as the store asks it while leasing.
 struct EndpointAdmit {
     inner: Arc<Inner>,
@@ -660,19 +668,11 @@ impl Admit for EndpointAdmit {
             Admission::Go => Verdict::Take,
             Admission::Hold(_) => Verdict::HoldEndpoint,
             Admission::HoldRetries(_) => {
-                let label = inner.metrics.endpoint_label(&c.endpoint);
-                inner.metrics.inc(
-                    "redial_retry_budget_rejections_total",
-                    &[("endpoint", &label)],
-                );
+                count_budget_rejection(inner, &c.endpoint);
                 Verdict::HoldRetries
             }
             Admission::FailRetry(hold) => {
-                let label = inner.metrics.endpoint_label(&c.endpoint);
-                inner.metrics.inc(
-                    "redial_retry_budget_rejections_total",
-                    &[("endpoint", &label)],
-                );
+                count_budget_rejection(inner, &c.endpoint);
                 self.holds
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

@@ -89,23 +89,15 @@ async fn recorder(
                 Err(_) => break,
             }
         }
-        if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
-            match connect(&config).await {
-                Ok(client) => {
-                    conn = Some(Conn {
-                        client,
-                        stmts: HashMap::new(),
-                    })
+        let c = match Conn::ready(&mut conn, &config).await {
+            Ok(c) => c,
+            Err(e) => {
+                for r in batch {
+                    let _ = r.answer.send(Err(StoreError::Backend(e.to_string())));
                 }
-                Err(e) => {
-                    for r in batch {
-                        let _ = r.answer.send(Err(StoreError::Backend(e.to_string())));
-                    }
-                    continue;
-                }
+                continue;
             }
-        }
-        let Some(c) = conn.as_mut() else { continue };
+        };
         // The statement sees each id once: a second request for the same job waits for the
         // one-attempt path.
         let mut seen = std::collections::HashSet::new();
@@ -149,6 +141,17 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// The connection in `slot`, opened first if there is none or it broke.
+    async fn ready<'a>(slot: &'a mut Option<Conn>, config: &Config) -> StoreResult<&'a mut Conn> {
+        if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *slot = Some(Conn {
+                client: connect(config).await?,
+                stmts: HashMap::new(),
+            });
+        }
+        Ok(slot.as_mut().expect("connected above"))
+    }
+
     /// A statement prepared once per connection.
     pub async fn prepared(&mut self, sql: &'static str) -> StoreResult<Statement> {
         if let Some(s) = self.stmts.get(sql) {
@@ -250,12 +253,7 @@ impl PgStore {
             Some(g) => g,
             None => pool[start].lock().await,
         };
-        if guard.as_ref().is_none_or(|c| c.client.is_closed()) {
-            *guard = Some(Conn {
-                client: connect(&self.inner.config).await?,
-                stmts: HashMap::new(),
-            });
-        }
+        Conn::ready(&mut guard, &self.inner.config).await?;
         Ok(guard)
     }
 
