@@ -3,6 +3,13 @@
 //! Owns nothing of the domain: each subcommand is a thin layer over a library crate. This is the
 //! only crate that uses `anyhow`, and the only one that picks a concrete store.
 
+/// mimalloc instead of the system allocator: the storage thread frees what the runtime's threads
+/// allocated (requests) and the other way round (rows), and glibc's allocator takes a lock of the
+/// other thread's arena for each such free. Measured with `redial-bench --only noop`: the storage
+/// thread's CPU time per job fell ~6%.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli_args;
 mod client;
 mod config;
