@@ -5,7 +5,7 @@ use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use redial_store::*;
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, Row, Statement};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Statement};
 
 /// The waiting states (ready, scheduled, deferred) as the partial indexes spell them: a chain of
 /// `=`, not an `IN` list (which SQLite evaluates through a temporary b-tree, schema migration 7).
@@ -593,22 +593,56 @@ pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
         .map_err(backend)
 }
 
+/// The highest priority level with waiting jobs in a queue, and the next one below a level.
+const TOP_PRIORITY: &str = concat!(
+    "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
+    waiting!(),
+    " ORDER BY priority DESC LIMIT 1"
+);
+const LOWER_PRIORITY_LEVEL: &str = concat!(
+    "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
+    waiting!(),
+    " AND priority < ?2 ORDER BY priority DESC LIMIT 1"
+);
+/// The earliest run time after `?3` within one priority level.
+const FIRST_AFTER: &str = concat!(
+    "SELECT run_at FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
+    waiting!(),
+    " AND priority = ?2 AND run_at > ?3 ORDER BY run_at LIMIT 1"
+);
+
+/// The earliest run time after `after` among the queue's waiting jobs. `jobs_runnable` orders
+/// by priority before run time, so this probes each priority level that has waiting jobs (two
+/// index seeks per level; queues use a handful): no index of its own to keep up on every
+/// enqueue and lease (migration 10).
 pub fn next_run_at(
     c: &mut Connection,
     queue: &str,
     after: Timestamp,
 ) -> StoreResult<Option<Timestamp>> {
-    c.query_row(
-        concat!(
-            "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_queue_waiting WHERE queue = ?1 AND ",
-            waiting!(),
-            " AND run_at > ?2"
-        ),
-        params![queue, ms(after)],
-        |r| r.get::<_, Option<i64>>(0),
-    )
-    .map(ts)
-    .map_err(backend)
+    let after = ms(after);
+    let mut lower = c.prepare_cached(LOWER_PRIORITY_LEVEL).map_err(backend)?;
+    let mut first = c.prepare_cached(FIRST_AFTER).map_err(backend)?;
+    let mut level: Option<i64> = c
+        .prepare_cached(TOP_PRIORITY)
+        .and_then(|mut s| s.query_row([queue], |r| r.get(0)).optional())
+        .map_err(backend)?;
+    let mut earliest: Option<i64> = None;
+    while let Some(priority) = level {
+        let at: Option<i64> = first
+            .query_row(params![queue, priority, after], |r| r.get(0))
+            .optional()
+            .map_err(backend)?;
+        earliest = match (earliest, at) {
+            (Some(e), Some(a)) => Some(e.min(a)),
+            (e, a) => e.or(a),
+        };
+        level = lower
+            .query_row(params![queue, priority], |r| r.get(0))
+            .optional()
+            .map_err(backend)?;
+    }
+    Ok(ts(earliest))
 }
 
 /// `?n, ?n+1, ...` for `count` values starting at parameter `first`.
@@ -1309,6 +1343,9 @@ mod tests {
             PROMOTE,
             CLEANUP_BY_AGE,
             CLEANUP_BY_COUNT,
+            TOP_PRIORITY,
+            LOWER_PRIORITY_LEVEL,
+            FIRST_AFTER,
         ] {
             let mut stmt = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))

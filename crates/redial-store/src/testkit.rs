@@ -617,6 +617,20 @@ pub async fn promote_and_next_run_at(store: Arc<dyn Store>) {
     assert_eq!(store.job_promote_due(at(15)).await.expect("promote"), 1);
     assert_eq!(get(&store, "p").await.0.state, JobState::Ready);
     assert_eq!(get(&store, "p2").await.0.state, JobState::Scheduled);
+
+    // Across priority levels: the earliest time wins, whatever its job's priority.
+    for (id, priority, t) in [("hi", 5, 30), ("mid", 0, 10), ("lo", -3, 20), ("lo2", -3, 40)] {
+        let mut j = new_job(id, "levels");
+        j.priority = priority;
+        j.run_at = at(t);
+        store.job_insert(j).await.expect("insert");
+    }
+    let next = |after| store.job_next_run_at("levels", after);
+    assert_eq!(next(T0).await.expect("next"), Some(at(10)));
+    assert_eq!(next(at(10)).await.expect("next"), Some(at(20)));
+    assert_eq!(next(at(20)).await.expect("next"), Some(at(30)));
+    assert_eq!(next(at(30)).await.expect("next"), Some(at(40)));
+    assert_eq!(next(at(40)).await.expect("next"), None);
 }
 
 pub async fn replay_dead_job(store: Arc<dyn Store>) {
