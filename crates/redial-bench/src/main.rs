@@ -4,7 +4,6 @@
 //! Run: `cargo run --release -p redial-bench -- --help`. The peer comparison script in
 //! `bench/compare/` runs it beside BullMQ.
 
-
 /// mimalloc instead of the system allocator: the storage thread frees what the runtime's threads
 /// allocated (requests) and the other way round (rows), and glibc's allocator takes a lock of the
 /// other thread's arena for each such free. Measured with `redial-bench --only noop`: the storage

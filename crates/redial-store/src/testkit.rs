@@ -619,7 +619,12 @@ pub async fn promote_and_next_run_at(store: Arc<dyn Store>) {
     assert_eq!(get(&store, "p2").await.0.state, JobState::Scheduled);
 
     // Across priority levels: the earliest time wins, whatever its job's priority.
-    for (id, priority, t) in [("hi", 5, 30), ("mid", 0, 10), ("lo", -3, 20), ("lo2", -3, 40)] {
+    for (id, priority, t) in [
+        ("hi", 5, 30),
+        ("mid", 0, 10),
+        ("lo", -3, 20),
+        ("lo2", -3, 40),
+    ] {
         let mut j = new_job(id, "levels");
         j.priority = priority;
         j.run_at = at(t);
