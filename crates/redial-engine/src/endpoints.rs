@@ -116,7 +116,12 @@ impl Registry {
         a
     }
 
-    /// Undoes an admission whose job could not be leased after all.
+    /// What stops every job of `endpoint` now (a pause, an open breaker), if anything.
+    pub fn stopped_by(&self, endpoint: &str, now: Timestamp) -> Option<String> {
+        self.lock().get(endpoint)?.state.stopped_by(now)
+    }
+
+    /// Undoes an admission whose job could not be leased, or was leased and then not started.
     pub fn cancel(&self, endpoint: &str) {
         if let Some(e) = self.lock().get_mut(endpoint) {
             e.in_flight = e.in_flight.saturating_sub(1);

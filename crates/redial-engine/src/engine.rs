@@ -23,9 +23,10 @@ use redial_store::{
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{AbortHandle, JoinHandle};
 
 /// One queue: how many attempts run at once, and the policy its jobs follow.
@@ -147,6 +148,9 @@ struct Inner {
     in_flight: Mutex<HashMap<JobId, AbortHandle>>,
     /// Notified each time an attempt finishes; shutdown waits on it.
     attempt_done: Notify,
+    /// Jobs leased ahead that a shutdown gave back before they started (counted under the
+    /// in-flight lock, so a shutdown's report counts each once).
+    given_back_unstarted: std::sync::atomic::AtomicUsize,
     jitter: Mutex<SplitMix64>,
     /// Every endpoint's protection state and attempts in flight.
     endpoints: Registry,
@@ -203,6 +207,7 @@ impl Engine {
                 wakers,
                 in_flight: Mutex::new(HashMap::new()),
                 attempt_done: Notify::new(),
+                given_back_unstarted: std::sync::atomic::AtomicUsize::new(0),
                 jitter: Mutex::new(SplitMix64::new(random_u64())),
                 endpoints,
                 shutdown: Shutdown::new(),
@@ -415,7 +420,10 @@ impl RunningEngine {
         for t in self.queue_loops {
             let _ = t.await;
         }
-        let at_start = inner.lock_in_flight().len();
+        let at_start = {
+            let in_flight = inner.lock_in_flight();
+            in_flight.len() + inner.given_back_unstarted.load(Ordering::Relaxed)
+        };
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             let done = inner.attempt_done.notified();
@@ -453,9 +461,10 @@ impl RunningEngine {
                 tracing::warn!("some spans were not exported before the stop");
             }
         }
+        let released = left.len() + inner.given_back_unstarted.load(Ordering::Relaxed);
         ShutdownReport {
-            finished: at_start.saturating_sub(left.len()),
-            released: left.len(),
+            finished: at_start.saturating_sub(released),
+            released,
         }
     }
 }
@@ -503,12 +512,16 @@ impl Inner {
     }
 }
 
-/// A slot to run an attempt in; when the attempt's outcome is known and its endpoint has learned
-/// from it, the slot is traded for a place in the queue's recording line, so the next attempt
-/// starts while the result is being written. Both are bounded by the queue's concurrency: at
-/// most twice that many jobs are leased and not yet recorded.
+/// A leased job's place in its queue: a lease slot from the lease on, then a run slot (one of the
+/// queue's concurrency) while its handler runs. When the attempt's outcome is known and its
+/// endpoint has learned from it, the lease slot is traded for a place in the queue's recording
+/// line, so the next attempt starts while the result is being written.
 struct Slot {
     attempt: tokio::sync::OwnedSemaphorePermit,
+    running: Arc<Semaphore>,
+    /// The run slot, once taken; it frees when the endpoint has learned from the result, so a
+    /// job waiting for it sees a pause that result brought.
+    run: Option<OwnedSemaphorePermit>,
     recording: Arc<Semaphore>,
 }
 
@@ -525,8 +538,20 @@ impl Slot {
 /// while the first waits for its commit, so slots do not wait a whole commit to be filled again.
 const FILLS_IN_FLIGHT: usize = 2;
 
+/// Jobs a queue may lease beyond its concurrency, to start the moment a run slot frees instead
+/// of a lease round trip later. Half the concurrency (none for a queue of one).
+fn lease_ahead(concurrency: usize) -> usize {
+    concurrency / 2
+}
+
+/// How long a job leased ahead may wait for a run slot and still start on the admission it was
+/// leased with. Past this its endpoint is asked again: admissions spaced by a rate limit must not
+/// turn into a burst because slow attempts held every run slot.
+const FRESH_ADMISSION: Duration = Duration::from_millis(100);
+
 async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
-    let permits = Arc::new(Semaphore::new(concurrency));
+    let permits = Arc::new(Semaphore::new(concurrency + lease_ahead(concurrency)));
+    let running = Arc::new(Semaphore::new(concurrency));
     let recording = Arc::new(Semaphore::new(concurrency));
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
     let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
@@ -542,7 +567,11 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
                 .clone()
                 .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
             {
-                fills.spawn(fill(inner.clone(), queue.clone(), slots, recording.clone()));
+                let lines = Lines {
+                    running: running.clone(),
+                    recording: recording.clone(),
+                };
+                fills.spawn(fill(inner.clone(), queue.clone(), slots, lines));
             }
         }
         let wake_at =
@@ -596,11 +625,17 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
 /// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
 /// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
 /// many as it had slots (so more may be waiting), rather than all that could go.
+/// A queue's run slots and recording line, which its leased jobs take in turn.
+struct Lines {
+    running: Arc<Semaphore>,
+    recording: Arc<Semaphore>,
+}
+
 async fn fill(
     inner: Arc<Inner>,
     queue: String,
     mut slots: tokio::sync::OwnedSemaphorePermit,
-    recording: Arc<Semaphore>,
+    lines: Lines,
 ) -> Result<bool, StoreError> {
     let free = slots.num_permits();
     if free == 0 {
@@ -633,7 +668,7 @@ async fn fill(
     let took_all = leased.taken.len() >= free;
     for job in leased.taken {
         match slots.split(1) {
-            Some(slot) => spawn_attempt(&inner, job, slot, &recording),
+            Some(slot) => spawn_attempt(&inner, job, slot, &lines),
             None => {
                 // Cannot happen: at most `free` jobs are taken. Give the job back rather than
                 // overrun the limit.
@@ -700,13 +735,15 @@ fn spawn_attempt(
     inner: &Arc<Inner>,
     job: Job,
     attempt: tokio::sync::OwnedSemaphorePermit,
-    recording: &Arc<Semaphore>,
+    lines: &Lines,
 ) {
     let mut in_flight = inner.lock_in_flight();
     let id = job.id.clone();
     let slot = Slot {
         attempt,
-        recording: recording.clone(),
+        running: lines.running.clone(),
+        run: None,
+        recording: lines.recording.clone(),
     };
     let task = tokio::spawn(run_attempt(inner.clone(), job, slot));
     in_flight.insert(id, task.abort_handle());
@@ -782,9 +819,73 @@ async fn release_one(inner: &Inner, id: JobId) {
     }
 }
 
-/// One attempt: run, decide, record. Holds its slot until the outcome is decided, then a place
-/// in the recording line until the result is durable.
-async fn run_attempt(inner: Arc<Inner>, job: Job, slot: Slot) {
+/// Waits for a run slot. A job that had to wait starts only if its endpoint still lets it: no
+/// pause or open breaker came down meanwhile, and after a long wait a fresh admission. Otherwise,
+/// or when a shutdown begins first, the job is given back unstarted (no attempt counted) and
+/// `None` returned.
+async fn wait_to_start(inner: &Inner, job: &Job, slot: &Slot) -> Option<OwnedSemaphorePermit> {
+    if let Ok(run) = slot.running.clone().try_acquire_owned() {
+        return Some(run);
+    }
+    let since = std::time::Instant::now();
+    let run = tokio::select! {
+        run = slot.running.clone().acquire_owned() => run.ok(),
+        _ = inner.shutdown.wait() => None,
+    };
+    let Some(run) = run else {
+        give_back(inner, job, true).await;
+        return None;
+    };
+    let now = inner.clock.now();
+    let go = if since.elapsed() > FRESH_ADMISSION {
+        inner.endpoints.cancel(&job.endpoint);
+        let again = inner.endpoints.admit(&job.endpoint, job.attempts > 0, now);
+        if again != Admission::Go {
+            // Not admitted now: nothing of it is counted in flight.
+            give_back_lease(inner, job).await;
+            return None;
+        }
+        true
+    } else {
+        inner.endpoints.stopped_by(&job.endpoint, now).is_none()
+    };
+    if !go {
+        give_back(inner, job, false).await;
+        return None;
+    }
+    Some(run)
+}
+
+/// Gives a leased job that did not start back to the store (it runs again later, uncounted) and
+/// takes back its endpoint admission. `at_shutdown`: counted in the shutdown's report.
+async fn give_back(inner: &Inner, job: &Job, at_shutdown: bool) {
+    inner.endpoints.cancel(&job.endpoint);
+    if at_shutdown {
+        // Under the in-flight lock, as the shutdown reads it (see `given_back_unstarted`).
+        let mut in_flight = inner.lock_in_flight();
+        if in_flight.remove(&job.id).is_some() {
+            inner.given_back_unstarted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    give_back_lease(inner, job).await;
+}
+
+async fn give_back_lease(inner: &Inner, job: &Job) {
+    release_one(inner, job.id.clone()).await;
+    inner.lock_in_flight().remove(&job.id);
+    inner.attempt_done.notify_waiters();
+    if let Some(n) = inner.wakers.get(&job.queue) {
+        n.notify_one();
+    }
+}
+
+/// One attempt: wait for a run slot, run, decide, record. Holds its lease slot until the outcome
+/// is decided, then a place in the recording line until the result is durable.
+async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot) {
+    let Some(run) = wait_to_start(&inner, &job, &slot).await else {
+        return;
+    };
+    slot.run = Some(run);
     let held = inner.endpoints.held_by(&job.endpoint, job.run_at);
     let started_at = inner.clock.now();
     let started = std::time::Instant::now();
@@ -892,7 +993,7 @@ struct Ran {
     span: Option<(JobContext, [u8; 8])>,
 }
 
-async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
+async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot) {
     let Ran {
         output,
         started_at,
@@ -916,10 +1017,12 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, slot: Slot) {
         decide(&output.outcome, &counters, &policy, now, &mut *jitter)
     };
     let after = counters.after(&decision);
-    // The endpoint learns first, so that a pause applies to the next lease at once.
+    // The endpoint learns first, so that a pause applies to the next lease at once, and to a
+    // job leased ahead that takes the run slot freed here.
     inner
         .endpoints
         .finish(&job.endpoint, now, observe(&output, &decision, now));
+    drop(slot.run.take());
     // The next attempt may start while this result is written. A finished attempt frees a
     // slot and may lift an endpoint's hold, for any queue.
     if inner.store.is_shared() {

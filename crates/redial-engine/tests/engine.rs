@@ -519,3 +519,185 @@ async fn expired_leases_are_rescued_and_run_again() {
     assert!(job.last_reason.expect("reason").contains("lease expired"));
     h.stop().await;
 }
+
+/// A handler for the "custom" queue (concurrency 2) whose attempts wait at a gate the test
+/// opens, then call the job's URL over HTTP. It counts attempts running at once.
+#[derive(Debug)]
+struct Gated {
+    http: HttpExecutor,
+    gates: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    entered: tokio::sync::mpsc::UnboundedSender<String>,
+    running: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl Gated {
+    fn gate(&self, id: &str) -> Arc<tokio::sync::Semaphore> {
+        self.gates
+            .lock()
+            .expect("gates")
+            .entry(id.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(0)))
+            .clone()
+    }
+
+    fn open(&self, id: &str) {
+        self.gate(id).add_permits(1);
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for Gated {
+    async fn run(&self, job: &Job) -> AttemptOutput {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        let _ = self.entered.send(job.id.0.clone());
+        let _ = self.gate(&job.id.0).acquire().await.expect("gate").forget();
+        let out = self.http.run(job).await;
+        self.running.fetch_sub(1, SeqCst);
+        out
+    }
+}
+
+/// One job through the endpoint first: its first request goes alone (probe first), and these
+/// tests are about what comes after.
+async fn warm_up(
+    h: &Harness,
+    g: &Gated,
+    rx: &Receiver,
+    entered: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    g.open("warm");
+    h.enqueue("warm", "custom", "POST", &rx.url("/ok"), None)
+        .await;
+    h.wait_state("warm", JobState::Completed).await;
+    assert_eq!(entered.recv().await.expect("entered"), "warm");
+}
+
+fn gated() -> (Arc<Gated>, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let http = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    })
+    .expect("http client");
+    let g = Gated {
+        http,
+        gates: Default::default(),
+        entered: tx,
+        running: Default::default(),
+        most: Default::default(),
+    };
+    (Arc::new(g), rx)
+}
+
+/// A queue leases jobs ahead of its free run slots (half its concurrency), but never runs more
+/// attempts at once than its concurrency.
+#[tokio::test]
+async fn jobs_leased_ahead_wait_for_a_run_slot() {
+    let rx = Receiver::start().await;
+    let (gated, mut entered) = gated();
+    let h = harness_with(true, Some(gated.clone())).await;
+    warm_up(&h, &gated, &rx, &mut entered).await;
+    for id in ["a", "b"] {
+        h.enqueue(id, "custom", "POST", &rx.url("/ok"), None).await;
+    }
+    let mut first = vec![
+        entered.recv().await.expect("entered"),
+        entered.recv().await.expect("entered"),
+    ];
+    first.sort();
+    assert_eq!(first, ["a", "b"]);
+    h.enqueue("c", "custom", "POST", &rx.url("/ok"), None).await;
+    // Leased while both run slots are taken: it waits, its handler not called.
+    h.wait_state("c", JobState::Running).await;
+    let got = entered.try_recv();
+    assert!(got.is_err(), "c started beyond the concurrency: {got:?}");
+    gated.open("a");
+    assert_eq!(entered.recv().await.expect("entered"), "c");
+    gated.open("b");
+    gated.open("c");
+    for id in ["a", "b", "c"] {
+        let (_, attempts) = h.wait_state(id, JobState::Completed).await;
+        assert_eq!(attempts.len(), 1);
+    }
+    assert_eq!(gated.most.load(std::sync::atomic::Ordering::SeqCst), 2);
+    h.stop().await;
+}
+
+/// A job leased ahead does not start once a result of its endpoint has paused it: it goes back,
+/// unsent and uncounted, and runs when the pause is over.
+#[tokio::test]
+async fn a_job_leased_ahead_is_given_back_when_its_endpoint_pauses() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/limited",
+        vec![
+            Reply::status(429).header("Retry-After", "60"),
+            Reply::status(200),
+        ],
+    );
+    let (gated, mut entered) = gated();
+    let h = harness_with(true, Some(gated.clone())).await;
+    warm_up(&h, &gated, &rx, &mut entered).await;
+    h.enqueue("limited", "custom", "POST", &rx.url("/limited"), None)
+        .await;
+    h.enqueue("slow", "custom", "POST", &rx.url("/ok"), None)
+        .await;
+    entered.recv().await.expect("entered");
+    entered.recv().await.expect("entered");
+    h.enqueue("ahead", "custom", "POST", &rx.url("/ok"), None)
+        .await;
+    h.wait_state("ahead", JobState::Running).await;
+    // The 429 pauses the endpoint (all three jobs share it) and frees a run slot.
+    gated.open("limited");
+    let (job, attempts) = h
+        .wait_for("ahead", "given back", |j| j.state == JobState::Ready)
+        .await;
+    assert!(attempts.is_empty(), "no attempt was made");
+    assert_eq!((job.runs, job.attempts, job.stalls), (0, 0, 0));
+    assert_eq!(rx.count("/ok"), 1, "only the warm-up");
+    assert!(entered.try_recv().is_err(), "the handler was not called");
+
+    gated.open("slow");
+    h.wait_state("slow", JobState::Completed).await;
+    h.clock.advance(Duration::from_secs(61));
+    h.engine.wake_all();
+    assert_eq!(entered.recv().await.expect("entered"), "ahead");
+    gated.open("ahead");
+    gated.open("limited");
+    let (_, attempts) = h.wait_state("ahead", JobState::Completed).await;
+    assert_eq!(attempts.len(), 1);
+    h.wait_state("limited", JobState::Completed).await;
+    h.stop().await;
+}
+
+/// A shutdown gives back jobs leased ahead at once, unstarted, and counts them as released.
+#[tokio::test]
+async fn shutdown_gives_back_jobs_leased_ahead_unstarted() {
+    let rx = Receiver::start().await;
+    let (gated, mut entered) = gated();
+    let mut h = harness_with(true, Some(gated.clone())).await;
+    warm_up(&h, &gated, &rx, &mut entered).await;
+    for id in ["a", "b"] {
+        h.enqueue(id, "custom", "POST", &rx.url("/ok"), None).await;
+    }
+    entered.recv().await.expect("entered");
+    entered.recv().await.expect("entered");
+    h.enqueue("c", "custom", "POST", &rx.url("/ok"), None).await;
+    h.wait_state("c", JobState::Running).await;
+    let report = h
+        .running
+        .take()
+        .expect("running")
+        .shutdown(Duration::from_millis(200))
+        .await;
+    assert_eq!((report.finished, report.released), (0, 3));
+    for id in ["a", "b", "c"] {
+        let (job, attempts) = h.wait_state(id, JobState::Ready).await;
+        assert!(attempts.is_empty());
+        assert_eq!((job.runs, job.stalls, job.lease_owner), (0, 0, None));
+    }
+    assert!(entered.try_recv().is_err(), "c was not started");
+}

@@ -477,3 +477,31 @@ fn holds_shared_by_another_node_hold_here_too() {
         "and shares it on"
     );
 }
+
+/// What stops a job admitted a moment ago from starting: a pause or an open breaker that came
+/// down since, and nothing else (limits already counted it). Reading changes nothing.
+#[test]
+fn stopped_by_names_a_pause_or_an_open_breaker_only() {
+    let cfg = EndpointConfig {
+        rate: Some(Rate::parse("1/s").expect("rate")),
+        burst: 1,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    assert_eq!(kind(&s.admit(&cfg, at(0), false, 0)), "go");
+    // The rate holds the next job, but does not stop one already admitted.
+    assert_eq!(kind(&s.admit(&cfg, at(1), false, 1)), "hold Rate");
+    assert_eq!(s.stopped_by(at(1)), None);
+    s.record(&cfg, at(2), &refused(5_000));
+    let before = s.clone();
+    let why = s.stopped_by(at(3)).expect("paused");
+    assert!(why.contains("paused until"), "{why}");
+    assert_eq!(s, before, "reading changed nothing");
+    assert_eq!(s.stopped_by(at(5_002)), None, "the pause is over");
+    s.breaker = BreakerState::Open { until: at(9_000) };
+    assert!(s
+        .stopped_by(at(8_999))
+        .expect("open")
+        .contains("circuit open"));
+    assert_eq!(s.stopped_by(at(9_000)), None);
+}

@@ -179,6 +179,22 @@ impl EndpointState {
         }
     }
 
+    /// What stops every job of the endpoint now, if anything: a pause or an open breaker. Only
+    /// reads (unlike [`EndpointState::check`]): for a job admitted a moment ago and about to
+    /// start, to see whether a pause or a breaker came down since.
+    pub fn stopped_by(&self, now: Timestamp) -> Option<String> {
+        if let Some(until) = self.paused_until.filter(|u| now < *u) {
+            let why = self.pause_reason.as_deref().unwrap_or_default();
+            return Some(format!("endpoint paused until {until}: {why}"));
+        }
+        match self.breaker {
+            BreakerState::Open { until } if now < until => {
+                Some(format!("circuit open until {until}"))
+            }
+            _ => None,
+        }
+    }
+
     /// The first hold that applies now, if any, without counting anything. Moves time-driven
     /// states forward (an expired pause ends, an open breaker turns half-open).
     pub fn check(
