@@ -621,16 +621,16 @@ async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
     while fills.join_next().await.is_some() {}
 }
 
-/// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
-/// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
-/// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
-/// many as it had slots (so more may be waiting), rather than all that could go.
 /// A queue's run slots and recording line, which its leased jobs take in turn.
 struct Lines {
     running: Arc<Semaphore>,
     recording: Arc<Semaphore>,
 }
 
+/// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
+/// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
+/// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
+/// many as it had slots (so more may be waiting), rather than all that could go.
 async fn fill(
     inner: Arc<Inner>,
     queue: String,
