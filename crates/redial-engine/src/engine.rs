@@ -837,19 +837,14 @@ async fn wait_to_start(inner: &Inner, job: &Job, slot: &Slot) -> Option<OwnedSem
         return None;
     };
     let now = inner.clock.now();
-    let go = if since.elapsed() > FRESH_ADMISSION {
+    if since.elapsed() > FRESH_ADMISSION {
         inner.endpoints.cancel(&job.endpoint);
-        let again = inner.endpoints.admit(&job.endpoint, job.attempts > 0, now);
-        if again != Admission::Go {
+        if inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) != Admission::Go {
             // Not admitted now: nothing of it is counted in flight.
             give_back_lease(inner, job).await;
             return None;
         }
-        true
-    } else {
-        inner.endpoints.stopped_by(&job.endpoint, now).is_none()
-    };
-    if !go {
+    } else if inner.endpoints.stopped_by(&job.endpoint, now).is_some() {
         give_back(inner, job, false).await;
         return None;
     }

@@ -593,13 +593,8 @@ pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
         .map_err(backend)
 }
 
-/// The highest priority level with waiting jobs in a queue, and the next one below a level.
-const TOP_PRIORITY: &str = concat!(
-    "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-    waiting!(),
-    " ORDER BY priority DESC LIMIT 1"
-);
-const LOWER_PRIORITY_LEVEL: &str = concat!(
+/// The highest priority level below `?2` with waiting jobs in a queue.
+const PRIORITY_BELOW: &str = concat!(
     "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
     waiting!(),
     " AND priority < ?2 ORDER BY priority DESC LIMIT 1"
@@ -621,26 +616,22 @@ pub fn next_run_at(
     after: Timestamp,
 ) -> StoreResult<Option<Timestamp>> {
     let after = ms(after);
-    let mut lower = c.prepare_cached(LOWER_PRIORITY_LEVEL).map_err(backend)?;
+    let mut below = c.prepare_cached(PRIORITY_BELOW).map_err(backend)?;
     let mut first = c.prepare_cached(FIRST_AFTER).map_err(backend)?;
-    let mut level: Option<i64> = c
-        .prepare_cached(TOP_PRIORITY)
-        .and_then(|mut s| s.query_row([queue], |r| r.get(0)).optional())
-        .map_err(backend)?;
     let mut earliest: Option<i64> = None;
-    while let Some(priority) = level {
+    // Priorities are i32: every level is below i64::MAX.
+    let mut level = i64::MAX;
+    while let Some(priority) = below
+        .query_row(params![queue, level], |r| r.get::<_, i64>(0))
+        .optional()
+        .map_err(backend)?
+    {
         let at: Option<i64> = first
             .query_row(params![queue, priority, after], |r| r.get(0))
             .optional()
             .map_err(backend)?;
-        earliest = match (earliest, at) {
-            (Some(e), Some(a)) => Some(e.min(a)),
-            (e, a) => e.or(a),
-        };
-        level = lower
-            .query_row(params![queue, priority], |r| r.get(0))
-            .optional()
-            .map_err(backend)?;
+        earliest = earliest.into_iter().chain(at).min();
+        level = priority;
     }
     Ok(ts(earliest))
 }
@@ -1343,8 +1334,7 @@ mod tests {
             PROMOTE,
             CLEANUP_BY_AGE,
             CLEANUP_BY_COUNT,
-            TOP_PRIORITY,
-            LOWER_PRIORITY_LEVEL,
+            PRIORITY_BELOW,
             FIRST_AFTER,
         ] {
             let mut stmt = conn

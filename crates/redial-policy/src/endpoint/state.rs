@@ -184,13 +184,10 @@ impl EndpointState {
     /// start, to see whether a pause or a breaker came down since.
     pub fn stopped_by(&self, now: Timestamp) -> Option<String> {
         if let Some(until) = self.paused_until.filter(|u| now < *u) {
-            let why = self.pause_reason.as_deref().unwrap_or_default();
-            return Some(format!("endpoint paused until {until}: {why}"));
+            return Some(paused_text(until, self.pause_reason.as_deref()));
         }
         match self.breaker {
-            BreakerState::Open { until } if now < until => {
-                Some(format!("circuit open until {until}"))
-            }
+            BreakerState::Open { until } if now < until => Some(open_text(until)),
             _ => None,
         }
     }
@@ -213,11 +210,10 @@ impl EndpointState {
         };
         if let Some(until) = self.paused_until {
             if now < until {
-                let why = self.pause_reason.clone().unwrap_or_default();
                 return hold(
                     HoldKind::Pause,
                     Some(until),
-                    format!("endpoint paused until {until}: {why}"),
+                    paused_text(until, self.pause_reason.as_deref()),
                 );
             }
             self.paused_until = None;
@@ -229,11 +225,7 @@ impl EndpointState {
         }
         match self.breaker {
             BreakerState::Open { until } if now < until => {
-                return hold(
-                    HoldKind::Breaker,
-                    Some(until),
-                    format!("circuit open until {until}"),
-                );
+                return hold(HoldKind::Breaker, Some(until), open_text(until));
             }
             BreakerState::Open { until } => {
                 self.breaker = BreakerState::HalfOpen {
@@ -730,6 +722,16 @@ pub struct EndpointView {
     pub breaker_window_failures: u32,
     pub breaker_window_calls: u32,
     pub breaker_history: Vec<BreakerEvent>,
+}
+
+/// Why a pause holds an endpoint's jobs, as reasons and views say it.
+fn paused_text(until: Timestamp, why: Option<&str>) -> String {
+    format!("endpoint paused until {until}: {}", why.unwrap_or_default())
+}
+
+/// Why an open breaker holds an endpoint's jobs.
+fn open_text(until: Timestamp) -> String {
+    format!("circuit open until {until}")
 }
 
 fn bucket_start(now: Timestamp, window: Duration) -> i64 {
