@@ -1,13 +1,14 @@
 //! The engine's view of every endpoint: its protection state (from the policy core), how many of
 //! its attempts are in flight here, and persistence of that state through the store.
 
+use crate::clock::Clock;
 use redial_policy::endpoint::{
-    Admission, EndpointConfig, EndpointState, EndpointView, Observed, SharedHolds,
+    Admission, EndpointConfig, EndpointState, EndpointView, Observed, Permit, SharedHolds,
 };
 use redial_policy::Timestamp;
 use redial_store::{EndpointRecord, SharedHold};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Endpoint limits and the policy override of one endpoint, as configured.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,20 +34,53 @@ pub(crate) struct Registry {
     settings: BTreeMap<String, EndpointSettings>,
     /// Held only for short, synchronous updates; never across an await.
     entries: Mutex<HashMap<String, Entry>>,
-    metrics: std::sync::Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::metrics::Metrics>,
+    /// For releases, which happen where no clock is at hand (a guard dropped).
+    clock: Arc<dyn Clock>,
+}
+
+/// An admission in force: the job's place among its endpoint's attempts in flight and the permit
+/// its state handed out (a probe slot, a retry in flight). It ends exactly once: with the
+/// attempt's result ([`Admitted::finish`]), or, dropped on any other path (given back unstarted,
+/// a store error, a panic, an abort at shutdown), with a release.
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    registry: Arc<Registry>,
+    endpoint: String,
+    /// Taken when the admission ends, so it ends once.
+    permit: Option<Permit>,
+}
+
+impl Admitted {
+    /// Ends the admission with the attempt's result; `observed.others_in_flight` is filled in.
+    pub fn finish(mut self, now: Timestamp, observed: Observed) {
+        if let Some(permit) = self.permit.take() {
+            self.registry.finish(&self.endpoint, now, permit, observed);
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.registry.release(&self.endpoint, permit);
+        }
+    }
 }
 
 impl Registry {
     pub fn new(
         defaults: EndpointConfig,
         settings: BTreeMap<String, EndpointSettings>,
-        metrics: std::sync::Arc<crate::metrics::Metrics>,
+        metrics: Arc<crate::metrics::Metrics>,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         Registry {
             defaults,
             settings,
             entries: Mutex::new(HashMap::new()),
             metrics,
+            clock,
         }
     }
 
@@ -99,21 +133,34 @@ impl Registry {
         }
     }
 
-    /// Asks whether a job of `endpoint` may start now; on `Go` it is counted in flight.
-    pub fn admit(&self, endpoint: &str, is_retry: bool, now: Timestamp) -> Admission {
+    /// Asks whether a job of `endpoint` may start now. Admitted, it is counted in flight until
+    /// the returned admission ends; otherwise the hold is returned and nothing is counted.
+    pub fn admit(
+        self: &Arc<Self>,
+        endpoint: &str,
+        is_retry: bool,
+        now: Timestamp,
+    ) -> Result<Admitted, Admission> {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = entries.entry(endpoint.to_owned()).or_default();
         let before = e.state.breaker.name();
         let a = e.state.admit(cfg, now, is_retry, e.in_flight);
-        if a == Admission::Go {
+        if a.is_go() {
             e.in_flight += 1;
         }
         e.dirty = true;
         let after = e.state.breaker.name();
         drop(entries);
         self.count_transition(endpoint, before, after);
-        a
+        match a {
+            Admission::Go(permit) => Ok(Admitted {
+                registry: self.clone(),
+                endpoint: endpoint.to_owned(),
+                permit: Some(permit),
+            }),
+            held => Err(held),
+        }
     }
 
     /// What stops every job of `endpoint` now (a pause, an open breaker), if anything.
@@ -121,22 +168,27 @@ impl Registry {
         self.lock().get(endpoint)?.state.stopped_by(now)
     }
 
-    /// Undoes an admission whose job could not be leased, or was leased and then not started.
-    pub fn cancel(&self, endpoint: &str) {
-        if let Some(e) = self.lock().get_mut(endpoint) {
+    /// Undoes an admission whose attempt did not run, or whose result will not come.
+    fn release(&self, endpoint: &str, permit: Permit) {
+        let cfg = self.config(endpoint);
+        let now = self.clock.now();
+        let mut entries = self.lock();
+        if let Some(e) = entries.get_mut(endpoint) {
             e.in_flight = e.in_flight.saturating_sub(1);
+            e.state.release(cfg, now, permit);
+            e.dirty = true;
         }
     }
 
     /// Records a finished attempt; `observed.others_in_flight` is filled in here.
-    pub fn finish(&self, endpoint: &str, now: Timestamp, mut observed: Observed) {
+    fn finish(&self, endpoint: &str, now: Timestamp, permit: Permit, mut observed: Observed) {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = entries.entry(endpoint.to_owned()).or_default();
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
-        e.state.record(cfg, now, &observed);
+        e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
         drop(entries);

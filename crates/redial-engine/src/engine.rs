@@ -3,18 +3,19 @@
 
 use crate::alerts::{AlertConfig, AlertStatus, Alerts};
 use crate::clock::Clock;
-use crate::endpoints::{EndpointSettings, Registry};
+use crate::endpoints::{Admitted, EndpointSettings, Registry};
 use crate::handler::{AttemptOutput, Handler};
 use crate::metrics::{Metrics, Snapshot};
 use crate::otel::{AttrValue, JobContext, SpanData, SpanKind, Tracer};
 use crate::redact;
 use crate::shutdown::Shutdown;
+use futures_util::FutureExt;
 use redial_policy::endpoint::{
     Admission, EndpointConfig, EndpointView, Hold, Observed, ResultClass,
 };
 use redial_policy::{
-    decide, quota, status_phrase, Action, Category, DeadCategory, Decision, Human, JobCounters,
-    Outcome, Policy, SplitMix64, Timestamp, TransportError,
+    decide, quota, status_phrase, Action, Category, DeadCategory, Decision, HandlerOutcome, Human,
+    JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
     Admit, Attempt, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
@@ -153,7 +154,7 @@ struct Inner {
     given_back_unstarted: std::sync::atomic::AtomicUsize,
     jitter: Mutex<SplitMix64>,
     /// Every endpoint's protection state and attempts in flight.
-    endpoints: Registry,
+    endpoints: Arc<Registry>,
     /// Stops leasing: the first step of a graceful stop.
     shutdown: Shutdown,
     /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
@@ -192,11 +193,12 @@ impl Engine {
             config.metrics_max_endpoints,
             config.endpoints.keys().cloned(),
         ));
-        let endpoints = Registry::new(
+        let endpoints = Arc::new(Registry::new(
             config.endpoint_defaults.clone(),
             config.endpoints.clone(),
             metrics.clone(),
-        );
+            clock.clone(),
+        ));
         Engine {
             inner: Arc::new(Inner {
                 store,
@@ -643,11 +645,15 @@ async fn fill(
     }
     let now = inner.clock.now();
     let holds = Arc::new(Mutex::new(HashMap::new()));
+    let admitted = Arc::new(Mutex::new(HashMap::new()));
     let admit = Box::new(EndpointAdmit {
         inner: inner.clone(),
         now,
         holds: holds.clone(),
+        admitted: admitted.clone(),
     });
+    // On an error nothing was leased (one transaction), and the admissions asked for are
+    // released as `admitted` drops.
     let leased = inner
         .store
         .job_lease_admitted(
@@ -661,21 +667,21 @@ async fn fill(
             admit,
         )
         .await?;
+    let mut admitted = std::mem::take(&mut *admitted.lock().unwrap_or_else(|p| p.into_inner()));
+    let took_all = leased.taken.len() >= free;
+    // The jobs leased to run start before anything else can fail.
+    for job in leased.taken {
+        match (slots.split(1), admitted.remove(&job.seq)) {
+            (Some(slot), Some(admission)) => spawn_attempt(&inner, job, slot, admission, &lines),
+            // Cannot happen: at most `free` jobs are taken, each admitted. Give the job back
+            // rather than overrun a limit; its admission, if any, is released as it drops.
+            _ => release(&inner, vec![job.id]).await,
+        }
+    }
+    drop(admitted);
     if !leased.failed.is_empty() {
         let holds = std::mem::take(&mut *holds.lock().unwrap_or_else(|p| p.into_inner()));
         fail_retries(&inner, leased.failed, holds, now).await?;
-    }
-    let took_all = leased.taken.len() >= free;
-    for job in leased.taken {
-        match slots.split(1) {
-            Some(slot) => spawn_attempt(&inner, job, slot, &lines),
-            None => {
-                // Cannot happen: at most `free` jobs are taken. Give the job back rather than
-                // overrun the limit.
-                inner.endpoints.cancel(&job.endpoint);
-                release_one(&inner, job.id).await;
-            }
-        }
     }
     Ok(took_all)
 }
@@ -694,19 +700,28 @@ struct EndpointAdmit {
     now: Timestamp,
     /// What holds each retry admitted to fail, by seq.
     holds: Arc<Mutex<HashMap<i64, Hold>>>,
+    /// The admissions of the jobs admitted to run, by seq.
+    admitted: Arc<Mutex<HashMap<i64, Admitted>>>,
 }
 
 impl Admit for EndpointAdmit {
     fn admit(&mut self, c: &Candidate) -> Verdict {
         let inner = &self.inner;
         match inner.endpoints.admit(&c.endpoint, c.is_retry, self.now) {
-            Admission::Go => Verdict::Take,
-            Admission::Hold(_) => Verdict::HoldEndpoint,
-            Admission::HoldRetries(_) => {
+            Ok(admission) => {
+                self.admitted
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.seq, admission);
+                Verdict::Take
+            }
+            Err(Admission::Go(_)) => unreachable!("an admission to go is returned as Ok"),
+            Err(Admission::Hold(_)) => Verdict::HoldEndpoint,
+            Err(Admission::HoldRetries(_)) => {
                 count_budget_rejection(inner, &c.endpoint);
                 Verdict::HoldRetries
             }
-            Admission::FailRetry(hold) => {
+            Err(Admission::FailRetry(hold)) => {
                 count_budget_rejection(inner, &c.endpoint);
                 self.holds
                     .lock()
@@ -718,16 +733,17 @@ impl Admit for EndpointAdmit {
     }
 
     fn not_leased(&mut self, c: &Candidate) {
-        let failing = self
-            .holds
+        self.holds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&c.seq)
-            .is_some();
-        // Only a job admitted to run counted as in flight.
-        if !failing {
-            self.inner.endpoints.cancel(&c.endpoint);
-        }
+            .remove(&c.seq);
+        // Dropped, the admission is released.
+        let admission = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&c.seq);
+        drop(admission);
     }
 }
 
@@ -735,6 +751,7 @@ fn spawn_attempt(
     inner: &Arc<Inner>,
     job: Job,
     attempt: tokio::sync::OwnedSemaphorePermit,
+    admission: Admitted,
     lines: &Lines,
 ) {
     let mut in_flight = inner.lock_in_flight();
@@ -745,7 +762,7 @@ fn spawn_attempt(
         run: None,
         recording: lines.recording.clone(),
     };
-    let task = tokio::spawn(run_attempt(inner.clone(), job, slot));
+    let task = tokio::spawn(run_attempt(inner.clone(), job, slot, admission));
     in_flight.insert(id, task.abort_handle());
 }
 
@@ -757,8 +774,10 @@ async fn fail_retries(
     mut holds: HashMap<i64, Hold>,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    for job in jobs {
+    let mut jobs = jobs.into_iter();
+    while let Some(job) = jobs.next() {
         let Some(hold) = holds.remove(&job.seq) else {
+            release(inner, vec![job.id]).await;
             continue;
         };
         let endpoint = &job.endpoint;
@@ -799,7 +818,12 @@ async fn fail_retries(
             deferrals: job.deferrals,
             last_delay_ms: job.last_delay_ms,
         };
-        inner.store.job_record_attempt(params).await?;
+        if let Err(e) = inner.store.job_record_attempt(params).await {
+            // This job and the rest go back to the queue rather than wait to be rescued.
+            let ids = std::iter::once(job.id).chain(jobs.map(|j| j.id)).collect();
+            release(inner, ids).await;
+            return Err(e);
+        }
         inner.metrics.inc(
             "redial_dead_letters_total",
             &[("category", DeadCategory::BudgetExhausted.as_str())],
@@ -808,10 +832,11 @@ async fn fail_retries(
     Ok(())
 }
 
-async fn release_one(inner: &Inner, id: JobId) {
+/// Gives leases back to the store, uncounted: the jobs run again later.
+async fn release(inner: &Inner, ids: Vec<JobId>) {
     let params = ReleaseParams {
         owner: inner.config.worker_id.clone(),
-        ids: vec![id],
+        ids,
         now: inner.clock.now(),
     };
     if let Err(e) = inner.store.job_release(params).await {
@@ -821,11 +846,16 @@ async fn release_one(inner: &Inner, id: JobId) {
 
 /// Waits for a run slot. A job that had to wait starts only if its endpoint still lets it: no
 /// pause or open breaker came down meanwhile, and after a long wait a fresh admission. Otherwise,
-/// or when a shutdown begins first, the job is given back unstarted (no attempt counted) and
-/// `None` returned.
-async fn wait_to_start(inner: &Inner, job: &Job, slot: &Slot) -> Option<OwnedSemaphorePermit> {
+/// or when a shutdown begins first, the job is given back unstarted (no attempt counted), its
+/// admission released, and `None` returned.
+async fn wait_to_start(
+    inner: &Inner,
+    job: &Job,
+    slot: &Slot,
+    admission: Admitted,
+) -> Option<(OwnedSemaphorePermit, Admitted)> {
     if let Ok(run) = slot.running.clone().try_acquire_owned() {
-        return Some(run);
+        return Some((run, admission));
     }
     let since = std::time::Instant::now();
     let run = tokio::select! {
@@ -833,28 +863,31 @@ async fn wait_to_start(inner: &Inner, job: &Job, slot: &Slot) -> Option<OwnedSem
         _ = inner.shutdown.wait() => None,
     };
     let Some(run) = run else {
+        drop(admission);
         give_back(inner, job, true).await;
         return None;
     };
     let now = inner.clock.now();
     if since.elapsed() > FRESH_ADMISSION {
-        inner.endpoints.cancel(&job.endpoint);
-        if inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) != Admission::Go {
-            // Not admitted now: nothing of it is counted in flight.
-            give_back_lease(inner, job).await;
-            return None;
+        drop(admission);
+        match inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) {
+            Ok(fresh) => return Some((run, fresh)),
+            Err(_) => {
+                give_back(inner, job, false).await;
+                return None;
+            }
         }
     } else if inner.endpoints.stopped_by(&job.endpoint, now).is_some() {
+        drop(admission);
         give_back(inner, job, false).await;
         return None;
     }
-    Some(run)
+    Some((run, admission))
 }
 
-/// Gives a leased job that did not start back to the store (it runs again later, uncounted) and
-/// takes back its endpoint admission. `at_shutdown`: counted in the shutdown's report.
+/// Gives a leased job that did not start back to the store (it runs again later, uncounted).
+/// Its admission was released by its owner. `at_shutdown`: counted in the shutdown's report.
 async fn give_back(inner: &Inner, job: &Job, at_shutdown: bool) {
-    inner.endpoints.cancel(&job.endpoint);
     if at_shutdown {
         // Under the in-flight lock, as the shutdown reads it (see `given_back_unstarted`).
         let mut in_flight = inner.lock_in_flight();
@@ -862,11 +895,7 @@ async fn give_back(inner: &Inner, job: &Job, at_shutdown: bool) {
             inner.given_back_unstarted.fetch_add(1, Ordering::Relaxed);
         }
     }
-    give_back_lease(inner, job).await;
-}
-
-async fn give_back_lease(inner: &Inner, job: &Job) {
-    release_one(inner, job.id.clone()).await;
+    release(inner, vec![job.id.clone()]).await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
     if let Some(n) = inner.wakers.get(&job.queue) {
@@ -876,8 +905,8 @@ async fn give_back_lease(inner: &Inner, job: &Job) {
 
 /// One attempt: wait for a run slot, run, decide, record. Holds its lease slot until the outcome
 /// is decided, then a place in the recording line until the result is durable.
-async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot) {
-    let Some(run) = wait_to_start(&inner, &job, &slot).await else {
+async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot, admission: Admitted) {
+    let Some((run, admission)) = wait_to_start(&inner, &job, &slot, admission).await else {
         return;
     };
     slot.run = Some(run);
@@ -905,10 +934,21 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot) {
     });
     let sent = traced.as_ref().map_or(&job, |(_, _, j)| j);
     // The HTTP executor enforces the limit itself; this bound (with a second's slack) holds
-    // custom handlers to it too.
-    let output = match tokio::time::timeout(limit + Duration::from_secs(1), handler.run(sent)).await
-    {
-        Ok(out) => out,
+    // custom handlers to it too. A handler that panics has an unknown outcome: it may have acted.
+    let run = std::panic::AssertUnwindSafe(handler.run(sent)).catch_unwind();
+    let output = match tokio::time::timeout(limit + Duration::from_secs(1), run).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(panic)) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            tracing::error!(job = %job.id, panic = %what, "the handler panicked");
+            AttemptOutput::from_outcome(Outcome::Handler(HandlerOutcome::Unknown {
+                reason: format!("the handler panicked: {what}"),
+            }))
+        }
         Err(_) => AttemptOutput {
             error_detail: Some(format!(
                 "the handler did not return within {}ms",
@@ -925,7 +965,7 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot) {
         held,
         span: traced.map(|(ctx, span_id, _)| (ctx, span_id)),
     };
-    record(&inner, &job, ran, slot).await;
+    record(&inner, &job, ran, slot, admission).await;
     inner.lock_in_flight().remove(&job.id);
     inner.attempt_done.notify_waiters();
 }
@@ -988,7 +1028,7 @@ struct Ran {
     span: Option<(JobContext, [u8; 8])>,
 }
 
-async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot) {
+async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot, admission: Admitted) {
     let Ran {
         output,
         started_at,
@@ -1005,6 +1045,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot) {
         enqueued_at: job.created_at,
         deadline: job.deadline,
         has_idempotency_key: job.idempotency_key.is_some(),
+        method: redial_policy::Method::from_name(&job.request.method),
         last_delay: job.last_delay_ms.map(Duration::from_millis),
     };
     let decision = {
@@ -1014,9 +1055,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot) {
     let after = counters.after(&decision);
     // The endpoint learns first, so that a pause applies to the next lease at once, and to a
     // job leased ahead that takes the run slot freed here.
-    inner
-        .endpoints
-        .finish(&job.endpoint, now, observe(&output, &decision, now));
+    admission.finish(now, observe(&output, &decision, now));
     drop(slot.run.take());
     // The next attempt may start while this result is written. A finished attempt frees a
     // slot and may lift an endpoint's hold, for any queue.

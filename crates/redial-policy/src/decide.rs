@@ -2,7 +2,8 @@
 //! what happens to the job next.
 //!
 //! Owns the ceilings (attempts, unknown attempts, deferrals, deadline), the choice between a
-//! server-given wait and backoff, and the one-line human reason. Does not own storage or time:
+//! server-given wait and backoff (and, for an unknown outcome, which backoff: see `repeat`), and
+//! the one-line human reason. Does not own storage or time:
 //! the caller applies the decision and passes `now` in.
 
 use crate::classify::{classify, status_phrase, Basis, Category, Classification};
@@ -10,6 +11,7 @@ use crate::duration::Human;
 use crate::jitter::Jitter;
 use crate::outcome::{HandlerOutcome, Outcome};
 use crate::policy::Policy;
+use crate::repeat::{Method, UnknownBackoff};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::fmt::{self, Write};
@@ -30,12 +32,15 @@ pub struct JobCounters {
     pub deadline: Option<Timestamp>,
     /// Whether the request carried an idempotency key.
     pub has_idempotency_key: bool,
+    /// The request's method: with the key, whether an unknown outcome is safe to repeat.
+    pub method: Method,
     /// The delay chosen after the previous attempt; decorrelated jitter grows from it.
     pub last_delay: Option<Duration>,
 }
 
 impl JobCounters {
-    /// A job enqueued at `enqueued_at` that has not run yet.
+    /// A job enqueued at `enqueued_at` that has not run yet: a POST without an idempotency key,
+    /// the cautious assumption.
     pub fn new(enqueued_at: Timestamp) -> Self {
         JobCounters {
             failures: 0,
@@ -44,6 +49,7 @@ impl JobCounters {
             enqueued_at,
             deadline: None,
             has_idempotency_key: false,
+            method: Method::Post,
             last_delay: None,
         }
     }
@@ -175,6 +181,9 @@ pub struct Decision {
     pub classification: Classification,
     /// One line fit for a dashboard: `429 rate limited; Retry-After 30s; deferral 3 of 20`.
     pub reason: String,
+    /// For an unknown outcome whose delay came from a backoff (not a server-given wait): which
+    /// backoff and why. The reason says the same in words.
+    pub unknown_backoff: Option<UnknownBackoff>,
 }
 
 impl Decision {
@@ -198,11 +207,21 @@ pub fn decide(
     let classification = classify(outcome, job.has_idempotency_key, policy, now);
     let mut reason = String::with_capacity(96);
     describe_outcome(&mut reason, outcome, &classification);
-    let action = act(&classification, job, policy, now, jitter, &mut reason);
+    let mut unknown_backoff = None;
+    let action = act(
+        &classification,
+        job,
+        policy,
+        now,
+        jitter,
+        &mut reason,
+        &mut unknown_backoff,
+    );
     Decision {
         action,
         classification,
         reason,
+        unknown_backoff,
     }
 }
 
@@ -213,6 +232,7 @@ fn act(
     now: Timestamp,
     jitter: &mut dyn Jitter,
     reason: &mut String,
+    unknown_backoff: &mut Option<UnknownBackoff>,
 ) -> Action {
     // Writing to a String cannot fail, so the results of write! below are ignored.
     let (failure_no, unknown_no) = (job.failures + 1, job.unknown_failures + 1);
@@ -274,7 +294,21 @@ fn act(
                 reason.push_str(", retries exhausted");
                 return Action::Dead(DeadCategory::UnknownExhausted);
             }
-            wait_or_backoff(c, &policy.unknown, failure_no, job, policy, jitter, reason)
+            // A repeat that is safe need not wait as long; it still counted above.
+            let rule = UnknownBackoff::choose(job.method, job.has_idempotency_key, policy);
+            if c.server_wait.is_none() {
+                let _ = write!(reason, "; {rule}");
+                *unknown_backoff = Some(rule);
+            }
+            wait_or_backoff(
+                c,
+                rule.backoff(policy),
+                failure_no,
+                job,
+                policy,
+                jitter,
+                reason,
+            )
         }
     };
 

@@ -28,6 +28,7 @@ mod jitter;
 mod outcome;
 mod policy;
 mod quota;
+mod repeat;
 mod time;
 mod wait;
 
@@ -41,5 +42,6 @@ pub use policy::{
     is_http_token, BackoffOverride, Policy, PolicyError, PolicyOverride, Rule, StatusMatch,
 };
 pub use quota::{quota, Quota, RequestQuota};
+pub use repeat::{Method, UnknownBackoff};
 pub use time::Timestamp;
 pub use wait::{server_wait, ServerWait};

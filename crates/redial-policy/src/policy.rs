@@ -43,6 +43,10 @@ pub struct Policy {
     pub transient: Backoff,
     /// Backoff for unknown failures: a longer base than transient.
     pub unknown: Backoff,
+    /// Whether an unknown outcome on a request that is safe to repeat (an idempotent method, RFC
+    /// 9110 section 9.2.2, or an idempotency key) waits the `transient` backoff instead of
+    /// `unknown`. It still counts against `max_unknown_attempts`.
+    pub safe_repeat_transient_backoff: bool,
     /// Backoff for deferrals that came without a server-given wait (a bare 429).
     pub deferral: Backoff,
     /// Overrides of the built-in table, first match wins.
@@ -72,6 +76,7 @@ impl Default for Policy {
                 factor: 2.0,
                 cap: Duration::from_secs(1800),
             },
+            safe_repeat_transient_backoff: true,
             deferral: Backoff {
                 strategy: Strategy::EqualJitter,
                 base: Duration::from_secs(5),
@@ -110,6 +115,9 @@ impl Policy {
                 .unwrap_or_else(|| self.defer_with_server_wait.clone()),
             transient: merge_backoff(&self.transient, &o.transient),
             unknown: merge_backoff(&self.unknown, &o.unknown),
+            safe_repeat_transient_backoff: o
+                .safe_repeat_transient_backoff
+                .unwrap_or(self.safe_repeat_transient_backoff),
             deferral: merge_backoff(&self.deferral, &o.deferral),
             rules: o
                 .rules
@@ -198,6 +206,8 @@ pub struct PolicyOverride {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unknown: Option<BackoffOverride>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub safe_repeat_transient_backoff: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub deferral: Option<BackoffOverride>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rules: Option<Vec<Rule>>,
@@ -231,6 +241,7 @@ impl From<Policy> for PolicyOverride {
             defer_with_server_wait: Some(p.defer_with_server_wait),
             transient: b(p.transient),
             unknown: b(p.unknown),
+            safe_repeat_transient_backoff: Some(p.safe_repeat_transient_backoff),
             deferral: b(p.deferral),
             rules: Some(p.rules),
         }

@@ -132,3 +132,28 @@ fn a_policy_round_trips_through_json() {
         p
     );
 }
+
+#[test]
+fn safe_repeat_transient_backoff_overrides_like_any_field() {
+    let queue = parse("safe_repeat_transient_backoff = false").expect("valid");
+    assert!(!queue.safe_repeat_transient_backoff);
+    let unset: PolicyOverride = toml::from_str("max_attempts = 4").expect("valid override");
+    assert!(
+        !queue
+            .merged(&unset)
+            .expect("valid merge")
+            .safe_repeat_transient_backoff
+    );
+    let on: PolicyOverride =
+        toml::from_str("safe_repeat_transient_backoff = true").expect("valid override");
+    assert!(
+        queue
+            .merged(&on)
+            .expect("valid merge")
+            .safe_repeat_transient_backoff
+    );
+    assert_eq!(
+        PolicyOverride::from(Policy::default()).safe_repeat_transient_backoff,
+        Some(true)
+    );
+}

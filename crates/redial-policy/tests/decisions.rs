@@ -516,3 +516,221 @@ fn backoff_strategies_from_policy() {
     };
     check_with(&decorrelated, resp(503, &[]), job, "retry transient 15.5s");
 }
+
+/// A job whose request is `method`, without an idempotency key.
+fn request(method: &str) -> JobCounters {
+    JobCounters {
+        method: Method::from_name(method),
+        ..fresh()
+    }
+}
+
+fn request_with(method: &str, failures: u32, unknown: u32) -> JobCounters {
+    JobCounters {
+        method: Method::from_name(method),
+        ..counts(failures, unknown, 0)
+    }
+}
+
+/// RFC 9110 section 9.2.2: an unknown outcome on a request that is safe to repeat waits the
+/// transient backoff (base 2s, so 1s here), otherwise the unknown one (base 30s, so 15s).
+#[test]
+fn unknown_outcomes_wait_by_whether_a_repeat_is_safe() {
+    for m in ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"] {
+        check(resp(500, &[]), request(m), "retry unknown 1s");
+    }
+    for m in ["POST", "PATCH", "CONNECT", "SEND", "get"] {
+        check(resp(500, &[]), request(m), "retry unknown 15s");
+    }
+    let keyed = |m: &str| JobCounters {
+        has_idempotency_key: true,
+        ..request(m)
+    };
+    check(resp(500, &[]), keyed("POST"), "retry unknown 1s");
+    check(resp(500, &[]), keyed("SEND"), "retry unknown 1s");
+    check(
+        err("truncated-response"),
+        request("PUT"),
+        "retry unknown 1s",
+    );
+    check(err("tls"), request("POST"), "retry unknown 15s");
+    check(
+        Outcome::Handler(HandlerOutcome::Unknown {
+            reason: "no reply".into(),
+        }),
+        keyed("SEND"),
+        "retry unknown 1s",
+    );
+    // A reset is transient by the table; a rule that makes it unknown gets the same treatment.
+    check(
+        err("connection-reset"),
+        request("PUT"),
+        "retry transient 1s",
+    );
+    let resets_unknown: Policy = toml::from_str(
+        "server_wait_jitter = \"0s\"\n[[rules]]\nerror = \"connection-reset\"\ncategory = \"unknown\"",
+    )
+    .expect("test policy parses");
+    check_with(
+        &resets_unknown,
+        err("connection-reset"),
+        request("PUT"),
+        "retry unknown 1s",
+    );
+    check_with(
+        &resets_unknown,
+        err("connection-reset"),
+        request("POST"),
+        "retry unknown 15s",
+    );
+    // The exponent counts every failure, as for transient outcomes.
+    check(
+        resp(500, &[]),
+        request_with("GET", 4, 1),
+        "retry unknown 16s",
+    );
+    check(
+        resp(500, &[]),
+        request_with("POST", 4, 1),
+        "retry unknown 4m",
+    );
+}
+
+#[test]
+fn the_reason_names_the_rule_that_picked_the_backoff() {
+    let d = check(resp(500, &[]), request("GET"), "retry unknown 1s");
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 1 of 10, unknown outcome 1 of 3; \
+         transient backoff: GET is idempotent (RFC 9110 9.2.2); full jitter backoff 1s"
+    );
+    assert_eq!(
+        d.unknown_backoff,
+        Some(UnknownBackoff::IdempotentMethod(Method::Get))
+    );
+    let d = check(resp(500, &[]), with_key(), "retry unknown 1s");
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 1 of 10, unknown outcome 1 of 3; \
+         transient backoff: the request carries an idempotency key; full jitter backoff 1s"
+    );
+    assert_eq!(d.unknown_backoff, Some(UnknownBackoff::IdempotencyKey));
+    let d = check(resp(500, &[]), fresh(), "retry unknown 15s");
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 1 of 10, unknown outcome 1 of 3; \
+         unknown backoff: POST without an idempotency key may have taken effect; full jitter backoff 15s"
+    );
+    assert_eq!(
+        d.unknown_backoff,
+        Some(UnknownBackoff::NotSafeToRepeat(Method::Post))
+    );
+    let d = check(err("tls"), request("SEND"), "retry unknown 15s");
+    assert!(
+        d.reason.contains(
+            "; unknown backoff: an extension method without an idempotency key may have taken effect;"
+        ),
+        "{}",
+        d.reason
+    );
+    // A server-given wait wins over either backoff, so no rule is named.
+    let d = check(
+        resp(500, &[("Retry-After", "7")]),
+        request("GET"),
+        "retry unknown 7s",
+    );
+    assert_eq!(d.unknown_backoff, None);
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 1 of 10, unknown outcome 1 of 3; Retry-After 7s"
+    );
+    // Other categories never name it.
+    let d = check(resp(503, &[]), request("GET"), "retry transient 1s");
+    assert_eq!(d.unknown_backoff, None);
+}
+
+#[test]
+fn a_safe_repeat_still_counts_as_unknown() {
+    let d = check(
+        resp(500, &[]),
+        request_with("GET", 4, 2),
+        "dead unknown_exhausted",
+    );
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 5 of 10, unknown outcome 3 of 3, retries exhausted"
+    );
+    assert_eq!(d.unknown_backoff, None);
+    let job = JobCounters {
+        has_idempotency_key: true,
+        ..counts(1, 1, 0)
+    };
+    let d = check(resp(500, &[]), job, "retry unknown 2s");
+    let next = job.after(&d);
+    assert_eq!((next.failures, next.unknown_failures), (2, 2));
+    check(resp(500, &[]), next, "dead unknown_exhausted");
+    check(
+        resp(500, &[]),
+        request_with("PUT", 9, 0),
+        "dead unknown_exhausted",
+    );
+}
+
+#[test]
+fn a_safe_repeat_stays_within_the_transient_cap() {
+    let long = Policy {
+        max_attempts: 40,
+        max_unknown_attempts: 40,
+        ..policy()
+    };
+    // Transient: cap 10m, so 5m at jitter 0.5; the unknown backoff would give 15m (cap 30m).
+    check_with(
+        &long,
+        resp(500, &[]),
+        request_with("GET", 20, 0),
+        "retry unknown 5m",
+    );
+    check_with(
+        &long,
+        resp(500, &[]),
+        request_with("POST", 20, 0),
+        "retry unknown 15m",
+    );
+    for u in [0.0, 0.5, 0.999_999] {
+        let d = decide(
+            &resp(500, &[]),
+            &request_with("DELETE", 30, 0),
+            &long,
+            now(),
+            &mut FixedJitter(u),
+        );
+        let delay = d.action.delay().expect("a retry has a delay");
+        assert!(delay <= long.transient.cap, "{delay:?} at jitter {u}");
+    }
+}
+
+#[test]
+fn the_policy_can_keep_the_unknown_backoff_for_every_request() {
+    let cautious = Policy {
+        safe_repeat_transient_backoff: false,
+        ..policy()
+    };
+    for job in [request("GET"), request("PUT"), with_key(), fresh()] {
+        check_with(&cautious, resp(500, &[]), job, "retry unknown 15s");
+    }
+    let d = check_with(
+        &cautious,
+        resp(500, &[]),
+        request("GET"),
+        "retry unknown 15s",
+    );
+    assert_eq!(d.unknown_backoff, Some(UnknownBackoff::PolicyOff));
+    assert_eq!(
+        d.reason,
+        "500 internal server error; attempt 1 of 10, unknown outcome 1 of 3; \
+         unknown backoff: safe_repeat_transient_backoff is off; full jitter backoff 15s"
+    );
+    let from_toml: Policy =
+        toml::from_str("safe_repeat_transient_backoff = false").expect("test policy parses");
+    assert!(!from_toml.safe_repeat_transient_backoff);
+}

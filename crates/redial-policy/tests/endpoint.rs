@@ -39,7 +39,7 @@ fn observed(class: ResultClass) -> Observed {
 
 fn kind(a: &Admission) -> String {
     match a {
-        Admission::Go => "go".into(),
+        Admission::Go(_) => "go".into(),
         Admission::Hold(h) => format!("hold {:?}", h.kind),
         Admission::HoldRetries(h) => format!("hold-retries {:?}", h.kind),
         Admission::FailRetry(h) => format!("fail-retry {:?}", h.kind),
@@ -57,7 +57,7 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
     let mut s = EndpointState::default();
     let mut o = observed(ResultClass::Neutral);
     o.server_wait = Some((Duration::from_secs(30), "429 Retry-After 30s".into()));
-    s.record(&cfg, T0, &o);
+    s.record(&cfg, T0, Permit::default(), &o);
     let a = s.admit(&cfg, at(29_999), false, 0);
     let Admission::Hold(h) = &a else {
         panic!("{a:?}")
@@ -66,7 +66,7 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
     assert!(h.reason.contains("429 Retry-After 30s"), "{}", h.reason);
     // After the pause: 2 in the first step, 4 more in the second (ramp_initial 2, doubling).
     let mut went = 0;
-    while s.admit(&cfg, at(30_000), false, 0) == Admission::Go {
+    while s.admit(&cfg, at(30_000), false, 0).is_go() {
         went += 1;
     }
     assert_eq!(went, 2);
@@ -75,7 +75,7 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
         Some("endpoint pause (429 Retry-After 30s)")
     );
     assert_eq!(kind(&s.admit(&cfg, at(30_500), false, 0)), "hold Ramp");
-    while s.admit(&cfg, at(31_000), false, 0) == Admission::Go {
+    while s.admit(&cfg, at(31_000), false, 0).is_go() {
         went += 1;
     }
     assert_eq!(went, 6);
@@ -85,7 +85,7 @@ fn a_pause_holds_everything_then_slow_start_releases_gradually() {
     );
     // After the ramp, no limit.
     for _ in 0..1000 {
-        assert_eq!(s.admit(&cfg, at(40_000), false, 0), Admission::Go);
+        assert!(s.admit(&cfg, at(40_000), false, 0).is_go());
     }
 }
 
@@ -102,65 +102,177 @@ fn a_later_pause_extends_an_earlier_one_never_shortens_it() {
     assert_eq!(s.paused_until, Some(at(20_000)));
 }
 
-#[test]
-fn the_breaker_opens_probes_and_closes() {
-    let cfg = EndpointConfig {
+/// The permit of an admission that must go.
+fn go(a: Admission) -> Permit {
+    match a {
+        Admission::Go(p) => p,
+        other => panic!("expected go, got {other:?}"),
+    }
+}
+
+fn breaker_cfg() -> EndpointConfig {
+    EndpointConfig {
         breaker: BreakerConfig {
             open_for: Duration::from_secs(30),
             ..BreakerConfig::default()
         },
         ..bare()
-    };
-    let mut s = EndpointState::default();
-    for i in 0..19 {
-        let class = if i % 2 == 0 {
-            ResultClass::Failure
-        } else {
-            ResultClass::Success
-        };
-        s.record(&cfg, at(i), &observed(class));
-        s.record(&cfg, at(i), &observed(ResultClass::Neutral));
     }
+}
+
+/// A closed breaker fed `n` results of `class`, as retries when `retry`.
+fn feed(
+    s: &mut EndpointState,
+    cfg: &EndpointConfig,
+    t: i64,
+    n: u32,
+    retry: bool,
+    class: ResultClass,
+) {
+    for _ in 0..n {
+        let p = go(s.admit(cfg, at(t), retry, 0));
+        s.record(cfg, at(t), p, &observed(class));
+    }
+}
+
+#[test]
+fn a_flaky_endpoint_whose_retries_succeed_keeps_its_breaker_closed() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    // Every first call fails, all before any retry (a backlog), then every retry succeeds.
+    feed(&mut s, &cfg, 0, 300, false, ResultClass::Failure);
     assert_eq!(
         s.breaker,
         BreakerState::Closed,
-        "19 calls is under the minimum throughput"
+        "first failures alone never open it"
     );
-    s.record(&cfg, at(20), &observed(ResultClass::Failure));
+    feed(&mut s, &cfg, 1_000, 300, true, ResultClass::Success);
+    assert_eq!(s.breaker, BreakerState::Closed);
+    // Retries failing now and then among successes: under the ratio, still closed.
+    feed(&mut s, &cfg, 2_000, 200, true, ResultClass::Failure);
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "200 failed retries against 300 successes"
+    );
+}
+
+#[test]
+fn retries_that_fail_again_open_the_breaker() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 50, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 1, 9, true, ResultClass::Failure);
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "9 is under the minimum throughput"
+    );
+    feed(&mut s, &cfg, 20, 1, true, ResultClass::Failure);
     assert_eq!(s.breaker, BreakerState::Open { until: at(30_020) });
-    assert!(s
-        .breaker_history
-        .back()
-        .expect("event")
-        .reason
-        .contains("11 of 20 calls failed"));
+    let why = &s.breaker_history.back().expect("event").reason;
+    assert_eq!(why, "10 retries failed again against 0 successes in 30s");
     assert_eq!(kind(&s.admit(&cfg, at(30_019), false, 0)), "hold Breaker");
-    // Half-open: three probes, then hold.
-    for _ in 0..3 {
-        assert_eq!(s.admit(&cfg, at(30_020), false, 0), Admission::Go);
-    }
-    assert_eq!(kind(&s.admit(&cfg, at(30_020), false, 3)), "hold Breaker");
-    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
-    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
+    // Neutral answers (a 400, a deferral) count for nothing.
+    let mut n = EndpointState::default();
+    feed(&mut n, &cfg, 0, 10, true, ResultClass::Neutral);
+    feed(&mut n, &cfg, 0, 9, true, ResultClass::Failure);
+    assert_eq!(n.breaker, BreakerState::Closed);
+}
+
+/// An endpoint whose breaker opened at 0 and is half-open at 30 s.
+fn half_open(cfg: &EndpointConfig) -> EndpointState {
+    let mut s = EndpointState::default();
+    feed(&mut s, cfg, 0, 10, true, ResultClass::Failure);
+    assert_eq!(s.breaker, BreakerState::Open { until: at(30_000) });
+    s
+}
+
+#[test]
+fn half_open_decides_on_the_probes_failure_ratio() {
+    let cfg = breaker_cfg();
+    // Three probes, then hold; one failure among them does not reopen it, two successes close.
+    let mut s = half_open(&cfg);
+    let [p0, p1, p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    assert!([&p0, &p1, &p2].iter().all(|p| p.is_probe()));
+    let a = s.admit(&cfg, at(30_000), false, 3);
+    assert_eq!(kind(&a), "hold Breaker");
+    s.record(&cfg, at(30_100), p0, &observed(ResultClass::Failure));
+    assert!(
+        matches!(s.breaker, BreakerState::HalfOpen { .. }),
+        "one failed probe of three"
+    );
+    s.record(&cfg, at(30_100), p1, &observed(ResultClass::Success));
     assert!(matches!(s.breaker, BreakerState::HalfOpen { .. }));
-    s.record(&cfg, at(30_100), &observed(ResultClass::Success));
+    s.record(&cfg, at(30_100), p2, &observed(ResultClass::Success));
     assert_eq!(s.breaker, BreakerState::Closed);
     assert!(s.ramp_started.is_some(), "traffic ramps back up");
     let names: Vec<_> = s.breaker_history.iter().map(|e| e.to.as_str()).collect();
     assert_eq!(names, ["open", "half_open", "closed"]);
+    assert_eq!(s.breaker_opens, 0);
 
-    // A failed probe reopens.
-    let mut s2 = EndpointState::default();
-    for i in 0..20 {
-        s2.record(&cfg, at(i), &observed(ResultClass::Failure));
-    }
-    assert_eq!(s2.admit(&cfg, at(40_000), false, 0), Admission::Go);
-    s2.record(&cfg, at(40_001), &observed(ResultClass::Failure));
+    // Two failed probes of three reopen it, for twice as long.
+    let mut s = half_open(&cfg);
+    let p1 = go(s.admit(&cfg, at(30_000), true, 0));
+    let p2 = go(s.admit(&cfg, at(30_000), true, 0));
+    s.record(&cfg, at(30_001), p1, &observed(ResultClass::Failure));
+    s.record(&cfg, at(30_001), p2, &observed(ResultClass::Failure));
+    assert_eq!(s.breaker, BreakerState::Open { until: at(90_001) });
+    let why = &s.breaker_history.back().expect("event").reason;
+    assert_eq!(why, "2 of 3 probes failed (0 succeeded)");
+}
+
+#[test]
+fn every_probe_ends_whatever_its_outcome() {
+    let cfg = breaker_cfg();
+    // The observed case: probes answered 200, 400, 200. The 400 counts for nothing and frees
+    // its place; another probe goes; two successes close the breaker.
+    let mut s = half_open(&cfg);
+    let [p0, p1, p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    s.record(&cfg, at(30_010), p0, &observed(ResultClass::Success));
+    s.record(&cfg, at(30_010), p1, &observed(ResultClass::Neutral));
+    let fourth = go(s.admit(&cfg, at(30_010), false, 1));
+    assert!(fourth.is_probe(), "the 400's place went to another probe");
+    s.record(&cfg, at(30_020), p2, &observed(ResultClass::Success));
+    assert_eq!(s.breaker, BreakerState::Closed);
+    // The fourth probe ends after the close: it counts as an ordinary result.
+    s.record(&cfg, at(30_030), fourth, &observed(ResultClass::Failure));
+    assert_eq!(s.breaker, BreakerState::Closed);
+
+    // A probe that never ran (given back, lease lost, shutdown) frees its place too.
+    let mut s = half_open(&cfg);
+    let [p0, _p1, _p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    assert_eq!(kind(&s.admit(&cfg, at(30_000), false, 3)), "hold Breaker");
+    s.release(&cfg, at(30_000), p0);
+    assert!(s.admit(&cfg, at(30_000), false, 2).is_go());
+
+    // A result of an attempt admitted before the breaker opened does not count as a probe.
+    let mut s = EndpointState::default();
+    let early = go(s.admit(&cfg, at(0), true, 0));
+    feed(&mut s, &cfg, 0, 10, true, ResultClass::Failure);
+    let probe = go(s.admit(&cfg, at(30_000), false, 1));
+    s.record(&cfg, at(30_001), early, &observed(ResultClass::Failure));
     assert_eq!(
-        s2.breaker,
-        BreakerState::Open { until: at(100_001) },
-        "a failed probe doubles the open time"
+        s.breaker,
+        BreakerState::HalfOpen {
+            in_flight: 1,
+            succeeded: 0,
+            failed: 0
+        }
     );
+    s.release(&cfg, at(30_002), probe);
+
+    // After a restart no probe is in flight, whatever was saved.
+    let mut s = half_open(&cfg);
+    for _ in 0..3 {
+        let _ = go(s.admit(&cfg, at(30_000), false, 0));
+    }
+    let json = serde_json::to_string(&s).expect("serialises");
+    let mut back: EndpointState = serde_json::from_str(&json).expect("reads back");
+    assert!(back.admit(&cfg, at(30_000), false, 0).is_go());
 }
 
 #[test]
@@ -172,14 +284,14 @@ fn gcra_spaces_requests_and_allows_the_burst() {
     };
     let mut s = EndpointState::default();
     for _ in 0..3 {
-        assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+        assert!(s.admit(&cfg, T0, false, 0).is_go());
     }
     let a = s.admit(&cfg, T0, false, 0);
     let Admission::Hold(h) = &a else {
         panic!("{a:?}")
     };
     assert_eq!((h.kind, h.until), (HoldKind::Rate, Some(at(100))));
-    assert_eq!(s.admit(&cfg, at(100), false, 0), Admission::Go);
+    assert!(s.admit(&cfg, at(100), false, 0).is_go());
     assert_eq!(
         s.last_hold,
         Some(("rate limit 10/1s".to_owned(), at(100))),
@@ -189,7 +301,7 @@ fn gcra_spaces_requests_and_allows_the_burst() {
     // Over a long run the count stays within rate x time + burst.
     let mut went = 0;
     for ms in (1_000..11_000).step_by(10) {
-        if s.admit(&cfg, at(ms), false, 0) == Admission::Go {
+        if s.admit(&cfg, at(ms), false, 0).is_go() {
             went += 1;
         }
     }
@@ -213,30 +325,28 @@ fn learned_quotas_stop_before_the_429() {
         T0,
     );
     o.others_in_flight = 1;
-    s.record(&cfg, T0, &o);
+    s.record(&cfg, T0, Permit::default(), &o);
     assert_eq!(
         (s.quota_limit, s.quota_tokens),
         (Some(5), Some(2)),
         "one more may already be counted"
     );
-    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
-    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    assert!(s.admit(&cfg, T0, false, 0).is_go());
+    assert!(s.admit(&cfg, T0, false, 0).is_go());
     let a = s.admit(&cfg, at(999), false, 0);
     let Admission::Hold(h) = &a else {
         panic!("{a:?}")
     };
     assert_eq!((h.kind, h.until), (HoldKind::Quota, Some(at(1_000))));
     for _ in 0..5 {
-        assert_eq!(
-            s.admit(&cfg, at(1_000), false, 0),
-            Admission::Go,
+        assert!(
+            s.admit(&cfg, at(1_000), false, 0).is_go(),
             "the limit again after the reset"
         );
     }
     assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 1)), "hold Quota");
-    assert_eq!(
-        s.admit(&cfg, at(1_000), false, 0),
-        Admission::Go,
+    assert!(
+        s.admit(&cfg, at(1_000), false, 0).is_go(),
         "with nothing in flight, one probe"
     );
 
@@ -250,7 +360,7 @@ fn learned_quotas_stop_before_the_429() {
         T0,
     );
     let mut s = EndpointState::default();
-    s.record(&cfg, T0, &o);
+    s.record(&cfg, T0, Permit::default(), &o);
     assert_eq!(s.paused_until, Some(at(6_000)));
     assert!(s
         .pause_reason
@@ -276,7 +386,7 @@ fn succeed(s: &mut EndpointState, cfg: &EndpointConfig, now: Timestamp, n: usize
             "go",
             "attempt {i} at {now}"
         );
-        s.record(cfg, now, &observed(ResultClass::Success));
+        s.record(cfg, now, Permit::default(), &observed(ResultClass::Success));
     }
 }
 
@@ -290,14 +400,14 @@ fn a_limit_inferred_from_429s_counts_one_window_only() {
     let mut s = EndpointState::default();
     succeed(&mut s, &cfg, at(10), 50);
     assert_eq!(kind(&s.admit(&cfg, at(20), false, 0)), "go");
-    s.record(&cfg, at(20), &refused(80));
+    s.record(&cfg, at(20), Permit::default(), &refused(80));
     assert_eq!((s.quota_limit, s.quota_tokens), (Some(50), Some(0)));
     assert_eq!(kind(&s.admit(&cfg, at(99), false, 0)), "hold Pause");
 
     // The next window: the 50, then one probe finds it full.
     succeed(&mut s, &cfg, at(100), 50);
     assert_eq!(kind(&s.admit(&cfg, at(110), false, 0)), "go");
-    s.record(&cfg, at(110), &refused(90));
+    s.record(&cfg, at(110), Permit::default(), &refused(90));
     assert_eq!(s.quota_limit, Some(50));
 
     // The 50 again, then probes slowed by a stall trickle through three windows: 20 more
@@ -307,14 +417,14 @@ fn a_limit_inferred_from_429s_counts_one_window_only() {
         succeed(&mut s, &cfg, at(ms), 2);
     }
     assert_eq!(kind(&s.admit(&cfg, at(560), false, 0)), "go");
-    s.record(&cfg, at(560), &refused(40));
+    s.record(&cfg, at(560), Permit::default(), &refused(40));
     assert_eq!(s.quota_limit, Some(50), "counted over several windows");
 
     // A server that raised its limit to 60: counted within one window, the limit grows.
     succeed(&mut s, &cfg, at(600), 50);
     succeed(&mut s, &cfg, at(650), 10);
     assert_eq!(kind(&s.admit(&cfg, at(660), false, 0)), "go");
-    s.record(&cfg, at(660), &refused(40));
+    s.record(&cfg, at(660), Permit::default(), &refused(40));
     assert_eq!(s.quota_limit, Some(60), "counted within one window");
 }
 
@@ -326,11 +436,11 @@ fn probe_first_then_concurrency_limits() {
         ..bare()
     };
     let mut s = EndpointState::default();
-    assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
+    assert!(s.admit(&cfg, T0, false, 0).is_go());
     assert_eq!(kind(&s.admit(&cfg, T0, false, 1)), "hold Probe");
-    s.record(&cfg, T0, &observed(ResultClass::Success));
-    assert_eq!(s.admit(&cfg, T0, false, 1), Admission::Go);
-    assert_eq!(s.admit(&cfg, T0, false, 2), Admission::Go);
+    s.record(&cfg, T0, Permit::default(), &observed(ResultClass::Success));
+    assert!(s.admit(&cfg, T0, false, 1).is_go());
+    assert!(s.admit(&cfg, T0, false, 2).is_go());
     assert_eq!(kind(&s.admit(&cfg, T0, false, 3)), "hold Concurrency");
 }
 
@@ -344,23 +454,23 @@ fn adaptive_concurrency_backs_off_and_grows() {
     let mut s = EndpointState::default();
     let mut o = observed(ResultClass::Neutral);
     o.overload = true;
-    s.record(&cfg, T0, &o);
+    s.record(&cfg, T0, Permit::default(), &o);
     assert_eq!(s.adaptive_limit, Some(9.0));
     let mut ok = observed(ResultClass::Success);
     ok.others_in_flight = 8;
-    s.record(&cfg, T0, &ok);
+    s.record(&cfg, T0, Permit::default(), &ok);
     assert_eq!(s.adaptive_limit, Some(10.0));
     ok.others_in_flight = 0;
-    s.record(&cfg, T0, &ok);
+    s.record(&cfg, T0, Permit::default(), &ok);
     assert_eq!(s.adaptive_limit, Some(10.0), "no growth when not busy");
     for _ in 0..50 {
-        s.record(&cfg, T0, &o);
+        s.record(&cfg, T0, Permit::default(), &o);
     }
     assert_eq!(s.adaptive_limit, Some(1.0), "never below one");
 }
 
 #[test]
-fn the_retry_budget_caps_retries_not_first_attempts() {
+fn the_retry_budget_caps_failing_retries_not_first_attempts() {
     let budget = BudgetConfig {
         min_per_second: 0.0,
         ..BudgetConfig::default()
@@ -370,27 +480,44 @@ fn the_retry_budget_caps_retries_not_first_attempts() {
         ..bare()
     };
     let mut s = EndpointState::default();
-    for _ in 0..10 {
-        assert_eq!(s.admit(&cfg, T0, false, 0), Admission::Go);
-    }
-    assert_eq!(s.admit(&cfg, T0, true, 0), Admission::Go);
-    assert_eq!(s.admit(&cfg, T0, true, 0), Admission::Go);
+    // Ten first attempts failed: 20% of them, two retries, may fail or be in flight.
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    let r1 = go(s.admit(&cfg, T0, true, 0));
+    let r2 = go(s.admit(&cfg, T0, true, 0));
+    assert!(r1.is_retry());
     let a = s.admit(&cfg, T0, true, 0);
     assert_eq!(kind(&a), "hold-retries Budget");
     let Admission::HoldRetries(h) = a else {
         unreachable!()
     };
-    assert_eq!(h.until, Some(at(10_000)));
-    assert!(h.reason.contains("2 retries"), "{}", h.reason);
-    assert_eq!(
-        s.admit(&cfg, T0, false, 0),
-        Admission::Go,
+    assert_eq!(h.until, None, "ends when a retry in flight ends");
+    assert!(
+        h.reason.contains("0 retries failed and 2 in flight"),
+        "{}",
+        h.reason
+    );
+    assert!(
+        s.admit(&cfg, T0, false, 0).is_go(),
         "first attempts still go"
     );
-    // Deposits expire with the window.
-    assert_eq!(
-        kind(&s.admit(&cfg, at(10_000), true, 0)),
-        "hold-retries Budget"
+    // A retry that succeeds gives its place back and earns one more.
+    s.record(&cfg, T0, r1, &observed(ResultClass::Success));
+    let r3 = go(s.admit(&cfg, T0, true, 0));
+    let r4 = go(s.admit(&cfg, T0, true, 0));
+    assert_eq!(kind(&s.admit(&cfg, T0, true, 0)), "hold-retries Budget");
+    // Failed retries stay spent until their bucket leaves the window.
+    for p in [r2, r3, r4] {
+        s.record(&cfg, at(1), p, &observed(ResultClass::Failure));
+    }
+    let a = s.admit(&cfg, at(2), true, 0);
+    let Admission::HoldRetries(h) = a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(h.until, Some(at(10_000)));
+    feed(&mut s, &cfg, 10_000, 5, false, ResultClass::Failure);
+    assert!(
+        s.admit(&cfg, at(10_000), true, 0).is_go(),
+        "the failed retries left the window"
     );
 
     let fail = EndpointConfig {
@@ -405,6 +532,31 @@ fn the_retry_budget_caps_retries_not_first_attempts() {
 }
 
 #[test]
+fn a_backlog_of_retries_drains_when_they_succeed() {
+    // The default budget, no first attempts left in the window: retries whose answers are
+    // successes keep going, as fast as they come back.
+    let cfg = EndpointConfig {
+        retry_budget: BudgetConfig::default(),
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    let mut sent = 0;
+    for round in 0..20 {
+        let t = 60_000 + round * 10;
+        let mut permits = Vec::new();
+        while let Admission::Go(p) = s.admit(&cfg, at(t), true, 0) {
+            permits.push(p);
+        }
+        sent += permits.len();
+        for p in permits {
+            s.record(&cfg, at(t + 5), p, &observed(ResultClass::Success));
+        }
+    }
+    // 10 in flight at first (1/s over 10 s), then each success earns one more.
+    assert!(sent > 10_000, "only {sent} retries in 200 ms of successes");
+}
+
+#[test]
 fn state_round_trips_through_json() {
     let cfg = EndpointConfig {
         rate: Some(Rate::parse("5/s").expect("rate")),
@@ -412,14 +564,15 @@ fn state_round_trips_through_json() {
     };
     let mut s = EndpointState::default();
     for i in 0..25 {
-        s.admit(&cfg, at(i * 10), i % 3 == 0, 0);
-        s.record(&cfg, at(i * 10), &observed(ResultClass::Failure));
+        if let Admission::Go(p) = s.admit(&cfg, at(i * 250), true, 0) {
+            s.record(&cfg, at(i * 250), p, &observed(ResultClass::Failure));
+        }
     }
     s.pause(at(60_000), "test".into());
     let json = serde_json::to_string(&s).expect("serialises");
     let back: EndpointState = serde_json::from_str(&json).expect("reads back");
     assert_eq!(back, s);
-    let view = s.clone().view(&cfg, at(300), 0);
+    let view = s.clone().view(&cfg, at(6_300), 0);
     assert_eq!(view.breaker, "open");
     assert!(view
         .holding
@@ -492,7 +645,7 @@ fn stopped_by_names_a_pause_or_an_open_breaker_only() {
     // The rate holds the next job, but does not stop one already admitted.
     assert_eq!(kind(&s.admit(&cfg, at(1), false, 1)), "hold Rate");
     assert_eq!(s.stopped_by(at(1)), None);
-    s.record(&cfg, at(2), &refused(5_000));
+    s.record(&cfg, at(2), Permit::default(), &refused(5_000));
     let before = s.clone();
     let why = s.stopped_by(at(3)).expect("paused");
     assert!(why.contains("paused until"), "{why}");

@@ -104,6 +104,7 @@ fn counters() -> impl Strategy<Value = JobCounters> {
                 deadline: deadline_s.map(|s| now().saturating_add(Duration::from_secs(s))),
                 has_idempotency_key: key,
                 last_delay: last_ms.map(Duration::from_millis),
+                method: redial_policy::Method::Post,
             },
         )
 }

@@ -6,8 +6,8 @@ use crate::UsageError;
 use anyhow::{Context, Result};
 use redial_engine::{Clock, SystemClock};
 use redial_policy::{
-    decide, Basis, HandlerOutcome, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
-    TransportError,
+    decide, is_http_token, Basis, HandlerOutcome, JobCounters, Method, Outcome, Policy, Response,
+    SplitMix64, Timestamp, TransportError,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -29,6 +29,7 @@ enum HandlerKind {
     group(clap::ArgGroup::new("outcome").required(true).args(["status", "error", "handler"])),
     after_help = "Examples:\n  redial explain --status 429 --header 'Retry-After: 30' --deferrals 3\n  \
                   redial explain --error read-timeout --attempts 2\n  \
+                  redial explain --status 500 --method GET\n  \
                   redial explain --status 503 --policy policy.toml --now 2026-02-25T20:02:07Z --seed 1"
 )]
 pub struct Args {
@@ -59,9 +60,15 @@ pub struct Args {
     /// Deferrals before this one.
     #[arg(long, default_value_t = 0)]
     deferrals: u32,
-    /// The request carried an idempotency key.
+    /// The request carried an idempotency key: an unknown outcome is then safe to repeat.
     #[arg(long)]
     idempotency_key: bool,
+    /// The request's method. GET, HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent, so an
+    /// unknown outcome waits the transient backoff (unless the policy sets
+    /// safe_repeat_transient_backoff = false); POST, the default, is not, so without
+    /// --idempotency-key it waits the longer unknown backoff.
+    #[arg(long, default_value = "POST", value_parser = parse_method)]
+    method: String,
     /// When the job was enqueued (RFC 3339); defaults to --now.
     #[arg(long, value_parser = cli_args::instant)]
     enqueued_at: Option<Timestamp>,
@@ -80,6 +87,18 @@ pub struct Args {
     /// Seed for the jitter, so that the delay is reproducible.
     #[arg(long)]
     seed: Option<u64>,
+}
+
+/// Upper case, as the API stores a job's method.
+fn parse_method(s: &str) -> Result<String, String> {
+    let m = s.to_ascii_uppercase();
+    if is_http_token(&m) {
+        Ok(m)
+    } else {
+        Err(format!(
+            "{s:?} is not an HTTP method: write a token such as GET or POST"
+        ))
+    }
 }
 
 fn parse_error_kind(s: &str) -> Result<TransportError, String> {
@@ -133,6 +152,7 @@ pub fn run(args: Args) -> Result<()> {
         enqueued_at: args.enqueued_at.unwrap_or(now),
         deadline: args.deadline,
         has_idempotency_key: args.idempotency_key,
+        method: Method::from_name(&args.method),
         last_delay: args.last_delay,
     };
     let d = decide(&outcome, &job, &policy, now, &mut SplitMix64::new(seed));
@@ -156,6 +176,10 @@ pub fn run(args: Args) -> Result<()> {
             requested_ms: millis(w.requested),
             delay_ms: millis(w.delay),
             clamped: w.clamped,
+        }),
+        unknown_backoff: d.unknown_backoff.map(|u| UnknownBackoffOut {
+            backoff: u.backoff_name(),
+            basis: u.as_str(),
         }),
         counters_after: CountersOut {
             attempts: after.failures,
@@ -187,6 +211,8 @@ struct Explanation<'a> {
     /// Who classified the outcome: `default`, `policy rule N`, a provider hint, or `handler`.
     basis: String,
     server_wait: Option<WaitOut>,
+    /// For an unknown outcome retried after a backoff: which one, and why.
+    unknown_backoff: Option<UnknownBackoffOut>,
     counters_after: CountersOut,
     now: String,
     seed: u64,
@@ -198,6 +224,14 @@ struct WaitOut {
     requested_ms: u64,
     delay_ms: u64,
     clamped: bool,
+}
+
+#[derive(Serialize)]
+struct UnknownBackoffOut {
+    /// `transient` or `unknown`.
+    backoff: &'static str,
+    /// `idempotent_method`, `idempotency_key`, `not_safe_to_repeat` or `policy_off`.
+    basis: &'static str,
 }
 
 #[derive(Serialize)]

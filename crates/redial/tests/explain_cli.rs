@@ -117,6 +117,88 @@ fn decisions() {
     );
 }
 
+/// `--method` decides which backoff an unknown outcome waits (RFC 9110 section 9.2.2); POST, the
+/// default, waits the long unknown backoff unless the request carries an idempotency key.
+#[test]
+fn method_picks_the_backoff_of_an_unknown_outcome() {
+    let unknown_backoff = |r: &Run| {
+        format!(
+            "{} {}",
+            r.json["unknown_backoff"]["backoff"].as_str().unwrap_or("?"),
+            r.json["unknown_backoff"]["basis"].as_str().unwrap_or("?")
+        )
+    };
+    // The same seed gives the same jitter, so the delays differ only by the backoff.
+    let r = check(&["--status", "500"], "retry unknown 11694");
+    assert_eq!(unknown_backoff(&r), "unknown not_safe_to_repeat");
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or("?")
+            .contains("; unknown backoff: POST without an idempotency key may have taken effect;"),
+        "{}",
+        r.json["reason"]
+    );
+    let r = check(&["--status", "500", "--method", "GET"], "retry unknown 779");
+    assert_eq!(unknown_backoff(&r), "transient idempotent_method");
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or("?")
+            .contains("; transient backoff: GET is idempotent (RFC 9110 9.2.2);"),
+        "{}",
+        r.json["reason"]
+    );
+    // Methods are upper-cased, as the API stores them.
+    let r = check(
+        &["--error", "truncated-response", "--method", "put"],
+        "retry unknown 779",
+    );
+    assert_eq!(unknown_backoff(&r), "transient idempotent_method");
+    let r = check(
+        &["--status", "500", "--method", "PATCH", "--idempotency-key"],
+        "retry unknown 779",
+    );
+    assert_eq!(unknown_backoff(&r), "transient idempotency_key");
+    // Still an unknown failure: max_unknown_attempts ends the job.
+    let r = check(
+        &[
+            "--status",
+            "500",
+            "--method",
+            "GET",
+            "--attempts",
+            "2",
+            "--unknown-attempts",
+            "2",
+        ],
+        "dead unknown_exhausted null",
+    );
+    assert_eq!(r.json["unknown_backoff"], Value::Null);
+    assert_eq!(r.json["counters_after"]["unknown_attempts"], 3);
+    // A server-given wait wins, and other categories have no such field.
+    let r = check(
+        &["--status", "500", "-H", "Retry-After: 7", "--method", "GET"],
+        "retry unknown 7389",
+    );
+    assert_eq!(r.json["unknown_backoff"], Value::Null);
+    let r = check(
+        &["--status", "503", "--method", "GET"],
+        "retry transient 779",
+    );
+    assert_eq!(r.json["unknown_backoff"], Value::Null);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, "safe_repeat_transient_backoff = false\n").expect("write policy");
+    let p = path.to_str().expect("utf-8 path");
+    let r = check(
+        &["--status", "500", "--method", "GET", "--policy", p],
+        "retry unknown 11694",
+    );
+    assert_eq!(unknown_backoff(&r), "unknown policy_off");
+}
+
 #[test]
 fn seed_and_now_make_it_reproducible() {
     let args = ["--status", "503", "--now", NOW, "--seed", "42"];
@@ -198,6 +280,10 @@ fn bad_arguments_exit_2_with_a_clear_error() {
             "cannot exceed",
         ),
         (&["--status", "500", "--frobnicate"][..], "--frobnicate"),
+        (
+            &["--status", "500", "--method", "GE T"][..],
+            "not an HTTP method",
+        ),
     ] {
         let r = explain(args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);

@@ -53,7 +53,11 @@ impl Default for EndpointConfig {
     }
 }
 
-/// Retries may add at most `ratio` of first attempts over `window`, plus `min_per_second`.
+/// Limits retries that fail, not retries that succeed. Within `window`, the retries that failed
+/// plus those in flight may reach `ratio` x the first attempts that ended, plus one for each
+/// success (of a first attempt or a retry), plus `min_per_second` x the window. A retry that
+/// succeeds gives its place back: a backlog of retries to an endpoint that answers them drains
+/// at the endpoint's pace, one that keeps failing trickles.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BudgetConfig {
@@ -86,8 +90,11 @@ pub enum WhenExhausted {
     Fail,
 }
 
-/// Opens on the failure ratio over a window once it has seen enough calls; transient and unknown
-/// failures count, deferrals and permanent errors do not.
+/// Opens when retries keep failing: over `window`, once at least `min_throughput` results counted
+/// (successes and failed retries), when `failure_ratio` of them are failed retries. A failed first
+/// attempt does not count: a flaky API fails single calls and answers their retries, a failing
+/// one fails the retries too. Transient and unknown failures are failures; deferrals and
+/// permanent errors count for nothing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BreakerConfig {
@@ -96,13 +103,15 @@ pub struct BreakerConfig {
     pub min_throughput: u32,
     #[serde(with = "serde_human")]
     pub window: Duration,
-    /// How long it stays open before letting probes through, the first time; each time a probe
-    /// fails and it opens again, twice as long, up to `max_open_for`.
+    /// How long it stays open before letting probes through, the first time; each time the
+    /// probes fail and it opens again, twice as long, up to `max_open_for`.
     #[serde(with = "serde_human")]
     pub open_for: Duration,
     #[serde(with = "serde_human")]
     pub max_open_for: Duration,
-    /// Probes let through when half-open; that many successes close it, one failure reopens it.
+    /// Probes let through when half-open. Once `failure_ratio` of them failed it opens again;
+    /// once too few are left to reach that, it closes. A probe whose answer counts for nothing
+    /// (a 400, a deferral) or that never ran frees its place for another.
     pub half_open_probes: u32,
 }
 
@@ -111,7 +120,7 @@ impl Default for BreakerConfig {
         BreakerConfig {
             enabled: true,
             failure_ratio: 0.5,
-            min_throughput: 20,
+            min_throughput: 10,
             window: Duration::from_secs(30),
             open_for: Duration::from_secs(5),
             max_open_for: Duration::from_secs(120),

@@ -12,5 +12,5 @@ mod state;
 pub use config::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 pub use state::{
     Admission, BreakerEvent, BreakerState, EndpointState, EndpointView, Hold, HoldKind, Observed,
-    ResultClass, SharedHolds,
+    Permit, ResultClass, SharedHolds,
 };

@@ -18,10 +18,17 @@ pub struct EndpointState {
     pub breaker: BreakerState,
     /// The last transitions, newest last, at most `HISTORY`.
     pub breaker_history: VecDeque<BreakerEvent>,
-    /// Breaker window: (bucket start ms, successes, failures).
-    window: VecDeque<(i64, u32, u32)>,
-    /// Retry budget window: (bucket start ms, first attempts, retries).
-    budget: VecDeque<(i64, u32, u32)>,
+    /// Breaker window. A window saved in an older form is read as empty.
+    #[serde(deserialize_with = "or_empty")]
+    window: VecDeque<Bucket>,
+    /// Retry budget window.
+    #[serde(deserialize_with = "or_empty")]
+    budget: VecDeque<Bucket>,
+    /// Retries admitted and not yet ended. Never saved: after a restart nothing is in flight.
+    #[serde(skip)]
+    retries_in_flight: u32,
+    /// Which half-open period a probe belongs to: a probe's result counts only in its own.
+    pub breaker_period: u32,
     /// The request quota learned from responses.
     pub quota_limit: Option<u64>,
     pub quota_tokens: Option<u64>,
@@ -64,9 +71,13 @@ pub enum BreakerState {
     Open {
         until: Timestamp,
     },
+    /// Letting `half_open_probes` probes through, and deciding on their failure ratio.
     HalfOpen {
-        sent: u32,
+        /// Probes admitted and not yet ended. Never saved: after a restart none is in flight.
+        #[serde(skip)]
+        in_flight: u32,
         succeeded: u32,
+        failed: u32,
     },
 }
 
@@ -109,15 +120,53 @@ pub struct Hold {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What an admission counted, handed back exactly once: to [`EndpointState::record`] when the
+/// attempt ends, or to [`EndpointState::release`] when it never ran (or its result is lost).
+/// Until then it holds its place: a probe slot, a retry in flight.
+///
+/// Neither `Clone` nor `Copy`: handing one back consumes it, so it cannot be handed back twice.
+#[derive(Debug, Default, PartialEq, Eq)]
+#[must_use = "a permit is handed back to record or release, or its place stays taken"]
+pub struct Permit {
+    retry: bool,
+    /// The half-open period this attempt probes, if it is a probe.
+    probe: Option<u32>,
+}
+
+impl Permit {
+    /// Whether the attempt was admitted as a retry.
+    pub fn is_retry(&self) -> bool {
+        self.retry
+    }
+
+    /// Whether the attempt was admitted as a probe of a half-open breaker.
+    pub fn is_probe(&self) -> bool {
+        self.probe.is_some()
+    }
+
+    /// A permit for an attempt that was never admitted here (a first attempt when `!retry`), for
+    /// results that arrive without one; it counts in no half-open period.
+    pub fn unadmitted(retry: bool) -> Permit {
+        Permit { retry, probe: None }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
 pub enum Admission {
-    Go,
+    /// It may go; the permit goes back when the attempt ends.
+    Go(Permit),
     /// No job of this endpoint may go now.
     Hold(Hold),
     /// First attempts may go, retries may not (the retry budget is spent); they wait.
     HoldRetries(Hold),
     /// The retry budget is spent and the policy says to fail such retries.
     FailRetry(Hold),
+}
+
+impl Admission {
+    pub fn is_go(&self) -> bool {
+        matches!(self, Admission::Go(_))
+    }
 }
 
 /// How a result counts for the breaker.
@@ -165,8 +214,7 @@ impl EndpointState {
                         self.last_hold = Some((reason, now));
                     }
                 }
-                self.count_admission(cfg, now, is_retry);
-                Admission::Go
+                Admission::Go(self.count_admission(cfg, now, is_retry))
             }
             Err(a) => {
                 if let Admission::Hold(h) = &a {
@@ -229,20 +277,28 @@ impl EndpointState {
             }
             BreakerState::Open { until } => {
                 self.breaker = BreakerState::HalfOpen {
-                    sent: 0,
+                    in_flight: 0,
                     succeeded: 0,
+                    failed: 0,
                 };
+                self.breaker_period = self.breaker_period.wrapping_add(1);
                 self.event(
                     now,
                     "half_open",
                     format!("open period ended at {until}; letting probes through"),
                 );
             }
-            BreakerState::HalfOpen { sent, .. } if sent >= cfg.breaker.half_open_probes => {
+            BreakerState::HalfOpen {
+                in_flight,
+                succeeded,
+                failed,
+            } if in_flight + succeeded + failed >= cfg.breaker.half_open_probes => {
                 return hold(
                     HoldKind::Breaker,
                     None,
-                    format!("circuit half-open: {sent} probes in flight"),
+                    format!(
+                        "circuit half-open: {in_flight} probes in flight, {succeeded} succeeded, {failed} failed"
+                    ),
                 );
             }
             _ => {}
@@ -326,22 +382,34 @@ impl EndpointState {
             }
         }
         if is_retry && cfg.retry_budget.enabled {
-            let (firsts, retries) = self.budget_counts(cfg, now);
-            let allowed = self.budget_allowed(cfg, firsts);
-            if f64::from(retries) >= allowed {
+            let spent = self.budget_spent(cfg, now);
+            let allowed = self.budget_allowed(cfg, now);
+            if f64::from(spent.failed_retries + self.retries_in_flight) >= allowed {
                 let b = &cfg.retry_budget;
                 let reason = format!(
-                    "retry budget spent: {retries} retries in {} against {} allowed ({}% of {firsts} first attempts + {}/s)",
+                    "retry budget spent: {} retries failed and {} in flight in {} against {} allowed ({}% of {} first attempts + {} successes + {}/s)",
+                    spent.failed_retries,
+                    self.retries_in_flight,
                     Human(b.window),
                     allowed.floor(),
                     (b.ratio * 100.0).round(),
+                    spent.firsts,
+                    spent.successes,
                     b.min_per_second
                 );
-                let until = self.budget.front().map(|(start, _, _)| {
-                    Timestamp::from_unix_millis(
-                        start + i64::try_from(b.window.as_millis()).unwrap_or(i64::MAX),
-                    )
-                });
+                // Failed retries leave the window with their bucket; retries in flight give
+                // their place back when they end (then the queue is woken).
+                let until = (spent.failed_retries > 0)
+                    .then(|| {
+                        self.budget.iter().find(|b| b.failed_retries > 0).map(|b| {
+                            Timestamp::from_unix_millis(
+                                b.start
+                                    + i64::try_from(cfg.retry_budget.window.as_millis())
+                                        .unwrap_or(i64::MAX),
+                            )
+                        })
+                    })
+                    .flatten();
                 let h = Hold {
                     kind: HoldKind::Budget,
                     until,
@@ -356,7 +424,7 @@ impl EndpointState {
         Ok(())
     }
 
-    fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) {
+    fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) -> Permit {
         if let Some(rate) = cfg.rate {
             let tat = self.tat.unwrap_or(now).max(now);
             self.tat = Some(tat.saturating_add(rate.interval()));
@@ -367,82 +435,68 @@ impl EndpointState {
         if self.ramp_started.is_some() {
             self.ramp_admitted += 1;
         }
-        if let BreakerState::HalfOpen { sent, .. } = &mut self.breaker {
-            *sent += 1;
+        let mut permit = Permit {
+            retry: is_retry,
+            probe: None,
+        };
+        if let BreakerState::HalfOpen { in_flight, .. } = &mut self.breaker {
+            *in_flight += 1;
+            permit.probe = Some(self.breaker_period);
         }
-        let bucket = bucket_start(now, cfg.retry_budget.window);
-        match self.budget.back_mut() {
-            Some((start, f, r)) if *start == bucket => {
-                if is_retry {
-                    *r += 1;
-                } else {
-                    *f += 1;
-                }
+        if is_retry {
+            self.retries_in_flight += 1;
+        }
+        permit
+    }
+
+    /// Hands back the permit of an attempt that did not run (given back before it started) or
+    /// whose result will never be known here: its probe slot and its place as a retry in flight
+    /// free, and what it took of the rate, the quota and slow start is returned.
+    pub fn release(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit) {
+        self.end_permit(&permit);
+        if let (Some(rate), Some(tat)) = (cfg.rate, self.tat) {
+            // Never back past now: a returned slot is not a burst saved for later.
+            let back = Timestamp::from_unix_millis(
+                tat.as_unix_millis()
+                    - i64::try_from(rate.interval().as_millis()).unwrap_or(i64::MAX),
+            );
+            self.tat = Some(back.max(now));
+        }
+        if let (Some(t), Some(limit)) = (self.quota_tokens.as_mut(), self.quota_limit) {
+            *t = (*t + 1).min(limit);
+        }
+        self.ramp_admitted = self.ramp_admitted.saturating_sub(1);
+    }
+
+    /// Frees what a permit holds in the breaker and the budget; returns whether it was a probe
+    /// of the current half-open period.
+    fn end_permit(&mut self, permit: &Permit) -> bool {
+        if permit.retry {
+            self.retries_in_flight = self.retries_in_flight.saturating_sub(1);
+        }
+        match (&mut self.breaker, permit.probe) {
+            (BreakerState::HalfOpen { in_flight, .. }, Some(period))
+                if period == self.breaker_period =>
+            {
+                *in_flight = in_flight.saturating_sub(1);
+                true
             }
-            _ => self
-                .budget
-                .push_back((bucket, u32::from(!is_retry), u32::from(is_retry))),
+            _ => false,
         }
     }
 
-    /// Takes in what a finished attempt taught.
-    pub fn record(&mut self, cfg: &EndpointConfig, now: Timestamp, o: &Observed) {
+    /// Takes in what a finished attempt taught, and hands back its permit.
+    pub fn record(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit, o: &Observed) {
         self.answered = true;
-        match (o.class, self.breaker) {
-            (ResultClass::Neutral, _) => {}
-            (class, BreakerState::HalfOpen { sent, succeeded }) => {
-                if class == ResultClass::Success {
-                    let succeeded = succeeded + 1;
-                    if succeeded >= cfg.breaker.half_open_probes {
-                        self.breaker = BreakerState::Closed;
-                        self.breaker_opens = 0;
-                        self.window.clear();
-                        self.event(now, "closed", format!("{succeeded} probes succeeded"));
-                        self.last_hold = Some(("circuit breaker".into(), now));
-                        if cfg.rate.is_none() && self.quota_limit.is_none() {
-                            self.start_ramp(now);
-                        }
-                    } else {
-                        self.breaker = BreakerState::HalfOpen { sent, succeeded };
-                    }
-                } else {
-                    self.open(cfg, now, "a probe failed".into());
-                }
-            }
-            (class, BreakerState::Closed) if cfg.breaker.enabled => {
-                let bucket = bucket_start(now, cfg.breaker.window);
-                let (ok, failed) = (
-                    u32::from(class == ResultClass::Success),
-                    u32::from(class == ResultClass::Failure),
-                );
-                match self.window.back_mut() {
-                    Some((start, s, f)) if *start == bucket => {
-                        *s += ok;
-                        *f += failed;
-                    }
-                    _ => self.window.push_back((bucket, ok, failed)),
-                }
-                prune(&mut self.window, now, cfg.breaker.window);
-                let (s, f) = self
-                    .window
-                    .iter()
-                    .fold((0, 0), |(s, f), (_, a, b)| (s + a, f + b));
-                let total = s + f;
-                if total >= cfg.breaker.min_throughput
-                    && f64::from(f) >= cfg.breaker.failure_ratio * f64::from(total)
-                {
-                    self.open(
-                        cfg,
-                        now,
-                        format!(
-                            "{f} of {total} calls failed in {}",
-                            Human(cfg.breaker.window)
-                        ),
-                    );
-                }
-            }
-            _ => {}
+        let probe = self.end_permit(&permit);
+        self.count_budget(cfg, now, &permit, o.class);
+        if probe {
+            self.record_probe(cfg, now, o.class);
+        } else if self.breaker == BreakerState::Closed && cfg.breaker.enabled {
+            self.record_closed(cfg, now, &permit, o.class);
         }
+        // Results of attempts admitted before the breaker opened, or in an earlier half-open
+        // period, say nothing about the endpoint now: the probes decide.
         if cfg.adaptive_concurrency {
             let max = f64::from(cfg.concurrency.unwrap_or(1000));
             let limit = self.adaptive_limit.unwrap_or(max.min(10.0));
@@ -521,6 +575,132 @@ impl EndpointState {
         }
     }
 
+    /// A probe's result. Neutral results (a 400, a deferral) free the slot for another probe.
+    /// Once the failures among `half_open_probes` reach `failure_ratio` the breaker opens again
+    /// (for twice as long); once they can no longer reach it, it closes.
+    fn record_probe(&mut self, cfg: &EndpointConfig, now: Timestamp, class: ResultClass) {
+        let BreakerState::HalfOpen {
+            in_flight,
+            mut succeeded,
+            mut failed,
+        } = self.breaker
+        else {
+            return;
+        };
+        match class {
+            ResultClass::Success => succeeded += 1,
+            ResultClass::Failure => failed += 1,
+            ResultClass::Neutral => {}
+        }
+        self.breaker = BreakerState::HalfOpen {
+            in_flight,
+            succeeded,
+            failed,
+        };
+        let probes = f64::from(cfg.breaker.half_open_probes);
+        let ratio = cfg.breaker.failure_ratio;
+        if f64::from(failed) >= ratio * probes {
+            self.open(
+                cfg,
+                now,
+                format!(
+                    "{failed} of {} probes failed ({succeeded} succeeded)",
+                    cfg.breaker.half_open_probes
+                ),
+            );
+        } else if f64::from(cfg.breaker.half_open_probes.saturating_sub(succeeded)) < ratio * probes
+        {
+            self.breaker = BreakerState::Closed;
+            self.breaker_opens = 0;
+            self.window.clear();
+            self.event(
+                now,
+                "closed",
+                format!(
+                    "{succeeded} of {} probes succeeded ({failed} failed)",
+                    cfg.breaker.half_open_probes
+                ),
+            );
+            self.last_hold = Some(("circuit breaker".into(), now));
+            if cfg.rate.is_none() && self.quota_limit.is_none() {
+                self.start_ramp(now);
+            }
+        }
+    }
+
+    /// A result while closed. It opens on failures of retries (jobs that failed before and
+    /// failed again) against successes: a first attempt that fails says little (a flaky API fails
+    /// single calls and answers the retry), a retry that fails again says the endpoint is failing.
+    fn record_closed(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        permit: &Permit,
+        class: ResultClass,
+    ) {
+        let bucket = bucket_start(now, cfg.breaker.window);
+        let failed = class == ResultClass::Failure;
+        let add = |b: &mut Bucket| match class {
+            ResultClass::Success => b.successes += 1,
+            ResultClass::Failure => {
+                b.firsts += u32::from(!permit.retry);
+                b.failed_retries += u32::from(permit.retry);
+            }
+            ResultClass::Neutral => {}
+        };
+        add_to(&mut self.window, bucket, add);
+        prune(&mut self.window, now, cfg.breaker.window);
+        if !(failed && permit.retry) {
+            return;
+        }
+        let w = totals(&self.window);
+        let counted = w.successes + w.failed_retries;
+        if counted >= cfg.breaker.min_throughput
+            && f64::from(w.failed_retries) >= cfg.breaker.failure_ratio * f64::from(counted)
+        {
+            self.open(
+                cfg,
+                now,
+                format!(
+                    "{} retries failed again against {} successes in {}",
+                    w.failed_retries,
+                    w.successes,
+                    Human(cfg.breaker.window)
+                ),
+            );
+        }
+    }
+
+    /// The retry budget learns what the attempt was and how it ended.
+    fn count_budget(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        permit: &Permit,
+        class: ResultClass,
+    ) {
+        let bucket = bucket_start(now, cfg.retry_budget.window);
+        add_to(&mut self.budget, bucket, |b| {
+            b.firsts += u32::from(!permit.retry);
+            match class {
+                ResultClass::Success => b.successes += 1,
+                ResultClass::Failure => b.failed_retries += u32::from(permit.retry),
+                ResultClass::Neutral => {}
+            }
+        });
+        prune(&mut self.budget, now, cfg.retry_budget.window);
+    }
+
+    /// Permits handed out and not yet handed back that hold a place: (retries in flight, probes
+    /// of the current half-open period in flight). Both are zero once every permit is back.
+    pub fn permits_out(&self) -> (u32, u32) {
+        let probes = match self.breaker {
+            BreakerState::HalfOpen { in_flight, .. } => in_flight,
+            _ => 0,
+        };
+        (self.retries_in_flight, probes)
+    }
+
     /// Pauses the endpoint until `until` (or later, if already paused longer).
     pub fn pause(&mut self, until: Timestamp, reason: String) {
         if self.paused_until.is_none_or(|p| until > p) {
@@ -569,27 +749,30 @@ impl EndpointState {
         }
     }
 
-    fn budget_counts(&mut self, cfg: &EndpointConfig, now: Timestamp) -> (u32, u32) {
+    /// What the budget window holds now.
+    fn budget_spent(&mut self, cfg: &EndpointConfig, now: Timestamp) -> Bucket {
         prune(&mut self.budget, now, cfg.retry_budget.window);
-        self.budget
-            .iter()
-            .fold((0, 0), |(f, r), (_, a, b)| (f + a, r + b))
+        totals(&self.budget)
     }
 
-    fn budget_allowed(&self, cfg: &EndpointConfig, firsts: u32) -> f64 {
+    /// Retries that may fail or be in flight within the window: `ratio` of the first attempts,
+    /// one for each success, and `min_per_second`. Retries that succeed spend nothing.
+    fn budget_allowed(&mut self, cfg: &EndpointConfig, now: Timestamp) -> f64 {
         let b = &cfg.retry_budget;
-        b.ratio * f64::from(firsts) + b.min_per_second * b.window.as_secs_f64()
+        let w = self.budget_spent(cfg, now);
+        b.ratio * f64::from(w.firsts)
+            + f64::from(w.successes)
+            + b.min_per_second * b.window.as_secs_f64()
     }
 
     /// What people see: the limits in force and the state of each mechanism.
     pub fn view(&mut self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> EndpointView {
-        let (firsts, retries) = self.budget_counts(cfg, now);
-        let allowed = self.budget_allowed(cfg, firsts);
+        let spent = self.budget_spent(cfg, now);
+        let used = spent.failed_retries + self.retries_in_flight;
+        let allowed = self.budget_allowed(cfg, now);
         let hold = self.describe(cfg, now, in_flight);
-        let (s, f) = self
-            .window
-            .iter()
-            .fold((0, 0), |(s, f), (_, a, b)| (s + a, f + b));
+        prune(&mut self.window, now, cfg.breaker.window);
+        let w = totals(&self.window);
         EndpointView {
             holding: hold,
             paused_until: self.paused_until.filter(|p| *p > now),
@@ -606,15 +789,16 @@ impl EndpointState {
             in_flight,
             slow_start_since: self.ramp_started,
             budget_allowed: allowed.floor() as u64,
-            budget_used: retries,
-            budget_remaining: (allowed - f64::from(retries)).max(0.0).floor() as u64,
+            budget_used: used,
+            budget_remaining: (allowed - f64::from(used)).max(0.0).floor() as u64,
             breaker: self.breaker.name(),
             breaker_until: match self.breaker {
                 BreakerState::Open { until } => Some(until),
                 _ => None,
             },
-            breaker_window_failures: f,
-            breaker_window_calls: s + f,
+            breaker_window_failures: w.firsts + w.failed_retries,
+            breaker_window_retry_failures: w.failed_retries,
+            breaker_window_calls: w.successes + w.firsts + w.failed_retries,
             breaker_history: self.breaker_history.iter().cloned().collect(),
         }
     }
@@ -685,7 +869,7 @@ impl EndpointState {
             Err(Admission::Hold(h) | Admission::HoldRetries(h) | Admission::FailRetry(h)) => {
                 Some(h.reason)
             }
-            Err(Admission::Go) => None,
+            Err(Admission::Go(_)) => None,
         }
     }
 }
@@ -719,7 +903,10 @@ pub struct EndpointView {
     pub budget_remaining: u64,
     pub breaker: &'static str,
     pub breaker_until: Option<Timestamp>,
+    /// Failures (of first attempts and retries) and calls that counted, in the breaker's window.
     pub breaker_window_failures: u32,
+    /// Of the failures, those of retries: what opens the breaker.
+    pub breaker_window_retry_failures: u32,
     pub breaker_window_calls: u32,
     pub breaker_history: Vec<BreakerEvent>,
 }
@@ -739,13 +926,62 @@ fn bucket_start(now: Timestamp, window: Duration) -> i64 {
     now.as_unix_millis().div_euclid(width) * width
 }
 
+/// Counts over one slice of a window. In the breaker's window `firsts` counts failed first
+/// attempts; in the budget's, every first attempt that ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Bucket {
+    start: i64,
+    firsts: u32,
+    successes: u32,
+    failed_retries: u32,
+}
+
+/// Reads a value, or its default when it was saved in a form this version does not read.
+fn or_empty<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OrOther<T> {
+        Value(T),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match OrOther::<T>::deserialize(d)? {
+        OrOther::Value(v) => v,
+        OrOther::Other(_) => T::default(),
+    })
+}
+
+/// Adds to the bucket that starts at `start`, opening it if it is new.
+fn add_to(buckets: &mut VecDeque<Bucket>, start: i64, add: impl FnOnce(&mut Bucket)) {
+    match buckets.back_mut() {
+        Some(b) if b.start == start => add(b),
+        _ => {
+            let mut b = Bucket {
+                start,
+                ..Bucket::default()
+            };
+            add(&mut b);
+            buckets.push_back(b);
+        }
+    }
+}
+
+fn totals(buckets: &VecDeque<Bucket>) -> Bucket {
+    buckets.iter().fold(Bucket::default(), |t, b| Bucket {
+        start: t.start,
+        firsts: t.firsts + b.firsts,
+        successes: t.successes + b.successes,
+        failed_retries: t.failed_retries + b.failed_retries,
+    })
+}
+
 /// Drops buckets that started a whole window or more before `now`.
-fn prune(buckets: &mut VecDeque<(i64, u32, u32)>, now: Timestamp, window: Duration) {
+fn prune(buckets: &mut VecDeque<Bucket>, now: Timestamp, window: Duration) {
     let horizon = now.as_unix_millis() - i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
-    while buckets
-        .front()
-        .is_some_and(|(start, _, _)| *start <= horizon)
-    {
+    while buckets.front().is_some_and(|b| b.start <= horizon) {
         buckets.pop_front();
     }
 }

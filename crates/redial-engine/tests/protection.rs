@@ -1,0 +1,525 @@
+//! Endpoint protection never strands healthy work: a flaky endpoint drains, a breaker's probes
+//! always end, a panicking handler and a store error give back what they held. Real SQLite file,
+//! real HTTP receiver on loopback, manual clock: the tests move time, never wait on it.
+
+use async_trait::async_trait;
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{
+    AttemptOutput, Clock, Engine, EngineConfig, Handler, ManualClock, QueueConfig, RunningEngine,
+};
+use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, WhenExhausted};
+use redial_policy::{DeadCategory, Policy, Timestamp};
+use redial_store::*;
+use redial_store_sqlite::SqliteStore;
+use redial_test_receiver::{Receiver, Reply};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+struct Harness {
+    running: Option<RunningEngine>,
+    engine: Engine,
+    clock: Arc<ManualClock>,
+    store: Arc<dyn Store>,
+    _dir: tempfile::TempDir,
+}
+
+/// A queue of 8 with `limits` on every endpoint, over `store` (a SQLite file when `None`).
+async fn harness(
+    limits: EndpointConfig,
+    policy: Policy,
+    handler: Option<Arc<dyn Handler>>,
+    wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
+) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let store = wrap(store);
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut config = EngineConfig {
+        worker_id: "test-worker".into(),
+        poll_interval: Duration::from_millis(20),
+        maintenance_interval: Duration::from_millis(50),
+        heartbeat: Duration::from_millis(100),
+        endpoint_defaults: limits,
+        ..EngineConfig::default()
+    };
+    config.queues.insert(
+        "default".into(),
+        QueueConfig {
+            concurrency: 8,
+            policy,
+        },
+    );
+    let http: Arc<dyn Handler> = match handler {
+        Some(h) => h,
+        None => Arc::new(
+            HttpExecutor::new(HttpConfig {
+                allow_private_networks: true,
+                ..HttpConfig::default()
+            })
+            .expect("http client"),
+        ),
+    };
+    let engine = Engine::new(store.clone(), config, clock.clone(), http);
+    let running = engine.start().await.expect("engine starts");
+    Harness {
+        running: Some(running),
+        engine,
+        clock,
+        store,
+        _dir: dir,
+    }
+}
+
+fn policy() -> Policy {
+    Policy {
+        max_attempts: 5,
+        server_wait_jitter: Duration::ZERO,
+        ..Policy::default()
+    }
+}
+
+impl Harness {
+    async fn enqueue(&self, id: &str, method: &str, url: &str) {
+        self.enqueue_at(id, method, url, self.clock.now()).await;
+    }
+
+    async fn enqueue_at(&self, id: &str, method: &str, url: &str, run_at: Timestamp) {
+        let job = NewJob {
+            id: JobId::from(id),
+            queue: "default".into(),
+            endpoint: "api".into(),
+            request: HttpRequest {
+                method: method.into(),
+                url: url.into(),
+                headers: vec![],
+                body: None,
+                timeout_ms: None,
+            },
+            idempotency_key: Some(format!("key-{id}")),
+            priority: 0,
+            run_at,
+            deadline: None,
+            tags: vec![],
+            policy: None,
+            created_at: self.clock.now(),
+        };
+        let out = self.store.job_insert(job).await.expect("insert");
+        assert!(matches!(out, InsertOutcome::Inserted(_)));
+    }
+
+    /// Jobs per state.
+    async fn counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let stats = self.store.stats().await.expect("stats");
+        let mut out = std::collections::BTreeMap::new();
+        for c in stats.by_queue {
+            *out.entry(c.state.as_str()).or_default() += c.count;
+        }
+        out
+    }
+
+    /// Moves the clock forward a second at a time, waking the engine, until no job is left to
+    /// run. Returns the virtual seconds it took. Not a timing assertion: the bound on rounds only
+    /// stops a broken test from hanging.
+    async fn drain(&self, jobs: u64) -> u64 {
+        let start = self.clock.now();
+        for _ in 0..3_000 {
+            let c = self.counts().await;
+            let done = c.get("completed").copied().unwrap_or(0)
+                + c.get("dead").copied().unwrap_or(0)
+                + c.get("cancelled").copied().unwrap_or(0);
+            if done == jobs {
+                return self.clock.now().saturating_since(start).as_secs();
+            }
+            self.engine.wake_all();
+            // Let what is due now run before time moves on.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let c2 = self.counts().await;
+            if c2 == c {
+                self.clock.advance(Duration::from_secs(1));
+            }
+        }
+        panic!("jobs never drained: {:?}", self.counts().await);
+    }
+
+    fn endpoint(&self) -> redial_policy::endpoint::EndpointView {
+        self.engine
+            .endpoint_views(&["api".to_owned()])
+            .remove("api")
+            .expect("the endpoint has a view")
+    }
+
+    async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+/// Issue 12, observation 2: every job's first call fails (500 or a reset), every retry succeeds.
+/// A plain retry loop drains this in one backoff; Redial used to open its breaker and trickle the
+/// retries at 1/s. Now the breaker stays closed and every job completes on its second call.
+#[tokio::test]
+async fn a_flaky_endpoint_drains_with_its_breaker_closed() {
+    let rx = Receiver::start().await;
+    let h = harness(EndpointConfig::default(), policy(), None, |s| s).await;
+    let n = 120;
+    for i in 0..n {
+        let path = format!("/flaky/{i}");
+        rx.script(&path, vec![Reply::status(500), Reply::status(200)]);
+        let method = if i % 2 == 0 { "GET" } else { "POST" };
+        h.enqueue(&format!("j{i}"), method, &rx.url(&path)).await;
+    }
+    let seconds = h.drain(n).await;
+    let c = h.counts().await;
+    assert_eq!(c.get("completed"), Some(&n), "{c:?}");
+    for i in 0..n {
+        assert_eq!(
+            rx.count(&format!("/flaky/{i}")),
+            2,
+            "job {i}: one failure, one retry"
+        );
+    }
+    let view = h.endpoint();
+    assert_eq!(view.breaker, "closed");
+    assert!(
+        view.breaker_history.is_empty(),
+        "the breaker never moved: {:?}",
+        view.breaker_history
+    );
+    assert_eq!(view.in_flight, 0);
+    // Safe to repeat (GET, or a POST with its idempotency key): the transient backoff, 2 s base
+    // with full jitter, so the retries are due within 2 s; budget holds would add seconds.
+    assert!(seconds <= 4, "drained in {seconds} virtual seconds");
+    h.stop().await;
+}
+
+/// Issue 12, observation 1: the breaker opened and its probes answered 200, 400, 200. The 400
+/// ended its probe without counting, so another probe went, the successes closed the breaker, and
+/// every job ran to its end.
+#[tokio::test]
+async fn a_probe_answered_with_a_400_frees_its_place_and_the_breaker_closes() {
+    let limits = EndpointConfig {
+        breaker: BreakerConfig {
+            min_throughput: 2,
+            half_open_probes: 3,
+            open_for: Duration::from_secs(5),
+            ..BreakerConfig::default()
+        },
+        retry_budget: BudgetConfig {
+            enabled: false,
+            ..BudgetConfig::default()
+        },
+        probe_first: false,
+        ..EndpointConfig::default()
+    };
+    let rx = Receiver::start().await;
+    let h = harness(limits, policy(), None, |s| s).await;
+    // Two jobs whose retries fail again open the breaker.
+    for i in 0..2 {
+        let path = format!("/down/{i}");
+        rx.script(
+            &path,
+            vec![Reply::status(503), Reply::status(503), Reply::status(200)],
+        );
+        h.enqueue(&format!("d{i}"), "GET", &rx.url(&path)).await;
+    }
+    for _ in 0..200 {
+        if h.endpoint().breaker == "open" {
+            break;
+        }
+        h.engine.wake_all();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        h.clock.advance(Duration::from_millis(500));
+    }
+    assert_eq!(h.endpoint().breaker, "open", "{:?}", h.counts().await);
+    // While it is open: jobs whose answers are 400 and 200.
+    for (i, status) in [400, 200, 400, 200, 200].into_iter().enumerate() {
+        let path = format!("/probe/{i}");
+        rx.script(&path, vec![Reply::status(status)]);
+        h.enqueue(&format!("p{i}"), "GET", &rx.url(&path)).await;
+    }
+    h.drain(7).await;
+    let c = h.counts().await;
+    assert_eq!(
+        (c.get("completed"), c.get("dead")),
+        (Some(&5), Some(&2)),
+        "{c:?}"
+    );
+    let view = h.endpoint();
+    assert_eq!(view.breaker, "closed", "{:?}", view.breaker_history);
+    assert_eq!(view.in_flight, 0);
+    // What may hold the next job now is slow start after the close, never the breaker.
+    assert!(
+        view.holding.as_deref().is_none_or(|h| h.starts_with("slow start")),
+        "{:?}",
+        view.holding
+    );
+    h.stop().await;
+}
+
+/// A handler that panics on its first call, then succeeds.
+#[derive(Debug, Default)]
+struct PanicsOnce {
+    panicked: AtomicBool,
+}
+
+#[async_trait]
+impl Handler for PanicsOnce {
+    async fn run(&self, _job: &Job) -> AttemptOutput {
+        if !self.panicked.swap(true, Ordering::SeqCst) {
+            panic!("boom");
+        }
+        AttemptOutput::from_outcome(redial_policy::Outcome::Handler(
+            redial_policy::HandlerOutcome::Success,
+        ))
+    }
+}
+
+/// A panicking handler is an attempt with an unknown outcome: recorded, retried, and its
+/// endpoint's admission given back (with probe_first, a lost admission would hold the endpoint).
+#[tokio::test]
+async fn a_panicking_handler_is_an_unknown_outcome_and_gives_its_admission_back() {
+    let h = harness(
+        EndpointConfig::default(),
+        policy(),
+        Some(Arc::new(PanicsOnce::default())),
+        |s| s,
+    )
+    .await;
+    h.enqueue("p", "POST", "task:panic").await;
+    h.drain(1).await;
+    let (job, attempts) = h
+        .store
+        .job_get(&JobId::from("p"))
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(attempts[0].category, "unknown");
+    assert_eq!(
+        attempts[0].error_detail.as_deref(),
+        Some("the handler panicked: boom")
+    );
+    assert_eq!(h.endpoint().in_flight, 0);
+    h.stop().await;
+}
+
+/// The SQLite store, except that recording an attempt fails once when `armed`.
+struct FailsOnce {
+    inner: Arc<dyn Store>,
+    armed: AtomicBool,
+    failed: AtomicUsize,
+}
+
+impl std::fmt::Debug for FailsOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FailsOnce")
+    }
+}
+
+type R<T> = StoreResult<T>;
+
+#[async_trait]
+impl Store for FailsOnce {
+    async fn job_record_attempt(&self, p: RecordAttemptParams) -> R<JobState> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            return Err(StoreError::Backend("injected: the disk went away".into()));
+        }
+        self.inner.job_record_attempt(p).await
+    }
+    async fn job_insert(&self, j: NewJob) -> R<InsertOutcome> {
+        self.inner.job_insert(j).await
+    }
+    async fn job_insert_batch(&self, j: Vec<NewJob>) -> R<Vec<InsertOutcome>> {
+        self.inner.job_insert_batch(j).await
+    }
+    async fn job_get(&self, id: &JobId) -> R<Option<(Job, Vec<Attempt>)>> {
+        self.inner.job_get(id).await
+    }
+    async fn job_list(&self, p: JobListParams) -> R<JobPage> {
+        self.inner.job_list(p).await
+    }
+    async fn job_lease_available(&self, p: LeaseParams) -> R<Vec<Job>> {
+        self.inner.job_lease_available(p).await
+    }
+    async fn job_candidates(&self, p: CandidateParams) -> R<Vec<Candidate>> {
+        self.inner.job_candidates(p).await
+    }
+    async fn job_lease_ids(&self, p: LeaseIdsParams) -> R<Vec<Job>> {
+        self.inner.job_lease_ids(p).await
+    }
+    async fn job_lease_admitted(
+        &self,
+        p: LeaseAdmittedParams,
+        a: Box<dyn Admit>,
+    ) -> R<AdmittedLease> {
+        self.inner.job_lease_admitted(p, a).await
+    }
+    async fn job_heartbeat(&self, p: HeartbeatParams) -> R<u64> {
+        self.inner.job_heartbeat(p).await
+    }
+    async fn job_release(&self, p: ReleaseParams) -> R<u64> {
+        self.inner.job_release(p).await
+    }
+    async fn job_rescue_expired(&self, p: RescueParams) -> R<RescueReport> {
+        self.inner.job_rescue_expired(p).await
+    }
+    async fn job_promote_due(&self, now: Timestamp) -> R<u64> {
+        self.inner.job_promote_due(now).await
+    }
+    async fn job_next_run_at(&self, queue: &str, now: Timestamp) -> R<Option<Timestamp>> {
+        self.inner.job_next_run_at(queue, now).await
+    }
+    async fn job_expire_deadlines(&self, p: ExpireParams) -> R<u64> {
+        self.inner.job_expire_deadlines(p).await
+    }
+    async fn endpoint_backlog(&self, now: Timestamp) -> R<Vec<EndpointBacklog>> {
+        self.inner.endpoint_backlog(now).await
+    }
+    async fn endpoint_load(&self) -> R<Vec<EndpointRecord>> {
+        self.inner.endpoint_load().await
+    }
+    async fn endpoint_save(&self, r: Vec<EndpointRecord>) -> R<()> {
+        self.inner.endpoint_save(r).await
+    }
+    async fn job_replay(&self, id: &JobId, now: Timestamp) -> R<Job> {
+        self.inner.job_replay(id, now).await
+    }
+    async fn job_dismiss(&self, id: &JobId) -> R<()> {
+        self.inner.job_dismiss(id).await
+    }
+    async fn job_cancel(&self, id: &JobId, now: Timestamp) -> R<Job> {
+        self.inner.job_cancel(id, now).await
+    }
+    async fn dead_letter_replay(&self, f: JobFilter, now: Timestamp) -> R<u64> {
+        self.inner.dead_letter_replay(f, now).await
+    }
+    async fn dead_letter_dismiss(&self, f: JobFilter) -> R<u64> {
+        self.inner.dead_letter_dismiss(f).await
+    }
+    async fn stats(&self) -> R<Stats> {
+        self.inner.stats().await
+    }
+    async fn dead_letters_since(&self, since: Timestamp) -> R<Vec<DeadCount>> {
+        self.inner.dead_letters_since(since).await
+    }
+    async fn job_cleanup(&self, p: CleanupParams) -> R<u64> {
+        self.inner.job_cleanup(p).await
+    }
+    async fn ping(&self) -> R<()> {
+        self.inner.ping().await
+    }
+    async fn endpoint_holds_share(&self, h: Vec<SharedHold>) -> R<()> {
+        self.inner.endpoint_holds_share(h).await
+    }
+    async fn endpoint_holds_load(&self, now: Timestamp) -> R<Vec<SharedHold>> {
+        self.inner.endpoint_holds_load(now).await
+    }
+}
+
+/// Issue 12: `fill` returned on a failed record of a budget-failed retry before it started the
+/// jobs it had just leased, which then stayed `running` until rescued, their endpoint's in-flight
+/// count never dropping. Now the leased jobs start first, and the retries whose failure could not
+/// be recorded go back to the queue at once.
+#[tokio::test]
+async fn a_store_error_while_failing_retries_strands_no_lease() {
+    let limits = EndpointConfig {
+        retry_budget: BudgetConfig {
+            ratio: 0.0,
+            min_per_second: 0.0,
+            when_exhausted: WhenExhausted::Fail,
+            ..BudgetConfig::default()
+        },
+        breaker: BreakerConfig {
+            enabled: false,
+            ..BreakerConfig::default()
+        },
+        probe_first: false,
+        ..EndpointConfig::default()
+    };
+    let rx = Receiver::start().await;
+    let handle = Arc::new(std::sync::OnceLock::new());
+    let keep = handle.clone();
+    let h = harness(limits, policy(), None, move |real| {
+        let wrapped = Arc::new(FailsOnce {
+            inner: real,
+            armed: AtomicBool::new(false),
+            failed: AtomicUsize::new(0),
+        });
+        keep.set(wrapped.clone()).expect("set once");
+        wrapped
+    })
+    .await;
+    let store: Arc<FailsOnce> = handle.get().expect("wrapped").clone();
+    // A job whose first call fails: its retry is what the spent budget fails fast.
+    rx.script("/r", vec![Reply::status(503)]);
+    h.enqueue("retry", "GET", &rx.url("/r")).await;
+    h.engine.wake_all();
+    let mut due = None;
+    for _ in 0..1_000 {
+        let (job, _) = h
+            .store
+            .job_get(&JobId::from("retry"))
+            .await
+            .expect("get")
+            .expect("exists");
+        if job.state == JobState::Scheduled {
+            due = Some(job.run_at);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let due = due.expect("the first call failed and a retry was scheduled");
+    // Fresh jobs due at the same instant, so that one lease takes them with the retry.
+    for i in 0..3 {
+        let path = format!("/f/{i}");
+        rx.script(&path, vec![Reply::status(200)]);
+        h.enqueue_at(&format!("f{i}"), "GET", &rx.url(&path), due)
+            .await;
+    }
+    store.armed.store(true, Ordering::SeqCst);
+    h.clock.set(due);
+    h.drain(4).await;
+    assert_eq!(
+        store.failed.load(Ordering::SeqCst),
+        1,
+        "the failure happened"
+    );
+    let c = h.counts().await;
+    assert_eq!(
+        (c.get("completed"), c.get("dead")),
+        (Some(&3), Some(&1)),
+        "{c:?}"
+    );
+    let (job, _) = h
+        .store
+        .job_get(&JobId::from("retry"))
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(job.category, Some(DeadCategory::BudgetExhausted));
+    assert_eq!(
+        job.stalls, 0,
+        "given back, not rescued after its lease expired"
+    );
+    for i in 0..3 {
+        let (job, _) = h
+            .store
+            .job_get(&JobId::from(format!("f{i}").as_str()))
+            .await
+            .expect("get")
+            .expect("exists");
+        assert_eq!(
+            (job.state, job.stalls),
+            (JobState::Completed, 0),
+            "f{i} ran on its lease"
+        );
+    }
+    assert_eq!(h.endpoint().in_flight, 0);
+    h.stop().await;
+}

@@ -1,0 +1,248 @@
+//! Liveness of endpoint protection, property-tested on the pure state in virtual time: whatever
+//! happened to an endpoint, once it answers successes its jobs go again, and every permit handed
+//! out comes back.
+
+use proptest::prelude::*;
+use redial_policy::endpoint::*;
+use redial_policy::{Quota, Timestamp};
+use std::time::Duration;
+
+const T0: i64 = 1_795_996_800_000;
+
+/// The longest server-given wait the generated outcomes carry.
+const MAX_WAIT_MS: u64 = 60_000;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A first attempt (or a retry) asks to go.
+    Admit {
+        retry: bool,
+    },
+    /// The attempt in flight at `index` (modulo how many) ends with this result.
+    Finish {
+        index: usize,
+        class: ResultClass,
+        overload: bool,
+        wait_ms: Option<u64>,
+    },
+    /// The attempt in flight at `index` never ran or its result was lost.
+    Release {
+        index: usize,
+    },
+    Advance {
+        ms: u64,
+    },
+    /// The process stops: its attempts in flight are gone, the state is saved and read back.
+    Restart,
+}
+
+fn class() -> impl Strategy<Value = ResultClass> {
+    prop_oneof![
+        Just(ResultClass::Success),
+        Just(ResultClass::Failure),
+        Just(ResultClass::Failure),
+        Just(ResultClass::Neutral),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => any::<bool>().prop_map(|retry| Op::Admit { retry }),
+        4 => (any::<usize>(), class(), any::<bool>(), proptest::option::weighted(0.1, 1..MAX_WAIT_MS))
+            .prop_map(|(index, class, overload, wait_ms)| Op::Finish { index, class, overload, wait_ms }),
+        1 => any::<usize>().prop_map(|index| Op::Release { index }),
+        2 => (0u64..20_000).prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::Restart),
+    ]
+}
+
+fn config() -> impl Strategy<Value = EndpointConfig> {
+    (
+        any::<bool>(),
+        any::<bool>(),
+        proptest::option::of(1u32..8),
+        proptest::option::of(prop_oneof![Just("10/s"), Just("100/s"), Just("5/100ms")]),
+        1u32..6,
+        prop_oneof![Just(0.2), Just(0.5), Just(1.0)],
+        1u32..30,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(probe_first, learn, concurrency, rate, probes, ratio, min_throughput, adaptive)| {
+                EndpointConfig {
+                    probe_first,
+                    learn_from_headers: learn,
+                    concurrency,
+                    adaptive_concurrency: adaptive,
+                    rate: rate.map(|r| Rate::parse(r).expect("a valid rate")),
+                    breaker: BreakerConfig {
+                        half_open_probes: probes,
+                        failure_ratio: ratio,
+                        min_throughput,
+                        ..BreakerConfig::default()
+                    },
+                    ..EndpointConfig::default()
+                }
+            },
+        )
+}
+
+fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observed {
+    Observed {
+        class,
+        overload,
+        server_wait: wait_ms.map(|ms| (Duration::from_millis(ms), "server wait".to_owned())),
+        quota: Quota::default(),
+        others_in_flight: 0,
+    }
+}
+
+/// An endpoint with its attempts in flight, as the engine keeps it.
+struct Sim {
+    cfg: EndpointConfig,
+    state: EndpointState,
+    in_flight: Vec<Permit>,
+    now: i64,
+}
+
+impl Sim {
+    fn at(&self) -> Timestamp {
+        Timestamp::from_unix_millis(self.now)
+    }
+
+    fn admit(&mut self, retry: bool) -> bool {
+        let n = u32::try_from(self.in_flight.len()).expect("few in flight");
+        let at = self.at();
+        match self.state.admit(&self.cfg, at, retry, n) {
+            Admission::Go(p) => {
+                self.in_flight.push(p);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn apply(&mut self, op: Op) {
+        let at = self.at();
+        match op {
+            Op::Admit { retry } => {
+                self.admit(retry);
+            }
+            Op::Finish {
+                index,
+                class,
+                overload,
+                wait_ms,
+            } if !self.in_flight.is_empty() => {
+                let p = self.in_flight.remove(index % self.in_flight.len());
+                self.state
+                    .record(&self.cfg, at, p, &observed(class, overload, wait_ms));
+            }
+            Op::Release { index } if !self.in_flight.is_empty() => {
+                let p = self.in_flight.remove(index % self.in_flight.len());
+                self.state.release(&self.cfg, at, p);
+            }
+            Op::Advance { ms } => self.now += i64::try_from(ms).expect("small"),
+            Op::Restart => {
+                // The permits die with the process: nothing hands them back.
+                self.in_flight.clear();
+                let saved = serde_json::to_string(&self.state).expect("serialises");
+                self.state = serde_json::from_str(&saved).expect("reads back");
+            }
+            Op::Finish { .. } | Op::Release { .. } => {}
+        }
+    }
+
+    /// Ends every attempt in flight with a success.
+    fn settle(&mut self) {
+        let at = self.at();
+        for p in std::mem::take(&mut self.in_flight) {
+            self.state.record(
+                &self.cfg,
+                at,
+                p,
+                &observed(ResultClass::Success, false, None),
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// After any history, an endpoint that answers every request with a success admits a first
+    /// attempt and a retry within the longest server-given wait plus one open period plus the
+    /// probes' time, and from then on keeps admitting work.
+    #[test]
+    fn a_healthy_endpoint_is_never_stranded(
+        cfg in config(),
+        ops in proptest::collection::vec(op(), 0..200),
+        restart_before in any::<bool>(),
+    ) {
+        let mut sim = Sim { cfg, state: EndpointState::default(), in_flight: Vec::new(), now: T0 };
+        for op in ops {
+            sim.apply(op);
+        }
+        if restart_before {
+            sim.apply(Op::Restart);
+        } else {
+            sim.settle();
+        }
+        // Healthy from here on: every admitted attempt answers a success 10 ms later.
+        let start = sim.now;
+        let bound = i64::try_from(MAX_WAIT_MS).expect("small")
+            + i64::try_from(sim.cfg.breaker.max_open_for.as_millis()).expect("small")
+            + 1_000;
+        let (mut first_at, mut retry_at) = (None, None);
+        let mut admitted = 0u32;
+        let mut prefer_retry = false;
+        while sim.now <= start + bound + 10_000 {
+            // First attempts and retries take turns, as lease order mixes them.
+            for retry in [prefer_retry, !prefer_retry] {
+                while sim.admit(retry) {
+                    admitted += 1;
+                    prefer_retry = !retry;
+                    let slot = if retry { &mut retry_at } else { &mut first_at };
+                    slot.get_or_insert(sim.now);
+                    if sim.in_flight.len() > 50 {
+                        break;
+                    }
+                }
+            }
+            sim.now += 10;
+            sim.settle();
+            if first_at.is_some() && retry_at.is_some() && admitted >= 200 {
+                break;
+            }
+        }
+        let first_at = first_at.expect("a first attempt went");
+        let retry_at = retry_at.expect("a retry went");
+        prop_assert!(first_at - start <= bound, "first attempt after {} ms", first_at - start);
+        prop_assert!(retry_at - start <= bound, "retry after {} ms", retry_at - start);
+        // And it keeps going: within 10 s more, hundreds (the slowest rate generated is 10/s).
+        prop_assert!(admitted >= 100, "only {admitted} admitted");
+        prop_assert_eq!(sim.state.permits_out(), (0, 0));
+        prop_assert_eq!(sim.state.breaker, BreakerState::Closed);
+    }
+
+    /// Every permit handed back (by a result or a release) frees its place: with nothing in
+    /// flight, no retry or probe counts as in flight, whatever happened.
+    #[test]
+    fn every_admission_is_matched_by_one_release(
+        cfg in config(),
+        ops in proptest::collection::vec(op(), 0..200),
+    ) {
+        let mut sim = Sim { cfg, state: EndpointState::default(), in_flight: Vec::new(), now: T0 };
+        for op in ops {
+            sim.apply(op);
+            let (retries, probes) = sim.state.permits_out();
+            let n = u32::try_from(sim.in_flight.len()).expect("few");
+            prop_assert!(retries <= n && probes <= n, "{retries} retries, {probes} probes out with {n} in flight");
+        }
+        let at = sim.at();
+        for p in std::mem::take(&mut sim.in_flight) {
+            sim.state.release(&sim.cfg, at, p);
+        }
+        prop_assert_eq!(sim.state.permits_out(), (0, 0));
+    }
+}
