@@ -1,10 +1,17 @@
 //! Endpoint protection end to end: the engine, a real SQLite file and receivers on loopback that
-//! behave like rate-limited or failing APIs. Time is real here (the receivers' windows are), but
-//! every assertion is on counts and states, never on how long something took.
+//! behave like rate-limited or failing APIs.
+//!
+//! Time is virtual: the engine runs on a manual clock and the receivers' rate-limit windows and
+//! outages follow the same clock. A test lets the engine do everything it can at one instant
+//! (see `support::settle`), then moves the clock on to the next instant something is due, so what
+//! lands in which window depends on the engine's decisions alone, never on how fast a loaded
+//! machine runs. Assertions are on counts, states and order.
+
+mod support;
 
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{
-    Clock, EndpointSettings, Engine, EngineConfig, QueueConfig, RunningEngine, SystemClock,
+    Clock, EndpointSettings, Engine, EngineConfig, ManualClock, QueueConfig, RunningEngine,
 };
 use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 use redial_policy::{Backoff, DeadCategory, Policy, Strategy, Timestamp};
@@ -13,7 +20,14 @@ use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Behaviour, Receiver, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::{settle, Watched};
+
+const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+/// The most clock steps a test takes before it gives up; a bound against a broken test hanging,
+/// far above what any test here needs.
+const MAX_STEPS: usize = 20_000;
 
 fn quick_policy() -> Policy {
     let quick = Backoff {
@@ -31,8 +45,19 @@ fn quick_policy() -> Policy {
     }
 }
 
+fn manual_clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(T0))
+}
+
+/// A receiver whose time is `clock`'s.
+async fn receiver_on(clock: &Arc<ManualClock>) -> Receiver {
+    let clock = clock.clone();
+    Receiver::start_with_clock(move || clock.now().saturating_since(T0)).await
+}
+
 struct Setup {
-    store: Arc<dyn Store>,
+    store: Arc<Watched>,
+    clock: Arc<ManualClock>,
     engine: Engine,
     running: Option<RunningEngine>,
     dir: tempfile::TempDir,
@@ -40,13 +65,15 @@ struct Setup {
 
 async fn setup_in(
     dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
     concurrency: usize,
     policy: Policy,
     defaults: EndpointConfig,
     endpoints: BTreeMap<String, EndpointSettings>,
 ) -> Setup {
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let store = Watched::new(Arc::new(
+        SqliteStore::open(&dir.path().join("redial.db")).expect("open"),
+    ));
     let mut config = EngineConfig {
         worker_id: "w".into(),
         poll_interval: Duration::from_millis(50),
@@ -68,10 +95,16 @@ async fn setup_in(
         ..HttpConfig::default()
     })
     .expect("client");
-    let engine = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
+    let engine = Engine::new(
+        store.clone() as Arc<dyn Store>,
+        config,
+        clock.clone(),
+        Arc::new(http),
+    );
     let running = Some(engine.start().await.expect("start"));
     Setup {
         store,
+        clock,
         engine,
         running,
         dir,
@@ -79,6 +112,7 @@ async fn setup_in(
 }
 
 async fn setup(
+    clock: Arc<ManualClock>,
     concurrency: usize,
     policy: Policy,
     defaults: EndpointConfig,
@@ -86,6 +120,7 @@ async fn setup(
 ) -> Setup {
     setup_in(
         tempfile::tempdir().expect("dir"),
+        clock,
         concurrency,
         policy,
         defaults,
@@ -96,7 +131,7 @@ async fn setup(
 
 impl Setup {
     async fn enqueue(&self, jobs: impl IntoIterator<Item = (String, String, Option<Duration>)>) {
-        let now = SystemClock.now();
+        let now = self.clock.now();
         let batch: Vec<NewJob> = jobs
             .into_iter()
             .map(|(id, url, deadline)| NewJob {
@@ -139,20 +174,52 @@ impl Setup {
         out
     }
 
-    /// Polls until `pred` holds on the census; the bound only keeps a broken test from hanging.
-    async fn wait_until(
+    /// Lets the engine do everything it can at the current instant.
+    async fn settle(&self) {
+        settle(&self.engine, &self.store, self.clock.now()).await;
+    }
+
+    /// The next instant after `now` at which something is due: a job's run time, or the end of
+    /// an endpoint's pause, quota window or open breaker.
+    async fn next_due(&self, now: Timestamp) -> Option<Timestamp> {
+        let job = self
+            .store
+            .job_next_run_at("default", now)
+            .await
+            .expect("next run");
+        let holds = self
+            .engine
+            .endpoint_views(&[])
+            .into_values()
+            .flat_map(|v| [v.paused_until, v.learned_reset_at, v.breaker_until]);
+        holds.chain([job]).flatten().filter(|t| *t > now).min()
+    }
+
+    /// Runs virtual time until `done` holds on the census: at each instant the engine does all
+    /// it can, then the clock moves to the next instant something is due, or by `step` if that
+    /// comes first (for what the engine keeps to itself, such as a rate limit's next slot).
+    async fn run_until(
         &self,
         what: &str,
-        pred: impl Fn(&HashMap<String, usize>) -> bool,
+        step: Duration,
+        done: impl Fn(&HashMap<String, usize>) -> bool,
     ) -> HashMap<String, usize> {
-        for _ in 0..1200 {
+        for _ in 0..MAX_STEPS {
+            self.settle().await;
             let c = self.census().await;
-            if pred(&c) {
+            if done(&c) {
                 return c;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let now = self.clock.now();
+            let by_step = now.saturating_add(step);
+            let next = self.next_due(now).await.map_or(by_step, |t| t.min(by_step));
+            self.clock.set(next);
         }
-        panic!("never reached: {what}; census {:?}", self.census().await);
+        panic!(
+            "never reached: {what}; at T0 + {:?}, census {:?}",
+            self.clock.now().saturating_since(T0),
+            self.census().await
+        );
     }
 
     async fn stop(&mut self) {
@@ -175,9 +242,14 @@ fn count(c: &HashMap<String, usize>, key: &str) -> usize {
     c.get(key).copied().unwrap_or(0)
 }
 
+/// Virtual time moves in steps of at most this while the engine waits for something the test
+/// cannot see; 10ms is finer than any limit here (a 50/s rate admits one per 20ms).
+const STEP: Duration = Duration::from_millis(10);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_completes() {
-    let rx = Receiver::start().await;
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
     rx.behave(
         "/limited",
         Behaviour::RateLimited {
@@ -186,6 +258,7 @@ async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_comple
         },
     );
     let mut s = setup(
+        clock,
         32,
         quick_policy(),
         EndpointConfig::default(),
@@ -195,7 +268,7 @@ async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_comple
     s.enqueue((0..1000).map(|i| (format!("r{i}"), rx.url("/limited"), None)))
         .await;
     let c = s
-        .wait_until("1000 completed", |c| count(c, "completed") == 1000)
+        .run_until("1000 completed", STEP, |c| count(c, "completed") == 1000)
         .await;
     assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
 
@@ -221,7 +294,8 @@ async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_comple
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
-    let rx = Receiver::start().await;
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
     rx.behave(
         "/quiet",
         Behaviour::RateLimitedQuietly {
@@ -230,6 +304,7 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
         },
     );
     let mut s = setup(
+        clock,
         32,
         quick_policy(),
         EndpointConfig::default(),
@@ -239,13 +314,21 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
     s.enqueue((0..1000).map(|i| (format!("q{i}"), rx.url("/quiet"), None)))
         .await;
     let c = s
-        .wait_until("1000 completed", |c| count(c, "completed") == 1000)
+        .run_until("1000 completed", STEP, |c| count(c, "completed") == 1000)
         .await;
     assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
     let received = rx.received("/quiet");
     let per_window = refusals_per_window(&received);
     let total_429 = received.iter().filter(|r| r.status == 429).count();
     println!("quiet rate limit: {} requests for 1000 jobs, {total_429} answered 429, per window {per_window:?}", received.len());
+    // The limit was inferred from the 429s: the endpoint shows one, and it pauses the endpoint
+    // rather than letting every job find out for itself.
+    let origin = format!("http://{}", rx.addr());
+    let view = &s.engine.endpoint_views(&[])[&origin];
+    assert!(
+        view.learned_limit.is_some_and(|l| (1..=50).contains(&l)),
+        "a limit of at most 50 inferred: {view:?}"
+    );
     // Without quota headers the first 429 is the first news, and attempts already in flight
     // then can still be refused. From the next window on, the limit inferred from that window
     // holds: at most one 429 (the probe that finds the window full) per window.
@@ -275,9 +358,12 @@ fn breaker(min_throughput: u32, open_for_ms: u64) -> BreakerConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate() {
-    let rx = Receiver::start().await;
-    let outage_ends = Instant::now() + Duration::from_millis(1500);
-    rx.behave("/flaky", Behaviour::DownUntil { until: outage_ends });
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    // Long enough that retries fail too: first attempts alone (200 at 50/s, 4 s) do not open the
+    // breaker, since a flaky API fails first calls and answers retries.
+    let outage = Duration::from_secs(6);
+    rx.behave("/flaky", Behaviour::DownFor { down_for: outage });
     let origin = format!("http://{}", rx.addr());
     let limits = EndpointConfig {
         rate: Some(Rate::parse("50/s").expect("rate")),
@@ -293,18 +379,26 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
         },
     )]);
     let jobs = 200;
-    let mut s = setup(16, quick_policy(), EndpointConfig::default(), endpoints).await;
+    let mut s = setup(
+        clock,
+        16,
+        quick_policy(),
+        EndpointConfig::default(),
+        endpoints,
+    )
+    .await;
     s.enqueue((0..jobs).map(|i| (format!("o{i}"), rx.url("/flaky"), None)))
         .await;
     let c = s
-        .wait_until("all completed", |c| count(c, "completed") == jobs)
+        .run_until("all completed", STEP, |c| count(c, "completed") == jobs)
         .await;
     assert_eq!(c.len(), 1, "no job dead-lettered: {c:?}");
 
     let received = rx.received("/flaky");
-    let during_outage: Vec<_> = received.iter().filter(|r| r.at < outage_ends).collect();
-    // Once the breaker is open only probes go: the outage costs a bounded number of requests,
-    // far fewer than the jobs (each job would otherwise have retried several times).
+    let during_outage: Vec<_> = received.iter().filter(|r| r.since_start < outage).collect();
+    // Each job's first attempt goes; once retries fail again the breaker opens and only probes
+    // go: the outage costs about one request per job (each job would otherwise have retried
+    // several times).
     let views = s.engine.endpoint_views(&[]);
     let history = &views[&origin].breaker_history;
     let opened = history.iter().filter(|e| e.to == "open").count();
@@ -314,8 +408,8 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
         during_outage.len()
     );
     assert!(
-        during_outage.len() <= 10 + 16 + opened * 2 + 20,
-        "{} requests during the outage (threshold 10, 16 in flight, 2 probes per opening, budget)",
+        during_outage.len() <= jobs + 10 + 16 + opened * 2 + 20,
+        "{} requests during the outage ({jobs} first attempts, threshold 10, 16 in flight, 2 probes per opening, budget)",
         during_outage.len()
     );
     // After recovery, the first second stays within the configured 50/s (+ burst).
@@ -323,10 +417,10 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
         .iter()
         .find(|r| r.status == 200)
         .expect("a success")
-        .at;
+        .since_start;
     let first_second = received
         .iter()
-        .filter(|r| r.at >= first_ok && r.at < first_ok + Duration::from_secs(1))
+        .filter(|r| r.since_start >= first_ok && r.since_start < first_ok + Duration::from_secs(1))
         .count();
     assert!(
         first_second <= 55,
@@ -337,11 +431,12 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() {
-    let rx = Receiver::start().await;
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
     rx.behave(
         "/down",
-        Behaviour::DownUntil {
-            until: Instant::now() + Duration::from_secs(3600),
+        Behaviour::DownFor {
+            down_for: Duration::from_secs(3600),
         },
     );
     let jobs = 300;
@@ -353,7 +448,7 @@ async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() 
         breaker: breaker(20, 500),
         ..EndpointConfig::default()
     };
-    let mut s = setup(32, policy, defaults, BTreeMap::new()).await;
+    let mut s = setup(clock, 32, policy, defaults, BTreeMap::new()).await;
     s.enqueue((0..jobs).map(|i| {
         (
             format!("h{i}"),
@@ -363,7 +458,7 @@ async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() 
     }))
     .await;
     let c = s
-        .wait_until("all dead", |c| {
+        .run_until("all dead", STEP, |c| {
             count(c, "dead:transient_exhausted") + count(c, "dead:deadline_exceeded") == jobs
         })
         .await;
@@ -406,34 +501,39 @@ async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_endpoint_down_does_not_hold_up_another() {
-    let down = Receiver::start().await;
+    let clock = manual_clock();
+    let down = receiver_on(&clock).await;
     down.behave(
         "/x",
-        Behaviour::DownUntil {
-            until: Instant::now() + Duration::from_secs(3600),
+        Behaviour::DownFor {
+            down_for: Duration::from_secs(3600),
         },
     );
-    let up = Receiver::start().await;
+    let up = receiver_on(&clock).await;
     let defaults = EndpointConfig {
         breaker: breaker(10, 60_000),
         ..EndpointConfig::default()
     };
-    let mut s = setup(8, quick_policy(), defaults, BTreeMap::new()).await;
+    let mut s = setup(clock, 8, quick_policy(), defaults, BTreeMap::new()).await;
     // The down endpoint's jobs come first in line.
     s.enqueue((0..200).map(|i| (format!("d{i}"), down.url("/x"), None)))
         .await;
     s.enqueue((0..200).map(|i| (format!("u{i}"), up.url("/y"), None)))
         .await;
-    s.wait_until("the healthy endpoint's jobs complete", |c| {
+    s.run_until("the healthy endpoint's jobs complete", STEP, |c| {
         count(c, "completed") == 200
     })
     .await;
-    let views = s.engine.endpoint_views(&[]);
+    // Each down job's first attempt goes (a first failure alone does not say down from flaky);
+    // the retries that fail again open the breaker, and then nothing more goes.
     let down_origin = format!("http://{}", down.addr());
-    assert_eq!(views[&down_origin].breaker, "open");
+    s.run_until("the down endpoint's breaker opens", STEP, |_| {
+        s.engine.endpoint_views(&[])[&down_origin].breaker == "open"
+    })
+    .await;
     assert!(
-        down.count("/x") < 40,
-        "{} requests reached the down endpoint",
+        down.count("/x") <= 240,
+        "{} requests reached the down endpoint for 200 jobs (at most 1.2 per job)",
         down.count("/x")
     );
     s.stop().await;
@@ -441,7 +541,8 @@ async fn one_endpoint_down_does_not_hold_up_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_and_breaker_survive_a_restart() {
-    let rx = Receiver::start().await;
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
     rx.script(
         "/slow-down",
         vec![Reply::status(429).header("Retry-After", "3600")],
@@ -450,6 +551,7 @@ async fn pause_and_breaker_survive_a_restart() {
     let dir = tempfile::tempdir().expect("dir");
     let mut s = setup_in(
         dir,
+        clock.clone(),
         4,
         quick_policy(),
         EndpointConfig::default(),
@@ -458,7 +560,7 @@ async fn pause_and_breaker_survive_a_restart() {
     .await;
     s.enqueue([("p1".to_owned(), rx.url("/slow-down"), None)])
         .await;
-    s.wait_until("deferred", |c| count(c, "deferred") == 1)
+    s.run_until("deferred", STEP, |c| count(c, "deferred") == 1)
         .await;
     let paused = s.engine.endpoint_views(&[])[&origin]
         .paused_until
@@ -468,6 +570,7 @@ async fn pause_and_breaker_survive_a_restart() {
     let Setup { dir, .. } = s;
     let mut s = setup_in(
         dir,
+        clock,
         4,
         quick_policy(),
         EndpointConfig::default(),
@@ -484,12 +587,9 @@ async fn pause_and_breaker_survive_a_restart() {
     );
     s.enqueue([("p2".to_owned(), rx.url("/slow-down"), None)])
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        rx.count("/slow-down"),
-        1,
-        "the restored pause holds new jobs too"
-    );
+    // The engine has looked at p2 and let it be: the restored pause holds new jobs too.
+    s.settle().await;
+    assert_eq!(rx.count("/slow-down"), 1, "only p1's request went");
     let c = s.census().await;
     assert_eq!((count(&c, "deferred"), count(&c, "ready")), (1, 1));
     s.stop().await;
@@ -497,7 +597,8 @@ async fn pause_and_breaker_survive_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
-    let rx = Receiver::start().await;
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
     rx.script("/err", vec![Reply::status(503)]);
     let defaults = EndpointConfig {
         retry_budget: BudgetConfig {
@@ -508,9 +609,9 @@ async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
         },
         ..EndpointConfig::default()
     };
-    let mut s = setup(4, quick_policy(), defaults, BTreeMap::new()).await;
+    let mut s = setup(clock, 4, quick_policy(), defaults, BTreeMap::new()).await;
     s.enqueue([("b1".to_owned(), rx.url("/err"), None)]).await;
-    s.wait_until("dead", |c| count(c, "dead:budget_exhausted") == 1)
+    s.run_until("dead", STEP, |c| count(c, "dead:budget_exhausted") == 1)
         .await;
     let (job, attempts) = s
         .store
@@ -529,5 +630,4 @@ async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
     );
     s.stop().await;
     drop(s.dir);
-    let _ = Timestamp::EPOCH;
 }

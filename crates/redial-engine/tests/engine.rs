@@ -1,5 +1,10 @@
 //! The engine against a real SQLite file and a real HTTP receiver on loopback. Time is a manual
-//! clock: a test moves it past a job's next run and wakes the engine, instead of sleeping.
+//! clock: a test moves it past a job's next run and wakes the engine, instead of sleeping; to
+//! show that something did not happen, it waits until the engine has done all it can at that
+//! instant (`support::settle`). Attempts that must still be running when the test acts wait at a
+//! gate the test opens, not behind a delay.
+
+mod support;
 
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{
@@ -11,6 +16,7 @@ use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Misbehaviour, RawServer, Receiver, Reply};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{settle, Watched};
 
 const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
 
@@ -18,7 +24,7 @@ struct Harness {
     running: Option<RunningEngine>,
     engine: Engine,
     clock: Arc<ManualClock>,
-    store: Arc<dyn Store>,
+    store: Arc<Watched>,
     _dir: tempfile::TempDir,
 }
 
@@ -32,8 +38,9 @@ fn policy() -> Policy {
 
 async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) -> Harness {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let store = Watched::new(Arc::new(
+        SqliteStore::open(&dir.path().join("redial.db")).expect("open"),
+    ));
     let clock = Arc::new(ManualClock::new(T0));
     let mut config = EngineConfig {
         worker_id: "test-worker".into(),
@@ -61,7 +68,12 @@ async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) ->
         ..HttpConfig::default()
     })
     .expect("http client");
-    let mut engine = Engine::new(store.clone(), config, clock.clone(), Arc::new(http));
+    let mut engine = Engine::new(
+        store.clone() as Arc<dyn Store>,
+        config,
+        clock.clone(),
+        Arc::new(http),
+    );
     if let Some(h) = handler {
         engine = engine.with_handler("custom", h);
     }
@@ -138,6 +150,11 @@ impl Harness {
             .await
     }
 
+    /// Waits until the engine has done all it can at the clock's instant.
+    async fn settle(&self) {
+        settle(&self.engine, &self.store, self.clock.now()).await;
+    }
+
     /// Moves the clock to the job's next run and wakes the engine.
     async fn run_next(&self, id: &str) {
         let (job, _) = self
@@ -199,8 +216,7 @@ async fn rate_limited_job_is_deferred_without_spending_an_attempt() {
 
     // Nothing happens before the server's instant, even when woken.
     h.clock.advance(Duration::from_secs(29));
-    h.engine.wake_all();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.settle().await;
     assert_eq!(rx.count("/send"), 1);
 
     h.run_next("j1").await;
@@ -436,20 +452,22 @@ async fn custom_handlers_return_typed_outcomes() {
 #[tokio::test]
 async fn cancel_while_running_ends_cancelled() {
     let rx = Receiver::start().await;
-    rx.script(
-        "/slow",
-        vec![Reply::status(503).delay(Duration::from_millis(300))],
-    );
-    let h = harness().await;
-    h.enqueue("c", "default", "POST", &rx.url("/slow"), None)
+    rx.script("/fail", vec![Reply::status(503)]);
+    let (gated, mut entered) = gated();
+    let h = harness_with(true, Some(gated.clone())).await;
+    h.enqueue("c", "custom", "POST", &rx.url("/fail"), None)
         .await;
-    h.wait_state("c", JobState::Running).await;
+    // The attempt is running, held at its gate, when the cancellation comes; a 503 would
+    // otherwise schedule a retry.
+    assert_eq!(entered.recv().await.expect("entered"), "c");
     h.store
         .job_cancel(&JobId::from("c"), h.clock.now())
         .await
         .expect("cancel");
+    gated.open("c");
     let (job, attempts) = h.wait_state("c", JobState::Cancelled).await;
     assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].status, Some(503));
     assert!(job
         .last_reason
         .expect("reason")

@@ -1,6 +1,10 @@
 //! Endpoint protection never strands healthy work: a flaky endpoint drains, a breaker's probes
 //! always end, a panicking handler and a store error give back what they held. Real SQLite file,
-//! real HTTP receiver on loopback, manual clock: the tests move time, never wait on it.
+//! real HTTP receiver on loopback, manual clock: the tests move time, never wait on it. Before
+//! the clock moves, the engine has done everything it can at the current instant
+//! (`support::settle`).
+
+mod support;
 
 use async_trait::async_trait;
 use redial_engine::http::{HttpConfig, HttpExecutor};
@@ -15,6 +19,7 @@ use redial_test_receiver::{Receiver, Reply};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{settle, Watched};
 
 const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
 
@@ -23,6 +28,8 @@ struct Harness {
     engine: Engine,
     clock: Arc<ManualClock>,
     store: Arc<dyn Store>,
+    /// The same store, keeping account of the engine's leases and writes for `settle`.
+    watched: Arc<Watched>,
     _dir: tempfile::TempDir,
 }
 
@@ -36,7 +43,8 @@ async fn harness(
     let dir = tempfile::tempdir().expect("temp dir");
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
-    let store = wrap(store);
+    let watched = Watched::new(wrap(store));
+    let store: Arc<dyn Store> = watched.clone();
     let clock = Arc::new(ManualClock::new(T0));
     let mut config = EngineConfig {
         worker_id: "test-worker".into(),
@@ -70,6 +78,7 @@ async fn harness(
         engine,
         clock,
         store,
+        watched,
         _dir: dir,
     }
 }
@@ -121,12 +130,18 @@ impl Harness {
         out
     }
 
-    /// Moves the clock forward a second at a time, waking the engine, until no job is left to
-    /// run. Returns the virtual seconds it took. Not a timing assertion: the bound on rounds only
-    /// stops a broken test from hanging.
+    /// Waits until the engine has done all it can at the clock's instant.
+    async fn settle(&self) {
+        settle(&self.engine, &self.watched, self.clock.now()).await;
+    }
+
+    /// Lets the engine do all it can at each instant, then moves the clock forward a second,
+    /// until no job is left to run. Returns the virtual seconds it took. Not a timing assertion:
+    /// the bound on rounds only stops a broken test from hanging.
     async fn drain(&self, jobs: u64) -> u64 {
         let start = self.clock.now();
         for _ in 0..3_000 {
+            self.settle().await;
             let c = self.counts().await;
             let done = c.get("completed").copied().unwrap_or(0)
                 + c.get("dead").copied().unwrap_or(0)
@@ -134,13 +149,7 @@ impl Harness {
             if done == jobs {
                 return self.clock.now().saturating_since(start).as_secs();
             }
-            self.engine.wake_all();
-            // Let what is due now run before time moves on.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let c2 = self.counts().await;
-            if c2 == c {
-                self.clock.advance(Duration::from_secs(1));
-            }
+            self.clock.advance(Duration::from_secs(1));
         }
         panic!("jobs never drained: {:?}", self.counts().await);
     }
@@ -228,11 +237,10 @@ async fn a_probe_answered_with_a_400_frees_its_place_and_the_breaker_closes() {
         h.enqueue(&format!("d{i}"), "GET", &rx.url(&path)).await;
     }
     for _ in 0..200 {
+        h.settle().await;
         if h.endpoint().breaker == "open" {
             break;
         }
-        h.engine.wake_all();
-        tokio::time::sleep(Duration::from_millis(20)).await;
         h.clock.advance(Duration::from_millis(500));
     }
     assert_eq!(h.endpoint().breaker, "open", "{:?}", h.counts().await);
@@ -254,7 +262,9 @@ async fn a_probe_answered_with_a_400_frees_its_place_and_the_breaker_closes() {
     assert_eq!(view.in_flight, 0);
     // What may hold the next job now is slow start after the close, never the breaker.
     assert!(
-        view.holding.as_deref().is_none_or(|h| h.starts_with("slow start")),
+        view.holding
+            .as_deref()
+            .is_none_or(|h| h.starts_with("slow start")),
         "{:?}",
         view.holding
     );

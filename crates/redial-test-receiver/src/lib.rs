@@ -3,6 +3,10 @@
 //! an HTTP framework cannot produce.
 //!
 //! Test support only: it is real HTTP over loopback, not a mock of Redial's code.
+//!
+//! A receiver keeps its own time for what depends on time (rate-limit windows, outages): the
+//! monotonic clock by default, or a clock the test moves ([`Receiver::start_with_clock`]), so that
+//! a test on a manual clock sees the same windows as the code under test, whatever the load.
 
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -60,6 +64,9 @@ pub struct Received {
     pub body: String,
     /// When it arrived.
     pub at: Instant,
+    /// When it arrived on the receiver's clock: the time since the receiver started, by the
+    /// test's clock when the receiver has one ([`Receiver::start_with_clock`]).
+    pub since_start: Duration,
     /// When it arrived, by the wall clock (to compare with Redial's own records).
     pub wall: std::time::SystemTime,
     /// For a rate-limited path: the index of the window it fell in.
@@ -68,7 +75,7 @@ pub struct Received {
     pub status: u16,
 }
 
-/// A path that behaves like a real API rather than a script.
+/// A path that behaves like a real API rather than a script. Times are on the receiver's clock.
 #[derive(Clone, Copy, Debug)]
 pub enum Behaviour {
     /// At most `limit` requests per `window` (windows start when the behaviour is set); each
@@ -78,14 +85,15 @@ pub enum Behaviour {
     /// The same, but answers carry no quota headers: only the 429s say anything, with
     /// `Retry-After`.
     RateLimitedQuietly { limit: u32, window: Duration },
-    /// 503 without Retry-After until `until`, then 200.
-    DownUntil { until: Instant },
+    /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
+    DownFor { down_for: Duration },
 }
 
 #[derive(Debug)]
 struct Live {
     behaviour: Behaviour,
-    started: Instant,
+    /// When the behaviour was set, on the receiver's clock.
+    started: Duration,
     window_index: u64,
     used: u32,
 }
@@ -99,12 +107,25 @@ impl Received {
     }
 }
 
-#[derive(Default)]
+/// A reading of the test's clock: how far it has moved since some fixed origin.
+type ClockFn = dyn Fn() -> Duration + Send + Sync;
+
 struct Shared {
     /// Per path, the answers still to give; the last one repeats once the others are used.
     scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
     behaviours: Mutex<HashMap<String, Live>>,
     received: Mutex<Vec<Received>>,
+    /// The receiver's clock, and its reading when the receiver started.
+    clock: Box<ClockFn>,
+    origin: Duration,
+}
+
+impl Shared {
+    /// The time since the receiver started, on its clock. A clock that went backwards reads as
+    /// the start.
+    fn since_start(&self) -> Duration {
+        (self.clock)().saturating_sub(self.origin)
+    }
 }
 
 /// The receiver. Dropping it stops the server.
@@ -133,13 +154,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Receiver {
-    /// Starts on 127.0.0.1 at a free port. Unscripted paths answer 200 `ok`.
+    /// Starts on 127.0.0.1 at a free port. Unscripted paths answer 200 `ok`. Its time is the
+    /// monotonic clock's.
     pub async fn start() -> Receiver {
+        let started = Instant::now();
+        Receiver::start_with_clock(move || started.elapsed()).await
+    }
+
+    /// Starts like [`Receiver::start`], with its time read from `now`: how far the test's clock
+    /// has moved since any fixed origin (it must not go backwards). Rate-limit windows, outages
+    /// and [`Received::since_start`] then follow that clock, so a test that moves a manual clock
+    /// and the code it drives agree on which window a request falls in, however slowly the
+    /// machine runs.
+    pub async fn start_with_clock(now: impl Fn() -> Duration + Send + Sync + 'static) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
-        let shared = Arc::new(Shared::default());
+        let origin = now();
+        let shared = Arc::new(Shared {
+            scripts: Mutex::default(),
+            behaviours: Mutex::default(),
+            received: Mutex::default(),
+            clock: Box::new(now),
+            origin,
+        });
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(shared.clone());
@@ -167,7 +206,7 @@ impl Receiver {
     pub fn behave(&self, path: &str, behaviour: Behaviour) {
         let live = Live {
             behaviour,
-            started: Instant::now(),
+            started: self.shared.since_start(),
             window_index: 0,
             used: 0,
         };
@@ -209,9 +248,10 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .unwrap_or_else(|_| Bytes::new());
     let at = Instant::now();
     let wall = std::time::SystemTime::now();
+    let since_start = shared.since_start();
     let live_reply = lock(&shared.behaviours)
         .get_mut(&path)
-        .map(|live| live.answer(at));
+        .map(|live| live.answer(since_start));
     let window = live_reply.as_ref().and_then(|(_, w)| *w);
     let live_reply = live_reply.map(|(r, _)| r);
     let reply = live_reply
@@ -230,6 +270,7 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         at,
+        since_start,
         wall,
         window,
         status: reply.status,
@@ -251,15 +292,16 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
 }
 
 impl Live {
-    /// The reply, and for rate-limited paths the window index.
-    fn answer(&mut self, at: Instant) -> (Reply, Option<u64>) {
+    /// The reply to a request arriving at `at` (on the receiver's clock), and for rate-limited
+    /// paths the window index.
+    fn answer(&mut self, at: Duration) -> (Reply, Option<u64>) {
+        let elapsed = at.saturating_sub(self.started);
         match self.behaviour {
-            Behaviour::DownUntil { until } if at < until => (Reply::status(503), None),
-            Behaviour::DownUntil { .. } => (Reply::status(200).body("ok"), None),
+            Behaviour::DownFor { down_for } if elapsed < down_for => (Reply::status(503), None),
+            Behaviour::DownFor { .. } => (Reply::status(200).body("ok"), None),
             Behaviour::RateLimited { limit, window }
             | Behaviour::RateLimitedQuietly { limit, window } => {
                 let quiet = matches!(self.behaviour, Behaviour::RateLimitedQuietly { .. });
-                let elapsed = at.duration_since(self.started);
                 let index = (elapsed.as_nanos() / window.as_nanos().max(1)) as u64;
                 if index != self.window_index {
                     self.window_index = index;

@@ -1,0 +1,309 @@
+//! What the engine's test files share: a way to run the engine on a manual clock without
+//! sleeping.
+//!
+//! A test that moves the clock must know when the engine has done everything it can at the
+//! current instant before it moves the clock on, or asserts that something did not happen.
+//! Sleeping for "long enough" is a guess that a loaded machine proves wrong. [`Watched`] is the
+//! real store with every call passed through, keeping account of the engine's leases and writes;
+//! [`settle`] waits on that account until a lease taken at this instant, after the last write
+//! that could let a job go, found nothing, and no leased job is still out.
+
+use async_trait::async_trait;
+use redial_engine::Engine;
+use redial_policy::Timestamp;
+use redial_store::*;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The longest [`settle`] waits. Not a timing assertion: it only keeps a broken test from
+/// hanging.
+const SETTLE_BOUND: Duration = Duration::from_secs(120);
+
+/// A store that passes every call through to `inner` and keeps account of what the engine is
+/// doing with it. It changes nothing: every answer is the inner store's.
+#[derive(Debug)]
+pub struct Watched {
+    inner: Arc<dyn Store>,
+    account: Mutex<Account>,
+    /// Bumped on every change to the account, for [`settle`] to wait on.
+    ticks: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Account {
+    /// Orders lease calls and writes: a lease's tick is taken when it begins, a write's when it
+    /// ends, so a lease whose tick is later than a write's saw what that write did.
+    tick: u64,
+    /// When the last write that could let a job go ended: jobs inserted, an attempt recorded (a
+    /// retry due at once), a lease given back, an expired lease rescued.
+    last_write: u64,
+    /// Lease calls under way.
+    leasing: usize,
+    /// Jobs leased and not yet recorded or given back: attempts under way.
+    out: HashSet<JobId>,
+    /// The last lease that took nothing: its tick and the instant it leased at.
+    last_empty: Option<(u64, Timestamp)>,
+}
+
+impl Watched {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Watched> {
+        Arc::new(Watched {
+            inner,
+            account: Mutex::default(),
+            ticks: watch::Sender::new(0),
+        })
+    }
+
+    fn update<T>(&self, f: impl FnOnce(&mut Account) -> T) -> T {
+        let out = {
+            let mut a = self.account.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut a)
+        };
+        self.ticks.send_modify(|t| *t += 1);
+        out
+    }
+
+    fn wrote(&self) {
+        self.update(|a| {
+            a.tick += 1;
+            a.last_write = a.tick;
+        });
+    }
+
+    /// Whether the engine has done all it can at `now`.
+    fn settled_at(&self, now: Timestamp) -> bool {
+        let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
+        a.leasing == 0
+            && a.out.is_empty()
+            && a.last_empty
+                .is_some_and(|(tick, at)| at == now && tick > a.last_write)
+    }
+
+    /// Whether nothing is under way: no lease call, no attempt.
+    fn idle(&self) -> bool {
+        let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
+        a.leasing == 0 && a.out.is_empty()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{:?}",
+            self.account.lock().unwrap_or_else(|p| p.into_inner())
+        )
+    }
+}
+
+/// Waits until the engine has done everything it can at `now` (the manual clock's instant):
+/// every attempt it could start has been made and recorded, and a lease at `now`, begun after
+/// the last of them, found nothing more to take. Wakes the engine whenever nothing is under way,
+/// since the lease that would settle it may otherwise wait for the engine's next poll.
+pub async fn settle(engine: &Engine, store: &Watched, now: Timestamp) {
+    let mut ticks = store.ticks.subscribe();
+    let give_up = tokio::time::Instant::now() + SETTLE_BOUND;
+    loop {
+        ticks.borrow_and_update();
+        if store.settled_at(now) {
+            return;
+        }
+        if store.idle() {
+            engine.wake_all();
+        }
+        // A wake-up can land while a lease is just ending and be used up by it; looking again
+        // after a short while wakes the engine again if it is still idle.
+        let _ = tokio::time::timeout(Duration::from_millis(20), ticks.changed()).await;
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the engine never settled at {now}: {}",
+            store.describe()
+        );
+    }
+}
+
+#[async_trait]
+impl Store for Watched {
+    async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
+        let out = self.inner.job_insert(job).await;
+        self.wrote();
+        out
+    }
+
+    async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
+        let out = self.inner.job_insert_batch(jobs).await;
+        self.wrote();
+        out
+    }
+
+    async fn job_get(&self, id: &JobId) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+        self.inner.job_get(id).await
+    }
+
+    async fn job_list(&self, params: JobListParams) -> StoreResult<JobPage> {
+        self.inner.job_list(params).await
+    }
+
+    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>> {
+        self.inner.job_lease_available(params).await
+    }
+
+    async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
+        self.inner.job_candidates(params).await
+    }
+
+    async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
+        self.inner.job_lease_ids(params).await
+    }
+
+    async fn job_lease_admitted(
+        &self,
+        params: LeaseAdmittedParams,
+        admit: Box<dyn Admit>,
+    ) -> StoreResult<AdmittedLease> {
+        let now = params.now;
+        let began = self.update(|a| {
+            a.leasing += 1;
+            a.tick += 1;
+            a.tick
+        });
+        let out = self.inner.job_lease_admitted(params, admit).await;
+        self.update(|a| {
+            a.leasing -= 1;
+            match &out {
+                Ok(lease) if lease.taken.is_empty() && lease.failed.is_empty() => {
+                    a.last_empty = Some((began, now));
+                }
+                Ok(lease) => {
+                    let ids = lease.taken.iter().chain(&lease.failed);
+                    a.out.extend(ids.map(|j| j.id.clone()));
+                }
+                Err(_) => {}
+            }
+        });
+        out
+    }
+
+    async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {
+        self.inner.job_heartbeat(params).await
+    }
+
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
+        let id = params.id.clone();
+        let out = self.inner.job_record_attempt(params).await;
+        self.update(|a| {
+            a.out.remove(&id);
+            a.tick += 1;
+            a.last_write = a.tick;
+        });
+        out
+    }
+
+    async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64> {
+        let ids = params.ids.clone();
+        let out = self.inner.job_release(params).await;
+        self.update(|a| {
+            for id in &ids {
+                a.out.remove(id);
+            }
+            a.tick += 1;
+            a.last_write = a.tick;
+        });
+        out
+    }
+
+    async fn job_rescue_expired(&self, params: RescueParams) -> StoreResult<RescueReport> {
+        let out = self.inner.job_rescue_expired(params).await;
+        if out.as_ref().is_ok_and(|r| r.requeued > 0) {
+            self.wrote();
+        }
+        out
+    }
+
+    async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64> {
+        self.inner.job_promote_due(now).await
+    }
+
+    async fn job_next_run_at(
+        &self,
+        queue: &str,
+        after: Timestamp,
+    ) -> StoreResult<Option<Timestamp>> {
+        self.inner.job_next_run_at(queue, after).await
+    }
+
+    async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64> {
+        self.inner.job_expire_deadlines(params).await
+    }
+
+    async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+        self.inner.endpoint_backlog(now).await
+    }
+
+    async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>> {
+        self.inner.endpoint_load().await
+    }
+
+    async fn endpoint_save(&self, records: Vec<EndpointRecord>) -> StoreResult<()> {
+        self.inner.endpoint_save(records).await
+    }
+
+    async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+        let out = self.inner.job_replay(id, now).await;
+        self.wrote();
+        out
+    }
+
+    async fn job_dismiss(&self, id: &JobId) -> StoreResult<()> {
+        self.inner.job_dismiss(id).await
+    }
+
+    async fn job_cancel(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+        self.inner.job_cancel(id, now).await
+    }
+
+    async fn dead_letter_replay(&self, filter: JobFilter, now: Timestamp) -> StoreResult<u64> {
+        let out = self.inner.dead_letter_replay(filter, now).await;
+        self.wrote();
+        out
+    }
+
+    async fn dead_letter_dismiss(&self, filter: JobFilter) -> StoreResult<u64> {
+        self.inner.dead_letter_dismiss(filter).await
+    }
+
+    async fn stats(&self) -> StoreResult<Stats> {
+        self.inner.stats().await
+    }
+
+    async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+        self.inner.dead_letters_since(since).await
+    }
+
+    async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
+        self.inner.job_cleanup(params).await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.inner.ping().await
+    }
+
+    async fn endpoint_holds_share(&self, holds: Vec<SharedHold>) -> StoreResult<()> {
+        self.inner.endpoint_holds_share(holds).await
+    }
+
+    async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+        self.inner.endpoint_holds_load(now).await
+    }
+
+    async fn try_lead(&self) -> StoreResult<bool> {
+        self.inner.try_lead().await
+    }
+
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
+
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<Wake>> {
+        self.inner.subscribe()
+    }
+}
