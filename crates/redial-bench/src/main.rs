@@ -1,5 +1,6 @@
-//! `redial-bench`: measures Redial's throughput, latency, backlog scaling and retry behaviour, prints
-//! a table and writes JSON. A benchmark, not a test: it asserts nothing.
+//! `redial-bench`: measures Redial's throughput, latency, backlog scaling and retry behaviour, and its
+//! endpoint protection beside a plain retry loop; prints a table and writes JSON. A benchmark, not a
+//! test: it asserts nothing.
 //!
 //! Run: `cargo run --release -p redial-bench -- --help`. The peer comparison script in
 //! `bench/compare/` runs it beside BullMQ.
@@ -11,6 +12,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod plain;
+mod protection;
+mod shapes;
 mod workloads;
 
 use anyhow::Result;
@@ -21,7 +25,8 @@ use std::path::PathBuf;
 #[command(name = "redial-bench", about = "Redial's benchmark suite")]
 struct Args {
     /// Workloads to run: enqueue, noop, http, latency, backlog, instrumentation, retry (comma separated), or all;
-    /// `store` (the storage path alone, phase by phase) runs only when named.
+    /// `store` (the storage path alone, phase by phase) and `protection` (endpoint protection
+    /// beside a plain retry loop, about ten minutes) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -108,6 +113,9 @@ fn main() -> Result<()> {
         }
         if wants("retry") {
             workloads::retry(args.receiver_base.clone(), &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "protection") {
+            protection::protection(&mut report).await?;
         }
         std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
         eprintln!("results written to {}", args.out.display());

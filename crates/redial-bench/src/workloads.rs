@@ -22,7 +22,7 @@ pub type Report<'a> = dyn FnMut(&str, f64, &str) + 'a;
 pub static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// A fresh store: a SQLite file in `dir`, or an empty schema on the PostgreSQL server.
-async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
+pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
     match DATABASE_URL.get() {
         Some(url) => {
             let config = redial_store_postgres::testing::fresh_schema(url)
@@ -363,7 +363,7 @@ struct ReceiverState {
     counts: std::collections::BTreeMap<u16, u64>,
 }
 
-fn receiver_app() -> axum::Router {
+pub(crate) fn receiver_app() -> axum::Router {
     use axum::extract::State;
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
@@ -738,7 +738,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
 }
 
 /// A bare HTTP GET over a TCP socket (no client library needed for two control calls).
-async fn http_get(url: &str) -> Result<String> {
+pub(crate) async fn http_get(url: &str) -> Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").context("an http:// URL")?;
     let (host, path) = rest

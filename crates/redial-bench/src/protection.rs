@@ -1,0 +1,467 @@
+//! The `protection` workload (issue 12's targets): Redial, with its default endpoint protection,
+//! beside a plain retry loop ([`crate::plain`]), one after the other against the same receiver
+//! shapes ([`crate::shapes`]), with the same per-job policy, concurrency and HTTP executor.
+//!
+//! Per shape and system it reports the drain time (first enqueue to every job completed or dead),
+//! requests per job, non-2xx requests, and jobs completed, dead by category, or left at the cap.
+//! Every run has a hard cap: a run that has not drained by then reports its counts as they are.
+
+use crate::plain::{self, PlainRun};
+use crate::shapes::{self, Shape, Shapes};
+use crate::workloads::{http_get, receiver_app, store_in, Report};
+use anyhow::Result;
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{Clock, Engine, EngineConfig, QueueConfig, SystemClock};
+use redial_policy::{Backoff, Policy, Timestamp};
+use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Workers in the plain loop and the queue's concurrency in Redial (as in the `retry` workload).
+const CONCURRENCY: usize = 32;
+
+/// The transient backoff's base on both sides, instead of the default 2 s, to keep runs short.
+/// Everything else in the policy is the default.
+const TRANSIENT_BASE: Duration = Duration::from_millis(200);
+
+/// How one shape is run and judged.
+#[derive(Debug)]
+struct Case {
+    name: &'static str,
+    /// `None`: the receiver's `/limited` route (10 per 100 ms window, 429 + `Retry-After`).
+    shape: Option<Shape>,
+    jobs: usize,
+    timeout: Duration,
+    cap: Duration,
+    target: &'static str,
+}
+
+fn cases() -> Vec<Case> {
+    let long = Duration::from_secs(10);
+    vec![
+        Case {
+            name: "flaky",
+            shape: Some(Shape::Flaky),
+            jobs: 300,
+            timeout: long,
+            cap: Duration::from_secs(60),
+            target: "all complete; drain <= 1.5x plain",
+        },
+        Case {
+            name: "mixed",
+            shape: Some(Shape::Mixed),
+            jobs: 1000,
+            timeout: long,
+            cap: Duration::from_secs(60),
+            target: "400s dead permanent, 1 request each; rest complete; drain <= 1.5x plain",
+        },
+        Case {
+            name: "hard down 60 s",
+            shape: Some(Shape::Down {
+                down: Duration::from_secs(60),
+            }),
+            jobs: 1000,
+            timeout: long,
+            cap: Duration::from_secs(150),
+            target: "Redial requests per job <= 1.2",
+        },
+        Case {
+            name: "outage 20 s with Retry-After",
+            shape: Some(Shape::Outage {
+                down: Duration::from_secs(20),
+            }),
+            jobs: 1000,
+            timeout: long,
+            cap: Duration::from_secs(80),
+            target: "Redial 0 dead; non-2xx <= 10% of jobs",
+        },
+        Case {
+            name: "rate limit 100/s, no quota headers",
+            shape: None,
+            jobs: 1000,
+            timeout: long,
+            cap: Duration::from_secs(60),
+            target: "429s <= 5% of jobs",
+        },
+        Case {
+            name: "every request times out (200 ms)",
+            shape: Some(Shape::Slow {
+                delay: Duration::from_secs(1),
+            }),
+            jobs: 300,
+            timeout: Duration::from_millis(200),
+            cap: Duration::from_secs(90),
+            target: "Redial holds: few requests per job",
+        },
+    ]
+}
+
+/// One system's figures for one shape.
+#[derive(Debug, Default)]
+struct Figures {
+    drained: Option<Duration>,
+    completed: u64,
+    dead: BTreeMap<String, u64>,
+    unfinished: u64,
+    /// Requests that reached the receiver, by answer (`200`, `500`, `reset`, ...).
+    answers: BTreeMap<String, u64>,
+}
+
+impl Figures {
+    fn requests(&self) -> u64 {
+        self.answers.values().sum()
+    }
+
+    fn non_2xx(&self) -> u64 {
+        self.requests() - self.answers.get("200").copied().unwrap_or(0)
+    }
+
+    fn dead_total(&self) -> u64 {
+        self.dead.values().sum()
+    }
+
+    fn outcome(&self) -> String {
+        let mut s = format!("{} completed", self.completed);
+        for (category, n) in &self.dead {
+            let _ = write!(s, ", {n} dead {category}");
+        }
+        if self.unfinished > 0 {
+            let _ = write!(s, ", {} unfinished", self.unfinished);
+        }
+        s
+    }
+}
+
+fn policy() -> Policy {
+    let d = Policy::default();
+    Policy {
+        transient: Backoff {
+            base: TRANSIENT_BASE,
+            ..d.transient
+        },
+        ..d
+    }
+}
+
+fn new_job(k: usize, url: String, timeout: Duration, now: Timestamp) -> NewJob {
+    let id = format!("p{k}");
+    NewJob {
+        idempotency_key: Some(id.clone()),
+        id: JobId(id),
+        queue: "default".into(),
+        // One endpoint for the whole run, whichever listener a job's URL names.
+        endpoint: "shape".into(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some("{\"n\":1}".into()),
+            timeout_ms: Some(timeout.as_millis() as u64),
+        },
+        priority: 0,
+        run_at: now,
+        deadline: None,
+        tags: vec![],
+        policy: None,
+        created_at: now,
+    }
+}
+
+/// The receiver of this workload: the benchmark receiver with the shape routes, and the reset
+/// listener. Always in this process (`--receiver-base` is not used): the shapes' clocks start
+/// with each run.
+struct Receiver {
+    base: String,
+    raw_base: String,
+    shapes: Arc<Shapes>,
+}
+
+impl Receiver {
+    async fn start() -> Result<Receiver> {
+        let shapes = Arc::new(Shapes::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let app = receiver_app().merge(shapes::routes(shapes.clone()));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let raw_base = shapes::serve_raw(shapes.clone()).await?;
+        Ok(Receiver {
+            base,
+            raw_base,
+            shapes,
+        })
+    }
+
+    /// Starts the run's clock and gives each job's URL.
+    async fn begin(&self, case: &Case, run: &str) -> Result<Vec<String>> {
+        match case.shape {
+            Some(shape) => {
+                self.shapes.begin(run, shape);
+                Ok((0..case.jobs)
+                    .map(|k| {
+                        let base = if shape.uses_reset_listener(k) {
+                            &self.raw_base
+                        } else {
+                            &self.base
+                        };
+                        format!("{base}/shape/{run}/{k}")
+                    })
+                    .collect())
+            }
+            None => {
+                http_get(&format!("{}/reset", self.base)).await?;
+                Ok(vec![format!("{}/limited", self.base); case.jobs])
+            }
+        }
+    }
+
+    async fn answers(&self, case: &Case, run: &str) -> Result<BTreeMap<String, u64>> {
+        match case.shape {
+            Some(_) => Ok(self
+                .shapes
+                .answers(run)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect()),
+            None => {
+                let counts: BTreeMap<String, u64> =
+                    serde_json::from_str(&http_get(&format!("{}/stats", self.base)).await?)?;
+                Ok(counts)
+            }
+        }
+    }
+}
+
+fn executor() -> Result<HttpExecutor> {
+    Ok(HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    })?)
+}
+
+async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
+    let run = format!("{}-redial", slug(case.name));
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir).await?;
+    let mut config = EngineConfig {
+        poll_interval: Duration::from_millis(100),
+        ..EngineConfig::default()
+    };
+    config.queues.clear();
+    config.queues.insert(
+        "default".into(),
+        QueueConfig {
+            concurrency: CONCURRENCY,
+            policy: policy(),
+        },
+    );
+    let e = Engine::new(
+        store.clone(),
+        config,
+        Arc::new(SystemClock),
+        Arc::new(executor()?),
+    );
+    let urls = rx.begin(case, &run).await?;
+    let now = SystemClock.now();
+    let jobs: Vec<NewJob> = urls
+        .into_iter()
+        .enumerate()
+        .map(|(k, url)| new_job(k, url, case.timeout, now))
+        .collect();
+    let n = jobs.len() as u64;
+    let start = Instant::now();
+    store.job_insert_batch(jobs).await?;
+    let running = e.start().await?;
+    let mut drained = None;
+    loop {
+        if finished(&store).await? >= n {
+            drained = Some(start.elapsed());
+            break;
+        }
+        if start.elapsed() >= case.cap {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running.shutdown(Duration::from_secs(5)).await;
+    let mut f = Figures {
+        drained,
+        answers: rx.answers(case, &run).await?,
+        ..Figures::default()
+    };
+    for c in store.stats().await?.by_queue {
+        match c.state {
+            JobState::Completed => f.completed += c.count,
+            JobState::Dead => {
+                let category = c.category.map_or("unknown category", |c| c.as_str());
+                *f.dead.entry(category.to_owned()).or_default() += c.count;
+            }
+            JobState::Cancelled => *f.dead.entry("cancelled".into()).or_default() += c.count,
+            _ => f.unfinished += c.count,
+        }
+    }
+    Ok(f)
+}
+
+async fn finished(store: &Arc<dyn Store>) -> Result<u64> {
+    Ok(store
+        .stats()
+        .await?
+        .by_queue
+        .iter()
+        .filter(|c| c.state.is_finished())
+        .map(|c| c.count)
+        .sum())
+}
+
+async fn run_plain(case: &Case, rx: &Receiver) -> Result<Figures> {
+    let run = format!("{}-plain", slug(case.name));
+    let urls = rx.begin(case, &run).await?;
+    let now = SystemClock.now();
+    let jobs = urls
+        .into_iter()
+        .enumerate()
+        .map(|(k, url)| new_job(k, url, case.timeout, now))
+        .collect();
+    let PlainRun {
+        drained,
+        completed,
+        dead,
+        unfinished,
+    } = plain::run(jobs, executor()?, policy(), CONCURRENCY, case.cap).await;
+    Ok(Figures {
+        drained,
+        completed,
+        dead: dead.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        unfinished,
+        answers: rx.answers(case, &run).await?,
+    })
+}
+
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Whether Redial met the case's target, as far as the figures can tell.
+fn verdict(case: &Case, r: &Figures, p: &Figures) -> String {
+    let n = case.jobs as f64;
+    let ratio = match (r.drained, p.drained) {
+        (Some(a), Some(b)) => Some(a.as_secs_f64() / b.as_secs_f64()),
+        _ => None,
+    };
+    let met = match case.name {
+        "flaky" => r.completed == case.jobs as u64 && ratio.is_some_and(|x| x <= 1.5),
+        "mixed" => {
+            let permanent = (0..case.jobs).filter(|k| k % 5 == 3).count() as u64;
+            r.dead.get("permanent").copied() == Some(permanent)
+                && r.answers.get("400").copied() == Some(permanent)
+                && r.completed == case.jobs as u64 - permanent
+                && ratio.is_some_and(|x| x <= 1.5)
+        }
+        "hard down 60 s" => {
+            // The target's "requests per job" can be read two ways: give both.
+            let all = r.requests() as f64 / n;
+            let failed = r.non_2xx() as f64 / n;
+            let met = |x: f64| if x <= 1.2 { "met" } else { "not met" };
+            return format!(
+                "all requests per job {all:.2}: {}; failed requests per job {failed:.2}: {}",
+                met(all),
+                met(failed)
+            );
+        }
+        "outage 20 s with Retry-After" => r.dead_total() == 0 && r.non_2xx() as f64 <= 0.1 * n,
+        "rate limit 100/s, no quota headers" => {
+            r.answers.get("429").copied().unwrap_or(0) as f64 <= 0.05 * n
+        }
+        _ => return "no numeric target".into(),
+    };
+    if met { "met" } else { "not met" }.into()
+}
+
+pub async fn protection(report: &mut Report<'_>) -> Result<()> {
+    let rx = Receiver::start().await?;
+    let mut table = String::from(
+        "| shape | system | drain (s) | requests/job | non-2xx (answers by kind) | outcome |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut verdicts = String::new();
+    for case in cases() {
+        eprintln!("protection: {} ({} jobs), Redial", case.name, case.jobs);
+        let r = run_redial(&case, &rx).await?;
+        eprintln!("protection: {} ({} jobs), plain loop", case.name, case.jobs);
+        let p = run_plain(&case, &rx).await?;
+        for (system, f) in [("Redial", &r), ("plain", &p)] {
+            let name = format!("protection, {}: {system}", case.name);
+            match f.drained {
+                Some(d) => report(&format!("{name}: drain time"), d.as_secs_f64(), "s"),
+                None => report(
+                    &format!("{name}: not drained within"),
+                    case.cap.as_secs_f64(),
+                    "s",
+                ),
+            }
+            report(
+                &format!("{name}: requests per job"),
+                f.requests() as f64 / case.jobs as f64,
+                "requests",
+            );
+            report(
+                &format!("{name}: non-2xx requests"),
+                f.non_2xx() as f64,
+                "requests",
+            );
+            report(&format!("{name}: completed"), f.completed as f64, "jobs");
+            for (category, count) in &f.dead {
+                report(&format!("{name}: dead {category}"), *count as f64, "jobs");
+            }
+            if f.unfinished > 0 {
+                report(&format!("{name}: unfinished"), f.unfinished as f64, "jobs");
+            }
+            let drain = f.drained.map_or_else(
+                || format!("not drained in {} s", case.cap.as_secs()),
+                |d| format!("{:.2}", d.as_secs_f64()),
+            );
+            let answers = f
+                .answers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(
+                table,
+                "| {} | {system} | {drain} | {:.2} | {} ({answers}) | {} |",
+                case.name,
+                f.requests() as f64 / case.jobs as f64,
+                f.non_2xx(),
+                f.outcome(),
+            );
+        }
+        if let (Some(a), Some(b)) = (r.drained, p.drained) {
+            report(
+                &format!("protection, {}: drain time Redial/plain", case.name),
+                a.as_secs_f64() / b.as_secs_f64(),
+                "x",
+            );
+        }
+        if p.requests() > 0 {
+            report(
+                &format!("protection, {}: requests Redial/plain", case.name),
+                r.requests() as f64 / p.requests() as f64,
+                "x",
+            );
+        }
+        let _ = writeln!(
+            verdicts,
+            "{}: target {}: {}",
+            case.name,
+            case.target,
+            verdict(&case, &r, &p)
+        );
+    }
+    eprintln!("\n{table}\n{verdicts}");
+    Ok(())
+}
