@@ -775,6 +775,7 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                 now,
                 exclude: vec![],
                 exclude_retries: vec![],
+                exclude_firsts: vec![],
                 limit: 208,
             })
             .await?;

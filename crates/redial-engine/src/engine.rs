@@ -721,6 +721,7 @@ impl Admit for EndpointAdmit {
                 count_budget_rejection(inner, &c.endpoint);
                 Verdict::HoldRetries
             }
+            Err(Admission::HoldFirsts(_)) => Verdict::HoldFirsts,
             Err(Admission::FailRetry(hold)) => {
                 count_budget_rejection(inner, &c.endpoint);
                 self.holds

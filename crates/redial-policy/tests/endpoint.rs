@@ -42,6 +42,7 @@ fn kind(a: &Admission) -> String {
         Admission::Go(_) => "go".into(),
         Admission::Hold(h) => format!("hold {:?}", h.kind),
         Admission::HoldRetries(h) => format!("hold-retries {:?}", h.kind),
+        Admission::HoldFirsts(h) => format!("hold-firsts {:?}", h.kind),
         Admission::FailRetry(h) => format!("fail-retry {:?}", h.kind),
     }
 }
@@ -139,16 +140,53 @@ fn feed(
 fn a_flaky_endpoint_whose_retries_succeed_keeps_its_breaker_closed() {
     let cfg = breaker_cfg();
     let mut s = EndpointState::default();
-    // Every first call fails, all before any retry (a backlog), then every retry succeeds.
-    feed(&mut s, &cfg, 0, 300, false, ResultClass::Failure);
-    assert_eq!(
-        s.breaker,
-        BreakerState::Closed,
-        "first failures alone never open it"
+    // Ten first attempts failed, nothing succeeded: down or flaky? First attempts wait, retries
+    // go and tell.
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    assert_eq!(kind(&s.admit(&cfg, at(0), false, 0)), "hold-firsts Suspect");
+    let retry = go(s.admit(&cfg, at(0), true, 0));
+    s.record(&cfg, at(1), retry, &observed(ResultClass::Success));
+    assert!(
+        s.admit(&cfg, at(1), false, 0).is_go(),
+        "a success cleared it"
     );
-    feed(&mut s, &cfg, 1_000, 300, true, ResultClass::Success);
+
+    // A backlog where every first call fails and every retry succeeds drains without time
+    // passing: no hold waits for a clock, and the breaker never opens.
+    let mut s = EndpointState::default();
+    let (mut firsts, mut retries, mut done) = (300, 0, 0);
+    for _ in 0..1_000 {
+        if done == 300 {
+            break;
+        }
+        while firsts > 0 {
+            match s.admit(&cfg, at(0), false, 0) {
+                Admission::Go(p) => {
+                    s.record(&cfg, at(0), p, &observed(ResultClass::Failure));
+                    firsts -= 1;
+                    retries += 1;
+                }
+                _ => break,
+            }
+        }
+        while retries > 0 {
+            match s.admit(&cfg, at(0), true, 0) {
+                Admission::Go(p) => {
+                    s.record(&cfg, at(0), p, &observed(ResultClass::Success));
+                    retries -= 1;
+                    done += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+    assert_eq!(done, 300);
     assert_eq!(s.breaker, BreakerState::Closed);
+    assert!(s.breaker_history.is_empty());
+
     // Retries failing now and then among successes: under the ratio, still closed.
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 1_000, 300, true, ResultClass::Success);
     feed(&mut s, &cfg, 2_000, 200, true, ResultClass::Failure);
     assert_eq!(
         s.breaker,
@@ -158,10 +196,39 @@ fn a_flaky_endpoint_whose_retries_succeed_keeps_its_breaker_closed() {
 }
 
 #[test]
+fn suspicion_holds_first_attempts_for_at_most_the_open_time() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    let a = s.admit(&cfg, at(5), false, 0);
+    let Admission::HoldFirsts(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(
+        h.until,
+        Some(at(30_000)),
+        "open_for after the tenth failure"
+    );
+    assert_eq!(s.next_change(), Some(at(30_000)));
+    // No retry came to tell (jobs that are not retried): first attempts go again, one at a time.
+    let p = go(s.admit(&cfg, at(30_000), false, 0));
+    s.record(&cfg, at(30_001), p, &observed(ResultClass::Failure));
+    assert_eq!(
+        kind(&s.admit(&cfg, at(30_002), false, 0)),
+        "hold-firsts Suspect"
+    );
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "first failures never open it"
+    );
+}
+
+#[test]
 fn retries_that_fail_again_open_the_breaker() {
     let cfg = breaker_cfg();
     let mut s = EndpointState::default();
-    feed(&mut s, &cfg, 0, 50, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
     feed(&mut s, &cfg, 1, 9, true, ResultClass::Failure);
     assert_eq!(
         s.breaker,

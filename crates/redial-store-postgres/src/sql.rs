@@ -366,6 +366,7 @@ pub async fn lease(c: &mut Conn, p: &LeaseParams) -> StoreResult<Vec<Job>> {
 const CANDIDATES: &str = "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
+     AND NOT (attempts = 0 AND endpoint = ANY($6)) \
      ORDER BY priority DESC, run_at, seq LIMIT $5";
 
 pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
@@ -380,6 +381,7 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
                 &p.exclude,
                 &p.exclude_retries,
                 &i64::from(p.limit),
+                &p.exclude_firsts,
             ],
         )
         .await

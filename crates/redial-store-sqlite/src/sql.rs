@@ -669,6 +669,13 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
         ));
         params.extend(p.exclude_retries.iter().map(|e| Value::Text(e.clone())));
     }
+    if !p.exclude_firsts.is_empty() {
+        sql.push_str(&format!(
+            " AND NOT (attempts = 0 AND endpoint IN ({}))",
+            placeholders(params.len() + 1, p.exclude_firsts.len())
+        ));
+        params.extend(p.exclude_firsts.iter().map(|e| Value::Text(e.clone())));
+    }
     params.push(Value::Integer(i64::from(p.limit)));
     sql.push_str(&format!(
         " ORDER BY priority DESC, run_at, seq LIMIT ?{}",
@@ -780,6 +787,7 @@ struct Picker<'a> {
     failing: Vec<(Candidate, RawJob)>,
     exclude: Vec<String>,
     exclude_retries: Vec<String>,
+    exclude_firsts: Vec<String>,
     last: Option<ScanPos>,
 }
 
@@ -829,6 +837,7 @@ impl Picker<'_> {
             let is_retry: bool = r.get(2).map_err(backend)?;
             if self.exclude.iter().any(|e| e == endpoint)
                 || (is_retry && self.exclude_retries.iter().any(|e| e == endpoint))
+                || (!is_retry && self.exclude_firsts.iter().any(|e| e == endpoint))
             {
                 skipped += 1;
                 continue;
@@ -855,6 +864,10 @@ impl Picker<'_> {
                 Verdict::HoldRetries => {
                     skipped += 1;
                     self.exclude_retries.push(candidate.endpoint)
+                }
+                Verdict::HoldFirsts => {
+                    skipped += 1;
+                    self.exclude_firsts.push(candidate.endpoint)
                 }
             }
         }
@@ -903,6 +916,7 @@ pub fn lease_admitted(
             failing: Vec::new(),
             exclude: Vec::new(),
             exclude_retries: Vec::new(),
+            exclude_firsts: Vec::new(),
             last: None,
         };
         let now = ms(p.now);

@@ -192,6 +192,7 @@ pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
     let mut out = AdmittedLease::default();
     let mut exclude: Vec<String> = Vec::new();
     let mut exclude_retries: Vec<String> = Vec::new();
+    let mut exclude_firsts: Vec<String> = Vec::new();
     // Each round takes or fails a job or leaves out an endpoint, so this ends; the bound is a
     // guard, not a limit that matters.
     for _ in 0..256 {
@@ -206,6 +207,7 @@ pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
                 now: params.now,
                 exclude: exclude.clone(),
                 exclude_retries: exclude_retries.clone(),
+                exclude_firsts: exclude_firsts.clone(),
                 limit,
             })
             .await;
@@ -216,7 +218,7 @@ pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
             Err(e) => return Err(e),
         };
         let seen_all = candidates.len() < limit as usize;
-        let excluded_before = exclude.len() + exclude_retries.len();
+        let excluded_before = exclude.len() + exclude_retries.len() + exclude_firsts.len();
         let mut taking = Vec::new();
         let mut failing = Vec::new();
         for c in candidates {
@@ -225,6 +227,7 @@ pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
             }
             if exclude.contains(&c.endpoint)
                 || (c.is_retry && exclude_retries.contains(&c.endpoint))
+                || (!c.is_retry && exclude_firsts.contains(&c.endpoint))
             {
                 continue;
             }
@@ -233,11 +236,12 @@ pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
                 Verdict::Fail => failing.push(c),
                 Verdict::HoldEndpoint => exclude.push(c.endpoint),
                 Verdict::HoldRetries => exclude_retries.push(c.endpoint),
+                Verdict::HoldFirsts => exclude_firsts.push(c.endpoint),
             }
         }
         let progressed = !taking.is_empty()
             || !failing.is_empty()
-            || exclude.len() + exclude_retries.len() > excluded_before;
+            || exclude.len() + exclude_retries.len() + exclude_firsts.len() > excluded_before;
         if !taking.is_empty() || !failing.is_empty() {
             let leased = store
                 .job_lease_ids(LeaseIdsParams {

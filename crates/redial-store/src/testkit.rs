@@ -20,7 +20,7 @@ macro_rules! store_suite {
             rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
-            lease_admitted_asks_admission_in_lease_order,
+            lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred);
     };
@@ -1048,18 +1048,19 @@ pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
             store.job_record_attempt(p).await.expect("record");
         }
     }
-    let cands = |exclude: &[&str], exclude_retries: &[&str]| {
+    let cands = |exclude: &[&str], exclude_retries: &[&str], exclude_firsts: &[&str]| {
         let params = CandidateParams {
             queue: "q".into(),
             now: at(1),
             exclude: exclude.iter().map(|s| s.to_string()).collect(),
             exclude_retries: exclude_retries.iter().map(|s| s.to_string()).collect(),
+            exclude_firsts: exclude_firsts.iter().map(|s| s.to_string()).collect(),
             limit: 100,
         };
         let store = store.clone();
         async move { store.job_candidates(params).await.expect("candidates") }
     };
-    let all = cands(&[], &[]).await;
+    let all = cands(&[], &[], &[]).await;
     assert_eq!(
         all.iter().map(|c| c.id.0.as_str()).collect::<Vec<_>>(),
         ["a1", "a2", "b1", "b2", "c1"]
@@ -1068,16 +1069,25 @@ pub async fn candidates_leave_out_held_endpoints(store: Arc<dyn Store>) {
         all.iter().map(|c| c.is_retry).collect::<Vec<_>>(),
         [false, true, false, true, false]
     );
-    let some = cands(&["A"], &["B"]).await;
+    let some = cands(&["A"], &["B"], &[]).await;
     assert_eq!(
         some.iter().map(|c| c.id.0.as_str()).collect::<Vec<_>>(),
         ["b1", "c1"]
+    );
+    let retries_of_a = cands(&[], &[], &["A", "C"]).await;
+    assert_eq!(
+        retries_of_a
+            .iter()
+            .map(|c| c.id.0.as_str())
+            .collect::<Vec<_>>(),
+        ["a2", "b1", "b2"]
     );
     let params = CandidateParams {
         queue: "q".into(),
         now: at(1),
         exclude: vec![],
         exclude_retries: vec![],
+        exclude_firsts: vec![],
         limit: 2,
     };
     assert_eq!(
@@ -1192,6 +1202,83 @@ pub async fn lease_admitted_asks_admission_in_lease_order(store: Arc<dyn Store>)
     // Nothing to take, nothing asked.
     let (taken, _, asked) = lease(0).await;
     assert!(taken.is_empty() && asked.is_empty());
+}
+
+/// Admission that holds endpoint E's first attempts (E is suspect) and takes everything else.
+struct HoldsFirstsOfE {
+    asked: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Admit for HoldsFirstsOfE {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        self.asked.lock().expect("lock").push(c.id.0.clone());
+        match (c.endpoint.as_str(), c.is_retry) {
+            ("E", false) => Verdict::HoldFirsts,
+            _ => Verdict::Take,
+        }
+    }
+
+    fn not_leased(&mut self, _c: &Candidate) {}
+}
+
+/// Held first attempts are passed over, and the endpoint's retries behind them are reached in
+/// the same lease (they tell whether a suspect endpoint is down or flaky).
+pub async fn lease_admitted_holds_first_attempts_takes_retries(store: Arc<dyn Store>) {
+    for (id, endpoint, retry) in [
+        ("e1", "E", false),
+        ("e2", "E", false),
+        ("f1", "F", false),
+        ("e3", "E", true),
+        ("e4", "E", false),
+        ("e5", "E", true),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        let seq = store.job_insert(j).await.expect("insert").job().seq;
+        if retry {
+            let leased = store
+                .job_lease_ids(LeaseIdsParams {
+                    seqs: vec![seq],
+                    owner: "w0".into(),
+                    now: at(0),
+                    lease_until: at(30),
+                })
+                .await
+                .expect("lease");
+            assert_eq!(leased.len(), 1);
+            let p = record(id, "w0", 1, Transition::Retry { at: at(0) });
+            store.job_record_attempt(p).await.expect("record");
+        }
+    }
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let got = store
+        .job_lease_admitted(
+            LeaseAdmittedParams {
+                queue: "q".into(),
+                now: at(1),
+                owner: "w".into(),
+                lease_until: at(31),
+                max: 10,
+            },
+            Box::new(HoldsFirstsOfE {
+                asked: asked.clone(),
+            }),
+        )
+        .await
+        .expect("lease admitted");
+    let mut taken = ids(&got.taken);
+    taken.sort();
+    assert_eq!(taken, ["e3", "e5", "f1"]);
+    // E's first attempts were asked about once, then passed over.
+    let asked = asked.lock().expect("lock").clone();
+    assert_eq!(asked.iter().filter(|id| id.starts_with("e1")).count(), 1);
+    assert!(
+        !asked.iter().any(|id| id == "e2" || id == "e4"),
+        "{asked:?}"
+    );
+    for id in ["e1", "e2", "e4"] {
+        assert_eq!(get(&store, id).await.0.state, JobState::Ready, "{id}");
+    }
 }
 
 pub async fn lease_ids_takes_only_runnable_jobs(store: Arc<dyn Store>) {

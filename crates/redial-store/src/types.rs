@@ -501,6 +501,8 @@ pub struct CandidateParams {
     pub exclude: Vec<String>,
     /// Endpoints whose retries (jobs with failed attempts) may not go now.
     pub exclude_retries: Vec<String>,
+    /// Endpoints whose first attempts (jobs with no failed attempt) may not go now.
+    pub exclude_firsts: Vec<String>,
     pub limit: u32,
 }
 
@@ -533,6 +535,9 @@ pub enum Verdict {
     HoldEndpoint,
     /// Its endpoint holds retries: none of that endpoint's retries go in this lease.
     HoldRetries,
+    /// Its endpoint holds first attempts: none of that endpoint's first attempts go in this
+    /// lease; its retries may.
+    HoldFirsts,
     /// Lease it to end it without a request (a retry whose endpoint's budget is spent, under a
     /// policy that fails such retries fast).
     Fail,

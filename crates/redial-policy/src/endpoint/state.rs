@@ -29,6 +29,11 @@ pub struct EndpointState {
     retries_in_flight: u32,
     /// Which half-open period a probe belongs to: a probe's result counts only in its own.
     pub breaker_period: u32,
+    /// First attempts that failed since the last success (in this breaker state). Enough of them
+    /// make the endpoint suspect: down, or flaky? Its retries tell, so first attempts wait.
+    pub first_failures: u32,
+    /// While suspect: first attempts are held until then, retries go.
+    pub firsts_held_until: Option<Timestamp>,
     /// The request quota learned from responses.
     pub quota_limit: Option<u64>,
     pub quota_tokens: Option<u64>,
@@ -110,6 +115,8 @@ pub enum HoldKind {
     Ramp,
     Concurrency,
     Budget,
+    /// First attempts kept back while retries tell whether the endpoint is down or flaky.
+    Suspect,
 }
 
 /// A hold: what, until when (when known; otherwise until an attempt in flight ends), and why.
@@ -159,6 +166,9 @@ pub enum Admission {
     Hold(Hold),
     /// First attempts may go, retries may not (the retry budget is spent); they wait.
     HoldRetries(Hold),
+    /// Retries may go, first attempts may not (first attempts failed with no success since:
+    /// the retries tell whether the endpoint is down or flaky); they wait.
+    HoldFirsts(Hold),
     /// The retry budget is spent and the policy says to fail such retries.
     FailRetry(Hold),
 }
@@ -282,6 +292,7 @@ impl EndpointState {
                     failed: 0,
                 };
                 self.breaker_period = self.breaker_period.wrapping_add(1);
+                self.clear_suspicion();
                 self.event(
                     now,
                     "half_open",
@@ -302,6 +313,23 @@ impl EndpointState {
                 );
             }
             _ => {}
+        }
+        if !is_retry && cfg.breaker.enabled {
+            if let Some(until) = self.firsts_held_until {
+                if now < until {
+                    return Err(Admission::HoldFirsts(Hold {
+                        kind: HoldKind::Suspect,
+                        until: Some(until),
+                        reason: format!(
+                            "{} first attempts failed and nothing succeeded since; first attempts wait until {until} while retries tell whether it is down or flaky",
+                            self.first_failures
+                        ),
+                    }));
+                }
+                // No retry settled it in time: let first attempts go again, until one more fails.
+                self.firsts_held_until = None;
+                self.first_failures = self.suspect_after(cfg).saturating_sub(1);
+            }
         }
         if cfg.probe_first && !self.answered && in_flight >= 1 {
             return hold(
@@ -490,8 +518,11 @@ impl EndpointState {
         self.answered = true;
         let probe = self.end_permit(&permit);
         self.count_budget(cfg, now, &permit, o.class);
+        if cfg.breaker.enabled {
+            self.suspect(cfg, now, &permit, o.class);
+        }
         if probe {
-            self.record_probe(cfg, now, o.class);
+            self.record_probe(cfg, now, permit.retry, o.class);
         } else if self.breaker == BreakerState::Closed && cfg.breaker.enabled {
             self.record_closed(cfg, now, &permit, o.class);
         }
@@ -575,10 +606,63 @@ impl EndpointState {
         }
     }
 
+    /// Failed first attempts with no success since make the endpoint suspect: first attempts
+    /// wait (for at most `open_for`) while its retries, which a flaky endpoint answers and a down
+    /// one fails again, tell. Any success clears it.
+    fn suspect(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        permit: &Permit,
+        class: ResultClass,
+    ) {
+        match class {
+            ResultClass::Success => {
+                self.first_failures = 0;
+                self.firsts_held_until = None;
+            }
+            ResultClass::Failure if !permit.retry && self.breaker_allows_firsts() => {
+                self.first_failures = self.first_failures.saturating_add(1);
+                if self.first_failures >= self.suspect_after(cfg)
+                    && self.firsts_held_until.is_none()
+                {
+                    self.firsts_held_until = Some(now.saturating_add(cfg.breaker.open_for));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn clear_suspicion(&mut self) {
+        self.first_failures = 0;
+        self.firsts_held_until = None;
+    }
+
+    /// Whether first attempts are not already held by the breaker (closed or half-open).
+    fn breaker_allows_firsts(&self) -> bool {
+        !matches!(self.breaker, BreakerState::Open { .. })
+    }
+
+    /// Failed first attempts in a row that make the endpoint suspect: the breaker's minimum
+    /// while closed, its probes while half-open.
+    fn suspect_after(&self, cfg: &EndpointConfig) -> u32 {
+        match self.breaker {
+            BreakerState::HalfOpen { .. } => cfg.breaker.half_open_probes,
+            _ => cfg.breaker.min_throughput,
+        }
+        .max(1)
+    }
+
     /// A probe's result. Neutral results (a 400, a deferral) free the slot for another probe.
     /// Once the failures among `half_open_probes` reach `failure_ratio` the breaker opens again
     /// (for twice as long); once they can no longer reach it, it closes.
-    fn record_probe(&mut self, cfg: &EndpointConfig, now: Timestamp, class: ResultClass) {
+    fn record_probe(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        retry: bool,
+        class: ResultClass,
+    ) {
         let BreakerState::HalfOpen {
             in_flight,
             mut succeeded,
@@ -589,6 +673,9 @@ impl EndpointState {
         };
         match class {
             ResultClass::Success => succeeded += 1,
+            // A first attempt's failure says little (flaky APIs fail first calls); it made the
+            // endpoint more suspect instead, and its place goes to another probe.
+            ResultClass::Failure if !retry => {}
             ResultClass::Failure => failed += 1,
             ResultClass::Neutral => {}
         }
@@ -719,6 +806,7 @@ impl EndpointState {
         self.breaker_opens = self.breaker_opens.saturating_add(1);
         let until = now.saturating_add(open_for);
         self.breaker = BreakerState::Open { until };
+        self.clear_suspicion();
         self.event(now, "open", reason);
     }
 
@@ -817,6 +905,7 @@ impl EndpointState {
         }
         consider(self.quota_reset_at);
         consider(self.tat);
+        consider(self.firsts_held_until);
         t
     }
 
@@ -866,9 +955,12 @@ impl EndpointState {
     pub fn describe(&self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> Option<String> {
         match self.clone().check(cfg, now, false, in_flight) {
             Ok(()) => None,
-            Err(Admission::Hold(h) | Admission::HoldRetries(h) | Admission::FailRetry(h)) => {
-                Some(h.reason)
-            }
+            Err(
+                Admission::Hold(h)
+                | Admission::HoldRetries(h)
+                | Admission::HoldFirsts(h)
+                | Admission::FailRetry(h),
+            ) => Some(h.reason),
             Err(Admission::Go(_)) => None,
         }
     }
