@@ -343,6 +343,17 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
         later_worst <= 1,
         "429s per window after the first: {per_window:?}"
     );
+    // And once the windows are known (two 429s one window apart), most windows wait for the
+    // predicted reset instead of probing: the probes thin out.
+    let later_total: usize = per_window
+        .iter()
+        .filter(|(w, _)| **w > first)
+        .map(|(_, n)| *n)
+        .sum();
+    assert!(
+        later_total <= 10,
+        "{later_total} 429s over the 19 windows after the first: {per_window:?}"
+    );
     s.stop().await;
 }
 

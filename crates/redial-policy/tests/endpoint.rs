@@ -487,12 +487,78 @@ fn a_limit_inferred_from_429s_counts_one_window_only() {
     s.record(&cfg, at(560), Permit::default(), &refused(40));
     assert_eq!(s.quota_limit, Some(50), "counted over several windows");
 
-    // A server that raised its limit to 60: counted within one window, the limit grows.
+    // A server that raised its limit to 60. Its windows are known now (100 ms), and probes were
+    // refused: a window whose 50 are spent may wait for the predicted reset instead of probing,
+    // but a probe comes at least every ninth window, finds room, and the limit grows, counted
+    // within one window.
+    // Another window found full, one window after the last: the windows are confirmed fixed.
     succeed(&mut s, &cfg, at(600), 50);
-    succeed(&mut s, &cfg, at(650), 10);
-    assert_eq!(kind(&s.admit(&cfg, at(660), false, 0)), "go");
-    s.record(&cfg, at(660), Permit::default(), &refused(40));
+    assert_eq!(kind(&s.admit(&cfg, at(650), false, 0)), "go");
+    s.record(&cfg, at(650), Permit::default(), &refused(50));
+    let mut window = 700;
+    let mut waited = 0;
+    loop {
+        succeed(&mut s, &cfg, at(window), 50);
+        let a = s.admit(&cfg, at(window + 50), false, 0);
+        match a {
+            Admission::Hold(h) => {
+                assert_eq!((h.kind, h.until), (HoldKind::Quota, Some(at(window + 100))));
+                waited += 1;
+                window += 100;
+                assert!(waited <= 8, "a probe at least every eighth window");
+            }
+            Admission::Go(p) => {
+                s.record(&cfg, at(window + 50), p, &observed(ResultClass::Success));
+                succeed(&mut s, &cfg, at(window + 50), 9);
+                assert_eq!(kind(&s.admit(&cfg, at(window + 60), false, 0)), "go");
+                s.record(&cfg, at(window + 60), Permit::default(), &refused(40));
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        waited >= 1,
+        "windows wait for the predicted reset: {waited}"
+    );
     assert_eq!(s.quota_limit, Some(60), "counted within one window");
+}
+
+#[test]
+fn a_wrong_prediction_of_the_quota_window_is_dropped() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    // 10 per 100 ms window: each window's probe is refused until the window's end, so the
+    // windows are learned (100 ms, seen twice) and probes become rarer.
+    let mut s = EndpointState::default();
+    for w in [0, 100, 200] {
+        succeed(&mut s, &cfg, at(w), 10);
+        assert_eq!(
+            kind(&s.admit(&cfg, at(w + 50), false, 0)),
+            "go",
+            "probe at {w}"
+        );
+        s.record(&cfg, at(w + 50), Permit::default(), &refused(50));
+    }
+    succeed(&mut s, &cfg, at(300), 10);
+    let a = s.admit(&cfg, at(350), false, 0);
+    let Admission::Hold(h) = a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(h.until, Some(at(400)), "the window predicted from the 429s");
+    // The server's window had not moved on (it changed its windows): the 429 at the predicted
+    // reset stops the predictions; the spent quota probes again.
+    assert_eq!(kind(&s.admit(&cfg, at(400), false, 0)), "go");
+    s.record(&cfg, at(400), Permit::default(), &refused(170));
+    assert_eq!(s.quota_limit, Some(10), "the limit stands");
+    succeed(&mut s, &cfg, at(570), 10);
+    assert_eq!(
+        kind(&s.admit(&cfg, at(580), false, 0)),
+        "go",
+        "a probe, not a predicted wait"
+    );
 }
 
 #[test]

@@ -48,6 +48,22 @@ pub struct EndpointState {
     /// The shortest time seen between two inferred resets, in milliseconds: the server's window
     /// length, or a multiple of it until two 429s land in consecutive windows.
     quota_period_ms: Option<i64>,
+    /// Whether two resets came one `quota_period_ms` apart (within a tenth), so that the
+    /// windows are fixed and of that length, and their resets can be predicted.
+    quota_period_confirmed: bool,
+    /// Whether `quota_reset_at` is this side's prediction (the inferred window's start plus its
+    /// period) rather than what a response said.
+    quota_reset_predicted: bool,
+    /// Whether the current quota window began at a predicted reset.
+    quota_window_predicted: bool,
+    /// Windows whose inferred quota ran out and whose reset was predicted instead of probed,
+    /// since the last probe.
+    quota_probe_skips: u32,
+    /// How many such windows may pass between probes: none at first or after a probe found
+    /// room, doubling (up to `QUOTA_PROBE_EVERY`) each time a probe is refused.
+    quota_probe_every: u32,
+    /// Probing the current window for more room: it goes on, one at a time, until a 429.
+    quota_probing: bool,
     /// GCRA theoretical arrival time.
     tat: Option<Timestamp>,
     /// The adaptive concurrency limit, when adaptive.
@@ -66,6 +82,13 @@ pub struct EndpointState {
 }
 
 const HISTORY: usize = 20;
+/// At most this many windows whose inferred quota ran out wait for the predicted reset in a row
+/// before one probes for more room.
+const QUOTA_PROBE_EVERY: u32 = 8;
+/// ... and at most this long (ms) in all: windows longer than this are always probed, so that a
+/// limit the server raised is found within a second. (One wasted probe per window matters for
+/// short windows only.)
+const QUOTA_PREDICTED_MS: i64 = 1_000;
 const WINDOW_BUCKETS: i64 = 10;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -348,6 +371,8 @@ impl EndpointState {
                     self.quota_reset_at = None;
                     self.ok_in_window = 0;
                     self.ok_since = Some(reset);
+                    self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
+                    self.quota_probing = false;
                 }
             }
             if self.quota_tokens == Some(0) {
@@ -359,6 +384,24 @@ impl EndpointState {
                             format!("quota spent until {reset}"),
                         );
                     }
+                    // Spent, no reset known, but an inferred limit over fixed windows of a
+                    // known length: the next window starts one period after this one did.
+                    // While probes keep being refused, more and more windows wait for it
+                    // instead of probing for more room (up to QUOTA_PROBE_EVERY in a row).
+                    None if !self.quota_probing
+                        && self.quota_probe_skips < self.quota_probe_every
+                        && self.predicted_reset(now).is_some() =>
+                    {
+                        let next = self.predicted_reset(now).unwrap_or(now);
+                        self.quota_probe_skips += 1;
+                        self.quota_reset_at = Some(next);
+                        self.quota_reset_predicted = true;
+                        return hold(
+                            HoldKind::Quota,
+                            Some(next),
+                            format!("quota spent until {next} (the window learned from 429s)"),
+                        );
+                    }
                     // Spent, and no reset known (the limit was refilled after a reset): wait for
                     // the answers in flight to say more, or, with none in flight, probe with one.
                     None if in_flight > 0 => {
@@ -368,7 +411,11 @@ impl EndpointState {
                             "quota spent; waiting for an answer to learn its reset".into(),
                         );
                     }
-                    None => self.quota_tokens = Some(1),
+                    None => {
+                        self.quota_probe_skips = 0;
+                        self.quota_probing = true;
+                        self.quota_tokens = Some(1);
+                    }
                 }
             }
         }
@@ -513,6 +560,23 @@ impl EndpointState {
         }
     }
 
+    /// When the current inferred quota window ends, if its length is known and it has not ended
+    /// yet: its start plus the server's window length, both learned from 429s.
+    fn predicted_reset(&self, now: Timestamp) -> Option<Timestamp> {
+        if !(self.quota_inferred && self.quota_period_confirmed) {
+            return None;
+        }
+        if self.quota_period_ms? > QUOTA_PREDICTED_MS {
+            return None;
+        }
+        let next = self
+            .ok_since?
+            .as_unix_millis()
+            .checked_add(self.quota_period_ms?)?;
+        let next = Timestamp::from_unix_millis(next);
+        (next > now).then_some(next)
+    }
+
     /// Takes in what a finished attempt taught, and hands back its permit.
     pub fn record(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit, o: &Observed) {
         self.answered = true;
@@ -544,6 +608,10 @@ impl EndpointState {
         }
         if o.class == ResultClass::Success {
             self.ok_in_window += 1;
+            if self.quota_probing {
+                // A probe found room: probe every window again.
+                self.quota_probe_every = 0;
+            }
         }
         if let Some((wait, why)) = &o.server_wait {
             self.pause(now.saturating_add(*wait), why.clone());
@@ -556,25 +624,56 @@ impl EndpointState {
                 && (self.quota_limit.is_none() || self.quota_inferred)
             {
                 let reset = now.saturating_add(*wait);
-                // Successes counted over more than one of the server's windows (probes that
-                // trickled through several) say nothing about one window: they may only lower
-                // the limit. Counted over one window, they are the limit.
-                let span = self
-                    .ok_since
-                    .map(|since| reset.as_unix_millis() - since.as_unix_millis())
-                    .filter(|ms| *ms > 0);
-                if let Some(span) = span {
-                    self.quota_period_ms = Some(self.quota_period_ms.map_or(span, |p| p.min(span)));
+                // A window that began at a predicted reset and was refused before its limit
+                // went through did not begin where predicted.
+                let predicted = std::mem::take(&mut self.quota_window_predicted);
+                if predicted && self.quota_limit.is_some_and(|l| self.ok_in_window < l) {
+                    // The server's windows are not what was learned. The limit stands (nothing
+                    // was counted in a window of the server's); probe again until two 429s teach
+                    // the windows anew.
+                    self.quota_period_ms = None;
+                    self.quota_period_confirmed = false;
+                    self.quota_probe_skips = 0;
+                    self.quota_probe_every = 0;
+                } else {
+                    if self.quota_probing {
+                        // A probe refused: the limit holds; probe less often.
+                        let most = self.quota_period_ms.map_or(0, |p| {
+                            u32::try_from(QUOTA_PREDICTED_MS / p.max(1))
+                                .unwrap_or(0)
+                                .min(QUOTA_PROBE_EVERY)
+                        });
+                        self.quota_probe_every = (self.quota_probe_every * 2).clamp(1, most.max(1));
+                    }
+                    // Successes counted over more than one of the server's windows (probes that
+                    // trickled through several) say nothing about one window: they may only lower
+                    // the limit. Counted over one window, they are the limit.
+                    let span = self
+                        .ok_since
+                        .map(|since| reset.as_unix_millis() - since.as_unix_millis())
+                        .filter(|ms| *ms > 0);
+                    if let Some(span) = span {
+                        match self.quota_period_ms {
+                            Some(p) if (span - p).abs() <= p / 10 => {
+                                self.quota_period_confirmed = true
+                            }
+                            Some(p) if span > p => {}
+                            _ => {
+                                self.quota_period_ms = Some(span);
+                                self.quota_period_confirmed = false;
+                            }
+                        }
+                    }
+                    let one_window = match (span, self.quota_period_ms) {
+                        (Some(span), Some(period)) => span <= period + period / 2,
+                        _ => true,
+                    };
+                    let counted = self.ok_in_window.max(1);
+                    self.quota_limit = Some(match self.quota_limit {
+                        Some(limit) if self.quota_inferred && !one_window => limit.min(counted),
+                        _ => counted,
+                    });
                 }
-                let one_window = match (span, self.quota_period_ms) {
-                    (Some(span), Some(period)) => span <= period + period / 2,
-                    _ => true,
-                };
-                let counted = self.ok_in_window.max(1);
-                self.quota_limit = Some(match self.quota_limit {
-                    Some(limit) if self.quota_inferred && !one_window => limit.min(counted),
-                    _ => counted,
-                });
                 self.quota_inferred = true;
                 self.quota_tokens = Some(0);
                 self.quota_reset_at = Some(reset);
@@ -587,6 +686,7 @@ impl EndpointState {
                 let tokens = q.remaining.saturating_sub(u64::from(o.others_in_flight));
                 let reset_at = q.reset_after.map(|d| now.saturating_add(d));
                 let window_open = self.quota_reset_at.is_some_and(|r| now < r);
+                self.quota_reset_predicted = false;
                 if window_open {
                     // Answers can arrive out of order: within a window the count only goes down,
                     // so the lowest report wins, and the later reset.
