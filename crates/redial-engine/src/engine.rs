@@ -1045,7 +1045,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot, admission: A
         deferrals: job.deferrals,
         enqueued_at: job.created_at,
         deadline: job.deadline,
-        has_idempotency_key: job.idempotency_key.is_some(),
+        has_idempotency_key: inner.handler_for(&job.queue).carries_idempotency_key(job),
         method: redial_policy::Method::from_name(&job.request.method),
         last_delay: job.last_delay_ms.map(Duration::from_millis),
     };

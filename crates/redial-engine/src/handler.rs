@@ -35,4 +35,11 @@ impl AttemptOutput {
 #[async_trait]
 pub trait Handler: Send + Sync + std::fmt::Debug {
     async fn run(&self, job: &Job) -> AttemptOutput;
+
+    /// Whether what this handler sends for `job` carries an idempotency key the receiver can
+    /// deduplicate on, so that an attempt whose outcome is unknown is safe to repeat. By
+    /// default, whether the job has a key.
+    fn carries_idempotency_key(&self, job: &Job) -> bool {
+        job.idempotency_key.is_some()
+    }
 }

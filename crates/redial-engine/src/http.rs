@@ -71,6 +71,22 @@ impl HttpExecutor {
         })
     }
 
+    /// Whether requests with `method` get the job's idempotency key.
+    fn wants_key(&self, method: &str) -> bool {
+        self.config
+            .idempotency_methods
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(method))
+    }
+
+    /// Whether the job's own headers already carry the idempotency header.
+    fn has_key_header(&self, job: &Job) -> bool {
+        job.request
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(&self.config.idempotency_header))
+    }
+
     fn refused(detail: String) -> AttemptOutput {
         AttemptOutput {
             error_detail: Some(detail),
@@ -81,6 +97,13 @@ impl HttpExecutor {
 
 #[async_trait]
 impl Handler for HttpExecutor {
+    /// The key goes out with the methods configured for it (POST and PATCH by default), or the
+    /// job set the header itself. A key that is never sent makes nothing safe to repeat.
+    fn carries_idempotency_key(&self, job: &Job) -> bool {
+        self.has_key_header(job)
+            || (job.idempotency_key.is_some() && self.wants_key(&job.request.method))
+    }
+
     async fn run(&self, job: &Job) -> AttemptOutput {
         let req = &job.request;
         let Ok(method) = reqwest::Method::from_bytes(req.method.as_bytes()) else {
@@ -109,18 +132,12 @@ impl Handler for HttpExecutor {
             req.timeout_ms
                 .map_or(self.config.default_timeout, Duration::from_millis),
         );
-        let mut has_key_header = false;
+        let has_key_header = self.has_key_header(job);
         for (name, value) in &req.headers {
-            has_key_header |= name.eq_ignore_ascii_case(&self.config.idempotency_header);
             builder = builder.header(name.as_str(), value.as_str());
         }
         if let Some(key) = &job.idempotency_key {
-            let wants_key = self
-                .config
-                .idempotency_methods
-                .iter()
-                .any(|m| m.eq_ignore_ascii_case(method.as_str()));
-            if wants_key && !has_key_header {
+            if self.wants_key(&req.method) && !has_key_header {
                 builder = builder.header(self.config.idempotency_header.as_str(), key.as_str());
             }
         }

@@ -549,3 +549,44 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
     assert_eq!(h.endpoint().in_flight, 0);
     h.stop().await;
 }
+
+/// A key counts only when it is sent: with no method configured to carry it, a POST's unknown
+/// outcome is not safe to repeat, whatever key the job has.
+#[tokio::test]
+async fn an_idempotency_key_that_is_never_sent_makes_nothing_safe_to_repeat() {
+    let h = harness(EndpointConfig::default(), policy(), None, |s| s).await;
+    h.enqueue_at(
+        "k",
+        "POST",
+        "http://127.0.0.1:9/x",
+        T0.saturating_add(Duration::from_secs(3600)),
+    )
+    .await;
+    let (job, _) = h
+        .store
+        .job_get(&JobId::from("k"))
+        .await
+        .expect("get")
+        .expect("exists");
+    let default = HttpExecutor::new(HttpConfig::default()).expect("client");
+    assert!(
+        default.carries_idempotency_key(&job),
+        "POST carries it by default"
+    );
+    let never = HttpExecutor::new(HttpConfig {
+        idempotency_methods: vec![],
+        ..HttpConfig::default()
+    })
+    .expect("client");
+    assert!(!never.carries_idempotency_key(&job));
+    let mut own_header = job.clone();
+    own_header
+        .request
+        .headers
+        .push(("Idempotency-Key".into(), "mine".into()));
+    assert!(
+        never.carries_idempotency_key(&own_header),
+        "the job's own header"
+    );
+    h.stop().await;
+}

@@ -624,10 +624,11 @@ impl EndpointState {
                 && (self.quota_limit.is_none() || self.quota_inferred)
             {
                 let reset = now.saturating_add(*wait);
-                // A window that began at a predicted reset and was refused before its limit
-                // went through did not begin where predicted.
+                // A window that began at a predicted reset and was refused before anything went
+                // through did not begin where predicted. (Refused after some went through, it
+                // did, and what went through is the limit, as below.)
                 let predicted = std::mem::take(&mut self.quota_window_predicted);
-                if predicted && self.quota_limit.is_some_and(|l| self.ok_in_window < l) {
+                if predicted && self.ok_in_window == 0 {
                     // The server's windows are not what was learned. The limit stands (nothing
                     // was counted in a window of the server's); probe again until two 429s teach
                     // the windows anew.
