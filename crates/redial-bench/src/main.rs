@@ -14,6 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod plain;
 mod protection;
+mod protection_nodes;
 mod shapes;
 mod workloads;
 
@@ -25,8 +26,10 @@ use std::path::PathBuf;
 #[command(name = "redial-bench", about = "Redial's benchmark suite")]
 struct Args {
     /// Workloads to run: enqueue, noop, http, latency, backlog, instrumentation, retry (comma separated), or all;
-    /// `store` (the storage path alone, phase by phase) and `protection` (endpoint protection
-    /// beside a plain retry loop, about ten minutes) run only when named.
+    /// `store` (the storage path alone, phase by phase), `protection` (endpoint protection
+    /// beside a plain retry loop, about ten minutes) and `protection-nodes` (a flaky endpoint on
+    /// PostgreSQL, one node, then two with one killed; a throwaway server unless `--database-url`
+    /// or `DATABASE_URL` names one) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -116,6 +119,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "protection") {
             protection::protection(&mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "protection-nodes") {
+            protection_nodes::protection_nodes(&mut report).await?;
         }
         std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
         eprintln!("results written to {}", args.out.display());

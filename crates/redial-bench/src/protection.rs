@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Workers in the plain loop and the queue's concurrency in Redial (as in the `retry` workload).
-const CONCURRENCY: usize = 32;
+pub(crate) const CONCURRENCY: usize = 32;
 
 /// The transient backoff's base on both sides, instead of the default 2 s, to keep runs short.
 /// Everything else in the policy is the default.
-const TRANSIENT_BASE: Duration = Duration::from_millis(200);
+pub(crate) const TRANSIENT_BASE: Duration = Duration::from_millis(200);
 
 /// How one shape is run and judged.
 #[derive(Debug)]
@@ -134,7 +134,7 @@ impl Figures {
     }
 }
 
-fn policy() -> Policy {
+pub(crate) fn policy() -> Policy {
     let d = Policy::default();
     Policy {
         transient: Backoff {
@@ -235,7 +235,7 @@ impl Receiver {
     }
 }
 
-fn executor() -> Result<HttpExecutor> {
+pub(crate) fn executor() -> Result<HttpExecutor> {
     Ok(HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
         ..HttpConfig::default()

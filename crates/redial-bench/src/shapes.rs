@@ -1,6 +1,6 @@
-//! Failure shapes for the `protection` workload: receiver routes whose answer depends on the job
-//! (`/shape/{run}/{job}`) and on the time since the run began, so that Redial and the plain retry
-//! loop meet exactly the same endpoint, each in its own run.
+//! Failure shapes for the `protection` and `protection-nodes` workloads: receiver routes whose
+//! answer depends on the job (`/shape/{run}/{job}`) and on the time since the run began, so that
+//! Redial and the plain retry loop meet exactly the same endpoint, each in its own run.
 //!
 //! Owns the shapes, the per-run and per-job state, the count of answers by kind, and a second
 //! listener that speaks just enough HTTP/1.1 to answer like the routes and, where a shape asks
@@ -31,6 +31,11 @@ pub enum Shape {
     Outage { down: Duration },
     /// Answers 200 only after `delay`, longer than the jobs' timeout: every call times out.
     Slow { delay: Duration },
+    /// A flaky endpoint with some slow answers (the `protection-nodes` workload). By job number:
+    /// `k % 5 == 0` (20%) fails once with a 500, then answers 200; of the rest, one in ten
+    /// (`(k / 5) % 10 == 0`: 8% of all jobs) answers 200 after `late`, on every call; the others
+    /// answer 200 at once.
+    FlakyLate { late: Duration },
 }
 
 impl Shape {
@@ -51,6 +56,8 @@ enum Answer {
     Reset,
     /// Wait, then answer 200 (the caller has given up by then).
     Slow(Duration),
+    /// Wait, then answer 200 (within the caller's timeout).
+    Late(Duration),
 }
 
 impl Answer {
@@ -64,6 +71,7 @@ impl Answer {
             Answer::Status { .. } => "other",
             Answer::Reset => "reset",
             Answer::Slow(_) => "slow (timed out)",
+            Answer::Late(_) => "200 late",
         }
     }
 }
@@ -145,6 +153,9 @@ impl Shapes {
             },
             Shape::Outage { .. } => status(200),
             Shape::Slow { delay } => Answer::Slow(delay),
+            Shape::FlakyLate { .. } if job % 5 == 0 && first => status(500),
+            Shape::FlakyLate { late } if job % 5 != 0 && (job / 5) % 10 == 0 => Answer::Late(late),
+            Shape::FlakyLate { .. } => status(200),
         };
         *r.answers.entry(answer.label()).or_default() += 1;
         answer
@@ -171,7 +182,7 @@ pub fn routes(shapes: Arc<Shapes>) -> axum::Router {
             // Jobs that a shape resets are sent to the reset listener; if one comes here anyway,
             // the nearest HTTP answer is a 500.
             Answer::Reset => (StatusCode::INTERNAL_SERVER_ERROR, "").into_response(),
-            Answer::Slow(delay) => {
+            Answer::Slow(delay) | Answer::Late(delay) => {
                 tokio::time::sleep(delay).await;
                 "ok".into_response()
             }
@@ -255,7 +266,7 @@ async fn raw_connection(mut sock: TcpStream, shapes: &Shapes) -> std::io::Result
             drop(sock);
             return Ok(());
         }
-        Answer::Slow(delay) => {
+        Answer::Slow(delay) | Answer::Late(delay) => {
             tokio::time::sleep(delay).await;
             (200, None)
         }
