@@ -16,7 +16,7 @@ use redial_policy::{DeadCategory, Policy, Timestamp};
 use redial_store::*;
 use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Receiver, Reply};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{settle, Watched};
@@ -33,17 +33,17 @@ struct Harness {
     _dir: tempfile::TempDir,
 }
 
-/// A queue of 8 with `limits` on every endpoint, over `store` (a SQLite file when `None`).
+/// A queue of 8 with `limits` on every endpoint, over a SQLite file, with `handler` (the HTTP
+/// executor when `None`).
 async fn harness(
     limits: EndpointConfig,
     policy: Policy,
     handler: Option<Arc<dyn Handler>>,
-    wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
 ) -> Harness {
     let dir = tempfile::tempdir().expect("temp dir");
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
-    let watched = Watched::new(wrap(store));
+    let watched = Watched::new(store);
     let store: Arc<dyn Store> = watched.clone();
     let clock = Arc::new(ManualClock::new(T0));
     let mut config = EngineConfig {
@@ -184,7 +184,7 @@ impl Harness {
 #[tokio::test]
 async fn a_flaky_endpoint_drains_with_its_breaker_closed() {
     let rx = Receiver::start().await;
-    let h = harness(EndpointConfig::default(), policy(), None, |s| s).await;
+    let h = harness(EndpointConfig::default(), policy(), None).await;
     let n = 120;
     for i in 0..n {
         let path = format!("/flaky/{i}");
@@ -242,7 +242,7 @@ async fn a_probe_answered_with_a_400_frees_its_place_and_the_breaker_closes() {
         ..EndpointConfig::default()
     };
     let rx = Receiver::start().await;
-    let h = harness(limits, policy(), None, |s| s).await;
+    let h = harness(limits, policy(), None).await;
     // Two jobs whose retries fail again open the breaker.
     for i in 0..2 {
         let path = format!("/down/{i}");
@@ -313,7 +313,6 @@ async fn a_panicking_handler_is_an_unknown_outcome_and_gives_its_admission_back(
         EndpointConfig::default(),
         policy(),
         Some(Arc::new(PanicsOnce::default())),
-        |s| s,
     )
     .await;
     h.enqueue("p", "POST", "task:panic").await;
@@ -332,120 +331,6 @@ async fn a_panicking_handler_is_an_unknown_outcome_and_gives_its_admission_back(
     );
     assert_eq!(h.endpoint().in_flight, 0);
     h.stop().await;
-}
-
-/// The SQLite store, except that recording an attempt fails once when `armed`.
-struct FailsOnce {
-    inner: Arc<dyn Store>,
-    armed: AtomicBool,
-    failed: AtomicUsize,
-}
-
-impl std::fmt::Debug for FailsOnce {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FailsOnce")
-    }
-}
-
-type R<T> = StoreResult<T>;
-
-#[async_trait]
-impl Store for FailsOnce {
-    async fn job_record_attempt(&self, p: RecordAttemptParams) -> R<JobState> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(StoreError::Backend("injected: the disk went away".into()));
-        }
-        self.inner.job_record_attempt(p).await
-    }
-    async fn job_insert(&self, j: NewJob) -> R<InsertOutcome> {
-        self.inner.job_insert(j).await
-    }
-    async fn job_insert_batch(&self, j: Vec<NewJob>) -> R<Vec<InsertOutcome>> {
-        self.inner.job_insert_batch(j).await
-    }
-    async fn job_get(&self, id: &JobId) -> R<Option<(Job, Vec<Attempt>)>> {
-        self.inner.job_get(id).await
-    }
-    async fn job_list(&self, p: JobListParams) -> R<JobPage> {
-        self.inner.job_list(p).await
-    }
-    async fn job_lease_available(&self, p: LeaseParams) -> R<Vec<Job>> {
-        self.inner.job_lease_available(p).await
-    }
-    async fn job_candidates(&self, p: CandidateParams) -> R<Vec<Candidate>> {
-        self.inner.job_candidates(p).await
-    }
-    async fn job_lease_ids(&self, p: LeaseIdsParams) -> R<Vec<Job>> {
-        self.inner.job_lease_ids(p).await
-    }
-    async fn job_lease_admitted(
-        &self,
-        p: LeaseAdmittedParams,
-        a: Box<dyn Admit>,
-    ) -> R<AdmittedLease> {
-        self.inner.job_lease_admitted(p, a).await
-    }
-    async fn job_heartbeat(&self, p: HeartbeatParams) -> R<u64> {
-        self.inner.job_heartbeat(p).await
-    }
-    async fn job_release(&self, p: ReleaseParams) -> R<u64> {
-        self.inner.job_release(p).await
-    }
-    async fn job_rescue_expired(&self, p: RescueParams) -> R<RescueReport> {
-        self.inner.job_rescue_expired(p).await
-    }
-    async fn job_promote_due(&self, now: Timestamp) -> R<u64> {
-        self.inner.job_promote_due(now).await
-    }
-    async fn job_next_run_at(&self, queue: &str, now: Timestamp) -> R<Option<Timestamp>> {
-        self.inner.job_next_run_at(queue, now).await
-    }
-    async fn job_expire_deadlines(&self, p: ExpireParams) -> R<u64> {
-        self.inner.job_expire_deadlines(p).await
-    }
-    async fn endpoint_backlog(&self, now: Timestamp) -> R<Vec<EndpointBacklog>> {
-        self.inner.endpoint_backlog(now).await
-    }
-    async fn endpoint_load(&self) -> R<Vec<EndpointRecord>> {
-        self.inner.endpoint_load().await
-    }
-    async fn endpoint_save(&self, r: Vec<EndpointRecord>) -> R<()> {
-        self.inner.endpoint_save(r).await
-    }
-    async fn job_replay(&self, id: &JobId, now: Timestamp) -> R<Job> {
-        self.inner.job_replay(id, now).await
-    }
-    async fn job_dismiss(&self, id: &JobId) -> R<()> {
-        self.inner.job_dismiss(id).await
-    }
-    async fn job_cancel(&self, id: &JobId, now: Timestamp) -> R<Job> {
-        self.inner.job_cancel(id, now).await
-    }
-    async fn dead_letter_replay(&self, f: JobFilter, now: Timestamp) -> R<u64> {
-        self.inner.dead_letter_replay(f, now).await
-    }
-    async fn dead_letter_dismiss(&self, f: JobFilter) -> R<u64> {
-        self.inner.dead_letter_dismiss(f).await
-    }
-    async fn stats(&self) -> R<Stats> {
-        self.inner.stats().await
-    }
-    async fn dead_letters_since(&self, since: Timestamp) -> R<Vec<DeadCount>> {
-        self.inner.dead_letters_since(since).await
-    }
-    async fn job_cleanup(&self, p: CleanupParams) -> R<u64> {
-        self.inner.job_cleanup(p).await
-    }
-    async fn ping(&self) -> R<()> {
-        self.inner.ping().await
-    }
-    async fn endpoint_holds_share(&self, h: Vec<SharedHold>) -> R<()> {
-        self.inner.endpoint_holds_share(h).await
-    }
-    async fn endpoint_holds_load(&self, now: Timestamp) -> R<Vec<SharedHold>> {
-        self.inner.endpoint_holds_load(now).await
-    }
 }
 
 /// Issue 12: `fill` returned on a failed record of a budget-failed retry before it started the
@@ -469,19 +354,7 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
         ..EndpointConfig::default()
     };
     let rx = Receiver::start().await;
-    let handle = Arc::new(std::sync::OnceLock::new());
-    let keep = handle.clone();
-    let h = harness(limits, policy(), None, move |real| {
-        let wrapped = Arc::new(FailsOnce {
-            inner: real,
-            armed: AtomicBool::new(false),
-            failed: AtomicUsize::new(0),
-        });
-        keep.set(wrapped.clone()).expect("set once");
-        wrapped
-    })
-    .await;
-    let store: Arc<FailsOnce> = handle.get().expect("wrapped").clone();
+    let h = harness(limits, policy(), None).await;
     // A job whose first call fails: its retry is what the spent budget fails fast.
     rx.script("/r", vec![Reply::status(503)]);
     h.enqueue("retry", "GET", &rx.url("/r")).await;
@@ -508,14 +381,10 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
         h.enqueue_at(&format!("f{i}"), "GET", &rx.url(&path), due)
             .await;
     }
-    store.armed.store(true, Ordering::SeqCst);
+    h.watched.fail_next_record();
     h.clock.set(due);
     h.drain(4).await;
-    assert_eq!(
-        store.failed.load(Ordering::SeqCst),
-        1,
-        "the failure happened"
-    );
+    assert_eq!(h.watched.records_failed(), 1, "the failure happened");
     let c = h.counts().await;
     assert_eq!(
         (c.get("completed"), c.get("dead")),
@@ -554,7 +423,7 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
 /// outcome is not safe to repeat, whatever key the job has.
 #[tokio::test]
 async fn an_idempotency_key_that_is_never_sent_makes_nothing_safe_to_repeat() {
-    let h = harness(EndpointConfig::default(), policy(), None, |s| s).await;
+    let h = harness(EndpointConfig::default(), policy(), None).await;
     h.enqueue_at(
         "k",
         "POST",

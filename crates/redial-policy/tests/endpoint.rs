@@ -491,18 +491,16 @@ fn a_limit_inferred_from_429s_counts_one_window_only() {
     // refused: a window whose 50 are spent may wait for the predicted reset instead of probing,
     // but a probe comes at least every ninth window, finds room, and the limit grows, counted
     // within one window.
-    // Another window found full, one window after the last: the windows are confirmed fixed.
-    succeed(&mut s, &cfg, at(600), 50);
-    assert_eq!(kind(&s.admit(&cfg, at(650), false, 0)), "go");
-    s.record(&cfg, at(650), Permit::default(), &refused(50));
-    let mut window = 700;
+    let mut window = 600;
     let mut waited = 0;
     loop {
-        succeed(&mut s, &cfg, at(window), 50);
+        // At the boundary, or a little after it when the window's start was predicted.
+        succeed(&mut s, &cfg, at(window + 6), 50);
         let a = s.admit(&cfg, at(window + 50), false, 0);
         match a {
             Admission::Hold(h) => {
-                assert_eq!((h.kind, h.until), (HoldKind::Quota, Some(at(window + 100))));
+                // A little after the boundary (a sixteenth of the window), never before it.
+                assert_eq!((h.kind, h.until), (HoldKind::Quota, Some(at(window + 106))));
                 waited += 1;
                 window += 100;
                 assert!(waited <= 8, "a probe at least every eighth window");
@@ -547,11 +545,11 @@ fn a_wrong_prediction_of_the_quota_window_is_dropped() {
     let Admission::Hold(h) = a else {
         panic!("{a:?}")
     };
-    assert_eq!(h.until, Some(at(400)), "the window predicted from the 429s");
+    assert_eq!(h.until, Some(at(406)), "the window predicted from the 429s");
     // The server's window had not moved on (it changed its windows): the 429 at the predicted
     // reset stops the predictions; the spent quota probes again.
-    assert_eq!(kind(&s.admit(&cfg, at(400), false, 0)), "go");
-    s.record(&cfg, at(400), Permit::default(), &refused(170));
+    assert_eq!(kind(&s.admit(&cfg, at(406), false, 0)), "go");
+    s.record(&cfg, at(406), Permit::default(), &refused(164));
     assert_eq!(s.quota_limit, Some(10), "the limit stands");
     succeed(&mut s, &cfg, at(570), 10);
     assert_eq!(

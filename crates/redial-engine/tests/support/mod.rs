@@ -13,6 +13,7 @@ use redial_engine::Engine;
 use redial_policy::Timestamp;
 use redial_store::*;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -22,10 +23,15 @@ use tokio::sync::watch;
 const SETTLE_BOUND: Duration = Duration::from_secs(120);
 
 /// A store that passes every call through to `inner` and keeps account of what the engine is
-/// doing with it. It changes nothing: every answer is the inner store's.
+/// doing with it. It changes nothing, every answer is the inner store's, except for a failure a
+/// test asks for ([`Watched::fail_next_record`]).
 #[derive(Debug)]
 pub struct Watched {
     inner: Arc<dyn Store>,
+    /// Set: the next attempt record fails (as a broken disk would) without reaching `inner`.
+    fail_next_record: AtomicBool,
+    /// Records failed on purpose so far.
+    records_failed: AtomicUsize,
     account: Mutex<Account>,
     /// Bumped on every change to the account, for [`settle`] to wait on.
     ticks: watch::Sender<u64>,
@@ -51,9 +57,23 @@ impl Watched {
     pub fn new(inner: Arc<dyn Store>) -> Arc<Watched> {
         Arc::new(Watched {
             inner,
+            fail_next_record: AtomicBool::new(false),
+            records_failed: AtomicUsize::new(0),
             account: Mutex::default(),
             ticks: watch::Sender::new(0),
         })
+    }
+
+    /// Makes the next `job_record_attempt` fail with a backend error, without recording.
+    #[allow(dead_code)] // used by some of the test files that share this module
+    pub fn fail_next_record(&self) {
+        self.fail_next_record.store(true, Ordering::SeqCst);
+    }
+
+    /// How many records [`Watched::fail_next_record`] made fail.
+    #[allow(dead_code)]
+    pub fn records_failed(&self) -> usize {
+        self.records_failed.load(Ordering::SeqCst)
     }
 
     fn update<T>(&self, f: impl FnOnce(&mut Account) -> T) -> T {
@@ -189,7 +209,12 @@ impl Store for Watched {
 
     async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
         let id = params.id.clone();
-        let out = self.inner.job_record_attempt(params).await;
+        let out = if self.fail_next_record.swap(false, Ordering::SeqCst) {
+            self.records_failed.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::Backend("injected: the disk went away".into()))
+        } else {
+            self.inner.job_record_attempt(params).await
+        };
         self.update(|a| {
             a.out.remove(&id);
             a.tick += 1;

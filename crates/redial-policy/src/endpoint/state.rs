@@ -48,7 +48,12 @@ pub struct EndpointState {
     /// The shortest time seen between two inferred resets, in milliseconds: the server's window
     /// length, or a multiple of it until two 429s land in consecutive windows.
     quota_period_ms: Option<i64>,
-    /// Whether two resets came one `quota_period_ms` apart (within a tenth), so that the
+    /// A reset the server gave (by a 429's wait), from which the windows are measured, and the
+    /// time from it to the latest one with the whole windows between: their length, to a
+    /// fraction of a millisecond once several windows are counted.
+    quota_anchor_ms: Option<i64>,
+    quota_windows: Option<(i64, u32)>,
+    /// Whether two server-given resets came a whole number of windows apart, so that the
     /// windows are fixed and of that length, and their resets can be predicted.
     quota_period_confirmed: bool,
     /// Whether `quota_reset_at` is this side's prediction (the inferred window's start plus its
@@ -370,8 +375,15 @@ impl EndpointState {
                         .map(|l| l.saturating_sub(u64::from(in_flight)));
                     self.quota_reset_at = None;
                     self.ok_in_window = 0;
-                    self.ok_since = Some(reset);
                     self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
+                    // A predicted reset was waited for a little past the boundary; the window
+                    // began at the boundary, so that the windows do not drift later.
+                    let start = if self.quota_window_predicted {
+                        Timestamp::from_unix_millis(reset.as_unix_millis() - self.quota_slack_ms())
+                    } else {
+                        reset
+                    };
+                    self.ok_since = Some(start);
                     self.quota_probing = false;
                 }
             }
@@ -566,15 +578,57 @@ impl EndpointState {
         if !(self.quota_inferred && self.quota_period_confirmed) {
             return None;
         }
-        if self.quota_period_ms? > QUOTA_PREDICTED_MS {
+        let len = self.window_length()?;
+        if len > QUOTA_PREDICTED_MS as f64 {
             return None;
         }
-        let next = self
-            .ok_since?
-            .as_unix_millis()
-            .checked_add(self.quota_period_ms?)?;
-        let next = Timestamp::from_unix_millis(next);
+        // The boundary after the one the current window began at, counted from the anchor so
+        // that the predictions do not drift.
+        let anchor = self.quota_anchor_ms? as f64;
+        let start = self.ok_since?.as_unix_millis() as f64;
+        let boundary = anchor + (((start - anchor) / len).round() + 1.0) * len;
+        let next = Timestamp::from_unix_millis(boundary.round() as i64 + self.quota_slack_ms());
         (next > now).then_some(next)
+    }
+
+    /// The server's window length, as measured between its resets.
+    fn window_length(&self) -> Option<f64> {
+        self.quota_windows
+            .map(|(ms, windows)| ms as f64 / f64::from(windows.max(1)))
+            .or(self.quota_period_ms.map(|p| p as f64))
+    }
+
+    /// Takes in a reset the server gave: a whole number of windows after the anchor (within a
+    /// tenth of one), it measures the windows more finely and confirms them; otherwise it
+    /// becomes the anchor.
+    fn learn_windows(&mut self, reset: Timestamp) {
+        let r = reset.as_unix_millis();
+        let (Some(anchor), Some(len)) = (self.quota_anchor_ms, self.window_length()) else {
+            self.quota_anchor_ms = Some(r);
+            return;
+        };
+        let d = (r - anchor) as f64;
+        let windows = (d / len).round();
+        if windows >= 1.0 && (d - windows * len).abs() <= len / 10.0 {
+            self.quota_windows = Some((r - anchor, windows as u32));
+            self.quota_period_confirmed = true;
+        } else {
+            self.forget_windows();
+            self.quota_anchor_ms = Some(r);
+        }
+    }
+
+    fn forget_windows(&mut self) {
+        self.quota_anchor_ms = None;
+        self.quota_windows = None;
+        self.quota_period_confirmed = false;
+    }
+
+    /// How long after a predicted window boundary to wait: a little after the reset rather than
+    /// before it, since the period is the shortest gap seen and the server's clock and ours
+    /// differ by the time an answer takes.
+    fn quota_slack_ms(&self) -> i64 {
+        self.window_length().map_or(0, |len| (len / 16.0).round() as i64)
     }
 
     /// Takes in what a finished attempt taught, and hands back its permit.
@@ -624,16 +678,17 @@ impl EndpointState {
                 && (self.quota_limit.is_none() || self.quota_inferred)
             {
                 let reset = now.saturating_add(*wait);
-                // A window that began at a predicted reset and was refused before anything went
-                // through did not begin where predicted. (Refused after some went through, it
-                // did, and what went through is the limit, as below.)
+                // A window that began at a predicted reset and was refused before half its limit
+                // went through most likely did not begin where predicted (what went through
+                // were answers late from the window before). Refused later, it did, and what
+                // went through is the limit, as below.
                 let predicted = std::mem::take(&mut self.quota_window_predicted);
-                if predicted && self.ok_in_window == 0 {
+                if predicted && self.quota_limit.is_some_and(|l| self.ok_in_window * 2 < l) {
                     // The server's windows are not what was learned. The limit stands (nothing
                     // was counted in a window of the server's); probe again until two 429s teach
                     // the windows anew.
                     self.quota_period_ms = None;
-                    self.quota_period_confirmed = false;
+                    self.forget_windows();
                     self.quota_probe_skips = 0;
                     self.quota_probe_every = 0;
                 } else {
@@ -655,16 +710,15 @@ impl EndpointState {
                         .filter(|ms| *ms > 0);
                     if let Some(span) = span {
                         match self.quota_period_ms {
-                            Some(p) if (span - p).abs() <= p / 10 => {
-                                self.quota_period_confirmed = true
-                            }
-                            Some(p) if span > p => {}
+                            // The same window, give or take the time answers take, or several.
+                            Some(p) if span >= p - p / 10 => {}
                             _ => {
                                 self.quota_period_ms = Some(span);
-                                self.quota_period_confirmed = false;
+                                self.forget_windows();
                             }
                         }
                     }
+                    self.learn_windows(reset);
                     let one_window = match (span, self.quota_period_ms) {
                         (Some(span), Some(period)) => span <= period + period / 2,
                         _ => true,
@@ -672,6 +726,10 @@ impl EndpointState {
                     let counted = self.ok_in_window.max(1);
                     self.quota_limit = Some(match self.quota_limit {
                         Some(limit) if self.quota_inferred && !one_window => limit.min(counted),
+                        // An inferred limit falls by half at most per window: a window that
+                        // counted few (little work, or answers that crossed its start) says
+                        // less than one that counted many.
+                        Some(limit) if self.quota_inferred => counted.max(limit / 2),
                         _ => counted,
                     });
                 }
