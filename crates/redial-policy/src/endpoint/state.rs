@@ -628,7 +628,8 @@ impl EndpointState {
     /// before it, since the period is the shortest gap seen and the server's clock and ours
     /// differ by the time an answer takes.
     fn quota_slack_ms(&self) -> i64 {
-        self.window_length().map_or(0, |len| (len / 16.0).round() as i64)
+        self.window_length()
+            .map_or(0, |len| (len / 16.0).round() as i64)
     }
 
     /// Takes in what a finished attempt taught, and hands back its permit.
