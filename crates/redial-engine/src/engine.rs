@@ -360,6 +360,11 @@ impl Engine {
         self.inner
             .endpoints
             .load(self.inner.store.endpoint_load().await?);
+        // Before any lease: the other nodes rescue this one's jobs the moment it goes away.
+        self.inner
+            .store
+            .node_announce(&self.inner.config.worker_id)
+            .await?;
         let mut queue_loops = Vec::new();
         for (queue, qc) in &self.inner.config.queues {
             queue_loops.push(tokio::spawn(queue_loop(
@@ -1535,6 +1540,10 @@ async fn maintenance_loop(inner: Arc<Inner>) {
     loop {
         // Endpoint state is this node's own: every node saves it.
         save_endpoints(&inner).await;
+        // Still alive (again, if the connection that said so had ended).
+        if let Err(e) = inner.store.node_announce(&inner.config.worker_id).await {
+            tracing::error!(error = %e, "cannot tell the other nodes this one is alive");
+        }
         // The rest is for one node at a time (always this one on a store nobody shares).
         let leading = match inner.store.try_lead().await {
             Ok(leading) => leading,

@@ -31,6 +31,11 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 /// that deployments in different schemas of one database each elect their own leader.
 const LEADER_LOCK_CLASS: i32 = 0x7264_6c31;
 
+/// The advisory locks that say a node is alive: this class ("rdl2") and the hash of the schema
+/// and the node's worker id. Each node holds its own on a dedicated connection; when the node
+/// dies, its session ends and the lock frees.
+pub(crate) const PRESENCE_LOCK_CLASS: i32 = 0x7264_6c32;
+
 /// Connections kept open by default.
 pub const DEFAULT_POOL_SIZE: usize = 8;
 
@@ -46,6 +51,9 @@ struct Inner {
     next: AtomicUsize,
     /// The connection that holds (or tries for) the maintenance role, and whether it holds it.
     leader: Mutex<Option<(Client, bool)>>,
+    /// The connection that holds this node's presence lock, and the worker id it holds it for.
+    presence: Mutex<Option<(Client, String)>>,
+
     /// The NOTIFY channel of this schema.
     channel: String,
     wakes: broadcast::Sender<Wake>,
@@ -228,6 +236,8 @@ impl PgStore {
                 pool,
                 next: AtomicUsize::new(0),
                 leader: Mutex::new(None),
+                presence: Mutex::new(None),
+
                 channel,
                 wakes,
                 listener,
@@ -391,6 +401,47 @@ impl Store for PgStore {
     async fn job_rescue_expired(&self, params: RescueParams) -> StoreResult<RescueReport> {
         let channel = self.inner.channel.clone();
         with_conn!(self, c => sql::rescue(c, &channel, &params).await)
+    }
+
+    async fn node_announce(&self, worker: &str) -> StoreResult<()> {
+        let mut presence = self.inner.presence.lock().await;
+        if presence
+            .as_ref()
+            .is_some_and(|(c, w)| !c.is_closed() && w == worker)
+        {
+            return Ok(());
+        }
+        // A new session (the first, or the last one ended and its lock with it).
+        *presence = None;
+        let client = connect(&self.inner.config).await?;
+        let held: bool = client
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, hashtext(current_schema() || ':' || $2))",
+                &[&PRESENCE_LOCK_CLASS, &worker],
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        if !held {
+            // Another live node runs with this worker id (or a rescue holds it for a moment):
+            // try again at the next tick.
+            tracing::warn!(worker, "another session holds this node's presence lock; is the worker id shared by two nodes?");
+            return Ok(());
+        }
+        // Recorded, so that the rescue knows this node holds a presence lock while alive: a
+        // node that never took one (an older version, during a rolling upgrade) keeps its
+        // leases until they expire.
+        client
+            .execute(
+                "INSERT INTO nodes (worker, announced_at) \
+                 VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) \
+                 ON CONFLICT (worker) DO UPDATE SET announced_at = EXCLUDED.announced_at",
+                &[&worker],
+            )
+            .await
+            .map_err(backend)?;
+        *presence = Some((client, worker.to_owned()));
+        Ok(())
     }
 
     async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64> {

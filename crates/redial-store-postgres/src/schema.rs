@@ -72,6 +72,14 @@ const MIGRATIONS: &[&str] = &[
         breaker_reason TEXT
     );
     "#,
+    // 2: nodes that say they are alive with a presence lock (their leases are rescued when the
+    // lock frees, not when they expire).
+    r#"
+    CREATE TABLE nodes (
+        worker       TEXT PRIMARY KEY,
+        announced_at BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

@@ -141,3 +141,65 @@ async fn nodes_leasing_at_once_never_share_a_job() {
     }
     assert_eq!(seen.len(), 600);
 }
+
+/// A node that dies (its sessions end) has its leases rescued at the next maintenance tick, not
+/// when they expire; a node still alive keeps its leases, and so does one that never said it was
+/// alive (an older version, during a rolling upgrade), until its leases expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_nodes_leases_are_rescued_before_they_expire() {
+    use redial_store::{JobState, RescueParams};
+    let config = schema().await;
+    let a = PgStore::connect_with(config.clone(), 1).await.expect("a");
+    let b = PgStore::connect_with(config.clone(), 1).await.expect("b");
+    a.node_announce("node-a").await.expect("a announces");
+    b.node_announce("node-b").await.expect("b announces");
+    for (id, owner) in [("ja", "node-a"), ("jb", "node-b"), ("jold", "node-old")] {
+        b.job_insert(new_job(id, "q")).await.expect("insert");
+        let leased = b
+            .job_lease_available(LeaseParams {
+                queue: "q".into(),
+                limit: 1,
+                owner: owner.into(),
+                now: at(0),
+                // Far from expiring: only the node's death can end these leases early.
+                lease_until: at(3600),
+            })
+            .await
+            .expect("lease");
+        assert_eq!(leased.len(), 1, "{id}");
+    }
+    let rescue = |store: PgStore| async move {
+        store
+            .job_rescue_expired(RescueParams {
+                now: at(10),
+                max_stalls: 3,
+            })
+            .await
+            .expect("rescue")
+    };
+    // Everyone alive (or unknown): nothing to rescue; the leader has seen a and b alive.
+    assert_eq!(rescue(b.clone()).await.requeued, 0);
+    drop(a);
+    // A's sessions end with it: its job is back at one of B's next ticks.
+    let mut requeued = 0;
+    for _ in 0..100 {
+        requeued += rescue(b.clone()).await.requeued;
+        if requeued > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(requeued, 1, "node-a's lease was rescued");
+    let state = |id: &'static str| {
+        let b = b.clone();
+        async move { b.job_get(&id.into()).await.expect("get").expect("exists").0 }
+    };
+    let ja = state("ja").await;
+    assert_eq!((ja.state, ja.stalls), (JobState::Ready, 1));
+    assert_eq!(state("jb").await.state, JobState::Running, "b is alive");
+    assert_eq!(
+        state("jold").await.state,
+        JobState::Running,
+        "a node never seen alive keeps its lease until it expires"
+    );
+}

@@ -162,6 +162,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The shared holds still in force at `now`.
     async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>>;
 
+    /// Says that the node `worker` is alive, for as long as this store is (called at start and
+    /// at every maintenance tick). A shared store lets the others see when that node's session
+    /// ends, so that its leases are rescued then rather than when they expire; a store that one
+    /// process owns has nothing to tell.
+    async fn node_announce(&self, worker: &str) -> StoreResult<()> {
+        let _ = worker;
+        Ok(())
+    }
+
     /// Whether this node should run maintenance now (rescue, promotion, deadlines, cleanup).
     /// A store that one process owns always says yes; a shared one elects one node at a time
     /// and moves the role when that node goes away.
