@@ -660,24 +660,19 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
     let tx = c.client.transaction().await.map_err(backend)?;
     let now = ms(p.now);
     let max = int(p.max_stalls);
-    // The nodes holding leases that have not expired and that announced a presence lock: one
-    // whose lock is free now has died (its session ended), and its leases end now. The lock is
-    // taken for this transaction only, so a node that restarts under the same id takes it back
-    // after.
-    let owners = tx
-        .query(
-            "SELECT DISTINCT lease_owner FROM jobs JOIN nodes ON nodes.worker = jobs.lease_owner \
-             WHERE state = 'running' AND lease_until >= $1",
-            &[&now],
-        )
+    // The nodes that announced a presence lock: one whose lock is free now has died (its
+    // session ended) or stopped; its leases end now and it is forgotten. The lock is taken for
+    // this transaction only, so a node that restarts under the same id takes it back after.
+    let nodes = tx
+        .query("SELECT worker FROM nodes", &[])
         .await
         .map_err(backend)?;
-    for row in owners {
-        let owner: String = get(&row, 0)?;
+    for row in nodes {
+        let worker: String = get(&row, 0)?;
         let free: bool = tx
             .query_one(
                 "SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema() || ':' || $2))",
-                &[&crate::PRESENCE_LOCK_CLASS, &owner],
+                &[&crate::PRESENCE_LOCK_CLASS, &worker],
             )
             .await
             .map_err(backend)?
@@ -686,11 +681,11 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
             tx.execute(
                 "UPDATE jobs SET lease_until = $1 - 1 \
                  WHERE state = 'running' AND lease_owner = $2 AND lease_until >= $1",
-                &[&now, &owner],
+                &[&now, &worker],
             )
             .await
             .map_err(backend)?;
-            tx.execute("DELETE FROM nodes WHERE worker = $1", &[&owner])
+            tx.execute("DELETE FROM nodes WHERE worker = $1", &[&worker])
                 .await
                 .map_err(backend)?;
         }
