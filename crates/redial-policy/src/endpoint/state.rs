@@ -255,7 +255,7 @@ impl EndpointState {
                 Admission::Go(self.count_admission(cfg, now, is_retry))
             }
             Err(a) => {
-                if let Admission::Hold(h) = &a {
+                if let Admission::Hold(h) | Admission::HoldFirsts(h) = &a {
                     if h.kind != HoldKind::Pause {
                         self.holding = Some(h.reason.clone());
                     }
