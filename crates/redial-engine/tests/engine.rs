@@ -396,7 +396,25 @@ async fn private_destinations_are_refused_unless_allowed() {
         None,
     )
     .await;
-    for id in ["ssrf", "ssrf-name"] {
+    // IPv6 spellings of loopback: IPv4-compatible and 6to4 (issue 13).
+    let port = rx.addr().port();
+    h.enqueue(
+        "ssrf-v4compat",
+        "default",
+        "POST",
+        &format!("http://[::127.0.0.1]:{port}/internal"),
+        None,
+    )
+    .await;
+    h.enqueue(
+        "ssrf-6to4",
+        "default",
+        "POST",
+        &format!("http://[2002:7f00:1::]:{port}/internal"),
+        None,
+    )
+    .await;
+    for id in ["ssrf", "ssrf-name", "ssrf-v4compat", "ssrf-6to4"] {
         let (job, attempts) = h.wait_state(id, JobState::Dead).await;
         assert_eq!(job.category, Some(DeadCategory::Permanent));
         assert_eq!(
