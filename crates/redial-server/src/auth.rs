@@ -10,12 +10,14 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     let Some(expected) = state.config.token.as_deref() else {
         return next.run(req).await;
     };
+    // The scheme is case-insensitive (RFC 9110 section 11.1): `bearer`, `BEARER` and `Bearer`.
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => next.run(req).await,
         Some(_) => ApiError::new(

@@ -303,6 +303,24 @@ async fn a_token_guards_the_v1_routes() {
         api.call("GET", "/readyz", None, None).await.0,
         StatusCode::OK
     );
+    // The scheme is case-insensitive (RFC 9110); other schemes are not a bearer token.
+    for (authorization, status) in [
+        ("bearer s3cret", StatusCode::OK),
+        ("BEARER s3cret", StatusCode::OK),
+        ("Bearer  s3cret ", StatusCode::OK),
+        ("Basic s3cret", StatusCode::UNAUTHORIZED),
+        ("Bearers3cret", StatusCode::UNAUTHORIZED),
+        ("s3cret", StatusCode::UNAUTHORIZED),
+    ] {
+        let req = Request::builder()
+            .method("GET")
+            .uri("/v1/stats")
+            .header("authorization", authorization)
+            .body(Body::empty())
+            .expect("request");
+        let resp = api.app.clone().oneshot(req).await.expect("response");
+        assert_eq!(resp.status(), status, "{authorization:?}");
+    }
 }
 
 #[tokio::test]

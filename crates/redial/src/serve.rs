@@ -71,10 +71,29 @@ pub async fn run(args: Args) -> Result<()> {
             "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
         ))
     })?;
-    let token = args
-        .token
-        .or(file.server.token.clone())
-        .filter(|t| !t.is_empty());
+    let token = match args.token.or(file.server.token.clone()) {
+        // Unset, or set to nothing at all: no token.
+        None => None,
+        Some(t) if t.is_empty() => None,
+        Some(t) => {
+            // Spaces around it (a copy-paste, `REDIAL_TOKEN="abc "`) are not part of it: no
+            // client could send them.
+            let t = t.trim();
+            if t.is_empty() {
+                return Err(UsageError(
+                    "the token (REDIAL_TOKEN, --token or server.token) is only spaces: set a token or unset it".into(),
+                )
+                .into());
+            }
+            if !t.chars().all(|c| c.is_ascii_graphic()) {
+                return Err(UsageError(
+                    "the token (REDIAL_TOKEN, --token or server.token) must be printable ASCII without spaces, as a bearer token is".into(),
+                )
+                .into());
+            }
+            Some(t.to_owned())
+        }
+    };
     let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
     if !addr.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
         return Err(UsageError(format!(

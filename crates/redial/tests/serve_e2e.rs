@@ -238,6 +238,24 @@ async fn auth_and_unsafe_binds() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
+
+    // A token set to spaces is refused at start, not taken as no token (issue 13).
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env("REDIAL_TOKEN", "   ")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("only spaces"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Spaces around a token are not part of it.
+    let s = start(&data, &[], &[("REDIAL_TOKEN", "t0k3n ")]);
+    assert_eq!(cli(&s.url, &["stats", "--json"], Some("t0k3n")).code, 0);
+    s.terminate();
 }
 
 #[tokio::test(flavor = "multi_thread")]
