@@ -39,8 +39,61 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
+        .layer(middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(state.config.max_request_bytes))
         .with_state(state)
+}
+
+/// Every error answer has the documented shape, `{"error": {"code", "message"}}`, including those
+/// the router and the extractors make themselves (a method a route does not take, a path that is
+/// not UTF-8), which come with an empty or plain-text body.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_FOUND => "no_route",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::URI_TOO_LONG => "uri_too_long",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        s if s.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let allow = resp.headers().get(header::ALLOW).cloned();
+    // The text the extractor wrote says what was wrong; it is short (a rejection's message).
+    let text = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let message = match (status, text) {
+        (StatusCode::METHOD_NOT_ALLOWED, _) => format!(
+            "this route does not take that method{}: see /v1/openapi.json",
+            allow
+                .as_ref()
+                .and_then(|a| a.to_str().ok())
+                .map(|a| format!(" (it takes {a})"))
+                .unwrap_or_default()
+        ),
+        (s, _) if s.is_server_error() => "internal error".to_owned(),
+        (_, Some(text)) => text,
+        (s, None) => s
+            .canonical_reason()
+            .unwrap_or("the request was refused")
+            .to_lowercase(),
+    };
+    let mut out = ApiError::new(status, code, message).into_response();
+    if let Some(allow) = allow {
+        out.headers_mut().insert(header::ALLOW, allow);
+    }
+    out
 }
 
 type ApiResult = Result<Response, ApiError>;

@@ -505,3 +505,63 @@ async fn endpoints_show_their_backlog_and_state() {
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
 }
+
+/// Every error answer has the documented shape, including those the router and the extractors
+/// make (issue 13): a method a route does not take, a path that is not UTF-8, an unknown route.
+#[tokio::test]
+async fn router_and_extractor_errors_have_the_documented_shape() {
+    let api = api();
+    for (method, path, status, code) in [
+        (
+            "PUT",
+            "/v1/jobs",
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        ),
+        (
+            "DELETE",
+            "/v1/stats",
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        ),
+        (
+            "GET",
+            "/v1/jobs/%ff%fe",
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        ("GET", "/v1/nothing-here", StatusCode::NOT_FOUND, "no_route"),
+    ] {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .expect("request");
+        let resp = api.app.clone().oneshot(req).await.expect("response");
+        assert_eq!(resp.status(), status, "{method} {path}");
+        let json = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        assert!(json, "{method} {path}: not JSON");
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            assert!(resp.headers().contains_key("allow"), "{method} {path}");
+        }
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let v: Value = serde_json::from_slice(&bytes).expect("a JSON body");
+        assert_eq!(
+            v["error"]["code"].as_str(),
+            Some(code),
+            "{method} {path}: {v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{method} {path}: {v}"
+        );
+    }
+}
