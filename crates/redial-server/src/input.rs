@@ -28,8 +28,56 @@ pub struct JobInput {
     pub tags: Option<Vec<String>>,
     /// Groups the job with others under one endpoint; the URL's origin by default.
     pub endpoint: Option<String>,
-    /// Overrides of the queue's policy for this job.
+    /// Overrides of the queue's policy for this job: an object (an array would be read field by
+    /// field in order, `[1]` as `max_attempts = 1`).
+    #[serde(default, deserialize_with = "object_only")]
     pub policy: Option<PolicyOverride>,
+}
+
+/// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
+/// into a struct by position).
+fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Object(_) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(D::Error::custom),
+        _ => Err(D::Error::custom(
+            "policy must be an object, such as {\"max_attempts\": 3}",
+        )),
+    }
+}
+
+/// The longest request URL a job may have.
+const MAX_URL_BYTES: usize = 8192;
+
+/// The methods whose names are standard (RFC 9110 section 9): accepted in any case and sent in
+/// upper case. Other methods are case-sensitive, so they must be written as sent.
+const STANDARD_METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT",
+];
+
+/// Headers the HTTP client sets itself: framing (a job's own `Content-Length` would cut or
+/// stall its body) and hop-by-hop ones, which belong to one connection.
+fn is_reserved_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "content-length"
+            | "transfer-encoding"
+            | "host"
+            | "connection"
+            | "te"
+            | "upgrade"
+            | "keep-alive"
+            | "trailer"
+    ) || n.starts_with("proxy-")
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,11 +212,31 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     };
 
     let r = input.request;
-    let method = r.method.to_ascii_uppercase();
-    if !is_http_token(&method) {
+    let upper = r.method.to_ascii_uppercase();
+    if !is_http_token(&upper) {
         return Err(ApiError::unprocessable(
             "invalid_method",
             format!("{:?} is not an HTTP method", r.method),
+        ));
+    }
+    let method = if STANDARD_METHODS.contains(&upper.as_str()) {
+        upper
+    } else if r.method == upper {
+        r.method.clone()
+    } else {
+        return Err(ApiError::unprocessable(
+            "invalid_method",
+            format!(
+                "{:?} is not a standard HTTP method ({}); methods are case-sensitive, so write a custom one in upper case, as the server expects it",
+                r.method,
+                STANDARD_METHODS.join(", ")
+            ),
+        ));
+    };
+    if r.url.len() > MAX_URL_BYTES {
+        return Err(ApiError::unprocessable(
+            "invalid_url",
+            format!("request.url is over {MAX_URL_BYTES} bytes"),
         ));
     }
     let url = url::Url::parse(&r.url).map_err(|e| {
@@ -177,6 +245,15 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             format!("request.url {:?} is not a valid URL: {e}", r.url),
         )
     })?;
+    if url.port() == Some(0) {
+        return Err(ApiError::unprocessable(
+            "invalid_url",
+            format!(
+                "request.url {:?} has port 0, which nothing can be reached on",
+                r.url
+            ),
+        ));
+    }
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(ApiError::unprocessable(
             "invalid_url",
@@ -202,6 +279,12 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             return Err(ApiError::unprocessable(
                 "invalid_header",
                 format!("{name:?} is not a valid header name"),
+            ));
+        }
+        if is_reserved_header(name) {
+            return Err(ApiError::unprocessable(
+                "invalid_header",
+                format!("{name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"),
             ));
         }
         if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
@@ -271,6 +354,12 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             return Err(ApiError::unprocessable(
                 "invalid_deadline",
                 format!("deadline {d} is already past"),
+            ));
+        }
+        if let Some(run_at) = input.run_at.filter(|r| d <= *r) {
+            return Err(ApiError::unprocessable(
+                "invalid_deadline",
+                format!("deadline {d} is not after run_at {run_at}: the job could never run"),
             ));
         }
     }

@@ -185,6 +185,17 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "policy": {"max_attempts": 0}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_policy"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "policy": {"max_atempts": 3}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
         (json!({"request": {"method": "POST", "url": "https://a.example/", "body": big_body}}).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "job_body_too_large"),
+        // Accepted nonsense before (issue 13, item 8).
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "policy": [1]}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "run_at": "2030-01-02T00:00:00Z", "deadline": "2030-01-01T00:00:00Z"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_deadline"),
+        (json!({"request": {"method": "GET", "url": format!("https://a.example/{}", "u".repeat(10_000))}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_url"),
+        (json!({"request": {"method": "GET", "url": "http://127.0.0.1:0/"}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_url"),
+        (json!({"request": {"method": "POST", "url": "https://a.example/", "headers": {"Content-Length": "0"}, "body": "x"}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
+        (json!({"request": {"method": "POST", "url": "https://a.example/", "headers": [["transfer-encoding", "chunked"]]}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": {"Host": "other.example"}}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": {"Proxy-Authorization": "x"}}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": {"Connection": "close"}}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
+        (json!({"request": {"method": "str", "url": "https://a.example/"}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_method"),
         (json!({"request": {"method": "POST", "url": "https://a.example/", "body": huge}}).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
     ];
     for (body, status, code) in cases {
