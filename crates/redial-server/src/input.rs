@@ -116,6 +116,19 @@ pub struct FilterInput {
     pub endpoint: Option<String>,
     pub since: Option<Timestamp>,
     pub until: Option<Timestamp>,
+    /// Says that a bulk action with no filter means every dead letter.
+    pub all: Option<bool>,
+}
+
+impl FilterInput {
+    /// Whether it names no criterion: a bulk action would reach every dead letter.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_none()
+            && self.category.is_none()
+            && self.endpoint.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
 }
 
 /// Reads a JSON body, mapping each failure to its own code.

@@ -348,6 +348,14 @@ fn bulk_filter(
         Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
         other => input::parse_json(other)?,
     };
+    // One empty request (a stray click, a page the user opened) must not reach every dead
+    // letter: that takes saying so.
+    if input.is_empty() && input.all != Some(true) {
+        return Err(ApiError::unprocessable(
+            "filter_required",
+            "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since or until",
+        ));
+    }
     input.into_filter(state)
 }
 

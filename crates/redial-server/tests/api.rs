@@ -405,8 +405,27 @@ async fn actions_on_the_wrong_state_or_a_missing_job_are_refused() {
     );
     let (status, _) = api.post("/v1/jobs/alive/cancel", json!(null)).await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // No filter: refused unless it says "all" (issue 13).
+    for body in [None, Some("{}")] {
+        let (status, e) = api
+            .call("POST", "/v1/dead-letters/replay", body, None)
+            .await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("filter_required")),
+            "{body:?}"
+        );
+    }
+    let (status, e) = api
+        .post("/v1/dead-letters/dismiss", json!({"all": false}))
+        .await;
+    assert_eq!(
+        e["error"]["code"].as_str(),
+        Some("filter_required"),
+        "{status}"
+    );
     let (status, out) = api
-        .call("POST", "/v1/dead-letters/replay", None, None)
+        .post("/v1/dead-letters/replay", json!({"all": true}))
         .await;
     assert_eq!(
         (status, out["affected"].as_u64()),

@@ -425,6 +425,9 @@ pub struct FilterArgs {
     /// Created before (RFC 3339).
     #[arg(long, value_parser = cli_args::instant)]
     until: Option<Timestamp>,
+    /// Act on every dead letter (needed when no filter is given).
+    #[arg(long)]
+    all: bool,
 }
 
 pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
@@ -446,6 +449,15 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         if let Some(t) = v {
             filter.insert(k.into(), json!(t.to_string()));
         }
+    }
+    if filter.is_empty() && !a.all {
+        return Err(UsageError(format!(
+            "no filter: give --queue, --category, --endpoint, --since or --until, or --all to {verb} every dead letter"
+        ))
+        .into());
+    }
+    if a.all {
+        filter.insert("all".into(), json!(true));
     }
     let out = Client::new(&a.conn)?
         .call(

@@ -346,6 +346,17 @@ async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     );
     assert_eq!(out.json["affected"].as_u64(), Some(1));
     assert_eq!(cli(&s.url, &["jobs", "show", "d1"], None).code, 1);
+    // With no filter it takes --all to act on every dead letter (issue 13).
+    let out = cli(&s.url, &["dead-letters", "dismiss"], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--all"), "{}", out.stderr);
+    let out = cli(&s.url, &["dead-letters", "dismiss", "--all"], None);
+    assert_eq!(
+        (out.code, out.json["affected"].as_u64()),
+        (0, Some(0)),
+        "{}",
+        out.stderr
+    );
 
     let out = cli(
         &s.url,
