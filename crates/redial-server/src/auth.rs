@@ -35,6 +35,79 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     }
 }
 
+/// Refuses what a web page in the user's browser could send to an API on loopback: a request
+/// whose `Host` is not a loopback name (DNS rebinding), a cross-site request (`Sec-Fetch-Site`, or
+/// an `Origin` other than the request's own), and a body declared as anything but JSON (a page
+/// can send `text/plain` or a form without asking first; it cannot send `application/json`).
+pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // A request without Host (HTTP/1.0, or a test calling the router) comes from no browser.
+    if state.config.check_host
+        && !host.is_empty()
+        && !host_allowed(host, &state.config.allowed_hosts)
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "foreign_host",
+            format!("Host {host:?} is not this server's: it serves localhost, 127.0.0.1 and [::1] (and server.allowed_hosts)"),
+        )
+        .into_response();
+    }
+    let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let cross_site = match (site, origin) {
+        (Some(site), _) => !matches!(site, "same-origin" | "none"),
+        (None, Some(origin)) => origin
+            .split_once("://")
+            .is_none_or(|(_, authority)| !authority.eq_ignore_ascii_case(host)),
+        (None, None) => false,
+    };
+    if cross_site {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            "cross-site requests are refused: call the API from a program, not from another site's page",
+        )
+        .into_response();
+    }
+    let declared = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if let Some(ct) = declared {
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        let json = essence.eq_ignore_ascii_case("application/json")
+            || essence.to_ascii_lowercase().ends_with("+json");
+        if !json {
+            return ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                format!("the body must be JSON, sent with Content-Type: application/json (not {essence:?})"),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Whether `host` (a `Host` header: a name or address, maybe with a port) is loopback or allowed.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+        || allowed.iter().any(|a| a.eq_ignore_ascii_case(&name))
+}
+
 /// Compares without an early exit, so the time taken does not reveal how much of a guess was right.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();

@@ -28,6 +28,12 @@ pub struct ServerConfig {
     pub max_request_bytes: usize,
     /// Bytes in one job's HTTP request body.
     pub max_job_body_bytes: usize,
+    /// Only requests whose `Host` is a loopback name (or one of `allowed_hosts`) are served: set
+    /// when listening on loopback, so that a web page whose name was rebound to 127.0.0.1 cannot
+    /// reach the API.
+    pub check_host: bool,
+    /// Host names served besides the loopback ones, when `check_host`.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -37,6 +43,8 @@ impl Default for ServerConfig {
             max_batch: 1000,
             max_request_bytes: 16 << 20,
             max_job_body_bytes: 1 << 20,
+            check_host: false,
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -39,6 +39,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_foreign,
+        ))
         .layer(middleware::map_response(json_errors))
         .layer(DefaultBodyLimit::max(state.config.max_request_bytes))
         .with_state(state)

@@ -595,3 +595,101 @@ async fn router_and_extractor_errors_have_the_documented_shape() {
         );
     }
 }
+
+/// What a web page in the user's browser could send to a tokenless API on loopback is refused
+/// (issue 13): a Host rebound to 127.0.0.1, a cross-site request, a body that is not JSON.
+#[tokio::test]
+async fn a_hostile_page_cannot_drive_the_loopback_api() {
+    let api = api_with(ServerConfig {
+        check_host: true,
+        allowed_hosts: vec!["redial.internal".into()],
+        ..ServerConfig::default()
+    });
+    let body = job("page").to_string();
+    type Case<'a> = (Vec<(&'a str, &'a str)>, StatusCode, Option<&'a str>);
+    let cases: Vec<Case> = vec![
+        (
+            vec![("host", "rebind.attacker.example:8080")],
+            StatusCode::FORBIDDEN,
+            Some("foreign_host"),
+        ),
+        (
+            vec![
+                ("host", "localhost:8080"),
+                ("origin", "http://attacker.example"),
+            ],
+            StatusCode::FORBIDDEN,
+            Some("cross_site"),
+        ),
+        (
+            vec![("host", "localhost:8080"), ("sec-fetch-site", "cross-site")],
+            StatusCode::FORBIDDEN,
+            Some("cross_site"),
+        ),
+        (
+            vec![("host", "localhost:8080"), ("sec-fetch-site", "same-site")],
+            StatusCode::FORBIDDEN,
+            Some("cross_site"),
+        ),
+        (
+            vec![("host", "localhost:8080"), ("content-type", "text/plain")],
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Some("unsupported_media_type"),
+        ),
+        (
+            vec![
+                ("host", "127.0.0.1:8080"),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Some("unsupported_media_type"),
+        ),
+        // What a program (or a same-origin page) sends goes through.
+        (vec![("host", "localhost:8080")], StatusCode::CREATED, None),
+        (
+            vec![
+                ("host", "127.0.0.1:8080"),
+                ("origin", "http://127.0.0.1:8080"),
+            ],
+            StatusCode::OK,
+            None,
+        ),
+        (
+            vec![("host", "[::1]:8080"), ("sec-fetch-site", "same-origin")],
+            StatusCode::OK,
+            None,
+        ),
+        (
+            vec![("host", "redial.internal"), ("sec-fetch-site", "none")],
+            StatusCode::OK,
+            None,
+        ),
+    ];
+    for (headers, status, code) in cases {
+        let mut req = Request::builder().method("POST").uri("/v1/jobs");
+        let mut has_type = false;
+        for (n, v) in &headers {
+            has_type |= *n == "content-type";
+            req = req.header(*n, *v);
+        }
+        if !has_type {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req.body(Body::from(body.clone())).expect("request");
+        let resp = api.app.clone().oneshot(req).await.expect("response");
+        let got = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        assert_eq!(got, status, "{headers:?}: {v}");
+        if let Some(code) = code {
+            assert_eq!(v["error"]["code"].as_str(), Some(code), "{headers:?}");
+        }
+    }
+    assert_eq!(
+        api.total_jobs().await,
+        1,
+        "only the program's request made a job"
+    );
+}

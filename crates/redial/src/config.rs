@@ -47,6 +47,9 @@ pub struct ServerSection {
     pub max_batch: usize,
     pub max_request_bytes: usize,
     pub max_job_body_bytes: usize,
+    /// Host names served besides localhost, 127.0.0.1 and [::1] when listening on loopback (a
+    /// request with another `Host` is refused: DNS rebinding).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerSection {
@@ -59,6 +62,7 @@ impl Default for ServerSection {
             max_batch: d.max_batch,
             max_request_bytes: d.max_request_bytes,
             max_job_body_bytes: d.max_job_body_bytes,
+            allowed_hosts: Vec::new(),
         }
     }
 }

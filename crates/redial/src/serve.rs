@@ -182,6 +182,10 @@ pub async fn run(args: Args) -> Result<()> {
             max_batch: file.server.max_batch,
             max_request_bytes: file.server.max_request_bytes,
             max_job_body_bytes: file.server.max_job_body_bytes,
+            // On loopback, only requests to a loopback name: a web page whose name was rebound
+            // to 127.0.0.1 must not reach a tokenless API.
+            check_host: addr.ip().is_loopback(),
+            allowed_hosts: file.server.allowed_hosts.clone(),
         }),
     };
     let listener = tokio::net::TcpListener::bind(addr)
