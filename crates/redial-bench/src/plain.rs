@@ -16,7 +16,7 @@
 use redial_engine::http::HttpExecutor;
 use redial_engine::{Clock, Handler, SystemClock};
 use redial_policy::{classify, Category, Jitter, Outcome, Policy, SplitMix64};
-use redial_store::{Job, JobState, NewJob};
+use redial_store::{Job, NewJob};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -157,39 +157,6 @@ fn judge(outcome: &Outcome, e: &mut Entry, policy: &Policy, jitter: &mut dyn Jit
     }
 }
 
-/// The job as the executor takes it (the loop keeps no other copy).
-fn as_job(n: NewJob) -> Job {
-    Job {
-        id: n.id,
-        queue: n.queue,
-        endpoint: n.endpoint,
-        state: JobState::Ready,
-        category: None,
-        request: n.request,
-        idempotency_key: n.idempotency_key,
-        priority: n.priority,
-        run_at: n.run_at,
-        deadline: n.deadline,
-        tags: n.tags,
-        policy: n.policy,
-        created_at: n.created_at,
-        updated_at: n.created_at,
-        finished_at: None,
-        attempts: 0,
-        unknown_attempts: 0,
-        deferrals: 0,
-        stalls: 0,
-        replays: 0,
-        runs: 0,
-        last_delay_ms: None,
-        last_reason: None,
-        lease_owner: None,
-        lease_until: None,
-        cancel_requested: false,
-        seq: 0,
-    }
-}
-
 /// Runs `jobs` through the loop with `concurrency` workers until every job is completed or dead,
 /// or `cap` has passed.
 pub async fn run(
@@ -212,7 +179,8 @@ pub async fn run(
             at: start,
             seq,
             entry: Entry {
-                job: as_job(job),
+                // The job as the executor takes it (the loop keeps no other copy).
+                job: job.into_stored(0),
                 failures: 0,
                 unknown_failures: 0,
                 deferrals: 0,

@@ -13,7 +13,7 @@ use anyhow::Result;
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{Clock, Engine, EngineConfig, QueueConfig, SystemClock};
 use redial_policy::{Backoff, Policy, Timestamp};
-use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
+use redial_store::{HttpRequest, JobState, NewJob, Store};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -146,26 +146,15 @@ pub(crate) fn policy() -> Policy {
 }
 
 fn new_job(k: usize, url: String, timeout: Duration, now: Timestamp) -> NewJob {
-    let id = format!("p{k}");
+    let job = crate::workloads::job(format!("p{k}"), "default", &url, now);
     NewJob {
-        idempotency_key: Some(id.clone()),
-        id: JobId(id),
-        queue: "default".into(),
         // One endpoint for the whole run, whichever listener a job's URL names.
         endpoint: "shape".into(),
         request: HttpRequest {
-            method: "POST".into(),
-            url,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: Some("{\"n\":1}".into()),
             timeout_ms: Some(timeout.as_millis() as u64),
+            ..job.request
         },
-        priority: 0,
-        run_at: now,
-        deadline: None,
-        tags: vec![],
-        policy: None,
-        created_at: now,
+        ..job
     }
 }
 

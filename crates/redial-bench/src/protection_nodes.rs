@@ -20,9 +20,7 @@ use crate::workloads::{Report, DATABASE_URL};
 use anyhow::{Context, Result};
 use redial_engine::{Clock, Engine, EngineConfig, QueueConfig, RunningEngine, SystemClock};
 use redial_policy::Timestamp;
-use redial_store::{
-    HttpRequest, Job, JobFilter, JobId, JobListParams, JobState, NewJob, Stats, Store,
-};
+use redial_store::{HttpRequest, Job, JobFilter, JobListParams, JobState, NewJob, Stats, Store};
 use redial_store_postgres::PgStore;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -195,24 +193,17 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
 }
 
 fn new_job(k: usize, url: String, now: Timestamp) -> NewJob {
+    let job = crate::workloads::job(format!("n{k}"), "default", &url, now);
     NewJob {
         idempotency_key: None,
-        id: JobId(format!("n{k}")),
-        queue: "default".into(),
         endpoint: "shape".into(),
         request: HttpRequest {
             method: "GET".into(),
-            url,
             headers: vec![],
             body: None,
-            timeout_ms: Some(10_000),
+            ..job.request
         },
-        priority: 0,
-        run_at: now,
-        deadline: None,
-        tags: vec![],
-        policy: None,
-        created_at: now,
+        ..job
     }
 }
 

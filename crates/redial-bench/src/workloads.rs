@@ -35,7 +35,7 @@ pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> 
     }
 }
 
-fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
+pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
     NewJob {
         idempotency_key: Some(id.clone()),
         id: JobId(id),

@@ -970,6 +970,7 @@ async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot, admission: Adm
         duration_ms,
         held,
         span: traced.map(|(ctx, span_id, _)| (ctx, span_id)),
+        carried_key: handler.carries_idempotency_key(&job),
     };
     record(&inner, &job, ran, slot, admission).await;
     inner.lock_in_flight().remove(&job.id);
@@ -1032,6 +1033,8 @@ struct Ran {
     held: Option<String>,
     /// The job's trace context and this attempt's span id, when tracing is on.
     span: Option<(JobContext, [u8; 8])>,
+    /// Whether the request carried an idempotency key (then an unknown outcome is safe to repeat).
+    carried_key: bool,
 }
 
 async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot, admission: Admitted) {
@@ -1041,6 +1044,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot, admission: A
         duration_ms,
         held,
         span,
+        carried_key,
     } = ran;
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
@@ -1050,7 +1054,7 @@ async fn record(inner: &Inner, job: &Job, ran: Ran, mut slot: Slot, admission: A
         deferrals: job.deferrals,
         enqueued_at: job.created_at,
         deadline: job.deadline,
-        has_idempotency_key: inner.handler_for(&job.queue).carries_idempotency_key(job),
+        has_idempotency_key: carried_key,
         method: redial_policy::Method::from_name(&job.request.method),
         last_delay: job.last_delay_ms.map(Duration::from_millis),
     };

@@ -1124,17 +1124,10 @@ impl Admit for Scripted {
     }
 }
 
-pub async fn lease_admitted_asks_admission_in_lease_order(store: Arc<dyn Store>) {
-    for (id, endpoint, retry) in [
-        ("a1", "A", false),
-        ("a2", "A", false),
-        ("b1", "B", false),
-        ("b2", "B", true),
-        ("c1", "C", false),
-        ("c2", "C", true),
-        ("d1", "D", false),
-        ("d2", "D", false),
-    ] {
+/// Inserts jobs of queue "q" as (id, endpoint, retry): a retry has one failed attempt and is
+/// due at once.
+async fn insert_on_endpoints(store: &Arc<dyn Store>, jobs: &[(&str, &str, bool)]) {
+    for &(id, endpoint, retry) in jobs {
         let mut j = new_job(id, "q");
         j.endpoint = endpoint.into();
         let seq = store.job_insert(j).await.expect("insert").job().seq;
@@ -1153,6 +1146,23 @@ pub async fn lease_admitted_asks_admission_in_lease_order(store: Arc<dyn Store>)
             store.job_record_attempt(p).await.expect("record");
         }
     }
+}
+
+pub async fn lease_admitted_asks_admission_in_lease_order(store: Arc<dyn Store>) {
+    insert_on_endpoints(
+        &store,
+        &[
+            ("a1", "A", false),
+            ("a2", "A", false),
+            ("b1", "B", false),
+            ("b2", "B", true),
+            ("c1", "C", false),
+            ("c2", "C", true),
+            ("d1", "D", false),
+            ("d2", "D", false),
+        ],
+    )
+    .await;
     let lease = |max: usize| {
         let store = store.clone();
         async move {
@@ -1224,32 +1234,18 @@ impl Admit for HoldsFirstsOfE {
 /// Held first attempts are passed over, and the endpoint's retries behind them are reached in
 /// the same lease (they tell whether a suspect endpoint is down or flaky).
 pub async fn lease_admitted_holds_first_attempts_takes_retries(store: Arc<dyn Store>) {
-    for (id, endpoint, retry) in [
-        ("e1", "E", false),
-        ("e2", "E", false),
-        ("f1", "F", false),
-        ("e3", "E", true),
-        ("e4", "E", false),
-        ("e5", "E", true),
-    ] {
-        let mut j = new_job(id, "q");
-        j.endpoint = endpoint.into();
-        let seq = store.job_insert(j).await.expect("insert").job().seq;
-        if retry {
-            let leased = store
-                .job_lease_ids(LeaseIdsParams {
-                    seqs: vec![seq],
-                    owner: "w0".into(),
-                    now: at(0),
-                    lease_until: at(30),
-                })
-                .await
-                .expect("lease");
-            assert_eq!(leased.len(), 1);
-            let p = record(id, "w0", 1, Transition::Retry { at: at(0) });
-            store.job_record_attempt(p).await.expect("record");
-        }
-    }
+    insert_on_endpoints(
+        &store,
+        &[
+            ("e1", "E", false),
+            ("e2", "E", false),
+            ("f1", "F", false),
+            ("e3", "E", true),
+            ("e4", "E", false),
+            ("e5", "E", true),
+        ],
+    )
+    .await;
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
     let got = store
         .job_lease_admitted(

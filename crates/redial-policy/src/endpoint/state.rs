@@ -52,10 +52,9 @@ pub struct EndpointState {
     /// time from it to the latest one with the whole windows between: their length, to a
     /// fraction of a millisecond once several windows are counted.
     quota_anchor_ms: Option<i64>,
+    /// Set once a second reset came a whole number of windows after the anchor: the windows
+    /// are fixed, of the measured length, and their resets can be predicted.
     quota_windows: Option<(i64, u32)>,
-    /// Whether two server-given resets came a whole number of windows apart, so that the
-    /// windows are fixed and of that length, and their resets can be predicted.
-    quota_period_confirmed: bool,
     /// Whether `quota_reset_at` is this side's prediction (the inferred window's start plus its
     /// period) rather than what a response said.
     quota_reset_predicted: bool,
@@ -177,12 +176,6 @@ impl Permit {
     /// Whether the attempt was admitted as a probe of a half-open breaker.
     pub fn is_probe(&self) -> bool {
         self.probe.is_some()
-    }
-
-    /// A permit for an attempt that was never admitted here (a first attempt when `!retry`), for
-    /// results that arrive without one; it counts in no half-open period.
-    pub fn unadmitted(retry: bool) -> Permit {
-        Permit { retry, probe: None }
     }
 }
 
@@ -575,7 +568,8 @@ impl EndpointState {
     /// When the current inferred quota window ends, if its length is known and it has not ended
     /// yet: its start plus the server's window length, both learned from 429s.
     fn predicted_reset(&self, now: Timestamp) -> Option<Timestamp> {
-        if !(self.quota_inferred && self.quota_period_confirmed) {
+        // Confirmed: two server-given resets came a whole number of windows apart.
+        if !(self.quota_inferred && self.quota_windows.is_some()) {
             return None;
         }
         let len = self.window_length()?;
@@ -611,7 +605,6 @@ impl EndpointState {
         let windows = (d / len).round();
         if windows >= 1.0 && (d - windows * len).abs() <= len / 10.0 {
             self.quota_windows = Some((r - anchor, windows as u32));
-            self.quota_period_confirmed = true;
         } else {
             self.forget_windows();
             self.quota_anchor_ms = Some(r);
@@ -621,7 +614,6 @@ impl EndpointState {
     fn forget_windows(&mut self) {
         self.quota_anchor_ms = None;
         self.quota_windows = None;
-        self.quota_period_confirmed = false;
     }
 
     /// How long after a predicted window boundary to wait: a little after the reset rather than
