@@ -2,7 +2,7 @@
 
 use crate::{ApiError, AppState};
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -59,6 +59,16 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
     }
     let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    // A site named in server.allowed_origins may call the API from its pages (CORS).
+    if let Some(origin) = origin.filter(|o| origin_allowed(o, &state.config.allowed_origins)) {
+        let origin = origin.to_owned();
+        if req.method() == Method::OPTIONS {
+            return preflight(&origin);
+        }
+        let mut resp = next.run(req).await;
+        allow_origin(resp.headers_mut(), &origin);
+        return resp;
+    }
     let cross_site = match (site, origin) {
         (Some(site), _) => !matches!(site, "same-origin" | "none"),
         (None, Some(origin)) => origin
@@ -91,6 +101,40 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
         }
     }
     next.run(req).await
+}
+
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim_end_matches('/');
+    allowed
+        .iter()
+        .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+}
+
+/// The answer to a CORS preflight from an allowed origin: the methods and headers the API takes.
+fn preflight(origin: &str) -> Response {
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    let h = resp.headers_mut();
+    allow_origin(h, origin);
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type, traceparent"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    resp
+}
+
+fn allow_origin(h: &mut HeaderMap, origin: &str) {
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
+        h.append(header::VARY, HeaderValue::from_static("Origin"));
+    }
 }
 
 /// Whether `host` (a `Host` header: a name or address, maybe with a port) is loopback or allowed.

@@ -133,17 +133,19 @@ impl FilterInput {
 
 /// Reads a JSON body, mapping each failure to its own code.
 pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(
-                "body_too_large",
-                "the request body is over the server's limit: send fewer or smaller jobs",
-            )
-        } else {
-            ApiError::bad_request("invalid_body", r.body_text())
-        }
-    })?;
-    parse_json_bytes(&bytes)
+    parse_json_bytes(&body.map_err(body_error)?)
+}
+
+/// Why a request body could not be read, as the API says it.
+pub fn body_error(r: BytesRejection) -> ApiError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::too_large(
+            "body_too_large",
+            "the request body is over the server's limit: send fewer or smaller jobs",
+        )
+    } else {
+        ApiError::bad_request("invalid_body", r.body_text())
+    }
 }
 
 pub fn parse_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {

@@ -8,14 +8,17 @@
 mod auth;
 mod error;
 mod input;
+mod listen;
 mod routes;
 mod view;
 
 pub use error::ApiError;
+pub use listen::serve;
 
 use axum::Router;
 use redial_engine::Engine;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The API's limits and credentials.
 #[derive(Clone, Debug)]
@@ -34,6 +37,17 @@ pub struct ServerConfig {
     pub check_host: bool,
     /// Host names served besides the loopback ones, when `check_host`.
     pub allowed_hosts: Vec<String>,
+    /// Origins (`https://app.example.com`) whose pages may call the API (CORS); none by default,
+    /// and cross-site requests from any other origin are refused.
+    pub allowed_origins: Vec<String>,
+    /// Connections open at once; at the cap, the longest-idle one is closed to make room.
+    pub max_connections: usize,
+    /// From the first byte of a request's head to its end.
+    pub header_timeout: Duration,
+    /// A connection with no request in progress (keep-alive, or never used) is closed after this.
+    pub idle_timeout: Duration,
+    /// From a request's head to the end of its body.
+    pub body_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +59,11 @@ impl Default for ServerConfig {
             max_job_body_bytes: 1 << 20,
             check_host: false,
             allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }

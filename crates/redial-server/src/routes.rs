@@ -3,10 +3,11 @@
 use crate::input::{self, BatchInput, FilterInput, JobInput};
 use crate::view;
 use crate::{auth, ApiError, AppState, OPENAPI};
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
@@ -30,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/alerts", get(alerts))
         .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), read_body))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
@@ -66,6 +68,7 @@ async fn json_errors(resp: Response) -> Response {
         StatusCode::NOT_FOUND => "no_route",
         StatusCode::PAYLOAD_TOO_LARGE => "too_large",
         StatusCode::URI_TOO_LONG => "uri_too_long",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
         s if s.is_server_error() => "internal",
         _ => "bad_request",
@@ -101,6 +104,39 @@ async fn json_errors(resp: Response) -> Response {
 }
 
 type ApiResult = Result<Response, ApiError>;
+
+/// Reads a request's body before its handler runs, within `body_timeout`: a client that
+/// declares a body and sends it slowly, or never, gets 408 (and the connection is closed) instead
+/// of holding a task and a connection for as long as it likes.
+async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    if !(h.contains_key(header::CONTENT_LENGTH) || h.contains_key(header::TRANSFER_ENCODING)) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let reading = Bytes::from_request(Request::from_parts(parts.clone(), body), &());
+    match tokio::time::timeout(state.config.body_timeout, reading).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(rejection)) => input::body_error(rejection).into_response(),
+        Err(_) => {
+            let mut resp = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!(
+                    "the request body did not arrive within {} s: send it at once",
+                    state.config.body_timeout.as_secs_f64()
+                ),
+            )
+            .into_response();
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            resp
+        }
+    }
+}
 
 async fn not_found() -> ApiError {
     ApiError::new(

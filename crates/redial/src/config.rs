@@ -50,6 +50,19 @@ pub struct ServerSection {
     /// Host names served besides localhost, 127.0.0.1 and [::1] when listening on loopback (a
     /// request with another `Host` is refused: DNS rebinding).
     pub allowed_hosts: Vec<String>,
+    /// Origins whose web pages may call the API (CORS), such as "https://ops.example.com".
+    pub allowed_origins: Vec<String>,
+    /// Connections open at once (lowered to fit the open-file limit).
+    pub max_connections: usize,
+    /// How long a request's head may take to arrive, from its first byte.
+    #[serde(with = "serde_human")]
+    pub header_timeout: Duration,
+    /// How long a connection may stay open with no request in progress.
+    #[serde(with = "serde_human")]
+    pub idle_timeout: Duration,
+    /// How long a request's body may take to arrive once its head has.
+    #[serde(with = "serde_human")]
+    pub body_timeout: Duration,
 }
 
 impl Default for ServerSection {
@@ -63,6 +76,11 @@ impl Default for ServerSection {
             max_request_bytes: d.max_request_bytes,
             max_job_body_bytes: d.max_job_body_bytes,
             allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_connections: d.max_connections,
+            header_timeout: d.header_timeout,
+            idle_timeout: d.idle_timeout,
+            body_timeout: d.body_timeout,
         }
     }
 }
@@ -324,6 +342,32 @@ impl FileConfig {
         }
         if self.server.max_batch == 0 {
             return Err("server.max_batch must be at least 1".into());
+        }
+        if self.server.max_connections == 0 {
+            return Err("server.max_connections must be at least 1".into());
+        }
+        for (name, d) in [
+            ("header_timeout", self.server.header_timeout),
+            ("idle_timeout", self.server.idle_timeout),
+            ("body_timeout", self.server.body_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(format!("server.{name} must be more than 0s"));
+            }
+        }
+        for origin in &self.server.allowed_origins {
+            let ok = url::Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+            });
+            if !ok || origin.ends_with('/') {
+                return Err(format!(
+                    "server.allowed_origins: {origin:?} is not an origin: write scheme://host[:port], such as \"https://ops.example.com\""
+                ));
+            }
         }
         self.alerts.to_config()?;
         Ok(())

@@ -6,7 +6,7 @@ use crate::UsageError;
 use anyhow::{Context, Result};
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{Engine, EngineConfig, Retention, SystemClock};
-use redial_server::{router, AppState, ServerConfig};
+use redial_server::{AppState, ServerConfig};
 use redial_store::Store;
 use redial_store_postgres::PgStore;
 use redial_store_sqlite::SqliteStore;
@@ -186,6 +186,11 @@ pub async fn run(args: Args) -> Result<()> {
             // to 127.0.0.1 must not reach a tokenless API.
             check_host: addr.ip().is_loopback(),
             allowed_hosts: file.server.allowed_hosts.clone(),
+            allowed_origins: file.server.allowed_origins.clone(),
+            max_connections: fit_open_files(file.server.max_connections),
+            header_timeout: file.server.header_timeout,
+            idle_timeout: file.server.idle_timeout,
+            body_timeout: file.server.body_timeout,
         }),
     };
     let listener = tokio::net::TcpListener::bind(addr)
@@ -203,8 +208,7 @@ pub async fn run(args: Args) -> Result<()> {
         signal.trigger();
     });
     let stop = shutdown.clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { stop.wait().await })
+    redial_server::serve(listener, state, async move { stop.wait().await })
         .await
         .context("serving the API")?;
     eprintln!("redial stopping: finishing in-flight attempts");
@@ -242,6 +246,53 @@ async fn wait_for_signal() {
     {
         let _ = ctrl_c.await;
     }
+}
+
+/// File descriptors kept for the database, outbound requests and logs, besides API connections
+/// (a quarter of the limit when that is less).
+const RESERVED_FILES: u64 = 256;
+
+/// The connection cap, lowered if the process's open-file limit could not hold it (once the soft
+/// limit is raised to the hard one, as servers do): running out of file descriptors would stop
+/// accepting connections (and outbound requests) altogether.
+fn fit_open_files(max_connections: usize) -> usize {
+    let Some(limit) = raise_open_file_limit() else {
+        return max_connections;
+    };
+    let reserved = RESERVED_FILES.min(limit / 4);
+    let room = usize::try_from(limit.saturating_sub(reserved).max(16)).unwrap_or(usize::MAX);
+    if max_connections > room {
+        tracing::warn!(
+            configured = max_connections,
+            lowered_to = room,
+            open_file_limit = limit,
+            "server.max_connections lowered to fit the open-file limit (raise it: ulimit -n, or LimitNOFILE= under systemd)"
+        );
+        return room;
+    }
+    max_connections
+}
+
+/// Raises the soft open-file limit to the hard one; returns the limit now in force.
+#[cfg(unix)]
+fn raise_open_file_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut l = getrlimit(Resource::Nofile);
+    if let (Some(cur), max) = (l.current, l.maximum) {
+        if max.is_none_or(|m| m > cur) {
+            // Some systems refuse "unlimited" for this resource: stay at a large finite value.
+            l.current = Some(max.unwrap_or(1 << 20).min(1 << 20));
+            if setrlimit(Resource::Nofile, l).is_err() {
+                l.current = Some(cur);
+            }
+        }
+    }
+    l.current
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() -> Option<u64> {
+    None
 }
 
 /// The URL without its password, for messages and logs.

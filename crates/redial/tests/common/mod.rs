@@ -30,7 +30,7 @@ pub fn serve_command() -> Command {
 pub struct Server {
     pub child: Child,
     pub url: String,
-    /// Every line the server wrote to standard error after its address.
+    /// Every line the server wrote to standard error but its address.
     pub logs: Arc<Mutex<Vec<String>>>,
 }
 
@@ -44,6 +44,7 @@ impl Server {
             .expect("redial serve starts");
         let stderr = child.stderr.take().expect("stderr is piped");
         let mut lines = BufReader::new(stderr).lines();
+        let mut before = Vec::new();
         let url = loop {
             let line = lines
                 .next()
@@ -52,9 +53,10 @@ impl Server {
             if let Some(rest) = line.strip_prefix("redial listening on ") {
                 break rest.split_whitespace().next().expect("a URL").to_owned();
             }
+            before.push(line);
         };
         // Keep draining so the child never blocks on a full pipe.
-        let logs = Arc::new(Mutex::new(Vec::new()));
+        let logs = Arc::new(Mutex::new(before));
         let sink = logs.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {

@@ -1,0 +1,387 @@
+//! The accept loop: serves the API over HTTP/1.1 connections with the limits a server exposed to
+//! hostile clients needs, which a bare `axum::serve` does not have:
+//! - a connection that has started a request's head must finish it within `header_timeout`;
+//! - a connection with no request in progress is closed after `idle_timeout` (keep-alive, or a
+//!   socket that connected and never sent a byte);
+//! - at most `max_connections` at once. At the cap, the connection that has waited longest
+//!   without a request in progress is closed to make room, so sockets that hold a connection and
+//!   send nothing cannot lock out a real client (or `/healthz`); only when every connection is
+//!   serving a request does accepting wait for one to end.
+//!
+//! The request body's own timeout (`body_timeout`) is the router's (see `routes::read_body`): the
+//! body is read while a request is in progress.
+
+use crate::AppState;
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tower::Service;
+
+/// How long open connections get to finish once shutdown begins, before they are closed.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
+
+/// Serves `state`'s API on `listener` until `shutdown` resolves, then stops accepting, lets
+/// requests in progress finish (up to 10 s) and returns.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let config = state.config.clone();
+    let router = crate::router(state);
+    let registry = Arc::new(Registry::default());
+    let epoch = Instant::now();
+    let mut next_id: u64 = 0;
+    tokio::pin!(shutdown);
+    loop {
+        // At the cap: make room by closing the longest-idle connection (unless one is closing
+        // already), and wait for it to end, so no more sockets are open than the cap.
+        while registry.len() >= config.max_connections.max(1) {
+            if !registry.evicting() {
+                let _ = registry.evict_longest_idle();
+            }
+            tokio::select! {
+                _ = registry.closed.notified() => {}
+                _ = &mut shutdown => return drain(registry).await,
+            }
+        }
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of file descriptors, or the peer gave up before accept: not fatal.
+                    // Wait a little rather than spin on an error that persists.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return drain(registry).await,
+        };
+        let _ = stream.set_nodelay(true);
+        next_id += 1;
+        let conn = Arc::new(ConnState::new(epoch));
+        registry.insert(next_id, conn.clone());
+        let task = ConnTask {
+            id: next_id,
+            conn,
+            registry: registry.clone(),
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            epoch,
+        };
+        tokio::spawn(task.run(stream, router.clone()));
+    }
+}
+
+/// Stops every connection that is not serving a request, asks the others to close after their
+/// response, and waits for them (bounded).
+async fn drain(registry: Arc<Registry>) -> std::io::Result<()> {
+    registry.shut_down.store(true, Ordering::Release);
+    for conn in registry.all() {
+        conn.stop.notify_one();
+    }
+    let deadline = Instant::now() + SHUTDOWN_DRAIN;
+    while registry.len() > 0 {
+        if tokio::time::timeout_at(deadline, registry.closed.notified())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                connections = registry.len(),
+                "closing connections still open after the shutdown drain"
+            );
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The open connections.
+#[derive(Default)]
+struct Registry {
+    conns: Mutex<HashMap<u64, Arc<ConnState>>>,
+    /// Notified when a connection ends.
+    closed: Notify,
+    shut_down: AtomicBool,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<ConnState>>> {
+        // A connection task never panics while holding the lock; if one did, the map is still
+        // consistent (every operation on it is a single insert, remove or read).
+        self.conns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn insert(&self, id: u64, conn: Arc<ConnState>) {
+        self.lock().insert(id, conn);
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+        self.closed.notify_one();
+    }
+
+    fn all(&self) -> Vec<Arc<ConnState>> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// Whether a connection was told to close to make room and has not closed yet.
+    fn evicting(&self) -> bool {
+        self.lock()
+            .values()
+            .any(|c| c.evicted.load(Ordering::Acquire))
+    }
+
+    /// Closes the connection that has waited longest with no request in progress; false when
+    /// every connection is serving one.
+    fn evict_longest_idle(&self) -> bool {
+        let victim = self
+            .lock()
+            .values()
+            .filter(|c| c.busy.load(Ordering::Acquire) == 0 && !c.evicted.load(Ordering::Acquire))
+            .min_by_key(|c| c.waiting_since())
+            .cloned();
+        match victim {
+            Some(c) => {
+                c.evicted.store(true, Ordering::Release);
+                c.stop.notify_one();
+                tracing::debug!("at the connection cap: closing the longest-idle connection");
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What the accept loop and the connection's watchdog know of one connection.
+struct ConnState {
+    /// Requests being served (handed to the router, response not yet produced).
+    busy: AtomicUsize,
+    /// Milliseconds since the epoch when the connection last had no request in progress.
+    idle_since: AtomicU64,
+    /// Milliseconds since the epoch (plus one; 0 for none) when the first byte of a request's
+    /// head arrived while no request was in progress.
+    head_since: AtomicU64,
+    /// Wakes the watchdog when a head starts (its deadline moves earlier).
+    head_started: Notify,
+    /// Tells the connection to close: evicted at the cap, or shutting down.
+    stop: Notify,
+    evicted: AtomicBool,
+}
+
+impl ConnState {
+    fn new(epoch: Instant) -> Self {
+        ConnState {
+            busy: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(millis(epoch)),
+            head_since: AtomicU64::new(0),
+            head_started: Notify::new(),
+            stop: Notify::new(),
+            evicted: AtomicBool::new(false),
+        }
+    }
+
+    /// Since when the connection has waited without a request in progress.
+    fn waiting_since(&self) -> u64 {
+        match self.head_since.load(Ordering::Acquire) {
+            0 => self.idle_since.load(Ordering::Acquire),
+            h => (h - 1).min(self.idle_since.load(Ordering::Acquire)),
+        }
+    }
+
+    fn read_some(&self, epoch: Instant) {
+        if self.busy.load(Ordering::Acquire) == 0 && self.head_since.load(Ordering::Acquire) == 0 {
+            self.head_since.store(millis(epoch) + 1, Ordering::Release);
+            self.head_started.notify_one();
+        }
+    }
+}
+
+fn millis(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Marks a request in progress on its connection for as long as it lives.
+struct Busy {
+    conn: Arc<ConnState>,
+    epoch: Instant,
+}
+
+impl Busy {
+    fn start(conn: Arc<ConnState>, epoch: Instant) -> Self {
+        conn.busy.fetch_add(1, Ordering::AcqRel);
+        conn.head_since.store(0, Ordering::Release);
+        Busy { conn, epoch }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.conn
+            .idle_since
+            .store(millis(self.epoch), Ordering::Release);
+        self.conn.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct ConnTask {
+    id: u64,
+    conn: Arc<ConnState>,
+    registry: Arc<Registry>,
+    header_timeout: Duration,
+    idle_timeout: Duration,
+    epoch: Instant,
+}
+
+impl ConnTask {
+    async fn run(self, stream: TcpStream, router: axum::Router) {
+        let io = TokioIo::new(Watched {
+            inner: stream,
+            conn: self.conn.clone(),
+            epoch: self.epoch,
+        });
+        let (conn_state, epoch) = (self.conn.clone(), self.epoch);
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let busy = Busy::start(conn_state.clone(), epoch);
+            let mut router = router.clone();
+            async move {
+                let response = router.call(req.map(Body::new)).await;
+                drop(busy);
+                response
+            }
+        });
+        let http = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+        tokio::pin!(http);
+        if self.registry.shut_down.load(Ordering::Acquire) {
+            http.as_mut().graceful_shutdown();
+        }
+        tokio::select! {
+            result = http.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            }
+            why = self.watchdog() => {
+                tracing::debug!(why, "closing a connection");
+                if why == "shutting down" {
+                    // Let a request in progress finish; an idle connection closes at once.
+                    http.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(SHUTDOWN_DRAIN, http.as_mut()).await;
+                }
+                // Otherwise dropping the connection closes the socket.
+            }
+        }
+        self.registry.remove(self.id);
+    }
+
+    /// Resolves when the connection must close, with the reason.
+    async fn watchdog(&self) -> &'static str {
+        loop {
+            let c = &self.conn;
+            let now = millis(self.epoch);
+            let deadline = if c.busy.load(Ordering::Acquire) > 0 {
+                // A request in progress has its own bounds (the body timeout, the handlers');
+                // look again after an idle period.
+                now + ms(self.idle_timeout)
+            } else {
+                match c.head_since.load(Ordering::Acquire) {
+                    0 => c.idle_since.load(Ordering::Acquire) + ms(self.idle_timeout),
+                    h => (h - 1) + ms(self.header_timeout),
+                }
+            };
+            let idle = c.busy.load(Ordering::Acquire) == 0;
+            if idle && deadline <= now {
+                return if c.head_since.load(Ordering::Acquire) == 0 {
+                    "idle timeout"
+                } else {
+                    "request head timeout"
+                };
+            }
+            let at = self.epoch + Duration::from_millis(deadline);
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.max(Instant::now())) => {}
+                _ = c.head_started.notified() => {}
+                _ = c.stop.notified() => {
+                    return if c.evicted.load(Ordering::Acquire) {
+                        "connection cap reached"
+                    } else {
+                        "shutting down"
+                    };
+                }
+            }
+        }
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2)
+}
+
+/// The socket, noting when a request's head begins to arrive.
+struct Watched {
+    inner: TcpStream,
+    conn: Arc<ConnState>,
+    epoch: Instant,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.conn.read_some(self.epoch);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
