@@ -213,7 +213,8 @@ fn a_hostile_page_is_refused_over_real_sockets() {
     let job = r#"{"request": {"url": "http://127.0.0.1:9/hook", "method": "POST"}}"#;
     let port = addr.port().to_string();
     let rebound = format!("rebind.attacker.example:{port}");
-    let cases: Vec<(Vec<(&str, &str)>, u16, &str)> = vec![
+    type Case<'a> = (Vec<(&'a str, &'a str)>, u16, &'a str);
+    let cases: Vec<Case> = vec![
         (
             vec![("Host", &rebound), ("Content-Type", "text/plain")],
             403,
