@@ -146,7 +146,7 @@ impl Handler for HttpExecutor {
         }
         let request = match builder.build() {
             Ok(r) => r,
-            Err(e) => return Self::refused(format!("invalid request: {}", chain(&e))),
+            Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
         let mut response = match self.client.execute(request).await {
             Ok(r) => r,
@@ -205,7 +205,7 @@ impl Handler for HttpExecutor {
 
 /// Tells transport errors apart by walking the error's sources.
 fn transport_failure(e: &reqwest::Error) -> AttemptOutput {
-    let detail = chain(e);
+    let detail = redacted_chain(e);
     let kind = classify_error(e);
     AttemptOutput {
         error_detail: Some(detail),
@@ -280,6 +280,16 @@ fn classify_error(e: &reqwest::Error) -> TransportError {
 }
 
 /// An error and its sources, one line.
+/// The error's words, with the URL the HTTP client puts in them redacted (a secret in its
+/// query string must not reach the attempt record).
+fn redacted_chain(e: &reqwest::Error) -> String {
+    let detail = chain(e);
+    match e.url() {
+        Some(u) => detail.replace(u.as_str(), &crate::redact::url(u.as_str())),
+        None => detail,
+    }
+}
+
 fn chain(e: &dyn StdError) -> String {
     let mut s = e.to_string();
     let mut source = e.source();

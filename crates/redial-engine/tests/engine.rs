@@ -329,7 +329,9 @@ async fn transport_failures_are_told_apart() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let a = l.local_addr().expect("addr");
         drop(l);
-        format!("http://{a}/")
+        // A secret in the query string: the client's error text names the URL, the record
+        // must not.
+        format!("http://{a}/?api_key=SECRET-IN-QUERY")
     };
     let h = harness().await;
     h.enqueue("reset", "default", "GET", &reset.url("/"), None)
@@ -357,6 +359,13 @@ async fn transport_failures_are_told_apart() {
         );
         assert_eq!(a.decision, "retry", "{id}");
         assert!(a.error_detail.is_some(), "{id} keeps the error's own words");
+        assert!(
+            !a.error_detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("SECRET-IN-QUERY"),
+            "{id}: {a:?}"
+        );
     }
     h.stop().await;
 }

@@ -59,13 +59,31 @@ impl From<StoreError> for ApiError {
             e @ (StoreError::LeaseLost(_) | StoreError::Backend(_)) => {
                 ApiError::internal("storage failure", e)
             }
+            StoreError::Unavailable(why) => {
+                tracing::error!(error = %why, "storage unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "storage_unavailable",
+                    "the server cannot store or read jobs now (the server log says why): nothing was done; try again later",
+                )
+            }
         }
     }
 }
 
+/// Seconds a client is told to wait before trying again after a 503.
+const RETRY_AFTER_SECS: &str = "5";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({ "error": { "code": self.code, "message": self.message } });
-        (self.status, Json(body)).into_response()
+        let mut resp = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        resp
     }
 }

@@ -495,14 +495,21 @@ async fn healthz() -> Response {
     Json(json!({ "status": "ok" })).into_response()
 }
 
+/// Ready when the store can serve and write (a full disk, a read-only or damaged database file,
+/// an integrity check still running or failed, a lost database: 503 with the reason).
 async fn readyz(State(state): State<AppState>) -> Response {
     match state.engine.store().ping().await {
         Ok(()) => Json(json!({ "status": "ready" })).into_response(),
         Err(e) => {
-            tracing::error!(error = %e, "readiness check failed");
+            tracing::warn!(error = %e, "not ready");
+            let reason = match e {
+                redial_store::StoreError::Unavailable(why) => why,
+                _ => "the store does not answer (the server log says why)".to_owned(),
+            };
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "status": "unavailable", "reason": "the store does not answer" })),
+                [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
+                Json(json!({ "status": "unavailable", "reason": reason })),
             )
                 .into_response()
         }

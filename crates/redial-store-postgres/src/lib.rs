@@ -184,12 +184,35 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
-    StoreError::Backend(describe(&e))
+    if unavailable(&e) {
+        StoreError::Unavailable(describe(&e))
+    } else {
+        StoreError::Backend(describe(&e))
+    }
+}
+
+/// Whether the failure says the database cannot serve now (a lost connection, a server shutting
+/// down or starting, a full disk, too many connections, a read-only server) rather than that the
+/// request was wrong.
+fn unavailable(e: &tokio_postgres::Error) -> bool {
+    match e.code() {
+        Some(code) => {
+            let c = code.code();
+            // 08: connection exception; 53: insufficient resources (disk full, out of memory,
+            // too many connections); 57P01-57P03: shutting down, starting; 25006: read-only.
+            c.starts_with("08")
+                || c.starts_with("53")
+                || matches!(c, "57P01" | "57P02" | "57P03" | "25006")
+        }
+        None => {
+            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+        }
+    }
 }
 
 async fn connect(config: &Config) -> StoreResult<Client> {
     let (client, connection) = config.connect(NoTls).await.map_err(|e| {
-        StoreError::Backend(format!("cannot connect to PostgreSQL: {}", describe(&e)))
+        StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", describe(&e)))
     })?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
@@ -507,7 +530,23 @@ impl Store for PgStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        with_conn!(self, c => c.client.simple_query("SELECT 1").await.map(|_| ()).map_err(backend))
+        // Ready means able to write: a standby or a server set read-only is not.
+        let writable = with_conn!(self, c => c
+            .client
+            .query_one(
+                "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'",
+                &[],
+            )
+            .await
+            .map(|row| row.get::<_, bool>(0))
+            .map_err(backend))?;
+        if writable {
+            Ok(())
+        } else {
+            Err(StoreError::Unavailable(
+                "the PostgreSQL server is read-only (a standby, or default_transaction_read_only): point REDIAL_DATABASE_URL at the primary".into(),
+            ))
+        }
     }
 
     async fn endpoint_holds_share(&self, holds: Vec<SharedHold>) -> StoreResult<()> {

@@ -91,9 +91,18 @@ pub async fn migrate(client: &mut Client) -> Result<(), String> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
         .await
         .map_err(|e| crate::describe(&e))?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS redial_schema (version INTEGER NOT NULL)")
+    // Read before writing: a server that takes no writes (for now) can still be connected to
+    // when the schema is current, and readiness says why nothing can be written.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('redial_schema') IS NOT NULL", &[])
         .await
-        .map_err(|e| crate::describe(&e))?;
+        .map_err(|e| crate::describe(&e))?
+        .get(0);
+    if !exists {
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS redial_schema (version INTEGER NOT NULL)")
+            .await
+            .map_err(|e| crate::describe(&e))?;
+    }
     let version: i32 = tx
         .query_opt("SELECT version FROM redial_schema", &[])
         .await

@@ -203,3 +203,32 @@ async fn a_dead_nodes_leases_are_rescued_before_they_expire() {
         "a node never seen alive keeps its lease until it expires"
     );
 }
+
+/// A server that takes no writes (a standby, or `default_transaction_read_only`) is not ready,
+/// and a write to it is "unavailable" (503 at the API), not an internal error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_server_is_not_ready() {
+    let mut config = schema().await;
+    // Migrated while writable; then every session of this store is read-only.
+    PgStore::connect_with(config.clone(), 1)
+        .await
+        .expect("migrated");
+    let options = format!(
+        "{} -c default_transaction_read_only=on",
+        config.get_options().unwrap_or("")
+    );
+    config.options(&options);
+    let store = PgStore::connect_with(config, 1)
+        .await
+        .expect("connects to a read-only server");
+    match store.ping().await {
+        Err(redial_store::StoreError::Unavailable(why)) => {
+            assert!(why.contains("read-only"), "{why}")
+        }
+        other => panic!("a read-only server is not ready: {other:?}"),
+    }
+    match store.job_insert(new_job("ro", "q")).await {
+        Err(redial_store::StoreError::Unavailable(_)) => {}
+        other => panic!("a write to a read-only server is unavailable: {other:?}"),
+    }
+}

@@ -45,6 +45,95 @@ const MAX_BATCH_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 /// the pages of many commits.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// How long readiness stays "unavailable" after a request failed because the database could
+/// not serve (a full disk, say): a small probe can pass while real writes still fail.
+const UNAVAILABLE_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The background integrity check's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Integrity {
+    Checking,
+    Passed,
+    Failed(String),
+}
+
+/// Reads every page of the database (`PRAGMA quick_check`: b-trees, records, free lists; not
+/// index contents) on a connection of its own, beside the writer.
+fn check_integrity(path: &Path) -> Integrity {
+    let started = std::time::Instant::now();
+    let checked = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| {
+        let mut stmt = c.prepare("PRAGMA quick_check(10)")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect::<rusqlite::Result<Vec<String>>>()
+    });
+    let file = path.display();
+    let outcome = match checked {
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Integrity::Passed,
+        Ok(rows) => Integrity::Failed(format!(
+            "the database file {file} is damaged ({}): stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that",
+            rows.join("; ")
+        )),
+        Err(e) => Integrity::Failed(format!(
+            "the database file {file} could not be checked ({e}): stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db`"
+        )),
+    };
+    match &outcome {
+        Integrity::Passed => tracing::info!(
+            file = %file,
+            took_ms = started.elapsed().as_millis() as u64,
+            "database integrity check passed"
+        ),
+        Integrity::Failed(why) => tracing::error!(error = %why, "database integrity check failed"),
+        Integrity::Checking => {}
+    }
+    outcome
+}
+
+/// Creates a new database file readable by its owner only: it holds every job's request,
+/// credentials included. SQLite gives the `-wal` and `-shm` files the same mode. An existing file
+/// keeps its own; a failure here is left for SQLite's open to report.
+fn create_private(path: &Path) {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let _ = options.open(path);
+}
+
+/// What the readiness probe writes: the wall clock, for whoever reads the row.
+fn wall_clock_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Why a database could not be opened, and what to do about it.
+fn refusal(path: &Path, e: &rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::*;
+    let file = path.display();
+    let advice = match e.sqlite_error_code() {
+        Some(NotADatabase) => format!(
+            "{file} is not a SQLite database, or its first page is damaged: if it is Redial's, restore it from a backup; otherwise choose another --data-dir"
+        ),
+        Some(DatabaseCorrupt) => format!(
+            "{file} is damaged: restore it from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that"
+        ),
+        Some(ReadOnly | CannotOpen | PermissionDenied) => format!(
+            "{file} cannot be written: the user running redial must be able to write the file and its folder (SQLite keeps -wal and -shm files beside it), on a disk that is not read-only"
+        ),
+        Some(DiskFull) => format!("{file} cannot grow: the disk is full; free some space"),
+        Some(DatabaseBusy | DatabaseLocked) => format!(
+            "{file} is locked by another process (another redial serve on the same data folder?)"
+        ),
+        _ => format!("cannot open the database {file}"),
+    };
+    sql::classify(e.sqlite_error_code(), format!("{advice} ({e})"))
+}
+
 struct Inner {
     /// Requests to the storage thread, which owns the connection. The thread ends when every
     /// sender is dropped.
@@ -52,6 +141,10 @@ struct Inner {
     path: PathBuf,
     /// Where leasing reads past held endpoints' jobs (used on the storage thread only).
     lease_scan: Arc<std::sync::Mutex<sql::LeaseScan>>,
+    /// The integrity check's result, once it has one.
+    integrity: tokio::sync::watch::Receiver<Integrity>,
+    /// The last failure that said the database cannot serve, and when (for readiness).
+    last_unavailable: std::sync::Mutex<Option<(std::time::Instant, String)>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -121,10 +214,11 @@ fn storage_thread(
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             // Nothing runs outside a transaction: what is queued fails now, the next request
             // tries again.
+            let code = e.sqlite_error_code();
             let e = format!("cannot start a transaction: {e}");
-            first(Err(StoreError::Backend(e.clone())))(None);
+            first(Err(sql::classify(code, e.clone())))(None);
             while let Ok(op) = ops.try_recv() {
-                op(Err(StoreError::Backend(e.clone())))(None);
+                op(Err(sql::classify(code, e.clone())))(None);
             }
             continue;
         }
@@ -145,26 +239,39 @@ fn storage_thread(
         }
         let failure = conn.execute_batch("COMMIT").err().map(|e| {
             let _ = conn.execute_batch("ROLLBACK");
-            format!("commit failed: {e}")
+            (e.sqlite_error_code(), format!("commit failed: {e}"))
         });
         checkpoint.committed();
         for d in deliveries {
-            d(failure.clone().map(StoreError::Backend));
+            d(failure
+                .clone()
+                .map(|(code, message)| sql::classify(code, message)));
         }
     }
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Opens (creating if needed) the database at `path`, brings its schema up to date and
+    /// checks that it can be written; refuses, saying what to do, a file that is not a database,
+    /// is damaged or cannot be written. Starts checking the whole file's integrity in the
+    /// background ([`SqliteStore::integrity`]); until that passes, [`Store::ping`] says not ready.
     pub fn open(path: &Path) -> StoreResult<SqliteStore> {
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            tracing::warn!(
+                file = %path.display(),
+                "the database file exists but is empty (0 bytes): starting a new, empty database in it. If it held jobs, stop now and restore it from a backup"
+            );
+        }
+        create_private(path);
         // One thread owns the connection, so SQLite's own locking is not needed.
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
-            StoreError::Backend(format!("cannot open database {}: {e}", path.display()))
-        })?;
-        schema::prepare(&conn).map_err(|e| {
-            StoreError::Backend(format!("cannot prepare database {}: {e}", path.display()))
-        })?;
+        let conn = Connection::open_with_flags(path, flags)
+            .and_then(|c| schema::prepare(&c).map(|()| c))
+            .and_then(|c| {
+                // A database that cannot be written is refused now, not at the first enqueue.
+                c.execute(schema::PROBE, [wall_clock_millis()]).map(|_| c)
+            })
+            .map_err(|e| refusal(path, &e))?;
         let checkpointer = Connection::open_with_flags(path, flags).map_err(|e| {
             StoreError::Backend(format!(
                 "cannot open database {} for checkpoints: {e}",
@@ -186,13 +293,48 @@ impl SqliteStore {
             .name("redial-sqlite".into())
             .spawn(move || storage_thread(conn, rx, due))
             .map_err(|e| StoreError::Backend(format!("cannot start the storage thread: {e}")))?;
+        let (integrity_tx, integrity) = tokio::sync::watch::channel(Integrity::Checking);
+        let checked = path.to_owned();
+        std::thread::Builder::new()
+            .name("redial-sqlite-check".into())
+            .spawn(move || {
+                let _ = integrity_tx.send(check_integrity(&checked));
+            })
+            .map_err(|e| StoreError::Backend(format!("cannot start the integrity check: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 ops: tx,
                 path: path.to_owned(),
                 lease_scan: Arc::default(),
+                integrity,
+                last_unavailable: std::sync::Mutex::new(None),
             }),
         })
+    }
+
+    /// The integrity check's result once it has one (`None` while it runs), waiting up to
+    /// `within` for it.
+    pub async fn integrity(&self, within: std::time::Duration) -> Option<Result<(), String>> {
+        let mut rx = self.inner.integrity.clone();
+        let _ = tokio::time::timeout(within, rx.wait_for(|i| *i != Integrity::Checking)).await;
+        let current = rx.borrow().clone();
+        match current {
+            Integrity::Checking => None,
+            Integrity::Passed => Some(Ok(())),
+            Integrity::Failed(why) => Some(Err(why)),
+        }
+    }
+
+    /// Remembers a failure that says the database cannot serve now, for readiness.
+    fn note(&self, e: &StoreError) {
+        if let StoreError::Unavailable(why) = e {
+            *self
+                .inner
+                .last_unavailable
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) =
+                Some((std::time::Instant::now(), why.clone()));
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -241,8 +383,13 @@ impl SqliteStore {
             .ops
             .send(op)
             .map_err(|_| StoreError::Backend("the storage thread has stopped".into()))?;
-        rx.await
-            .map_err(|_| StoreError::Backend("the storage thread dropped a request".into()))?
+        let answer = rx
+            .await
+            .map_err(|_| StoreError::Backend("the storage thread dropped a request".into()))?;
+        if let Err(e) = &answer {
+            self.note(e);
+        }
+        answer
     }
 }
 
@@ -431,8 +578,33 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
+        let integrity = self.inner.integrity.borrow().clone();
+        match integrity {
+            Integrity::Checking => {
+                return Err(StoreError::Unavailable(
+                    "checking the database file's integrity (it began at start)".into(),
+                ))
+            }
+            Integrity::Failed(why) => return Err(StoreError::Unavailable(why)),
+            Integrity::Passed => {}
+        }
+        let recent = self
+            .inner
+            .last_unavailable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|(at, _)| at.elapsed() < UNAVAILABLE_FOR);
+        if let Some((at, why)) = recent {
+            return Err(StoreError::Unavailable(format!(
+                "a request failed {} s ago: {why}",
+                at.elapsed().as_secs()
+            )));
+        }
+        // A small write, committed like every other: ready means able to write.
         self.run(|c| {
-            c.query_row("SELECT 1", [], |_| Ok(()))
+            c.execute(schema::PROBE, [wall_clock_millis()])
+                .map(|_| ())
                 .map_err(sql::backend)
         })
         .await

@@ -149,7 +149,18 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX jobs_queue_waiting;
     "#,
+    // 11: one row the readiness check writes, so that "ready" means "can write".
+    r#"
+    CREATE TABLE health (
+        id        INTEGER PRIMARY KEY CHECK (id = 1),
+        probed_at INTEGER NOT NULL
+    );
+    "#,
 ];
+
+/// The readiness check's write: one row, rewritten.
+pub const PROBE: &str = "INSERT INTO health (id, probed_at) VALUES (1, ?1)
+    ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at";
 
 /// The low bits of an attempt's rowid that hold its number (migration 9).
 pub const ATTEMPT_KEY_BITS: u32 = 20;

@@ -24,7 +24,20 @@ const COLS: &str =
     lease_until, cancel_requested";
 
 pub fn backend(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
+    classify(e.sqlite_error_code(), e.to_string())
+}
+
+/// What a failure of SQLite's means for the caller: the database cannot serve now (a full disk,
+/// a read-only, locked or damaged file, an I/O error), or something else went wrong.
+pub fn classify(code: Option<rusqlite::ErrorCode>, message: String) -> StoreError {
+    use rusqlite::ErrorCode::*;
+    match code {
+        Some(
+            DiskFull | ReadOnly | SystemIoFailure | CannotOpen | PermissionDenied | DatabaseBusy
+            | DatabaseLocked | OutOfMemory | DatabaseCorrupt | NotADatabase,
+        ) => StoreError::Unavailable(message),
+        _ => StoreError::Backend(message),
+    }
 }
 
 /// A savepoint whose statements are prepared once and cached: rusqlite's own `savepoint()`

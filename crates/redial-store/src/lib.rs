@@ -35,6 +35,10 @@ pub enum StoreError {
     /// The database failed; the message is for logs, not for API clients.
     #[error("storage failure: {0}")]
     Backend(String),
+    /// The database cannot serve now: a full disk, a read-only or damaged file, an I/O error, a
+    /// lost connection. The same request may succeed later; the message is for logs.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -152,7 +156,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes finished jobs past their retention; returns how many.
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
 
-    /// Whether the store answers; for readiness checks.
+    /// Whether the store can serve requests, writes included; for readiness checks. Fails with
+    /// [`StoreError::Unavailable`] while it cannot (a full disk, a read-only database, a failed
+    /// integrity check).
     async fn ping(&self) -> StoreResult<()>;
 
     /// Publishes holds that every node must honour (an endpoint's pause, its open breaker). A

@@ -125,10 +125,28 @@ pub async fn run(args: Args) -> Result<()> {
                 .data_dir
                 .or(file.data_dir.clone())
                 .unwrap_or_else(default_data_dir);
-            std::fs::create_dir_all(&data_dir)
+            // Only its owner may enter a new data folder: the database holds every job's request,
+            // credentials included.
+            let mut folder = std::fs::DirBuilder::new();
+            folder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+            folder
+                .create(&data_dir)
                 .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
             let db = data_dir.join("redial.db");
-            (Arc::new(SqliteStore::open(&db)?), db.display().to_string())
+            let store = SqliteStore::open(&db)?;
+            // The whole file is checked in the background; a small database's answer comes at
+            // once, and a damaged one is refused before anything is served.
+            match store.integrity(INTEGRITY_WAIT).await {
+                Some(Ok(())) => {}
+                Some(Err(why)) => anyhow::bail!("refusing to start: {why}"),
+                None => tracing::warn!(
+                    file = %db.display(),
+                    "the database file's integrity check goes on in the background: /readyz answers 503 until it passes"
+                ),
+            }
+            (Arc::new(store), db.display().to_string())
         }
     };
 
@@ -197,6 +215,9 @@ pub async fn run(args: Args) -> Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let bound = listener.local_addr().context("reading the bound address")?;
+    // Listening for SIGINT and SIGTERM from before the address is announced: a stop sent as soon
+    // as the address shows must be a graceful one.
+    let signals = Signals::install().context("listening for signals")?;
     let running = engine.start().await.context("loading endpoint state")?;
     tracing::info!(address = %bound, database = %db, "redial serving");
     eprintln!("redial listening on http://{bound} (database {db})");
@@ -204,7 +225,7 @@ pub async fn run(args: Args) -> Result<()> {
     let shutdown = redial_engine::Shutdown::new();
     let signal = shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.wait().await;
         signal.trigger();
     });
     let stop = shutdown.clone();
@@ -225,28 +246,42 @@ pub async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGINT and SIGTERM (Ctrl-C elsewhere), registered when made.
+struct Signals {
     #[cfg(unix)]
-    {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term => {}
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Signals {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+/// How long the start waits for the database file's integrity check before serving with
+/// readiness held until it ends (a few gigabytes are checked within it on an SSD).
+const INTEGRITY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// File descriptors kept for the database, outbound requests and logs, besides API connections
 /// (a quarter of the limit when that is less).

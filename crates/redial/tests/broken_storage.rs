@@ -1,0 +1,270 @@
+//! The real `redial serve` on a database it cannot trust or cannot write (issue 13): a file that
+//! cannot be written or is damaged refuses the start with what to do; an empty file is named in
+//! a warning; a full disk answers 503 `storage_unavailable` with `Retry-After`, `/readyz` says
+//! so, and nothing acknowledged is lost.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+mod common;
+use common::{serve_command, Server};
+
+fn addr(server: &Server) -> SocketAddr {
+    server
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a socket address")
+}
+
+/// One request on its own connection; the whole answer.
+fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout set");
+    let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    if let Some(b) = body {
+        raw.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        ));
+    } else {
+        raw.push_str("\r\n");
+    }
+    s.write_all(raw.as_bytes()).expect("request written");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("answer read");
+    out
+}
+
+fn status(answer: &str) -> u16 {
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+}
+
+/// A data folder with a database of `jobs` jobs, written by a real server that then stopped.
+fn data_with_jobs(data: &Path, jobs: usize) {
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(data);
+    let server = Server::start(cmd);
+    let a = addr(&server);
+    for batch in 0..jobs.div_ceil(100) {
+        let list: Vec<String> = (0..100.min(jobs - batch * 100))
+            .map(|k| {
+                format!(
+                    r#"{{"id":"j{batch}-{k}","run_at":"2999-01-01T00:00:00Z","request":{{"url":"http://127.0.0.1:9/x","method":"POST","body":"{}"}}}}"#,
+                    "x".repeat(200)
+                )
+            })
+            .collect();
+        let answer = call(
+            a,
+            "POST",
+            "/v1/jobs/batch",
+            Some(&format!(r#"{{"jobs":[{}]}}"#, list.join(","))),
+        );
+        assert_eq!(status(&answer), 201, "{answer}");
+    }
+    server.terminate();
+}
+
+/// Runs `redial serve` on `data` to its end (a refusal), as `cmd` prepared it.
+fn refused(mut cmd: Command) -> Output {
+    let out = cmd.output().expect("serve runs");
+    assert!(
+        !out.status.success(),
+        "the start was refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_damaged_database_refuses_the_start_with_what_to_do() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    data_with_jobs(&data, 2_000);
+    let db = data.join("redial.db");
+    // Everything into the file itself, then ten pages of garbage where the jobs are.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    let page: u64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size");
+    drop(conn);
+    let pages = std::fs::metadata(&db).expect("metadata").len() / page;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .expect("open for damage");
+    f.seek(SeekFrom::Start(pages / 2 * page)).expect("seek");
+    f.write_all(&vec![0xA5; 10 * page as usize])
+        .expect("garbage");
+    drop(f);
+
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(&data);
+    let out = refused(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to start"), "{err}");
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("restore the file from a backup"), "{err}");
+}
+
+#[test]
+fn a_database_that_cannot_be_written_refuses_the_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    data_with_jobs(&data, 10);
+    // The folder and its files read-only. Root writes whatever the modes say, so as root the
+    // server runs as `nobody`, from a copy of the binary it may read.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let mode = |p: &Path, m: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod");
+    };
+    for entry in std::fs::read_dir(&data).expect("data folder") {
+        mode(&entry.expect("entry").path(), 0o444);
+    }
+    mode(&data, 0o555);
+    mode(dir.path(), 0o755);
+    let serve = serve_command();
+    let mut cmd = if root {
+        let bin = dir.path().join("redial");
+        std::fs::copy(serve.get_program(), &bin).expect("binary copied");
+        mode(&bin, 0o755);
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin);
+        c
+    } else {
+        Command::new(serve.get_program())
+    };
+    cmd.args(serve.get_args()).arg("--data-dir").arg(&data);
+    for (k, v) in serve.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = refused(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot be written"), "{err}");
+    assert!(
+        err.contains(&data.join("redial.db").display().to_string()),
+        "{err}"
+    );
+    mode(&data, 0o755);
+}
+
+#[test]
+fn an_empty_database_file_is_named_in_a_warning() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data folder");
+    std::fs::write(data.join("redial.db"), b"").expect("empty file");
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(&data);
+    let server = Server::start(cmd);
+    let logs = server.logs();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("exists but is empty") && l.contains("redial.db")),
+        "{logs:?}"
+    );
+    server.terminate();
+}
+
+/// A disk that fills up, made with the file-size limit (`SIGXFSZ` ignored, so a write past it
+/// fails as on a full disk instead of killing the process).
+#[test]
+fn a_full_disk_answers_503_and_readiness_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let serve = serve_command();
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        "trap '' XFSZ && exec prlimit --fsize=3000000 -- \"$0\" \"$@\"",
+    ])
+    .arg(serve.get_program())
+    .args(serve.get_args())
+    .arg("--data-dir")
+    .arg(dir.path().join("data"));
+    for (k, v) in serve.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let server = Server::start(cmd);
+    let a = addr(&server);
+    let ready = call(a, "GET", "/readyz", None);
+    let mut tries = 0;
+    let mut ready = ready;
+    while status(&ready) != 200 {
+        // The integrity check of a new database ends at once; only a broken one waits this out.
+        tries += 1;
+        assert!(tries < 3000, "never ready: {ready}");
+        std::thread::sleep(Duration::from_millis(20));
+        ready = call(a, "GET", "/readyz", None);
+    }
+    let body = "y".repeat(200_000);
+    let mut acknowledged = 0;
+    let full = loop {
+        assert!(acknowledged < 200, "3 MB never filled up");
+        let answer = call(
+            a,
+            "POST",
+            "/v1/jobs",
+            Some(&format!(
+                r#"{{"id":"big{acknowledged}","run_at":"2999-01-01T00:00:00Z","request":{{"url":"http://127.0.0.1:9/x","method":"POST","body":"{body}"}}}}"#
+            )),
+        );
+        match status(&answer) {
+            201 => acknowledged += 1,
+            _ => break answer,
+        }
+    };
+    assert_eq!(status(&full), 503, "{full}");
+    assert!(full.contains("\"storage_unavailable\""), "{full}");
+    assert!(
+        full.to_ascii_lowercase().contains("retry-after: 5"),
+        "{full}"
+    );
+    let ready = call(a, "GET", "/readyz", None);
+    assert_eq!(status(&ready), 503, "{ready}");
+    assert!(ready.contains("unavailable"), "{ready}");
+    // Every acknowledged job is there.
+    for id in 0..acknowledged {
+        let answer = call(a, "GET", &format!("/v1/jobs/big{id}"), None);
+        assert_eq!(status(&answer), 200, "big{id}: {answer}");
+    }
+    drop(server);
+}
+
+/// The database holds every job's request, credentials included: a new data folder and its files
+/// are their owner's alone.
+#[test]
+fn a_new_data_folder_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    data_with_jobs(&data, 1);
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    for entry in std::fs::read_dir(&data).expect("data folder") {
+        let p = entry.expect("entry").path();
+        assert_eq!(mode(&p), 0o600, "{}", p.display());
+    }
+}
