@@ -15,6 +15,11 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
 
+/// 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z in seconds: the instants RFC 3339 can write
+/// in UTC lie from the first up to the second.
+const RFC3339_FIRST_SEC: i64 = -62_167_219_200;
+const RFC3339_END_SEC: i64 = 253_402_300_800;
+
 impl Timestamp {
     /// The Unix epoch, 1970-01-01T00:00:00Z.
     pub const EPOCH: Timestamp = Timestamp(0);
@@ -100,6 +105,11 @@ impl Timestamp {
             _ => return None,
         };
         let secs = civil_to_unix(year, month, day, hour, min, sec)? - offset_secs;
+        // An offset can carry a four-digit year past 9999 or before 0000 in UTC, which RFC 3339
+        // cannot write back.
+        if !(RFC3339_FIRST_SEC..RFC3339_END_SEC).contains(&secs) {
+            return None;
+        }
         Some(Timestamp(secs.checked_mul(1000)?.checked_add(millis)?))
     }
 
@@ -303,6 +313,27 @@ mod tests {
     use super::*;
 
     const NOV_6_1994: i64 = 784_111_777_000;
+
+    /// Every instant read is one RFC 3339 can write back in UTC: an offset that carries the year
+    /// past 9999 or before 0000 is refused (the API once answered "10000-01-01T22:59:00Z").
+    #[test]
+    fn rfc3339_instants_stay_within_four_digit_years() {
+        for (text, back) in [
+            ("9999-12-31T23:59:59Z", Some("9999-12-31T23:59:59Z")),
+            ("9999-12-31T23:00:00+01:00", Some("9999-12-31T22:00:00Z")),
+            ("0000-01-01T00:00:00Z", Some("0000-01-01T00:00:00Z")),
+            ("9999-12-31T23:00:00-23:59", None),
+            ("0000-01-01T00:00:00+00:01", None),
+        ] {
+            assert_eq!(
+                Timestamp::parse_rfc3339(text)
+                    .map(|t| t.to_string())
+                    .as_deref(),
+                back,
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn http_date_three_forms() {

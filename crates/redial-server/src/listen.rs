@@ -256,6 +256,7 @@ impl ConnTask {
             inner: stream,
             conn: self.conn.clone(),
             epoch: self.epoch,
+            rewrite: None,
         });
         let (conn_state, epoch) = (self.conn.clone(), self.epoch);
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -267,7 +268,10 @@ impl ConnTask {
                 response
             }
         });
-        let http = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+        let http = hyper::server::conn::http1::Builder::new()
+            // A head over this gets 431 (hyper's default allows ~400 KiB).
+            .max_header_size(MAX_HEAD_BYTES)
+            .serve_connection(io, service);
         tokio::pin!(http);
         if self.registry.shut_down.load(Ordering::Acquire) {
             http.as_mut().graceful_shutdown();
@@ -334,11 +338,63 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2)
 }
 
-/// The socket, noting when a request's head begins to arrive.
+/// The most a request's head may take (the request line and the headers).
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// The socket, noting when a request's head begins to arrive, and giving the answers hyper
+/// writes itself (a request it cannot parse: 400, a head over 64 KiB, URL included: 431, both
+/// with an empty body) the API's error shape.
 struct Watched {
     inner: TcpStream,
     conn: Arc<ConnState>,
     epoch: Instant,
+    /// A replacement answer being written: its bytes, how many are written, and how many of
+    /// hyper's bytes it stands for.
+    rewrite: Option<(Vec<u8>, usize, usize)>,
+}
+
+/// hyper's own error answer: a 4xx head with no `Content-Type` (every answer of the router's
+/// has one: `routes::json_errors` makes every error JSON), as the API would have written it.
+fn bare_error_answer(buf: &[u8]) -> Option<Vec<u8>> {
+    if !(buf.starts_with(b"HTTP/1.1 4") || buf.starts_with(b"HTTP/1.0 4")) {
+        return None;
+    }
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    if head.contains("\r\ncontent-type:") {
+        return None;
+    }
+    let status: u16 = head.get(9..12)?.parse().ok()?;
+    let (reason, code, message) = match status {
+        414 => (
+            "URI Too Long",
+            "uri_too_long",
+            "the request's URL is over the server's limit (64 KiB): send data in the body",
+        ),
+        431 => (
+            "Request Header Fields Too Large",
+            "headers_too_large",
+            "the request's head (its URL and headers) is over the server's limit (64 KiB): send data in the body",
+        ),
+        408 => (
+            "Request Timeout",
+            "request_timeout",
+            "the request's head did not arrive in time",
+        ),
+        _ => (
+            "Bad Request",
+            "bad_request",
+            "the request is not valid HTTP/1.1",
+        ),
+    };
+    let body = serde_json::json!({ "error": { "code": code, "message": message } }).to_string();
+    Some(
+        format!(
+            "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
 }
 
 impl AsyncRead for Watched {
@@ -362,7 +418,27 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        if self.rewrite.is_none() {
+            if let Some(answer) = bare_error_answer(buf) {
+                self.rewrite = Some((answer, 0, buf.len()));
+            }
+        }
+        let this = &mut *self;
+        let Some((answer, written, stands_for)) = &mut this.rewrite else {
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        };
+        while *written < answer.len() {
+            match Pin::new(&mut this.inner).poll_write(cx, &answer[*written..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
+                }
+                Poll::Ready(Ok(n)) => *written += n,
+                other => return other,
+            }
+        }
+        let n = (*stands_for).min(buf.len());
+        this.rewrite = None;
+        Poll::Ready(Ok(n))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -378,6 +454,12 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        // hyper writes a head in one piece: an error head to replace comes first.
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
+            if self.rewrite.is_some() || bare_error_answer(first).is_some() {
+                return self.poll_write(cx, first);
+            }
+        }
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 

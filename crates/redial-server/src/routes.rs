@@ -81,14 +81,10 @@ async fn json_errors(resp: Response) -> Response {
         .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
         .filter(|t| !t.is_empty());
     let message = match (status, text) {
-        (StatusCode::METHOD_NOT_ALLOWED, _) => format!(
-            "this route does not take that method{}: see /v1/openapi.json",
-            allow
-                .as_ref()
-                .and_then(|a| a.to_str().ok())
-                .map(|a| format!(" (it takes {a})"))
-                .unwrap_or_default()
-        ),
+        // The router sets `Allow` after this layer has run, so the message points at it.
+        (StatusCode::METHOD_NOT_ALLOWED, _) => {
+            "this route does not take that method: the Allow header lists those it takes (see /v1/openapi.json)".to_owned()
+        }
         (s, _) if s.is_server_error() => "internal error".to_owned(),
         (_, Some(text)) => text,
         (s, None) => s

@@ -289,3 +289,44 @@ fn a_hostile_page_is_refused_over_real_sockets() {
     );
     server.terminate();
 }
+
+/// What hyper answers itself (a head, URL or headers, over 64 KiB; bytes that are not HTTP) has
+/// the API's error shape too, like every other error.
+#[test]
+fn requests_too_big_or_broken_to_parse_get_json_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, addr) = start(dir.path(), "");
+    let long_url = format!(
+        "GET /v1/jobs/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    let big_head = format!(
+        "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    for (raw, want, code) in [
+        (long_url.as_str(), 431, "headers_too_large"),
+        (big_head.as_str(), 431, "headers_too_large"),
+        ("NOT HTTP AT ALL\r\n\r\n", 400, "bad_request"),
+    ] {
+        let answer = exchange(addr, raw);
+        assert_eq!(status(&answer), want, "{answer}");
+        let lower = answer.to_ascii_lowercase();
+        assert!(lower.contains("content-type: application/json"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+        let v: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        assert_eq!(v["error"]["code"], code, "{answer}");
+    }
+    // A method a route does not take: 405 with the methods it takes in Allow.
+    let answer = exchange(
+        addr,
+        "PUT /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status(&answer), 405, "{answer}");
+    assert!(answer.contains("\"method_not_allowed\""), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("allow: post,get"),
+        "{answer}"
+    );
+    server.terminate();
+}
