@@ -3,49 +3,26 @@
 //! a warning; a full disk answers 503 `storage_unavailable` with `Retry-After`, `/readyz` says
 //! so, and nothing acknowledged is lost.
 
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{Seek, SeekFrom, Write};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 mod common;
-use common::{serve_command, Server};
-
-fn addr(server: &Server) -> SocketAddr {
-    server
-        .url
-        .trim_start_matches("http://")
-        .parse()
-        .expect("a socket address")
-}
+use common::{copy_env, exchange, serve_command, serve_command_after, status, Server};
 
 /// One request on its own connection; the whole answer.
 fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(120)))
-        .expect("timeout set");
     let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    if let Some(b) = body {
-        raw.push_str(&format!(
+    match body {
+        Some(b) => raw.push_str(&format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
             b.len()
-        ));
-    } else {
-        raw.push_str("\r\n");
+        )),
+        None => raw.push_str("\r\n"),
     }
-    s.write_all(raw.as_bytes()).expect("request written");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("answer read");
-    out
-}
-
-fn status(answer: &str) -> u16 {
-    answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+    exchange(addr, &raw)
 }
 
 /// A data folder with a database of `jobs` jobs, written by a real server that then stopped.
@@ -53,7 +30,7 @@ fn data_with_jobs(data: &Path, jobs: usize) {
     let mut cmd = serve_command();
     cmd.arg("--data-dir").arg(data);
     let server = Server::start(cmd);
-    let a = addr(&server);
+    let a = server.addr();
     for batch in 0..jobs.div_ceil(100) {
         let list: Vec<String> = (0..100.min(jobs - batch * 100))
             .map(|k| {
@@ -152,12 +129,7 @@ fn a_database_that_cannot_be_written_refuses_the_start() {
         Command::new(serve.get_program())
     };
     cmd.args(serve.get_args()).arg("--data-dir").arg(&data);
-    for (k, v) in serve.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
+    copy_env(&serve, &mut cmd);
     let out = refused(cmd);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot be written"), "{err}");
@@ -191,24 +163,10 @@ fn an_empty_database_file_is_named_in_a_warning() {
 #[test]
 fn a_full_disk_answers_503_and_readiness_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let serve = serve_command();
-    let mut cmd = Command::new("sh");
-    cmd.args([
-        "-c",
-        "trap '' XFSZ && exec prlimit --fsize=3000000 -- \"$0\" \"$@\"",
-    ])
-    .arg(serve.get_program())
-    .args(serve.get_args())
-    .arg("--data-dir")
-    .arg(dir.path().join("data"));
-    for (k, v) in serve.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
+    let mut cmd = serve_command_after("trap '' XFSZ && ulimit -f 5859");
+    cmd.arg("--data-dir").arg(dir.path().join("data"));
     let server = Server::start(cmd);
-    let a = addr(&server);
+    let a = server.addr();
     let ready = call(a, "GET", "/readyz", None);
     let mut tries = 0;
     let mut ready = ready;

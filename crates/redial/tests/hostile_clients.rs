@@ -5,11 +5,10 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{serve_command, Server};
+use common::{exchange, serve_command, serve_command_after, status, Server};
 
 /// `redial serve` with `config` as its configuration file.
 fn start(dir: &Path, config: &str) -> (Server, SocketAddr) {
@@ -21,31 +20,8 @@ fn start(dir: &Path, config: &str) -> (Server, SocketAddr) {
         .arg("--config")
         .arg(&file);
     let server = Server::start(cmd);
-    let addr = server
-        .url
-        .trim_start_matches("http://")
-        .parse()
-        .expect("a socket address");
+    let addr = server.addr();
     (server, addr)
-}
-
-/// Sends `raw` on a new connection and reads the answer until the server closes it.
-fn exchange(addr: SocketAddr, raw: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout set");
-    s.write_all(raw.as_bytes()).expect("request written");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("answer read");
-    out
-}
-
-fn status(answer: &str) -> u16 {
-    answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
 }
 
 fn get(addr: SocketAddr, path: &str) -> String {
@@ -104,27 +80,13 @@ fn sockets_that_send_nothing_cannot_lock_out_a_real_client() {
         "[server]\nheader_timeout = \"10m\"\nidle_timeout = \"10m\"\n",
     )
     .expect("config written");
-    let serve = serve_command();
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
-        .arg(serve.get_program())
-        .args(serve.get_args())
-        .arg("--data-dir")
+    let mut cmd = serve_command_after("ulimit -n 256");
+    cmd.arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--config")
         .arg(&file);
-    for (k, v) in serve.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
     let server = Server::start(cmd);
-    let addr: SocketAddr = server
-        .url
-        .trim_start_matches("http://")
-        .parse()
-        .expect("a socket address");
+    let addr = server.addr();
     let hogs_count = 400;
     let mut hogs: Vec<TcpStream> = (0..hogs_count)
         .map(|_| {

@@ -3,7 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +26,49 @@ pub fn serve_command() -> Command {
     .env_remove("REDIAL_DATA_DIR")
     .env("REDIAL_LOG", "warn");
     cmd
+}
+
+/// [`serve_command`] run by `sh -c "<setup> && exec redial serve ..."`: `setup` changes the
+/// process's limits or signals first (`ulimit -n 256`, `trap '' XFSZ`...).
+pub fn serve_command_after(setup: &str) -> Command {
+    let serve = serve_command();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{setup} && exec \"$0\" \"$@\""))
+        .arg(serve.get_program())
+        .args(serve.get_args());
+    copy_env(&serve, &mut cmd);
+    cmd
+}
+
+/// Gives `to` the environment changes `from` makes.
+pub fn copy_env(from: &Command, to: &mut Command) {
+    for (k, v) in from.get_envs() {
+        match v {
+            Some(v) => to.env(k, v),
+            None => to.env_remove(k),
+        };
+    }
+}
+
+/// Sends `raw` on a new connection and reads the answer until the server closes it.
+pub fn exchange(addr: SocketAddr, raw: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("timeout set");
+    s.write_all(raw.as_bytes()).expect("request written");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("answer read");
+    out
+}
+
+/// The status code of a raw HTTP answer.
+pub fn status(answer: &str) -> u16 {
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
 }
 
 pub struct Server {
@@ -64,6 +108,13 @@ impl Server {
             }
         });
         Server { child, url, logs }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("a socket address")
     }
 
     pub fn logs(&self) -> Vec<String> {
