@@ -148,10 +148,17 @@ impl Handler for HttpExecutor {
             Ok(r) => r,
             Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
-        let mut response = match self.client.execute(request).await {
-            Ok(r) => r,
-            Err(e) => return transport_failure(&e),
-        };
+        match self.client.execute(request).await {
+            Ok(response) => self.read_response(response).await,
+            Err(e) => transport_failure(&e),
+        }
+    }
+}
+
+impl HttpExecutor {
+    /// The response's status and headers, and its body up to the bound. A body that breaks off
+    /// makes the outcome a transport failure: the request may have taken effect.
+    async fn read_response(&self, mut response: reqwest::Response) -> AttemptOutput {
         let status = response.status().as_u16();
         let headers: Vec<(String, String)> = response
             .headers()

@@ -281,20 +281,7 @@ impl OtlpConfig {
                 "OTEL_EXPORTER_OTLP_PROTOCOL={p}: Redial exports OTLP over HTTP with JSON bodies; set it to http/json (collectors accept it on their HTTP port, 4318 by default)"
             ));
         }
-        let pairs = |v: Option<String>, what: &str| -> Result<Vec<(String, String)>, String> {
-            let mut out = Vec::new();
-            for item in v.iter().flat_map(|v| v.split(',')) {
-                let item = item.trim();
-                if item.is_empty() {
-                    continue;
-                }
-                let (k, v) = item
-                    .split_once('=')
-                    .ok_or_else(|| format!("{what}: {item:?} is not key=value"))?;
-                out.push((decode(k.trim()), decode(v.trim())));
-            }
-            Ok(out)
-        };
+        let pairs = key_values;
         let mut headers = pairs(
             var("OTEL_EXPORTER_OTLP_HEADERS"),
             "OTEL_EXPORTER_OTLP_HEADERS",
@@ -322,42 +309,10 @@ impl OtlpConfig {
                     .map_err(|_| format!("{k}={v}: expected a number of milliseconds")),
             }
         };
-        let arg = var("OTEL_TRACES_SAMPLER_ARG");
-        let ratio_arg = || -> Result<f64, String> {
-            match &arg {
-                None => Ok(1.0),
-                Some(a) => a
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|r| (0.0..=1.0).contains(r))
-                    .ok_or_else(|| {
-                        format!("OTEL_TRACES_SAMPLER_ARG={a}: expected a ratio from 0 to 1")
-                    }),
-            }
-        };
-        let sampler = match var("OTEL_TRACES_SAMPLER").map(|s| s.trim().to_ascii_lowercase()) {
-            None => Sampler::default(),
-            Some(s) => {
-                let (parent_based, ratio) = match s.as_str() {
-                    "always_on" => (false, 1.0),
-                    "always_off" => (false, 0.0),
-                    "traceidratio" => (false, ratio_arg()?),
-                    "parentbased_always_on" => (true, 1.0),
-                    "parentbased_always_off" => (true, 0.0),
-                    "parentbased_traceidratio" => (true, ratio_arg()?),
-                    other => {
-                        return Err(format!(
-                            "OTEL_TRACES_SAMPLER={other}: use always_on, always_off, traceidratio or their parentbased_ forms"
-                        ))
-                    }
-                };
-                Sampler {
-                    ratio,
-                    parent_based,
-                }
-            }
-        };
+        let sampler = sampler(
+            var("OTEL_TRACES_SAMPLER").map(|s| s.trim().to_ascii_lowercase()),
+            var("OTEL_TRACES_SAMPLER_ARG"),
+        )?;
         Ok(Some(OtlpConfig {
             sampler,
             endpoint,
@@ -375,6 +330,59 @@ impl OtlpConfig {
             ),
         }))
     }
+}
+
+/// `key=value,key=value` (W3C baggage style, percent-encoded), as OTEL variables list them.
+fn key_values(v: Option<String>, what: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for item in v.iter().flat_map(|v| v.split(',')) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{what}: {item:?} is not key=value"))?;
+        out.push((decode(k.trim()), decode(v.trim())));
+    }
+    Ok(out)
+}
+
+/// `OTEL_TRACES_SAMPLER` and its argument.
+fn sampler(name: Option<String>, arg: Option<String>) -> Result<Sampler, String> {
+    let ratio_arg = || -> Result<f64, String> {
+        match &arg {
+            None => Ok(1.0),
+            Some(a) => a
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| {
+                    format!("OTEL_TRACES_SAMPLER_ARG={a}: expected a ratio from 0 to 1")
+                }),
+        }
+    };
+    let Some(name) = name else {
+        return Ok(Sampler::default());
+    };
+    let (parent_based, ratio) = match name.as_str() {
+        "always_on" => (false, 1.0),
+        "always_off" => (false, 0.0),
+        "traceidratio" => (false, ratio_arg()?),
+        "parentbased_always_on" => (true, 1.0),
+        "parentbased_always_off" => (true, 0.0),
+        "parentbased_traceidratio" => (true, ratio_arg()?),
+        other => {
+            return Err(format!(
+                "OTEL_TRACES_SAMPLER={other}: use always_on, always_off, traceidratio or their parentbased_ forms"
+            ))
+        }
+    };
+    Ok(Sampler {
+        ratio,
+        parent_based,
+    })
 }
 
 /// Percent-decoding for the W3C baggage-style lists OTEL variables use.
@@ -530,33 +538,7 @@ async fn export_loop(
             }
         };
         if !batch.is_empty() {
-            let body = json!({
-                "resourceSpans": [{
-                    "resource": { "attributes": resource },
-                    "scopeSpans": [{
-                        "scope": { "name": "redial", "version": env!("CARGO_PKG_VERSION") },
-                        "spans": batch.iter().map(SpanData::to_json).collect::<Vec<_>>(),
-                    }],
-                }],
-            });
-            let mut req = http
-                .post(&config.endpoint)
-                .header("content-type", "application/json")
-                .body(body.to_string());
-            for (k, v) in &config.headers {
-                req = req.header(k.as_str(), v.as_str());
-            }
-            match req.send().await {
-                Ok(r) if r.status().is_success() => {}
-                Ok(r) => tracing::warn!(
-                    status = r.status().as_u16(),
-                    spans = batch.len(),
-                    "the OTLP endpoint refused spans"
-                ),
-                Err(e) => {
-                    tracing::warn!(error = %e.without_url(), spans = batch.len(), "cannot reach the OTLP endpoint; spans dropped")
-                }
-            }
+            send_batch(&http, &config, &resource, &batch).await;
             progress
                 .finished
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -564,6 +546,42 @@ async fn export_loop(
         }
         if closed {
             return;
+        }
+    }
+}
+
+/// One OTLP/JSON export request; a refusal or a failure is logged, and the spans are dropped.
+async fn send_batch(
+    http: &reqwest::Client,
+    config: &OtlpConfig,
+    resource: &[Value],
+    batch: &[SpanData],
+) {
+    let body = json!({
+        "resourceSpans": [{
+            "resource": { "attributes": resource },
+            "scopeSpans": [{
+                "scope": { "name": "redial", "version": env!("CARGO_PKG_VERSION") },
+                "spans": batch.iter().map(SpanData::to_json).collect::<Vec<_>>(),
+            }],
+        }],
+    });
+    let mut req = http
+        .post(&config.endpoint)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (k, v) in &config.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    match req.send().await {
+        Ok(r) if r.status().is_success() => {}
+        Ok(r) => tracing::warn!(
+            status = r.status().as_u16(),
+            spans = batch.len(),
+            "the OTLP endpoint refused spans"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e.without_url(), spans = batch.len(), "cannot reach the OTLP endpoint; spans dropped")
         }
     }
 }

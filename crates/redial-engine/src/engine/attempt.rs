@@ -1,0 +1,132 @@
+//! One attempt: wait for a run slot, run the handler within its time limit, and hand the
+//! result to `record`.
+
+use super::*;
+
+/// One attempt: wait for a run slot, run, decide, record. Holds its lease slot until the outcome
+/// is decided, then a place in the recording line until the result is durable.
+pub(super) async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot, admission: Admitted) {
+    let Some((run, admission)) = wait_to_start(&inner, &job, &slot, admission).await else {
+        return;
+    };
+    slot.run = Some(run);
+    let held = inner.endpoints.held_by(&job.endpoint, job.run_at);
+    let started_at = inner.clock.now();
+    let started = std::time::Instant::now();
+    let limit = job
+        .request
+        .timeout_ms
+        .map_or(inner.config.default_timeout, Duration::from_millis);
+    let handler = inner.handler_for(&job.queue);
+    // With tracing on, the request carries this attempt's context (`traceparent`).
+    let traced = inner.config.tracer.as_ref().map(|t| {
+        let ctx = JobContext::of(&job.id.0, traceparent_of(&job));
+        let sampled = t.sampled(&ctx);
+        let span_id = t.span_id();
+        let mut sent = job.clone();
+        sent.request
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("traceparent"));
+        sent.request
+            .headers
+            .push(("traceparent".to_owned(), ctx.traceparent(span_id, sampled)));
+        (ctx, span_id, sent)
+    });
+    let sent = traced.as_ref().map_or(&job, |(_, _, j)| j);
+    // The HTTP executor enforces the limit itself; this bound (with a second's slack) holds
+    // custom handlers to it too. A handler that panics has an unknown outcome: it may have acted.
+    let run = std::panic::AssertUnwindSafe(handler.run(sent)).catch_unwind();
+    let output = match tokio::time::timeout(limit + Duration::from_secs(1), run).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(panic)) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            tracing::error!(job = %job.id, panic = %what, "the handler panicked");
+            AttemptOutput::from_outcome(Outcome::Handler(HandlerOutcome::Unknown {
+                reason: format!("the handler panicked: {what}"),
+            }))
+        }
+        Err(_) => AttemptOutput {
+            error_detail: Some(format!(
+                "the handler did not return within {}ms",
+                limit.as_millis()
+            )),
+            ..AttemptOutput::from_outcome(Outcome::Transport(TransportError::Timeout))
+        },
+    };
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let ran = Ran {
+        output,
+        started_at,
+        duration_ms,
+        held,
+        span: traced.map(|(ctx, span_id, _)| (ctx, span_id)),
+        carried_key: handler.carries_idempotency_key(&job),
+    };
+    record(&inner, &job, ran, slot, admission).await;
+    inner.lock_in_flight().remove(&job.id);
+    inner.attempt_done.notify_waiters();
+}
+
+/// What an attempt's result teaches its endpoint.
+pub(super) fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> Observed {
+    let category = d.classification.category;
+    let class = match category {
+        Category::Success => ResultClass::Success,
+        Category::Transient | Category::Unknown => ResultClass::Failure,
+        Category::Defer | Category::Permanent => ResultClass::Neutral,
+    };
+    let mut o = Observed {
+        class,
+        overload: false,
+        server_wait: None,
+        quota: Default::default(),
+        others_in_flight: 0,
+    };
+    match &output.outcome {
+        Outcome::Response(r) => {
+            o.overload = matches!(r.status, 429 | 503 | 529);
+            o.server_wait = d
+                .classification
+                .server_wait
+                .filter(|_| matches!(category, Category::Defer | Category::Transient))
+                .map(|w| {
+                    let why = format!(
+                        "{} {}; {} {}",
+                        r.status,
+                        status_phrase(r.status),
+                        w.source,
+                        Human(w.requested)
+                    );
+                    (w.delay, why)
+                });
+            o.quota = quota(r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), now);
+        }
+        Outcome::Transport(e) => {
+            o.overload = matches!(
+                e,
+                TransportError::Timeout
+                    | TransportError::ReadTimeout
+                    | TransportError::ConnectTimeout
+            );
+        }
+        Outcome::Handler(_) => {}
+    }
+    o
+}
+
+/// What an attempt did, for its record.
+pub(super) struct Ran {
+    pub(super) output: AttemptOutput,
+    pub(super) started_at: Timestamp,
+    pub(super) duration_ms: u64,
+    /// What held the job before this attempt, if anything.
+    pub(super) held: Option<String>,
+    /// The job's trace context and this attempt's span id, when tracing is on.
+    pub(super) span: Option<(JobContext, [u8; 8])>,
+    /// Whether the request carried an idempotency key (then an unknown outcome is safe to repeat).
+    pub(super) carried_key: bool,
+}

@@ -1,0 +1,112 @@
+//! The engine's configuration: queues, retention, limits, and what the defaults are.
+
+use crate::alerts::AlertConfig;
+use crate::endpoints::EndpointSettings;
+use crate::otel::Tracer;
+use redial_policy::endpoint::EndpointConfig;
+use redial_policy::Policy;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{host_name, random_u64};
+
+/// One queue: how many attempts run at once, and the policy its jobs follow.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    pub concurrency: usize,
+    pub policy: Policy,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            concurrency: 32,
+            policy: Policy::default(),
+        }
+    }
+}
+
+/// How long finished jobs are kept.
+#[derive(Clone, Debug)]
+pub struct Retention {
+    /// Completed and cancelled jobs.
+    pub completed: Duration,
+    /// At most this many completed and cancelled jobs are kept (the newest), whatever their age.
+    pub completed_max: Option<u64>,
+    pub dead: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            completed: Duration::from_secs(24 * 3600),
+            completed_max: None,
+            dead: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// This process's name on leases and attempt records; unique per process.
+    pub worker_id: String,
+    pub queues: BTreeMap<String, QueueConfig>,
+    /// Limits for endpoints not named in `endpoints`.
+    pub endpoint_defaults: EndpointConfig,
+    /// Per endpoint (a URL origin, or the name a job gives): its limits, and a policy override
+    /// laid over the queue's policy and under the job's own.
+    pub endpoints: BTreeMap<String, EndpointSettings>,
+    /// How long a lease lasts without a heartbeat. A process killed mid-attempt leaves its jobs
+    /// to be rescued after this.
+    pub lease: Duration,
+    pub heartbeat: Duration,
+    /// Lease expiries a job may suffer before it goes dead (`unknown_exhausted`).
+    pub max_stalls: u32,
+    /// The longest an idle queue sleeps before looking again; wake-ups normally come sooner.
+    pub poll_interval: Duration,
+    /// How often expired leases are rescued and due jobs promoted.
+    pub maintenance_interval: Duration,
+    pub retention: Retention,
+    pub cleanup_interval: Duration,
+    /// The time limit of an attempt whose job sets none; custom handlers are held to it too.
+    pub default_timeout: Duration,
+    /// Endpoints beyond this many (besides those configured) share the metric label `other`.
+    pub metrics_max_endpoints: usize,
+    /// Alert rules on dead letters and deferred work, and where to tell about them.
+    pub alerts: AlertConfig,
+    /// Where spans go; `None` (the default) turns tracing off entirely.
+    pub tracer: Option<Arc<Tracer>>,
+    /// Count the per-attempt metrics (on; off only to measure what they cost).
+    pub count_metrics: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let mut queues = BTreeMap::new();
+        queues.insert("default".to_owned(), QueueConfig::default());
+        EngineConfig {
+            worker_id: format!(
+                "{}-{}-{}",
+                host_name(),
+                std::process::id(),
+                random_u64() % 1_000_000
+            ),
+            queues,
+            endpoint_defaults: EndpointConfig::default(),
+            endpoints: BTreeMap::new(),
+            lease: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            max_stalls: 3,
+            poll_interval: Duration::from_secs(1),
+            maintenance_interval: Duration::from_secs(1),
+            retention: Retention::default(),
+            cleanup_interval: Duration::from_secs(60),
+            default_timeout: Duration::from_secs(30),
+            metrics_max_endpoints: 100,
+            alerts: AlertConfig::default(),
+            tracer: None,
+            count_metrics: true,
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! The lease pipeline: each queue's loop leases runnable jobs its endpoints admit, and starts
+//! their attempts; what cannot start is given back.
+
+use super::*;
+
+/// A leased job's places in its queue, each named for what it bounds:
+/// - `lease`: one of the queue's lease slots (its concurrency plus the jobs it may lease ahead),
+///   held from the lease until the attempt's outcome is known and its endpoint has learned from it;
+/// - `run`: one of the queue's run slots (its concurrency), held while the handler runs;
+/// - a place in the queue's recording line (`record_places`, as many as its concurrency), taken
+///   in exchange for the lease slot, so the next attempt starts while this result is written.
+pub(super) struct Slot {
+    lease: OwnedSemaphorePermit,
+    run_slots: Arc<Semaphore>,
+    /// The run slot, once taken; it frees when the endpoint has learned from the result, so a
+    /// job waiting for it sees a pause that result brought.
+    pub(super) run: Option<OwnedSemaphorePermit>,
+    record_places: Arc<Semaphore>,
+}
+
+impl Slot {
+    /// Waits for a place in the recording line, then frees the lease slot.
+    pub(super) async fn enter_recording_line(self) -> Option<OwnedSemaphorePermit> {
+        let place = self.record_places.acquire_owned().await.ok();
+        drop(self.lease);
+        place
+    }
+}
+
+/// Leases a queue may have in flight at once: a second starts, with the slots that freed since,
+/// while the first waits for its commit, so slots do not wait a whole commit to be filled again.
+pub(super) const FILLS_IN_FLIGHT: usize = 2;
+
+/// Jobs a queue may lease beyond its concurrency, to start the moment a run slot frees instead
+/// of a lease round trip later. Half the concurrency (none for a queue of one).
+pub(super) fn lease_ahead(concurrency: usize) -> usize {
+    concurrency / 2
+}
+
+/// How long a job leased ahead may wait for a run slot and still start on the admission it was
+/// leased with. Past this its endpoint is asked again: admissions spaced by a rate limit must not
+/// turn into a burst because slow attempts held every run slot.
+pub(super) const FRESH_ADMISSION: Duration = Duration::from_millis(100);
+
+pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
+    let lease_slots = Arc::new(Semaphore::new(concurrency + lease_ahead(concurrency)));
+    let run_slots = Arc::new(Semaphore::new(concurrency));
+    let record_places = Arc::new(Semaphore::new(concurrency));
+    let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
+    let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
+    // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
+    let mut idle_until: Option<tokio::time::Instant> = None;
+    loop {
+        if inner.shutdown.is_triggered() {
+            break;
+        }
+        let free = lease_slots.available_permits();
+        if idle_until.is_none() && free > 0 && fills.len() < FILLS_IN_FLIGHT {
+            if let Ok(slots) = lease_slots
+                .clone()
+                .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
+            {
+                let lines = Lines {
+                    run_slots: run_slots.clone(),
+                    record_places: record_places.clone(),
+                };
+                fills.spawn(fill(inner.clone(), queue.clone(), slots, lines));
+            }
+        }
+        let wake_at =
+            idle_until.unwrap_or_else(|| tokio::time::Instant::now() + inner.config.poll_interval);
+        tokio::select! {
+            Some(done) = fills.join_next(), if !fills.is_empty() => match done {
+                // It took all the slots it had: more may be runnable at once.
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) if fills.is_empty() => {
+                    // Everything due is leased or held: sleep until new work is due or a hold
+                    // ends, or a wake-up.
+                    let now = inner.clock.now();
+                    let next_job = match inner.store.job_next_run_at(&queue, now).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            tracing::error!(queue = %queue, error = %e, "reading the next run time failed");
+                            None
+                        }
+                    };
+                    let wait = [next_job, inner.endpoints.next_change(now)]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .map_or(inner.config.poll_interval, |t| {
+                            t.saturating_since(now)
+                                .clamp(Duration::from_millis(1), inner.config.poll_interval)
+                        });
+                    idle_until = Some(tokio::time::Instant::now() + wait);
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(queue = %queue, error = %e, "leasing failed; retrying");
+                    idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
+                }
+                Err(e) => {
+                    tracing::error!(queue = %queue, error = %e, "a lease task failed; retrying");
+                    idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
+                }
+            },
+            _ = waker.notified() => idle_until = None,
+            _ = tokio::time::sleep_until(wake_at) => idle_until = None,
+            _ = inner.shutdown.wait() => break,
+        }
+    }
+    // Leases in flight finish first: their jobs are registered in flight before the loop ends,
+    // so the shutdown sees them.
+    while fills.join_next().await.is_some() {}
+}
+
+/// A queue's run slots and recording line, which its leased jobs take in turn.
+pub(super) struct Lines {
+    run_slots: Arc<Semaphore>,
+    record_places: Arc<Semaphore>,
+}
+
+/// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
+/// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
+/// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
+/// many as it had slots (so more may be waiting), rather than all that could go.
+pub(super) async fn fill(
+    inner: Arc<Inner>,
+    queue: String,
+    mut slots: OwnedSemaphorePermit,
+    lines: Lines,
+) -> Result<bool, StoreError> {
+    let free = slots.num_permits();
+    if free == 0 {
+        return Ok(true);
+    }
+    let now = inner.clock.now();
+    let holds = Arc::new(Mutex::new(HashMap::new()));
+    let admitted = Arc::new(Mutex::new(HashMap::new()));
+    let admit = Box::new(EndpointAdmit {
+        inner: inner.clone(),
+        now,
+        holds: holds.clone(),
+        admitted: admitted.clone(),
+    });
+    // On an error nothing was leased (one transaction), and the admissions asked for are
+    // released as `admitted` drops.
+    let leased = inner
+        .store
+        .job_lease_admitted(
+            LeaseAdmittedParams {
+                queue,
+                now,
+                owner: inner.config.worker_id.clone(),
+                lease_until: inner.lease_until(now),
+                max: free,
+            },
+            admit,
+        )
+        .await?;
+    let mut admitted = std::mem::take(&mut *admitted.lock().unwrap_or_else(|p| p.into_inner()));
+    let took_all = leased.taken.len() >= free;
+    // The jobs leased to run start before anything else can fail.
+    for job in leased.taken {
+        match (slots.split(1), admitted.remove(&job.seq)) {
+            (Some(slot), Some(admission)) => spawn_attempt(&inner, job, slot, admission, &lines),
+            // Cannot happen: at most `free` jobs are taken, each admitted. Give the job back
+            // rather than overrun a limit; its admission, if any, is released as it drops.
+            _ => release(&inner, vec![job.id]).await,
+        }
+    }
+    drop(admitted);
+    if !leased.failed.is_empty() {
+        let holds = std::mem::take(&mut *holds.lock().unwrap_or_else(|p| p.into_inner()));
+        fail_retries(&inner, leased.failed, holds, now).await?;
+    }
+    Ok(took_all)
+}
+
+pub(super) fn count_budget_rejection(inner: &Inner, endpoint: &str) {
+    let label = inner.metrics.endpoint_label(endpoint);
+    inner.metrics.inc(
+        "redial_retry_budget_rejections_total",
+        &[("endpoint", &label)],
+    );
+}
+
+/// Admission by the endpoints' limits, as the store asks it while leasing.
+pub(super) struct EndpointAdmit {
+    inner: Arc<Inner>,
+    now: Timestamp,
+    /// What holds each retry admitted to fail, by seq.
+    holds: Arc<Mutex<HashMap<i64, Hold>>>,
+    /// The admissions of the jobs admitted to run, by seq.
+    admitted: Arc<Mutex<HashMap<i64, Admitted>>>,
+}
+
+impl Admit for EndpointAdmit {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        let inner = &self.inner;
+        match inner.endpoints.admit(&c.endpoint, c.is_retry, self.now) {
+            Ok(admission) => {
+                self.admitted
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.seq, admission);
+                Verdict::Take
+            }
+            Err(Admission::Go(_)) => unreachable!("an admission to go is returned as Ok"),
+            Err(Admission::Hold(_)) => Verdict::HoldEndpoint,
+            Err(Admission::HoldRetries(_)) => {
+                count_budget_rejection(inner, &c.endpoint);
+                Verdict::HoldRetries
+            }
+            Err(Admission::HoldFirsts(_)) => Verdict::HoldFirsts,
+            Err(Admission::FailRetry(hold)) => {
+                count_budget_rejection(inner, &c.endpoint);
+                self.holds
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.seq, hold);
+                Verdict::Fail
+            }
+        }
+    }
+
+    fn not_leased(&mut self, c: &Candidate) {
+        self.holds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&c.seq);
+        // Dropped, the admission is released.
+        let admission = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&c.seq);
+        drop(admission);
+    }
+}
+
+pub(super) fn spawn_attempt(
+    inner: &Arc<Inner>,
+    job: Job,
+    lease: OwnedSemaphorePermit,
+    admission: Admitted,
+    lines: &Lines,
+) {
+    let mut in_flight = inner.lock_in_flight();
+    let id = job.id.clone();
+    let slot = Slot {
+        lease,
+        run_slots: lines.run_slots.clone(),
+        run: None,
+        record_places: lines.record_places.clone(),
+    };
+    let task = tokio::spawn(run_attempt(inner.clone(), job, slot, admission));
+    in_flight.insert(id, task.abort_handle());
+}
+
+/// Retries whose endpoint's budget is spent, under a policy that fails them fast: they end dead
+/// as `budget_exhausted` without a request, and the record says so.
+pub(super) async fn fail_retries(
+    inner: &Arc<Inner>,
+    jobs: Vec<Job>,
+    mut holds: HashMap<i64, Hold>,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let mut jobs = jobs.into_iter();
+    while let Some(job) = jobs.next() {
+        let Some(hold) = holds.remove(&job.seq) else {
+            release(inner, vec![job.id]).await;
+            continue;
+        };
+        let endpoint = &job.endpoint;
+        let reason = format!(
+            "{}; not sent: {endpoint} fails retries fast when its budget is spent",
+            hold.reason
+        );
+        let attempt = Attempt {
+            number: job.runs + 1,
+            started_at: now,
+            duration_ms: 0,
+            status: None,
+            error: Some("not-sent".into()),
+            error_detail: None,
+            category: "held".into(),
+            decision: "dead".into(),
+            dead_category: Some(DeadCategory::BudgetExhausted),
+            delay_ms: None,
+            server_wait_ms: None,
+            server_wait_source: None,
+            reason,
+            held: Some(hold.reason.clone()),
+            response_headers: Vec::new(),
+            response_body: None,
+            worker: inner.config.worker_id.clone(),
+        };
+        let params = RecordAttemptParams {
+            id: job.id.clone(),
+            seq: Some(job.seq),
+            owner: inner.config.worker_id.clone(),
+            now,
+            attempt,
+            transition: Transition::Dead {
+                category: DeadCategory::BudgetExhausted,
+            },
+            attempts: job.attempts,
+            unknown_attempts: job.unknown_attempts,
+            deferrals: job.deferrals,
+            last_delay_ms: job.last_delay_ms,
+        };
+        if let Err(e) = inner.store.job_record_attempt(params).await {
+            // This job and the rest go back to the queue rather than wait to be rescued.
+            let ids = std::iter::once(job.id).chain(jobs.map(|j| j.id)).collect();
+            release(inner, ids).await;
+            return Err(e);
+        }
+        inner.metrics.inc(
+            "redial_dead_letters_total",
+            &[("category", DeadCategory::BudgetExhausted.as_str())],
+        );
+    }
+    Ok(())
+}
+
+/// Gives leases back to the store, uncounted: the jobs run again later.
+pub(super) async fn release(inner: &Inner, ids: Vec<JobId>) {
+    let params = ReleaseParams {
+        owner: inner.config.worker_id.clone(),
+        ids,
+        now: inner.clock.now(),
+    };
+    if let Err(e) = inner.store.job_release(params).await {
+        tracing::error!(error = %e, "could not give back a lease");
+    }
+}
+
+/// Waits for a run slot. A job that had to wait starts only if its endpoint still lets it: no
+/// pause or open breaker came down meanwhile, and after a long wait a fresh admission. Otherwise,
+/// or when a shutdown begins first, the job is given back unstarted (no attempt counted), its
+/// admission released, and `None` returned.
+pub(super) async fn wait_to_start(
+    inner: &Inner,
+    job: &Job,
+    slot: &Slot,
+    admission: Admitted,
+) -> Option<(OwnedSemaphorePermit, Admitted)> {
+    if let Ok(run) = slot.run_slots.clone().try_acquire_owned() {
+        return Some((run, admission));
+    }
+    let since = std::time::Instant::now();
+    let run = tokio::select! {
+        run = slot.run_slots.clone().acquire_owned() => run.ok(),
+        _ = inner.shutdown.wait() => None,
+    };
+    let Some(run) = run else {
+        drop(admission);
+        give_back(inner, job, true).await;
+        return None;
+    };
+    let now = inner.clock.now();
+    if since.elapsed() > FRESH_ADMISSION {
+        drop(admission);
+        match inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) {
+            Ok(fresh) => return Some((run, fresh)),
+            Err(_) => {
+                give_back(inner, job, false).await;
+                return None;
+            }
+        }
+    } else if inner.endpoints.stopped_by(&job.endpoint, now).is_some() {
+        drop(admission);
+        give_back(inner, job, false).await;
+        return None;
+    }
+    Some((run, admission))
+}
+
+/// Gives a leased job that did not start back to the store (it runs again later, uncounted).
+/// Its admission was released by its owner. `at_shutdown`: counted in the shutdown's report.
+pub(super) async fn give_back(inner: &Inner, job: &Job, at_shutdown: bool) {
+    if at_shutdown {
+        // Under the in-flight lock, as the shutdown reads it (see `given_back_unstarted`).
+        let mut in_flight = inner.lock_in_flight();
+        if in_flight.remove(&job.id).is_some() {
+            inner.given_back_unstarted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    release(inner, vec![job.id.clone()]).await;
+    inner.lock_in_flight().remove(&job.id);
+    inner.attempt_done.notify_waiters();
+    if let Some(n) = inner.wakers.get(&job.queue) {
+        n.notify_one();
+    }
+}

@@ -1,0 +1,264 @@
+//! The background loops: heartbeats, wake-ups from other nodes, shared holds, alerts, and
+//! maintenance (rescue, promotion, retention).
+
+use super::*;
+
+pub(super) async fn heartbeat_loop(inner: Arc<Inner>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(inner.config.heartbeat) => {}
+            _ = inner.stopped.wait() => return,
+        }
+        let ids: Vec<JobId> = inner.lock_in_flight().keys().cloned().collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let params = HeartbeatParams {
+            owner: inner.config.worker_id.clone(),
+            ids,
+            lease_until: inner.lease_until(inner.clock.now()),
+        };
+        if let Err(e) = inner.store.job_heartbeat(params).await {
+            tracing::error!(error = %e, "heartbeat failed");
+        }
+    }
+}
+
+/// Wakes queue loops for work that other nodes enqueued or released, and the share loop for
+/// holds they published.
+pub(super) async fn wake_loop(
+    inner: Arc<Inner>,
+    mut wakes: tokio::sync::broadcast::Receiver<Wake>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let wake = tokio::select! {
+            w = wakes.recv() => w,
+            _ = inner.stopped.wait() => return,
+        };
+        match wake {
+            Ok(Wake::Queue(q)) => {
+                if let Some(n) = inner.wakers.get(&q) {
+                    n.notify_one();
+                }
+            }
+            Ok(Wake::Endpoints) => inner.holds_changed.notify_one(),
+            // Missed some: look everywhere.
+            Ok(Wake::All) | Err(RecvError::Lagged(_)) => {
+                inner.wake_all();
+                inner.holds_changed.notify_one();
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Keeps this node's endpoint holds and the other nodes' in step through the store: publishes
+/// a pause or an open breaker learned here, and takes in those learned elsewhere.
+pub(super) async fn share_loop(inner: Arc<Inner>) {
+    loop {
+        let now = inner.clock.now();
+        let mine = inner.endpoints.holds_to_share(now);
+        if !mine.is_empty() {
+            if let Err(e) = inner.store.endpoint_holds_share(mine).await {
+                tracing::error!(error = %e, "sharing endpoint holds failed; will retry");
+                inner.endpoints.reshare();
+            }
+        }
+        match inner.store.endpoint_holds_load(now).await {
+            Ok(holds) => {
+                if inner.endpoints.absorb(holds, now) {
+                    tracing::info!("took in endpoint holds shared by another node");
+                    inner.wake_all();
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reading shared endpoint holds failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(SHARE_INTERVAL) => {}
+            _ = inner.holds_changed.notified() => {}
+            _ = inner.stopped.wait() => return,
+        }
+    }
+}
+
+/// The store's counts, read at most every `STATS_MAX_AGE` (reading them scans the jobs); shared
+/// by the metrics' gauges and the alert rules.
+pub(super) async fn cached_stats(inner: &Inner) -> Result<redial_store::Stats, StoreError> {
+    let mut cache = inner.stats_cache.lock().await;
+    match cache.as_ref() {
+        Some((at, stats)) if at.elapsed() < STATS_MAX_AGE => Ok(stats.clone()),
+        _ => {
+            let stats = inner.store.stats().await?;
+            *cache = Some((std::time::Instant::now(), stats.clone()));
+            Ok(stats)
+        }
+    }
+}
+
+/// Evaluates the alert rules; the maintenance leader tells the webhook about changes.
+pub(super) async fn alert_loop(inner: Arc<Inner>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(inner.alerts.interval()) => {}
+            _ = inner.stopped.wait() => return,
+        }
+        let now = inner.clock.now();
+        let stats = if inner.alerts.needs_stats() {
+            match cached_stats(&inner).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!(error = %e, "reading counts for alerts failed");
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        match inner
+            .alerts
+            .evaluate(inner.store.as_ref(), stats.as_ref(), now)
+            .await
+        {
+            Ok(changes) if !changes.is_empty() => {
+                for c in &changes {
+                    let s = &c.status;
+                    if s.firing {
+                        tracing::warn!(alert = %s.name, value = s.value, threshold = s.threshold, summary = %s.summary, "alert firing");
+                    } else {
+                        tracing::info!(alert = %s.name, summary = %s.summary, "alert resolved");
+                    }
+                }
+                if inner.store.try_lead().await.unwrap_or(false) {
+                    inner.alerts.notify(&changes).await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "evaluating alerts failed"),
+        }
+    }
+}
+
+pub(super) async fn maintenance_loop(inner: Arc<Inner>) {
+    let mut last_cleanup: Option<std::time::Instant> = None;
+    loop {
+        // Endpoint state is this node's own: every node saves it.
+        save_endpoints(&inner).await;
+        // Still alive (again, if the connection that said so had ended).
+        if let Err(e) = inner.store.node_announce(&inner.config.worker_id).await {
+            tracing::error!(error = %e, "cannot tell the other nodes this one is alive");
+        }
+        // The rest is for one node at a time (always this one on a store nobody shares).
+        let leading = match inner.store.try_lead().await {
+            Ok(leading) => leading,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot tell whether this node runs maintenance");
+                false
+            }
+        };
+        if leading {
+            maintain(&inner, &mut last_cleanup).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
+            _ = inner.stopped.wait() => return,
+        }
+    }
+}
+
+/// Rescue, promotion, deadlines and retention.
+pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) {
+    {
+        let now = inner.clock.now();
+        match inner
+            .store
+            .job_rescue_expired(RescueParams {
+                now,
+                max_stalls: inner.config.max_stalls,
+            })
+            .await
+        {
+            Ok(r) if r.requeued > 0 || r.dead > 0 => {
+                inner.metrics.add(
+                    "redial_dead_letters_total",
+                    &[("category", DeadCategory::UnknownExhausted.as_str())],
+                    r.dead,
+                );
+                tracing::warn!(
+                    requeued = r.requeued,
+                    dead = r.dead,
+                    "rescued jobs whose lease expired"
+                );
+                inner.wake_all();
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "lease rescue failed"),
+        }
+        if let Err(e) = inner.store.job_promote_due(now).await {
+            tracing::error!(error = %e, "promoting due jobs failed");
+        }
+        let expire = ExpireParams {
+            now,
+            reasons: inner.endpoints.holds(now),
+        };
+        match inner.store.job_expire_deadlines(expire).await {
+            Ok(n) if n > 0 => {
+                inner.metrics.add(
+                    "redial_dead_letters_total",
+                    &[("category", DeadCategory::DeadlineExceeded.as_str())],
+                    n,
+                );
+                tracing::warn!(dead = n, "jobs passed their deadline while waiting")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
+        }
+        if last_cleanup.is_none_or(|t| t.elapsed() >= inner.config.cleanup_interval) {
+            *last_cleanup = Some(std::time::Instant::now());
+            cleanup(inner, now).await;
+        }
+    }
+}
+
+/// Saves the endpoint states that changed, so that pauses, breakers and budgets survive a restart.
+pub(super) async fn save_endpoints(inner: &Inner) {
+    let records = inner.endpoints.take_dirty(inner.clock.now());
+    if records.is_empty() {
+        return;
+    }
+    if let Err(e) = inner.store.endpoint_save(records.clone()).await {
+        tracing::error!(error = %e, "saving endpoint state failed; will retry");
+        inner.endpoints.mark_dirty(&records);
+    }
+}
+
+/// Deletes finished jobs past retention, a bounded batch at a time so the store is never held long.
+pub(super) async fn cleanup(inner: &Inner, now: Timestamp) {
+    let before = |d: Duration| {
+        Timestamp::from_unix_millis(
+            now.as_unix_millis()
+                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        )
+    };
+    let params = CleanupParams {
+        completed_before: before(inner.config.retention.completed),
+        dead_before: before(inner.config.retention.dead),
+        completed_keep: inner.config.retention.completed_max,
+        limit: 1000,
+    };
+    loop {
+        match inner.store.job_cleanup(params.clone()).await {
+            Ok(n) if n >= u64::from(params.limit) => tokio::task::yield_now().await,
+            Ok(n) => {
+                if n > 0 {
+                    tracing::info!(deleted = n, "retention cleanup");
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "retention cleanup failed");
+                return;
+            }
+        }
+    }
+}

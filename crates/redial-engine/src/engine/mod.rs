@@ -1,0 +1,399 @@
+//! The worker runtime: one leasing loop per queue, a heartbeat loop, a maintenance loop, and the
+//! attempt path (run the handler, decide, record).
+
+use crate::alerts::{AlertStatus, Alerts};
+use crate::clock::Clock;
+use crate::endpoints::{Admitted, Registry};
+use crate::handler::{AttemptOutput, Handler};
+use crate::metrics::{Metrics, Snapshot};
+use crate::otel::{AttrValue, JobContext, SpanData, SpanKind};
+use crate::redact;
+use crate::shutdown::Shutdown;
+use futures_util::FutureExt;
+use redial_policy::endpoint::{Admission, EndpointView, Hold, Observed, ResultClass};
+use redial_policy::{
+    decide, quota, status_phrase, Action, Category, DeadCategory, Decision, HandlerOutcome, Human,
+    JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
+};
+use redial_store::{
+    Admit, Attempt, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
+    LeaseAdmittedParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
+    Transition, Verdict, Wake,
+};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::{AbortHandle, JoinHandle};
+
+mod attempt;
+mod config;
+mod facts;
+mod gauges;
+mod lease;
+mod loops;
+mod recording;
+
+use attempt::*;
+pub use config::{EngineConfig, QueueConfig, Retention};
+use facts::*;
+use lease::*;
+use loops::*;
+use recording::*;
+
+/// The engine: cheap to clone, clones share everything.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn Store>,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    default_handler: Arc<dyn Handler>,
+    handlers: HashMap<String, Arc<dyn Handler>>,
+    /// One per queue: enqueues and finished attempts wake the queue's leasing loop.
+    wakers: HashMap<String, Arc<Notify>>,
+    /// Attempts in flight, so that heartbeats know what to extend and shutdown what to give back.
+    in_flight: Mutex<HashMap<JobId, AbortHandle>>,
+    /// Notified each time an attempt finishes; shutdown waits on it.
+    attempt_done: Notify,
+    /// Jobs leased ahead that a shutdown gave back before they started (counted under the
+    /// in-flight lock, so a shutdown's report counts each once).
+    given_back_unstarted: std::sync::atomic::AtomicUsize,
+    jitter: Mutex<SplitMix64>,
+    /// Every endpoint's protection state and attempts in flight.
+    endpoints: Arc<Registry>,
+    /// Stops leasing: the first step of a graceful stop.
+    shutdown: Shutdown,
+    /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
+    /// leases stay fresh through the grace period.
+    stopped: Shutdown,
+    /// Notified when a hold here or another node's shared hold may have changed (shared stores).
+    holds_changed: Notify,
+    metrics: Arc<Metrics>,
+    alerts: Alerts,
+    /// The store's counts as last read for the gauges, and when.
+    stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
+}
+
+/// How old the store's counts behind the gauges may be: reading them scans the jobs.
+const STATS_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// How often a node sharing its store publishes its new holds and reads the others' (besides
+/// doing so at once when it learns of a change).
+const SHARE_INTERVAL: Duration = Duration::from_millis(250);
+
+impl Engine {
+    /// An engine whose queues all use `handler` unless [`Engine::with_handler`] says otherwise.
+    pub fn new(
+        store: Arc<dyn Store>,
+        config: EngineConfig,
+        clock: Arc<dyn Clock>,
+        handler: Arc<dyn Handler>,
+    ) -> Engine {
+        let wakers = config
+            .queues
+            .keys()
+            .map(|q| (q.clone(), Arc::new(Notify::new())))
+            .collect();
+        let alerts = Alerts::new(config.alerts.clone());
+        let metrics = Arc::new(Metrics::new(
+            config.metrics_max_endpoints,
+            config.endpoints.keys().cloned(),
+        ));
+        let endpoints = Arc::new(Registry::new(
+            config.endpoint_defaults.clone(),
+            config.endpoints.clone(),
+            metrics.clone(),
+            clock.clone(),
+        ));
+        Engine {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                clock,
+                default_handler: handler,
+                handlers: HashMap::new(),
+                wakers,
+                in_flight: Mutex::new(HashMap::new()),
+                attempt_done: Notify::new(),
+                given_back_unstarted: std::sync::atomic::AtomicUsize::new(0),
+                jitter: Mutex::new(SplitMix64::new(random_u64())),
+                endpoints,
+                shutdown: Shutdown::new(),
+                stopped: Shutdown::new(),
+                holds_changed: Notify::new(),
+                metrics,
+                stats_cache: tokio::sync::Mutex::new(None),
+                alerts,
+            }),
+        }
+    }
+
+    /// Uses `handler` for `queue`'s jobs. Call before [`Engine::start`].
+    ///
+    /// # Panics
+    /// If the engine was already started or cloned: handlers are fixed once it runs.
+    pub fn with_handler(mut self, queue: &str, handler: Arc<dyn Handler>) -> Engine {
+        let inner = Arc::get_mut(&mut self.inner)
+            .expect("with_handler is called before the engine is started or cloned");
+        inner.handlers.insert(queue.to_owned(), handler);
+        self
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    pub fn has_queue(&self, queue: &str) -> bool {
+        self.inner.config.queues.contains_key(queue)
+    }
+
+    /// Tells a queue's loop to look for work now (after an enqueue or a replay).
+    pub fn wake(&self, queue: &str) {
+        if let Some(n) = self.inner.wakers.get(queue) {
+            n.notify_one();
+        }
+    }
+
+    pub fn wake_all(&self) {
+        self.inner.wake_all();
+    }
+
+    /// How many attempts are in flight in this process.
+    pub fn in_flight(&self) -> usize {
+        self.inner.lock_in_flight().len()
+    }
+
+    /// Every endpoint's limits in force and state, as people see them: those seen or configured,
+    /// and those named in `also`.
+    pub fn endpoint_views(&self, also: &[String]) -> BTreeMap<String, EndpointView> {
+        self.inner.endpoints.views(self.inner.clock.now(), also)
+    }
+
+    /// The engine's metrics (counters and histograms; gauges come with [`Engine::render_metrics`]).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// Every alert rule's state as last evaluated.
+    pub fn alerts(&self) -> Vec<AlertStatus> {
+        self.inner.alerts.statuses()
+    }
+
+    /// Restores the endpoints' saved state and starts the loops. Stop them with
+    /// [`RunningEngine::shutdown`].
+    pub async fn start(&self) -> Result<RunningEngine, StoreError> {
+        self.inner
+            .endpoints
+            .load(self.inner.store.endpoint_load().await?);
+        // Before any lease: the other nodes rescue this one's jobs the moment it goes away.
+        self.inner
+            .store
+            .node_announce(&self.inner.config.worker_id)
+            .await?;
+        let mut queue_loops = Vec::new();
+        for (queue, qc) in &self.inner.config.queues {
+            queue_loops.push(tokio::spawn(queue_loop(
+                self.inner.clone(),
+                queue.clone(),
+                qc.concurrency.max(1),
+            )));
+        }
+        let mut background = vec![
+            tokio::spawn(heartbeat_loop(self.inner.clone())),
+            tokio::spawn(maintenance_loop(self.inner.clone())),
+        ];
+        if let Some(wakes) = self.inner.store.subscribe() {
+            background.push(tokio::spawn(wake_loop(self.inner.clone(), wakes)));
+        }
+        if self.inner.store.is_shared() {
+            background.push(tokio::spawn(share_loop(self.inner.clone())));
+        }
+        background.push(tokio::spawn(alert_loop(self.inner.clone())));
+        Ok(RunningEngine {
+            engine: self.clone(),
+            queue_loops,
+            background,
+        })
+    }
+}
+
+/// What a graceful shutdown did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Attempts that were in flight when the shutdown began and finished within the grace period.
+    pub finished: usize,
+    /// Attempts still running at the end of the grace period: aborted, their leases given back.
+    pub released: usize,
+}
+
+/// A started engine. Dropping it without [`RunningEngine::shutdown`] leaves the loops running
+/// until the runtime stops.
+#[derive(Debug)]
+pub struct RunningEngine {
+    engine: Engine,
+    queue_loops: Vec<JoinHandle<()>>,
+    /// Heartbeat and maintenance: they run until the in-flight attempts are settled.
+    background: Vec<JoinHandle<()>>,
+}
+
+impl RunningEngine {
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Stops leasing, lets in-flight attempts finish within `grace`, then aborts the rest and
+    /// gives their leases back (they run again, uncounted). Safe to call while another shutdown
+    /// signal is already triggered.
+    pub async fn shutdown(self, grace: Duration) -> ShutdownReport {
+        let inner = &self.engine.inner;
+        inner.shutdown.trigger();
+        // Once the queue loops have returned, every job they leased is registered in flight, so
+        // none can slip between the snapshot below and the release.
+        for t in self.queue_loops {
+            let _ = t.await;
+        }
+        let at_start = {
+            let in_flight = inner.lock_in_flight();
+            in_flight.len() + inner.given_back_unstarted.load(Ordering::Relaxed)
+        };
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let done = inner.attempt_done.notified();
+            if inner.lock_in_flight().is_empty() {
+                break;
+            }
+            tokio::select! {
+                _ = done => {}
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        let left: Vec<(JobId, AbortHandle)> = inner.lock_in_flight().drain().collect();
+        for (_, handle) in &left {
+            handle.abort();
+        }
+        if !left.is_empty() {
+            let ids: Vec<JobId> = left.iter().map(|(id, _)| id.clone()).collect();
+            let params = ReleaseParams {
+                owner: inner.config.worker_id.clone(),
+                ids,
+                now: inner.clock.now(),
+            };
+            if let Err(e) = inner.store.job_release(params).await {
+                tracing::error!(error = %e, "could not give back leases at shutdown; they expire and are rescued");
+            }
+        }
+        inner.stopped.trigger();
+        for t in self.background {
+            let _ = t.await;
+        }
+        save_endpoints(inner).await;
+        // Spans of the last attempts go out before the process ends.
+        if let Some(t) = &inner.config.tracer {
+            if !t.flush(Duration::from_secs(5)).await {
+                tracing::warn!("some spans were not exported before the stop");
+            }
+        }
+        let released = left.len() + inner.given_back_unstarted.load(Ordering::Relaxed);
+        ShutdownReport {
+            finished: at_start.saturating_sub(released),
+            released,
+        }
+    }
+}
+
+impl Inner {
+    /// Wakes every queue's leasing loop (a slot freed, a hold may have lifted, work arrived).
+    fn wake_all(&self) {
+        for n in self.wakers.values() {
+            n.notify_one();
+        }
+    }
+
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, AbortHandle>> {
+        // The map holds plain handles; a panic elsewhere cannot leave it half-updated.
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn handler_for(&self, queue: &str) -> Arc<dyn Handler> {
+        self.handlers
+            .get(queue)
+            .unwrap_or(&self.default_handler)
+            .clone()
+    }
+
+    /// The queue's policy, with the endpoint's and then the job's overrides laid over it. An
+    /// override that does not validate is skipped with a warning (the API validates job
+    /// overrides at enqueue, so this means a bad endpoint entry).
+    fn policy_for(&self, job: &Job) -> Cow<'_, Policy> {
+        let queue_policy = self.config.queues.get(&job.queue).map(|q| &q.policy);
+        let layers = [
+            self.endpoints.policy_override(&job.endpoint),
+            job.policy.as_ref(),
+        ];
+        // Most jobs have no override: borrow the queue's policy instead of copying it per attempt.
+        let mut policy = match queue_policy {
+            Some(p) => Cow::Borrowed(p),
+            None => Cow::Owned(Policy::default()),
+        };
+        for layer in layers.into_iter().flatten() {
+            match policy.merged(layer) {
+                Ok(p) => policy = Cow::Owned(p),
+                Err(e) => {
+                    tracing::warn!(job = %job.id, error = %e, "ignoring an invalid policy override")
+                }
+            }
+        }
+        policy
+    }
+
+    fn lease_until(&self, now: Timestamp) -> Timestamp {
+        now.saturating_add(self.config.lease)
+    }
+}
+
+/// A random number from the standard library's per-process hasher keys (no RNG crate needed):
+/// enough to seed jitter and to tell processes apart, not for secrets.
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+/// This machine's name, for worker ids that tell nodes apart.
+pub(super) fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The job's `traceparent` request header (the caller's trace, given at enqueue), if any.
+fn traceparent_of(job: &Job) -> Option<&str> {
+    job.request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("traceparent"))
+        .map(|(_, v)| v.as_str())
+}

@@ -1,0 +1,219 @@
+//! Recording an attempt: decide, let the endpoint learn, count, tell (log event and span), and
+//! write the result.
+
+use super::*;
+
+/// Where an attempt's result goes, in order: the policy decides; the endpoint learns (so a pause
+/// applies to the next lease at once) and the run slot frees; counters and histograms; a place
+/// in the recording line (the next attempt may start meanwhile); the log event and the spans, all
+/// from one [`AttemptFacts`]; the store, which applies it only if the lease is still held.
+pub(super) async fn record(
+    inner: &Inner,
+    job: &Job,
+    ran: Ran,
+    mut slot: Slot,
+    admission: Admitted,
+) {
+    let now = inner.clock.now();
+    let policy = inner.policy_for(job);
+    let counters = JobCounters {
+        failures: job.attempts,
+        unknown_failures: job.unknown_attempts,
+        deferrals: job.deferrals,
+        enqueued_at: job.created_at,
+        deadline: job.deadline,
+        has_idempotency_key: ran.carried_key,
+        method: redial_policy::Method::from_name(&job.request.method),
+        last_delay: job.last_delay_ms.map(Duration::from_millis),
+    };
+    let decision = {
+        let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
+        decide(&ran.output.outcome, &counters, &policy, now, &mut *jitter)
+    };
+    let after = counters.after(&decision);
+    admission.finish(now, observe(&ran.output, &decision, now));
+    drop(slot.run.take());
+    // A finished attempt frees a slot and may lift an endpoint's hold, for any queue.
+    if inner.store.is_shared() {
+        inner.holds_changed.notify_one();
+    }
+    count_attempt(inner, job, &ran.output, &decision, ran.duration_ms, now);
+    let _recording = slot.enter_recording_line().await;
+    inner.wake_all();
+    let span = ran.span;
+    let attempt = attempt_record(inner, job, ran, &decision);
+    // The URL's facts cost a parse: only when a log line or a span will carry them.
+    let sampled =
+        span.filter(|(ctx, _)| inner.config.tracer.as_ref().is_some_and(|t| t.sampled(ctx)));
+    if sampled.is_some() || tracing::enabled!(tracing::Level::INFO) {
+        let facts = AttemptFacts::new(
+            job,
+            &attempt,
+            &decision,
+            policy.max_attempts,
+            after.deferrals,
+            now,
+        );
+        facts.log();
+        if let (Some(tracer), Some((ctx, span_id))) = (&inner.config.tracer, sampled) {
+            tracer.record(facts.attempt_span(&ctx, span_id));
+            if let Some(job_span) = facts.job_span(&ctx) {
+                tracer.record(job_span);
+            }
+        }
+    }
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let params = RecordAttemptParams {
+        id: job.id.clone(),
+        seq: Some(job.seq),
+        owner: inner.config.worker_id.clone(),
+        now,
+        transition: transition(decision.action),
+        attempt,
+        attempts: after.failures,
+        unknown_attempts: after.unknown_failures,
+        deferrals: after.deferrals,
+        last_delay_ms: after.last_delay.map(millis),
+    };
+    match inner.store.job_record_attempt(params).await {
+        Ok(_) => {}
+        Err(StoreError::LeaseLost(id)) => {
+            tracing::warn!(job = %id, "the lease was lost before the attempt was recorded; the job runs again");
+        }
+        Err(e) => {
+            tracing::error!(job = %job.id, error = %e, "recording the attempt failed; the lease will expire and the job runs again");
+        }
+    }
+}
+
+/// The job's next state, as the store applies it.
+fn transition(action: Action) -> Transition {
+    match action {
+        Action::Complete => Transition::Complete,
+        Action::Retry { at, .. } => Transition::Retry { at },
+        Action::Defer { until, .. } => Transition::Defer { until },
+        Action::Dead(category) => Transition::Dead { category },
+    }
+}
+
+/// The attempt as the job's log keeps it: what was sent back (status or error, redacted
+/// headers, a bounded body), what was decided and why.
+fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> Attempt {
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let (status, error, handler_reason) = match &ran.output.outcome {
+        Outcome::Response(r) => (Some(r.status), None, None),
+        Outcome::Transport(e) => (None, Some(e.as_str().to_owned()), None),
+        Outcome::Handler(h) => {
+            use redial_policy::HandlerOutcome as H;
+            match h {
+                H::Success => (None, None, None),
+                H::Transient { reason } | H::Permanent { reason } | H::Unknown { reason } => {
+                    (None, Some("handler".to_owned()), Some(reason.clone()))
+                }
+                H::DeferUntil { reason, .. } => (None, None, Some(reason.clone())),
+            }
+        }
+    };
+    let wait = decision.classification.server_wait;
+    Attempt {
+        number: job.runs + 1,
+        started_at: ran.started_at,
+        duration_ms: ran.duration_ms,
+        status,
+        error,
+        error_detail: ran.output.error_detail.or(handler_reason),
+        category: decision.classification.category.as_str().to_owned(),
+        decision: decision.action.as_str().to_owned(),
+        dead_category: match decision.action {
+            Action::Dead(c) => Some(c),
+            _ => None,
+        },
+        delay_ms: decision.action.delay().map(millis),
+        server_wait_ms: wait.map(|w| millis(w.requested)),
+        server_wait_source: wait.map(|w| w.source.to_owned()),
+        reason: match &ran.held {
+            Some(h) => format!("{}; held before this attempt by {h}", decision.reason),
+            None => decision.reason.clone(),
+        },
+        held: ran.held,
+        response_headers: redact::headers(&ran.output.response_headers, 32),
+        response_body: ran.output.response_body,
+        worker: inner.config.worker_id.clone(),
+    }
+}
+
+/// The attempt's counters and histograms.
+pub(super) fn count_attempt(
+    inner: &Inner,
+    job: &Job,
+    output: &AttemptOutput,
+    decision: &redial_policy::Decision,
+    duration_ms: u64,
+    now: Timestamp,
+) {
+    if !inner.config.count_metrics {
+        return;
+    }
+    let m = &inner.metrics;
+    let endpoint = m.endpoint_label(&job.endpoint);
+    let status;
+    let outcome = match &output.outcome {
+        Outcome::Response(r) => {
+            status = r.status.to_string();
+            status.as_str()
+        }
+        Outcome::Transport(e) => e.as_str(),
+        Outcome::Handler(_) => "handler",
+    };
+    m.inc(
+        "redial_attempts_total",
+        &[
+            ("queue", &job.queue),
+            ("endpoint", &endpoint),
+            ("outcome", outcome),
+            ("category", decision.classification.category.as_str()),
+        ],
+    );
+    m.inc(
+        "redial_decisions_total",
+        &[
+            ("queue", &job.queue),
+            ("decision", decision.action.as_str()),
+        ],
+    );
+    m.observe(
+        "redial_attempt_duration_seconds",
+        &[("queue", &job.queue), ("endpoint", &endpoint)],
+        duration_ms as f64 / 1000.0,
+    );
+    match decision.action {
+        Action::Defer { .. } => {
+            let reason = decision
+                .classification
+                .server_wait
+                .map_or("backoff", |w| w.source);
+            m.inc(
+                "redial_deferrals_total",
+                &[
+                    ("queue", &job.queue),
+                    ("endpoint", &endpoint),
+                    ("reason", reason),
+                ],
+            );
+        }
+        Action::Dead(category) => {
+            m.inc(
+                "redial_dead_letters_total",
+                &[("category", category.as_str())],
+            );
+        }
+        Action::Complete | Action::Retry { .. } => {}
+    }
+    if let Some(state) = final_state(decision.action) {
+        m.observe(
+            "redial_job_latency_seconds",
+            &[("queue", &job.queue), ("state", state)],
+            now.saturating_since(job.created_at).as_secs_f64(),
+        );
+    }
+}
