@@ -304,7 +304,7 @@ impl Default for QueueSection {
 impl FileConfig {
     /// Reads `path`; every problem is a usage error that names the file (and the line, for
     /// syntax and type errors).
-    pub fn load(path: &Path) -> Result<FileConfig> {
+    pub fn load(path: &Path) -> Result<(FileConfig, Resolved)> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("cannot read config file {}: {e}", path.display())))?;
         let config: FileConfig = toml::from_str(&text).map_err(|e| {
@@ -314,22 +314,17 @@ impl FileConfig {
                 e.to_string().trim_end()
             ))
         })?;
-        config
-            .validate()
+        let resolved = config
+            .resolve()
             .map_err(|e| UsageError(format!("invalid config file {}: {e}", path.display())))?;
-        Ok(config)
+        Ok((config, resolved))
     }
 
-    fn validate(&self) -> Result<(), String> {
-        for (name, q) in &self.queues {
-            if q.concurrency == 0 || q.concurrency > 10_000 {
-                return Err(format!("queues.{name}.concurrency must be from 1 to 10000"));
-            }
-            self.policy
-                .merged(&q.policy)
-                .map_err(|e| format!("queues.{name}.policy.{e}"))?;
-        }
-        let (_, endpoints) = self.endpoint_settings()?;
+    /// Checks every value and computes, once, what the engine takes from the file: the queues
+    /// with their effective policies, the endpoints' limits, the alert rules.
+    pub fn resolve(&self) -> Result<Resolved, String> {
+        let queues = self.queues()?;
+        let (endpoint_defaults, endpoints) = self.endpoint_settings()?;
         for (origin, settings) in &endpoints {
             if let Some(o) = &settings.policy {
                 self.policy
@@ -369,12 +364,16 @@ impl FileConfig {
                 ));
             }
         }
-        self.alerts.to_config()?;
-        Ok(())
+        Ok(Resolved {
+            queues,
+            endpoint_defaults,
+            endpoints,
+            alerts: self.alerts.to_config()?,
+        })
     }
 
     /// The endpoint defaults and each configured endpoint's limits and policy override.
-    pub fn endpoint_settings(
+    fn endpoint_settings(
         &self,
     ) -> Result<(EndpointConfig, BTreeMap<String, EndpointSettings>), String> {
         let defaults: EndpointConfig = toml::Value::Table(self.endpoint_defaults.clone())
@@ -407,13 +406,16 @@ impl FileConfig {
     }
 
     /// The queues with their effective policies; `default` is added when the file has none.
-    pub fn queues(&self) -> Result<BTreeMap<String, redial_engine::QueueConfig>> {
+    fn queues(&self) -> Result<BTreeMap<String, redial_engine::QueueConfig>, String> {
         let mut out = BTreeMap::new();
         for (name, q) in &self.queues {
+            if q.concurrency == 0 || q.concurrency > 10_000 {
+                return Err(format!("queues.{name}.concurrency must be from 1 to 10000"));
+            }
             let policy = self
                 .policy
                 .merged(&q.policy)
-                .map_err(|e| UsageError(format!("queues.{name}.policy.{e}")))?;
+                .map_err(|e| format!("queues.{name}.policy.{e}"))?;
             out.insert(
                 name.clone(),
                 redial_engine::QueueConfig {
@@ -429,6 +431,15 @@ impl FileConfig {
             });
         Ok(out)
     }
+}
+
+/// What the file says, in the engine's types: computed once, by [`FileConfig::resolve`].
+#[derive(Debug)]
+pub struct Resolved {
+    pub queues: BTreeMap<String, redial_engine::QueueConfig>,
+    pub endpoint_defaults: EndpointConfig,
+    pub endpoints: BTreeMap<String, EndpointSettings>,
+    pub alerts: redial_engine::alerts::AlertConfig,
 }
 
 /// Lays `over` onto `base`, table by table.
@@ -474,7 +485,7 @@ mod tests {
         let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
         let block = &section[start..start + section[start..].find("```").expect("block end")];
         let config: FileConfig = toml::from_str(block).expect("the README's example parses");
-        config.validate().expect("the README's example is valid");
+        config.resolve().expect("the README's example is valid");
         let queues = config.queues().expect("queues");
         assert_eq!(queues["emails"].policy.max_attempts, 5);
         assert_eq!(queues["default"].policy.max_attempts, 10);
@@ -486,7 +497,7 @@ mod tests {
     fn alert_rules_are_checked() {
         let bad = |text: &str, want: &str| {
             let config: FileConfig = toml::from_str(text).expect("parses");
-            let err = config.validate().expect_err("refused");
+            let err = config.resolve().expect_err("refused");
             assert!(err.contains(want), "{err}");
         };
         bad(
@@ -527,7 +538,7 @@ mod tests {
                     [endpoints.\"https://a.example\"]\nrate = \"5/s\"\n[endpoints.\"https://a.example\".breaker]\nmin_throughput = 3\n\
                     [endpoints.\"https://a.example\".policy]\nmax_attempts = 2\n";
         let config: FileConfig = toml::from_str(text).expect("parses");
-        config.validate().expect("valid");
+        config.resolve().expect("valid");
         let (defaults, endpoints) = config.endpoint_settings().expect("valid");
         assert_eq!(defaults.concurrency, Some(8));
         let a = &endpoints["https://a.example"];
@@ -543,7 +554,7 @@ mod tests {
         assert_eq!(a.policy.as_ref().and_then(|p| p.max_attempts), Some(2));
         let bad: FileConfig =
             toml::from_str("[endpoints.\"x\"]\nrate = \"fast\"\n").expect("parses");
-        let e = bad.validate().expect_err("invalid");
+        let e = bad.resolve().expect_err("invalid");
         assert!(
             e.contains("endpoints.\"x\"") && e.contains("invalid rate"),
             "{e}"
@@ -553,7 +564,7 @@ mod tests {
     #[test]
     fn defaults_hold_without_a_file() {
         let config = FileConfig::default();
-        config.validate().expect("defaults are valid");
+        config.resolve().expect("defaults are valid");
         assert!(config.queues().expect("queues").contains_key("default"));
     }
 }

@@ -15,6 +15,7 @@ mod client;
 mod config;
 mod explain;
 mod serve;
+mod settings;
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;

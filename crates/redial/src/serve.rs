@@ -1,16 +1,15 @@
 //! `redial serve`: the store, the engine and the API in one process, stopped gracefully by
 //! SIGINT or SIGTERM.
 
-use crate::config::{default_data_dir, FileConfig};
+use crate::settings::{Settings, StoreChoice};
 use crate::UsageError;
 use anyhow::{Context, Result};
-use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{Engine, EngineConfig, Retention, SystemClock};
+use redial_engine::http::HttpExecutor;
+use redial_engine::{Engine, EngineConfig, SystemClock};
 use redial_server::{AppState, ServerConfig};
 use redial_store::Store;
 use redial_store_postgres::PgStore;
 use redial_store_sqlite::SqliteStore;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,11 +18,11 @@ pub struct Args {
     /// Address to listen on. Binding to anything but loopback needs a token (or
     /// --allow-unauthenticated).
     #[arg(long, env = "REDIAL_LISTEN", value_name = "ADDR:PORT")]
-    listen: Option<String>,
+    pub(crate) listen: Option<String>,
     /// Folder for the embedded SQLite database [default: $XDG_DATA_HOME/redial or
     /// ~/.local/share/redial]. Not used with --database-url.
     #[arg(long, env = "REDIAL_DATA_DIR", value_name = "DIR")]
-    data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// Use PostgreSQL instead of the embedded SQLite file, so that several nodes can share one
     /// database: postgres://user:password@host:port/dbname. Prefer the environment variable when
     /// the URL holds a password: flags show in `ps`.
@@ -33,19 +32,19 @@ pub struct Args {
         value_name = "URL",
         hide_env_values = true
     )]
-    database_url: Option<String>,
+    pub(crate) database_url: Option<String>,
     /// Configuration file (TOML).
     #[arg(long, env = "REDIAL_CONFIG", value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Let jobs call loopback, private, link-local and other non-public addresses.
     #[arg(long, env = "REDIAL_ALLOW_PRIVATE_NETWORKS")]
-    allow_private_networks: bool,
+    pub(crate) allow_private_networks: bool,
     /// Bearer token the API requires. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true)]
-    token: Option<String>,
+    pub(crate) token: Option<String>,
     /// Serve without a token on a non-loopback address (only behind something that authenticates).
     #[arg(long, env = "REDIAL_ALLOW_UNAUTHENTICATED")]
-    allow_unauthenticated: bool,
+    pub(crate) allow_unauthenticated: bool,
     /// Log lines as JSON objects (one per line, for log stores) or for people.
     #[arg(long, env = "REDIAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
@@ -58,113 +57,10 @@ pub enum LogFormat {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let file = match &args.config {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
-    };
-    let listen = args
-        .listen
-        .or(file.server.listen.clone())
-        .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-    let addr: SocketAddr = listen.parse().map_err(|_| {
-        UsageError(format!(
-            "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
-        ))
-    })?;
-    let token = match args.token.or(file.server.token.clone()) {
-        // Unset, or set to nothing at all: no token.
-        None => None,
-        Some(t) if t.is_empty() => None,
-        Some(t) => {
-            // Spaces around it (a copy-paste, `REDIAL_TOKEN="abc "`) are not part of it: no
-            // client could send them.
-            let t = t.trim();
-            if t.is_empty() {
-                return Err(UsageError(
-                    "the token (REDIAL_TOKEN, --token or server.token) is only spaces: set a token or unset it".into(),
-                )
-                .into());
-            }
-            if !t.chars().all(|c| c.is_ascii_graphic()) {
-                return Err(UsageError(
-                    "the token (REDIAL_TOKEN, --token or server.token) must be printable ASCII without spaces, as a bearer token is".into(),
-                )
-                .into());
-            }
-            Some(t.to_owned())
-        }
-    };
-    let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
-    if !addr.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
-        return Err(UsageError(format!(
-            "refusing to serve on {addr} without a token: set REDIAL_TOKEN (or server.token), \
-             listen on 127.0.0.1, or pass --allow-unauthenticated if something in front authenticates"
-        ))
-        .into());
-    }
-    let database_url = args
-        .database_url
-        .or(file.database_url.clone())
-        .filter(|u| !u.is_empty());
-    let (store, db): (Arc<dyn Store>, String) = match database_url {
-        Some(url) => {
-            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-                return Err(UsageError(format!(
-                    "--database-url must start with postgres:// or postgresql://, not {:?}",
-                    redact_url(&url)
-                ))
-                .into());
-            }
-            let store = PgStore::connect(&url)
-                .await
-                .with_context(|| format!("connecting to {}", redact_url(&url)))?;
-            (Arc::new(store), redact_url(&url))
-        }
-        None => {
-            let data_dir = args
-                .data_dir
-                .or(file.data_dir.clone())
-                .unwrap_or_else(default_data_dir);
-            // Only its owner may enter a new data folder: the database holds every job's request,
-            // credentials included.
-            let mut folder = std::fs::DirBuilder::new();
-            folder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
-            folder
-                .create(&data_dir)
-                .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
-            let db = data_dir.join("redial.db");
-            let store = SqliteStore::open(&db)?;
-            // The whole file is checked in the background; a small database's answer comes at
-            // once, and a damaged one is refused before anything is served.
-            match store.integrity(INTEGRITY_WAIT).await {
-                Some(Ok(())) => {}
-                Some(Err(why)) => anyhow::bail!("refusing to start: {why}"),
-                None => tracing::warn!(
-                    file = %db.display(),
-                    "the database file's integrity check goes on in the background: /readyz answers 503 until it passes"
-                ),
-            }
-            (Arc::new(store), db.display().to_string())
-        }
-    };
-
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: args.allow_private_networks || file.network.allow_private_networks,
-        default_timeout: file.http.default_timeout,
-        connect_timeout: file.http.connect_timeout,
-        max_body_bytes: file.http.max_body_bytes,
-        idempotency_header: file.http.idempotency_header.clone(),
-        idempotency_methods: file
-            .http
-            .idempotency_methods
-            .iter()
-            .map(|m| m.to_ascii_uppercase())
-            .collect(),
-        ..HttpConfig::default()
-    })
-    .context("building the HTTP client")?;
+    let settings = Settings::resolve(&args)?;
+    let addr = settings.listen;
+    let (store, db) = open_store(&settings.store).await?;
+    let http = HttpExecutor::new(settings.http).context("building the HTTP client")?;
     // Traces: off unless the standard OTEL_* variables name an OTLP endpoint.
     let tracer = redial_engine::otel::OtlpConfig::from_env(|k| std::env::var(k).ok())
         .map_err(UsageError)?
@@ -172,43 +68,16 @@ pub async fn run(args: Args) -> Result<()> {
             tracing::info!(endpoint = %redact_url(&c.endpoint), service = %c.service_name, "exporting traces over OTLP (http/json)");
             Arc::new(redial_engine::otel::Tracer::start(c))
         });
-    let (endpoint_defaults, endpoints) = file.endpoint_settings().map_err(UsageError)?;
     let engine_config = EngineConfig {
-        queues: file.queues()?,
-        endpoint_defaults,
-        endpoints,
-        lease: file.engine.lease,
-        heartbeat: file.engine.heartbeat,
-        max_stalls: file.engine.max_stalls,
-        poll_interval: file.engine.poll_interval,
-        retention: Retention {
-            completed: file.retention.completed,
-            completed_max: file.retention.completed_max,
-            dead: file.retention.dead,
-        },
-        default_timeout: file.http.default_timeout,
-        metrics_max_endpoints: file.metrics.max_endpoints,
-        alerts: file.alerts.to_config().map_err(UsageError)?,
         tracer,
-        ..EngineConfig::default()
+        ..settings.engine
     };
     let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));
     let state = AppState {
         engine: engine.clone(),
         config: Arc::new(ServerConfig {
-            token,
-            max_batch: file.server.max_batch,
-            max_request_bytes: file.server.max_request_bytes,
-            max_job_body_bytes: file.server.max_job_body_bytes,
-            // On loopback, only requests to a loopback name: a web page whose name was rebound
-            // to 127.0.0.1 must not reach a tokenless API.
-            check_host: addr.ip().is_loopback(),
-            allowed_hosts: file.server.allowed_hosts.clone(),
-            allowed_origins: file.server.allowed_origins.clone(),
-            max_connections: fit_open_files(file.server.max_connections),
-            header_timeout: file.server.header_timeout,
-            idle_timeout: file.server.idle_timeout,
-            body_timeout: file.server.body_timeout,
+            max_connections: fit_open_files(settings.server.max_connections),
+            ..settings.server
         }),
     };
     let listener = tokio::net::TcpListener::bind(addr)
@@ -233,7 +102,7 @@ pub async fn run(args: Args) -> Result<()> {
         .await
         .context("serving the API")?;
     eprintln!("redial stopping: finishing in-flight attempts");
-    let report = running.shutdown(file.engine.shutdown_grace).await;
+    let report = running.shutdown(settings.shutdown_grace).await;
     tracing::info!(
         finished = report.finished,
         released = report.released,
@@ -276,6 +145,43 @@ impl Signals {
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Opens the chosen store (creating a new SQLite data folder private to its owner, and refusing
+/// a damaged database file); returns it with how to name it in messages (no password).
+async fn open_store(choice: &StoreChoice) -> Result<(Arc<dyn Store>, String)> {
+    match choice {
+        StoreChoice::Postgres { url } => {
+            let store = PgStore::connect(url)
+                .await
+                .with_context(|| format!("connecting to {}", redact_url(url)))?;
+            Ok((Arc::new(store), redact_url(url)))
+        }
+        StoreChoice::Sqlite { data_dir } => {
+            // Only its owner may enter a new data folder: the database holds every job's request,
+            // credentials included.
+            let mut folder = std::fs::DirBuilder::new();
+            folder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+            folder
+                .create(data_dir)
+                .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
+            let db = data_dir.join("redial.db");
+            let store = SqliteStore::open(&db)?;
+            // The whole file is checked in the background; a small database's answer comes at
+            // once, and a damaged one is refused before anything is served.
+            match store.integrity(INTEGRITY_WAIT).await {
+                Some(Ok(())) => {}
+                Some(Err(why)) => anyhow::bail!("refusing to start: {why}"),
+                None => tracing::warn!(
+                    file = %db.display(),
+                    "the database file's integrity check goes on in the background: /readyz answers 503 until it passes"
+                ),
+            }
+            Ok((Arc::new(store), db.display().to_string()))
+        }
     }
 }
 
@@ -331,7 +237,7 @@ fn raise_open_file_limit() -> Option<u64> {
 }
 
 /// The URL without its password, for messages and logs.
-fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("redacted"));

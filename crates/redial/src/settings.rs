@@ -1,0 +1,169 @@
+//! What `redial serve` runs with, resolved once: flags and `REDIAL_*` variables over the
+//! configuration file over the defaults, every value checked, in the types the store, the engine
+//! and the API take. `serve.rs` only wires these together.
+
+use crate::config::{default_data_dir, FileConfig};
+use crate::serve::Args;
+use crate::UsageError;
+use anyhow::Result;
+use redial_engine::http::HttpConfig;
+use redial_engine::{EngineConfig, Retention};
+use redial_server::ServerConfig;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the jobs live.
+#[derive(Debug)]
+pub enum StoreChoice {
+    /// The embedded default: `redial.db` in this folder.
+    Sqlite { data_dir: PathBuf },
+    /// A PostgreSQL database several nodes may share.
+    Postgres { url: String },
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub store: StoreChoice,
+    pub http: HttpConfig,
+    /// Without a tracer: it is started (from the `OTEL_*` variables) when serving begins.
+    pub engine: EngineConfig,
+    /// `max_connections` as configured: it is fitted to the open-file limit when serving begins.
+    pub server: ServerConfig,
+    pub shutdown_grace: Duration,
+}
+
+impl Settings {
+    pub fn resolve(args: &Args) -> Result<Settings> {
+        let (file, resolved) = match &args.config {
+            Some(p) => FileConfig::load(p)?,
+            None => {
+                let file = FileConfig::default();
+                let resolved = file.resolve().map_err(UsageError)?;
+                (file, resolved)
+            }
+        };
+        let listen = args
+            .listen
+            .clone()
+            .or(file.server.listen.clone())
+            .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let listen: SocketAddr = listen.parse().map_err(|_| {
+            UsageError(format!(
+                "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
+            ))
+        })?;
+        let token = token(args.token.clone().or(file.server.token.clone()))?;
+        let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
+        if !listen.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
+            return Err(UsageError(format!(
+                "refusing to serve on {listen} without a token: set REDIAL_TOKEN (or server.token), \
+                 listen on 127.0.0.1, or pass --allow-unauthenticated if something in front authenticates"
+            ))
+            .into());
+        }
+        let database_url = args
+            .database_url
+            .clone()
+            .or(file.database_url.clone())
+            .filter(|u| !u.is_empty());
+        let store = match database_url {
+            Some(url) if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) => {
+                return Err(UsageError(format!(
+                    "--database-url must start with postgres:// or postgresql://, not {:?}",
+                    crate::serve::redact_url(&url)
+                ))
+                .into())
+            }
+            Some(url) => StoreChoice::Postgres { url },
+            None => StoreChoice::Sqlite {
+                data_dir: args
+                    .data_dir
+                    .clone()
+                    .or(file.data_dir.clone())
+                    .unwrap_or_else(default_data_dir),
+            },
+        };
+        let http = HttpConfig {
+            allow_private_networks: args.allow_private_networks
+                || file.network.allow_private_networks,
+            default_timeout: file.http.default_timeout,
+            connect_timeout: file.http.connect_timeout,
+            max_body_bytes: file.http.max_body_bytes,
+            idempotency_header: file.http.idempotency_header.clone(),
+            idempotency_methods: file
+                .http
+                .idempotency_methods
+                .iter()
+                .map(|m| m.to_ascii_uppercase())
+                .collect(),
+            ..HttpConfig::default()
+        };
+        let engine = EngineConfig {
+            queues: resolved.queues,
+            endpoint_defaults: resolved.endpoint_defaults,
+            endpoints: resolved.endpoints,
+            lease: file.engine.lease,
+            heartbeat: file.engine.heartbeat,
+            max_stalls: file.engine.max_stalls,
+            poll_interval: file.engine.poll_interval,
+            retention: Retention {
+                completed: file.retention.completed,
+                completed_max: file.retention.completed_max,
+                dead: file.retention.dead,
+            },
+            default_timeout: file.http.default_timeout,
+            metrics_max_endpoints: file.metrics.max_endpoints,
+            alerts: resolved.alerts,
+            ..EngineConfig::default()
+        };
+        let s = file.server;
+        let server = ServerConfig {
+            token,
+            max_batch: s.max_batch,
+            max_request_bytes: s.max_request_bytes,
+            max_job_body_bytes: s.max_job_body_bytes,
+            // On loopback, only requests to a loopback name: a web page whose name was rebound
+            // to 127.0.0.1 must not reach a tokenless API.
+            check_host: listen.ip().is_loopback(),
+            allowed_hosts: s.allowed_hosts,
+            allowed_origins: s.allowed_origins,
+            max_connections: s.max_connections,
+            header_timeout: s.header_timeout,
+            idle_timeout: s.idle_timeout,
+            body_timeout: s.body_timeout,
+        };
+        Ok(Settings {
+            listen,
+            store,
+            http,
+            engine,
+            server,
+            shutdown_grace: file.engine.shutdown_grace,
+        })
+    }
+}
+
+/// The API's token: unset or empty is none; spaces around it are not part of it (a copy-paste,
+/// `REDIAL_TOKEN="abc "`: no client could send them); the rest must be a bearer token's
+/// characters.
+fn token(given: Option<String>) -> Result<Option<String>> {
+    let Some(t) = given.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let t = t.trim();
+    if t.is_empty() {
+        return Err(UsageError(
+            "the token (REDIAL_TOKEN, --token or server.token) is only spaces: set a token or unset it".into(),
+        )
+        .into());
+    }
+    if !t.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(UsageError(
+            "the token (REDIAL_TOKEN, --token or server.token) must be printable ASCII without spaces, as a bearer token is".into(),
+        )
+        .into());
+    }
+    Ok(Some(t.to_owned()))
+}
