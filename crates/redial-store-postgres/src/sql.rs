@@ -3,20 +3,13 @@
 //! connection.
 
 use crate::{backend, Conn};
-use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use redial_policy::{DeadCategory, Timestamp};
 use redial_store::*;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-/// The columns of a job, in the order `job_from_row` reads them.
-macro_rules! cols {
-    () => {
-        "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
-         run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
-         unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
-         lease_owner, lease_until, cancel_requested"
-    };
-}
+/// The columns of a job, in the order `RawJob::read` reads them.
+use redial_store::job_columns as cols;
 
 const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
 
@@ -34,10 +27,6 @@ fn ts(v: Option<i64>) -> Option<Timestamp> {
     v.map(Timestamp::from_unix_millis)
 }
 
-fn count(v: i32) -> u32 {
-    v.max(0) as u32
-}
-
 fn int(v: u32) -> i32 {
     v.min(i32::MAX as u32) as i32
 }
@@ -47,51 +36,33 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> Store
         .map_err(|e| StoreError::Backend(format!("unexpected column {i}: {e}")))
 }
 
+/// A PostgreSQL row's columns, as the shared decoder reads them.
+struct Columns<'r>(&'r Row);
+
+impl JobColumns for Columns<'_> {
+    type Error = StoreError;
+    fn text(&self, i: usize) -> StoreResult<String> {
+        get(self.0, i)
+    }
+    fn opt_text(&self, i: usize) -> StoreResult<Option<String>> {
+        get(self.0, i)
+    }
+    fn int(&self, i: usize) -> StoreResult<i64> {
+        get(self.0, i)
+    }
+    fn opt_int(&self, i: usize) -> StoreResult<Option<i64>> {
+        get(self.0, i)
+    }
+    fn int32(&self, i: usize) -> StoreResult<i32> {
+        get(self.0, i)
+    }
+    fn flag(&self, i: usize) -> StoreResult<bool> {
+        get(self.0, i)
+    }
+}
+
 fn job_from_row(r: &Row) -> StoreResult<Job> {
-    let state: String = get(r, 4)?;
-    let category: Option<String> = get(r, 5)?;
-    let request: String = get(r, 6)?;
-    let tags: String = get(r, 11)?;
-    let policy: Option<String> = get(r, 12)?;
-    Ok(Job {
-        seq: get(r, 0)?,
-        id: JobId(get(r, 1)?),
-        queue: get(r, 2)?,
-        endpoint: get(r, 3)?,
-        state: state.parse().map_err(|e: String| {
-            StoreError::Backend(format!("corrupt state in the database: {e}"))
-        })?,
-        category: category
-            .as_deref()
-            .map(parse_dead_category)
-            .transpose()
-            .map_err(|e| StoreError::Backend(format!("corrupt category in the database: {e}")))?,
-        request: serde_json::from_str(&request).map_err(json_err)?,
-        idempotency_key: get(r, 7)?,
-        priority: get(r, 8)?,
-        run_at: Timestamp::from_unix_millis(get(r, 9)?),
-        deadline: ts(get(r, 10)?),
-        tags: serde_json::from_str(&tags).map_err(json_err)?,
-        policy: policy
-            .as_deref()
-            .map(serde_json::from_str::<PolicyOverride>)
-            .transpose()
-            .map_err(json_err)?,
-        created_at: Timestamp::from_unix_millis(get(r, 13)?),
-        updated_at: Timestamp::from_unix_millis(get(r, 14)?),
-        finished_at: ts(get(r, 15)?),
-        attempts: count(get(r, 16)?),
-        unknown_attempts: count(get(r, 17)?),
-        deferrals: count(get(r, 18)?),
-        stalls: count(get(r, 19)?),
-        replays: count(get(r, 20)?),
-        runs: count(get(r, 21)?),
-        last_delay_ms: get::<Option<i64>>(r, 22)?.map(|v| v.max(0) as u64),
-        last_reason: get(r, 23)?,
-        lease_owner: get(r, 24)?,
-        lease_until: ts(get(r, 25)?),
-        cancel_requested: get(r, 26)?,
-    })
+    RawJob::read(&Columns(r))?.decode()
 }
 
 fn jobs_from_rows(rows: &[Row]) -> StoreResult<Vec<Job>> {
@@ -585,26 +556,20 @@ pub async fn record_attempt_slow(
         .map_err(backend)?
         .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
     let job = job_from_row(&row)?;
-    if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
-        return Err(StoreError::LeaseLost(p.id));
-    }
+    let Recording {
+        plan:
+            RecordPlan {
+                state,
+                category,
+                run_at,
+                finished_at,
+                reason,
+                number,
+            },
+        data,
+        last_delay_ms,
+    } = p.recording(&job, data)?;
     let now = p.now;
-    let RecordPlan {
-        state,
-        category,
-        run_at,
-        finished_at,
-        reason,
-        number,
-    } = p.plan(&job);
-    let data = if p.attempt.number == number {
-        data
-    } else {
-        let mut attempt = p.attempt;
-        attempt.number = number;
-        serde_json::to_string(&attempt).map_err(json_err)?
-    };
-    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     tx.execute(
         "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
          unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
@@ -860,13 +825,7 @@ async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> StoreResult
 pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let job = locked(&tx, id).await?;
-    if job.state != JobState::Dead {
-        return Err(StoreError::InvalidState {
-            id: id.clone(),
-            state: job.state,
-            action: "replay",
-        });
-    }
+    may_replay(&job)?;
     tx.execute(
         &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = $2"),
         &[&ms(now), &job.seq],
@@ -882,13 +841,7 @@ pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> 
 pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let job = locked(&tx, id).await?;
-    if job.state != JobState::Dead {
-        return Err(StoreError::InvalidState {
-            id: id.clone(),
-            state: job.state,
-            action: "dismiss",
-        });
-    }
+    may_dismiss(&job)?;
     tx.execute("DELETE FROM jobs WHERE seq = $1", &[&job.seq])
         .await
         .map_err(backend)?;
@@ -898,30 +851,23 @@ pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
 pub async fn cancel(c: &mut Conn, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let job = locked(&tx, id).await?;
-    match job.state {
-        JobState::Scheduled | JobState::Ready | JobState::Deferred => {
+    match redial_store::cancel(&job)? {
+        Cancel::Now => {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
-                 last_reason = 'cancelled' WHERE seq = $2",
-                &[&ms(now), &job.seq],
+                 last_reason = $3 WHERE seq = $2",
+                &[&ms(now), &job.seq, &CANCELLED],
             )
             .await
             .map_err(backend)?;
         }
-        JobState::Running => {
+        Cancel::WhenTheAttemptEnds => {
             tx.execute(
                 "UPDATE jobs SET cancel_requested = TRUE, updated_at = $1 WHERE seq = $2",
                 &[&ms(now), &job.seq],
             )
             .await
             .map_err(backend)?;
-        }
-        state @ (JobState::Completed | JobState::Dead | JobState::Cancelled) => {
-            return Err(StoreError::InvalidState {
-                id: id.clone(),
-                state,
-                action: "cancel",
-            })
         }
     }
     let job = must_get(&tx, id).await?;

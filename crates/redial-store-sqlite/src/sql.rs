@@ -2,7 +2,7 @@
 //! either commits one transaction or changes nothing.
 
 use crate::schema::ATTEMPT_KEY_BITS;
-use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use redial_policy::{DeadCategory, Timestamp};
 use redial_store::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Statement};
@@ -16,12 +16,8 @@ macro_rules! waiting {
     };
 }
 
-/// The columns of a job, in the order `job_from_row` reads them.
-const COLS: &str =
-    "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
-    run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
-    unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, lease_owner, \
-    lease_until, cancel_requested";
+/// The columns of a job, in the order `RawJob::read` reads them.
+const COLS: &str = redial_store::job_columns!();
 
 pub fn backend(e: rusqlite::Error) -> StoreError {
     classify(e.sqlite_error_code(), e.to_string())
@@ -99,86 +95,39 @@ fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
     c.map(DeadCategory::as_str)
 }
 
-/// A row as read, before the JSON columns are decoded (decoding errors are not rusqlite's).
-pub struct RawJob {
-    job: Job,
-    request: String,
-    tags: String,
-    policy: Option<String>,
-    state: String,
-    category: Option<String>,
+/// A SQLite row's columns, as the shared decoder reads them.
+struct Columns<'r, 's>(&'r Row<'s>);
+
+impl JobColumns for Columns<'_, '_> {
+    type Error = rusqlite::Error;
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.0.get(i)
+    }
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.0.get(i)
+    }
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.0.get(i)
+    }
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.0.get(i)
+    }
+    fn int32(&self, i: usize) -> rusqlite::Result<i32> {
+        self.0
+            .get::<_, i64>(i)
+            .map(|v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32)
+    }
+    fn flag(&self, i: usize) -> rusqlite::Result<bool> {
+        self.0.get::<_, i64>(i).map(|v| v != 0)
+    }
 }
 
 fn raw_from_row(r: &Row<'_>) -> rusqlite::Result<RawJob> {
-    let u = |i: usize| -> rusqlite::Result<u32> {
-        r.get::<_, i64>(i)
-            .map(|v| v.clamp(0, u32::MAX as i64) as u32)
-    };
-    Ok(RawJob {
-        state: r.get(4)?,
-        category: r.get(5)?,
-        request: r.get(6)?,
-        tags: r.get(11)?,
-        policy: r.get(12)?,
-        job: Job {
-            seq: r.get(0)?,
-            id: JobId(r.get(1)?),
-            queue: r.get(2)?,
-            endpoint: r.get(3)?,
-            state: JobState::Ready,
-            category: None,
-            request: HttpRequest {
-                method: String::new(),
-                url: String::new(),
-                headers: Vec::new(),
-                body: None,
-                timeout_ms: None,
-            },
-            idempotency_key: r.get(7)?,
-            priority: r.get(8)?,
-            run_at: Timestamp::from_unix_millis(r.get(9)?),
-            deadline: ts(r.get(10)?),
-            tags: Vec::new(),
-            policy: None,
-            created_at: Timestamp::from_unix_millis(r.get(13)?),
-            updated_at: Timestamp::from_unix_millis(r.get(14)?),
-            finished_at: ts(r.get(15)?),
-            attempts: u(16)?,
-            unknown_attempts: u(17)?,
-            deferrals: u(18)?,
-            stalls: u(19)?,
-            replays: u(20)?,
-            runs: u(21)?,
-            last_delay_ms: r.get::<_, Option<i64>>(22)?.map(|v| v.max(0) as u64),
-            last_reason: r.get(23)?,
-            lease_owner: r.get(24)?,
-            lease_until: ts(r.get(25)?),
-            cancel_requested: r.get::<_, i64>(26)? != 0,
-        },
-    })
+    RawJob::read(&Columns(r))
 }
 
 pub fn decode(raw: RawJob) -> StoreResult<Job> {
-    let mut job = raw.job;
-    job.state = raw
-        .state
-        .parse()
-        .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))?;
-    job.category = raw
-        .category
-        .as_deref()
-        .map(parse_dead_category)
-        .transpose()
-        .map_err(|e| StoreError::Backend(format!("corrupt category in the database: {e}")))?;
-    job.request = serde_json::from_str(&raw.request).map_err(json_err)?;
-    job.tags = serde_json::from_str(&raw.tags).map_err(json_err)?;
-    job.policy = raw
-        .policy
-        .as_deref()
-        .map(serde_json::from_str::<PolicyOverride>)
-        .transpose()
-        .map_err(json_err)?;
-    Ok(job)
+    raw.decode()
 }
 
 /// Runs a query and maps every row.
@@ -499,26 +448,20 @@ fn record_attempt_slow(
 ) -> StoreResult<JobState> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, &p.id)?;
-    if job.state != JobState::Running || job.lease_owner.as_deref() != Some(p.owner.as_str()) {
-        return Err(StoreError::LeaseLost(p.id));
-    }
+    let Recording {
+        plan:
+            RecordPlan {
+                state,
+                category,
+                run_at,
+                finished_at,
+                reason,
+                number,
+            },
+        data,
+        last_delay_ms,
+    } = p.recording(&job, data)?;
     let now = p.now;
-    let RecordPlan {
-        state,
-        category,
-        run_at,
-        finished_at,
-        reason,
-        number,
-    } = p.plan(&job);
-    let data = if p.attempt.number == number {
-        data
-    } else {
-        let mut attempt = p.attempt;
-        attempt.number = number;
-        serde_json::to_string(&attempt).map_err(json_err)?
-    };
-    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     tx.prepare_cached(
         "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
          unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
@@ -993,7 +936,7 @@ pub fn lease_admitted(
             match leased {
                 Ok(1) => {
                     // The row as the update left it.
-                    raw.state = JobState::Running.as_str().to_owned();
+                    raw.set_state(JobState::Running);
                     raw.job.lease_owner = Some(p.owner.clone());
                     raw.job.lease_until = Some(p.lease_until);
                     raw.job.updated_at = p.now;
@@ -1116,13 +1059,7 @@ const REPLAY_SET: &str = "state = 'ready', category = NULL, attempts = 0, unknow
 pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
-    if job.state != JobState::Dead {
-        return Err(StoreError::InvalidState {
-            id: id.clone(),
-            state: job.state,
-            action: "replay",
-        });
-    }
+    may_replay(&job)?;
     tx.execute(
         &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = ?2"),
         params![ms(now), job.seq],
@@ -1136,13 +1073,7 @@ pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
 pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
-    if job.state != JobState::Dead {
-        return Err(StoreError::InvalidState {
-            id: id.clone(),
-            state: job.state,
-            action: "dismiss",
-        });
-    }
+    may_dismiss(&job)?;
     tx.execute("DELETE FROM jobs WHERE seq = ?1", [job.seq])
         .map_err(backend)?;
     tx.commit()
@@ -1151,28 +1082,21 @@ pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
 pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
-    match job.state {
-        JobState::Scheduled | JobState::Ready | JobState::Deferred => {
+    match redial_store::cancel(&job)? {
+        Cancel::Now => {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', finished_at = ?1, updated_at = ?1, \
-                 last_reason = 'cancelled' WHERE seq = ?2",
-                params![ms(now), job.seq],
+                 last_reason = ?3 WHERE seq = ?2",
+                params![ms(now), job.seq, CANCELLED],
             )
             .map_err(backend)?;
         }
-        JobState::Running => {
+        Cancel::WhenTheAttemptEnds => {
             tx.execute(
                 "UPDATE jobs SET cancel_requested = 1, updated_at = ?1 WHERE seq = ?2",
                 params![ms(now), job.seq],
             )
             .map_err(backend)?;
-        }
-        state @ (JobState::Completed | JobState::Dead | JobState::Cancelled) => {
-            return Err(StoreError::InvalidState {
-                id: id.clone(),
-                state,
-                action: "cancel",
-            })
         }
     }
     let job = must_get(&tx, id)?;

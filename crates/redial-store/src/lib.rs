@@ -6,11 +6,13 @@
 //! Knows nothing of HTTP, the engine's scheduling or the API: it keeps jobs, leases and attempts
 //! consistent under concurrent workers and crashes.
 
+mod rules;
 mod types;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+pub use rules::*;
 pub use types::*;
 
 use async_trait::async_trait;

@@ -1,6 +1,6 @@
 //! Records and parameter types shared by every store.
 
-use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
+use redial_policy::{Action, Category, DeadCategory, PolicyOverride, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -270,10 +270,10 @@ pub struct Attempt {
     /// What the error said, for people: the resolver's or the socket's message, a handler's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_detail: Option<String>,
-    /// The outcome's category: success, defer, transient, permanent, unknown.
-    pub category: String,
-    /// complete, retry, defer, dead or cancelled.
-    pub decision: String,
+    /// The outcome's category (success, defer, transient, permanent, unknown), or `held`.
+    pub category: AttemptCategory,
+    /// complete, retry, defer or dead.
+    pub decision: AttemptDecision,
     pub dead_category: Option<DeadCategory>,
     pub delay_ms: Option<u64>,
     pub server_wait_ms: Option<u64>,
@@ -604,4 +604,98 @@ pub struct SharedHold {
     pub pause_reason: Option<String>,
     pub breaker_until: Option<Timestamp>,
     pub breaker_reason: Option<String>,
+}
+
+/// How an attempt's outcome was classified; `held` for an attempt not sent (its endpoint held
+/// it: a retry budget spent, under a policy that fails such retries fast).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptCategory {
+    Success,
+    Defer,
+    Transient,
+    Permanent,
+    Unknown,
+    Held,
+}
+
+impl AttemptCategory {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttemptCategory::Held => "held",
+            AttemptCategory::Success => Category::Success.as_str(),
+            AttemptCategory::Defer => Category::Defer.as_str(),
+            AttemptCategory::Transient => Category::Transient.as_str(),
+            AttemptCategory::Permanent => Category::Permanent.as_str(),
+            AttemptCategory::Unknown => Category::Unknown.as_str(),
+        }
+    }
+}
+
+impl From<Category> for AttemptCategory {
+    fn from(c: Category) -> Self {
+        match c {
+            Category::Success => AttemptCategory::Success,
+            Category::Defer => AttemptCategory::Defer,
+            Category::Transient => AttemptCategory::Transient,
+            Category::Permanent => AttemptCategory::Permanent,
+            Category::Unknown => AttemptCategory::Unknown,
+        }
+    }
+}
+
+impl PartialEq<&str> for AttemptCategory {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for AttemptCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What was decided after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptDecision {
+    Complete,
+    Retry,
+    Defer,
+    Dead,
+}
+
+impl AttemptDecision {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttemptDecision::Complete => "complete",
+            AttemptDecision::Retry => "retry",
+            AttemptDecision::Defer => "defer",
+            AttemptDecision::Dead => "dead",
+        }
+    }
+}
+
+impl From<&Action> for AttemptDecision {
+    fn from(a: &Action) -> Self {
+        match a {
+            Action::Complete => AttemptDecision::Complete,
+            Action::Retry { .. } => AttemptDecision::Retry,
+            Action::Defer { .. } => AttemptDecision::Defer,
+            Action::Dead(_) => AttemptDecision::Dead,
+        }
+    }
+}
+
+impl PartialEq<&str> for AttemptDecision {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for AttemptDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

@@ -16,7 +16,7 @@ use redial_policy::{
     JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
-    Admit, Attempt, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
+    Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
     LeaseAdmittedParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
     Transition, Verdict, Wake,
 };

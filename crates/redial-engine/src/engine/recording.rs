@@ -122,8 +122,8 @@ fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> At
         status,
         error,
         error_detail: ran.output.error_detail.or(handler_reason),
-        category: decision.classification.category.as_str().to_owned(),
-        decision: decision.action.as_str().to_owned(),
+        category: decision.classification.category.into(),
+        decision: (&decision.action).into(),
         dead_category: match decision.action {
             Action::Dead(c) => Some(c),
             _ => None,

@@ -1,0 +1,214 @@
+//! The rules every store follows, written once: what replaying, dismissing and cancelling may do
+//! to a job in each state; whether a worker still holds a job when its result arrives, and what
+//! recording it writes; how a stored row becomes a [`Job`]. The stores keep only their SQL and
+//! the reading of their own row type ([`JobColumns`]).
+
+use crate::{
+    parse_dead_category, HttpRequest, Job, JobId, JobState, RecordAttemptParams, RecordPlan,
+    StoreError, StoreResult,
+};
+use redial_policy::{PolicyOverride, Timestamp};
+
+/// The columns of a job row, in the order [`RawJob::read`] reads them. A macro, so that stores
+/// can build their statements with `concat!` at compile time.
+#[macro_export]
+macro_rules! job_columns {
+    () => {
+        "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
+         run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
+         unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
+         lease_owner, lease_until, cancel_requested"
+    };
+}
+
+/// Reads one column of a row by position, in a store's own types.
+pub trait JobColumns {
+    type Error;
+    fn text(&self, i: usize) -> Result<String, Self::Error>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
+    fn int(&self, i: usize) -> Result<i64, Self::Error>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
+    /// A 32-bit column (priority, counters).
+    fn int32(&self, i: usize) -> Result<i32, Self::Error>;
+    fn flag(&self, i: usize) -> Result<bool, Self::Error>;
+}
+
+/// A job row as read, before its text columns are decoded: reading is the store's (on SQLite,
+/// on its one storage thread), decoding anyone's (JSON parsing off that thread).
+#[derive(Debug)]
+pub struct RawJob {
+    /// Every plain column; the decoded ones (state, category, request, tags, policy) hold
+    /// placeholders until [`RawJob::decode`].
+    pub job: Job,
+    state: String,
+    category: Option<String>,
+    request: String,
+    tags: String,
+    policy: Option<String>,
+}
+
+impl RawJob {
+    /// Reads the columns of [`job_columns!`], in that order.
+    pub fn read<R: JobColumns>(r: &R) -> Result<RawJob, R::Error> {
+        let count = |i: usize| -> Result<u32, R::Error> { Ok(r.int32(i)?.max(0) as u32) };
+        let ts = |v: Option<i64>| v.map(Timestamp::from_unix_millis);
+        Ok(RawJob {
+            state: r.text(4)?,
+            category: r.opt_text(5)?,
+            request: r.text(6)?,
+            tags: r.text(11)?,
+            policy: r.opt_text(12)?,
+            job: Job {
+                seq: r.int(0)?,
+                id: JobId(r.text(1)?),
+                queue: r.text(2)?,
+                endpoint: r.text(3)?,
+                state: JobState::Ready,
+                category: None,
+                request: HttpRequest {
+                    method: String::new(),
+                    url: String::new(),
+                    headers: Vec::new(),
+                    body: None,
+                    timeout_ms: None,
+                },
+                idempotency_key: r.opt_text(7)?,
+                priority: r.int32(8)?,
+                run_at: Timestamp::from_unix_millis(r.int(9)?),
+                deadline: ts(r.opt_int(10)?),
+                tags: Vec::new(),
+                policy: None,
+                created_at: Timestamp::from_unix_millis(r.int(13)?),
+                updated_at: Timestamp::from_unix_millis(r.int(14)?),
+                finished_at: ts(r.opt_int(15)?),
+                attempts: count(16)?,
+                unknown_attempts: count(17)?,
+                deferrals: count(18)?,
+                stalls: count(19)?,
+                replays: count(20)?,
+                runs: count(21)?,
+                last_delay_ms: r.opt_int(22)?.map(|v| v.max(0) as u64),
+                last_reason: r.opt_text(23)?,
+                lease_owner: r.opt_text(24)?,
+                lease_until: ts(r.opt_int(25)?),
+                cancel_requested: r.flag(26)?,
+            },
+        })
+    }
+
+    /// The state the row will decode to (after an update the row was read before).
+    pub fn set_state(&mut self, state: JobState) {
+        self.state = state.as_str().to_owned();
+    }
+
+    pub fn decode(self) -> StoreResult<Job> {
+        let json = |e: serde_json::Error| {
+            StoreError::Backend(format!("corrupt JSON in the database: {e}"))
+        };
+        let mut job = self.job;
+        job.state = self
+            .state
+            .parse()
+            .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))?;
+        job.category = self
+            .category
+            .as_deref()
+            .map(parse_dead_category)
+            .transpose()
+            .map_err(|e| StoreError::Backend(format!("corrupt category in the database: {e}")))?;
+        job.request = serde_json::from_str(&self.request).map_err(json)?;
+        job.tags = serde_json::from_str(&self.tags).map_err(json)?;
+        job.policy = self
+            .policy
+            .as_deref()
+            .map(serde_json::from_str::<PolicyOverride>)
+            .transpose()
+            .map_err(json)?;
+        Ok(job)
+    }
+}
+
+/// A replay takes a dead job only.
+pub fn may_replay(job: &Job) -> StoreResult<()> {
+    only_dead(job, "replay")
+}
+
+/// A dismissal takes a dead job only (and deletes it).
+pub fn may_dismiss(job: &Job) -> StoreResult<()> {
+    only_dead(job, "dismiss")
+}
+
+fn only_dead(job: &Job, action: &'static str) -> StoreResult<()> {
+    if job.state == JobState::Dead {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidState {
+            id: job.id.clone(),
+            state: job.state,
+            action,
+        })
+    }
+}
+
+/// What cancelling does to a job, by its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancel {
+    /// Not running: cancelled now (state `cancelled`, finished, reason [`CANCELLED`]).
+    Now,
+    /// Running: marked, and the attempt's result ends it cancelled (see [`RecordAttemptParams::plan`]).
+    WhenTheAttemptEnds,
+}
+
+/// The reason a job cancelled before it ran keeps.
+pub const CANCELLED: &str = "cancelled";
+
+pub fn cancel(job: &Job) -> StoreResult<Cancel> {
+    match job.state {
+        JobState::Scheduled | JobState::Ready | JobState::Deferred => Ok(Cancel::Now),
+        JobState::Running => Ok(Cancel::WhenTheAttemptEnds),
+        state @ (JobState::Completed | JobState::Dead | JobState::Cancelled) => {
+            Err(StoreError::InvalidState {
+                id: job.id.clone(),
+                state,
+                action: "cancel",
+            })
+        }
+    }
+}
+
+/// What recording an attempt writes, once it is known that the recorder still holds the job.
+#[derive(Debug)]
+pub struct Recording {
+    pub plan: RecordPlan,
+    /// The attempt as stored (JSON), numbered as the job's log needs.
+    pub data: String,
+    /// `last_delay_ms` as the column holds it.
+    pub last_delay_ms: Option<i64>,
+}
+
+impl RecordAttemptParams {
+    /// The checks and computations every store makes from the job as stored: the lease is still
+    /// the recorder's (`LeaseLost` otherwise: the job was rescued or cancelled, and this late
+    /// result must not be applied), the plan, and the attempt's JSON (`data`, as serialised by
+    /// the caller), renumbered when the job's log has grown meanwhile.
+    pub fn recording(&self, job: &Job, data: String) -> StoreResult<Recording> {
+        if job.state != JobState::Running || job.lease_owner.as_deref() != Some(self.owner.as_str())
+        {
+            return Err(StoreError::LeaseLost(self.id.clone()));
+        }
+        let plan = self.plan(job);
+        let data = if self.attempt.number == plan.number {
+            data
+        } else {
+            let mut attempt = self.attempt.clone();
+            attempt.number = plan.number;
+            serde_json::to_string(&attempt)
+                .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?
+        };
+        Ok(Recording {
+            plan,
+            data,
+            last_delay_ms: self.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),
+        })
+    }
+}
