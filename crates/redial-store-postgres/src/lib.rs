@@ -383,10 +383,6 @@ impl Store for PgStore {
         with_conn!(self, c => sql::list(c, &params).await)
     }
 
-    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>> {
-        with_conn!(self, c => sql::lease(c, &params).await)
-    }
-
     async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
         with_conn!(self, c => sql::candidates(c, &params).await)
     }

@@ -304,36 +304,6 @@ fn lease_order(jobs: &mut [Job]) {
     });
 }
 
-const LEASE: &str = concat!(
-    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-     WHERE seq IN (SELECT seq FROM jobs WHERE queue = $4 \
-         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
-         ORDER BY priority DESC, run_at, seq LIMIT $5 FOR UPDATE SKIP LOCKED) \
-     RETURNING ",
-    cols!()
-);
-
-pub async fn lease(c: &mut Conn, p: &LeaseParams) -> StoreResult<Vec<Job>> {
-    let stmt = c.prepared(LEASE).await?;
-    let rows = c
-        .client
-        .query(
-            &stmt,
-            &[
-                &p.owner,
-                &ms(p.lease_until),
-                &ms(p.now),
-                &p.queue,
-                &i64::from(p.limit),
-            ],
-        )
-        .await
-        .map_err(backend)?;
-    let mut jobs = jobs_from_rows(&rows)?;
-    lease_order(&mut jobs);
-    Ok(jobs)
-}
-
 const CANDIDATES: &str = "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \

@@ -431,10 +431,6 @@ impl Store for SqliteStore {
         self.run(move |c| sql::list(c, &params)).await
     }
 
-    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>> {
-        self.run(move |c| sql::lease(c, &params)).await
-    }
-
     async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
         self.run(move |c| sql::candidates(c, &params)).await
     }

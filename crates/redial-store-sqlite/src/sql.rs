@@ -291,39 +291,6 @@ pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
     Ok(JobPage { jobs, next })
 }
 
-pub fn lease(c: &mut Connection, p: &LeaseParams) -> StoreResult<Vec<Job>> {
-    let tx = Sp::begin(c)?;
-    let sql = format!(
-        concat!(
-            "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
-             WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_runnable WHERE queue = ?4 AND ",
-            waiting!(),
-            " AND run_at <= ?3 ORDER BY priority DESC, run_at, seq LIMIT ?5) RETURNING {}"
-        ),
-        COLS
-    );
-    let mut jobs = query_jobs(
-        &tx,
-        &sql,
-        &[
-            Value::Text(p.owner.clone()),
-            Value::Integer(ms(p.lease_until)),
-            Value::Integer(ms(p.now)),
-            Value::Text(p.queue.clone()),
-            Value::Integer(i64::from(p.limit)),
-        ],
-    )?;
-    tx.commit()?;
-    // RETURNING gives no order; restore the lease order.
-    jobs.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.run_at.cmp(&b.run_at))
-            .then(a.seq.cmp(&b.seq))
-    });
-    Ok(jobs)
-}
-
 /// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
 /// the lease owner; returns how many rows changed.
 fn update_owned(

@@ -66,7 +66,24 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Leases up to `limit` runnable jobs of a queue (ready, or scheduled or deferred whose time has
     /// come), highest priority first, then earliest `run_at`. A job is never leased to two owners
     /// at once.
-    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>>;
+    ///
+    /// Every candidate is admitted: this is [`Store::job_lease_admitted`] without endpoint limits
+    /// (for tests, benchmarks and programs that run without them), one leasing path for all.
+    async fn job_lease_available(&self, params: LeaseParams) -> StoreResult<Vec<Job>> {
+        let lease = self
+            .job_lease_admitted(
+                LeaseAdmittedParams {
+                    queue: params.queue,
+                    now: params.now,
+                    owner: params.owner,
+                    lease_until: params.lease_until,
+                    max: params.limit as usize,
+                },
+                Box::new(AdmitAll),
+            )
+            .await?;
+        Ok(lease.taken)
+    }
 
     /// Runnable jobs of a queue (ready, or scheduled or deferred whose time has come), in lease
     /// order, leaving out endpoints that are held and retries of endpoints whose retry budget is
@@ -307,4 +324,15 @@ pub enum Wake {
     Endpoints,
     /// Anything may have changed (the notification channel was re-established).
     All,
+}
+
+/// Admits every candidate.
+struct AdmitAll;
+
+impl Admit for AdmitAll {
+    fn admit(&mut self, _: &Candidate) -> Verdict {
+        Verdict::Take
+    }
+
+    fn not_leased(&mut self, _: &Candidate) {}
 }

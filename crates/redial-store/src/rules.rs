@@ -106,10 +106,9 @@ impl RawJob {
             StoreError::Backend(format!("corrupt JSON in the database: {e}"))
         };
         let mut job = self.job;
-        job.state = self
-            .state
-            .parse()
-            .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))?;
+        job.state = self.state.parse().map_err(|e: String| {
+            StoreError::Backend(format!("corrupt state in the database: {e}"))
+        })?;
         job.category = self
             .category
             .as_deref()

@@ -16,9 +16,9 @@ use redial_policy::{
     JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
-    Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, CleanupParams, ExpireParams, HeartbeatParams, Job, JobId,
-    LeaseAdmittedParams, RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError,
-    Transition, Verdict, Wake,
+    Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, CleanupParams, ExpireParams,
+    HeartbeatParams, Job, JobId, LeaseAdmittedParams, RecordAttemptParams, ReleaseParams,
+    RescueParams, Store, StoreError, Transition, Verdict, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};

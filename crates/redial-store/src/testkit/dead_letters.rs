@@ -1,0 +1,199 @@
+//! Acting on jobs: replay, dismiss, cancel, and the bulk dead-letter actions.
+
+use super::*;
+
+pub async fn replay_dead_job(store: Arc<dyn Store>) {
+    make_dead(&store, "dead1", "default", DeadCategory::TransientExhausted).await;
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    let job = store
+        .job_replay(&JobId::from("dead1"), at(100))
+        .await
+        .expect("replay");
+    assert_eq!(
+        (
+            job.state,
+            job.category,
+            job.attempts,
+            job.deferrals,
+            job.replays
+        ),
+        (JobState::Ready, None, 0, 0, 1)
+    );
+    assert_eq!(job.idempotency_key.as_deref(), Some("key-dead1"));
+    assert_eq!(job.run_at, at(100));
+    assert_eq!(get(&store, "dead1").await.1.len(), 1, "history kept");
+    let err = store
+        .job_replay(&JobId::from("alive"), at(100))
+        .await
+        .expect_err("not dead");
+    assert!(
+        matches!(
+            err,
+            StoreError::InvalidState {
+                state: JobState::Ready,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = store
+        .job_replay(&JobId::from("ghost"), at(100))
+        .await
+        .expect_err("missing");
+    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+}
+
+pub async fn dismiss_dead_job(store: Arc<dyn Store>) {
+    make_dead(&store, "dead2", "default", DeadCategory::Permanent).await;
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    store
+        .job_dismiss(&JobId::from("dead2"))
+        .await
+        .expect("dismiss");
+    assert!(store
+        .job_get(&JobId::from("dead2"))
+        .await
+        .expect("get")
+        .is_none());
+    let err = store
+        .job_dismiss(&JobId::from("alive"))
+        .await
+        .expect_err("not dead");
+    assert!(matches!(err, StoreError::InvalidState { .. }), "{err:?}");
+    let err = store
+        .job_dismiss(&JobId::from("dead2"))
+        .await
+        .expect_err("gone");
+    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+}
+
+pub async fn cancel_jobs(store: Arc<dyn Store>) {
+    store
+        .job_insert(new_job("c1", "default"))
+        .await
+        .expect("insert");
+    let job = store
+        .job_cancel(&JobId::from("c1"), at(1))
+        .await
+        .expect("cancel");
+    assert_eq!(
+        (job.state, job.finished_at),
+        (JobState::Cancelled, Some(at(1)))
+    );
+    assert!(lease(&store, "default", "w1", at(2), 10).await.is_empty());
+    let err = store
+        .job_cancel(&JobId::from("c1"), at(3))
+        .await
+        .expect_err("finished");
+    assert!(
+        matches!(
+            err,
+            StoreError::InvalidState {
+                state: JobState::Cancelled,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // A running job is marked; its attempt's retry then ends it cancelled.
+    store
+        .job_insert(new_job("c2", "default"))
+        .await
+        .expect("insert");
+    lease(&store, "default", "w1", at(0), 10).await;
+    let job = store
+        .job_cancel(&JobId::from("c2"), at(1))
+        .await
+        .expect("cancel");
+    assert_eq!((job.state, job.cancel_requested), (JobState::Running, true));
+    // By seq, as the engine records: the cancel waiting is seen all the same.
+    let mut p = record("c2", "w1", 1, Transition::Retry { at: at(10) });
+    p.seq = Some(job.seq);
+    let state = store.job_record_attempt(p).await.expect("record");
+    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(get(&store, "c2").await.0.state, JobState::Cancelled);
+    assert_eq!(
+        get(&store, "c2").await.1.len(),
+        1,
+        "the attempt is still recorded"
+    );
+
+    // ...but a completion still completes.
+    store
+        .job_insert(new_job("c3", "default"))
+        .await
+        .expect("insert");
+    lease(&store, "default", "w1", at(0), 10).await;
+    store
+        .job_cancel(&JobId::from("c3"), at(1))
+        .await
+        .expect("cancel");
+    let state = store
+        .job_record_attempt(record("c3", "w1", 1, Transition::Complete))
+        .await
+        .expect("record");
+    assert_eq!(state, JobState::Completed);
+    assert_eq!(get(&store, "c3").await.0.state, JobState::Completed);
+}
+
+pub async fn bulk_dead_letter_actions(store: Arc<dyn Store>) {
+    make_dead(&store, "p1", "default", DeadCategory::Permanent).await;
+    make_dead(&store, "p2", "default", DeadCategory::Permanent).await;
+    make_dead(&store, "t1", "default", DeadCategory::TransientExhausted).await;
+    make_dead(&store, "o1", "other", DeadCategory::Permanent).await;
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    let filter = JobFilter {
+        queue: Some("default".into()),
+        category: Some(DeadCategory::Permanent),
+        ..JobFilter::default()
+    };
+    assert_eq!(
+        store
+            .dead_letter_replay(filter.clone(), at(50))
+            .await
+            .expect("replay"),
+        2
+    );
+    assert_eq!(get(&store, "p1").await.0.state, JobState::Ready);
+    assert_eq!(get(&store, "t1").await.0.state, JobState::Dead);
+    assert_eq!(
+        store
+            .dead_letter_replay(filter, at(50))
+            .await
+            .expect("replay"),
+        0
+    );
+    // Time range: created before T0 matches nothing.
+    let none = JobFilter {
+        until: Some(at(0)),
+        ..JobFilter::default()
+    };
+    assert_eq!(store.dead_letter_dismiss(none).await.expect("dismiss"), 0);
+    assert_eq!(
+        store
+            .dead_letter_dismiss(JobFilter::default())
+            .await
+            .expect("dismiss"),
+        2
+    );
+    assert!(store
+        .job_get(&JobId::from("o1"))
+        .await
+        .expect("get")
+        .is_none());
+    assert!(store
+        .job_get(&JobId::from("alive"))
+        .await
+        .expect("get")
+        .is_some());
+}

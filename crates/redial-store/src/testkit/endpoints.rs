@@ -1,0 +1,140 @@
+//! What the store keeps for endpoints: held jobs' deadlines, saved state, shared holds, backlog.
+
+use super::*;
+
+pub async fn deadlines_expire_for_held_jobs(store: Arc<dyn Store>) {
+    for (id, endpoint, deadline) in [
+        ("e1", "A", Some(10)),
+        ("e2", "B", Some(10)),
+        ("e3", "A", Some(100)),
+        ("e4", "A", None),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        j.deadline = deadline.map(at);
+        store.job_insert(j).await.expect("insert");
+    }
+    let n = store
+        .job_expire_deadlines(ExpireParams {
+            now: at(10),
+            reasons: vec![("A".into(), "circuit open until later".into())],
+        })
+        .await
+        .expect("expire");
+    assert_eq!(n, 2);
+    let (e1, _) = get(&store, "e1").await;
+    assert_eq!(
+        (e1.state, e1.category),
+        (JobState::Dead, Some(DeadCategory::DeadlineExceeded))
+    );
+    assert_eq!(
+        e1.last_reason.as_deref(),
+        Some("deadline passed while held by its endpoint: circuit open until later")
+    );
+    let (e2, _) = get(&store, "e2").await;
+    assert_eq!(
+        e2.last_reason.as_deref(),
+        Some("deadline passed before the job could run")
+    );
+    assert_eq!(get(&store, "e3").await.0.state, JobState::Ready);
+    assert_eq!(get(&store, "e4").await.0.state, JobState::Ready);
+}
+
+pub async fn endpoint_state_round_trips(store: Arc<dyn Store>) {
+    assert!(store.endpoint_load().await.expect("load").is_empty());
+    let rec = |name: &str, state: &str, t| EndpointRecord {
+        name: name.into(),
+        state: state.into(),
+        updated_at: at(t),
+    };
+    store
+        .endpoint_save(vec![rec("A", "{\"a\":1}", 1), rec("B", "{}", 1)])
+        .await
+        .expect("save");
+    store
+        .endpoint_save(vec![rec("A", "{\"a\":2}", 2)])
+        .await
+        .expect("save");
+    assert_eq!(
+        store.endpoint_load().await.expect("load"),
+        vec![rec("A", "{\"a\":2}", 2), rec("B", "{}", 1)]
+    );
+}
+
+pub async fn shared_holds_only_lengthen(store: Arc<dyn Store>) {
+    assert!(store
+        .endpoint_holds_load(at(0))
+        .await
+        .expect("load")
+        .is_empty());
+    let hold = |e: &str, pause: Option<i64>, breaker: Option<i64>, why: &str| SharedHold {
+        endpoint: e.into(),
+        paused_until: pause.map(at),
+        pause_reason: pause.map(|_| format!("pause {why}")),
+        breaker_until: breaker.map(at),
+        breaker_reason: breaker.map(|_| format!("breaker {why}")),
+    };
+    store
+        .endpoint_holds_share(vec![
+            hold("A", Some(30), None, "1"),
+            hold("B", None, Some(10), "1"),
+        ])
+        .await
+        .expect("share");
+    // A shorter pause does not shorten the stored one; a longer breaker lengthens it.
+    store
+        .endpoint_holds_share(vec![
+            hold("A", Some(20), None, "2"),
+            hold("B", None, Some(40), "2"),
+        ])
+        .await
+        .expect("share");
+    let mut got = store.endpoint_holds_load(at(0)).await.expect("load");
+    got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    assert_eq!(
+        got,
+        vec![
+            hold("A", Some(30), None, "1"),
+            hold("B", None, Some(40), "2")
+        ]
+    );
+    // Holds that ended are not loaded; a hold that half ended keeps its other half.
+    store
+        .endpoint_holds_share(vec![hold("B", Some(5), None, "3")])
+        .await
+        .expect("share");
+    let mut got = store.endpoint_holds_load(at(35)).await.expect("load");
+    got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    assert_eq!(got, vec![hold("B", None, Some(40), "2")]);
+}
+
+pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
+    for (id, endpoint, run_at) in [
+        ("k1", "A", 0),
+        ("k2", "A", 0),
+        ("k3", "A", 50),
+        ("k4", "B", 0),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        j.run_at = at(run_at);
+        store.job_insert(j).await.expect("insert");
+    }
+    lease(&store, "q", "w", at(0), 1).await; // k1 runs: not waiting
+    let backlog = store.endpoint_backlog(at(1)).await.expect("backlog");
+    assert_eq!(
+        backlog,
+        vec![
+            EndpointBacklog {
+                endpoint: "A".into(),
+                due: 1,
+                later: 1
+            },
+            EndpointBacklog {
+                endpoint: "B".into(),
+                due: 1,
+                later: 0
+            },
+        ]
+    );
+}

@@ -1,0 +1,178 @@
+//! The behaviour suite every [`Store`] backend must pass: storage behaviour is defined here, once.
+//!
+//! A backend's tests call [`store_suite!`](crate::store_suite) with an async constructor of a fresh,
+//! empty store; the macro expands to one `#[tokio::test]` per case, so a failure names its case.
+//! Extend this suite whenever store behaviour changes. The cases live by area (inserting,
+//! leasing, recording, dead letters, reads, endpoints); the helpers they share are here.
+
+mod dead_letters;
+mod endpoints;
+mod insert;
+mod lease;
+mod reads;
+mod record;
+
+pub use dead_letters::*;
+pub use endpoints::*;
+pub use insert::*;
+pub use lease::*;
+pub use reads::*;
+pub use record::*;
+
+use crate::*;
+use redial_policy::{DeadCategory, Timestamp};
+use std::sync::Arc;
+
+/// Expands to one `#[tokio::test]` per behaviour case, each with a fresh store from `$make`, an
+/// async expression evaluating to `Arc<dyn Store>`.
+#[macro_export]
+macro_rules! store_suite {
+    ($make:expr) => {
+        $crate::store_suite!(@cases $make;
+            insert_and_get, insert_future_job_is_scheduled, insert_duplicate_and_conflict,
+            batch_is_atomic, lease_order_and_queues, lease_never_hands_a_job_out_twice,
+            record_attempt_transitions, record_requires_the_lease, heartbeat_and_release,
+            rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
+            cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
+            cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
+            lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
+            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
+            shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred);
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let store: std::sync::Arc<dyn $crate::Store> = $make.await;
+                $crate::testkit::$case(store).await;
+            }
+        )*
+    };
+}
+
+/// 2026-11-30T00:00:00Z, the suite's "now".
+pub const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+pub fn at(secs: i64) -> Timestamp {
+    Timestamp::from_unix_millis(T0.as_unix_millis() + secs * 1000)
+}
+
+/// A job for the suite: a POST to an example endpoint, created at `T0`.
+pub fn new_job(id: &str, queue: &str) -> NewJob {
+    NewJob {
+        id: JobId::from(id),
+        queue: queue.to_owned(),
+        endpoint: "https://api.example.com".to_owned(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url: "https://api.example.com/v1/charges".into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some("{\"amount\":100}".into()),
+            timeout_ms: Some(5000),
+        },
+        idempotency_key: Some(format!("key-{id}")),
+        priority: 0,
+        run_at: T0,
+        deadline: None,
+        tags: vec!["suite".into()],
+        policy: None,
+        created_at: T0,
+    }
+}
+
+fn attempt(number: u32, status: u16, decision: &str) -> Attempt {
+    Attempt {
+        number,
+        started_at: T0,
+        duration_ms: 12,
+        status: Some(status),
+        error: None,
+        error_detail: None,
+        category: AttemptCategory::Transient,
+        decision: serde_json::from_value(serde_json::Value::from(decision)).expect("a decision"),
+        dead_category: None,
+        delay_ms: Some(1000),
+        server_wait_ms: None,
+        server_wait_source: None,
+        reason: format!("{status} test; attempt {number}"),
+        held: None,
+        response_headers: vec![("content-type".into(), "text/plain".into())],
+        response_body: Some("oops".into()),
+        worker: "w1".into(),
+    }
+}
+
+fn record(id: &str, owner: &str, number: u32, transition: Transition) -> RecordAttemptParams {
+    let decision = match transition {
+        Transition::Complete => "complete",
+        Transition::Retry { .. } => "retry",
+        Transition::Defer { .. } => "defer",
+        Transition::Dead { .. } => "dead",
+    };
+    RecordAttemptParams {
+        id: JobId::from(id),
+        seq: None,
+        owner: owner.into(),
+        now: at(1),
+        attempt: attempt(number, 503, decision),
+        transition,
+        attempts: number,
+        unknown_attempts: 0,
+        deferrals: 0,
+        last_delay_ms: Some(1000),
+    }
+}
+
+async fn lease(
+    store: &Arc<dyn Store>,
+    queue: &str,
+    owner: &str,
+    now: Timestamp,
+    limit: u32,
+) -> Vec<Job> {
+    store
+        .job_lease_available(LeaseParams {
+            queue: queue.into(),
+            limit,
+            owner: owner.into(),
+            now,
+            lease_until: Timestamp::from_unix_millis(now.as_unix_millis() + 30_000),
+        })
+        .await
+        .expect("lease succeeds")
+}
+
+fn ids(jobs: &[Job]) -> Vec<String> {
+    jobs.iter().map(|j| j.id.0.clone()).collect()
+}
+
+async fn get(store: &Arc<dyn Store>, id: &str) -> (Job, Vec<Attempt>) {
+    store
+        .job_get(&JobId::from(id))
+        .await
+        .expect("get succeeds")
+        .expect("job exists")
+}
+
+/// Inserts a job and drives it to dead through one failed attempt.
+async fn make_dead(store: &Arc<dyn Store>, id: &str, queue: &str, category: DeadCategory) {
+    let mut j = new_job(id, queue);
+    j.created_at = T0;
+    store.job_insert(j).await.expect("insert");
+    let leased = lease(store, queue, "w-dead", at(0), 100).await;
+    assert!(leased.iter().any(|j| j.id.0 == id), "job {id} leased");
+    for other in leased.iter().filter(|j| j.id.0 != id) {
+        store
+            .job_release(ReleaseParams {
+                owner: "w-dead".into(),
+                ids: vec![other.id.clone()],
+                now: at(0),
+            })
+            .await
+            .expect("release");
+    }
+    store
+        .job_record_attempt(record(id, "w-dead", 1, Transition::Dead { category }))
+        .await
+        .expect("record dead");
+}
