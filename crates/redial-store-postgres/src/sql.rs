@@ -15,17 +15,7 @@ const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
-fn json_err(e: serde_json::Error) -> StoreError {
-    StoreError::Backend(format!("corrupt JSON in the database: {e}"))
-}
-
-fn ms(t: Timestamp) -> i64 {
-    t.as_unix_millis()
-}
-
-fn ts(v: Option<i64>) -> Option<Timestamp> {
-    v.map(Timestamp::from_unix_millis)
-}
+use redial_store::{corrupt_json as json_err, instant as ts, millis as ms};
 
 fn int(v: u32) -> i32 {
     v.min(i32::MAX as u32) as i32
@@ -242,27 +232,24 @@ pub async fn get_with_attempts(
 
 /// Appends the filter's conditions to `sql` and their values to `params`.
 fn push_filter(sql: &mut String, params: &mut Vec<Box<dyn ToSql + Sync + Send>>, f: &JobFilter) {
-    let mut cond = |clause: &str, v: Box<dyn ToSql + Sync + Send>| {
-        params.push(v);
-        sql.push_str(&format!(" AND {clause} ${}", params.len()));
-    };
     if let Some(s) = f.state {
-        cond("state =", Box::new(s.as_str().to_owned()));
+        params.push(Box::new(s.as_str().to_owned()));
+        sql.push_str(&format!(" AND state = ${}", params.len()));
     }
-    if let Some(q) = &f.queue {
-        cond("queue =", Box::new(q.clone()));
-    }
-    if let Some(c) = f.category {
-        cond("category =", Box::new(c.as_str().to_owned()));
-    }
-    if let Some(e) = &f.endpoint {
-        cond("endpoint =", Box::new(e.clone()));
-    }
-    if let Some(t) = f.since {
-        cond("created_at >=", Box::new(ms(t)));
-    }
-    if let Some(t) = f.until {
-        cond("created_at <", Box::new(ms(t)));
+    push_conditions(sql, params, f.conditions());
+}
+
+fn push_conditions(
+    sql: &mut String,
+    params: &mut Vec<Box<dyn ToSql + Sync + Send>>,
+    conditions: Vec<Condition>,
+) {
+    for c in conditions {
+        params.push(match c.value {
+            SqlValue::Text(t) => Box::new(t),
+            SqlValue::Int(i) => Box::new(i),
+        });
+        sql.push_str(&format!(" AND {} ${}", c.clause, params.len()));
     }
 }
 
@@ -273,26 +260,20 @@ fn refs(params: &[Box<dyn ToSql + Sync + Send>]) -> Vec<Param<'_>> {
 pub async fn list(c: &mut Conn, p: &JobListParams) -> StoreResult<JobPage> {
     let mut sql = concat!("SELECT ", cols!(), " FROM jobs WHERE TRUE").to_owned();
     let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
-    push_filter(&mut sql, &mut params, &p.filter);
-    if let Some(after) = p.after {
-        params.push(Box::new(after));
-        sql.push_str(&format!(" AND seq > ${}", params.len()));
-    }
-    params.push(Box::new(i64::from(p.limit) + 1));
+    let state_only = JobFilter {
+        state: p.filter.state,
+        ..JobFilter::default()
+    };
+    push_filter(&mut sql, &mut params, &state_only);
+    push_conditions(&mut sql, &mut params, p.conditions());
+    params.push(Box::new(p.rows_to_read()));
     sql.push_str(&format!(" ORDER BY seq LIMIT ${}", params.len()));
     let rows = c
         .client
         .query(&sql, &refs(&params))
         .await
         .map_err(backend)?;
-    let mut jobs = jobs_from_rows(&rows)?;
-    let next = if jobs.len() > p.limit as usize {
-        jobs.truncate(p.limit as usize);
-        jobs.last().map(|j| j.seq)
-    } else {
-        None
-    };
-    Ok(JobPage { jobs, next })
+    Ok(JobPage::from_rows(jobs_from_rows(&rows)?, p.limit))
 }
 
 fn lease_order(jobs: &mut [Job]) {
@@ -526,35 +507,22 @@ pub async fn record_attempt_slow(
         .map_err(backend)?
         .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
     let job = job_from_row(&row)?;
-    let Recording {
-        plan:
-            RecordPlan {
-                state,
-                category,
-                run_at,
-                finished_at,
-                reason,
-                number,
-            },
-        data,
-        last_delay_ms,
-    } = p.recording(&job, data)?;
-    let now = p.now;
+    let r = p.recording(&job, data)?;
     tx.execute(
         "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
          unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
          runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10 WHERE seq = $11",
         &[
-            &state.as_str(),
-            &category_str(category),
-            &ms(run_at),
-            &finished_at.map(ms),
+            &r.plan.state.as_str(),
+            &category_str(r.plan.category),
+            &ms(r.plan.run_at),
+            &r.plan.finished_at.map(ms),
             &int(p.attempts),
             &int(p.unknown_attempts),
             &int(p.deferrals),
-            &last_delay_ms,
-            &reason,
-            &ms(now),
+            &r.last_delay_ms,
+            &r.plan.reason,
+            &ms(p.now),
             &job.seq,
         ],
     )
@@ -562,12 +530,12 @@ pub async fn record_attempt_slow(
     .map_err(backend)?;
     tx.execute(
         "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
-        &[&job.seq, &int(number), &data],
+        &[&job.seq, &int(r.plan.number), &r.data],
     )
     .await
     .map_err(backend)?;
     tx.commit().await.map_err(backend)?;
-    Ok(state)
+    Ok(r.plan.state)
 }
 
 pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreResult<u64> {

@@ -79,17 +79,7 @@ fn run_cached(c: &Connection, sql: &str) -> StoreResult<()> {
         .map_err(backend)
 }
 
-fn json_err(e: serde_json::Error) -> StoreError {
-    StoreError::Backend(format!("corrupt JSON in the database: {e}"))
-}
-
-fn ms(t: Timestamp) -> i64 {
-    t.as_unix_millis()
-}
-
-fn ts(v: Option<i64>) -> Option<Timestamp> {
-    v.map(Timestamp::from_unix_millis)
-}
+use redial_store::{corrupt_json as json_err, instant as ts, millis as ms};
 
 fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
     c.map(DeadCategory::as_str)
@@ -248,47 +238,31 @@ fn push_filter(sql: &mut String, params: &mut Vec<Value>, f: &JobFilter) {
         // the partial index of that state (jobs_dead).
         sql.push_str(&format!(" AND state = '{}'", s.as_str()));
     }
-    let mut cond = |clause: &str, v: Value| {
-        params.push(v);
-        sql.push_str(&format!(" AND {clause} ?{}", params.len()));
-    };
-    if let Some(q) = &f.queue {
-        cond("queue =", Value::Text(q.clone()));
-    }
+    push_conditions(sql, params, f.conditions());
+}
 
-    if let Some(c) = f.category {
-        cond("category =", Value::Text(c.as_str().into()));
-    }
-    if let Some(e) = &f.endpoint {
-        cond("endpoint =", Value::Text(e.clone()));
-    }
-    if let Some(t) = f.since {
-        cond("created_at >=", Value::Integer(ms(t)));
-    }
-    if let Some(t) = f.until {
-        cond("created_at <", Value::Integer(ms(t)));
+fn push_conditions(sql: &mut String, params: &mut Vec<Value>, conditions: Vec<Condition>) {
+    for c in conditions {
+        params.push(match c.value {
+            SqlValue::Text(t) => Value::Text(t),
+            SqlValue::Int(i) => Value::Integer(i),
+        });
+        sql.push_str(&format!(" AND {} ?{}", c.clause, params.len()));
     }
 }
 
 pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
     let mut sql = format!("SELECT {COLS} FROM jobs WHERE 1=1");
     let mut params = Vec::new();
-    push_filter(&mut sql, &mut params, &p.filter);
-    if let Some(after) = p.after {
-        params.push(Value::Integer(after));
-        sql.push_str(&format!(" AND seq > ?{}", params.len()));
-    }
-    // One more than asked tells whether another page follows.
-    params.push(Value::Integer(i64::from(p.limit) + 1));
-    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
-    let mut jobs = query_jobs(c, &sql, &params)?;
-    let next = if jobs.len() > p.limit as usize {
-        jobs.truncate(p.limit as usize);
-        jobs.last().map(|j| j.seq)
-    } else {
-        None
+    let state_only = JobFilter {
+        state: p.filter.state,
+        ..JobFilter::default()
     };
-    Ok(JobPage { jobs, next })
+    push_filter(&mut sql, &mut params, &state_only);
+    push_conditions(&mut sql, &mut params, p.conditions());
+    params.push(Value::Integer(p.rows_to_read()));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
+    Ok(JobPage::from_rows(query_jobs(c, &sql, &params)?, p.limit))
 }
 
 /// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
@@ -415,20 +389,7 @@ fn record_attempt_slow(
 ) -> StoreResult<JobState> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, &p.id)?;
-    let Recording {
-        plan:
-            RecordPlan {
-                state,
-                category,
-                run_at,
-                finished_at,
-                reason,
-                number,
-            },
-        data,
-        last_delay_ms,
-    } = p.recording(&job, data)?;
-    let now = p.now;
+    let r = p.recording(&job, data)?;
     tx.prepare_cached(
         "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
          unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
@@ -436,23 +397,23 @@ fn record_attempt_slow(
     )
     .and_then(|mut s| {
         s.execute(params![
-            state.as_str(),
-            category_str(category),
-            ms(run_at),
-            finished_at.map(ms),
+            r.plan.state.as_str(),
+            category_str(r.plan.category),
+            ms(r.plan.run_at),
+            r.plan.finished_at.map(ms),
             p.attempts,
             p.unknown_attempts,
             p.deferrals,
-            last_delay_ms,
-            reason,
-            ms(now),
+            r.last_delay_ms,
+            r.plan.reason,
+            ms(p.now),
             job.seq
         ])
     })
     .map_err(backend)?;
-    insert_attempt(&tx, job.seq, number, &data)?;
+    insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
     tx.commit()?;
-    Ok(state)
+    Ok(r.plan.state)
 }
 
 pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {

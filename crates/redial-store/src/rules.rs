@@ -4,8 +4,8 @@
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{
-    parse_dead_category, HttpRequest, Job, JobId, JobState, RecordAttemptParams, RecordPlan,
-    StoreError, StoreResult,
+    parse_dead_category, HttpRequest, Job, JobFilter, JobId, JobListParams, JobPage, JobState,
+    RecordAttemptParams, RecordPlan, StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 
@@ -210,4 +210,90 @@ impl RecordAttemptParams {
             last_delay_ms: self.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),
         })
     }
+}
+
+/// A value a store binds to one of its placeholders.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SqlValue {
+    Text(String),
+    Int(i64),
+}
+
+/// One condition of a `WHERE`: the SQL before its placeholder (`queue =`) and the value bound.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    pub clause: &'static str,
+    pub value: SqlValue,
+}
+
+impl JobFilter {
+    /// The filter's conditions but the state, which stores spell each their own way (SQLite as a
+    /// literal, so that it can use the partial index of that state).
+    pub fn conditions(&self) -> Vec<Condition> {
+        let c = |clause, value| Condition { clause, value };
+        let mut out = Vec::new();
+        if let Some(q) = &self.queue {
+            out.push(c("queue =", SqlValue::Text(q.clone())));
+        }
+        if let Some(cat) = self.category {
+            out.push(c("category =", SqlValue::Text(cat.as_str().to_owned())));
+        }
+        if let Some(e) = &self.endpoint {
+            out.push(c("endpoint =", SqlValue::Text(e.clone())));
+        }
+        if let Some(t) = self.since {
+            out.push(c("created_at >=", SqlValue::Int(t.as_unix_millis())));
+        }
+        if let Some(t) = self.until {
+            out.push(c("created_at <", SqlValue::Int(t.as_unix_millis())));
+        }
+        out
+    }
+}
+
+impl JobListParams {
+    /// The filter's conditions (but the state), then "after the cursor".
+    pub fn conditions(&self) -> Vec<Condition> {
+        let mut out = self.filter.conditions();
+        if let Some(after) = self.after {
+            out.push(Condition {
+                clause: "seq >",
+                value: SqlValue::Int(after),
+            });
+        }
+        out
+    }
+
+    /// Rows to read, in `seq` order: one more than the page, which tells whether another follows.
+    pub fn rows_to_read(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+}
+
+impl JobPage {
+    /// The page from the rows read (up to [`JobListParams::rows_to_read`]).
+    pub fn from_rows(mut jobs: Vec<Job>, limit: u32) -> JobPage {
+        let next = if jobs.len() > limit as usize {
+            jobs.truncate(limit as usize);
+            jobs.last().map(|j| j.seq)
+        } else {
+            None
+        };
+        JobPage { jobs, next }
+    }
+}
+
+/// A timestamp column's value.
+pub fn millis(t: Timestamp) -> i64 {
+    t.as_unix_millis()
+}
+
+/// A nullable timestamp column, read.
+pub fn instant(v: Option<i64>) -> Option<Timestamp> {
+    v.map(Timestamp::from_unix_millis)
+}
+
+/// A JSON column that does not decode.
+pub fn corrupt_json(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("corrupt JSON in the database: {e}"))
 }
