@@ -89,7 +89,7 @@ impl Registry {
         if before != after {
             let label = self.metrics.endpoint_label(endpoint);
             self.metrics.inc(
-                "redial_breaker_transitions_total",
+                &crate::metrics::BREAKER_TRANSITIONS,
                 &[("endpoint", &label), ("to", after)],
             );
         }

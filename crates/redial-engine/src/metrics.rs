@@ -28,78 +28,117 @@ impl Kind {
     }
 }
 
-/// Every metric Redial exposes: name, type, help.
-pub const METRICS: &[(&str, Kind, &str)] = &[
-    (
-        "redial_attempts_total",
-        Kind::Counter,
-        "Attempts made, by queue, endpoint, outcome (HTTP status or error kind) and category.",
-    ),
-    (
-        "redial_decisions_total",
-        Kind::Counter,
-        "Decisions after attempts, by queue and decision (complete, retry, defer, dead).",
-    ),
-    (
-        "redial_deferrals_total",
-        Kind::Counter,
-        "Deferrals, by queue, endpoint and reason (the header that set the wait, or backoff).",
-    ),
-    (
-        "redial_dead_letters_total",
-        Kind::Counter,
-        "Jobs that became dead letters, by category.",
-    ),
-    (
-        "redial_retry_budget_rejections_total",
-        Kind::Counter,
-        "Retries an endpoint's retry budget held back or failed, by endpoint.",
-    ),
-    (
-        "redial_breaker_transitions_total",
-        Kind::Counter,
-        "Circuit breaker transitions, by endpoint and the state entered.",
-    ),
-    (
-        "redial_jobs",
-        Kind::Gauge,
-        "Jobs by queue and state (from the store, at most a few seconds old).",
-    ),
-    (
-        "redial_dead_letter_depth",
-        Kind::Gauge,
-        "Dead letters waiting for people, by queue and category.",
-    ),
-    (
-        "redial_oldest_deferred_age_seconds",
-        Kind::Gauge,
-        "Age of the longest-deferred job, by queue.",
-    ),
-    (
-        "redial_endpoint_paused",
-        Kind::Gauge,
-        "1 while the endpoint is paused (a server-given wait or a spent quota), else 0.",
-    ),
-    (
-        "redial_endpoint_breaker_state",
-        Kind::Gauge,
-        "The endpoint's circuit breaker: 0 closed, 1 half-open, 2 open.",
-    ),
-    (
-        "redial_alert_firing",
-        Kind::Gauge,
-        "1 while the alert rule fires, else 0.",
-    ),
-    (
-        "redial_attempt_duration_seconds",
-        Kind::Histogram,
-        "Attempt duration, by queue and endpoint.",
-    ),
-    (
-        "redial_job_latency_seconds",
-        Kind::Histogram,
-        "Enqueue to terminal state, by queue and final state.",
-    ),
+/// One metric: its name, type, help and (for a histogram) its buckets. Call sites name the
+/// constant, so a misspelt metric does not compile, and a histogram carries its own buckets.
+#[derive(Debug)]
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    buckets: &'static [f64],
+}
+
+pub const ATTEMPTS: Metric = Metric {
+    name: "redial_attempts_total",
+    kind: Kind::Counter,
+    help: "Attempts made, by queue, endpoint, outcome (HTTP status or error kind) and category.",
+    buckets: &[],
+};
+pub const DECISIONS: Metric = Metric {
+    name: "redial_decisions_total",
+    kind: Kind::Counter,
+    help: "Decisions after attempts, by queue and decision (complete, retry, defer, dead).",
+    buckets: &[],
+};
+pub const DEFERRALS: Metric = Metric {
+    name: "redial_deferrals_total",
+    kind: Kind::Counter,
+    help: "Deferrals, by queue, endpoint and reason (the header that set the wait, or backoff).",
+    buckets: &[],
+};
+pub const DEAD_LETTERS: Metric = Metric {
+    name: "redial_dead_letters_total",
+    kind: Kind::Counter,
+    help: "Jobs that became dead letters, by category.",
+    buckets: &[],
+};
+pub const BUDGET_REJECTIONS: Metric = Metric {
+    name: "redial_retry_budget_rejections_total",
+    kind: Kind::Counter,
+    help: "Retries an endpoint's retry budget held back or failed, by endpoint.",
+    buckets: &[],
+};
+pub const BREAKER_TRANSITIONS: Metric = Metric {
+    name: "redial_breaker_transitions_total",
+    kind: Kind::Counter,
+    help: "Circuit breaker transitions, by endpoint and the state entered.",
+    buckets: &[],
+};
+pub const JOBS: Metric = Metric {
+    name: "redial_jobs",
+    kind: Kind::Gauge,
+    help: "Jobs by queue and state (from the store, at most a few seconds old).",
+    buckets: &[],
+};
+pub const DEAD_LETTER_DEPTH: Metric = Metric {
+    name: "redial_dead_letter_depth",
+    kind: Kind::Gauge,
+    help: "Dead letters waiting for people, by queue and category.",
+    buckets: &[],
+};
+pub const OLDEST_DEFERRED_AGE: Metric = Metric {
+    name: "redial_oldest_deferred_age_seconds",
+    kind: Kind::Gauge,
+    help: "Age of the longest-deferred job, by queue.",
+    buckets: &[],
+};
+pub const ENDPOINT_PAUSED: Metric = Metric {
+    name: "redial_endpoint_paused",
+    kind: Kind::Gauge,
+    help: "1 while the endpoint is paused (a server-given wait or a spent quota), else 0.",
+    buckets: &[],
+};
+pub const BREAKER_STATE: Metric = Metric {
+    name: "redial_endpoint_breaker_state",
+    kind: Kind::Gauge,
+    help: "The endpoint's circuit breaker: 0 closed, 1 half-open, 2 open.",
+    buckets: &[],
+};
+pub const ALERT_FIRING: Metric = Metric {
+    name: "redial_alert_firing",
+    kind: Kind::Gauge,
+    help: "1 while the alert rule fires, else 0.",
+    buckets: &[],
+};
+pub const ATTEMPT_DURATION: Metric = Metric {
+    name: "redial_attempt_duration_seconds",
+    kind: Kind::Histogram,
+    help: "Attempt duration, by queue and endpoint.",
+    buckets: DURATION_BUCKETS,
+};
+pub const JOB_LATENCY: Metric = Metric {
+    name: "redial_job_latency_seconds",
+    kind: Kind::Histogram,
+    help: "Enqueue to terminal state, by queue and final state.",
+    buckets: LATENCY_BUCKETS,
+};
+
+/// Every metric Redial exposes.
+pub const METRICS: &[&Metric] = &[
+    &ATTEMPTS,
+    &DECISIONS,
+    &DEFERRALS,
+    &DEAD_LETTERS,
+    &BUDGET_REJECTIONS,
+    &BREAKER_TRANSITIONS,
+    &JOBS,
+    &DEAD_LETTER_DEPTH,
+    &OLDEST_DEFERRED_AGE,
+    &ENDPOINT_PAUSED,
+    &BREAKER_STATE,
+    &ALERT_FIRING,
+    &ATTEMPT_DURATION,
+    &JOB_LATENCY,
 ];
 
 const DURATION_BUCKETS: &[f64] = &[
@@ -161,9 +200,9 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn set(&mut self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+    pub fn set(&mut self, metric: &Metric, labels: &[(&'static str, &str)], value: f64) {
         self.gauges.push((
-            name,
+            metric.name,
             labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
             value,
         ));
@@ -199,11 +238,12 @@ impl Metrics {
         "other".to_owned()
     }
 
-    pub fn inc(&self, name: &'static str, labels: &[(&'static str, &str)]) {
-        self.add(name, labels, 1);
+    pub fn inc(&self, metric: &Metric, labels: &[(&'static str, &str)]) {
+        self.add(metric, labels, 1);
     }
 
-    pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], n: u64) {
+    pub fn add(&self, metric: &Metric, labels: &[(&'static str, &str)], n: u64) {
+        let name = metric.name;
         with_key(name, labels, |key| {
             let mut series = self.lock();
             match series.counters.get_mut(key) {
@@ -218,12 +258,8 @@ impl Metrics {
     }
 
     /// Records a duration in seconds in an attempt-duration or job-latency histogram.
-    pub fn observe(&self, name: &'static str, labels: &[(&'static str, &str)], seconds: f64) {
-        let buckets = if name == "redial_job_latency_seconds" {
-            LATENCY_BUCKETS
-        } else {
-            DURATION_BUCKETS
-        };
+    pub fn observe(&self, metric: &Metric, labels: &[(&'static str, &str)], seconds: f64) {
+        let (name, buckets) = (metric.name, metric.buckets);
         with_key(name, labels, |key| {
             let mut series = self.lock();
             if !series.histograms.contains_key(key) {
@@ -265,7 +301,8 @@ impl Metrics {
     pub fn render(&self, snapshot: &Snapshot) -> String {
         let series = self.lock();
         let mut out = String::with_capacity(8192);
-        for (name, kind, help) in METRICS {
+        for metric in METRICS {
+            let (name, kind, help) = (&metric.name, metric.kind, metric.help);
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {}", kind.as_str());
             match kind {
@@ -385,19 +422,13 @@ mod tests {
             "over the bound"
         );
         assert_eq!(m.endpoint_label("https://a.example"), "https://a.example");
-        m.inc(
-            "redial_attempts_total",
-            &[("queue", "q\"1"), ("outcome", "503")],
-        );
-        m.inc(
-            "redial_attempts_total",
-            &[("queue", "q\"1"), ("outcome", "503")],
-        );
-        m.observe("redial_attempt_duration_seconds", &[("queue", "q")], 0.02);
+        m.inc(&ATTEMPTS, &[("queue", "q\"1"), ("outcome", "503")]);
+        m.inc(&ATTEMPTS, &[("queue", "q\"1"), ("outcome", "503")]);
+        m.observe(&ATTEMPT_DURATION, &[("queue", "q")], 0.02);
         let mut snap = Snapshot::default();
-        snap.set("redial_jobs", &[("queue", "q"), ("state", "ready")], 3.0);
+        snap.set(&JOBS, &[("queue", "q"), ("state", "ready")], 3.0);
         let text = m.render(&snap);
-        for (name, kind, _) in METRICS {
+        for Metric { name, kind, .. } in METRICS {
             assert!(
                 text.contains(&format!("# TYPE {name} {}", kind.as_str())),
                 "{name}"

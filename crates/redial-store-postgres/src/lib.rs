@@ -328,7 +328,7 @@ async fn listen(config: Config, channel: String, wakes: broadcast::Sender<Wake>)
                             Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
                                 let wake = match n.payload() {
                                     "" => Wake::All,
-                                    "\u{1}endpoints" => Wake::Endpoints,
+                                    sql::ENDPOINTS_CHANGED => Wake::Endpoints,
                                     queue => Wake::Queue(queue.to_owned()),
                                 };
                                 let _ = wakes.send(wake);

@@ -11,6 +11,10 @@ use tokio_postgres::Row;
 /// The columns of a job, in the order `RawJob::read` reads them.
 use redial_store::job_columns as cols;
 
+/// The NOTIFY payload that says shared endpoint holds changed (other payloads are queue names;
+/// this one starts with a control character, which a queue name written in a config would not).
+pub const ENDPOINTS_CHANGED: &str = "\u{1}endpoints";
+
 const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
 
 type Param<'a> = &'a (dyn ToSql + Sync);
@@ -996,7 +1000,7 @@ pub async fn holds_share(c: &mut Conn, channel: &str, holds: &[SharedHold]) -> S
         .map_err(backend)?;
     }
     if !holds.is_empty() {
-        notify(&tx, channel, "\u{1}endpoints").await?;
+        notify(&tx, channel, ENDPOINTS_CHANGED).await?;
     }
     tx.commit().await.map_err(backend)
 }

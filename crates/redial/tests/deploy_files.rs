@@ -34,7 +34,7 @@ fn metrics_in(expr: &str) -> Vec<String> {
                     let b = name.strip_suffix(s)?;
                     METRICS
                         .iter()
-                        .any(|(n, k, _)| *n == b && *k == Kind::Histogram)
+                        .any(|m| m.name == b && m.kind == Kind::Histogram)
                         .then_some(b)
                 })
                 .unwrap_or(name);
@@ -50,7 +50,7 @@ fn assert_exposed(expr: &str, place: &str) {
     assert!(!used.is_empty(), "{place}: uses no Redial metric: {expr}");
     for m in used {
         assert!(
-            METRICS.iter().any(|(n, _, _)| *n == m),
+            METRICS.iter().any(|metric| metric.name == m),
             "{place}: {m} is not a metric Redial exposes"
         );
     }
@@ -108,7 +108,7 @@ fn grafana_dashboard_parses_and_uses_exposed_metrics() {
         }
     }
     // Every metric Redial exposes has a place on the dashboard.
-    for (name, _, _) in METRICS {
-        assert!(seen.contains(*name), "{name} is on no panel");
+    for m in METRICS {
+        assert!(seen.contains(m.name), "{} is on no panel", m.name);
     }
 }

@@ -23,7 +23,7 @@ impl Engine {
                 .or_default() += c.count;
             if let (redial_store::JobState::Dead, Some(cat)) = (c.state, c.category) {
                 snap.set(
-                    "redial_dead_letter_depth",
+                    &crate::metrics::DEAD_LETTER_DEPTH,
                     &[("queue", &c.queue), ("category", cat.as_str())],
                     c.count as f64,
                 );
@@ -31,7 +31,7 @@ impl Engine {
         }
         for ((queue, state), n) in &per_state {
             snap.set(
-                "redial_jobs",
+                &crate::metrics::JOBS,
                 &[("queue", queue), ("state", state)],
                 *n as f64,
             );
@@ -42,7 +42,7 @@ impl Engine {
                 .iter()
                 .find(|o| &o.queue == q)
                 .map_or(0.0, |o| now.saturating_since(o.since).as_secs_f64());
-            snap.set("redial_oldest_deferred_age_seconds", &[("queue", q)], age);
+            snap.set(&crate::metrics::OLDEST_DEFERRED_AGE, &[("queue", q)], age);
         }
         let mut folded: BTreeMap<String, (f64, f64)> = BTreeMap::new();
         for (name, view) in inner.endpoints.views(now, &[]) {
@@ -61,16 +61,20 @@ impl Engine {
             *e = (e.0.max(paused), e.1.max(breaker));
         }
         for (label, (paused, breaker)) in &folded {
-            snap.set("redial_endpoint_paused", &[("endpoint", label)], *paused);
             snap.set(
-                "redial_endpoint_breaker_state",
+                &crate::metrics::ENDPOINT_PAUSED,
+                &[("endpoint", label)],
+                *paused,
+            );
+            snap.set(
+                &crate::metrics::BREAKER_STATE,
                 &[("endpoint", label)],
                 *breaker,
             );
         }
         for a in inner.alerts.statuses() {
             let firing = if a.firing { 1.0 } else { 0.0 };
-            snap.set("redial_alert_firing", &[("alert", &a.name)], firing);
+            snap.set(&crate::metrics::ALERT_FIRING, &[("alert", &a.name)], firing);
         }
         Ok(inner.metrics.render(&snap))
     }

@@ -179,10 +179,9 @@ pub(super) async fn fill(
 
 pub(super) fn count_budget_rejection(inner: &Inner, endpoint: &str) {
     let label = inner.metrics.endpoint_label(endpoint);
-    inner.metrics.inc(
-        "redial_retry_budget_rejections_total",
-        &[("endpoint", &label)],
-    );
+    inner
+        .metrics
+        .inc(&crate::metrics::BUDGET_REJECTIONS, &[("endpoint", &label)]);
 }
 
 /// Admission by the endpoints' limits, as the store asks it while leasing.
@@ -317,7 +316,7 @@ pub(super) async fn fail_retries(
             return Err(e);
         }
         inner.metrics.inc(
-            "redial_dead_letters_total",
+            &crate::metrics::DEAD_LETTERS,
             &[("category", DeadCategory::BudgetExhausted.as_str())],
         );
     }

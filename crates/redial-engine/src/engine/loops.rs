@@ -180,7 +180,7 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
         {
             Ok(r) if r.requeued > 0 || r.dead > 0 => {
                 inner.metrics.add(
-                    "redial_dead_letters_total",
+                    &crate::metrics::DEAD_LETTERS,
                     &[("category", DeadCategory::UnknownExhausted.as_str())],
                     r.dead,
                 );
@@ -204,7 +204,7 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
         match inner.store.job_expire_deadlines(expire).await {
             Ok(n) if n > 0 => {
                 inner.metrics.add(
-                    "redial_dead_letters_total",
+                    &crate::metrics::DEAD_LETTERS,
                     &[("category", DeadCategory::DeadlineExceeded.as_str())],
                     n,
                 );

@@ -166,7 +166,7 @@ pub(super) fn count_attempt(
         Outcome::Handler(_) => "handler",
     };
     m.inc(
-        "redial_attempts_total",
+        &crate::metrics::ATTEMPTS,
         &[
             ("queue", &job.queue),
             ("endpoint", &endpoint),
@@ -175,14 +175,14 @@ pub(super) fn count_attempt(
         ],
     );
     m.inc(
-        "redial_decisions_total",
+        &crate::metrics::DECISIONS,
         &[
             ("queue", &job.queue),
             ("decision", decision.action.as_str()),
         ],
     );
     m.observe(
-        "redial_attempt_duration_seconds",
+        &crate::metrics::ATTEMPT_DURATION,
         &[("queue", &job.queue), ("endpoint", &endpoint)],
         duration_ms as f64 / 1000.0,
     );
@@ -193,7 +193,7 @@ pub(super) fn count_attempt(
                 .server_wait
                 .map_or("backoff", |w| w.source);
             m.inc(
-                "redial_deferrals_total",
+                &crate::metrics::DEFERRALS,
                 &[
                     ("queue", &job.queue),
                     ("endpoint", &endpoint),
@@ -203,7 +203,7 @@ pub(super) fn count_attempt(
         }
         Action::Dead(category) => {
             m.inc(
-                "redial_dead_letters_total",
+                &crate::metrics::DEAD_LETTERS,
                 &[("category", category.as_str())],
             );
         }
@@ -211,7 +211,7 @@ pub(super) fn count_attempt(
     }
     if let Some(state) = final_state(decision.action) {
         m.observe(
-            "redial_job_latency_seconds",
+            &crate::metrics::JOB_LATENCY,
             &[("queue", &job.queue), ("state", state)],
             now.saturating_since(job.created_at).as_secs_f64(),
         );
