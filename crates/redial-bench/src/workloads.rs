@@ -1,5 +1,7 @@
 //! The workloads. Each builds what it needs (a fresh SQLite file in a temporary folder, an engine,
 //! a receiver), measures, and reports through `report(name, value, unit)`.
+//!
+//! Over 800 lines: one function per workload, side by side so that they measure alike.
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;

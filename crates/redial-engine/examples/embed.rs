@@ -91,8 +91,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("vip-2", "vip@example.com"),
         ("typo-3", "bob-at-example"),
     ] {
-        store
-            .job_insert(NewJob {
+        // Stored durably, and the queue woken.
+        engine
+            .enqueue(NewJob {
                 id: JobId::from(id),
                 queue: "emails".into(),
                 endpoint: "mailer".into(),
@@ -113,7 +114,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .await?;
     }
-    engine.wake("emails");
 
     // Wait for every job to finish, then print what happened and why.
     for id in ["welcome-1", "vip-2", "typo-3"] {

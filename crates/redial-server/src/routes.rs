@@ -191,12 +191,8 @@ async fn enqueue(
     let now = state.engine.clock().now();
     let mut job = input::new_job(&state, input, now)?;
     join_trace(&mut job, caller_trace(&headers).as_deref());
-    let queue = job.queue.clone();
-    match state.engine.store().job_insert(job).await? {
-        InsertOutcome::Inserted(j) => {
-            state.engine.wake(&queue);
-            Ok(job_response(StatusCode::CREATED, &j, Some(false)))
-        }
+    match state.engine.enqueue(job).await? {
+        InsertOutcome::Inserted(j) => Ok(job_response(StatusCode::CREATED, &j, Some(false))),
         InsertOutcome::Duplicate(j) => Ok(job_response(StatusCode::OK, &j, Some(true))),
         InsertOutcome::Conflict(j) => Err(conflict(&j.id)),
     }
@@ -238,7 +234,7 @@ async fn enqueue_batch(
         join_trace(&mut job, trace.as_deref());
         jobs.push(job);
     }
-    let outcomes = state.engine.store().job_insert_batch(jobs).await?;
+    let outcomes = state.engine.enqueue_batch(jobs).await?;
     if let Some((i, o)) = outcomes
         .iter()
         .enumerate()
@@ -247,11 +243,6 @@ async fn enqueue_batch(
         let mut e = conflict(&o.job().id);
         e.message = format!("jobs[{i}]: {}; nothing in the batch was stored", e.message);
         return Err(e);
-    }
-    let mut queues: Vec<&str> = outcomes.iter().map(|o| o.job().queue.as_str()).collect();
-    queues.dedup();
-    for q in queues {
-        state.engine.wake(q);
     }
     let inserted = outcomes
         .iter()
@@ -352,12 +343,7 @@ async fn list(
 }
 
 async fn replay(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    let job = state
-        .engine
-        .store()
-        .job_replay(&JobId(id), state.engine.clock().now())
-        .await?;
-    state.engine.wake(&job.queue);
+    let job = state.engine.replay(&JobId(id)).await?;
     Ok(job_response(StatusCode::OK, &job, None))
 }
 
@@ -400,14 +386,7 @@ async fn bulk_replay(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let filter = bulk_filter(&state, body)?;
-    let n = state
-        .engine
-        .store()
-        .dead_letter_replay(filter, state.engine.clock().now())
-        .await?;
-    if n > 0 {
-        state.engine.wake_all();
-    }
+    let n = state.engine.replay_dead_letters(filter).await?;
     Ok(Json(json!({ "affected": n })).into_response())
 }
 

@@ -1,6 +1,10 @@
 //! The SQL behind each store method. Each function is one transaction, most of them one
 //! statement; the hot ones (insert, lease, record, heartbeat) use statements prepared once per
 //! connection.
+//!
+//! One file, over 800 lines, on purpose: one function per store method, in the trait's order,
+//! sharing the prepared statements and the column list; the rules they apply are
+//! `redial_store::rules`'.
 
 use crate::{backend, Conn};
 use redial_policy::{DeadCategory, Timestamp};

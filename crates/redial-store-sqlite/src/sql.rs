@@ -1,5 +1,9 @@
 //! The SQL behind each store method. Every function runs inside the caller's connection and
 //! either commits one transaction or changes nothing.
+//!
+//! One file, over 800 lines, on purpose: one function per store method, in the trait's order,
+//! and the methods share the statements' spelling (the `waiting!` condition the partial indexes
+//! need, the column list, savepoints); the rules they apply are `redial_store::rules`'.
 
 use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, Timestamp};

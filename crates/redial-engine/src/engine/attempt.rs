@@ -130,3 +130,105 @@ pub(super) struct Ran {
     /// Whether the request carried an idempotency key (then an unknown outcome is safe to repeat).
     pub(super) carried_key: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decided(outcome: Outcome) -> (AttemptOutput, Decision) {
+        let t0 = Timestamp::from_unix_secs(1_800_000_000);
+        let counters = JobCounters {
+            failures: 0,
+            unknown_failures: 0,
+            deferrals: 0,
+            enqueued_at: t0,
+            deadline: None,
+            has_idempotency_key: true,
+            method: redial_policy::Method::from_name("POST"),
+            last_delay: None,
+        };
+        let d = decide(
+            &outcome,
+            &counters,
+            &Policy::default(),
+            t0,
+            &mut SplitMix64::new(7),
+        );
+        (AttemptOutput::from_outcome(outcome), d)
+    }
+
+    fn response(status: u16, headers: &[(&str, &str)]) -> Outcome {
+        Outcome::Response(redial_policy::Response {
+            status,
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        })
+    }
+
+    /// What each kind of result teaches its endpoint: only failures count against its health,
+    /// only 429/503/529 and timeouts are overload, and a server-given wait pauses the endpoint
+    /// only when the result is a deferral or a transient failure.
+    #[test]
+    fn what_a_result_teaches_its_endpoint() {
+        let now = Timestamp::from_unix_secs(1_800_000_000);
+        let cases: Vec<(Outcome, ResultClass, bool, bool)> = vec![
+            (response(200, &[]), ResultClass::Success, false, false),
+            (
+                response(429, &[("retry-after", "30")]),
+                ResultClass::Neutral,
+                true,
+                true,
+            ),
+            // A 503 that says when to come back is a deferral; one that does not, a failure.
+            (
+                response(503, &[("retry-after", "5")]),
+                ResultClass::Neutral,
+                true,
+                true,
+            ),
+            (response(503, &[]), ResultClass::Failure, true, false),
+            (response(500, &[]), ResultClass::Failure, false, false),
+            (
+                response(400, &[("retry-after", "5")]),
+                ResultClass::Neutral,
+                false,
+                false,
+            ),
+            (
+                Outcome::Transport(TransportError::Timeout),
+                ResultClass::Failure,
+                true,
+                false,
+            ),
+            (
+                Outcome::Transport(TransportError::ConnectionRefused),
+                ResultClass::Failure,
+                false,
+                false,
+            ),
+        ];
+        for (outcome, class, overload, waits) in cases {
+            let what = format!("{outcome:?}");
+            let (output, d) = decided(outcome);
+            let o = observe(&output, &d, now);
+            assert_eq!(o.class, class, "{what}");
+            assert_eq!(o.overload, overload, "{what}");
+            assert_eq!(
+                o.server_wait.is_some(),
+                waits,
+                "{what}: {:?}",
+                o.server_wait
+            );
+        }
+    }
+
+    /// A queue leases ahead half its concurrency (none for a queue of one).
+    #[test]
+    fn lease_ahead_is_half_the_concurrency() {
+        assert_eq!(lease_ahead(1), 0);
+        assert_eq!(lease_ahead(2), 1);
+        assert_eq!(lease_ahead(100), 50);
+    }
+}

@@ -137,11 +137,13 @@ pub(super) async fn fill(
     let now = inner.clock.now();
     let holds = Arc::new(Mutex::new(HashMap::new()));
     let admitted = Arc::new(Mutex::new(HashMap::new()));
+    let rejections = Arc::new(Mutex::new(Vec::new()));
     let admit = Box::new(EndpointAdmit {
         inner: inner.clone(),
         now,
         holds: holds.clone(),
         admitted: admitted.clone(),
+        budget_rejections: rejections.clone(),
     });
     // On an error nothing was leased (one transaction), and the admissions asked for are
     // released as `admitted` drops.
@@ -157,7 +159,11 @@ pub(super) async fn fill(
             },
             admit,
         )
-        .await?;
+        .await;
+    for endpoint in std::mem::take(&mut *rejections.lock().unwrap_or_else(|p| p.into_inner())) {
+        count_budget_rejection(&inner, &endpoint);
+    }
+    let leased = leased?;
     let mut admitted = std::mem::take(&mut *admitted.lock().unwrap_or_else(|p| p.into_inner()));
     let took_all = leased.taken.len() >= free;
     // The jobs leased to run start before anything else can fail.
@@ -192,6 +198,19 @@ pub(super) struct EndpointAdmit {
     holds: Arc<Mutex<HashMap<i64, Hold>>>,
     /// The admissions of the jobs admitted to run, by seq.
     admitted: Arc<Mutex<HashMap<i64, Admitted>>>,
+    /// Endpoints whose retry budget held a retry back, counted in the metrics once the lease
+    /// is done: SQLite asks admission inside its write transaction, which must not wait on the
+    /// metrics' lock.
+    budget_rejections: Arc<Mutex<Vec<String>>>,
+}
+
+impl EndpointAdmit {
+    fn rejected(&self, endpoint: &str) {
+        self.budget_rejections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(endpoint.to_owned());
+    }
 }
 
 impl Admit for EndpointAdmit {
@@ -208,12 +227,12 @@ impl Admit for EndpointAdmit {
             Err(Admission::Go(_)) => unreachable!("an admission to go is returned as Ok"),
             Err(Admission::Hold(_)) => Verdict::HoldEndpoint,
             Err(Admission::HoldRetries(_)) => {
-                count_budget_rejection(inner, &c.endpoint);
+                self.rejected(&c.endpoint);
                 Verdict::HoldRetries
             }
             Err(Admission::HoldFirsts(_)) => Verdict::HoldFirsts,
             Err(Admission::FailRetry(hold)) => {
-                count_budget_rejection(inner, &c.endpoint);
+                self.rejected(&c.endpoint);
                 self.holds
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

@@ -17,8 +17,8 @@ use redial_policy::{
 };
 use redial_store::{
     Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, CleanupParams, ExpireParams,
-    HeartbeatParams, Job, JobId, LeaseAdmittedParams, RecordAttemptParams, ReleaseParams,
-    RescueParams, Store, StoreError, Transition, Verdict, Wake,
+    HeartbeatParams, InsertOutcome, Job, JobFilter, JobId, LeaseAdmittedParams, NewJob,
+    RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError, Transition, Verdict, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -171,6 +171,56 @@ impl Engine {
 
     pub fn wake_all(&self) {
         self.inner.wake_all();
+    }
+
+    /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an
+    /// embedding program), so no caller has to remember the wake-up.
+    pub async fn enqueue(&self, job: NewJob) -> Result<InsertOutcome, StoreError> {
+        let outcome = self.inner.store.job_insert(job).await?;
+        if let InsertOutcome::Inserted(j) = &outcome {
+            self.wake(&j.queue);
+        }
+        Ok(outcome)
+    }
+
+    /// Stores a batch (all or nothing) and wakes the queues it added jobs to.
+    pub async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<InsertOutcome>, StoreError> {
+        let outcomes = self.inner.store.job_insert_batch(jobs).await?;
+        let mut queues: Vec<&str> = outcomes
+            .iter()
+            .filter(|o| matches!(o, InsertOutcome::Inserted(_)))
+            .map(|o| o.job().queue.as_str())
+            .collect();
+        queues.sort_unstable();
+        queues.dedup();
+        for q in queues {
+            self.wake(q);
+        }
+        Ok(outcomes)
+    }
+
+    /// Replays a dead job now and wakes its queue.
+    pub async fn replay(&self, id: &JobId) -> Result<Job, StoreError> {
+        let job = self
+            .inner
+            .store
+            .job_replay(id, self.inner.clock.now())
+            .await?;
+        self.wake(&job.queue);
+        Ok(job)
+    }
+
+    /// Replays the dead jobs the filter matches now; wakes every queue if any was.
+    pub async fn replay_dead_letters(&self, filter: JobFilter) -> Result<u64, StoreError> {
+        let n = self
+            .inner
+            .store
+            .dead_letter_replay(filter, self.inner.clock.now())
+            .await?;
+        if n > 0 {
+            self.wake_all();
+        }
+        Ok(n)
     }
 
     /// How many attempts are in flight in this process.

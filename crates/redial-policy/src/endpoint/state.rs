@@ -1,4 +1,9 @@
 //! The state of one endpoint and the two operations on it: admit an attempt, record its result.
+//!
+//! One file, over 800 lines, on purpose: the mechanisms (pause, learned quota, rate, slow start,
+//! concurrency, retry budget, suspect first attempts, breaker) all read and change the one
+//! `EndpointState` in `admit` and `record`, and their order there is the behaviour; split by
+//! mechanism, that order would be spread over files.
 
 use super::config::{EndpointConfig, WhenExhausted};
 use crate::duration::Human;
