@@ -6,18 +6,42 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(expected) = state.config.token.as_deref() else {
-        return next.run(req).await;
-    };
-    // The scheme is case-insensitive (RFC 9110 section 11.1): `bearer`, `BEARER` and `Bearer`.
-    let given = req
-        .headers()
+/// The bearer token a request carries, if any. The scheme is case-insensitive (RFC 9110 section
+/// 11.1): `bearer`, `BEARER` and `Bearer`.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim_start().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
+        .map(|(_, token)| token.trim())
+}
+
+/// Whether the request carries the read-only token (`server.read_only_token`): it may read
+/// everything and change nothing.
+pub fn is_read_only(state: &AppState, headers: &HeaderMap) -> bool {
+    match (state.config.read_only_token.as_deref(), bearer(headers)) {
+        (Some(ro), Some(given)) => constant_time_eq(given.as_bytes(), ro.as_bytes()),
+        _ => false,
+    }
+}
+
+pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if is_read_only(&state, req.headers()) {
+        if matches!(*req.method(), Method::GET | Method::HEAD) {
+            return next.run(req).await;
+        }
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "read_only",
+            "this token may read but not change anything: use the server's full token",
+        )
+        .into_response();
+    }
+    let Some(expected) = state.config.token.as_deref() else {
+        return next.run(req).await;
+    };
+    let given = bearer(req.headers());
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => next.run(req).await,
         Some(_) => ApiError::new(

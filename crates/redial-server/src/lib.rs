@@ -10,6 +10,7 @@ mod error;
 mod input;
 mod listen;
 mod routes;
+mod ui;
 mod view;
 
 pub use error::ApiError;
@@ -25,6 +26,9 @@ use std::time::Duration;
 pub struct ServerConfig {
     /// When set, every `/v1` route needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// A second token that may read every `/v1` route and change nothing (403 `read_only`): for
+    /// dashboards and people who look but do not act.
+    pub read_only_token: Option<String>,
     /// Jobs in one batch enqueue.
     pub max_batch: usize,
     /// Bytes in one API request body.
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             token: None,
+            read_only_token: None,
             max_batch: 1000,
             max_request_bytes: 16 << 20,
             max_job_body_bytes: 1 << 20,

@@ -25,6 +25,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}/cancel", post(cancel))
         .route("/v1/dead-letters/replay", post(bulk_replay))
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
+        .route("/v1/dead-letters/groups", get(dead_letter_groups))
+        .route("/v1/session", get(session))
         .route("/v1/stats", get(stats))
         .route("/v1/endpoints", get(endpoints))
         .route("/v1/endpoints/{name}", get(endpoint))
@@ -38,6 +40,10 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .merge(v1)
+        .route("/", get(crate::ui::to_ui))
+        .route("/ui", get(crate::ui::to_ui))
+        .route("/ui/", get(crate::ui::page))
+        .route("/ui/{file}", get(crate::ui::asset))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
@@ -282,6 +288,62 @@ async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResul
     let mut v = view::job(&job);
     v.attempt_log = Some(&attempts);
     Ok(Json(v).into_response())
+}
+
+/// Dead letters grouped by queue, category and endpoint (each group is what a bulk action with
+/// that filter acts on), largest first.
+async fn dead_letter_groups(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut filter = JobFilter::default();
+    for (k, v) in q {
+        match k.as_str() {
+            "queue" => {
+                input::check_queue(&state, &v)?;
+                filter.queue = Some(v);
+            }
+            "category" => {
+                filter.category = Some(
+                    redial_store::parse_dead_category(&v)
+                        .map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                )
+            }
+            "endpoint" => filter.endpoint = Some(v),
+            "since" | "until" => {
+                let t = redial_policy::Timestamp::parse_rfc3339(&v).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "invalid_time",
+                        format!("{k} must be an RFC 3339 instant such as 2026-12-01T10:00:00Z"),
+                    )
+                })?;
+                if k == "since" {
+                    filter.since = Some(t);
+                } else {
+                    filter.until = Some(t);
+                }
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown query parameter {other:?}: use queue, category, endpoint, since, until"),
+                ))
+            }
+        }
+    }
+    let groups = state.engine.store().dead_letter_groups(filter).await?;
+    let total: u64 = groups.iter().map(|g| g.count).sum();
+    Ok(Json(json!({ "groups": groups, "total": total })).into_response())
+}
+
+/// What the caller may do: whether its token is the read-only one.
+async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let read_only = auth::is_read_only(&state, &headers);
+    Json(json!({
+        "read_only": read_only,
+        "token_required": state.config.token.is_some(),
+    }))
+    .into_response()
 }
 
 async fn list(

@@ -488,6 +488,8 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/jobs/{id}/cancel"),
         ("post", "/v1/dead-letters/replay"),
         ("post", "/v1/dead-letters/dismiss"),
+        ("get", "/v1/dead-letters/groups"),
+        ("get", "/v1/session"),
         ("get", "/v1/stats"),
         ("get", "/v1/endpoints"),
         ("get", "/v1/endpoints/{name}"),

@@ -521,6 +521,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letters_since(c, since).await)
     }
 
+    async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>> {
+        with_conn!(self, c => sql::dead_letter_groups(c, &filter).await)
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         with_conn!(self, c => sql::cleanup(c, &params).await)
     }

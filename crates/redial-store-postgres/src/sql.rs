@@ -920,6 +920,41 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
     })
 }
 
+pub async fn dead_letter_groups(c: &mut Conn, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
+    let mut sql =
+        "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \
+                   MAX(last_reason) FROM jobs WHERE state = 'dead'"
+            .to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY queue, category, endpoint ORDER BY 4 DESC, 1, 3");
+    let rows = c
+        .client
+        .query(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for r in &rows {
+        let category: Option<String> = get(r, 1)?;
+        let Some(category) = category
+            .as_deref()
+            .and_then(|c| parse_dead_category(c).ok())
+        else {
+            continue;
+        };
+        out.push(DeadGroup {
+            queue: get(r, 0)?,
+            category,
+            endpoint: get(r, 2)?,
+            count: get::<i64>(r, 3)?.max(0) as u64,
+            first: ts(get(r, 4)?).unwrap_or(Timestamp::EPOCH),
+            last: ts(get(r, 5)?).unwrap_or(Timestamp::EPOCH),
+            reason: get(r, 6)?,
+        });
+    }
+    Ok(out)
+}
+
 pub async fn dead_letters_since(c: &mut Conn, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
     let rows = c
         .client

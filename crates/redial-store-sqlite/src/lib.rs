@@ -561,6 +561,10 @@ impl Store for SqliteStore {
         self.run(move |c| sql::dead_letters_since(c, since)).await
     }
 
+    async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>> {
+        self.run(move |c| sql::dead_letter_groups(c, &filter)).await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.run(move |c| sql::cleanup(c, &params)).await
     }

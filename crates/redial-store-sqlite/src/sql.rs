@@ -1129,6 +1129,41 @@ pub fn dead_letters_since(c: &mut Connection, since: Timestamp) -> StoreResult<V
         .collect())
 }
 
+pub fn dead_letter_groups(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
+    let mut sql =
+        "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \
+                   MAX(last_reason) FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
+            .to_owned();
+    let mut params = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY queue, category, endpoint ORDER BY 4 DESC, 1, 3");
+    let rows = query_rows(c, &sql, params_from_iter(params.iter()), |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, Option<i64>>(4)?,
+            r.get::<_, Option<i64>>(5)?,
+            r.get::<_, Option<String>>(6)?,
+        ))
+    })?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(queue, category, endpoint, count, first, last, reason)| {
+            Some(DeadGroup {
+                queue,
+                category: parse_dead_category(category.as_deref()?).ok()?,
+                endpoint,
+                count: count.max(0) as u64,
+                first: ts(first).unwrap_or(Timestamp::EPOCH),
+                last: ts(last).unwrap_or(Timestamp::EPOCH),
+                reason,
+            })
+        })
+        .collect())
+}
+
 /// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
 /// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {

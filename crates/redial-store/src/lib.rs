@@ -172,6 +172,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// category: what alerts on new dead letters count.
     async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>>;
 
+    /// The dead letters the filter matches (its state is ignored), grouped by queue, category
+    /// and endpoint, largest group first. Reads the dead letters only, by their own index.
+    async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>>;
+
     /// Deletes finished jobs past their retention; returns how many.
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
 

@@ -477,6 +477,21 @@ pub struct DeadCount {
     pub count: u64,
 }
 
+/// Dead letters that share a queue, a category and an endpoint: what a bulk action by filter
+/// acts on together, for triage.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeadGroup {
+    pub queue: String,
+    pub category: DeadCategory,
+    pub endpoint: String,
+    pub count: u64,
+    /// When the first and the last of them went dead.
+    pub first: Timestamp,
+    pub last: Timestamp,
+    /// The reason line of one of them, for people.
+    pub reason: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueCount {
     pub queue: String,

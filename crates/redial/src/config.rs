@@ -42,6 +42,8 @@ pub struct FileConfig {
 pub struct ServerSection {
     pub listen: Option<String>,
     pub token: Option<String>,
+    /// A token that may read everything and change nothing (the dashboard for people who look).
+    pub read_only_token: Option<String>,
     /// Serve without a token on a non-loopback address. Off: such a start is refused.
     pub allow_unauthenticated: bool,
     pub max_batch: usize,
@@ -71,6 +73,7 @@ impl Default for ServerSection {
         ServerSection {
             listen: None,
             token: None,
+            read_only_token: None,
             allow_unauthenticated: false,
             max_batch: d.max_batch,
             max_request_bytes: d.max_request_bytes,

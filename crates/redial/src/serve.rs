@@ -42,6 +42,10 @@ pub struct Args {
     /// Bearer token the API requires. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
+    /// A second token that may read everything and change nothing (403 read_only): for the
+    /// dashboard of people who look but do not act. Prefer the environment variable.
+    #[arg(long, env = "REDIAL_READ_ONLY_TOKEN", hide_env_values = true)]
+    pub(crate) read_only_token: Option<String>,
     /// Serve without a token on a non-loopback address (only behind something that authenticates).
     #[arg(long, env = "REDIAL_ALLOW_UNAUTHENTICATED")]
     pub(crate) allow_unauthenticated: bool,

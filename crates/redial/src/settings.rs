@@ -55,6 +55,18 @@ impl Settings {
             ))
         })?;
         let token = token(args.token.clone().or(file.server.token.clone()))?;
+        let read_only_token = token_named(
+            args.read_only_token
+                .clone()
+                .or(file.server.read_only_token.clone()),
+            "the read-only token (REDIAL_READ_ONLY_TOKEN, --read-only-token or server.read_only_token)",
+        )?;
+        if read_only_token.is_some() && read_only_token == token {
+            return Err(UsageError(
+                "the read-only token is the same as the token: give it a value of its own".into(),
+            )
+            .into());
+        }
         let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
         if !listen.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
             return Err(UsageError(format!(
@@ -121,6 +133,7 @@ impl Settings {
         let s = file.server;
         let server = ServerConfig {
             token,
+            read_only_token,
             max_batch: s.max_batch,
             max_request_bytes: s.max_request_bytes,
             max_job_body_bytes: s.max_job_body_bytes,
@@ -149,20 +162,21 @@ impl Settings {
 /// `REDIAL_TOKEN="abc "`: no client could send them); the rest must be a bearer token's
 /// characters.
 fn token(given: Option<String>) -> Result<Option<String>> {
+    token_named(given, "the token (REDIAL_TOKEN, --token or server.token)")
+}
+
+fn token_named(given: Option<String>, what: &str) -> Result<Option<String>> {
     let Some(t) = given.filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
     let t = t.trim();
     if t.is_empty() {
-        return Err(UsageError(
-            "the token (REDIAL_TOKEN, --token or server.token) is only spaces: set a token or unset it".into(),
-        )
-        .into());
+        return Err(UsageError(format!("{what} is only spaces: set a token or unset it")).into());
     }
     if !t.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(UsageError(
-            "the token (REDIAL_TOKEN, --token or server.token) must be printable ASCII without spaces, as a bearer token is".into(),
-        )
+        return Err(UsageError(format!(
+            "{what} must be printable ASCII without spaces, as a bearer token is"
+        ))
         .into());
     }
     Ok(Some(t.to_owned()))

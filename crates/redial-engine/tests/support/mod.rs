@@ -304,6 +304,10 @@ impl Store for Watched {
         self.inner.dead_letters_since(since).await
     }
 
+    async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>> {
+        self.inner.dead_letter_groups(filter).await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.inner.job_cleanup(params).await
     }

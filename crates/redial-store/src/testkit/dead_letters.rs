@@ -197,3 +197,54 @@ pub async fn bulk_dead_letter_actions(store: Arc<dyn Store>) {
         .expect("get")
         .is_some());
 }
+
+/// Triage: dead letters grouped by queue, category and endpoint, largest first, with when the
+/// first and last went dead and a reason; a filter narrows the groups; live jobs are not counted.
+pub async fn dead_letter_groups_for_triage(store: Arc<dyn Store>) {
+    for id in ["p1", "p2", "p3"] {
+        make_dead(&store, id, "q1", DeadCategory::Permanent).await;
+    }
+    make_dead(&store, "t1", "q1", DeadCategory::TransientExhausted).await;
+    make_dead(&store, "o1", "q2", DeadCategory::Permanent).await;
+    store
+        .job_insert(new_job("live", "q1"))
+        .await
+        .expect("insert");
+    let groups = store
+        .dead_letter_groups(JobFilter::default())
+        .await
+        .expect("groups");
+    let seen: Vec<(&str, DeadCategory, u64)> = groups
+        .iter()
+        .map(|g| (g.queue.as_str(), g.category, g.count))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("q1", DeadCategory::Permanent, 3),
+            ("q1", DeadCategory::TransientExhausted, 1),
+            ("q2", DeadCategory::Permanent, 1),
+        ]
+    );
+    let g = &groups[0];
+    assert_eq!(g.endpoint, "https://api.example.com");
+    assert!(g.first <= g.last);
+    assert!(g.reason.as_deref().is_some_and(|r| !r.is_empty()));
+    let permanent = store
+        .dead_letter_groups(JobFilter {
+            category: Some(DeadCategory::Permanent),
+            ..JobFilter::default()
+        })
+        .await
+        .expect("groups");
+    assert_eq!(permanent.len(), 2);
+    let q2 = store
+        .dead_letter_groups(JobFilter {
+            queue: Some("q2".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .expect("groups");
+    assert_eq!(q2.len(), 1);
+    assert_eq!(q2[0].count, 1);
+}

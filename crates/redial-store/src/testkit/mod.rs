@@ -37,7 +37,8 @@ macro_rules! store_suite {
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
-            shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred);
+            shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
+            dead_letter_groups_for_triage);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

@@ -1,0 +1,399 @@
+// Redial's dashboard: a page per route (#/, #/triage, #/jobs, #/job/ID, #/endpoints), drawn from
+// the same JSON API as every client. Text from the server is put in the page as text, never as
+// markup. The token lives in this tab's session storage and goes in the Authorization header.
+'use strict';
+
+const REFRESH_MS = 5000;
+const state = {
+  token: sessionStorage.getItem('redial-token') || '',
+  readOnly: false,
+  paused: false,
+  timer: null,
+  busy: false,
+};
+
+// ---- plumbing ----------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  if (state.token) headers.Authorization = 'Bearer ' + state.token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const resp = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit',
+  });
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+  if (!resp.ok) {
+    const err = (data && data.error) || {};
+    if (resp.status === 401) showLogin(err.message);
+    throw new ApiError(resp.status, err.code || 'error', err.message || `${resp.status} ${resp.statusText}`);
+  }
+  return data;
+}
+
+// Builds an element; strings become text nodes.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// Appends the children that are there (a missing optional part is null).
+function put(parent, ...children) {
+  parent.append(...children.flat().filter(c => c !== null && c !== undefined && c !== false));
+}
+
+function table(headers, rows, caption) {
+  return el('div', { class: 'scroll' },
+    el('table', {},
+      caption ? el('caption', { class: 'muted' }, caption) : null,
+      el('thead', {}, el('tr', {}, headers.map(h => el('th', { scope: 'col', class: h.num ? 'num' : null }, h.label || h)))),
+      el('tbody', {}, rows)));
+}
+
+const fmtTime = t => (t ? new Date(t).toLocaleString() : '');
+const fmtNum = n => Number(n || 0).toLocaleString();
+const plural = (n, word) => `${fmtNum(n)} ${word}${n === 1 ? '' : 's'}`;
+const byId = id => document.getElementById(id);
+
+function toast(text) {
+  const t = byId('toast');
+  t.textContent = text;
+  t.classList.add('show');
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => t.classList.remove('show'), 6000);
+}
+
+// Asks before acting; resolves true on confirmation.
+function confirmAction(text, verb) {
+  const d = byId('confirm');
+  byId('confirm-text').textContent = text;
+  byId('confirm-ok').textContent = verb;
+  return new Promise(resolve => {
+    d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true });
+    d.showModal();
+  });
+}
+
+function query(hash) {
+  const i = hash.indexOf('?');
+  return new URLSearchParams(i < 0 ? '' : hash.slice(i + 1));
+}
+
+function filterBody(params) {
+  const body = {};
+  for (const k of ['queue', 'category', 'endpoint']) if (params.get(k)) body[k] = params.get(k);
+  if (Object.keys(body).length === 0) body.all = true;
+  return body;
+}
+
+function describe(body) {
+  if (body.all) return 'every dead letter';
+  return Object.entries(body).map(([k, v]) => `${k} ${v}`).join(', ');
+}
+
+// ---- pages -------------------------------------------------------------------------------------
+
+const CATEGORIES = ['permanent', 'transient_exhausted', 'unknown_exhausted', 'deferral_exhausted',
+  'deadline_exceeded', 'budget_exhausted'];
+const STATES = ['scheduled', 'ready', 'running', 'deferred', 'completed', 'dead', 'cancelled'];
+
+async function overview(main) {
+  const [stats, alerts] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/alerts')]);
+  const queues = {};
+  const dead = {};
+  for (const c of stats.queues) {
+    queues[c.queue] = queues[c.queue] || {};
+    queues[c.queue][c.state] = (queues[c.queue][c.state] || 0) + c.count;
+    if (c.state === 'dead' && c.category) dead[c.category] = (dead[c.category] || 0) + c.count;
+  }
+  const total = s => Object.values(queues).reduce((n, q) => n + (q[s] || 0), 0);
+  const firing = (alerts.alerts || []).filter(a => a.firing);
+  put(main,
+    el('h1', {}, 'Overview'),
+    el('div', { class: 'cards' },
+      ['ready', 'running', 'deferred', 'dead', 'completed'].map(s =>
+        el('div', { class: 'card' }, el('div', { class: 'muted' }, s),
+          el('div', { class: `n state-${s}`, 'data-count': s }, fmtNum(total(s)))))),
+    el('h2', {}, 'Queues'),
+    table([{ label: 'Queue' }, ...STATES.map(s => ({ label: s, num: true }))],
+      Object.keys(queues).sort().map(q => el('tr', {}, el('th', { scope: 'row' }, q),
+        STATES.map(s => el('td', { class: 'num' }, (queues[q][s] || 0) > 0 && ['dead', 'deferred'].includes(s)
+          ? el('a', { href: `#/jobs?queue=${encodeURIComponent(q)}&state=${s}` }, fmtNum(queues[q][s]))
+          : fmtNum(queues[q][s])))))),
+    el('h2', {}, 'Dead letters by category'),
+    Object.keys(dead).length === 0 ? el('p', { class: 'muted' }, 'No dead letters.')
+      : table([{ label: 'Category' }, { label: 'Jobs', num: true }],
+        Object.entries(dead).sort((a, b) => b[1] - a[1]).map(([c, n]) => el('tr', {},
+          el('td', {}, el('a', { href: `#/triage?category=${c}` }, c)), el('td', { class: 'num' }, fmtNum(n))))),
+    el('h2', {}, 'Alerts'),
+    firing.length === 0 ? el('p', { class: 'muted' }, 'No alert is firing.')
+      : table(['Alert', 'Since', 'Value', 'Threshold'], firing.map(a => el('tr', {},
+        el('td', { class: 'bad' }, a.name), el('td', {}, fmtTime(a.since)), el('td', {}, String(a.value ?? '')),
+        el('td', {}, String(a.threshold ?? ''))))),
+    (stats.oldest_deferred || []).length === 0 ? null : el('div', {},
+      el('h2', {}, 'Deferred work'),
+      table(['Queue', 'Deferred since'], stats.oldest_deferred.map(d => el('tr', {},
+        el('td', {}, el('a', { href: `#/jobs?queue=${encodeURIComponent(d.queue)}&state=deferred` }, d.queue)),
+        el('td', {}, fmtTime(d.since)))))),
+  );
+}
+
+async function triage(main, params) {
+  const qs = new URLSearchParams();
+  for (const k of ['queue', 'category', 'endpoint']) if (params.get(k)) qs.set(k, params.get(k));
+  const data = await api('GET', '/v1/dead-letters/groups?' + qs);
+  const body = filterBody(params);
+  const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    const next = new URLSearchParams();
+    for (const [k, v] of f) if (v) next.set(k, v);
+    location.hash = '#/triage?' + next;
+  } },
+  el('label', {}, 'Queue', el('input', { name: 'queue', value: params.get('queue') || '' })),
+  el('label', {}, 'Category', el('select', { name: 'category' }, el('option', { value: '' }, 'any'),
+    CATEGORIES.map(c => el('option', { value: c, selected: params.get('category') === c }, c)))),
+  el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '', placeholder: 'https://api.example.com' })),
+  el('button', { type: 'submit' }, 'Filter'));
+  const act = async (verb, filter, count) => {
+    const ok = await confirmAction(`${verb} ${fmtNum(count)} dead ${count === 1 ? 'job' : 'jobs'} (${describe(filter)})?`, verb);
+    if (!ok) return;
+    try {
+      const r = await api('POST', `/v1/dead-letters/${verb.toLowerCase()}`, filter);
+      toast(`${fmtNum(r.affected)} ${verb === 'Replay' ? 'replayed' : 'dismissed'}`);
+      render();
+    } catch (e) { toast(e.message); }
+  };
+  put(main,
+    el('h1', {}, 'Dead letters'),
+    form,
+    el('p', { id: 'triage-total' }, `${fmtNum(data.total)} dead ${data.total === 1 ? 'letter matches' : 'letters match'}`),
+    state.readOnly || data.total === 0 ? null : el('p', {},
+      el('button', { type: 'button', class: 'primary', onclick: () => act('Replay', body, data.total) }, 'Replay all matching'), ' ',
+      el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', body, data.total) }, 'Dismiss all matching')),
+    data.groups.length === 0 ? el('p', { class: 'muted' }, 'Nothing to triage.')
+      : table(['Queue', 'Category', 'Endpoint', { label: 'Jobs', num: true }, 'First', 'Last', 'Reason (one of them)', ''],
+        data.groups.map(g => {
+          const f = { queue: g.queue, category: g.category, endpoint: g.endpoint };
+          const list = `#/jobs?state=dead&queue=${encodeURIComponent(g.queue)}&category=${g.category}&endpoint=${encodeURIComponent(g.endpoint)}`;
+          return el('tr', { 'data-group': `${g.queue} ${g.category} ${g.endpoint}` },
+            el('td', {}, g.queue), el('td', { class: 'bad' }, g.category), el('td', {}, el('code', {}, g.endpoint)),
+            el('td', { class: 'num' }, el('a', { href: list }, fmtNum(g.count))),
+            el('td', {}, fmtTime(g.first)), el('td', {}, fmtTime(g.last)),
+            el('td', { class: 'reason' }, g.reason || ''),
+            el('td', {}, state.readOnly ? null : [
+              el('button', { type: 'button', onclick: () => act('Replay', f, g.count) }, 'Replay'), ' ',
+              el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', f, g.count) }, 'Dismiss')]));
+        })),
+  );
+}
+
+async function jobs(main, params) {
+  const qs = new URLSearchParams();
+  for (const k of ['queue', 'state', 'category', 'endpoint', 'cursor']) if (params.get(k)) qs.set(k, params.get(k));
+  qs.set('limit', '50');
+  const data = await api('GET', '/v1/jobs?' + qs);
+  const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    const id = (f.get('id') || '').trim();
+    if (id) { location.hash = '#/job/' + encodeURIComponent(id); return; }
+    const next = new URLSearchParams();
+    for (const [k, v] of f) if (v && k !== 'id') next.set(k, v);
+    location.hash = '#/jobs?' + next;
+  } },
+  el('label', {}, 'Job id', el('input', { name: 'id', placeholder: 'find a job by id' })),
+  el('label', {}, 'State', el('select', { name: 'state' }, el('option', { value: '' }, 'any'),
+    STATES.map(s => el('option', { value: s, selected: params.get('state') === s }, s)))),
+  el('label', {}, 'Queue', el('input', { name: 'queue', value: params.get('queue') || '' })),
+  el('label', {}, 'Category', el('select', { name: 'category' }, el('option', { value: '' }, 'any'),
+    CATEGORIES.map(c => el('option', { value: c, selected: params.get('category') === c }, c)))),
+  el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '' })),
+  el('button', { type: 'submit' }, 'Show'));
+  const next = new URLSearchParams(params);
+  if (data.next_cursor) next.set('cursor', data.next_cursor);
+  put(main,
+    el('h1', {}, 'Jobs'),
+    form,
+    data.jobs.length === 0 ? el('p', { class: 'muted' }, 'No job matches.')
+      : table(['Job', 'Queue', 'State', 'Endpoint', { label: 'Requests', num: true }, 'Last reason', 'Updated'],
+        data.jobs.map(j => el('tr', {},
+          el('td', {}, el('a', { href: '#/job/' + encodeURIComponent(j.id) }, j.id)),
+          el('td', {}, j.queue),
+          el('td', { class: 'state-' + j.state }, j.state + (j.category ? ` (${j.category})` : '')),
+          el('td', {}, el('code', {}, j.endpoint)),
+          el('td', { class: 'num' }, String(j.runs)),
+          el('td', { class: 'reason' }, j.last_reason || ''),
+          el('td', {}, fmtTime(j.updated_at))))),
+    data.next_cursor ? el('p', {}, el('a', { href: '#/jobs?' + next }, 'Next page')) : null,
+  );
+}
+
+async function job(main, id) {
+  const j = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
+  const act = async (verb, path) => {
+    if (!await confirmAction(`${verb} job ${j.id}?`, verb)) return;
+    try {
+      await api('POST', `/v1/jobs/${encodeURIComponent(j.id)}/${path}`, {});
+      toast(`${j.id}: ${verb.toLowerCase()} done`);
+      if (path === 'dismiss') location.hash = '#/triage'; else render();
+    } catch (e) { toast(e.message); }
+  };
+  const finished = ['completed', 'dead', 'cancelled'].includes(j.state);
+  const attempts = j.attempt_log || [];
+  const ms = v => (v === null || v === undefined ? '' : v < 1000 ? `${v} ms` : `${(v / 1000).toFixed(1)} s`);
+  put(main,
+    el('h1', {}, 'Job ', el('code', {}, j.id)),
+    el('dl', { class: 'facts' },
+      el('dt', {}, 'State'), el('dd', { class: 'state-' + j.state, id: 'job-state' }, j.state + (j.category ? ` (${j.category})` : '')),
+      el('dt', {}, 'Why'), el('dd', {}, j.last_reason || ''),
+      el('dt', {}, 'Queue'), el('dd', {}, j.queue),
+      el('dt', {}, 'Endpoint'), el('dd', {}, el('code', {}, j.endpoint)),
+      el('dt', {}, 'Request'), el('dd', {}, el('code', {}, `${j.request.method} ${j.request.url}`), ` (${fmtNum(j.request.body_bytes)} bytes of body)`),
+      el('dt', {}, 'Headers'), el('dd', {}, j.request.headers.length === 0 ? 'none' : j.request.headers.map(([n, v]) => el('div', {}, el('code', {}, `${n}: ${v}`)))),
+      el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, j.idempotency_key || 'none')),
+      el('dt', {}, 'Created'), el('dd', {}, fmtTime(j.created_at)),
+      el('dt', {}, 'Next run'), el('dd', {}, finished ? 'none' : fmtTime(j.run_at)),
+      el('dt', {}, 'Counts'), el('dd', {}, `${plural(j.runs, 'request')}, ${j.attempts} failed, ${plural(j.deferrals, 'deferral')}, ${plural(j.replays, 'replay')}`)),
+    state.readOnly ? null : el('p', {},
+      j.state === 'dead' ? [el('button', { type: 'button', class: 'primary', onclick: () => act('Replay', 'replay') }, 'Replay'), ' ',
+        el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', 'dismiss') }, 'Dismiss')] : null,
+      !finished ? el('button', { type: 'button', class: 'danger', onclick: () => act('Cancel', 'cancel') }, 'Cancel') : null),
+    el('h2', {}, 'Attempts'),
+    attempts.length === 0 ? el('p', { class: 'muted' }, 'No attempt yet.')
+      : table(['#', 'Started', { label: 'Took', num: true }, 'Result', 'Category', 'Decision', 'Delay', 'Server wait', 'Why'],
+        attempts.map(a => el('tr', { class: 'attempt' },
+          el('td', {}, String(a.number)), el('td', {}, fmtTime(a.started_at)), el('td', { class: 'num' }, ms(a.duration_ms)),
+          el('td', {}, a.status ? String(a.status) : (a.error || '')),
+          el('td', {}, a.category), el('td', {}, a.decision + (a.dead_category ? ` (${a.dead_category})` : '')),
+          el('td', {}, ms(a.delay_ms)), el('td', {}, a.server_wait_ms ? `${ms(a.server_wait_ms)} (${a.server_wait_source || ''})` : ''),
+          el('td', { class: 'reason' }, a.reason, a.error_detail ? el('div', { class: 'muted' }, a.error_detail) : null)))),
+  );
+}
+
+async function endpoints(main) {
+  const data = await api('GET', '/v1/endpoints');
+  put(main,
+    el('h1', {}, 'Endpoints'),
+    data.endpoints.length === 0 ? el('p', { class: 'muted' }, 'No endpoint yet.')
+      : table(['Endpoint', 'Holding', 'Breaker', 'Rate', 'Learned quota', 'In flight', 'Retry budget'],
+        data.endpoints.map(e => el('tr', {},
+          el('td', {}, el('code', {}, e.name)),
+          el('td', { class: e.holding ? 'warn' : 'muted' }, e.holding || 'nothing'),
+          el('td', { class: e.breaker === 'closed' ? 'good' : 'bad' }, e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '')),
+          el('td', {}, e.rate || 'none'),
+          el('td', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit}` : 'none'),
+          el('td', { class: 'num' }, `${e.in_flight}${e.concurrency_limit ? ' / ' + e.concurrency_limit : ''}`),
+          el('td', {}, `${e.budget_remaining} left`)))),
+  );
+}
+
+// ---- routing, refresh, sign-in -----------------------------------------------------------------
+
+async function render() {
+  if (state.busy) { state.again = true; return; }
+  state.busy = true;
+  state.again = false;
+  const hash = location.hash || '#/';
+  const path = hash.split('?')[0];
+  const params = query(hash);
+  const page = path.startsWith('#/job/') ? 'jobs' : (path.slice(2) || 'overview');
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  const main = el('main', { id: 'main', tabindex: '-1' });
+  try {
+    if (path.startsWith('#/job/')) await job(main, decodeURIComponent(path.slice(6)));
+    else if (path === '#/triage') await triage(main, params);
+    else if (path === '#/jobs') await jobs(main, params);
+    else if (path === '#/endpoints') await endpoints(main);
+    else await overview(main);
+    byId('main').replaceWith(main);
+    byId('login').hidden = true;
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) {
+      put(main, el('p', { class: 'error', role: 'alert' }, e.message));
+      byId('main').replaceWith(main);
+    }
+  } finally {
+    state.busy = false;
+    if (state.again) render();
+  }
+}
+
+function schedule() {
+  clearInterval(state.timer);
+  state.timer = null;
+  const status = byId('live-status');
+  if (state.paused) {
+    status.textContent = 'Paused';
+    byId('live-toggle').textContent = 'Resume';
+    return;
+  }
+  status.textContent = `Refreshes every ${REFRESH_MS / 1000} s`;
+  byId('live-toggle').textContent = 'Pause';
+  // No refresh while a dialog is open or a field has focus: it would throw away what is typed.
+  state.timer = setInterval(() => {
+    const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
+    if (!byId('confirm').open && !typing && byId('login').hidden) render();
+  }, REFRESH_MS);
+}
+
+function showLogin(message) {
+  byId('login').hidden = false;
+  byId('main').replaceChildren();
+  byId('login-error').textContent = state.token ? (message || 'That token was refused.') : '';
+  byId('token').focus();
+}
+
+async function session() {
+  try {
+    const s = await api('GET', '/v1/session');
+    state.readOnly = !!s.read_only;
+    byId('sign-out').hidden = !state.token;
+    document.body.classList.toggle('read-only', state.readOnly);
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
+window.addEventListener('DOMContentLoaded', async () => {
+  byId('login-form').addEventListener('submit', async e => {
+    e.preventDefault();
+    state.token = byId('token').value.trim();
+    sessionStorage.setItem('redial-token', state.token);
+    if (await session()) render();
+  });
+  byId('sign-out').addEventListener('click', () => {
+    sessionStorage.removeItem('redial-token');
+    state.token = '';
+    location.reload();
+  });
+  byId('live-toggle').addEventListener('click', () => { state.paused = !state.paused; schedule(); });
+  window.addEventListener('hashchange', render);
+  if (await session()) render();
+  schedule();
+});

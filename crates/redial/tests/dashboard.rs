@@ -1,0 +1,385 @@
+//! The dashboard in a real headless Chromium (Debian's `chromium` and `chromium-driver`, driven
+//! over WebDriver), against the real `redial serve` and a scripted receiver (issue 15): the
+//! overview counts what failed, triage finds the group, replaying it is confirmed and the jobs
+//! leave the dead letters, a job's attempt timeline reads as it happened, and a read-only token
+//! sees no action. Assertions are on what the page shows. Every wait has a generous bound.
+
+use redial_test_receiver::{Receiver, Reply};
+use serde_json::{json, Value};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{serve_command, Server};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A chromedriver process and one browser session in it.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        for bin in [CHROMIUM, CHROMEDRIVER] {
+            assert!(
+                std::path::Path::new(bin).exists(),
+                "{bin} is missing: the dashboard tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run installs them)"
+            );
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        eventually("chromedriver answers", || async {
+            http.get(format!("{base}/status")).send().await.is_ok()
+        })
+        .await;
+        let profile = tempfile::tempdir().expect("a profile folder");
+        let caps = json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-quic", "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--window-size=1280,800",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            },
+        }}});
+        let v: Value = http
+            .post(format!("{base}/session"))
+            .header("content-type", "application/json")
+            .body(caps.to_string())
+            .send()
+            .await
+            .expect("new session")
+            .bytes()
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .expect("session JSON");
+        let session = v["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {v}"))
+            .to_owned();
+        Browser {
+            driver,
+            base,
+            session,
+            http,
+            _profile: profile,
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let v: Value = self
+            .http
+            .request(method, url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("a WebDriver call")
+            .bytes()
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .expect("WebDriver JSON");
+        v["value"].clone()
+    }
+
+    async fn goto(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", json!({ "url": url }))
+            .await;
+    }
+
+    /// Runs `script` in the page (`arguments[0]` is `arg`).
+    async fn js(&self, script: &str, arg: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            json!({ "script": script, "args": [arg] }),
+        )
+        .await
+    }
+
+    /// The text of the first element `css` matches, as shown (`None` when there is none, or it
+    /// is hidden).
+    async fn text(&self, css: &str) -> Option<String> {
+        self.js(
+            "const e = document.querySelector(arguments[0]); return e && e.checkVisibility() ? e.innerText : null;",
+            css,
+        )
+        .await
+        .as_str()
+        .map(str::to_owned)
+    }
+
+    /// Waits until the element `css` matches shows text for which `want` holds.
+    async fn wait_text(&self, css: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let give_up = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(t) = self.text(css).await {
+                if want(&t) {
+                    return t;
+                }
+            }
+            assert!(
+                Instant::now() < give_up,
+                "{what}: {css} shows {:?}",
+                self.text(css).await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Clicks the element `css` matches, as a person would (WebDriver's click).
+    async fn click(&self, css: &str) {
+        let e = self
+            .call(
+                reqwest::Method::POST,
+                "/element",
+                json!({ "using": "css selector", "value": css }),
+            )
+            .await;
+        let id = e[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {e}"))
+            .to_owned();
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            json!({}),
+        )
+        .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self
+            .call(
+                reqwest::Method::POST,
+                "/element",
+                json!({ "using": "css selector", "value": css }),
+            )
+            .await;
+        let id = e[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {e}"))
+            .to_owned();
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            json!({ "text": text }),
+        )
+        .await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < give_up, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn serve(data: &std::path::Path, env: &[(&str, &str)]) -> Server {
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(data);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Server::start(cmd)
+}
+
+async fn enqueue(http: &reqwest::Client, server: &str, token: Option<&str>, id: &str, url: &str) {
+    let mut req = http
+        .post(format!("{server}/v1/jobs"))
+        .header("content-type", "application/json")
+        .body(
+            json!({ "id": id, "request": { "method": "POST", "url": url, "body": "{}" } })
+                .to_string(),
+        );
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let status = req.send().await.expect("enqueue").status();
+    assert_eq!(status.as_u16(), 201, "enqueue {id}");
+}
+
+async fn dead_count(http: &reqwest::Client, server: &str, token: Option<&str>) -> u64 {
+    let mut req = http.get(format!("{server}/v1/dead-letters/groups"));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let v: Value = req
+        .send()
+        .await
+        .expect("groups")
+        .bytes()
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .expect("JSON");
+    v["total"].as_u64().expect("a total")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
+    let gone = Receiver::start().await;
+    // Each of the three jobs is refused once (dead, permanent); replayed, they succeed.
+    gone.script(
+        "/hook",
+        vec![
+            Reply::status(404),
+            Reply::status(404),
+            Reply::status(404),
+            Reply::status(200),
+        ],
+    );
+    let other = Receiver::start().await;
+    other.script("/x", vec![Reply::status(410)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    for id in ["a1", "a2", "a3"] {
+        enqueue(&http, &server.url, None, id, &gone.url("/hook")).await;
+    }
+    enqueue(&http, &server.url, None, "b1", &other.url("/x")).await;
+    eventually("four dead letters", || async {
+        dead_count(&http, &server.url, None).await == 4
+    })
+    .await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/", server.url)).await;
+    // The overview counts them.
+    b.wait_text("[data-count=dead]", "the overview's dead count", |t| {
+        t == "4"
+    })
+    .await;
+    // Triage: the refused endpoint's group, replayed after a confirmation.
+    b.click("nav a[href='#/triage']").await;
+    b.wait_text("#triage-total", "triage's total", |t| {
+        t.starts_with("4 dead letters")
+    })
+    .await;
+    let group = format!("tr[data-group='default permanent http://{}']", gone.addr());
+    b.wait_text(&format!("{group} td.num"), "the group's count", |t| {
+        t == "3"
+    })
+    .await;
+    b.click(&format!("{group} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.contains("Replay 3 dead jobs")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    b.wait_text("#toast", "the result", |t| t == "3 replayed")
+        .await;
+    // The jobs leave the dead letters: the page says so once they ran again.
+    eventually("the replayed jobs complete", || async {
+        dead_count(&http, &server.url, None).await == 1
+    })
+    .await;
+    b.goto(&format!("{}/ui/#/triage", server.url)).await;
+    b.wait_text("#triage-total", "triage after the replay", |t| {
+        t.starts_with("1 dead letter")
+    })
+    .await;
+    // A job's page: its attempts as they happened, the refusal then the success.
+    b.goto(&format!("{}/ui/#/job/a1", server.url)).await;
+    b.wait_text("#job-state", "the job's state", |t| t == "completed")
+        .await;
+    let timeline = b
+        .wait_text("table tbody", "the attempt timeline", |t| {
+            t.contains("404") && t.contains("200")
+        })
+        .await;
+    assert!(timeline.contains("permanent"), "{timeline}");
+    assert!(timeline.contains("complete"), "{timeline}");
+    drop(b);
+    server.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_token_signs_in_and_sees_no_action() {
+    let rx = Receiver::start().await;
+    rx.script("/x", vec![Reply::status(400)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(
+        &dir.path().join("data"),
+        &[
+            ("REDIAL_TOKEN", "full-token"),
+            ("REDIAL_READ_ONLY_TOKEN", "look-token"),
+        ],
+    );
+    let http = reqwest::Client::new();
+    enqueue(&http, &server.url, Some("full-token"), "d1", &rx.url("/x")).await;
+    eventually("a dead letter", || async {
+        dead_count(&http, &server.url, Some("full-token")).await == 1
+    })
+    .await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/triage", server.url)).await;
+    // Signed out: the sign-in form, and no data.
+    b.wait_text("#login", "the sign-in form, shown", |t| {
+        t.contains("Sign in")
+    })
+    .await;
+    b.type_into("#token", "look-token").await;
+    b.click("#login-form button").await;
+    b.wait_text("#triage-total", "triage, read-only", |t| {
+        t.starts_with("1 dead letter")
+    })
+    .await;
+    let buttons = b
+        .js(
+            "return [...document.querySelectorAll('main button')].map(b => b.innerText).join(',');",
+            "",
+        )
+        .await;
+    assert_eq!(buttons, json!("Filter"), "no action is offered read-only");
+    // And the API refuses one anyway.
+    let resp = http
+        .post(format!("{}/v1/dead-letters/replay", server.url))
+        .bearer_auth("look-token")
+        .header("content-type", "application/json")
+        .body(json!({ "all": true }).to_string())
+        .send()
+        .await
+        .expect("replay");
+    assert_eq!(resp.status().as_u16(), 403);
+    drop(b);
+    server.terminate();
+}
