@@ -83,23 +83,24 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
     }
     let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    // A site named in server.allowed_origins may call the API from its pages (CORS).
-    if let Some(origin) = origin.filter(|o| origin_allowed(o, &state.config.allowed_origins)) {
-        let origin = origin.to_owned();
+    // A site named in server.allowed_origins may call the API from its pages (CORS); the rest
+    // of the checks still apply to it.
+    let allowed = origin
+        .filter(|o| origin_allowed(o, &state.config.allowed_origins))
+        .map(str::to_owned);
+    if let Some(origin) = &allowed {
         if req.method() == Method::OPTIONS {
-            return preflight(&origin);
+            return preflight(origin);
         }
-        let mut resp = next.run(req).await;
-        allow_origin(resp.headers_mut(), &origin);
-        return resp;
     }
-    let cross_site = match (site, origin) {
-        (Some(site), _) => !matches!(site, "same-origin" | "none"),
-        (None, Some(origin)) => origin
-            .split_once("://")
-            .is_none_or(|(_, authority)| !authority.eq_ignore_ascii_case(host)),
-        (None, None) => false,
-    };
+    let cross_site = allowed.is_none()
+        && match (site, origin) {
+            (Some(site), _) => !matches!(site, "same-origin" | "none"),
+            (None, Some(origin)) => origin
+                .split_once("://")
+                .is_none_or(|(_, authority)| !authority.eq_ignore_ascii_case(host)),
+            (None, None) => false,
+        };
     if cross_site {
         return ApiError::new(
             StatusCode::FORBIDDEN,
@@ -124,7 +125,11 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
             .into_response();
         }
     }
-    next.run(req).await
+    let mut resp = next.run(req).await;
+    if let Some(origin) = &allowed {
+        allow_origin(resp.headers_mut(), origin);
+    }
+    resp
 }
 
 fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
