@@ -54,6 +54,9 @@ pub async fn serve(
             }
             tokio::select! {
                 _ = registry.closed.notified() => {}
+                // Every connection was serving a request: look again soon, as one that finishes
+                // its request becomes idle without closing.
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
                 _ = &mut shutdown => return drain(registry).await,
             }
         }
