@@ -145,6 +145,8 @@ struct Inner {
     integrity: tokio::sync::watch::Receiver<Integrity>,
     /// The last failure that said the database cannot serve, and when (for readiness).
     last_unavailable: std::sync::Mutex<Option<(std::time::Instant, String)>>,
+    /// A read-only connection for long reads, off the storage thread (see `SqliteStore::read`).
+    reader: Arc<std::sync::Mutex<Connection>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -288,6 +290,16 @@ impl SqliteStore {
             .name("redial-sqlite-checkpoint".into())
             .spawn(move || checkpoint_thread(checkpointer, due_rx, pending))
             .map_err(|e| StoreError::Backend(format!("cannot start the checkpoint thread: {e}")))?;
+        let reader = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(|c| {
+            c.pragma_update(None, "cache_size", -8_192)?;
+            c.busy_timeout(std::time::Duration::from_secs(5))?;
+            Ok(c)
+        })
+        .map_err(|e| refusal(path, &e))?;
         let (tx, rx) = std::sync::mpsc::channel::<Op>();
         std::thread::Builder::new()
             .name("redial-sqlite".into())
@@ -308,6 +320,7 @@ impl SqliteStore {
                 lease_scan: Arc::default(),
                 integrity,
                 last_unavailable: std::sync::Mutex::new(None),
+                reader: Arc::new(std::sync::Mutex::new(reader)),
             }),
         })
     }
@@ -323,6 +336,27 @@ impl SqliteStore {
             Integrity::Passed => Some(Ok(())),
             Integrity::Failed(why) => Some(Err(why)),
         }
+    }
+
+    /// Runs a read that may take long (counts, listings, triage) on the reader connection, beside
+    /// the storage thread: WAL lets it read the last commit while the writer goes on, so a
+    /// dashboard's refresh never holds up leases and records. Reads wait for each other.
+    async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let reader = self.inner.reader.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut c = reader.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut c)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("a read failed to run: {e}")))?;
+        if let Err(e) = &answer {
+            self.note(e);
+        }
+        answer
     }
 
     /// Remembers a failure that says the database cannot serve now, for readiness.
@@ -428,7 +462,7 @@ impl Store for SqliteStore {
     }
 
     async fn job_list(&self, params: JobListParams) -> StoreResult<JobPage> {
-        self.run(move |c| sql::list(c, &params)).await
+        self.read(move |c| sql::list(c, &params)).await
     }
 
     async fn job_candidates(&self, params: CandidateParams) -> StoreResult<Vec<Candidate>> {
@@ -519,7 +553,7 @@ impl Store for SqliteStore {
     }
 
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
-        self.run(move |c| sql::endpoint_backlog(c, now)).await
+        self.read(move |c| sql::endpoint_backlog(c, now)).await
     }
 
     async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>> {
@@ -554,15 +588,16 @@ impl Store for SqliteStore {
     }
 
     async fn stats(&self) -> StoreResult<Stats> {
-        self.run(sql::stats).await
+        self.read(sql::stats).await
     }
 
     async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
-        self.run(move |c| sql::dead_letters_since(c, since)).await
+        self.read(move |c| sql::dead_letters_since(c, since)).await
     }
 
     async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>> {
-        self.run(move |c| sql::dead_letter_groups(c, &filter)).await
+        self.read(move |c| sql::dead_letter_groups(c, &filter))
+            .await
     }
 
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {

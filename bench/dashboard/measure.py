@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""What one refresh of each dashboard page costs the server with a large store: 900,000 scheduled
+jobs and 100,000 dead letters in a fresh SQLite database, then each page's API calls timed
+(median of 10, sequential, on loopback).
+
+Usage: bench/dashboard/measure.py [path-to-redial]   (default target/release/redial)
+"""
+import json, os, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+
+binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/redial"
+SCHEDULED, DEAD, BATCH = 900_000, 100_000, 1000
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+def call(base, method, path, body=None):
+    req = urllib.request.Request(base + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read() or b"null")
+
+def main():
+    tmp = tempfile.mkdtemp()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REDIAL_")}
+    env["REDIAL_LOG"] = "warn"
+    server = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", tmp + "/data"],
+                              env=env, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                call(base, "GET", "/healthz"); break
+            except Exception:
+                time.sleep(0.05)
+        started = time.time()
+        n = 0
+        while n < SCHEDULED:
+            jobs = [{"id": f"s{n + i}", "run_at": "2999-01-01T00:00:00Z",
+                     "request": {"method": "POST", "url": f"https://api{(n + i) % 50}.example.com/x"}}
+                    for i in range(BATCH)]
+            call(base, "POST", "/v1/jobs/batch", {"jobs": jobs}); n += BATCH
+        n = 0
+        while n < DEAD:
+            # Refused by the network policy: dead at once, as `permanent`.
+            jobs = [{"id": f"d{n + i}", "request": {"method": "POST", "url": f"http://127.0.0.{1 + (n + i) % 20}:9/x"}}
+                    for i in range(BATCH)]
+            call(base, "POST", "/v1/jobs/batch", {"jobs": jobs}); n += BATCH
+        while call(base, "GET", "/v1/dead-letters/groups")["total"] < DEAD:
+            time.sleep(0.5)
+        print(f"loaded {SCHEDULED:,} scheduled and {DEAD:,} dead in {time.time() - started:.0f} s")
+        pages = {
+            "overview": ["/v1/stats", "/v1/alerts"],
+            "dead letters (triage)": ["/v1/dead-letters/groups"],
+            "jobs (dead, first page)": ["/v1/jobs?state=dead&limit=50"],
+            "jobs (all, first page)": ["/v1/jobs?limit=50"],
+            "endpoints": ["/v1/endpoints"],
+        }
+        for page, paths in pages.items():
+            times = []
+            for _ in range(10):
+                t = time.perf_counter()
+                for p in paths:
+                    call(base, "GET", p)
+                times.append((time.perf_counter() - t) * 1000)
+            print(f"{page}: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms")
+    finally:
+        server.terminate(); server.wait()
+
+main()
