@@ -5,10 +5,12 @@ jobs and 100,000 dead letters in a fresh SQLite database, then each page's API c
 
 Usage: bench/dashboard/measure.py [path-to-redial]   (default target/release/redial)
 """
-import json, os, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import json, os, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/redial"
-SCHEDULED, DEAD, BATCH = 900_000, 100_000, 1000
+SCHEDULED = int(os.environ.get("SCHEDULED", 900_000))
+DEAD = int(os.environ.get("DEAD", 100_000))
+BATCH = 1000
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -65,6 +67,27 @@ def main():
                     call(base, "GET", p)
                 times.append((time.perf_counter() - t) * 1000)
             print(f"{page}: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms")
+        # Does a dashboard polling the overview hold up writes? One enqueue at a time, timed,
+        # first alone, then while another thread reads /v1/stats back to back.
+        def enqueue_ms(tag):
+            times = []
+            for i in range(30):
+                t = time.perf_counter()
+                call(base, "POST", "/v1/jobs", {"id": f"{tag}{i}", "run_at": "2999-01-01T00:00:00Z",
+                                                "request": {"method": "POST", "url": "https://api.example.com/y"}})
+                times.append((time.perf_counter() - t) * 1000)
+            return statistics.median(times), max(times)
+        alone = enqueue_ms("alone")
+        stop = threading.Event()
+        def poll():
+            while not stop.is_set():
+                call(base, "GET", "/v1/stats")
+        poller = threading.Thread(target=poll); poller.start()
+        time.sleep(1)
+        busy = enqueue_ms("busy")
+        stop.set(); poller.join()
+        print(f"one enqueue: median {alone[0]:.1f} ms (max {alone[1]:.1f}) alone, "
+              f"{busy[0]:.1f} ms (max {busy[1]:.1f}) while the overview is read back to back")
     finally:
         server.terminate(); server.wait()
 
