@@ -51,7 +51,10 @@ def main():
             call(base, "POST", "/v1/jobs/batch", {"jobs": jobs}); n += BATCH
         while call(base, "GET", "/v1/dead-letters/groups")["total"] < DEAD:
             time.sleep(0.5)
-        print(f"loaded {SCHEDULED:,} scheduled and {DEAD:,} dead in {time.time() - started:.0f} s")
+        print(f"loaded {SCHEDULED:,} scheduled and {DEAD:,} dead in {time.time() - started:.0f} s", flush=True)
+        if os.environ.get("KEEP"):
+            print(f"serving at {base} (pid {server.pid}) until killed", flush=True)
+            server.wait()
         pages = {
             "overview": ["/v1/stats", "/v1/alerts"],
             "dead letters (triage)": ["/v1/dead-letters/groups"],
