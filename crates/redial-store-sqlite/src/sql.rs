@@ -1331,7 +1331,8 @@ mod tests {
         for sql in [LEVEL_TOP, LEVEL_BELOW] {
             let p = plan(&conn, sql);
             assert!(
-                !p.iter().any(|d| d == "SCAN jobs" || d.contains("TEMP B-TREE")),
+                !p.iter()
+                    .any(|d| d == "SCAN jobs" || d.contains("TEMP B-TREE")),
                 "{sql}: {p:?}"
             );
         }

@@ -151,8 +151,8 @@ impl Browser {
         }
     }
 
-    /// Clicks the element `css` matches, as a person would (WebDriver's click).
-    async fn click(&self, css: &str) {
+    /// The WebDriver id of the first element `css` matches.
+    async fn element(&self, css: &str) -> String {
         let e = self
             .call(
                 reqwest::Method::POST,
@@ -160,10 +160,15 @@ impl Browser {
                 json!({ "using": "css selector", "value": css }),
             )
             .await;
-        let id = e[ELEMENT]
+        e[ELEMENT]
             .as_str()
             .unwrap_or_else(|| panic!("no element {css}: {e}"))
-            .to_owned();
+            .to_owned()
+    }
+
+    /// Clicks the element `css` matches, as a person would (WebDriver's click).
+    async fn click(&self, css: &str) {
+        let id = self.element(css).await;
         self.call(
             reqwest::Method::POST,
             &format!("/element/{id}/click"),
@@ -173,17 +178,7 @@ impl Browser {
     }
 
     async fn type_into(&self, css: &str, text: &str) {
-        let e = self
-            .call(
-                reqwest::Method::POST,
-                "/element",
-                json!({ "using": "css selector", "value": css }),
-            )
-            .await;
-        let id = e[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {e}"))
-            .to_owned();
+        let id = self.element(css).await;
         self.call(
             reqwest::Method::POST,
             &format!("/element/{id}/value"),
