@@ -136,13 +136,17 @@ pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> R
     parse_json_bytes(&body.map_err(body_error)?)
 }
 
+pub fn body_too_large() -> ApiError {
+    ApiError::too_large(
+        "body_too_large",
+        "the request body is over the server's limit: send fewer or smaller jobs",
+    )
+}
+
 /// Why a request body could not be read, as the API says it.
 pub fn body_error(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::too_large(
-            "body_too_large",
-            "the request body is over the server's limit: send fewer or smaller jobs",
-        )
+        body_too_large()
     } else {
         ApiError::bad_request("invalid_body", r.body_text())
     }

@@ -5,12 +5,13 @@ use crate::view;
 use crate::{auth, ApiError, AppState, OPENAPI};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use redial_store::{InsertOutcome, JobFilter, JobId, JobListParams};
 use serde_json::json;
 use std::collections::HashMap;
@@ -116,13 +117,20 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let reading = Bytes::from_request(Request::from_parts(parts.clone(), body), &());
+    let reading = Limited::new(body, state.config.max_request_bytes).collect();
     match tokio::time::timeout(state.config.body_timeout, reading).await {
         Ok(Ok(bytes)) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
+            next.run(Request::from_parts(parts, Body::from(bytes.to_bytes())))
                 .await
         }
-        Ok(Err(rejection)) => input::body_error(rejection).into_response(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            input::body_too_large().into_response()
+        }
+        Ok(Err(e)) => ApiError::bad_request(
+            "invalid_body",
+            format!("the request body could not be read: {e}"),
+        )
+        .into_response(),
         Err(_) => {
             let mut resp = ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

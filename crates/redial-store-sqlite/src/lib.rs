@@ -471,7 +471,7 @@ impl Store for SqliteStore {
 
     async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
         let raws = self.run(move |c| sql::lease_ids(c, &params)).await?;
-        raws.into_iter().map(sql::decode).collect()
+        raws.into_iter().map(RawJob::decode).collect()
     }
 
     async fn job_lease_admitted(
@@ -506,11 +506,11 @@ impl Store for SqliteStore {
         Ok(AdmittedLease {
             taken: taken
                 .into_iter()
-                .map(sql::decode)
+                .map(RawJob::decode)
                 .collect::<StoreResult<_>>()?,
             failed: failed
                 .into_iter()
-                .map(sql::decode)
+                .map(RawJob::decode)
                 .collect::<StoreResult<_>>()?,
         })
     }

@@ -120,10 +120,6 @@ fn raw_from_row(r: &Row<'_>) -> rusqlite::Result<RawJob> {
     RawJob::read(&Columns(r))
 }
 
-pub fn decode(raw: RawJob) -> StoreResult<Job> {
-    raw.decode()
-}
-
 /// Runs a query and maps every row.
 fn query_rows<T, P, F>(c: &Connection, sql: &str, params: P, map: F) -> StoreResult<Vec<T>>
 where
@@ -141,11 +137,11 @@ where
 
 fn query_jobs(c: &Connection, sql: &str, params: &[Value]) -> StoreResult<Vec<Job>> {
     let raws = query_rows(c, sql, params_from_iter(params.iter()), raw_from_row)?;
-    raws.into_iter().map(decode).collect()
+    raws.into_iter().map(RawJob::decode).collect()
 }
 
 fn get(c: &Connection, id: &JobId) -> StoreResult<Option<Job>> {
-    get_raw(c, id)?.map(decode).transpose()
+    get_raw(c, id)?.map(RawJob::decode).transpose()
 }
 
 fn get_raw(c: &Connection, id: &JobId) -> StoreResult<Option<RawJob>> {
@@ -693,19 +689,10 @@ enum ScanEnd {
 impl Picker<'_> {
     /// Steps `stmt` (columns seq, endpoint, is retry, priority, run_at), asking admission of each
     /// job not left out, until enough are taken, `budget` rows were skipped, or rows run out.
+    /// Steps `stmt` (columns seq, endpoint, is retry, priority, run_at), asking admission of each
+    /// job not left out, until enough are taken, `budget` rows were skipped, or rows run out;
+    /// says why it stopped and how many rows it skipped.
     fn scan(
-        &mut self,
-        stmt: &mut Statement<'_>,
-        params: impl rusqlite::Params,
-        budget: usize,
-        admit: &mut dyn Admit,
-    ) -> StoreResult<ScanEnd> {
-        self.scan_counting(stmt, params, budget, admit)
-            .map(|(end, _)| end)
-    }
-
-    /// [`Picker::scan`], also saying how many rows it skipped.
-    fn scan_counting(
         &mut self,
         stmt: &mut Statement<'_>,
         params: impl rusqlite::Params,
@@ -824,7 +811,7 @@ impl Picker<'_> {
                 return Ok(ScanEnd::End);
             };
             let mut due = c.prepare_cached(LEVEL_DUE).map_err(backend)?;
-            match self.scan_counting(&mut due, params![queue, now, level], left, admit)? {
+            match self.scan(&mut due, params![queue, now, level], left, admit)? {
                 (ScanEnd::End, skipped) => {
                     left = left.saturating_sub(skipped);
                     below = Some(level);
@@ -882,7 +869,7 @@ pub fn lease_admitted(
                     _ => last,
                 };
                 let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
-                let mut ended = picker.scan(
+                let (mut ended, _) = picker.scan(
                     &mut same,
                     params![p.queue, now, from.priority, from.run_at, from.seq],
                     scan.deep,

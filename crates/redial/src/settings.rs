@@ -54,8 +54,11 @@ impl Settings {
                 "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
             ))
         })?;
-        let token = token(args.token.clone().or(file.server.token.clone()))?;
-        let read_only_token = token_named(
+        let token = checked_token(
+            args.token.clone().or(file.server.token.clone()),
+            "the token (REDIAL_TOKEN, --token or server.token)",
+        )?;
+        let read_only_token = checked_token(
             args.read_only_token
                 .clone()
                 .or(file.server.read_only_token.clone()),
@@ -161,11 +164,7 @@ impl Settings {
 /// The API's token: unset or empty is none; spaces around it are not part of it (a copy-paste,
 /// `REDIAL_TOKEN="abc "`: no client could send them); the rest must be a bearer token's
 /// characters.
-fn token(given: Option<String>) -> Result<Option<String>> {
-    token_named(given, "the token (REDIAL_TOKEN, --token or server.token)")
-}
-
-fn token_named(given: Option<String>, what: &str) -> Result<Option<String>> {
+fn checked_token(given: Option<String>, what: &str) -> Result<Option<String>> {
     let Some(t) = given.filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
