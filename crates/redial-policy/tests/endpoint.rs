@@ -789,3 +789,77 @@ fn stopped_by_names_a_pause_or_an_open_breaker_only() {
         .contains("circuit open"));
     assert_eq!(s.stopped_by(at(9_000)), None);
 }
+
+#[test]
+fn a_hand_pause_holds_everything_until_it_ends_or_is_lifted() {
+    let cfg = bare();
+    let mut s = EndpointState::default();
+    s.hand_pause = Some(HandPause {
+        since: at(0),
+        until: Some(at(60_000)),
+        reason: "provider maintenance".into(),
+    });
+    let held = s.admit(&cfg, at(1_000), false, 0);
+    let Admission::Hold(h) = held else {
+        panic!("expected a hold, got {held:?}")
+    };
+    assert_eq!(h.kind, HoldKind::Pause);
+    assert_eq!(h.until, Some(at(60_000)));
+    assert!(
+        h.reason.starts_with("paused by hand since "),
+        "{}",
+        h.reason
+    );
+    assert!(h.reason.ends_with(": provider maintenance"), "{}", h.reason);
+    assert!(s.stopped_by(at(1_000)).is_some());
+    assert_eq!(s.next_change(), Some(at(60_000)));
+    assert!(s.view(&cfg, at(1_000), 0).paused_by_hand.is_some());
+    // At its end it holds no more, although the control still names it.
+    assert_eq!(kind(&s.admit(&cfg, at(60_000), false, 0)), "go");
+    assert_eq!(s.view(&cfg, at(60_000), 0).paused_by_hand, None);
+    // Without an end, it holds until lifted.
+    s.hand_pause = Some(HandPause {
+        since: at(0),
+        until: None,
+        reason: String::new(),
+    });
+    assert_eq!(kind(&s.admit(&cfg, at(10_000_000), true, 0)), "hold Pause");
+    s.hand_pause = None;
+    assert_eq!(kind(&s.admit(&cfg, at(10_000_000), true, 0)), "go");
+}
+
+#[test]
+fn a_hand_resume_ends_a_server_pause_once() {
+    let cfg = bare();
+    let mut s = EndpointState::default();
+    s.pause(at(30_000), "429 Retry-After 30s".into());
+    assert!(s.take_resume(at(1_000)));
+    assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "go");
+    // The same resume seen again (every node reads the controls often) changes nothing: a
+    // pause the endpoint asked for since stays.
+    s.pause(at(40_000), "429 Retry-After 38s".into());
+    assert!(!s.take_resume(at(1_000)));
+    assert_eq!(kind(&s.admit(&cfg, at(2_000), false, 0)), "hold Pause");
+    assert!(s.take_resume(at(2_000)));
+    assert_eq!(kind(&s.admit(&cfg, at(2_000), false, 0)), "go");
+}
+
+#[test]
+fn a_hand_breaker_reset_closes_it_with_an_empty_window_once() {
+    let cfg = breaker_cfg();
+    let mut s = half_open(&cfg);
+    assert!(s.take_breaker_reset(at(5_000), at(5_000)));
+    assert_eq!(s.breaker, BreakerState::Closed);
+    let last = s.breaker_history.back().expect("event");
+    assert_eq!(last.to, "closed");
+    assert!(last.reason.starts_with("reset by hand"), "{}", last.reason);
+    assert_eq!(s.view(&cfg, at(5_000), 0).breaker_window_failures, 0);
+    assert_eq!(kind(&s.admit(&cfg, at(5_000), false, 0)), "go");
+    // Seen again: nothing. A breaker that opened since stays open.
+    feed(&mut s, &cfg, 6_000, 10, true, ResultClass::Failure);
+    assert!(matches!(s.breaker, BreakerState::Open { .. }));
+    assert!(!s.take_breaker_reset(at(5_000), at(7_000)));
+    assert!(matches!(s.breaker, BreakerState::Open { .. }));
+    // Its open time starts again from the first step after a reset.
+    assert_eq!(s.breaker, BreakerState::Open { until: at(36_000) });
+}

@@ -558,6 +558,25 @@ impl Store for PgStore {
         with_conn!(self, c => sql::holds_load(c, now).await)
     }
 
+    async fn endpoint_holds_clear(
+        &self,
+        name: &str,
+        pause: bool,
+        breaker: bool,
+    ) -> StoreResult<()> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::holds_clear(c, &channel, name, pause, breaker).await)
+    }
+
+    async fn controls_load(&self) -> StoreResult<Vec<Control>> {
+        with_conn!(self, c => sql::controls_load(c).await)
+    }
+
+    async fn control_save(&self, control: Control) -> StoreResult<()> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::control_save(c, &channel, &control).await)
+    }
+
     async fn try_lead(&self) -> StoreResult<bool> {
         let mut leader = self.inner.leader.lock().await;
         if leader.as_ref().is_some_and(|(c, _)| c.is_closed()) {

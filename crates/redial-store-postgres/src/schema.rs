@@ -80,6 +80,19 @@ const MIGRATIONS: &[&str] = &[
         announced_at BIGINT NOT NULL
     );
     "#,
+    // 3: pauses, resumes and breaker resets set by hand on queues and endpoints.
+    r#"
+    CREATE TABLE controls (
+        kind             TEXT NOT NULL,
+        name             TEXT NOT NULL,
+        paused_since     BIGINT,
+        paused_until     BIGINT,
+        pause_reason     TEXT,
+        resumed_at       BIGINT,
+        breaker_reset_at BIGINT,
+        PRIMARY KEY (kind, name)
+    );
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

@@ -1069,3 +1069,77 @@ pub async fn holds_load(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<SharedH
         })
         .collect()
 }
+
+pub async fn holds_clear(
+    c: &mut Conn,
+    channel: &str,
+    name: &str,
+    pause: bool,
+    breaker: bool,
+) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    tx.execute(
+        "UPDATE endpoint_holds SET \
+         paused_until = CASE WHEN $2 THEN NULL ELSE paused_until END, \
+         pause_reason = CASE WHEN $2 THEN NULL ELSE pause_reason END, \
+         breaker_until = CASE WHEN $3 THEN NULL ELSE breaker_until END, \
+         breaker_reason = CASE WHEN $3 THEN NULL ELSE breaker_reason END \
+         WHERE name = $1",
+        &[&name, &pause, &breaker],
+    )
+    .await
+    .map_err(backend)?;
+    notify(&tx, channel, ENDPOINTS_CHANGED).await?;
+    tx.commit().await.map_err(backend)
+}
+
+pub async fn controls_load(c: &mut Conn) -> StoreResult<Vec<Control>> {
+    let rows = c
+        .client
+        .query(
+            "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
+             FROM controls ORDER BY kind, name",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            control(
+                &get::<String>(r, 0)?,
+                get(r, 1)?,
+                get(r, 2)?,
+                get(r, 3)?,
+                get(r, 4)?,
+                get(r, 5)?,
+                get(r, 6)?,
+            )
+        })
+        .collect()
+}
+
+/// Saves a control and tells the other nodes (their share loops read the controls again).
+pub async fn control_save(c: &mut Conn, channel: &str, control: &Control) -> StoreResult<()> {
+    let pause = control.pause.as_ref();
+    let tx = c.client.transaction().await.map_err(backend)?;
+    tx.execute(
+        "INSERT INTO controls (kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (kind, name) DO UPDATE SET \
+         paused_since = excluded.paused_since, paused_until = excluded.paused_until, \
+         pause_reason = excluded.pause_reason, resumed_at = excluded.resumed_at, \
+         breaker_reset_at = excluded.breaker_reset_at",
+        &[
+            &control.kind.as_str(),
+            &control.name,
+            &pause.map(|p| ms(p.since)),
+            &pause.and_then(|p| p.until).map(ms),
+            &pause.map(|p| p.reason.as_str()),
+            &control.resumed_at.map(ms),
+            &control.breaker_reset_at.map(ms),
+        ],
+    )
+    .await
+    .map_err(backend)?;
+    notify(&tx, channel, ENDPOINTS_CHANGED).await?;
+    tx.commit().await.map_err(backend)
+}

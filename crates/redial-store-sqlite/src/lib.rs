@@ -612,6 +612,25 @@ impl Store for SqliteStore {
         self.run(move |c| sql::holds_load(c, now)).await
     }
 
+    async fn endpoint_holds_clear(
+        &self,
+        name: &str,
+        pause: bool,
+        breaker: bool,
+    ) -> StoreResult<()> {
+        let name = name.to_owned();
+        self.run(move |c| sql::holds_clear(c, &name, pause, breaker))
+            .await
+    }
+
+    async fn controls_load(&self) -> StoreResult<Vec<Control>> {
+        self.run(sql::controls_load).await
+    }
+
+    async fn control_save(&self, control: Control) -> StoreResult<()> {
+        self.run(move |c| sql::control_save(c, &control)).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         let integrity = self.inner.integrity.borrow().clone();
         match integrity {

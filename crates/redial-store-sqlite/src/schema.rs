@@ -156,6 +156,19 @@ const MIGRATIONS: &[&str] = &[
         probed_at INTEGER NOT NULL
     );
     "#,
+    // 12: pauses, resumes and breaker resets set by hand on queues and endpoints.
+    r#"
+    CREATE TABLE controls (
+        kind             TEXT NOT NULL,
+        name             TEXT NOT NULL,
+        paused_since     INTEGER,
+        paused_until     INTEGER,
+        pause_reason     TEXT,
+        resumed_at       INTEGER,
+        breaker_reset_at INTEGER,
+        PRIMARY KEY (kind, name)
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

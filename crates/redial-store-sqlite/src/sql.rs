@@ -1286,6 +1286,64 @@ pub fn holds_load(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<SharedH
     )
 }
 
+pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -> StoreResult<()> {
+    c.execute(
+        "UPDATE endpoint_holds SET \
+         paused_until = CASE WHEN ?2 THEN NULL ELSE paused_until END, \
+         pause_reason = CASE WHEN ?2 THEN NULL ELSE pause_reason END, \
+         breaker_until = CASE WHEN ?3 THEN NULL ELSE breaker_until END, \
+         breaker_reason = CASE WHEN ?3 THEN NULL ELSE breaker_reason END \
+         WHERE name = ?1",
+        params![name, pause, breaker],
+    )
+    .map(|_| ())
+    .map_err(backend)
+}
+
+pub fn controls_load(c: &mut Connection) -> StoreResult<Vec<Control>> {
+    query_rows(
+        c,
+        "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
+         FROM controls ORDER BY kind, name",
+        [],
+        |r| {
+            Ok(control(
+                &r.get::<_, String>(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        },
+    )?
+    .into_iter()
+    .collect()
+}
+
+pub fn control_save(c: &mut Connection, control: &Control) -> StoreResult<()> {
+    let pause = control.pause.as_ref();
+    c.execute(
+        "INSERT INTO controls (kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (kind, name) DO UPDATE SET \
+         paused_since = excluded.paused_since, paused_until = excluded.paused_until, \
+         pause_reason = excluded.pause_reason, resumed_at = excluded.resumed_at, \
+         breaker_reset_at = excluded.breaker_reset_at",
+        params![
+            control.kind.as_str(),
+            control.name,
+            pause.map(|p| ms(p.since)),
+            pause.and_then(|p| p.until).map(ms),
+            pause.map(|p| p.reason.as_str()),
+            control.resumed_at.map(ms),
+            control.breaker_reset_at.map(ms)
+        ],
+    )
+    .map(|_| ())
+    .map_err(backend)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,6 +191,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The shared holds still in force at `now`.
     async fn endpoint_holds_load(&self, now: Timestamp) -> StoreResult<Vec<SharedHold>>;
 
+    /// Ends an endpoint's shared pause (`pause`) or open breaker (`breaker`) now, whatever
+    /// their end: for a resume or a breaker reset by hand.
+    async fn endpoint_holds_clear(&self, name: &str, pause: bool, breaker: bool)
+        -> StoreResult<()>;
+
+    /// Every control set by hand, by kind and name.
+    async fn controls_load(&self) -> StoreResult<Vec<Control>>;
+
+    /// Saves a control, replacing the one of the same kind and name; the other nodes are told.
+    async fn control_save(&self, control: Control) -> StoreResult<()>;
+
     /// Says that the node `worker` is alive, for as long as this store is (called at start and
     /// at every maintenance tick). A shared store lets the others see when that node's session
     /// ends, so that its leases are rescued then rather than when they expire; a store that one

@@ -4,8 +4,8 @@
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{
-    parse_dead_category, HttpRequest, Job, JobFilter, JobId, JobListParams, JobPage, JobState,
-    RecordAttemptParams, RecordPlan, StoreError, StoreResult,
+    parse_dead_category, Control, ControlKind, HttpRequest, Job, JobFilter, JobId, JobListParams,
+    JobPage, JobState, RecordAttemptParams, RecordPlan, StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 
@@ -296,4 +296,30 @@ pub fn instant(v: Option<i64>) -> Option<Timestamp> {
 /// A JSON column that does not decode.
 pub fn corrupt_json(e: serde_json::Error) -> StoreError {
     StoreError::Backend(format!("corrupt JSON in the database: {e}"))
+}
+
+/// A control row, read: a kind this version does not know is corrupt data.
+pub fn control(
+    kind: &str,
+    name: String,
+    paused_since: Option<i64>,
+    paused_until: Option<i64>,
+    pause_reason: Option<String>,
+    resumed_at: Option<i64>,
+    breaker_reset_at: Option<i64>,
+) -> StoreResult<Control> {
+    let kind = ControlKind::parse(kind).ok_or_else(|| {
+        StoreError::Backend(format!("unknown control kind {kind:?} in the database"))
+    })?;
+    Ok(Control {
+        kind,
+        name,
+        pause: paused_since.map(|since| redial_policy::endpoint::HandPause {
+            since: Timestamp::from_unix_millis(since),
+            until: instant(paused_until),
+            reason: pause_reason.unwrap_or_default(),
+        }),
+        resumed_at: instant(resumed_at),
+        breaker_reset_at: instant(breaker_reset_at),
+    })
 }

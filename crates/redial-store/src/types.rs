@@ -1,5 +1,6 @@
 //! Records and parameter types shared by every store.
 
+use redial_policy::endpoint::HandPause;
 use redial_policy::{Action, Category, DeadCategory, PolicyOverride, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -619,6 +620,57 @@ pub struct SharedHold {
     pub pause_reason: Option<String>,
     pub breaker_until: Option<Timestamp>,
     pub breaker_reason: Option<String>,
+}
+
+/// What people set by hand on a queue or an endpoint, which every node honours: a pause, and
+/// (endpoints) when it was last resumed or had its breaker reset by hand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Control {
+    pub kind: ControlKind,
+    pub name: String,
+    pub pause: Option<HandPause>,
+    /// Ends the pause the endpoint's answers set (a server-given wait), once on each node.
+    pub resumed_at: Option<Timestamp>,
+    /// Closes the endpoint's breaker, once on each node.
+    pub breaker_reset_at: Option<Timestamp>,
+}
+
+impl Control {
+    /// A control with nothing set yet.
+    pub fn new(kind: ControlKind, name: &str) -> Control {
+        Control {
+            kind,
+            name: name.to_owned(),
+            pause: None,
+            resumed_at: None,
+            breaker_reset_at: None,
+        }
+    }
+}
+
+/// What a [`Control`] applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlKind {
+    Queue,
+    Endpoint,
+}
+
+impl ControlKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlKind::Queue => "queue",
+            ControlKind::Endpoint => "endpoint",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ControlKind> {
+        match s {
+            "queue" => Some(ControlKind::Queue),
+            "endpoint" => Some(ControlKind::Endpoint),
+            _ => None,
+        }
+    }
 }
 
 /// How an attempt's outcome was classified; `held` for an attempt not sent (its endpoint held

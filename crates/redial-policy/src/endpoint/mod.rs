@@ -11,6 +11,6 @@ mod state;
 
 pub use config::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 pub use state::{
-    Admission, BreakerEvent, BreakerState, EndpointState, EndpointView, Hold, HoldKind, Observed,
-    Permit, ResultClass, SharedHolds,
+    Admission, BreakerEvent, BreakerState, EndpointState, EndpointView, HandPause, Hold, HoldKind,
+    Observed, Permit, ResultClass, SharedHolds,
 };

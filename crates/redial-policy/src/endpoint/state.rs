@@ -88,6 +88,43 @@ pub struct EndpointState {
     pub last_hold: Option<(String, Timestamp)>,
     /// The hold in force at the last refused admission, until an admission goes through.
     holding: Option<String>,
+    /// A pause people set by hand: it holds every job until they resume the endpoint (or until
+    /// its end, when one was given). Set from the shared controls, not learned here.
+    pub hand_pause: Option<HandPause>,
+    /// The last hand resume and breaker reset this state took in (see
+    /// [`EndpointState::take_resume`], [`EndpointState::take_breaker_reset`]), so each applies
+    /// once.
+    pub resumed_at: Option<Timestamp>,
+    pub breaker_reset_at: Option<Timestamp>,
+}
+
+/// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
+/// and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandPause {
+    pub since: Timestamp,
+    pub until: Option<Timestamp>,
+    pub reason: String,
+}
+
+impl HandPause {
+    /// Whether it holds at `now`.
+    pub fn in_force(&self, now: Timestamp) -> bool {
+        self.until.is_none_or(|u| now < u)
+    }
+
+    /// How reasons and views say it: "paused by hand since T (until U): why".
+    pub fn describe(&self) -> String {
+        let until = self
+            .until
+            .map_or(String::from("until resumed"), |u| format!("until {u}"));
+        let why = if self.reason.is_empty() {
+            "no reason given"
+        } else {
+            &self.reason
+        };
+        format!("paused by hand since {} {until}: {why}", self.since)
+    }
 }
 
 const HISTORY: usize = 20;
@@ -267,6 +304,9 @@ impl EndpointState {
     /// reads (unlike [`EndpointState::check`]): for a job admitted a moment ago and about to
     /// start, to see whether a pause or a breaker came down since.
     pub fn stopped_by(&self, now: Timestamp) -> Option<String> {
+        if let Some(p) = self.hand_pause.as_ref().filter(|p| p.in_force(now)) {
+            return Some(p.describe());
+        }
         if let Some(until) = self.paused_until.filter(|u| now < *u) {
             return Some(paused_text(until, self.pause_reason.as_deref()));
         }
@@ -292,6 +332,9 @@ impl EndpointState {
                 reason,
             }))
         };
+        if let Some(p) = self.hand_pause.as_ref().filter(|p| p.in_force(now)) {
+            return hold(HoldKind::Pause, p.until, p.describe());
+        }
         if let Some(until) = self.paused_until {
             if now < until {
                 return hold(
@@ -953,6 +996,40 @@ impl EndpointState {
         }
     }
 
+    /// Takes in a hand resume made at `at`: the first time it is seen, the pause in force ends
+    /// (a server-given wait, a spent quota's reset: the person resuming takes over; the next
+    /// answer may pause it again). Returns whether anything changed.
+    pub fn take_resume(&mut self, at: Timestamp) -> bool {
+        if self.resumed_at.is_some_and(|seen| seen >= at) {
+            return false;
+        }
+        self.resumed_at = Some(at);
+        let was_paused = self.paused_until.is_some();
+        self.paused_until = None;
+        self.pause_reason = None;
+        was_paused
+    }
+
+    /// Takes in a hand reset of the breaker made at `at`: the first time it is seen, an open or
+    /// half-open breaker closes with an empty window and its open time back to the first step,
+    /// and suspicion of first attempts ends. Returns whether anything changed.
+    pub fn take_breaker_reset(&mut self, at: Timestamp, now: Timestamp) -> bool {
+        if self.breaker_reset_at.is_some_and(|seen| seen >= at) {
+            return false;
+        }
+        self.breaker_reset_at = Some(at);
+        self.window.clear();
+        self.breaker_opens = 0;
+        self.clear_suspicion();
+        if self.breaker == BreakerState::Closed {
+            return false;
+        }
+        self.breaker = BreakerState::Closed;
+        self.breaker_period = self.breaker_period.wrapping_add(1);
+        self.event(now, "closed", format!("reset by hand at {at}"));
+        true
+    }
+
     fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
         let doubling = 1u32 << self.breaker_opens.min(16);
         let open_for = cfg
@@ -1020,6 +1097,7 @@ impl EndpointState {
         let w = totals(&self.window);
         EndpointView {
             holding: hold,
+            paused_by_hand: self.hand_pause.clone().filter(|p| p.in_force(now)),
             paused_until: self.paused_until.filter(|p| *p > now),
             pause_reason: self
                 .pause_reason
@@ -1057,6 +1135,7 @@ impl EndpointState {
             }
         };
         consider(self.paused_until);
+        consider(self.hand_pause.as_ref().and_then(|p| p.until));
         if let BreakerState::Open { until } = self.breaker {
             consider(Some(until));
         }
@@ -1135,6 +1214,8 @@ pub struct SharedHolds {
 pub struct EndpointView {
     /// What holds its jobs right now, if anything.
     pub holding: Option<String>,
+    /// A pause set by hand, while in force.
+    pub paused_by_hand: Option<HandPause>,
     pub paused_until: Option<Timestamp>,
     pub pause_reason: Option<String>,
     /// Configured rate and burst.

@@ -138,3 +138,78 @@ pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
         ]
     );
 }
+
+pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
+    assert!(store.controls_load().await.expect("load").is_empty());
+    let mut queue = Control::new(ControlKind::Queue, "emails");
+    queue.pause = Some(redial_policy::endpoint::HandPause {
+        since: at(1),
+        until: None,
+        reason: "migrating the mail provider".into(),
+    });
+    let mut endpoint = Control::new(ControlKind::Endpoint, "emails");
+    endpoint.pause = Some(redial_policy::endpoint::HandPause {
+        since: at(2),
+        until: Some(at(60)),
+        reason: String::new(),
+    });
+    store.control_save(queue.clone()).await.expect("save");
+    store.control_save(endpoint.clone()).await.expect("save");
+    // A queue and an endpoint of one name are two controls.
+    assert_eq!(
+        store.controls_load().await.expect("load"),
+        vec![endpoint.clone(), queue.clone()]
+    );
+    // Saving replaces: the pause lifted, a resume and a reset recorded.
+    endpoint.pause = None;
+    endpoint.resumed_at = Some(at(3));
+    endpoint.breaker_reset_at = Some(at(4));
+    store.control_save(endpoint.clone()).await.expect("save");
+    assert_eq!(
+        store.controls_load().await.expect("load"),
+        vec![endpoint, queue]
+    );
+
+    let hold = SharedHold {
+        endpoint: "A".into(),
+        paused_until: Some(at(30)),
+        pause_reason: Some("429".into()),
+        breaker_until: Some(at(40)),
+        breaker_reason: Some("retries failed".into()),
+    };
+    store
+        .endpoint_holds_share(vec![hold.clone()])
+        .await
+        .expect("share");
+    store
+        .endpoint_holds_clear("A", true, false)
+        .await
+        .expect("clear");
+    let got = store.endpoint_holds_load(at(0)).await.expect("load");
+    assert_eq!(
+        got,
+        vec![SharedHold {
+            paused_until: None,
+            pause_reason: None,
+            ..hold.clone()
+        }]
+    );
+    store
+        .endpoint_holds_clear("A", false, true)
+        .await
+        .expect("clear");
+    assert!(store
+        .endpoint_holds_load(at(0))
+        .await
+        .expect("load")
+        .is_empty());
+    // A cleared hold can be shared again.
+    store
+        .endpoint_holds_share(vec![hold.clone()])
+        .await
+        .expect("share");
+    assert_eq!(
+        store.endpoint_holds_load(at(0)).await.expect("load"),
+        vec![hold]
+    );
+}

@@ -38,7 +38,7 @@ macro_rules! store_suite {
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
-            dead_letter_groups_for_triage);
+            dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
