@@ -6,7 +6,7 @@ use redial_policy::endpoint::{
     Admission, EndpointConfig, EndpointState, EndpointView, Observed, Permit, SharedHolds,
 };
 use redial_policy::Timestamp;
-use redial_store::{EndpointRecord, SharedHold};
+use redial_store::{Control, EndpointRecord, SharedHold};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -329,6 +329,43 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// Takes in the endpoints' controls set by hand (the whole list: a hand pause missing from
+    /// it is lifted). Returns whether any state changed.
+    pub fn apply_controls(&self, controls: &[Control], now: Timestamp) -> bool {
+        let by_name: HashMap<&str, &Control> =
+            controls.iter().map(|c| (c.name.as_str(), c)).collect();
+        let mut entries = self.lock();
+        for c in controls {
+            entries.entry(c.name.clone()).or_default();
+        }
+        let mut changed = false;
+        let mut transitions = Vec::new();
+        for (name, e) in entries.iter_mut() {
+            let control = by_name.get(name.as_str());
+            let before = e.state.clone();
+            e.state.hand_pause = control.and_then(|c| c.pause.clone());
+            if let Some(at) = control.and_then(|c| c.resumed_at) {
+                e.state.take_resume(at);
+            }
+            if let Some(at) = control.and_then(|c| c.breaker_reset_at) {
+                e.state.take_breaker_reset(at, now);
+            }
+            if e.state != before {
+                e.dirty = true;
+                changed = true;
+                let (was, is) = (before.breaker.name(), e.state.breaker.name());
+                if was != is {
+                    transitions.push((name.clone(), was, is));
+                }
+            }
+        }
+        drop(entries);
+        for (endpoint, before, after) in transitions {
+            self.count_transition(&endpoint, before, after);
+        }
+        changed
     }
 
     /// Marks every state to be saved again (after a failed save).

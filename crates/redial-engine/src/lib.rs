@@ -21,7 +21,8 @@ mod shutdown;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
 pub use engine::{
-    random_u64, Engine, EngineConfig, QueueConfig, Retention, RunningEngine, ShutdownReport,
+    random_u64, Engine, EngineConfig, QueueConfig, QueueView, Retention, RunningEngine,
+    ShutdownReport,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -15,7 +15,7 @@ use redial_engine::{
 };
 use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 use redial_policy::{Backoff, DeadCategory, Policy, Strategy, Timestamp};
-use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
+use redial_store::{ControlKind, HttpRequest, JobId, JobState, NewJob, Store};
 use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Behaviour, Receiver, Reply};
 use std::collections::{BTreeMap, HashMap};
@@ -644,4 +644,117 @@ async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
     );
     s.stop().await;
     drop(s.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_its_breaker() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let other = receiver_on(&clock).await;
+    let origin = format!("http://{}", rx.addr());
+    let limits = EndpointConfig {
+        breaker: breaker(10, 60_000),
+        ..EndpointConfig::default()
+    };
+    let endpoints = BTreeMap::from([(
+        origin.clone(),
+        EndpointSettings {
+            policy: None,
+            limits,
+        },
+    )]);
+    let mut s = setup(
+        clock,
+        4,
+        quick_policy(),
+        EndpointConfig::default(),
+        endpoints,
+    )
+    .await;
+    s.engine
+        .pause(
+            ControlKind::Endpoint,
+            &origin,
+            None,
+            "provider maintenance".into(),
+        )
+        .await
+        .expect("pause");
+    s.enqueue([
+        ("held".to_owned(), rx.url("/ok"), None),
+        ("free".to_owned(), other.url("/ok"), None),
+    ])
+    .await;
+    // The other endpoint's job goes; the paused one's waits, an hour later too.
+    s.run_until("the other endpoint's job completed", STEP, |c| {
+        count(c, "completed") == 1
+    })
+    .await;
+    s.clock.set(T0.saturating_add(Duration::from_secs(3600)));
+    s.settle().await;
+    let c = s.census().await;
+    assert_eq!(
+        (count(&c, "completed"), count(&c, "ready")),
+        (1, 1),
+        "{c:?}"
+    );
+    assert!(
+        rx.received("/ok").is_empty(),
+        "a paused endpoint got a request"
+    );
+    let view = s.engine.endpoint_views(&[]).remove(&origin).expect("view");
+    let holding = view.holding.unwrap_or_default();
+    assert!(
+        holding.starts_with("paused by hand since") && holding.ends_with(": provider maintenance"),
+        "{holding}"
+    );
+    assert!(view.paused_by_hand.is_some());
+
+    s.engine
+        .resume(ControlKind::Endpoint, &origin)
+        .await
+        .expect("resume");
+    s.run_until("both completed", STEP, |c| count(c, "completed") == 2)
+        .await;
+    assert_eq!(rx.received("/ok").len(), 1);
+    assert_eq!(
+        s.engine.endpoint_views(&[])[&origin].paused_by_hand,
+        None,
+        "the view shows the pause lifted"
+    );
+
+    // An outage opens the breaker; a hand reset closes it and the jobs go again at once.
+    rx.behave(
+        "/down",
+        Behaviour::DownFor {
+            down_for: Duration::from_secs(24 * 3600),
+        },
+    );
+    s.enqueue((0..20).map(|i| (format!("d{i}"), rx.url("/down"), None)))
+        .await;
+    let mut opened = false;
+    for _ in 0..MAX_STEPS {
+        s.settle().await;
+        if s.engine.endpoint_views(&[])[&origin].breaker == "open" {
+            opened = true;
+            break;
+        }
+        let now = s.clock.now();
+        s.clock.set(now.saturating_add(STEP));
+    }
+    assert!(opened, "the outage opened the breaker");
+    let before = rx.received("/down").len();
+    s.settle().await;
+    assert_eq!(rx.received("/down").len(), before, "an open breaker holds");
+    s.engine.reset_breaker(&origin).await.expect("reset");
+    let view = s.engine.endpoint_views(&[]).remove(&origin).expect("view");
+    assert_eq!(view.breaker, "closed");
+    let last = view.breaker_history.last().expect("an event");
+    assert!(last.reason.starts_with("reset by hand"), "{last:?}");
+    s.settle().await;
+    assert!(
+        rx.received("/down").len() > before,
+        "after the reset the held jobs went again"
+    );
+    s.stop().await;
 }

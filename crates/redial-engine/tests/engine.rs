@@ -11,7 +11,9 @@ use redial_engine::{
     AttemptOutput, Clock, Engine, EngineConfig, Handler, ManualClock, QueueConfig, RunningEngine,
 };
 use redial_policy::{DeadCategory, HandlerOutcome, Outcome, Policy, Timestamp};
-use redial_store::{Attempt, HttpRequest, InsertOutcome, Job, JobId, JobState, NewJob, Store};
+use redial_store::{
+    Attempt, ControlKind, HttpRequest, InsertOutcome, Job, JobId, JobState, NewJob, Store,
+};
 use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Misbehaviour, RawServer, Receiver, Reply};
 use std::sync::Arc;
@@ -748,4 +750,72 @@ async fn shutdown_gives_back_jobs_leased_ahead_unstarted() {
         assert_eq!((job.runs, job.stalls, job.lease_owner), (0, 0, None));
     }
     assert!(entered.try_recv().is_err(), "c was not started");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_paused_by_hand_leases_nothing_until_resumed() {
+    let rx = Receiver::start().await;
+    let h = harness().await;
+    let pause = h
+        .engine
+        .pause(
+            ControlKind::Queue,
+            "custom",
+            None,
+            "deploying the receiver".into(),
+        )
+        .await
+        .expect("pause");
+    assert_eq!(pause.since, T0);
+    h.enqueue("waits", "custom", "POST", &rx.url("/ok"), None)
+        .await;
+    h.enqueue("goes", "default", "POST", &rx.url("/ok"), None)
+        .await;
+    h.wait_state("goes", JobState::Completed).await;
+    h.clock.set(T0.saturating_add(Duration::from_secs(3600)));
+    h.settle().await;
+    let (job, attempts) = h
+        .store
+        .job_get(&JobId::from("waits"))
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!((job.state, attempts.len()), (JobState::Ready, 0));
+    assert_eq!(rx.received("/ok").len(), 1);
+    let views = h.engine.queue_views();
+    let custom = views.iter().find(|q| q.name == "custom").expect("custom");
+    assert_eq!(custom.paused_by_hand.as_ref(), Some(&pause));
+    let default = views.iter().find(|q| q.name == "default").expect("default");
+    assert_eq!(default.paused_by_hand, None);
+
+    h.engine
+        .resume(ControlKind::Queue, "custom")
+        .await
+        .expect("resume");
+    h.wait_state("waits", JobState::Completed).await;
+    assert_eq!(rx.received("/ok").len(), 2);
+    assert!(h
+        .engine
+        .queue_views()
+        .iter()
+        .all(|q| q.paused_by_hand.is_none()));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_pause_with_an_end_ends_by_itself() {
+    let rx = Receiver::start().await;
+    let h = harness().await;
+    let until = T0.saturating_add(Duration::from_secs(60));
+    h.engine
+        .pause(ControlKind::Queue, "custom", Some(until), String::new())
+        .await
+        .expect("pause");
+    h.enqueue("waits", "custom", "POST", &rx.url("/ok"), None)
+        .await;
+    h.settle().await;
+    assert!(rx.received("/ok").is_empty());
+    h.clock.set(until);
+    h.wait_state("waits", JobState::Completed).await;
+    h.stop().await;
 }

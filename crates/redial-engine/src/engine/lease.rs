@@ -55,7 +55,10 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
             break;
         }
         let free = lease_slots.available_permits();
-        if idle_until.is_none() && free > 0 && fills.len() < FILLS_IN_FLIGHT {
+        // A queue paused by hand leases nothing; a resume wakes it, an end is seen at the next
+        // poll.
+        let paused = inner.queue_paused(&queue, inner.clock.now()).is_some();
+        if !paused && idle_until.is_none() && free > 0 && fills.len() < FILLS_IN_FLIGHT {
             if let Ok(slots) = lease_slots
                 .clone()
                 .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))

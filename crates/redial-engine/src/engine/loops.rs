@@ -58,6 +58,15 @@ pub(super) async fn wake_loop(
 pub(super) async fn share_loop(inner: Arc<Inner>) {
     loop {
         let now = inner.clock.now();
+        // Controls first: a hold a hand resume or reset ended must not be taken in again.
+        match inner.store.controls_load().await {
+            Ok(controls) => {
+                if inner.apply_controls(controls, now) {
+                    tracing::info!("took in pauses, resumes or resets set by hand on another node");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reading the controls set by hand failed"),
+        }
         let mine = inner.endpoints.holds_to_share(now);
         if !mine.is_empty() {
             if let Err(e) = inner.store.endpoint_holds_share(mine).await {

@@ -30,6 +30,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 mod attempt;
 mod config;
+mod controls;
 mod facts;
 mod gauges;
 mod lease;
@@ -38,6 +39,7 @@ mod recording;
 
 use attempt::*;
 pub use config::{EngineConfig, QueueConfig, Retention};
+pub use controls::QueueView;
 use facts::*;
 use lease::*;
 use loops::*;
@@ -77,6 +79,8 @@ struct Inner {
     holds_changed: Notify,
     metrics: Arc<Metrics>,
     alerts: Alerts,
+    /// Queues paused by hand, from the shared controls.
+    queue_pauses: Mutex<HashMap<String, redial_policy::endpoint::HandPause>>,
     /// The store's counts as last read for the gauges, and when.
     stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
 }
@@ -130,6 +134,7 @@ impl Engine {
                 holds_changed: Notify::new(),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
+                queue_pauses: Mutex::new(HashMap::new()),
                 alerts,
             }),
         }
@@ -250,6 +255,8 @@ impl Engine {
         self.inner
             .endpoints
             .load(self.inner.store.endpoint_load().await?);
+        let controls = self.inner.store.controls_load().await?;
+        self.inner.apply_controls(controls, self.inner.clock.now());
         // Before any lease: the other nodes rescue this one's jobs the moment it goes away.
         self.inner
             .store

@@ -324,6 +324,23 @@ impl Store for Watched {
         self.inner.endpoint_holds_load(now).await
     }
 
+    async fn endpoint_holds_clear(
+        &self,
+        name: &str,
+        pause: bool,
+        breaker: bool,
+    ) -> StoreResult<()> {
+        self.inner.endpoint_holds_clear(name, pause, breaker).await
+    }
+
+    async fn controls_load(&self) -> StoreResult<Vec<Control>> {
+        self.inner.controls_load().await
+    }
+
+    async fn control_save(&self, control: Control) -> StoreResult<()> {
+        self.inner.control_save(control).await
+    }
+
     async fn try_lead(&self) -> StoreResult<bool> {
         self.inner.try_lead().await
     }

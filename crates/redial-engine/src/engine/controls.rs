@@ -1,0 +1,153 @@
+//! Pauses, resumes and breaker resets set by hand. They live in the store, so that every node
+//! honours them and they outlast a restart; the node that takes the request applies them at once,
+//! the others when their share loop reads the controls again (within `SHARE_INTERVAL`, or at
+//! once when the store tells them).
+
+use super::*;
+use redial_policy::endpoint::HandPause;
+use redial_store::{Control, ControlKind};
+
+/// A queue as people see it: its configuration and its hand pause.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct QueueView {
+    pub name: String,
+    pub concurrency: usize,
+    /// A pause set by hand, while in force: no job of the queue is leased.
+    pub paused_by_hand: Option<HandPause>,
+}
+
+impl Engine {
+    /// Pauses a queue (none of its jobs is leased; those running finish) or an endpoint (every
+    /// job of it is held, on every node) until `until`, or until resumed when `None`.
+    pub async fn pause(
+        &self,
+        kind: ControlKind,
+        name: &str,
+        until: Option<Timestamp>,
+        reason: String,
+    ) -> Result<HandPause, StoreError> {
+        let pause = HandPause {
+            since: self.inner.clock.now(),
+            until,
+            reason,
+        };
+        let set = pause.clone();
+        self.change_control(kind, name, move |c| c.pause = Some(set))
+            .await?;
+        tracing::info!(kind = kind.as_str(), name, reason = %pause.reason, until = ?pause.until.map(|u| u.to_string()), "paused by hand");
+        Ok(pause)
+    }
+
+    /// Lifts a hand pause. For an endpoint it also ends the pause its answers set (a
+    /// server-given wait, a spent quota): the person resuming takes over, and the next answer
+    /// may pause it again.
+    pub async fn resume(&self, kind: ControlKind, name: &str) -> Result<(), StoreError> {
+        let now = self.inner.clock.now();
+        if kind == ControlKind::Endpoint {
+            // First, so that no node takes the old hold in again after the resume.
+            self.inner
+                .store
+                .endpoint_holds_clear(name, true, false)
+                .await?;
+        }
+        self.change_control(kind, name, move |c| {
+            c.pause = None;
+            if kind == ControlKind::Endpoint {
+                c.resumed_at = Some(now);
+            }
+        })
+        .await?;
+        tracing::info!(kind = kind.as_str(), name, "resumed by hand");
+        Ok(())
+    }
+
+    /// Closes an endpoint's breaker, with an empty window and its open time back to the first
+    /// step, on every node.
+    pub async fn reset_breaker(&self, endpoint: &str) -> Result<(), StoreError> {
+        let now = self.inner.clock.now();
+        self.inner
+            .store
+            .endpoint_holds_clear(endpoint, false, true)
+            .await?;
+        self.change_control(ControlKind::Endpoint, endpoint, move |c| {
+            c.breaker_reset_at = Some(now)
+        })
+        .await?;
+        tracing::info!(endpoint, "breaker reset by hand");
+        Ok(())
+    }
+
+    /// Every configured queue with its hand pause.
+    pub fn queue_views(&self) -> Vec<QueueView> {
+        let now = self.inner.clock.now();
+        let pauses = self.inner.lock_queue_pauses();
+        self.inner
+            .config
+            .queues
+            .iter()
+            .map(|(name, qc)| QueueView {
+                name: name.clone(),
+                concurrency: qc.concurrency,
+                paused_by_hand: pauses.get(name).filter(|p| p.in_force(now)).cloned(),
+            })
+            .collect()
+    }
+
+    async fn change_control(
+        &self,
+        kind: ControlKind,
+        name: &str,
+        change: impl FnOnce(&mut Control),
+    ) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let mut control = store
+            .controls_load()
+            .await?
+            .into_iter()
+            .find(|c| c.kind == kind && c.name == name)
+            .unwrap_or_else(|| Control::new(kind, name));
+        change(&mut control);
+        store.control_save(control).await?;
+        let all = store.controls_load().await?;
+        self.inner.apply_controls(all, self.inner.clock.now());
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn lock_queue_pauses(&self) -> std::sync::MutexGuard<'_, HashMap<String, HandPause>> {
+        self.queue_pauses.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The hand pause holding `queue` now, if any.
+    pub(super) fn queue_paused(&self, queue: &str, now: Timestamp) -> Option<HandPause> {
+        self.lock_queue_pauses()
+            .get(queue)
+            .filter(|p| p.in_force(now))
+            .cloned()
+    }
+
+    /// Takes in every control (the whole list: a control missing from it is lifted). Wakes
+    /// every queue when something changed.
+    pub(super) fn apply_controls(&self, controls: Vec<Control>, now: Timestamp) -> bool {
+        let (queues, endpoints): (Vec<_>, Vec<_>) = controls
+            .into_iter()
+            .partition(|c| c.kind == ControlKind::Queue);
+        let pauses: HashMap<String, HandPause> = queues
+            .into_iter()
+            .filter_map(|c| Some((c.name, c.pause?)))
+            .collect();
+        let queues_changed = {
+            let mut current = self.lock_queue_pauses();
+            let changed = *current != pauses;
+            *current = pauses;
+            changed
+        };
+        let endpoints_changed = self.endpoints.apply_controls(&endpoints, now);
+        if queues_changed || endpoints_changed {
+            self.wake_all();
+            self.holds_changed.notify_one();
+        }
+        queues_changed || endpoints_changed
+    }
+}
