@@ -131,6 +131,66 @@ impl FilterInput {
     }
 }
 
+/// A pause by hand: why, and until when (an instant, or a duration from now); with neither it
+/// lasts until resumed. The body may be empty.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseInput {
+    pub reason: Option<String>,
+    pub until: Option<Timestamp>,
+    #[serde(rename = "for")]
+    pub for_: Option<String>,
+}
+
+impl PauseInput {
+    /// Reads an optional body (empty or whitespace: no reason, no end).
+    pub fn read(body: Result<Bytes, BytesRejection>) -> Result<PauseInput, ApiError> {
+        match body {
+            Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(PauseInput::default()),
+            other => parse_json(other),
+        }
+    }
+
+    /// The reason and the end, checked against `now`.
+    pub fn resolve(self, now: Timestamp) -> Result<(String, Option<Timestamp>), ApiError> {
+        let reason = self.reason.unwrap_or_default();
+        if reason.chars().count() > 500 {
+            return Err(ApiError::unprocessable(
+                "invalid_reason",
+                "reason must be at most 500 characters",
+            ));
+        }
+        let until = match (self.until, self.for_) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::unprocessable(
+                    "invalid_pause",
+                    "give until or for, not both",
+                ))
+            }
+            (Some(u), None) if u <= now => {
+                return Err(ApiError::unprocessable(
+                    "invalid_pause",
+                    format!("until {u} has passed: give a later instant, or leave it out to pause until resumed"),
+                ))
+            }
+            (Some(u), None) => Some(u),
+            (None, Some(f)) => {
+                let d = parse_duration(&f)
+                    .filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
+                    .ok_or_else(|| {
+                        ApiError::unprocessable(
+                            "invalid_pause",
+                            format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
+                        )
+                    })?;
+                Some(now.saturating_add(d))
+            }
+            (None, None) => None,
+        };
+        Ok((reason, until))
+    }
+}
+
 /// Reads a JSON body, mapping each failure to its own code.
 pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     parse_json_bytes(&body.map_err(body_error)?)

@@ -1,6 +1,6 @@
 //! The routes and their handlers.
 
-use crate::input::{self, BatchInput, FilterInput, JobInput};
+use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
 use crate::view;
 use crate::{auth, ApiError, AppState, OPENAPI};
 use axum::body::{Body, Bytes};
@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use redial_store::{InsertOutcome, JobFilter, JobId, JobListParams};
+use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -31,6 +31,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/stats", get(stats))
         .route("/v1/endpoints", get(endpoints))
         .route("/v1/endpoints/{name}", get(endpoint))
+        .route("/v1/endpoints/{name}/pause", post(endpoint_pause))
+        .route("/v1/endpoints/{name}/resume", post(endpoint_resume))
+        .route(
+            "/v1/endpoints/{name}/reset-breaker",
+            post(endpoint_reset_breaker),
+        )
+        .route("/v1/queues", get(queues))
+        .route("/v1/queues/{name}/pause", post(queue_pause))
+        .route("/v1/queues/{name}/resume", post(queue_resume))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/alerts", get(alerts))
         .route("/metrics", get(metrics))
@@ -513,6 +522,90 @@ async fn endpoint(State(state): State<AppState>, Path(name): Path<String>) -> Ap
                 format!("endpoint {name:?} is not known: it has no jobs and no configuration (names are URL origins such as https://api.example.com, percent-encoded in the path)"),
             )
         })
+}
+
+/// An endpoint name people may act on: any name a job may carry.
+fn check_endpoint_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::unprocessable(
+            "invalid_endpoint",
+            "endpoint must be 1 to 200 characters (names are URL origins such as https://api.example.com, percent-encoded in the path)",
+        ));
+    }
+    Ok(())
+}
+
+/// The endpoint's view after a change made by hand.
+async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
+    // A control makes its endpoint known, so the view is there.
+    endpoint_list(state)
+        .await?
+        .into_iter()
+        .find(|v| v["name"] == name)
+        .map(|v| Json(v).into_response())
+        .ok_or_else(|| ApiError::internal("reading the endpoint back", name))
+}
+
+async fn endpoint_pause(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    check_endpoint_name(&name)?;
+    let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
+    state
+        .engine
+        .pause(ControlKind::Endpoint, &name, until, reason)
+        .await?;
+    endpoint_after(&state, &name).await
+}
+
+async fn endpoint_resume(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    check_endpoint_name(&name)?;
+    state.engine.resume(ControlKind::Endpoint, &name).await?;
+    endpoint_after(&state, &name).await
+}
+
+async fn endpoint_reset_breaker(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult {
+    check_endpoint_name(&name)?;
+    state.engine.reset_breaker(&name).await?;
+    endpoint_after(&state, &name).await
+}
+
+fn queue_view(state: &AppState, name: &str) -> Response {
+    let view = state
+        .engine
+        .queue_views()
+        .into_iter()
+        .find(|q| q.name == name);
+    Json(json!(view)).into_response()
+}
+
+async fn queues(State(state): State<AppState>) -> Response {
+    Json(json!({ "queues": state.engine.queue_views() })).into_response()
+}
+
+async fn queue_pause(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    input::check_queue(&state, &name)?;
+    let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
+    state
+        .engine
+        .pause(ControlKind::Queue, &name, until, reason)
+        .await?;
+    Ok(queue_view(&state, &name))
+}
+
+async fn queue_resume(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    input::check_queue(&state, &name)?;
+    state.engine.resume(ControlKind::Queue, &name).await?;
+    Ok(queue_view(&state, &name))
 }
 
 async fn openapi() -> Response {

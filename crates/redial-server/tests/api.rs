@@ -493,6 +493,12 @@ async fn the_openapi_document_covers_every_route() {
         ("get", "/v1/stats"),
         ("get", "/v1/endpoints"),
         ("get", "/v1/endpoints/{name}"),
+        ("post", "/v1/endpoints/{name}/pause"),
+        ("post", "/v1/endpoints/{name}/resume"),
+        ("post", "/v1/endpoints/{name}/reset-breaker"),
+        ("get", "/v1/queues"),
+        ("post", "/v1/queues/{name}/pause"),
+        ("post", "/v1/queues/{name}/resume"),
         ("get", "/v1/openapi.json"),
         ("get", "/v1/alerts"),
         ("get", "/metrics"),
@@ -538,6 +544,95 @@ async fn endpoints_show_their_backlog_and_state() {
     assert_eq!(
         (status, e["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+}
+
+#[tokio::test]
+async fn endpoints_and_queues_pause_and_resume_by_hand() {
+    let api = api();
+    api.post("/v1/jobs", job("p1")).await;
+    let path = "/v1/endpoints/https%3A%2F%2Fapi.example.com";
+    let (status, v) = api
+        .post(
+            &format!("{path}/pause"),
+            json!({ "reason": "provider maintenance", "for": "30m" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["paused_by_hand"]["reason"], "provider maintenance");
+    assert_eq!(v["paused_by_hand"]["since"], "2026-11-30T00:00:00Z");
+    assert_eq!(v["paused_by_hand"]["until"], "2026-11-30T00:30:00Z");
+    let holding = v["holding"].as_str().expect("holding");
+    assert!(holding.starts_with("paused by hand"), "{holding}");
+    // An empty body pauses until resumed.
+    let (status, v) = api.call("POST", &format!("{path}/pause"), None, None).await;
+    assert_eq!(
+        (status, &v["paused_by_hand"]["until"]),
+        (StatusCode::OK, &Value::Null)
+    );
+    let (status, v) = api.post(&format!("{path}/resume"), json!({})).await;
+    assert_eq!(
+        (status, &v["paused_by_hand"]),
+        (StatusCode::OK, &Value::Null)
+    );
+    assert_eq!(v["holding"], Value::Null);
+    let (status, v) = api.post(&format!("{path}/reset-breaker"), json!({})).await;
+    assert_eq!(
+        (status, v["breaker"].as_str()),
+        (StatusCode::OK, Some("closed"))
+    );
+    // An endpoint no job named yet can be paused ahead of its first job.
+    let (status, v) = api
+        .post(
+            "/v1/endpoints/https%3A%2F%2Fnew.example.com/pause",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, &v["name"]),
+        (StatusCode::OK, &json!("https://new.example.com"))
+    );
+
+    for (body, code) in [
+        (json!({ "for": "0s" }), "invalid_pause"),
+        (json!({ "for": "soon" }), "invalid_pause"),
+        (json!({ "until": "2026-11-29T00:00:00Z" }), "invalid_pause"),
+        (
+            json!({ "for": "1m", "until": "2027-01-01T00:00:00Z" }),
+            "invalid_pause",
+        ),
+        (json!({ "reason": "x".repeat(501) }), "invalid_reason"),
+        (json!({ "forever": true }), "invalid_body"),
+    ] {
+        let (status, e) = api.post(&format!("{path}/pause"), body.clone()).await;
+        assert!(status.is_client_error(), "{body}: {status} {e}");
+        if code != "invalid_body" {
+            assert_eq!(e["error"]["code"], code, "{body}: {e}");
+        }
+    }
+
+    let (status, q) = api.get("/v1/queues").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(q["queues"][0]["name"], "default");
+    assert_eq!(q["queues"][0]["paused_by_hand"], Value::Null);
+    let (status, q) = api
+        .post("/v1/queues/default/pause", json!({ "reason": "deploy" }))
+        .await;
+    assert_eq!(
+        (status, &q["paused_by_hand"]["reason"]),
+        (StatusCode::OK, &json!("deploy"))
+    );
+    let (_, q) = api.get("/v1/queues").await;
+    assert_eq!(q["queues"][0]["paused_by_hand"]["reason"], "deploy");
+    let (status, q) = api.post("/v1/queues/default/resume", json!({})).await;
+    assert_eq!(
+        (status, &q["paused_by_hand"]),
+        (StatusCode::OK, &Value::Null)
+    );
+    let (status, e) = api.post("/v1/queues/nope/pause", json!({})).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("unknown_queue"))
     );
 }
 
