@@ -527,6 +527,95 @@ pub struct EndpointsArgs {
 pub enum EndpointsCommand {
     /// One endpoint in full: pause, limits in force, budget, breaker and its history.
     Show(EndpointShowArgs),
+    /// Hold every job of an endpoint, on every node, until resumed (or for a while).
+    Pause(PauseArgs),
+    /// Lift a hand pause, and end a pause the endpoint's answers set (a server-given wait).
+    Resume(TargetArgs),
+    /// Close the endpoint's circuit breaker now, with an empty window.
+    #[command(name = "reset-breaker")]
+    ResetBreaker(TargetArgs),
+}
+
+/// What a pause by hand applies to, why, and for how long.
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("end").multiple(false))]
+pub struct PauseArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The endpoint's name (a URL origin such as https://api.example.com) or the queue's.
+    name: String,
+    /// Why, for the people who see it held.
+    #[arg(long)]
+    reason: Option<String>,
+    /// End the pause after this long, with a unit: 30m. Without --for or --until, it lasts
+    /// until resumed.
+    #[arg(long = "for", value_name = "DURATION", group = "end")]
+    for_: Option<String>,
+    /// End the pause at this instant (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant, group = "end")]
+    until: Option<Timestamp>,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    json: bool,
+}
+
+/// An endpoint or a queue to act on.
+#[derive(Debug, clap::Args)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The endpoint's name (a URL origin such as https://api.example.com) or the queue's.
+    name: String,
+    /// Print the server's JSON answer.
+    #[arg(long)]
+    json: bool,
+}
+
+impl PauseArgs {
+    fn body(&self) -> Value {
+        let mut body = Map::new();
+        if let Some(r) = &self.reason {
+            body.insert("reason".into(), json!(r));
+        }
+        if let Some(f) = &self.for_ {
+            body.insert("for".into(), json!(f));
+        }
+        if let Some(u) = self.until {
+            body.insert("until".into(), json!(u.to_string()));
+        }
+        Value::Object(body)
+    }
+}
+
+/// Says what a hand pause or resume left in force, in one line.
+fn print_paused(kind: &str, name: &str, out: &Value, json: bool) -> Result<()> {
+    if json {
+        return print_json(out);
+    }
+    let p = &out["paused_by_hand"];
+    if p.is_null() {
+        println!("{kind} {name} is not paused by hand");
+    } else {
+        let until = p["until"]
+            .as_str()
+            .map_or_else(|| "until resumed".to_owned(), |u| format!("until {u}"));
+        let reason = p["reason"].as_str().filter(|r| !r.is_empty());
+        println!(
+            "{kind} {name} paused {until}{}",
+            reason.map_or_else(String::new, |r| format!(": {r}"))
+        );
+    }
+    Ok(())
+}
+
+async fn endpoint_action(verb: &str, a: &TargetArgs) -> Result<Value> {
+    Client::new(&a.conn)?
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/endpoints/{}/{verb}", path_id(&a.name)),
+            None,
+        )
+        .await
 }
 
 #[derive(Debug, clap::Args)]
@@ -538,15 +627,52 @@ pub struct EndpointShowArgs {
 }
 
 pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
-    if let Some(EndpointsCommand::Show(s)) = a.command {
-        let out = Client::new(&s.conn)?
-            .call(
-                reqwest::Method::GET,
-                &format!("/v1/endpoints/{}", path_id(&s.name)),
-                None,
-            )
-            .await?;
-        return print_json(&out);
+    match a.command {
+        Some(EndpointsCommand::Show(s)) => {
+            let out = Client::new(&s.conn)?
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/v1/endpoints/{}", path_id(&s.name)),
+                    None,
+                )
+                .await?;
+            return print_json(&out);
+        }
+        Some(EndpointsCommand::Pause(p)) => {
+            let out = Client::new(&p.conn)?
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/endpoints/{}/pause", path_id(&p.name)),
+                    Some(&p.body()),
+                )
+                .await?;
+            return print_paused("endpoint", &p.name, &out, p.json);
+        }
+        Some(EndpointsCommand::Resume(t)) => {
+            let out = endpoint_action("resume", &t).await?;
+            if !t.json {
+                let holding = out["holding"].as_str().unwrap_or("nothing");
+                println!(
+                    "endpoint {} resumed; holding its jobs now: {holding}",
+                    t.name
+                );
+                return Ok(());
+            }
+            return print_json(&out);
+        }
+        Some(EndpointsCommand::ResetBreaker(t)) => {
+            let out = endpoint_action("reset-breaker", &t).await?;
+            if !t.json {
+                println!(
+                    "endpoint {} breaker {}",
+                    t.name,
+                    out["breaker"].as_str().unwrap_or("-")
+                );
+                return Ok(());
+            }
+            return print_json(&out);
+        }
+        None => {}
     }
     let out = Client::new(&a.conn)?
         .call(reqwest::Method::GET, "/v1/endpoints", None)
@@ -570,4 +696,81 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct QueuesArgs {
+    #[command(subcommand)]
+    command: Option<QueuesCommand>,
+    #[command(flatten)]
+    conn: Conn,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum QueuesCommand {
+    /// Lease none of a queue's jobs (those running finish) until resumed (or for a while).
+    Pause(PauseArgs),
+    /// Lift a queue's hand pause.
+    Resume(TargetArgs),
+}
+
+pub async fn queues(a: QueuesArgs) -> Result<()> {
+    match a.command {
+        Some(QueuesCommand::Pause(p)) => {
+            let out = Client::new(&p.conn)?
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/queues/{}/pause", path_id(&p.name)),
+                    Some(&p.body()),
+                )
+                .await?;
+            print_paused("queue", &p.name, &out, p.json)
+        }
+        Some(QueuesCommand::Resume(t)) => {
+            let out = Client::new(&t.conn)?
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/queues/{}/resume", path_id(&t.name)),
+                    None,
+                )
+                .await?;
+            print_paused("queue", &t.name, &out, t.json)
+        }
+        None => {
+            let out = Client::new(&a.conn)?
+                .call(reqwest::Method::GET, "/v1/queues", None)
+                .await?;
+            if a.json {
+                return print_json(&out);
+            }
+            println!("{:<20} {:>11}  PAUSED BY HAND", "QUEUE", "CONCURRENCY");
+            for q in out["queues"].as_array().into_iter().flatten() {
+                let p = &q["paused_by_hand"];
+                let paused = if p.is_null() {
+                    "-".to_owned()
+                } else {
+                    format!(
+                        "{} ({})",
+                        p["until"]
+                            .as_str()
+                            .map_or("until resumed".to_owned(), |u| format!("until {u}")),
+                        p["reason"]
+                            .as_str()
+                            .filter(|r| !r.is_empty())
+                            .unwrap_or("no reason given")
+                    )
+                };
+                println!(
+                    "{:<20} {:>11}  {paused}",
+                    q["name"].as_str().unwrap_or("-"),
+                    q["concurrency"].to_string()
+                );
+            }
+            Ok(())
+        }
+    }
 }

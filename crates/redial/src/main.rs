@@ -43,8 +43,11 @@ enum Command {
     DeadLetters(client::DeadLettersCommand),
     /// Counts per queue, state and dead-letter category, and per endpoint.
     Stats(client::StatsArgs),
-    /// Each endpoint's protection: pause, limits in force, in flight, held jobs, budget, breaker.
+    /// Each endpoint's protection: pause, limits in force, in flight, held jobs, budget, breaker;
+    /// pause, resume or reset one.
     Endpoints(client::EndpointsArgs),
+    /// The configured queues; pause or resume one.
+    Queues(client::QueuesArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
 }
@@ -96,6 +99,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::DeadLetters(cmd) => client::dead_letters(cmd).await,
             Command::Stats(args) => client::stats(args).await,
             Command::Endpoints(args) => client::endpoints(args).await,
+            Command::Queues(args) => client::queues(args).await,
             Command::Explain(_) => unreachable!("explain runs without the runtime"),
         }
     })

@@ -480,3 +480,73 @@ async fn endpoints_show_a_shared_pause() {
     );
     s.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hand_pauses_from_the_cli_hold_through_a_restart_until_resumed() {
+    let rx = Receiver::start().await;
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    let origin = rx.url("").trim_end_matches('/').to_owned();
+    let out = cli(
+        &s.url,
+        &[
+            "endpoints",
+            "pause",
+            &origin,
+            "--reason",
+            "provider maintenance",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json["paused_by_hand"]["reason"], "provider maintenance");
+    let out = cli(
+        &s.url,
+        &["queues", "pause", "default", "--for", "1h", "--json"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.json["paused_by_hand"]["until"].is_string(),
+        "{}",
+        out.json
+    );
+    let out = cli(&s.url, &["queues", "resume", "default", "--json"], None);
+    assert_eq!(
+        (out.code, &out.json["paused_by_hand"]),
+        (0, &Value::Null),
+        "{}",
+        out.stderr
+    );
+    let out = cli(
+        &s.url,
+        &["enqueue", "--id", "held", "--url", &rx.url("/x")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    s.terminate();
+
+    // The pause outlives the process.
+    let s = start(&data, &[], &[]);
+    let out = cli(&s.url, &["endpoints", "show", &origin], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json["paused_by_hand"]["reason"], "provider maintenance");
+    let holding = out.json["holding"].as_str().unwrap_or_default().to_owned();
+    assert!(holding.starts_with("paused by hand"), "{holding}");
+    assert_eq!(show(&s.url, "held")["state"], "ready");
+    assert_eq!(rx.count("/x"), 0);
+    // Bad input is refused with the API's words.
+    let out = cli(
+        &s.url,
+        &["endpoints", "pause", &origin, "--for", "soon"],
+        None,
+    );
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("invalid_pause"), "{}", out.stderr);
+    let out = cli(&s.url, &["endpoints", "resume", &origin], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&s.url, "held", "completed", |j| j["state"] == "completed");
+    assert_eq!(rx.count("/x"), 1);
+    s.terminate();
+}
