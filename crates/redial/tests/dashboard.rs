@@ -389,3 +389,113 @@ async fn a_read_only_token_signs_in_and_sees_no_action() {
     drop(b);
     server.terminate();
 }
+
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    let bytes = http
+        .get(url)
+        .send()
+        .await
+        .expect("an answer")
+        .bytes()
+        .await
+        .expect("a body");
+    serde_json::from_slice(&bytes).expect("JSON")
+}
+
+async fn job_state(http: &reqwest::Client, server: &str, id: &str) -> String {
+    let v = get_json(http, &format!("{server}/v1/jobs/{id}")).await;
+    v["state"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
+    let rx = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    enqueue(&http, &server.url, None, "first", &rx.url("/ok")).await;
+    eventually("the first job completes", || async {
+        job_state(&http, &server.url, "first").await == "completed"
+    })
+    .await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/endpoints", server.url)).await;
+    let row = format!("tr[data-endpoint='http://{}']", rx.addr());
+    b.wait_text(&format!("{row} .holding"), "the endpoint's row", |t| {
+        t == "nothing"
+    })
+    .await;
+    b.click(&format!("{row} button.danger")).await;
+    b.wait_text("#pause-text", "the pause dialog", |t| {
+        t.starts_with("Pause endpoint http://")
+    })
+    .await;
+    b.type_into("#pause-reason", "provider maintenance").await;
+    b.click("#pause-ok").await;
+    b.wait_text(&format!("{row} .holding"), "the endpoint held", |t| {
+        t.starts_with("paused by hand") && t.ends_with("provider maintenance")
+    })
+    .await;
+    // A job sent to it now waits.
+    enqueue(&http, &server.url, None, "second", &rx.url("/ok")).await;
+    b.goto(&format!(
+        "{}/ui/#/endpoint/{}",
+        server.url,
+        url_escape(&format!("http://{}", rx.addr()))
+    ))
+    .await;
+    b.wait_text("#endpoint-holding", "the endpoint's page", |t| {
+        t.starts_with("paused by hand")
+    })
+    .await;
+    assert_eq!(job_state(&http, &server.url, "second").await, "ready");
+    assert_eq!(rx.count("/ok"), 1, "a paused endpoint got a request");
+    b.click("main button").await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.starts_with("Resume endpoint")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    eventually("the held job completes", || async {
+        job_state(&http, &server.url, "second").await == "completed"
+    })
+    .await;
+    b.wait_text("#endpoint-holding", "the endpoint resumed", |t| {
+        t == "nothing"
+    })
+    .await;
+
+    // The queue, from the overview.
+    b.goto(&format!("{}/ui/#/", server.url)).await;
+    let queue = "tr[data-queue='default']";
+    b.wait_text(&format!("{queue} td:last-child"), "the queue's row", |t| {
+        t.starts_with("on")
+    })
+    .await;
+    b.click(&format!("{queue} button")).await;
+    b.wait_text("#pause-text", "the pause dialog", |t| {
+        t.starts_with("Pause queue default")
+    })
+    .await;
+    b.click("#pause-ok").await;
+    b.wait_text(&format!("{queue} td:last-child"), "the queue paused", |t| {
+        t.starts_with("paused by hand until resumed")
+    })
+    .await;
+    let v = get_json(&http, &format!("{}/v1/queues", server.url)).await;
+    assert!(v["queues"][0]["paused_by_hand"].is_object(), "{v}");
+    drop(b);
+    server.terminate();
+}
+
+fn url_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -96,6 +96,53 @@ function confirmAction(text, verb) {
   });
 }
 
+// Asks why and for how long; resolves the pause's body, or null when cancelled.
+function askPause(text) {
+  const d = byId('pause');
+  byId('pause-text').textContent = text;
+  byId('pause-reason').value = '';
+  byId('pause-for').value = '';
+  return new Promise(resolve => {
+    d.addEventListener('close', () => {
+      if (d.returnValue !== 'ok') { resolve(null); return; }
+      const body = {};
+      const reason = byId('pause-reason').value.trim();
+      if (reason) body.reason = reason;
+      if (byId('pause-for').value) body.for = byId('pause-for').value;
+      resolve(body);
+    }, { once: true });
+    d.returnValue = '';
+    d.showModal();
+  });
+}
+
+// Pauses a queue or an endpoint by hand, after asking why and for how long.
+async function pauseTarget(kind, name, effect) {
+  const body = await askPause(`Pause ${kind} ${name}? ${effect}`);
+  if (!body) return;
+  try {
+    await api('POST', `/v1/${kind}s/${encodeURIComponent(name)}/pause`, body);
+    toast(`${kind} ${name} paused`);
+    render();
+  } catch (e) { toast(e.message); }
+}
+
+// Resumes a queue or an endpoint, or resets an endpoint's breaker, after a confirmation.
+async function controlTarget(kind, name, path, question, done) {
+  if (!await confirmAction(question, path === 'resume' ? 'Resume' : 'Reset')) return;
+  try {
+    await api('POST', `/v1/${kind}s/${encodeURIComponent(name)}/${path}`, {});
+    toast(done);
+    render();
+  } catch (e) { toast(e.message); }
+}
+
+// "until resumed" or "until <time>", and why.
+function pausedText(p) {
+  const until = p.until ? `until ${fmtTime(p.until)}` : 'until resumed';
+  return `paused by hand ${until}${p.reason ? ': ' + p.reason : ''}`;
+}
+
 function query(hash) {
   const i = hash.indexOf('?');
   return new URLSearchParams(i < 0 ? '' : hash.slice(i + 1));
@@ -120,8 +167,11 @@ const CATEGORIES = ['permanent', 'transient_exhausted', 'unknown_exhausted', 'de
 const STATES = ['scheduled', 'ready', 'running', 'deferred', 'completed', 'dead', 'cancelled'];
 
 async function overview(main) {
-  const [stats, alerts] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/alerts')]);
+  const [stats, alerts, configured] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/alerts'),
+    api('GET', '/v1/queues')]);
   const queues = {};
+  const pauses = {};
+  for (const q of configured.queues) { queues[q.name] = {}; pauses[q.name] = q.paused_by_hand; }
   const dead = {};
   for (const c of stats.queues) {
     queues[c.queue] = queues[c.queue] || {};
@@ -137,11 +187,15 @@ async function overview(main) {
         el('div', { class: 'card' }, el('div', { class: 'muted' }, s),
           el('div', { class: `n state-${s}`, 'data-count': s }, fmtNum(total(s)))))),
     el('h2', {}, 'Queues'),
-    table([{ label: 'Queue' }, ...STATES.map(s => ({ label: s, num: true }))],
-      Object.keys(queues).sort().map(q => el('tr', {}, el('th', { scope: 'row' }, q),
+    table([{ label: 'Queue' }, ...STATES.map(s => ({ label: s, num: true })), 'Leasing'],
+      Object.keys(queues).sort().map(q => el('tr', { 'data-queue': q }, el('th', { scope: 'row' }, q),
         STATES.map(s => el('td', { class: 'num' }, (queues[q][s] || 0) > 0 && ['dead', 'deferred'].includes(s)
           ? el('a', { href: `#/jobs?queue=${encodeURIComponent(q)}&state=${s}` }, fmtNum(queues[q][s]))
-          : fmtNum(queues[q][s])))))),
+          : fmtNum(queues[q][s]))),
+        el('td', { class: pauses[q] ? 'warn' : 'muted' }, pauses[q] ? pausedText(pauses[q]) : (q in pauses ? 'on' : 'not configured'),
+          state.readOnly || !(q in pauses) ? null : [' ', pauses[q]
+            ? el('button', { type: 'button', onclick: () => controlTarget('queue', q, 'resume', `Resume queue ${q}? Its jobs are leased again at once.`, `queue ${q} resumed`) }, 'Resume')
+            : el('button', { type: 'button', class: 'danger', onclick: () => pauseTarget('queue', q, 'None of its jobs will be leased; those running finish.') }, 'Pause')])))),
     el('h2', {}, 'Dead letters by category'),
     Object.keys(dead).length === 0 ? el('p', { class: 'muted' }, 'No dead letters.')
       : table([{ label: 'Category' }, { label: 'Jobs', num: true }],
@@ -293,20 +347,64 @@ async function job(main, id) {
   );
 }
 
+// The actions on one endpoint: pause or resume, and reset an open breaker.
+function endpointActions(e) {
+  if (state.readOnly) return null;
+  const paused = e.paused_by_hand || e.paused_until;
+  return [
+    paused
+      ? el('button', { type: 'button', onclick: () => controlTarget('endpoint', e.name, 'resume',
+        `Resume endpoint ${e.name}? Its held jobs go at once${e.paused_until ? ', and the pause its answers set ends too' : ''}.`, `endpoint ${e.name} resumed`) }, 'Resume')
+      : el('button', { type: 'button', class: 'danger', onclick: () => pauseTarget('endpoint', e.name, 'Every job of it is held, on every node.') }, 'Pause'),
+    e.breaker === 'closed' ? null : [' ', el('button', { type: 'button', onclick: () => controlTarget('endpoint', e.name, 'reset-breaker',
+      `Close the breaker of ${e.name} now? Its window is emptied and its jobs go again.`, `breaker of ${e.name} reset`) }, 'Reset breaker')],
+  ];
+}
+
+const endpointHref = name => '#/endpoint/' + encodeURIComponent(name);
+
 async function endpoints(main) {
   const data = await api('GET', '/v1/endpoints');
   put(main,
     el('h1', {}, 'Endpoints'),
     data.endpoints.length === 0 ? el('p', { class: 'muted' }, 'No endpoint yet.')
-      : table(['Endpoint', 'Holding', 'Breaker', 'Rate', 'Learned quota', 'In flight', 'Retry budget'],
-        data.endpoints.map(e => el('tr', {},
-          el('td', {}, el('code', {}, e.name)),
-          el('td', { class: e.holding ? 'warn' : 'muted' }, e.holding || 'nothing'),
+      : table(['Endpoint', 'Holding', 'Breaker', { label: 'Held jobs', num: true }, 'Rate', 'Learned quota', 'In flight', 'Retry budget', ''],
+        data.endpoints.map(e => el('tr', { 'data-endpoint': e.name },
+          el('td', {}, el('a', { href: endpointHref(e.name) }, el('code', {}, e.name))),
+          el('td', { class: e.holding ? 'warn holding' : 'muted holding' }, e.holding || 'nothing'),
           el('td', { class: e.breaker === 'closed' ? 'good' : 'bad' }, e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '')),
+          el('td', { class: 'num' }, fmtNum(e.held)),
           el('td', {}, e.rate || 'none'),
           el('td', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit}` : 'none'),
           el('td', { class: 'num' }, `${e.in_flight}${e.concurrency_limit ? ' / ' + e.concurrency_limit : ''}`),
-          el('td', {}, `${e.budget_remaining} left`)))),
+          el('td', {}, `${e.budget_remaining} left`),
+          el('td', {}, endpointActions(e))))),
+  );
+}
+
+async function endpoint(main, name) {
+  const e = await api('GET', '/v1/endpoints/' + encodeURIComponent(name));
+  const jobsOf = s => `#/jobs?endpoint=${encodeURIComponent(e.name)}&state=${s}`;
+  put(main,
+    el('h1', {}, 'Endpoint ', el('code', {}, e.name)),
+    el('p', {}, endpointActions(e)),
+    el('dl', { class: 'facts' },
+      el('dt', {}, 'Holding'), el('dd', { id: 'endpoint-holding', class: e.holding ? 'warn' : null }, e.holding || 'nothing'),
+      el('dt', {}, 'Paused by hand'), el('dd', {}, e.paused_by_hand ? `${pausedText(e.paused_by_hand)} (since ${fmtTime(e.paused_by_hand.since)})` : 'no'),
+      el('dt', {}, 'Paused by its answers'), el('dd', {}, e.paused_until ? `until ${fmtTime(e.paused_until)}: ${e.pause_reason || ''}` : 'no'),
+      el('dt', {}, 'Jobs'), el('dd', {}, el('a', { href: jobsOf('ready') }, `${plural(e.held, 'job')} due and held`), `, ${fmtNum(e.waiting_later)} scheduled later`),
+      el('dt', {}, 'Breaker'), el('dd', { class: e.breaker === 'closed' ? 'good' : 'bad' }, e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '')),
+      el('dt', {}, 'Breaker window'), el('dd', {}, `${fmtNum(e.breaker_window_failures)} failures (${fmtNum(e.breaker_window_retry_failures)} of retries) in ${plural(e.breaker_window_calls, 'call')}`),
+      el('dt', {}, 'Retry budget'), el('dd', {}, `${fmtNum(e.budget_used)} used of ${fmtNum(e.budget_allowed)}, ${fmtNum(e.budget_remaining)} left`),
+      el('dt', {}, 'Rate'), el('dd', {}, e.rate ? `${e.rate}, burst ${e.burst}` : 'none configured'),
+      el('dt', {}, 'Learned quota'), el('dd', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit} left${e.learned_reset_at ? ', resets ' + fmtTime(e.learned_reset_at) : ''}` : 'none learned'),
+      el('dt', {}, 'Concurrency'), el('dd', {}, `${e.in_flight} in flight${e.concurrency_limit ? ' of ' + e.concurrency_limit : ', no limit'}`),
+      el('dt', {}, 'Slow start'), el('dd', {}, e.slow_start_since ? `since ${fmtTime(e.slow_start_since)}` : 'no')),
+    el('h2', {}, 'Breaker history'),
+    e.breaker_history.length === 0 ? el('p', { class: 'muted' }, 'The breaker has not moved.')
+      : table(['When', 'To', 'Why'], e.breaker_history.slice().reverse().map(h => el('tr', { class: 'breaker-event' },
+        el('td', {}, fmtTime(h.at)), el('td', { class: h.to === 'closed' ? 'good' : 'bad' }, h.to), el('td', { class: 'reason' }, h.reason))),
+      'Newest first'),
   );
 }
 
@@ -319,7 +417,7 @@ async function render() {
   const hash = location.hash || '#/';
   const path = hash.split('?')[0];
   const params = query(hash);
-  const page = path.startsWith('#/job/') ? 'jobs' : (path.slice(2) || 'overview');
+  const page = path.startsWith('#/job/') ? 'jobs' : path.startsWith('#/endpoint/') ? 'endpoints' : (path.slice(2) || 'overview');
   for (const a of document.querySelectorAll('nav a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -329,6 +427,7 @@ async function render() {
     else if (path === '#/triage') await triage(main, params);
     else if (path === '#/jobs') await jobs(main, params);
     else if (path === '#/endpoints') await endpoints(main);
+    else if (path.startsWith('#/endpoint/')) await endpoint(main, decodeURIComponent(path.slice(11)));
     else await overview(main);
     byId('main').replaceWith(main);
     byId('login').hidden = true;
@@ -357,7 +456,7 @@ function schedule() {
   // No refresh while a dialog is open or a field has focus: it would throw away what is typed.
   state.timer = setInterval(() => {
     const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
-    if (!byId('confirm').open && !typing && byId('login').hidden) render();
+    if (!byId('confirm').open && !byId('pause').open && !typing && byId('login').hidden) render();
   }, REFRESH_MS);
 }
 
