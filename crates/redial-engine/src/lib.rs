@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod net;
 pub mod otel;
 pub mod redact;
+pub mod series;
 mod shutdown;
 
 pub use clock::{Clock, ManualClock, SystemClock};

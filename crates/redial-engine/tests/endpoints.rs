@@ -705,7 +705,7 @@ async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_i
     let view = s.engine.endpoint_views(&[]).remove(&origin).expect("view");
     let holding = view.holding.unwrap_or_default();
     assert!(
-        holding.starts_with("paused by hand since") && holding.ends_with(": provider maintenance"),
+        holding == "paused by hand until resumed: provider maintenance",
         "{holding}"
     );
     assert!(view.paused_by_hand.is_some());

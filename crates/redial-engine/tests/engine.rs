@@ -819,3 +819,26 @@ async fn a_queue_pause_with_an_end_ends_by_itself() {
     h.wait_state("waits", JobState::Completed).await;
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_series_count_attempts_by_category_on_the_engines_clock() {
+    let rx = Receiver::start().await;
+    rx.script("/flaky", vec![Reply::status(503), Reply::status(200)]);
+    let h = harness().await;
+    h.enqueue("j", "default", "POST", &rx.url("/flaky"), None)
+        .await;
+    h.wait_for("j", "retrying", |j| j.attempts >= 1).await;
+    h.run_next("j").await;
+    h.wait_state("j", JobState::Completed).await;
+    let minutes = h.engine.series();
+    assert_eq!(minutes.len(), redial_engine::series::MINUTES);
+    // The manual clock's minutes: the last one holds its instant.
+    assert!(minutes.last().expect("a minute").at <= h.clock.now());
+    let sum =
+        |f: &dyn Fn(&redial_engine::series::Point) -> u64| -> u64 { minutes.iter().map(f).sum() };
+    assert_eq!(sum(&|m| m.attempts["transient"]), 1);
+    assert_eq!(sum(&|m| m.attempts["success"]), 1);
+    assert_eq!((sum(&|m| m.completed), sum(&|m| m.dead)), (1, 0));
+    assert!(minutes.iter().any(|m| m.p50_ms.is_some()));
+    h.stop().await;
+}

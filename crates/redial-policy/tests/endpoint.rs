@@ -806,7 +806,8 @@ fn a_hand_pause_holds_everything_until_it_ends_or_is_lifted() {
     assert_eq!(h.kind, HoldKind::Pause);
     assert_eq!(h.until, Some(at(60_000)));
     assert!(
-        h.reason.starts_with("paused by hand since "),
+        h.reason
+            .starts_with("paused by hand until 2026-11-30T00:01:00"),
         "{}",
         h.reason
     );

@@ -183,7 +183,9 @@ impl PauseInput {
                             format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
                         )
                     })?;
-                Some(now.saturating_add(d))
+                // To the whole second after: people read and type the end.
+                let end = now.saturating_add(d).as_unix_millis();
+                Some(Timestamp::from_unix_millis(end + (1000 - end.rem_euclid(1000)) % 1000))
             }
             (None, None) => None,
         };

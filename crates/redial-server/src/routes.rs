@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/queues/{name}/resume", post(queue_resume))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/alerts", get(alerts))
+        .route("/v1/series", get(series))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), read_body))
         .route_layer(middleware::from_fn_with_state(
@@ -610,6 +611,11 @@ async fn queue_resume(State(state): State<AppState>, Path(name): Path<String>) -
 
 async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+/// This node's last hour, minute by minute, for charts.
+async fn series(State(state): State<AppState>) -> Response {
+    Json(json!({ "minutes": state.engine.series() })).into_response()
 }
 
 async fn alerts(State(state): State<AppState>) -> Response {

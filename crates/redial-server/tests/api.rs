@@ -501,6 +501,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/queues/{name}/resume"),
         ("get", "/v1/openapi.json"),
         ("get", "/v1/alerts"),
+        ("get", "/v1/series"),
         ("get", "/metrics"),
         ("get", "/healthz"),
         ("get", "/readyz"),

@@ -285,6 +285,23 @@ async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
         t == "4"
     })
     .await;
+    // Its chart of the last hour counts the four refusals.
+    b.wait_text(
+        "#chart-attempts li[data-series=permanent]",
+        "the attempts chart's legend",
+        |t| t == "permanent: 4",
+    )
+    .await;
+    let label = b
+        .js(
+            "return document.querySelector('#chart-attempts svg').getAttribute('aria-label');",
+            "",
+        )
+        .await;
+    assert!(
+        label.as_str().is_some_and(|l| l.contains("permanent 4")),
+        "{label}"
+    );
     // Triage: the refused endpoint's group, replayed after a confirmation.
     b.click("nav a[href='#/triage']").await;
     b.wait_text("#triage-total", "triage's total", |t| {

@@ -79,6 +79,8 @@ struct Inner {
     holds_changed: Notify,
     metrics: Arc<Metrics>,
     alerts: Alerts,
+    /// The last hour, minute by minute, for the dashboard's charts.
+    series: crate::series::Series,
     /// Queues paused by hand, from the shared controls.
     queue_pauses: Mutex<HashMap<String, redial_policy::endpoint::HandPause>>,
     /// The store's counts as last read for the gauges, and when.
@@ -135,6 +137,7 @@ impl Engine {
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
                 queue_pauses: Mutex::new(HashMap::new()),
+                series: crate::series::Series::default(),
                 alerts,
             }),
         }
@@ -242,6 +245,12 @@ impl Engine {
     /// The engine's metrics (counters and histograms; gauges come with [`Engine::render_metrics`]).
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
+    }
+
+    /// This process's last hour, minute by minute: attempts by category, jobs finished, attempt
+    /// latency.
+    pub fn series(&self) -> Vec<crate::series::Point> {
+        self.inner.series.points(self.inner.clock.now())
     }
 
     /// Every alert rule's state as last evaluated.

@@ -154,6 +154,18 @@ pub(super) fn count_attempt(
     if !inner.config.count_metrics {
         return;
     }
+    inner.series.record(
+        now,
+        crate::series::Sample {
+            category: decision.classification.category,
+            duration_ms,
+            finished: match decision.action {
+                Action::Complete => Some(true),
+                Action::Dead(_) => Some(false),
+                Action::Retry { .. } | Action::Defer { .. } => None,
+            },
+        },
+    );
     let m = &inner.metrics;
     let endpoint = m.endpoint_label(&job.endpoint);
     let status;

@@ -113,7 +113,7 @@ impl HandPause {
         self.until.is_none_or(|u| now < u)
     }
 
-    /// How reasons and views say it: "paused by hand since T (until U): why".
+    /// How reasons and views say it: "paused by hand until resumed: why" (or "until T").
     pub fn describe(&self) -> String {
         let until = self
             .until
@@ -123,7 +123,7 @@ impl HandPause {
         } else {
             &self.reason
         };
-        format!("paused by hand since {} {until}: {why}", self.since)
+        format!("paused by hand {until}: {why}")
     }
 }
 

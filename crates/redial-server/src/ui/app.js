@@ -160,6 +160,75 @@ function describe(body) {
   return Object.entries(body).map(([k, v]) => `${k} ${v}`).join(', ');
 }
 
+// ---- charts ------------------------------------------------------------------------------------
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+const W = 600, H = 120, TOP = 18;
+
+// A chart of the last hour: stacked bars (`stack`) or lines (`lines`), one column a minute, with
+// a legend of totals and a text description for screen readers.
+function chart(id, title, minutes, defs, kind, unit) {
+  const values = minutes.map(m => defs.map(d => d.value(m) || 0));
+  const peak = Math.max(1, ...values.map(v => (kind === 'stack' ? v.reduce((a, b) => a + b, 0) : Math.max(...v))));
+  const col = W / minutes.length;
+  const y = v => H - (v / peak) * (H - TOP);
+  const marks = [];
+  if (kind === 'stack') {
+    values.forEach((v, i) => {
+      let base = 0;
+      v.forEach((n, k) => {
+        if (n > 0) marks.push(svg('rect', { x: i * col + 1, y: y(base + n), width: Math.max(1, col - 2), height: y(base) - y(base + n), fill: defs[k].color },
+          svg('title', {}, `${fmtTime(minutes[i].at)}: ${fmtNum(n)} ${defs[k].label}`)));
+        base += n;
+      });
+    });
+  } else {
+    defs.forEach((d, k) => {
+      const pts = values.map((v, i) => (v[k] ? `${i * col + col / 2},${y(v[k])}` : null)).filter(Boolean);
+      if (pts.length > 0) marks.push(svg('polyline', { points: pts.join(' '), fill: 'none', stroke: d.color, 'stroke-width': 2 }));
+      values.forEach((v, i) => { if (v[k]) marks.push(svg('circle', { cx: i * col + col / 2, cy: y(v[k]), r: 2.5, fill: d.color }, svg('title', {}, `${fmtTime(minutes[i].at)}: ${d.label} ${fmtNum(v[k])} ${unit}`))); });
+    });
+  }
+  const totals = defs.map((d, k) => (kind === 'stack' ? values.reduce((a, v) => a + v[k], 0) : Math.max(0, ...values.map(v => v[k]))));
+  const say = (d, k) => (kind === 'stack' ? `${d.label}: ${fmtNum(totals[k])}` : `${d.label}: peak ${fmtNum(totals[k])} ${unit}`);
+  const summary = defs.map((d, k) => say(d, k).replace(':', '')).join(', ');
+  return el('figure', { class: 'chart', id },
+    el('figcaption', {}, title),
+    svg('svg', { viewBox: `0 0 ${W} ${H + 20}`, role: 'img', 'aria-label': `${title}, last hour: ${summary}` },
+      svg('line', { x1: 0, y1: H, x2: W, y2: H, stroke: '#d0d7de' }),
+      svg('text', { x: 2, y: 14, class: 'axis' }, `${fmtNum(peak)}${unit ? ' ' + unit : ''}`),
+      svg('text', { x: 2, y: H + 17, class: 'axis' }, '60 min ago'),
+      svg('text', { x: W - 2, y: H + 17, class: 'axis', 'text-anchor': 'end' }, 'now'),
+      marks),
+    el('ul', { class: 'legend' }, defs.map((d, k) => el('li', { 'data-series': d.key },
+      el('span', { class: `swatch s-${d.key}` }), say(d, k)))));
+}
+
+const ATTEMPT_SERIES = [
+  { key: 'success', label: 'success', color: '#1a7f37' },
+  { key: 'defer', label: 'deferred', color: '#8a5a00' },
+  { key: 'transient', label: 'transient', color: '#d4631c' },
+  { key: 'unknown', label: 'unknown', color: '#7a3fb8' },
+  { key: 'permanent', label: 'permanent', color: '#b3261e' },
+].map(d => ({ ...d, value: m => m.attempts[d.key] }));
+
+function charts(minutes) {
+  return el('div', { class: 'charts' },
+    chart('chart-attempts', 'Attempts per minute, by category', minutes, ATTEMPT_SERIES, 'stack', ''),
+    chart('chart-finished', 'Jobs finished per minute', minutes, [
+      { key: 'completed', label: 'completed', color: '#1a7f37', value: m => m.completed },
+      { key: 'dead', label: 'dead', color: '#b3261e', value: m => m.dead }], 'stack', ''),
+    chart('chart-latency', 'Attempt latency', minutes, [
+      { key: 'p50', label: 'p50', color: '#0a5cc2', value: m => m.p50_ms },
+      { key: 'p99', label: 'p99', color: '#b3261e', value: m => m.p99_ms }], 'lines', 'ms'));
+}
+
 // ---- pages -------------------------------------------------------------------------------------
 
 const CATEGORIES = ['permanent', 'transient_exhausted', 'unknown_exhausted', 'deferral_exhausted',
@@ -167,8 +236,8 @@ const CATEGORIES = ['permanent', 'transient_exhausted', 'unknown_exhausted', 'de
 const STATES = ['scheduled', 'ready', 'running', 'deferred', 'completed', 'dead', 'cancelled'];
 
 async function overview(main) {
-  const [stats, alerts, configured] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/alerts'),
-    api('GET', '/v1/queues')]);
+  const [stats, alerts, configured, series] = await Promise.all([api('GET', '/v1/stats'), api('GET', '/v1/alerts'),
+    api('GET', '/v1/queues'), api('GET', '/v1/series')]);
   const queues = {};
   const pauses = {};
   for (const q of configured.queues) { queues[q.name] = {}; pauses[q.name] = q.paused_by_hand; }
@@ -186,6 +255,8 @@ async function overview(main) {
       ['ready', 'running', 'deferred', 'dead', 'completed'].map(s =>
         el('div', { class: 'card' }, el('div', { class: 'muted' }, s),
           el('div', { class: `n state-${s}`, 'data-count': s }, fmtNum(total(s)))))),
+    el('h2', {}, 'Last hour (this node)'),
+    charts(series.minutes),
     el('h2', {}, 'Queues'),
     table([{ label: 'Queue' }, ...STATES.map(s => ({ label: s, num: true })), 'Leasing'],
       Object.keys(queues).sort().map(q => el('tr', { 'data-queue': q }, el('th', { scope: 'row' }, q),
