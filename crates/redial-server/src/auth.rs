@@ -26,9 +26,22 @@ pub fn is_read_only(state: &AppState, headers: &HeaderMap) -> bool {
     }
 }
 
+/// Whether a browser sent the request: browsers add `Sec-Fetch-Mode` to every request (and
+/// `Origin` to those that change something); programs send neither.
+fn from_browser(headers: &HeaderMap) -> bool {
+    headers.contains_key("sec-fetch-mode") || headers.contains_key(header::ORIGIN)
+}
+
+/// Whether the request may read and change nothing: it carries the read-only token, or the
+/// dashboard is read-only (`ui.read_only`) and a browser sent it.
+pub fn looks_only(state: &AppState, headers: &HeaderMap) -> bool {
+    is_read_only(state, headers) || (state.config.ui_read_only && from_browser(headers))
+}
+
 pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     if is_read_only(&state, req.headers()) {
-        if matches!(*req.method(), Method::GET | Method::HEAD) {
+        if reads {
             return next.run(req).await;
         }
         return ApiError::new(
@@ -38,25 +51,26 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         )
         .into_response();
     }
-    let Some(expected) = state.config.token.as_deref() else {
-        return next.run(req).await;
-    };
-    let given = bearer(req.headers());
-    match given {
-        Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => next.run(req).await,
-        Some(_) => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "the bearer token is not valid",
-        )
-        .into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this server needs a token: send 'Authorization: Bearer <token>'",
-        )
-        .into_response(),
+    if let Some(expected) = state.config.token.as_deref() {
+        let refusal = match bearer(req.headers()) {
+            Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => None,
+            Some(_) => Some("the bearer token is not valid"),
+            None => Some("this server needs a token: send 'Authorization: Bearer <token>'"),
+        };
+        if let Some(message) = refusal {
+            return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+                .into_response();
+        }
     }
+    if state.config.ui_read_only && from_browser(req.headers()) && !reads {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "read_only",
+            "the dashboard is read-only on this server (ui.read_only): act from the CLI or the API",
+        )
+        .into_response();
+    }
+    next.run(req).await
 }
 
 /// Refuses what a web page in the user's browser could send to an API on loopback: a request

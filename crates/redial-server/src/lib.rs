@@ -29,6 +29,9 @@ pub struct ServerConfig {
     /// A second token that may read every `/v1` route and change nothing (403 `read_only`): for
     /// dashboards and people who look but do not act.
     pub read_only_token: Option<String>,
+    /// The dashboard only looks (`ui.read_only`): requests a browser sends (with `Origin` or
+    /// `Sec-Fetch-Mode`) may read and change nothing; programs (the CLI, clients) keep their rights.
+    pub ui_read_only: bool,
     /// Jobs in one batch enqueue.
     pub max_batch: usize,
     /// Bytes in one API request body.
@@ -59,6 +62,7 @@ impl Default for ServerConfig {
         ServerConfig {
             token: None,
             read_only_token: None,
+            ui_read_only: false,
             max_batch: 1000,
             max_request_bytes: 16 << 20,
             max_job_body_bytes: 1 << 20,

@@ -354,9 +354,10 @@ async fn dead_letter_groups(
     Ok(Json(json!({ "groups": groups, "total": total })).into_response())
 }
 
-/// What the caller may do: whether its token is the read-only one.
+/// What the caller may do: whether it may only look (the read-only token, or a browser when the
+/// dashboard is read-only).
 async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let read_only = auth::is_read_only(&state, &headers);
+    let read_only = auth::looks_only(&state, &headers);
     Json(json!({
         "read_only": read_only,
         "token_required": state.config.token.is_some(),

@@ -55,7 +55,21 @@ impl Api {
         body: Option<&str>,
         token: Option<&str>,
     ) -> (StatusCode, Value) {
+        self.call_with(method, path, body, token, &[]).await
+    }
+
+    async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
         let mut req = Request::builder().method(method).uri(path);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
@@ -546,6 +560,43 @@ async fn endpoints_show_their_backlog_and_state() {
         (status, e["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
+}
+
+#[tokio::test]
+async fn a_read_only_dashboard_refuses_what_a_browser_sends_and_lets_programs_act() {
+    let api = api_with(ServerConfig {
+        token: Some("secret".into()),
+        ui_read_only: true,
+        ..ServerConfig::default()
+    });
+    let browser = [
+        ("sec-fetch-mode", "cors"),
+        ("sec-fetch-site", "same-origin"),
+    ];
+    let body = job("b1").to_string();
+    let (status, e) = api
+        .call_with("POST", "/v1/jobs", Some(&body), Some("secret"), &browser)
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("read_only"))
+    );
+    // Without the token the answer is still 401: nothing is said before authentication.
+    let (status, _) = api
+        .call_with("POST", "/v1/jobs", Some(&body), None, &browser)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, s) = api
+        .call_with("GET", "/v1/session", None, Some("secret"), &browser)
+        .await;
+    assert_eq!((status, &s["read_only"]), (StatusCode::OK, &json!(true)));
+    // A program with the token acts, and its session says so.
+    let (status, _) = api
+        .call("POST", "/v1/jobs", Some(&body), Some("secret"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, s) = api.call("GET", "/v1/session", None, Some("secret")).await;
+    assert_eq!(s["read_only"], json!(false));
 }
 
 #[tokio::test]

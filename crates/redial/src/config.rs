@@ -20,6 +20,7 @@ pub struct FileConfig {
     /// A PostgreSQL database to use instead (several nodes may share it).
     pub database_url: Option<String>,
     pub server: ServerSection,
+    pub ui: UiSection,
     pub network: NetworkSection,
     pub http: HttpSection,
     pub engine: EngineSection,
@@ -86,6 +87,14 @@ impl Default for ServerSection {
             body_timeout: d.body_timeout,
         }
     }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiSection {
+    /// The dashboard only looks: what a browser sends may read and change nothing (the CLI and
+    /// the API keep their rights).
+    pub read_only: bool,
 }
 
 #[derive(Debug, Deserialize)]

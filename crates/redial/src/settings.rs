@@ -137,6 +137,7 @@ impl Settings {
         let server = ServerConfig {
             token,
             read_only_token,
+            ui_read_only: file.ui.read_only,
             max_batch: s.max_batch,
             max_request_bytes: s.max_request_bytes,
             max_job_body_bytes: s.max_job_body_bytes,
