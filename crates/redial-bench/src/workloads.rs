@@ -840,6 +840,8 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                 let p = RecordAttemptParams {
                     id: job.id.clone(),
                     seq: Some(job.seq),
+                    queue: job.queue.clone(),
+                    endpoint: job.endpoint.clone(),
                     owner: "w".into(),
                     now,
                     attempt,

@@ -13,6 +13,7 @@
 //! Checkpoints (copying the WAL back into the database file) run on a second thread with its own
 //! connection, beside the writer, so a batch does not wait behind one.
 
+mod counts;
 mod schema;
 mod sql;
 
@@ -120,7 +121,7 @@ fn refusal(path: &Path, e: &rusqlite::Error) -> StoreError {
             "{file} is not a SQLite database, or its first page is damaged: if it is Redial's, restore it from a backup; otherwise choose another --data-dir"
         ),
         Some(DatabaseCorrupt) => format!(
-            "{file} is damaged: restore it from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that"
+            "the database file {file} is damaged: stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that"
         ),
         Some(ReadOnly | CannotOpen | PermissionDenied) => format!(
             "{file} cannot be written: the user running redial must be able to write the file and its folder (SQLite keeps -wal and -shm files beside it), on a disk that is not read-only"
@@ -147,6 +148,8 @@ struct Inner {
     last_unavailable: std::sync::Mutex<Option<(std::time::Instant, String)>>,
     /// A read-only connection for long reads, off the storage thread (see `SqliteStore::read`).
     reader: Arc<std::sync::Mutex<Connection>>,
+    /// Jobs by queue, endpoint, state and category, kept as they change (see `counts`).
+    counts: counts::Shared,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -211,6 +214,7 @@ fn storage_thread(
     mut conn: Connection,
     ops: std::sync::mpsc::Receiver<Op>,
     checkpoint: CheckpointDue,
+    counts: counts::Shared,
 ) {
     while let Ok(first) = ops.recv() {
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
@@ -230,10 +234,10 @@ fn storage_thread(
         while let Some(op) = next.take() {
             // A request that panics gets no answer (its caller sees the request dropped); what
             // it wrote stays in the batch only if it wrote it with complete statements.
-            if let Ok(d) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(Ok(&mut conn))))
-            {
-                deliveries.push(d);
+            let mark = counts::mark();
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(Ok(&mut conn)))) {
+                Ok(d) => deliveries.push(d),
+                Err(_) => counts::failed_since(mark),
             }
             if deliveries.len() < MAX_BATCH && started.elapsed() < MAX_BATCH_TIME {
                 next = ops.try_recv().ok();
@@ -243,6 +247,10 @@ fn storage_thread(
             let _ = conn.execute_batch("ROLLBACK");
             (e.sqlite_error_code(), format!("commit failed: {e}"))
         });
+        match failure {
+            None => counts::committed(&conn, &counts),
+            Some(_) => counts::rolled_back(),
+        }
         checkpoint.committed();
         for d in deliveries {
             d(failure
@@ -274,6 +282,7 @@ impl SqliteStore {
                 c.execute(schema::PROBE, [wall_clock_millis()]).map(|_| c)
             })
             .map_err(|e| refusal(path, &e))?;
+        let counts = counts::install(&conn).map_err(|e| refusal(path, &e))?;
         let checkpointer = Connection::open_with_flags(path, flags).map_err(|e| {
             StoreError::Backend(format!(
                 "cannot open database {} for checkpoints: {e}",
@@ -303,7 +312,10 @@ impl SqliteStore {
         let (tx, rx) = std::sync::mpsc::channel::<Op>();
         std::thread::Builder::new()
             .name("redial-sqlite".into())
-            .spawn(move || storage_thread(conn, rx, due))
+            .spawn({
+                let counts = counts.clone();
+                move || storage_thread(conn, rx, due, counts)
+            })
             .map_err(|e| StoreError::Backend(format!("cannot start the storage thread: {e}")))?;
         let (integrity_tx, integrity) = tokio::sync::watch::channel(Integrity::Checking);
         let checked = path.to_owned();
@@ -321,6 +333,7 @@ impl SqliteStore {
                 integrity,
                 last_unavailable: std::sync::Mutex::new(None),
                 reader: Arc::new(std::sync::Mutex::new(reader)),
+                counts,
             }),
         })
     }
@@ -396,7 +409,11 @@ impl SqliteStore {
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let op: Op = Box::new(move |conn| {
+            let mark = counts::mark();
             let result = conn.and_then(f);
+            if result.is_err() {
+                counts::failed_since(mark);
+            }
             Box::new(move |commit_failure: Option<StoreError>| {
                 let _ = tx.send(match commit_failure {
                     Some(e) => Err(e),
@@ -482,10 +499,14 @@ impl Store for SqliteStore {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let scan = self.inner.lease_scan.clone();
         let op: Op = Box::new(move |conn| {
+            let mark = counts::mark();
             let result = conn.and_then(|c| {
                 let mut scan = scan.lock().unwrap_or_else(|p| p.into_inner());
                 sql::lease_admitted(c, &params, admit.as_mut(), &mut scan)
             });
+            if result.is_err() {
+                counts::failed_since(mark);
+            }
             Box::new(move |commit_failure: Option<StoreError>| {
                 let answer = match (commit_failure, result) {
                     (None, result) => result,
@@ -552,8 +573,8 @@ impl Store for SqliteStore {
         self.run(move |c| sql::expire_deadlines(c, &params)).await
     }
 
-    async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
-        self.read(move |c| sql::endpoint_backlog(c, now)).await
+    async fn endpoint_backlog(&self, _now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
+        Ok(sql::endpoint_backlog(&self.inner.counts))
     }
 
     async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>> {
@@ -588,7 +609,8 @@ impl Store for SqliteStore {
     }
 
     async fn stats(&self) -> StoreResult<Stats> {
-        self.read(sql::stats).await
+        let counts = self.inner.counts.clone();
+        self.read(move |c| sql::stats(c, &counts)).await
     }
 
     async fn dead_letters_since(&self, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
@@ -596,7 +618,8 @@ impl Store for SqliteStore {
     }
 
     async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>> {
-        self.read(move |c| sql::dead_letter_groups(c, &filter))
+        let counts = self.inner.counts.clone();
+        self.read(move |c| sql::dead_letter_groups(c, &filter, &counts))
             .await
     }
 
@@ -629,6 +652,12 @@ impl Store for SqliteStore {
 
     async fn control_save(&self, control: Control) -> StoreResult<()> {
         self.run(move |c| sql::control_save(c, &control)).await
+    }
+
+    async fn counts_check(&self) -> StoreResult<()> {
+        let counts = self.inner.counts.clone();
+        self.run(move |c| counts::check(c, &counts).map_err(StoreError::Backend))
+            .await
     }
 
     async fn ping(&self) -> StoreResult<()> {

@@ -169,6 +169,14 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name)
     ) WITHOUT ROWID;
     "#,
+    // 13: counts are kept in memory as jobs change (see `counts`); what they cannot say is read
+    // by index: when each queue's longest-deferred job was deferred, and each dead-letter
+    // group's first and last death and reason. Both touched only when a job defers or dies.
+    r#"
+    CREATE INDEX jobs_deferred ON jobs (queue, updated_at) WHERE state = 'deferred';
+    CREATE INDEX jobs_dead_groups ON jobs (queue, category, endpoint, finished_at)
+        WHERE state = 'dead';
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

@@ -46,12 +46,18 @@ pub fn classify(code: Option<rusqlite::ErrorCode>, message: String) -> StoreErro
 pub struct Sp<'c> {
     conn: &'c Connection,
     done: bool,
+    /// Where the count log stood: a rollback drops what was logged since.
+    mark: usize,
 }
 
 impl<'c> Sp<'c> {
     pub fn begin(conn: &'c Connection) -> StoreResult<Sp<'c>> {
         run_cached(conn, "SAVEPOINT op")?;
-        Ok(Sp { conn, done: false })
+        Ok(Sp {
+            conn,
+            done: false,
+            mark: crate::counts::mark(),
+        })
     }
 
     pub fn commit(mut self) -> StoreResult<()> {
@@ -72,6 +78,7 @@ impl Drop for Sp<'_> {
         if !self.done {
             let _ = run_cached(self.conn, "ROLLBACK TO op");
             let _ = run_cached(self.conn, "RELEASE op");
+            crate::counts::rollback_to(self.mark);
         }
     }
 }
@@ -83,7 +90,37 @@ fn run_cached(c: &Connection, sql: &str) -> StoreResult<()> {
         .map_err(backend)
 }
 
+use crate::counts::{self, Place};
 use redial_store::{corrupt_json as json_err, instant as ts, millis as ms};
+
+/// Runs a statement that ends in `RETURNING queue, endpoint`, moving each job it returns from
+/// `from` to `to` in the counts; returns how many.
+fn run_moving<P: rusqlite::Params>(
+    c: &Connection,
+    sql: &str,
+    params: P,
+    from: Option<Place>,
+    to: Option<Place>,
+) -> StoreResult<u64> {
+    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+    let mut rows = stmt.query(params).map_err(backend)?;
+    let mut by: std::collections::HashMap<(String, String), i64> = Default::default();
+    while let Some(r) = rows.next().map_err(backend)? {
+        let key = (r.get(0).map_err(backend)?, r.get(1).map_err(backend)?);
+        *by.entry(key).or_default() += 1;
+    }
+    let mut n = 0;
+    for ((queue, endpoint), k) in by {
+        counts::moved(&queue, &endpoint, from, to, k);
+        n += k as u64;
+    }
+    Ok(n)
+}
+
+/// A job's place as stored: its state and dead category.
+fn place(job: &Job) -> Place {
+    (job.state, job.category)
+}
 
 fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
     c.map(DeadCategory::as_str)
@@ -205,6 +242,7 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
             InsertOutcome::Conflict(existing)
         });
     }
+    counts::moved(&job.queue, &job.endpoint, None, Some((state, None)), 1);
     // The job as stored, built from what was written rather than read back.
     Ok(InsertOutcome::Inserted(
         job.into_stored(tx.last_insert_rowid()),
@@ -355,6 +393,13 @@ pub fn record_attempt(
         })
         .map_err(backend)?;
     if updated == 1 {
+        counts::moved(
+            &p.queue,
+            &p.endpoint,
+            Some((JobState::Running, None)),
+            Some((state, category)),
+            1,
+        );
         return Ok(state);
     }
     c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
@@ -411,20 +456,33 @@ fn record_attempt_slow(
         ])
     })
     .map_err(backend)?;
+    counts::moved(
+        &job.queue,
+        &job.endpoint,
+        Some(place(&job)),
+        Some((r.plan.state, r.plan.category)),
+        1,
+    );
     insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
     tx.commit()?;
     Ok(r.plan.state)
 }
 
 pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
-    update_owned(
-        c,
-        "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
-         WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
-        ms(p.now),
-        &p.ids,
-        &p.owner,
-    )
+    let tx = Sp::begin(c)?;
+    let mut n = 0;
+    for id in &p.ids {
+        n += run_moving(
+            &tx,
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
+             WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 RETURNING queue, endpoint",
+            params![ms(p.now), id.0, p.owner],
+            Some((JobState::Running, None)),
+            Some((JobState::Ready, None)),
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
 }
 
 // Maintenance statements, named so that a test can check they read by index: each runs every
@@ -435,35 +493,47 @@ const RESCUE_DEAD: &str =
      lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' over the limit of ' || ?2 \
-     WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2";
+     WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint";
 const RESCUE_READY: &str =
     "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, \
      run_at = MIN(run_at, ?1), updated_at = ?1, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' of ' || ?2 \
-     WHERE state = 'running' AND lease_until < ?1";
+     WHERE state = 'running' AND lease_until < ?1 RETURNING queue, endpoint";
+/// ?2: the state promoted (scheduled or deferred), one at a time so each job's is known.
 const PROMOTE: &str = "UPDATE jobs SET state = 'ready', updated_at = ?1 \
-     WHERE state IN ('scheduled', 'deferred') AND run_at <= ?1";
+     WHERE state IN ('scheduled', 'deferred') AND run_at <= ?1 AND state = ?2 \
+     RETURNING queue, endpoint";
 const CLEANUP_BY_AGE: &str =
     "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished \
      WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') \
      AND finished_at < MAX(?1, ?2) \
      AND CASE WHEN state = 'dead' THEN finished_at < ?2 ELSE finished_at < ?1 END \
-     LIMIT ?3)";
+     LIMIT ?3) RETURNING queue, endpoint, state, category";
 const CLEANUP_BY_COUNT: &str =
     "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished \
      WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') \
-     AND state <> 'dead' ORDER BY finished_at DESC, seq DESC LIMIT ?2 OFFSET ?1)";
+     AND state <> 'dead' ORDER BY finished_at DESC, seq DESC LIMIT ?2 OFFSET ?1) \
+     RETURNING queue, endpoint, state, category";
 
 pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {
     let tx = Sp::begin(c)?;
     let now = ms(p.now);
-    let dead = tx
-        .execute(RESCUE_DEAD, params![now, p.max_stalls])
-        .map_err(backend)? as u64;
-    let ready = tx
-        .execute(RESCUE_READY, params![now, p.max_stalls])
-        .map_err(backend)? as u64;
+    let running = Some((JobState::Running, None));
+    let dead = run_moving(
+        &tx,
+        RESCUE_DEAD,
+        params![now, p.max_stalls],
+        running,
+        Some((JobState::Dead, Some(DeadCategory::UnknownExhausted))),
+    )?;
+    let ready = run_moving(
+        &tx,
+        RESCUE_READY,
+        params![now, p.max_stalls],
+        running,
+        Some((JobState::Ready, None)),
+    )?;
     tx.commit()?;
     Ok(RescueReport {
         requeued: ready,
@@ -472,9 +542,19 @@ pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport>
 }
 
 pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
-    c.execute(PROMOTE, [ms(now)])
-        .map(|n| n as u64)
-        .map_err(backend)
+    let tx = Sp::begin(c)?;
+    let mut n = 0;
+    for from in [JobState::Scheduled, JobState::Deferred] {
+        n += run_moving(
+            &tx,
+            PROMOTE,
+            params![ms(now), from.as_str()],
+            Some((from, None)),
+            Some((JobState::Ready, None)),
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
 }
 
 /// The highest priority level below `?2` with waiting jobs in a queue.
@@ -598,12 +678,25 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJ
     let mut leased = Vec::with_capacity(seqs.len());
     {
         let mut update = tx.prepare_cached(LEASE_ONE).map_err(backend)?;
+        let mut before = tx
+            .prepare_cached("SELECT queue, endpoint, state FROM jobs WHERE seq = ?1")
+            .map_err(backend)?;
         for seq in seqs {
+            // What the lease moves, for the counts (this path is not the engine's).
+            let was: Option<(String, String, String)> = before
+                .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+                .map_err(backend)?;
             if update
                 .execute(params![owner, ms(lease_until), ms(now), seq])
                 .map_err(backend)?
                 == 1
             {
+                if let Some((queue, endpoint, state)) = was {
+                    let from: JobState = state.parse().map_err(StoreError::Backend)?;
+                    let to = Some((JobState::Running, None));
+                    counts::moved(&queue, &endpoint, Some((from, None)), to, 1);
+                }
                 leased.push(*seq);
             }
         }
@@ -915,6 +1008,15 @@ pub fn lease_admitted(
             };
             match leased {
                 Ok(1) => {
+                    // Candidates are waiting jobs: no dead category.
+                    let from = Some((raw.stored_state()?, None));
+                    counts::moved(
+                        &raw.job.queue,
+                        &raw.job.endpoint,
+                        from,
+                        Some((JobState::Running, None)),
+                        1,
+                    );
                     // The row as the update left it.
                     raw.set_state(JobState::Running);
                     raw.job.lease_owner = Some(p.owner.clone());
@@ -948,54 +1050,66 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
     let tx = Sp::begin(c)?;
     let now = ms(p.now);
     let mut n = 0;
-    // Endpoints with a known hold first, so their jobs' reasons name it.
-    for (endpoint, why) in &p.reasons {
-        n += tx
-            .execute(
+    let dead = Some((JobState::Dead, Some(DeadCategory::DeadlineExceeded)));
+    // One waiting state at a time, so that each job's is known for the counts.
+    for from in [JobState::Ready, JobState::Scheduled, JobState::Deferred] {
+        // Endpoints with a known hold first, so their jobs' reasons name it.
+        for (endpoint, why) in &p.reasons {
+            n += run_moving(
+                &tx,
                 concat!(
                     "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', \
                      finished_at = ?1, updated_at = ?1, \
                      last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
                      WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 AND ",
-                    waiting!()
+                    waiting!(),
+                    " AND state = ?4 RETURNING queue, endpoint"
                 ),
-                params![now, endpoint, why],
-            )
-            .map_err(backend)? as u64;
-    }
-    n += tx
-        .execute(
+                params![now, endpoint, why, from.as_str()],
+                Some((from, None)),
+                dead,
+            )?;
+        }
+        n += run_moving(
+            &tx,
             concat!(
                 "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
                  updated_at = ?1, last_reason = 'deadline passed before the job could run' \
                  WHERE deadline IS NOT NULL AND deadline <= ?1 AND ",
-                waiting!()
+                waiting!(),
+                " AND state = ?2 RETURNING queue, endpoint"
             ),
-            params![now],
-        )
-        .map_err(backend)? as u64;
+            params![now, from.as_str()],
+            Some((from, None)),
+            dead,
+        )?;
+    }
     tx.commit()?;
     Ok(n)
 }
 
-pub fn endpoint_backlog(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
-    let rows = query_rows(
-        c,
-        concat!(
-            "SELECT endpoint, SUM(run_at <= ?1), SUM(run_at > ?1) FROM jobs WHERE ",
-            waiting!(),
-            " GROUP BY endpoint ORDER BY endpoint"
-        ),
-        [ms(now)],
-        |r| {
-            Ok(EndpointBacklog {
-                endpoint: r.get(0)?,
-                due: r.get::<_, i64>(1)?.max(0) as u64,
-                later: r.get::<_, i64>(2)?.max(0) as u64,
-            })
-        },
-    )?;
-    Ok(rows)
+/// From the kept counts: ready jobs are due (and held, when their endpoint holds them); scheduled
+/// and deferred ones wait for later (one whose time came is promoted to ready within a
+/// maintenance tick, or leased).
+pub fn endpoint_backlog(counts: &counts::Shared) -> Vec<EndpointBacklog> {
+    let mut by: std::collections::BTreeMap<String, EndpointBacklog> = Default::default();
+    for (key, n) in counts::lock(counts).iter().filter(|(_, n)| **n > 0) {
+        let (due, later) = match key.state {
+            JobState::Ready => (*n as u64, 0),
+            JobState::Scheduled | JobState::Deferred => (0, *n as u64),
+            _ => continue,
+        };
+        let b = by
+            .entry(key.endpoint.to_string())
+            .or_insert_with(|| EndpointBacklog {
+                endpoint: key.endpoint.to_string(),
+                due: 0,
+                later: 0,
+            });
+        b.due += due;
+        b.later += later;
+    }
+    by.into_values().collect()
 }
 
 pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
@@ -1045,6 +1159,13 @@ pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
         params![ms(now), job.seq],
     )
     .map_err(backend)?;
+    counts::moved(
+        &job.queue,
+        &job.endpoint,
+        Some(place(&job)),
+        Some((JobState::Ready, None)),
+        1,
+    );
     let job = must_get(&tx, id)?;
     tx.commit()?;
     Ok(job)
@@ -1056,6 +1177,7 @@ pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
     may_dismiss(&job)?;
     tx.execute("DELETE FROM jobs WHERE seq = ?1", [job.seq])
         .map_err(backend)?;
+    counts::moved(&job.queue, &job.endpoint, Some(place(&job)), None, 1);
     tx.commit()
 }
 
@@ -1070,6 +1192,13 @@ pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
                 params![ms(now), job.seq, CANCELLED],
             )
             .map_err(backend)?;
+            counts::moved(
+                &job.queue,
+                &job.endpoint,
+                Some(place(&job)),
+                Some((JobState::Cancelled, None)),
+                1,
+            );
         }
         Cancel::WhenTheAttemptEnds => {
             tx.execute(
@@ -1085,66 +1214,120 @@ pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
 }
 
 pub fn bulk_replay(c: &mut Connection, f: &JobFilter, now: Timestamp) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let groups = dead_counted(&tx, f)?;
     let mut sql = format!("UPDATE jobs SET {REPLAY_SET} WHERE state = 'dead'");
     let mut params = vec![Value::Integer(ms(now))];
     push_filter(&mut sql, &mut params, f);
-    c.execute(&sql, params_from_iter(params.iter()))
-        .map(|n| n as u64)
-        .map_err(backend)
+    let n = tx
+        .execute(&sql, params_from_iter(params.iter()))
+        .map_err(backend)? as u64;
+    for (queue, endpoint, category, k) in groups {
+        let from = Some((JobState::Dead, category));
+        counts::moved(&queue, &endpoint, from, Some((JobState::Ready, None)), k);
+    }
+    tx.commit()?;
+    Ok(n)
 }
 
 pub fn bulk_dismiss(c: &mut Connection, f: &JobFilter) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let groups = dead_counted(&tx, f)?;
     let mut sql = "DELETE FROM jobs WHERE state = 'dead'".to_owned();
     let mut params = Vec::new();
     push_filter(&mut sql, &mut params, f);
-    c.execute(&sql, params_from_iter(params.iter()))
-        .map(|n| n as u64)
-        .map_err(backend)
+    let n = tx
+        .execute(&sql, params_from_iter(params.iter()))
+        .map_err(backend)? as u64;
+    for (queue, endpoint, category, k) in groups {
+        counts::moved(&queue, &endpoint, Some((JobState::Dead, category)), None, k);
+    }
+    tx.commit()?;
+    Ok(n)
 }
 
-pub fn stats(c: &mut Connection) -> StoreResult<Stats> {
-    let state = |s: String| -> rusqlite::Result<JobState> {
-        s.parse().map_err(|e: String| {
-            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
-        })
-    };
-    let by_queue = query_rows(c, "SELECT queue, state, category, COUNT(*) FROM jobs GROUP BY queue, state, category ORDER BY 1, 2, 3", [], |r| {
-            let category: Option<String> = r.get(2)?;
-            Ok(QueueCount {
-                queue: r.get(0)?,
-                state: state(r.get(1)?)?,
-                category: category
-                    .as_deref()
-                    .and_then(|c| parse_dead_category(c).ok()),
-                count: r.get::<_, i64>(3)?.max(0) as u64,
+/// The dead letters a bulk action's filter matches, by queue, endpoint and category: what it
+/// moves in the counts (read in its transaction, just before it acts).
+fn dead_counted(
+    c: &Connection,
+    f: &JobFilter,
+) -> StoreResult<Vec<(String, String, Option<DeadCategory>, i64)>> {
+    let mut sql =
+        "SELECT queue, endpoint, category, COUNT(*) FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
+            .to_owned();
+    let mut params = Vec::new();
+    push_filter(&mut sql, &mut params, f);
+    sql.push_str(" GROUP BY queue, endpoint, category");
+    query_rows(c, &sql, params_from_iter(params.iter()), |r| {
+        let category: Option<String> = r.get(2)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            category
+                .as_deref()
+                .and_then(|c| parse_dead_category(c).ok()),
+            r.get(3)?,
+        ))
+    })
+}
+
+/// Counts from the kept counts; when each queue's longest-deferred job was deferred by index,
+/// one seek per queue that has deferred jobs.
+pub fn stats(c: &mut Connection, counts: &counts::Shared) -> StoreResult<Stats> {
+    let mut by_queue: std::collections::BTreeMap<(String, &str, Option<&str>), QueueCount> =
+        Default::default();
+    let mut by_endpoint: std::collections::BTreeMap<(String, &str), EndpointCount> =
+        Default::default();
+    for (key, n) in counts::lock(counts).iter().filter(|(_, n)| **n > 0) {
+        let n = *n as u64;
+        by_queue
+            .entry((
+                key.queue.to_string(),
+                key.state.as_str(),
+                key.category.map(|c| c.as_str()),
+            ))
+            .or_insert_with(|| QueueCount {
+                queue: key.queue.to_string(),
+                state: key.state,
+                category: key.category,
+                count: 0,
             })
-        })?;
-    let by_endpoint = query_rows(
-        c,
-        "SELECT endpoint, state, COUNT(*) FROM jobs GROUP BY endpoint, state ORDER BY 1, 2",
-        [],
-        |r| {
-            Ok(EndpointCount {
-                endpoint: r.get(0)?,
-                state: state(r.get(1)?)?,
-                count: r.get::<_, i64>(2)?.max(0) as u64,
+            .count += n;
+        by_endpoint
+            .entry((key.endpoint.to_string(), key.state.as_str()))
+            .or_insert_with(|| EndpointCount {
+                endpoint: key.endpoint.to_string(),
+                state: key.state,
+                count: 0,
             })
-        },
-    )?;
-    let oldest_deferred = query_rows(
-        c,
-        "SELECT queue, MIN(updated_at) FROM jobs WHERE state = 'deferred' GROUP BY queue ORDER BY queue",
-        [],
-        |r| {
-            Ok(QueueSince {
-                queue: r.get(0)?,
-                since: Timestamp::from_unix_millis(r.get(1)?),
-            })
-        },
-    )?;
+            .count += n;
+    }
+    let by_queue: Vec<QueueCount> = by_queue.into_values().collect();
+    let mut oldest_deferred = Vec::new();
+    let mut deferred: Vec<&str> = by_queue
+        .iter()
+        .filter(|q| q.state == JobState::Deferred)
+        .map(|q| q.queue.as_str())
+        .collect();
+    deferred.dedup();
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT MIN(updated_at) FROM jobs INDEXED BY jobs_deferred \
+             WHERE state = 'deferred' AND queue = ?1",
+        )
+        .map_err(backend)?;
+    for queue in deferred {
+        let since: Option<i64> = stmt.query_row([queue], |r| r.get(0)).map_err(backend)?;
+        if let Some(since) = since {
+            oldest_deferred.push(QueueSince {
+                queue: queue.to_owned(),
+                since: Timestamp::from_unix_millis(since),
+            });
+        }
+    }
     Ok(Stats {
         by_queue,
-        by_endpoint,
+        by_endpoint: by_endpoint.into_values().collect(),
         oldest_deferred,
     })
 }
@@ -1177,7 +1360,74 @@ pub fn dead_letters_since(c: &mut Connection, since: Timestamp) -> StoreResult<V
         .collect())
 }
 
-pub fn dead_letter_groups(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
+/// Without a time range, the groups and their sizes come from the kept counts, and each
+/// group's first and last death and latest reason from two seeks in `jobs_dead_groups`: the
+/// cost follows the number of groups, not of dead letters. With one, the matching dead letters
+/// are read by `jobs_dead`.
+pub fn dead_letter_groups(
+    c: &mut Connection,
+    f: &JobFilter,
+    counts: &counts::Shared,
+) -> StoreResult<Vec<DeadGroup>> {
+    if f.since.is_some() || f.until.is_some() {
+        return dead_letter_groups_read(c, f);
+    }
+    let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)
+        .iter()
+        .filter(|(k, n)| {
+            **n > 0
+                && k.state == JobState::Dead
+                && f.queue.as_deref().is_none_or(|q| q == &*k.queue)
+                && f.endpoint.as_deref().is_none_or(|e| e == &*k.endpoint)
+                && f.category.is_none_or(|c| Some(c) == k.category)
+        })
+        .filter_map(|(k, n)| {
+            Some((
+                k.queue.to_string(),
+                k.category?,
+                k.endpoint.to_string(),
+                *n as u64,
+            ))
+        })
+        .collect();
+    groups.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, &a.2).cmp(&(&b.0, &b.2))));
+    const END: &str = "SELECT finished_at, last_reason FROM jobs INDEXED BY jobs_dead_groups \
+         WHERE state = 'dead' AND queue = ?1 AND category = ?2 AND endpoint = ?3 \
+         ORDER BY finished_at";
+    let mut first = c
+        .prepare_cached(&format!("{END} LIMIT 1"))
+        .map_err(backend)?;
+    let mut last = c
+        .prepare_cached(&format!("{END} DESC LIMIT 1"))
+        .map_err(backend)?;
+    let mut out = Vec::with_capacity(groups.len());
+    for (queue, category, endpoint, count) in groups {
+        let end = |stmt: &mut rusqlite::CachedStatement<'_>| {
+            stmt.query_row(params![queue, category.as_str(), endpoint], |r| {
+                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
+            })
+            .optional()
+            .map_err(backend)
+        };
+        let (Some((started, _)), Some((ended, reason))) = (end(&mut first)?, end(&mut last)?)
+        else {
+            // Gone since the counts were read.
+            continue;
+        };
+        out.push(DeadGroup {
+            queue,
+            category,
+            endpoint,
+            count,
+            first: ts(started).unwrap_or(Timestamp::EPOCH),
+            last: ts(ended).unwrap_or(Timestamp::EPOCH),
+            reason,
+        });
+    }
+    Ok(out)
+}
+
+fn dead_letter_groups_read(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
     let mut sql =
         "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \
                    MAX(last_reason) FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
@@ -1215,24 +1465,57 @@ pub fn dead_letter_groups(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec<
 /// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
 /// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
-    let by_age = c
-        .prepare_cached(CLEANUP_BY_AGE)
-        .and_then(|mut s| s.execute(params![ms(p.completed_before), ms(p.dead_before), p.limit]))
-        .map_err(backend)? as u64;
+    let tx = Sp::begin(c)?;
+    let by_age = delete_counted(
+        &tx,
+        CLEANUP_BY_AGE,
+        params![ms(p.completed_before), ms(p.dead_before), p.limit],
+    )?;
     let Some(keep) = p.completed_keep else {
+        tx.commit()?;
         return Ok(by_age);
     };
     let room = u64::from(p.limit).saturating_sub(by_age);
-    let by_count = c
-        .prepare_cached(CLEANUP_BY_COUNT)
-        .and_then(|mut s| {
-            s.execute(params![
-                keep.min(i64::MAX as u64) as i64,
-                room.min(i64::MAX as u64) as i64
-            ])
-        })
-        .map_err(backend)? as u64;
+    let by_count = delete_counted(
+        &tx,
+        CLEANUP_BY_COUNT,
+        params![
+            keep.min(i64::MAX as u64) as i64,
+            room.min(i64::MAX as u64) as i64
+        ],
+    )?;
+    tx.commit()?;
     Ok(by_age + by_count)
+}
+
+/// Runs a delete that ends in `RETURNING queue, endpoint, state, category`, taking each job it
+/// returns out of the counts; returns how many.
+fn delete_counted<P: rusqlite::Params>(c: &Connection, sql: &str, params: P) -> StoreResult<u64> {
+    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+    let mut rows = stmt.query(params).map_err(backend)?;
+    let mut by: std::collections::HashMap<(String, String, String, Option<String>), i64> =
+        Default::default();
+    while let Some(r) = rows.next().map_err(backend)? {
+        let key = (
+            r.get(0).map_err(backend)?,
+            r.get(1).map_err(backend)?,
+            r.get(2).map_err(backend)?,
+            r.get(3).map_err(backend)?,
+        );
+        *by.entry(key).or_default() += 1;
+    }
+    let mut n = 0;
+    for ((queue, endpoint, state, category), k) in by {
+        let state: JobState = state.parse().map_err(StoreError::Backend)?;
+        let category = category
+            .as_deref()
+            .map(parse_dead_category)
+            .transpose()
+            .map_err(StoreError::Backend)?;
+        counts::moved(&queue, &endpoint, Some((state, category)), None, k);
+        n += k as u64;
+    }
+    Ok(n)
 }
 
 pub fn holds_share(c: &mut Connection, holds: &[SharedHold]) -> StoreResult<()> {

@@ -139,7 +139,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64>;
 
     /// Per endpoint: waiting jobs that are due now (held, when the endpoint's limits hold them)
-    /// and those scheduled later.
+    /// and those scheduled later. A store that counts as jobs change may count a scheduled job
+    /// whose time just came as later until maintenance promotes it.
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>>;
 
     /// Every endpoint's saved protection state (opaque JSON the engine owns).
@@ -178,6 +179,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Deletes finished jobs past their retention; returns how many.
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
+
+    /// Checks the counts a store keeps as jobs change against the jobs themselves, for tests and
+    /// diagnostics (`Err` says where they differ). A store that keeps none has nothing to check.
+    async fn counts_check(&self) -> StoreResult<()> {
+        Ok(())
+    }
 
     /// Whether the store can serve requests, writes included; for readiness checks. Fails with
     /// [`StoreError::Unavailable`] while it cannot (a full disk, a read-only database, a failed

@@ -97,6 +97,11 @@ impl RawJob {
     }
 
     /// The state the row will decode to (after an update the row was read before).
+    /// The state as stored, read.
+    pub fn stored_state(&self) -> StoreResult<JobState> {
+        self.state.parse().map_err(StoreError::Backend)
+    }
+
     pub fn set_state(&mut self, state: JobState) {
         self.state = state.as_str().to_owned();
     }

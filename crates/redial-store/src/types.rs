@@ -350,6 +350,10 @@ pub struct RecordAttemptParams {
     /// The job's `seq`, when known: the job is then found by the table's own key (and must
     /// still have this id).
     pub seq: Option<i64>,
+    /// The job's queue and endpoint as leased, read with `seq` (a store that counts jobs by them
+    /// needs them to record without reading the job first).
+    pub queue: String,
+    pub endpoint: String,
     pub owner: String,
     pub now: Timestamp,
     pub attempt: Attempt,

@@ -173,7 +173,13 @@ async fn open_store(choice: &StoreChoice) -> Result<(Arc<dyn Store>, String)> {
                 .create(data_dir)
                 .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
             let db = data_dir.join("redial.db");
-            let store = SqliteStore::open(&db)?;
+            let store = SqliteStore::open(&db).map_err(|e| match e {
+                // The file is damaged, locked or cannot be written: say so as a refusal.
+                redial_store::StoreError::Unavailable(why) => {
+                    anyhow::anyhow!("refusing to start: {why}")
+                }
+                other => other.into(),
+            })?;
             // The whole file is checked in the background; a small database's answer comes at
             // once, and a damaged one is refused before anything is served.
             match store.integrity(INTEGRITY_WAIT).await {

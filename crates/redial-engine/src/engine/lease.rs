@@ -320,6 +320,8 @@ pub(super) async fn fail_retries(
         let params = RecordAttemptParams {
             id: job.id.clone(),
             seq: Some(job.seq),
+            queue: job.queue.clone(),
+            endpoint: job.endpoint.clone(),
             owner: inner.config.worker_id.clone(),
             now,
             attempt,

@@ -66,6 +66,8 @@ pub(super) async fn record(
     let params = RecordAttemptParams {
         id: job.id.clone(),
         seq: Some(job.seq),
+        queue: job.queue.clone(),
+        endpoint: job.endpoint.clone(),
         owner: inner.config.worker_id.clone(),
         now,
         transition: transition(decision.action),

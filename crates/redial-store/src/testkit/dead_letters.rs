@@ -115,7 +115,7 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
     assert_eq!((job.state, job.cancel_requested), (JobState::Running, true));
     // By seq, as the engine records: the cancel waiting is seen all the same.
     let mut p = record("c2", "w1", 1, Transition::Retry { at: at(10) });
-    p.seq = Some(job.seq);
+    by_seq(&mut p, &job);
     let state = store.job_record_attempt(p).await.expect("record");
     assert_eq!(state, JobState::Cancelled);
     assert_eq!(get(&store, "c2").await.0.state, JobState::Cancelled);

@@ -35,7 +35,7 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
 
     // Found by seq, as the engine records.
     let mut p = record("c", "w1", 1, Transition::Complete);
-    p.seq = Some(get(&store, "c").await.0.seq);
+    by_seq(&mut p, &get(&store, "c").await.0);
     store.job_record_attempt(p).await.expect("record");
     let job = get(&store, "c").await.0;
     assert_eq!(
@@ -92,7 +92,7 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     assert!(attempts.is_empty(), "nothing recorded without the lease");
     // The same found by seq, as the engine records.
     let mut p = record("l", "intruder", 1, Transition::Complete);
-    p.seq = Some(job.seq);
+    by_seq(&mut p, &job);
     let err = store.job_record_attempt(p).await.expect_err("wrong owner");
     assert!(matches!(err, StoreError::LeaseLost(_)), "{err:?}");
     let (job, attempts) = get(&store, "l").await;
@@ -100,7 +100,7 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     assert!(attempts.is_empty(), "nothing recorded without the lease");
     // The holder, by seq, with a number that is not the job's next: the log numbers it.
     let mut p = record("l", "w1", 3, Transition::Complete);
-    p.seq = Some(job.seq);
+    by_seq(&mut p, &job);
     let state = store.job_record_attempt(p).await.expect("record");
     assert_eq!(state, JobState::Completed);
     let (job, attempts) = get(&store, "l").await;
@@ -108,6 +108,7 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     assert_eq!(attempts.iter().map(|a| a.number).collect::<Vec<_>>(), [1]);
     // A seq that is not the id's job finds nothing of it.
     let mut p = record("l", "w1", 2, Transition::Complete);
+    by_seq(&mut p, &job);
     p.seq = Some(job.seq + 1000);
     let err = store.job_record_attempt(p).await.expect_err("wrong seq");
     assert!(
