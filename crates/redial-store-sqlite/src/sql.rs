@@ -1246,12 +1246,12 @@ pub fn bulk_dismiss(c: &mut Connection, f: &JobFilter) -> StoreResult<u64> {
     Ok(n)
 }
 
+/// Queue, endpoint, dead category, and how many.
+type DeadKey = (String, String, Option<DeadCategory>, i64);
+
 /// The dead letters a bulk action's filter matches, by queue, endpoint and category: what it
 /// moves in the counts (read in its transaction, just before it acts).
-fn dead_counted(
-    c: &Connection,
-    f: &JobFilter,
-) -> StoreResult<Vec<(String, String, Option<DeadCategory>, i64)>> {
+fn dead_counted(c: &Connection, f: &JobFilter) -> StoreResult<Vec<DeadKey>> {
     let mut sql =
         "SELECT queue, endpoint, category, COUNT(*) FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
             .to_owned();
