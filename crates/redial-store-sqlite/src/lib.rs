@@ -216,6 +216,7 @@ fn storage_thread(
     checkpoint: CheckpointDue,
     counts: counts::Shared,
 ) {
+    counts::attach(&counts);
     while let Ok(first) = ops.recv() {
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             // Nothing runs outside a transaction: what is queued fails now, the next request

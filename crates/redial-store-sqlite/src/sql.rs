@@ -1093,10 +1093,10 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
 /// maintenance tick, or leased).
 pub fn endpoint_backlog(counts: &counts::Shared) -> Vec<EndpointBacklog> {
     let mut by: std::collections::BTreeMap<String, EndpointBacklog> = Default::default();
-    for (key, n) in counts::lock(counts).iter().filter(|(_, n)| **n > 0) {
+    for key in counts::lock(counts).counts() {
         let (due, later) = match key.state {
-            JobState::Ready => (*n as u64, 0),
-            JobState::Scheduled | JobState::Deferred => (0, *n as u64),
+            JobState::Ready => (key.n, 0),
+            JobState::Scheduled | JobState::Deferred => (0, key.n),
             _ => continue,
         };
         let b = by
@@ -1278,8 +1278,8 @@ pub fn stats(c: &mut Connection, counts: &counts::Shared) -> StoreResult<Stats> 
         Default::default();
     let mut by_endpoint: std::collections::BTreeMap<(String, &str), EndpointCount> =
         Default::default();
-    for (key, n) in counts::lock(counts).iter().filter(|(_, n)| **n > 0) {
-        let n = *n as u64;
+    for key in counts::lock(counts).counts() {
+        let n = key.n;
         by_queue
             .entry((
                 key.queue.to_string(),
@@ -1373,20 +1373,19 @@ pub fn dead_letter_groups(
         return dead_letter_groups_read(c, f);
     }
     let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)
-        .iter()
-        .filter(|(k, n)| {
-            **n > 0
-                && k.state == JobState::Dead
+        .counts()
+        .filter(|k| {
+            k.state == JobState::Dead
                 && f.queue.as_deref().is_none_or(|q| q == &*k.queue)
                 && f.endpoint.as_deref().is_none_or(|e| e == &*k.endpoint)
                 && f.category.is_none_or(|c| Some(c) == k.category)
         })
-        .filter_map(|(k, n)| {
+        .filter_map(|k| {
             Some((
                 k.queue.to_string(),
                 k.category?,
                 k.endpoint.to_string(),
-                *n as u64,
+                k.n,
             ))
         })
         .collect();

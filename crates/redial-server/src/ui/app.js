@@ -150,14 +150,15 @@ function query(hash) {
 
 function filterBody(params) {
   const body = {};
-  for (const k of ['queue', 'category', 'endpoint']) if (params.get(k)) body[k] = params.get(k);
+  for (const k of ['queue', 'category', 'endpoint', 'since', 'until']) if (params.get(k)) body[k] = params.get(k);
   if (Object.keys(body).length === 0) body.all = true;
   return body;
 }
 
 function describe(body) {
   if (body.all) return 'every dead letter';
-  return Object.entries(body).map(([k, v]) => `${k} ${v}`).join(', ');
+  const say = { since: 'created from', until: 'created before' };
+  return Object.entries(body).map(([k, v]) => `${say[k] || k} ${k in say ? fmtTime(v) : v}`).join(', ');
 }
 
 // ---- charts ------------------------------------------------------------------------------------
@@ -285,22 +286,35 @@ async function overview(main) {
   );
 }
 
+// A datetime-local field's value (the browser's local time) as RFC 3339, or '' when empty.
+const toInstant = v => (v ? new Date(v).toISOString() : '');
+// An RFC 3339 instant as a datetime-local field's value.
+function toLocalField(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  if (Number.isNaN(d.getTime())) return '';
+  const pad = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
 async function triage(main, params) {
   const qs = new URLSearchParams();
-  for (const k of ['queue', 'category', 'endpoint']) if (params.get(k)) qs.set(k, params.get(k));
+  for (const k of ['queue', 'category', 'endpoint', 'since', 'until']) if (params.get(k)) qs.set(k, params.get(k));
   const data = await api('GET', '/v1/dead-letters/groups?' + qs);
   const body = filterBody(params);
   const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
     e.preventDefault();
     const f = new FormData(e.target);
     const next = new URLSearchParams();
-    for (const [k, v] of f) if (v) next.set(k, v);
+    for (const [k, v] of f) if (v) next.set(k, ['since', 'until'].includes(k) ? toInstant(v) : v);
     location.hash = '#/triage?' + next;
   } },
   el('label', {}, 'Queue', el('input', { name: 'queue', value: params.get('queue') || '' })),
   el('label', {}, 'Category', el('select', { name: 'category' }, el('option', { value: '' }, 'any'),
     CATEGORIES.map(c => el('option', { value: c, selected: params.get('category') === c }, c)))),
   el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '', placeholder: 'https://api.example.com' })),
+  el('label', {}, 'Created from', el('input', { name: 'since', type: 'datetime-local', value: toLocalField(params.get('since')) })),
+  el('label', {}, 'Created before', el('input', { name: 'until', type: 'datetime-local', value: toLocalField(params.get('until')) })),
   el('button', { type: 'submit' }, 'Filter'));
   const act = async (verb, filter, count) => {
     const ok = await confirmAction(`${verb} ${fmtNum(count)} dead ${count === 1 ? 'job' : 'jobs'} (${describe(filter)})?`, verb);
@@ -322,6 +336,7 @@ async function triage(main, params) {
       : table(['Queue', 'Category', 'Endpoint', { label: 'Jobs', num: true }, 'First', 'Last', 'Reason (one of them)', ''],
         data.groups.map(g => {
           const f = { queue: g.queue, category: g.category, endpoint: g.endpoint };
+          for (const k of ['since', 'until']) if (body[k]) f[k] = body[k];
           const list = `#/jobs?state=dead&queue=${encodeURIComponent(g.queue)}&category=${g.category}&endpoint=${encodeURIComponent(g.endpoint)}`;
           return el('tr', { 'data-group': `${g.queue} ${g.category} ${g.endpoint}` },
             el('td', {}, g.queue), el('td', { class: 'bad' }, g.category), el('td', {}, el('code', {}, g.endpoint)),
