@@ -112,6 +112,73 @@ fn wall_clock_millis() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Takes the file `<database>.lock` beside the database for this process, with our pid in it:
+/// a second process writing the same database would not see the first's jobs in its kept counts,
+/// nor lease with it, so it is refused (naming the process that holds it). The lock ends with
+/// the process, however it ends.
+///
+/// Within one process the lock is shared: a program (or a test) that opens the file again while
+/// an earlier store on it is still being dropped gets the same lock.
+fn hold_lock(path: &Path) -> StoreResult<Arc<std::fs::File>> {
+    static HELD: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<std::fs::File>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(file) = held
+        .iter()
+        .find(|(p, _)| *p == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(file);
+    }
+    let file = Arc::new(lock_file(path, &lock_path)?);
+    held.push((key, Arc::downgrade(&file)));
+    Ok(file)
+}
+
+fn lock_file(path: &Path, lock_path: &Path) -> StoreResult<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(lock_path).map_err(|e| {
+        StoreError::Unavailable(format!(
+            "{} cannot be written: its lock file {} cannot be opened ({e}); the user running redial must be able to write the database, its folder and the files beside it",
+            path.display(),
+            lock_path.display()
+        ))
+    })?;
+    match file.try_lock() {
+        Ok(()) => {
+            use std::io::{Seek, Write};
+            let mut f = &file;
+            let _ = f.set_len(0);
+            let _ = f.seek(std::io::SeekFrom::Start(0));
+            let _ = writeln!(f, "{}", std::process::id());
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(lock_path)
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .map_or_else(String::new, |pid| format!(" (process {pid})"));
+            Err(StoreError::Unavailable(format!(
+                "{} is in use by another redial{holder}: two processes on one SQLite file would each count and lease on their own. Stop the other one, give this one its own --data-dir, or use PostgreSQL (REDIAL_DATABASE_URL) to run several nodes",
+                path.display()
+            )))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::Unavailable(format!(
+            "cannot lock {}: {e}",
+            lock_path.display()
+        ))),
+    }
+}
+
 /// Why a database could not be opened, and what to do about it.
 fn refusal(path: &Path, e: &rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::*;
@@ -150,6 +217,8 @@ struct Inner {
     reader: Arc<std::sync::Mutex<Connection>>,
     /// Jobs by queue, endpoint, state and category, kept as they change (see `counts`).
     counts: counts::Shared,
+    /// Held while the store is open: one process at a time writes the file.
+    _lock: Arc<std::fs::File>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -274,6 +343,7 @@ impl SqliteStore {
             );
         }
         create_private(path);
+        let lock = hold_lock(path)?;
         // One thread owns the connection, so SQLite's own locking is not needed.
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
@@ -335,6 +405,7 @@ impl SqliteStore {
                 last_unavailable: std::sync::Mutex::new(None),
                 reader: Arc::new(std::sync::Mutex::new(reader)),
                 counts,
+                _lock: lock,
             }),
         })
     }

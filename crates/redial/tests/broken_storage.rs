@@ -226,3 +226,24 @@ fn a_new_data_folder_is_private() {
         assert_eq!(mode(&p), 0o600, "{}", p.display());
     }
 }
+
+#[test]
+fn a_second_server_on_the_same_data_folder_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(&data);
+    let first = Server::start(cmd);
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(&data);
+    let out = refused(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to start"), "{err}");
+    assert!(err.contains("in use by another redial"), "{err}");
+    assert!(err.contains(&format!("process {}", first.child.id())), "{err}");
+    first.terminate();
+    // Once the first is gone, the folder is free again.
+    let mut cmd = serve_command();
+    cmd.arg("--data-dir").arg(&data);
+    Server::start(cmd).terminate();
+}
