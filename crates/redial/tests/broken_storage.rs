@@ -240,7 +240,10 @@ fn a_second_server_on_the_same_data_folder_is_refused_naming_the_first() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refusing to start"), "{err}");
     assert!(err.contains("in use by another redial"), "{err}");
-    assert!(err.contains(&format!("process {}", first.child.id())), "{err}");
+    assert!(
+        err.contains(&format!("process {}", first.child.id())),
+        "{err}"
+    );
     first.terminate();
     // Once the first is gone, the folder is free again.
     let mut cmd = serve_command();
