@@ -153,8 +153,10 @@ impl Shapes {
             },
             Shape::Outage { .. } => status(200),
             Shape::Slow { delay } => Answer::Slow(delay),
-            Shape::FlakyLate { .. } if job % 5 == 0 && first => status(500),
-            Shape::FlakyLate { late } if job % 5 != 0 && (job / 5) % 10 == 0 => Answer::Late(late),
+            Shape::FlakyLate { .. } if job.is_multiple_of(5) && first => status(500),
+            Shape::FlakyLate { late } if !job.is_multiple_of(5) && (job / 5).is_multiple_of(10) => {
+                Answer::Late(late)
+            }
             Shape::FlakyLate { .. } => status(200),
         };
         *r.answers.entry(answer.label()).or_default() += 1;

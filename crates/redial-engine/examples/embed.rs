@@ -32,7 +32,7 @@ impl Handler for Mailer {
             HandlerOutcome::Permanent {
                 reason: format!("{to:?} is not an email address"),
             }
-        } else if job.runs == 0 && call % 2 == 0 {
+        } else if job.runs == 0 && call.is_multiple_of(2) {
             HandlerOutcome::Transient {
                 reason: "provider timed out".into(),
             }
