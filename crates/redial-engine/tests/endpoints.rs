@@ -751,6 +751,10 @@ async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_i
     assert_eq!(view.breaker, "closed");
     let last = view.breaker_history.last().expect("an event");
     assert!(last.reason.starts_with("reset by hand"), "{last:?}");
+    // Ten seconds on, every held retry is due (backoff caps at 400 ms), and the breaker would
+    // still be open for fifty seconds had it not been reset.
+    let now = s.clock.now();
+    s.clock.set(now.saturating_add(Duration::from_secs(10)));
     s.settle().await;
     assert!(
         rx.received("/down").len() > before,
