@@ -142,7 +142,10 @@ impl TransportError {
             TransportError::RedirectNotFollowed => "redirect not followed",
             TransportError::ResponseTooLarge => "response too large",
             TransportError::InvalidRequest => "invalid request",
-            TransportError::DestinationRefused => "destination refused by network policy",
+            TransportError::DestinationRefused => {
+                "destination refused by network policy (a loopback, private or other non-public \
+                 address: --allow-private-networks or network.allow_private_networks allows it)"
+            }
         }
     }
 }

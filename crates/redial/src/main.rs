@@ -66,6 +66,9 @@ impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A server asked to log JSON says its last word in JSON too.
+    let json_logs =
+        matches!(&cli.command, Command::Serve(a) if a.log_format == serve::LogFormat::Json);
     let result = match cli.command {
         Command::Explain(args) => explain::run(args),
         other => run_async(other),
@@ -73,7 +76,22 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            if json_logs {
+                let line = serde_json::json!({
+                    "timestamp": redial_policy::Timestamp::from_unix_millis(
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                    )
+                    .to_string(),
+                    "level": "ERROR",
+                    "message": format!("{e:#}"),
+                    "target": "redial",
+                });
+                eprintln!("{line}");
+            } else {
+                eprintln!("error: {e:#}");
+            }
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {

@@ -92,8 +92,11 @@ pub async fn run(args: Args) -> Result<()> {
     // as the address shows must be a graceful one.
     let signals = Signals::install().context("listening for signals")?;
     let running = engine.start().await.context("loading endpoint state")?;
-    tracing::info!(address = %bound, database = %db, "redial serving");
-    eprintln!("redial listening on http://{bound} (database {db})");
+    announce(
+        args.log_format,
+        &format!("redial listening on http://{bound} (database {db})"),
+        || tracing::info!(address = %format!("http://{bound}"), database = %db, "redial listening"),
+    );
 
     let shutdown = redial_engine::Shutdown::new();
     let signal = shutdown.clone();
@@ -105,18 +108,36 @@ pub async fn run(args: Args) -> Result<()> {
     redial_server::serve(listener, state, async move { stop.wait().await })
         .await
         .context("serving the API")?;
-    eprintln!("redial stopping: finishing in-flight attempts");
-    let report = running.shutdown(settings.shutdown_grace).await;
-    tracing::info!(
-        finished = report.finished,
-        released = report.released,
-        "redial stopped"
+    announce(
+        args.log_format,
+        "redial stopping: finishing in-flight attempts",
+        || tracing::info!("redial stopping: finishing in-flight attempts"),
     );
-    eprintln!(
-        "redial stopped ({} in-flight attempts finished, {} given back)",
-        report.finished, report.released
+    let report = running.shutdown(settings.shutdown_grace).await;
+    announce(
+        args.log_format,
+        &format!(
+            "redial stopped ({} in-flight attempts finished, {} given back)",
+            report.finished, report.released
+        ),
+        || {
+            tracing::info!(
+                finished = report.finished,
+                released = report.released,
+                "redial stopped"
+            )
+        },
     );
     Ok(())
+}
+
+/// Says one thing once: for people a plain line on standard error (whatever `REDIAL_LOG` filters
+/// out), in JSON mode only the log event, so the stream stays one JSON object per line.
+fn announce(format: LogFormat, plain: &str, event: impl FnOnce()) {
+    match format {
+        LogFormat::Pretty => eprintln!("{plain}"),
+        LogFormat::Json => event(),
+    }
 }
 
 /// SIGINT and SIGTERM (Ctrl-C elsewhere), registered when made.

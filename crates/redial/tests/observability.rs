@@ -297,6 +297,18 @@ within = "3s"
 
     // Logs: one JSON event per decision, with the span's fields, and no secret anywhere.
     let logs = s.logs();
+    // JSON was asked for: every line is one JSON object, each event once (issue 16).
+    for line in &logs {
+        assert!(
+            serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object()),
+            "a line that is not a JSON object: {line}"
+        );
+    }
+    let listening = logs
+        .iter()
+        .filter(|l| l.contains("redial listening"))
+        .count();
+    assert_eq!(listening, 1, "{logs:?}");
     let decided: Vec<Value> = logs
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -97,6 +97,16 @@ impl Server {
             if let Some(rest) = line.strip_prefix("redial listening on ") {
                 break rest.split_whitespace().next().expect("a URL").to_owned();
             }
+            // With --log-format json, the same as an event (and the line stays in the logs).
+            if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
+                if event["message"] == "redial listening" {
+                    if let Some(url) = event["address"].as_str() {
+                        let url = url.to_owned();
+                        before.push(line);
+                        break url;
+                    }
+                }
+            }
             before.push(line);
         };
         // Keep draining so the child never blocks on a full pipe.
