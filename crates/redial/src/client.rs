@@ -34,9 +34,7 @@ struct Client {
 
 impl Client {
     fn new(conn: &Conn) -> Result<Client> {
-        let base = conn.server.trim_end_matches('/').to_owned();
-        url::Url::parse(&base)
-            .map_err(|e| UsageError(format!("--server {base:?} is not a URL: {e}")))?;
+        let base = server_base(&conn.server)?;
         Ok(Client {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
@@ -65,7 +63,7 @@ impl Client {
         }
         let resp = req.send().await.with_context(|| {
             format!(
-                "cannot reach the server at {}: is `redial serve` running?",
+                "cannot reach the server at {}: is `redial serve` running there? (--server or REDIAL_SERVER says where)",
                 self.base
             )
         })?;
@@ -79,10 +77,66 @@ impl Client {
         let message = value["error"]["message"]
             .as_str()
             .map_or_else(|| value.to_string(), str::to_owned);
-        Err(anyhow!(
-            "server answered {} {code}: {message}",
-            status.as_u16()
+        // What the API says to programs ("send a header") is not what a person at the CLI does.
+        let message = match (status.as_u16(), &self.token) {
+            (401, None) => {
+                "the server needs a token: set REDIAL_TOKEN to the server's token (or pass --token)"
+                    .to_owned()
+            }
+            (401, Some(_)) => {
+                "the server refused the token in REDIAL_TOKEN (or --token): it is not the server's token"
+                    .to_owned()
+            }
+            _ => message,
+        };
+        Err(anyhow!(ApiFailure {
+            status: status.as_u16(),
+            code: code.to_owned(),
+            message,
+        }))
+    }
+}
+
+/// An error answer of the API, as the CLI says it.
+#[derive(Debug)]
+struct ApiFailure {
+    status: u16,
+    code: String,
+    message: String,
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "server answered {} {}: {}",
+            self.status, self.code, self.message
+        )
+    }
+}
+
+impl std::error::Error for ApiFailure {}
+
+/// The server's base URL from `--server` or `REDIAL_SERVER`: `localhost:8080` (no scheme) means
+/// `http://localhost:8080`.
+fn server_base(given: &str) -> Result<String> {
+    let given = given.trim().trim_end_matches('/');
+    let base = if given.contains("://") {
+        given.to_owned()
+    } else {
+        format!("http://{given}")
+    };
+    match url::Url::parse(&base) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(base),
+        Ok(u) => Err(UsageError(format!(
+            "--server (or REDIAL_SERVER) {given:?} is not an http:// or https:// address of a server (scheme {:?})",
+            u.scheme()
         ))
+        .into()),
+        Err(e) => Err(UsageError(format!(
+            "--server (or REDIAL_SERVER) {given:?} is not an address such as http://127.0.0.1:8080: {e}"
+        ))
+        .into()),
     }
 }
 
@@ -203,28 +257,45 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
         std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
     };
-    let jobs = parse_jobs(&text)?;
+    let (jobs, unit) = parse_jobs(&text)?;
     if jobs.is_empty() {
         return Err(UsageError("no jobs in the input".into()).into());
     }
+    let source = if path.as_os_str() == "-" {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    };
     let show_progress = std::io::stderr().is_terminal() && jobs.len() > batch_size;
     let (mut inserted, mut deduplicated) = (0u64, 0u64);
     for (n, chunk) in jobs.chunks(batch_size).enumerate() {
+        let values: Vec<&Value> = chunk.iter().map(|(_, v)| v).collect();
         let out = client
             .call(
                 reqwest::Method::POST,
                 "/v1/jobs/batch",
-                Some(&json!({ "jobs": chunk })),
+                Some(&json!({ "jobs": values })),
             )
             .await
-            .with_context(|| {
-                format!(
-                    "batch {} (jobs {} to {}) was not stored; the {} jobs before it were",
-                    n + 1,
-                    n * batch_size + 1,
-                    n * batch_size + chunk.len(),
-                    n * batch_size
-                )
+            .map_err(|e| {
+                let (first, last) = (chunk[0].0, chunk[chunk.len() - 1].0);
+                let stored = n * batch_size;
+                let before = if stored == 0 {
+                    String::new()
+                } else {
+                    format!("; the {stored} jobs before them were")
+                };
+                // The API names a job by its index in the batch: say which line it came from.
+                match e.downcast_ref::<ApiFailure>().and_then(|f| batch_index(&f.message)) {
+                    Some((i, rest)) if i < chunk.len() => anyhow!(
+                        "{source}, {unit} {}: {rest} (server answered {}); nothing from {unit}s {first} to {last} was stored{before}",
+                        chunk[i].0,
+                        e.downcast_ref::<ApiFailure>().map_or(0, |f| f.status),
+                    ),
+                    _ => e.context(format!(
+                        "{source}: nothing from {unit}s {first} to {last} was stored{before}"
+                    )),
+                }
             })?;
         inserted += out["inserted"].as_u64().unwrap_or(0);
         deduplicated += out["deduplicated"].as_u64().unwrap_or(0);
@@ -243,15 +314,25 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
     print_json(&json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }))
 }
 
-/// One JSON object, a JSON array of objects, or NDJSON (one object per line; blank lines skipped).
-fn parse_jobs(text: &str) -> Result<Vec<Value>> {
+/// One JSON object, a JSON array of objects, or NDJSON (one object per line; blank lines
+/// skipped). Each job comes with where it was: its line (NDJSON, one object) or its place in the
+/// array, and the word for that place.
+fn parse_jobs(text: &str) -> Result<(Vec<(usize, Value)>, &'static str)> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
-        return serde_json::from_str(trimmed)
-            .map_err(|e| UsageError(format!("the input is not a JSON array of jobs: {e}")).into());
+        let jobs: Vec<Value> = serde_json::from_str(trimmed)
+            .map_err(|e| UsageError(format!("the input is not a JSON array of jobs: {e}")))?;
+        return Ok((
+            jobs.into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
+            "job",
+        ));
     }
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
-        return Ok(vec![v]);
+        let line = text.len() - trimmed.len();
+        return Ok((vec![(text[..line].lines().count() + 1, v)], "line"));
     }
     let mut jobs = Vec::new();
     for (i, line) in text.as_bytes().lines().enumerate() {
@@ -261,9 +342,20 @@ fn parse_jobs(text: &str) -> Result<Vec<Value>> {
         }
         let v: Value = serde_json::from_str(&line)
             .map_err(|e| UsageError(format!("line {}: not a JSON job: {e}", i + 1)))?;
-        jobs.push(v);
+        jobs.push((i + 1, v));
     }
-    Ok(jobs)
+    Ok((jobs, "line"))
+}
+
+/// `jobs[3]: request.url is ...` -> (3, `request.url is ...`).
+fn batch_index(message: &str) -> Option<(usize, &str)> {
+    let rest = message.strip_prefix("jobs[")?;
+    let (i, rest) = rest.split_once(']')?;
+    let rest = rest.trim_start_matches(':').trim_start();
+    let rest = rest
+        .strip_suffix("; nothing in the batch was stored")
+        .unwrap_or(rest);
+    Some((i.parse().ok()?, rest))
 }
 
 #[derive(Debug, clap::Subcommand)]

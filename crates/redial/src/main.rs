@@ -64,8 +64,46 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The flags every command that talks to a server takes, which people also write before the
+/// command (`redial --server URL stats`).
+const CONNECTION_FLAGS: [&str; 2] = ["--server", "--token"];
+
+/// Moves the connection flags written before the command to its end, where the command's own
+/// arguments take them (before a `--`, if there is one).
+fn lift_connection_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut head = Vec::new();
+    let mut lifted = Vec::new();
+    let mut rest = args.into_iter();
+    if let Some(program) = rest.next() {
+        head.push(program);
+    }
+    let mut rest = rest.peekable();
+    while let Some(arg) = rest.peek() {
+        let text = arg.to_string_lossy();
+        let Some(flag) = CONNECTION_FLAGS
+            .iter()
+            .find(|f| text == **f || text.starts_with(&format!("{f}=")))
+        else {
+            break;
+        };
+        let whole = text.len() > flag.len();
+        lifted.extend(rest.next());
+        if !whole {
+            lifted.extend(rest.next());
+        }
+    }
+    let mut out = head;
+    let mut tail: Vec<_> = rest.collect();
+    let split = tail.iter().position(|a| a == "--").unwrap_or(tail.len());
+    let after: Vec<_> = tail.drain(split..).collect();
+    out.extend(tail);
+    out.extend(lifted);
+    out.extend(after);
+    out
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(lift_connection_flags(std::env::args_os().collect()));
     // A server asked to log JSON says its last word in JSON too.
     let json_logs =
         matches!(&cli.command, Command::Serve(a) if a.log_format == serve::LogFormat::Json);
@@ -141,4 +179,53 @@ fn init_logging(format: serve::LogFormat) {
             .with_ansi(std::io::stderr().is_terminal())
             .try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lifted(args: &[&str]) -> Vec<String> {
+        lift_connection_flags(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn connection_flags_before_the_command_go_after_it() {
+        assert_eq!(
+            lifted(&["redial", "--server", "http://x:1", "stats"]),
+            ["redial", "stats", "--server", "http://x:1"]
+        );
+        assert_eq!(
+            lifted(&[
+                "redial",
+                "--server=http://x:1",
+                "--token",
+                "t",
+                "jobs",
+                "show",
+                "a"
+            ]),
+            [
+                "redial",
+                "jobs",
+                "show",
+                "a",
+                "--server=http://x:1",
+                "--token",
+                "t"
+            ]
+        );
+        assert_eq!(
+            lifted(&["redial", "--token", "t", "explain", "--", "503"]),
+            ["redial", "explain", "--token", "t", "--", "503"]
+        );
+        // After the command, nothing moves.
+        assert_eq!(
+            lifted(&["redial", "stats", "--server", "http://x:1"]),
+            ["redial", "stats", "--server", "http://x:1"]
+        );
+    }
 }

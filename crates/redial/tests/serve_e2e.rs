@@ -550,3 +550,70 @@ async fn hand_pauses_from_the_cli_hold_through_a_restart_until_resumed() {
     assert_eq!(rx.count("/x"), 1);
     s.terminate();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_messages_point_the_right_way() {
+    let (dir, data) = temp();
+    let s = start(&data, &[], &[("REDIAL_TOKEN", "sesame")]);
+    let bare = s.url.trim_start_matches("http://").to_owned();
+    // An address without a scheme is taken as http://, and flags may come before the command.
+    let out = cli(&bare, &["stats", "--json"], Some("sesame"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = Command::new(BIN)
+        .args(["--server", &s.url, "--token", "sesame", "stats", "--json"])
+        .env_remove("REDIAL_SERVER")
+        .env_remove("REDIAL_TOKEN")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A 401 says what to set.
+    let out = cli(&s.url, &["stats"], None);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("set REDIAL_TOKEN"), "{}", out.stderr);
+    let out = cli(&s.url, &["stats"], Some("wrong"));
+    assert!(out.stderr.contains("refused the token"), "{}", out.stderr);
+    // A job the API refuses is named by its line in the file.
+    let file = dir.path().join("jobs.ndjson");
+    std::fs::write(
+        &file,
+        "{\"request\": {\"method\": \"GET\", \"url\": \"https://a.example/\"}}\n\n{\"request\": {\"method\": \"GET\", \"url\": \"not a url\"}}\n",
+    )
+    .expect("write");
+    let out = cli(
+        &s.url,
+        &["enqueue", "--file", file.to_str().expect("utf-8")],
+        Some("sesame"),
+    );
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("jobs.ndjson, line 3: "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("jobs[1]"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nothing from lines 1 to 3 was stored"),
+        "{}",
+        out.stderr
+    );
+    s.terminate();
+    // Nobody there: where to look.
+    let out = cli(&bare, &["stats"], None);
+    assert!(
+        out.stderr.contains("is `redial serve` running there?"),
+        "{}",
+        out.stderr
+    );
+    // Not an address at all.
+    let out = cli("ftp://x", &["stats"], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an http:// or https://"),
+        "{}",
+        out.stderr
+    );
+}
