@@ -326,9 +326,10 @@ impl FileConfig {
                 e.to_string().trim_end()
             ))
         })?;
-        let resolved = config
-            .resolve()
-            .map_err(|e| UsageError(format!("invalid config file {}: {e}", path.display())))?;
+        let resolved = config.resolve().map_err(|e| {
+            let at = locate(&text, &e).map_or_else(String::new, |line| format!(", line {line}"));
+            UsageError(format!("invalid config file {}{at}: {e}", path.display()))
+        })?;
         Ok((config, resolved))
     }
 
@@ -454,6 +455,77 @@ pub struct Resolved {
     pub alerts: redial_engine::alerts::AlertConfig,
 }
 
+/// The line of the file a value error is about, from the dotted path it begins with
+/// (`server.max_batch must be...`, `queues.mail.policy.max_attempts: ...`,
+/// `endpoints."https://api.example.com".rate: ...`): the key's line within the longest table
+/// header the path begins with, else that header's line. Tables written inline or as dotted keys
+/// of a parent table are found by their key too.
+fn locate(text: &str, error: &str) -> Option<usize> {
+    let mut path = segments(error);
+    if path.is_empty() {
+        return None;
+    }
+    // Errors of a table's fields end with the field: "... in `rate`".
+    if let Some(field) = error
+        .trim_end()
+        .rsplit_once("in `")
+        .and_then(|(_, r)| r.strip_suffix('`'))
+    {
+        path.extend(field.split('.').map(str::to_owned));
+    }
+    // Each line: the header it is under, and the key it sets (if it sets one).
+    let mut header: Vec<String> = Vec::new();
+    let mut best: Option<(usize, usize)> = None; // (matched segments, line)
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(h) = line
+            .strip_prefix("[[")
+            .and_then(|l| l.strip_suffix("]]"))
+            .or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()))
+        {
+            header = segments(h);
+            if path.starts_with(&header) && best.is_none_or(|(n, _)| header.len() > n) {
+                best = Some((header.len(), i + 1));
+            }
+            continue;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            continue;
+        };
+        if line.starts_with('#') {
+            continue;
+        }
+        let mut full = header.clone();
+        full.extend(segments(key));
+        let n = full.len();
+        if path.starts_with(&full) && best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, i + 1));
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
+/// The dotted path at the start of `s`, split into keys (quotes removed): up to the first
+/// space or colon outside quotes.
+fn segments(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in s.trim().chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => out.push(std::mem::take(&mut cur).trim().to_owned()),
+            ' ' | ':' | '=' | '[' if !quoted => break,
+            c => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_owned());
+    }
+    out.retain(|k| !k.is_empty());
+    out
+}
+
 /// Lays `over` onto `base`, table by table.
 fn merge(base: &mut toml::Table, over: toml::Table) {
     for (k, v) in over {
@@ -502,6 +574,46 @@ mod tests {
         assert_eq!(queues["emails"].policy.max_attempts, 5);
         assert_eq!(queues["default"].policy.max_attempts, 10);
         assert_eq!(config.retention.dead, Duration::from_secs(30 * 86_400));
+    }
+
+    /// Value errors name the line, as syntax errors do.
+    #[test]
+    fn value_errors_name_their_line() {
+        let dir = tempfile::tempdir().expect("dir");
+        let cases = [
+            (
+                "# the API\n[server]\nlisten = \"127.0.0.1:8080\"\nmax_batch = 0\n",
+                4,
+                "server.max_batch",
+            ),
+            (
+                "[queues.mail]\nconcurrency = 0\n",
+                2,
+                "queues.mail.concurrency",
+            ),
+            (
+                "[queues.mail]\nconcurrency = 4\n\n[queues.mail.policy]\nmax_attempts = 0\n",
+                5,
+                "queues.mail.policy",
+            ),
+            (
+                "[endpoints.\"https://api.example.com\"]\nburst = 1\nrate = \"fast\"\n",
+                3,
+                "endpoints",
+            ),
+            (
+                "[engine]\nheartbeat = \"1m\"\nlease = \"30s\"\n",
+                2,
+                "engine.heartbeat",
+            ),
+        ];
+        for (text, line, what) in cases {
+            let path = dir.path().join("redial.toml");
+            std::fs::write(&path, text).expect("write");
+            let e = FileConfig::load(&path).expect_err(text).to_string();
+            assert!(e.contains(&format!(", line {line}: ")), "{text:?}: {e}");
+            assert!(e.contains(what), "{text:?}: {e}");
+        }
     }
 
     /// The README's endpoint defaults must be the defaults.
