@@ -163,6 +163,7 @@ pub struct EnqueueArgs {
     /// The URL to call.
     #[arg(long, required_unless_present = "file")]
     url: Option<String>,
+    /// The HTTP method.
     #[arg(long, short = 'X', default_value = "POST")]
     method: String,
     /// A request header, 'Name: value'; repeat for more.
@@ -177,8 +178,11 @@ pub struct EnqueueArgs {
     /// The job's id (for deduplication); generated when absent.
     #[arg(long)]
     id: Option<String>,
+    /// The queue (configured on the server); `default` when absent.
     #[arg(long)]
     queue: Option<String>,
+    /// Sent unchanged with every attempt (Idempotency-Key); derived from the queue and the id
+    /// when absent.
     #[arg(long)]
     idempotency_key: Option<String>,
     /// Run no earlier than this (RFC 3339).
@@ -187,6 +191,7 @@ pub struct EnqueueArgs {
     /// Give up after this instant (RFC 3339).
     #[arg(long, value_parser = cli_args::instant)]
     deadline: Option<Timestamp>,
+    /// Higher runs first within its queue (default 0).
     #[arg(long)]
     priority: Option<i32>,
     /// A tag; repeat for more.
@@ -376,6 +381,7 @@ pub enum JobsCommand {
 pub struct IdArgs {
     #[command(flatten)]
     conn: Conn,
+    /// The job's id.
     id: String,
 }
 
@@ -383,15 +389,17 @@ pub struct IdArgs {
 pub struct ListArgs {
     #[command(flatten)]
     conn: Conn,
+    /// Only jobs of this queue.
     #[arg(long)]
     queue: Option<String>,
     /// scheduled, ready, running, deferred, completed, dead or cancelled.
     #[arg(long)]
     state: Option<String>,
     /// A dead-letter category: permanent, transient_exhausted, unknown_exhausted,
-    /// deferral_exhausted, deadline_exceeded.
+    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
     #[arg(long)]
     category: Option<String>,
+    /// Only jobs of this endpoint (a URL origin such as https://api.example.com).
     #[arg(long)]
     endpoint: Option<String>,
     /// Jobs to show at most.
@@ -505,10 +513,14 @@ pub enum DeadLettersCommand {
 pub struct FilterArgs {
     #[command(flatten)]
     conn: Conn,
+    /// Only dead jobs of this queue.
     #[arg(long)]
     queue: Option<String>,
+    /// Only this dead-letter category: permanent, transient_exhausted, unknown_exhausted,
+    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
     #[arg(long)]
     category: Option<String>,
+    /// Only dead jobs of this endpoint (a URL origin such as https://api.example.com).
     #[arg(long)]
     endpoint: Option<String>,
     /// Created at or after (RFC 3339).

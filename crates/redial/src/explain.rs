@@ -158,7 +158,7 @@ pub fn run(args: Args) -> Result<()> {
     let d = decide(&outcome, &job, &policy, now, &mut SplitMix64::new(seed));
     let after = job.after(&d);
     let basis = match d.classification.basis {
-        Basis::Default => "default".to_owned(),
+        Basis::Default => "built-in table".to_owned(),
         Basis::Rule(i) => format!("policy rule {}", i + 1),
         Basis::Hint(h, v) => format!("{h}: {v}"),
         Basis::Handler => "handler".to_owned(),
@@ -208,7 +208,8 @@ struct Explanation<'a> {
     next_run_at: Option<String>,
     reason: &'a str,
     outcome_category: &'static str,
-    /// Who classified the outcome: `default`, `policy rule N`, a provider hint, or `handler`.
+    /// Who classified the outcome: `built-in table`, `policy rule N`, a provider hint (`header:
+    /// value`), or `handler`.
     basis: String,
     server_wait: Option<WaitOut>,
     /// For an unknown outcome retried after a backoff: which one, and why.
