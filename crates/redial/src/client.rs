@@ -1,6 +1,7 @@
 //! The subcommands that talk to a running server: enqueue, jobs, dead-letters, stats.
 
 use crate::cli_args;
+use crate::human::{self, OutputArgs};
 use crate::UsageError;
 use anyhow::{anyhow, Context, Result};
 use redial_policy::Timestamp;
@@ -203,12 +204,14 @@ pub struct EnqueueArgs {
     /// Jobs per batch request when reading a file.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     batch_size: u32,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     let client = Client::new(&args.conn)?;
     if let Some(path) = &args.file {
-        return enqueue_file(&client, path, args.batch_size as usize).await;
+        return enqueue_file(&client, path, args.batch_size as usize, &args.out).await;
     }
     let mut request = Map::new();
     request.insert("method".into(), json!(args.method));
@@ -247,11 +250,31 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     let out = client
         .call(reqwest::Method::POST, "/v1/jobs", Some(&Value::Object(job)))
         .await?;
-    print_json(&out)
+    if args.out.json() {
+        return print_json(&out);
+    }
+    let what = if out["deduplicated"] == true {
+        "was already there with the same request"
+    } else {
+        "enqueued"
+    };
+    println!(
+        "job {} {what}: {}, queue {}, runs at {}",
+        human::s(&out, "id"),
+        human::s(&out, "state"),
+        human::s(&out, "queue"),
+        human::s(&out, "run_at")
+    );
+    Ok(())
 }
 
 /// Reads jobs from JSON or NDJSON and sends them in batches, with progress on a terminal.
-async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Result<()> {
+async fn enqueue_file(
+    client: &Client,
+    path: &PathBuf,
+    batch_size: usize,
+    output: &OutputArgs,
+) -> Result<()> {
     let text = if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -316,7 +339,16 @@ async fn enqueue_file(client: &Client, path: &PathBuf, batch_size: usize) -> Res
     if show_progress {
         eprintln!();
     }
-    print_json(&json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }))
+    if output.json() {
+        return print_json(
+            &json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }),
+        );
+    }
+    println!(
+        "{} jobs from {source}: {inserted} enqueued, {deduplicated} already there",
+        jobs.len()
+    );
+    Ok(())
 }
 
 /// One JSON object, a JSON array of objects, or NDJSON (one object per line; blank lines
@@ -383,6 +415,8 @@ pub struct IdArgs {
     conn: Conn,
     /// The job's id.
     id: String,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -405,9 +439,8 @@ pub struct ListArgs {
     /// Jobs to show at most.
     #[arg(long, default_value_t = 50)]
     limit: u32,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn path_id(id: &str) -> String {
@@ -425,7 +458,11 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
                     None,
                 )
                 .await?;
-            print_json(&out)
+            if a.out.json() {
+                return print_json(&out);
+            }
+            print!("{}", human::job(&out));
+            Ok(())
         }
         JobsCommand::Replay(a) => action(&a, "replay").await,
         JobsCommand::Dismiss(a) => action(&a, "dismiss").await,
@@ -441,7 +478,24 @@ async fn action(a: &IdArgs, verb: &str) -> Result<()> {
             None,
         )
         .await?;
-    print_json(&out)
+    if a.out.json() {
+        return print_json(&out);
+    }
+    match verb {
+        "dismiss" => println!("job {} dismissed (deleted with its attempts)", a.id),
+        "replay" => println!(
+            "job {} replayed: {}, runs again from {} with the same idempotency key",
+            a.id,
+            human::s(&out, "state"),
+            human::s(&out, "run_at")
+        ),
+        _ if out["cancel_requested"] == true && out["state"] == "running" => println!(
+            "job {}: cancel requested; it ends cancelled when its running attempt returns (unless that attempt completes it)",
+            a.id
+        ),
+        _ => println!("job {} {}", a.id, human::s(&out, "state")),
+    }
+    Ok(())
 }
 
 async fn list(a: ListArgs) -> Result<()> {
@@ -478,26 +532,14 @@ async fn list(a: ListArgs) -> Result<()> {
             None => break,
         }
     }
-    if a.json {
+    if a.out.json() {
         return print_json(&Value::Array(jobs));
     }
-    println!(
-        "{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  REASON",
-        "ID", "QUEUE", "STATE", "CATEGORY", "ATT", "DEF"
-    );
-    for j in &jobs {
-        let s = |k: &str| j[k].as_str().unwrap_or("-").to_owned();
-        println!(
-            "{:<38} {:<10} {:<10} {:<20} {:>4} {:>4}  {}",
-            s("id"),
-            s("queue"),
-            s("state"),
-            s("category"),
-            j["attempts"].to_string(),
-            j["deferrals"].to_string(),
-            s("last_reason")
-        );
+    if jobs.is_empty() {
+        println!("no job matches");
+        return Ok(());
     }
+    println!("{}", human::jobs(&jobs));
     Ok(())
 }
 
@@ -532,6 +574,8 @@ pub struct FilterArgs {
     /// Act on every dead letter (needed when no filter is given).
     #[arg(long)]
     all: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
@@ -570,23 +614,31 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
             Some(&Value::Object(filter)),
         )
         .await?;
-    print_json(&out)
+    if a.out.json() {
+        return print_json(&out);
+    }
+    let done = if verb == "replay" {
+        "replayed (back to ready, same idempotency keys)"
+    } else {
+        "dismissed"
+    };
+    println!("{} dead jobs {done}", human::s(&out, "affected"));
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
     #[command(flatten)]
     conn: Conn,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub async fn stats(a: StatsArgs) -> Result<()> {
     let out = Client::new(&a.conn)?
         .call(reqwest::Method::GET, "/v1/stats", None)
         .await?;
-    if a.json {
+    if a.out.json() {
         return print_json(&out);
     }
     println!(
@@ -622,9 +674,8 @@ pub struct EndpointsArgs {
     command: Option<EndpointsCommand>,
     #[command(flatten)]
     conn: Conn,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -658,9 +709,8 @@ pub struct PauseArgs {
     /// End the pause at this instant (RFC 3339).
     #[arg(long, value_parser = cli_args::instant, group = "end")]
     until: Option<Timestamp>,
-    /// Print the server's JSON answer.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 /// An endpoint or a queue to act on.
@@ -670,9 +720,8 @@ pub struct TargetArgs {
     conn: Conn,
     /// The endpoint's name (a URL origin such as https://api.example.com) or the queue's.
     name: String,
-    /// Print the server's JSON answer.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 impl PauseArgs {
@@ -728,6 +777,8 @@ pub struct EndpointShowArgs {
     conn: Conn,
     /// The endpoint's name: a URL origin such as https://api.example.com.
     name: String,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
@@ -740,7 +791,11 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
                     None,
                 )
                 .await?;
-            return print_json(&out);
+            if s.out.json() {
+                return print_json(&out);
+            }
+            print!("{}", human::endpoint(&out));
+            return Ok(());
         }
         Some(EndpointsCommand::Pause(p)) => {
             let out = Client::new(&p.conn)?
@@ -750,11 +805,11 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
                     Some(&p.body()),
                 )
                 .await?;
-            return print_paused("endpoint", &p.name, &out, p.json);
+            return print_paused("endpoint", &p.name, &out, p.out.json());
         }
         Some(EndpointsCommand::Resume(t)) => {
             let out = endpoint_action("resume", &t).await?;
-            if !t.json {
+            if !t.out.json() {
                 let holding = out["holding"].as_str().unwrap_or("nothing");
                 println!(
                     "endpoint {} resumed; holding its jobs now: {holding}",
@@ -766,7 +821,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
         }
         Some(EndpointsCommand::ResetBreaker(t)) => {
             let out = endpoint_action("reset-breaker", &t).await?;
-            if !t.json {
+            if !t.out.json() {
                 println!(
                     "endpoint {} breaker {}",
                     t.name,
@@ -781,7 +836,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
     let out = Client::new(&a.conn)?
         .call(reqwest::Method::GET, "/v1/endpoints", None)
         .await?;
-    if a.json {
+    if a.out.json() {
         return print_json(&out);
     }
     println!(
@@ -809,9 +864,8 @@ pub struct QueuesArgs {
     command: Option<QueuesCommand>,
     #[command(flatten)]
     conn: Conn,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -832,7 +886,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                     Some(&p.body()),
                 )
                 .await?;
-            print_paused("queue", &p.name, &out, p.json)
+            print_paused("queue", &p.name, &out, p.out.json())
         }
         Some(QueuesCommand::Resume(t)) => {
             let out = Client::new(&t.conn)?
@@ -842,13 +896,13 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                     None,
                 )
                 .await?;
-            print_paused("queue", &t.name, &out, t.json)
+            print_paused("queue", &t.name, &out, t.out.json())
         }
         None => {
             let out = Client::new(&a.conn)?
                 .call(reqwest::Method::GET, "/v1/queues", None)
                 .await?;
-            if a.json {
+            if a.out.json() {
                 return print_json(&out);
             }
             println!("{:<20} {:>11}  PAUSED BY HAND", "QUEUE", "CONCURRENCY");

@@ -14,6 +14,7 @@ mod cli_args;
 mod client;
 mod config;
 mod explain;
+mod human;
 mod serve;
 mod settings;
 

@@ -23,10 +23,21 @@ fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
 struct Out {
     code: i32,
     json: Value,
+    stdout: String,
     stderr: String,
 }
 
+/// Runs a CLI command with `--json` and parses what it printed.
 fn cli(server: &str, args: &[&str], token: Option<&str>) -> Out {
+    let mut with_json = args.to_vec();
+    if !with_json.contains(&"--json") {
+        with_json.push("--json");
+    }
+    cli_text(server, &with_json, token)
+}
+
+/// Runs a CLI command as a person would (text output); `json` is set only if it printed JSON.
+fn cli_text(server: &str, args: &[&str], token: Option<&str>) -> Out {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env("REDIAL_SERVER", server)
@@ -38,6 +49,7 @@ fn cli(server: &str, args: &[&str], token: Option<&str>) -> Out {
     Out {
         code: out.status.code().unwrap_or(-1),
         json: serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
@@ -616,4 +628,112 @@ async fn cli_messages_point_the_right_way() {
         "{}",
         out.stderr
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_speaks_to_people_by_default_and_json_on_request() {
+    let rx = Receiver::start().await;
+    rx.script(
+        "/nope",
+        vec![Reply::status(404).body(&format!("<html>{}</html>", "page ".repeat(2000)))],
+    );
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    let out = cli_text(
+        &s.url,
+        &["enqueue", "--id", "hello", "--url", &rx.url("/ok")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("job hello enqueued: "),
+        "{}",
+        out.stdout
+    );
+    let out = cli_text(
+        &s.url,
+        &["enqueue", "--id", "missing", "--url", &rx.url("/nope")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&s.url, "missing", "dead", |j| j["state"] == "dead");
+    wait_for(&s.url, "hello", "completed", |j| j["state"] == "completed");
+
+    // jobs list: columns that mean what their header says.
+    let out = cli_text(&s.url, &["jobs", "list"], None);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("ID ") && lines[0].contains("REQUESTS") && lines[0].contains("FAILED"),
+        "{}",
+        out.stdout
+    );
+    let missing = lines
+        .iter()
+        .find(|l| l.starts_with("missing"))
+        .expect("a row");
+    let cells: Vec<&str> = missing.split_whitespace().collect();
+    // id, queue, state (category), requests 1, failed 0, deferred 0
+    assert_eq!(
+        &cells[..6],
+        ["missing", "default", "dead", "(permanent)", "1", "0"],
+        "{missing}"
+    );
+
+    // jobs show: a summary and a timeline, the receiver's page cut to a line.
+    let out = cli_text(&s.url, &["jobs", "show", "missing"], None);
+    assert!(
+        out.stdout.starts_with("job missing  dead (permanent)\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("#  STARTED"), "{}", out.stdout);
+    assert!(out.stdout.contains("404"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("last response body: <html>page page"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.len() < 3000, "{} bytes", out.stdout.len());
+    // The same as JSON, both spellings.
+    let a = cli_text(&s.url, &["jobs", "show", "missing", "--json"], None);
+    let b = cli_text(&s.url, &["jobs", "show", "missing", "-o", "json"], None);
+    assert_eq!(a.json["id"], "missing");
+    assert_eq!(a.json, b.json);
+
+    for (args, starts) in [
+        (vec!["stats"], "QUEUE"),
+        (vec!["endpoints"], "ENDPOINT"),
+        (vec!["queues"], "QUEUE"),
+    ] {
+        let out = cli_text(&s.url, &args, None);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(out.stdout.starts_with(starts), "{args:?}: {}", out.stdout);
+        let json = cli(&s.url, &args, None);
+        assert!(json.json.is_object(), "{args:?} --json: {}", json.stderr);
+    }
+    let origin = rx.url("").trim_end_matches('/').to_owned();
+    let out = cli_text(&s.url, &["endpoints", "show", &origin], None);
+    assert!(
+        out.stdout.starts_with(&format!("endpoint {origin}\n")),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("  breaker "), "{}", out.stdout);
+
+    let out = cli_text(&s.url, &["jobs", "replay", "missing"], None);
+    assert!(
+        out.stdout.starts_with("job missing replayed: ready"),
+        "{}",
+        out.stdout
+    );
+    wait_for(&s.url, "missing", "dead again", |j| {
+        j["state"] == "dead" && j["replays"] == 1
+    });
+    let out = cli_text(
+        &s.url,
+        &["dead-letters", "dismiss", "--queue", "default"],
+        None,
+    );
+    assert_eq!(out.stdout.trim(), "1 dead jobs dismissed", "{}", out.stderr);
+    s.terminate();
 }

@@ -1,0 +1,381 @@
+//! What the CLI prints for people (the default); `--json` (or `-o json`) prints the API's JSON
+//! for scripts instead. Text from the server is shown on one line each, long values cut with an
+//! ellipsis, so a receiver's HTML page never floods the terminal.
+
+use serde_json::Value;
+
+/// Output for people or for programs, on every command that prints something.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Print the API's JSON (for scripts) instead of text for people.
+    #[arg(long)]
+    json: bool,
+    /// `text` (for people, the default) or `json` (the same as --json).
+    #[arg(long, short = 'o', value_enum, value_name = "FORMAT")]
+    output: Option<Format>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+impl OutputArgs {
+    pub fn json(&self) -> bool {
+        self.json || self.output == Some(Format::Json)
+    }
+}
+
+/// A string value of `v[key]`, or `-`.
+pub fn s(v: &Value, key: &str) -> String {
+    match &v[key] {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `text` on one line, cut to `max` characters with an ellipsis.
+pub fn cut(text: &str, max: usize) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A table: a header row and rows, columns as wide as their widest cell (the last one is not
+/// padded). Columns named in `right` are aligned right (numbers).
+pub fn table(headers: &[&str], rows: &[Vec<String>], right: &[&str]) -> String {
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .chain([headers[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| -> String {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if right.contains(&headers[i]) {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                if i != last {
+                    out.push_str(&" ".repeat(pad));
+                }
+            }
+            if i != last {
+                out.push_str("  ");
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = line(headers.to_vec());
+    for r in rows {
+        out.push('\n');
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// "dead (permanent)", "ready".
+fn state(j: &Value) -> String {
+    match j["category"].as_str() {
+        Some(c) => format!("{} ({c})", s(j, "state")),
+        None => s(j, "state"),
+    }
+}
+
+fn ms(v: &Value) -> String {
+    match v.as_u64() {
+        None => "-".to_owned(),
+        Some(n) if n < 1000 => format!("{n} ms"),
+        Some(n) => format!("{:.1} s", n as f64 / 1000.0),
+    }
+}
+
+/// A job for people: what it is, where it stands and why, then its attempts as a table.
+pub fn job(j: &Value) -> String {
+    let mut out = format!("job {}  {}\n", s(j, "id"), state(j));
+    let finished = matches!(
+        j["state"].as_str(),
+        Some("completed" | "dead" | "cancelled")
+    );
+    let body = j["request"]["body_bytes"].as_u64().unwrap_or(0);
+    let facts = [
+        ("why", cut(&s(j, "last_reason"), 200)),
+        ("queue", s(j, "queue")),
+        ("endpoint", s(j, "endpoint")),
+        (
+            "request",
+            format!(
+                "{} {} ({body} bytes of body)",
+                s(&j["request"], "method"),
+                s(&j["request"], "url")
+            ),
+        ),
+        ("key", s(j, "idempotency_key")),
+        ("created", s(j, "created_at")),
+        (
+            "next run",
+            if finished {
+                "none".to_owned()
+            } else {
+                s(j, "run_at")
+            },
+        ),
+        (
+            "counts",
+            format!(
+                "{} requests, {} failed, {} deferrals, {} replays",
+                s(j, "runs"),
+                s(j, "attempts"),
+                s(j, "deferrals"),
+                s(j, "replays")
+            ),
+        ),
+    ];
+    for (k, v) in facts {
+        out.push_str(&format!("  {k:<9} {v}\n"));
+    }
+    let attempts = j["attempt_log"].as_array().cloned().unwrap_or_default();
+    if attempts.is_empty() {
+        out.push_str("\nno attempt yet\n");
+        return out;
+    }
+    let rows: Vec<Vec<String>> = attempts
+        .iter()
+        .map(|a| {
+            let result = match (a["status"].as_u64(), a["error"].as_str()) {
+                (Some(st), _) => st.to_string(),
+                (None, Some(e)) => e.to_owned(),
+                _ => "-".to_owned(),
+            };
+            let decision = match a["dead_category"].as_str() {
+                Some(c) => format!("{} ({c})", s(a, "decision")),
+                None => s(a, "decision"),
+            };
+            let wait = match a["server_wait_ms"].as_u64() {
+                Some(_) => format!(
+                    "{} ({})",
+                    ms(&a["server_wait_ms"]),
+                    s(a, "server_wait_source")
+                ),
+                None => "-".to_owned(),
+            };
+            vec![
+                s(a, "number"),
+                s(a, "started_at"),
+                ms(&a["duration_ms"]),
+                result,
+                s(a, "category"),
+                decision,
+                ms(&a["delay_ms"]),
+                wait,
+                cut(&s(a, "reason"), 120),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&table(
+        &[
+            "#", "STARTED", "TOOK", "RESULT", "CATEGORY", "DECISION", "DELAY", "WAIT", "WHY",
+        ],
+        &rows,
+        &["#", "TOOK", "DELAY"],
+    ));
+    out.push('\n');
+    // The last answer's body, cut: enough to recognise it, never a whole page.
+    if let Some(body) = attempts
+        .iter()
+        .rev()
+        .find_map(|a| a["response_body"].as_str())
+        .filter(|b| !b.trim().is_empty())
+    {
+        out.push_str(&format!("\nlast response body: {}\n", cut(body, 200)));
+    }
+    out
+}
+
+/// Jobs as a table: requests made (every attempt, across replays), failed attempts counted
+/// against the ceilings, and deferrals.
+pub fn jobs(list: &[Value]) -> String {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|j| {
+            vec![
+                s(j, "id"),
+                s(j, "queue"),
+                state(j),
+                s(j, "runs"),
+                s(j, "attempts"),
+                s(j, "deferrals"),
+                cut(&s(j, "last_reason"), 80),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID", "QUEUE", "STATE", "REQUESTS", "FAILED", "DEFERRED", "REASON",
+        ],
+        &rows,
+        &["REQUESTS", "FAILED", "DEFERRED"],
+    )
+}
+
+/// One endpoint in full, for people.
+pub fn endpoint(e: &Value) -> String {
+    let mut out = format!("endpoint {}\n", s(e, "name"));
+    let paused_by_hand = match &e["paused_by_hand"] {
+        Value::Null => "no".to_owned(),
+        p => format!(
+            "{} (since {}){}",
+            p["until"]
+                .as_str()
+                .map_or("until resumed".to_owned(), |u| format!("until {u}")),
+            s(p, "since"),
+            p["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .map_or(String::new(), |r| format!(": {r}"))
+        ),
+    };
+    let facts = [
+        ("holding", s(e, "holding").replace('-', "nothing")),
+        ("paused by hand", paused_by_hand),
+        (
+            "paused by answers",
+            match e["paused_until"].as_str() {
+                Some(u) => format!("until {u}: {}", s(e, "pause_reason")),
+                None => "no".to_owned(),
+            },
+        ),
+        (
+            "jobs",
+            format!(
+                "{} due and held, {} scheduled later",
+                s(e, "held"),
+                s(e, "waiting_later")
+            ),
+        ),
+        (
+            "breaker",
+            match e["breaker_until"].as_str() {
+                Some(u) => format!("{} until {u}", s(e, "breaker")),
+                None => s(e, "breaker"),
+            },
+        ),
+        (
+            "window",
+            format!(
+                "{} failures ({} of retries) in {} calls",
+                s(e, "breaker_window_failures"),
+                s(e, "breaker_window_retry_failures"),
+                s(e, "breaker_window_calls")
+            ),
+        ),
+        (
+            "retry budget",
+            format!(
+                "{} used of {}, {} left",
+                s(e, "budget_used"),
+                s(e, "budget_allowed"),
+                s(e, "budget_remaining")
+            ),
+        ),
+        ("rate", s(e, "rate")),
+        (
+            "learned quota",
+            match e["learned_limit"].as_u64() {
+                Some(l) => format!(
+                    "{} of {l} left, resets {}",
+                    s(e, "learned_remaining"),
+                    s(e, "learned_reset_at")
+                ),
+                None => "none".to_owned(),
+            },
+        ),
+        (
+            "in flight",
+            match e["concurrency_limit"].as_u64() {
+                Some(l) => format!("{} of {l}", s(e, "in_flight")),
+                None => s(e, "in_flight"),
+            },
+        ),
+    ];
+    for (k, v) in facts {
+        out.push_str(&format!("  {k:<17} {v}\n"));
+    }
+    let history = e["breaker_history"].as_array().cloned().unwrap_or_default();
+    if !history.is_empty() {
+        let rows: Vec<Vec<String>> = history
+            .iter()
+            .rev()
+            .map(|h| vec![s(h, "at"), s(h, "to"), cut(&s(h, "reason"), 120)])
+            .collect();
+        out.push_str("\nbreaker history, newest first\n");
+        out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_fit_their_widest_cell_and_numbers_align_right() {
+        let t = table(
+            &["ID", "N", "WHY"],
+            &[
+                vec!["a".into(), "7".into(), "x".into()],
+                vec!["long-id".into(), "12".into(), "y".into()],
+            ],
+            &["N"],
+        );
+        assert_eq!(t, "ID        N  WHY\na         7  x\nlong-id  12  y");
+    }
+
+    #[test]
+    fn long_text_is_cut_on_one_line() {
+        let page = format!("<html>\n<body>{}</body></html>", "word ".repeat(200));
+        let c = cut(&page, 50);
+        assert_eq!(c.chars().count(), 50);
+        assert!(c.ends_with('…') && !c.contains('\n'));
+    }
+
+    #[test]
+    fn a_job_reads_as_a_summary_and_a_timeline() {
+        let j = json!({
+            "id": "missing", "queue": "default", "endpoint": "http://127.0.0.1:9000",
+            "state": "dead", "category": "permanent", "attempts": 0, "deferrals": 0, "runs": 1,
+            "replays": 0, "last_reason": "404 not found; permanent, not retried",
+            "idempotency_key": "k", "created_at": "2026-12-01T00:00:00Z", "run_at": "2026-12-01T00:00:00Z",
+            "request": {"method": "GET", "url": "http://127.0.0.1:9000/nope", "body_bytes": 0},
+            "attempt_log": [{"number": 1, "started_at": "2026-12-01T00:00:00Z", "duration_ms": 3,
+                "status": 404, "category": "permanent", "decision": "dead", "dead_category": "permanent",
+                "delay_ms": null, "server_wait_ms": null, "reason": "404 not found; permanent, not retried",
+                "response_body": format!("<html>{}</html>", "x".repeat(5000))}]
+        });
+        let text = job(&j);
+        assert!(
+            text.starts_with("job missing  dead (permanent)\n"),
+            "{text}"
+        );
+        assert!(text.contains("  counts    1 requests, 0 failed"), "{text}");
+        assert!(text.contains("#  STARTED"), "{text}");
+        assert!(text.contains("404     permanent"), "{text}");
+        assert!(text.len() < 2000, "the body is cut: {} bytes", text.len());
+    }
+}
