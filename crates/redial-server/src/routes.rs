@@ -63,8 +63,34 @@ pub fn router(state: AppState) -> Router {
             auth::refuse_foreign,
         ))
         .layer(middleware::map_response(json_errors))
+        .layer(middleware::map_response(json_newline))
         .layer(DefaultBodyLimit::max(state.config.max_request_bytes))
         .with_state(state)
+}
+
+/// A JSON answer ends with a newline, as a text file's last line does: `curl` output then leaves
+/// the shell's prompt on a line of its own, and answers can be concatenated as NDJSON.
+async fn json_newline(resp: Response) -> Response {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) if bytes.last() != Some(&b'\n') => {
+            let mut with = Vec::with_capacity(bytes.len() + 1);
+            with.extend_from_slice(&bytes);
+            with.push(b'\n');
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(with))
+        }
+        Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
+        Err(e) => ApiError::internal("finishing a JSON answer", e).into_response(),
+    }
 }
 
 /// Every error answer has the documented shape, `{"error": {"code", "message"}}`, including those
