@@ -51,6 +51,16 @@ enum Command {
     Queues(client::QueuesArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
+    /// Print a completion script for your shell, e.g. `redial completions bash >
+    /// ~/.local/share/bash-completion/completions/redial`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 /// A mistake in how the command was called: exit code 2, like clap's own usage errors.
@@ -110,6 +120,19 @@ fn main() -> ExitCode {
         matches!(&cli.command, Command::Serve(a) if a.log_format == serve::LogFormat::Json);
     let result = match cli.command {
         Command::Explain(args) => explain::run(args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            use std::io::Write;
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "redial", &mut script);
+            match std::io::stdout().write_all(&script) {
+                // A reader that stopped early (`| head`) is not an error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(anyhow::anyhow!("writing the completion script: {e}"))
+                }
+                _ => Ok(()),
+            }
+        }
         other => run_async(other),
     };
     match result {
@@ -157,7 +180,9 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Stats(args) => client::stats(args).await,
             Command::Endpoints(args) => client::endpoints(args).await,
             Command::Queues(args) => client::queues(args).await,
-            Command::Explain(_) => unreachable!("explain runs without the runtime"),
+            Command::Explain(_) | Command::Completions(_) => {
+                unreachable!("explain and completions run without the runtime")
+            }
         }
     })
 }
