@@ -294,7 +294,8 @@ async fn enqueue_file(
     } else {
         path.display().to_string()
     };
-    let show_progress = std::io::stderr().is_terminal() && jobs.len() > batch_size;
+    // More than one batch: say how far it got, as it goes.
+    let mut progress = (jobs.len() > batch_size).then(|| human::Progress::new("jobs", jobs.len()));
     let (mut inserted, mut deduplicated) = (0u64, 0u64);
     for (n, chunk) in jobs.chunks(batch_size).enumerate() {
         let values: Vec<&Value> = chunk.iter().map(|(_, v)| v).collect();
@@ -327,17 +328,12 @@ async fn enqueue_file(
             })?;
         inserted += out["inserted"].as_u64().unwrap_or(0);
         deduplicated += out["deduplicated"].as_u64().unwrap_or(0);
-        if show_progress {
-            let done = n * batch_size + chunk.len();
-            eprint!(
-                "\renqueued {done}/{} ({}%)",
-                jobs.len(),
-                done * 100 / jobs.len()
-            );
+        if let Some(p) = progress.as_mut() {
+            p.update(n * batch_size + chunk.len());
         }
     }
-    if show_progress {
-        eprintln!();
+    if let Some(p) = &progress {
+        p.finish();
     }
     if output.json() {
         return print_json(
@@ -345,8 +341,10 @@ async fn enqueue_file(
         );
     }
     println!(
-        "{} jobs from {source}: {inserted} enqueued, {deduplicated} already there",
-        jobs.len()
+        "{} jobs from {source}: {} enqueued, {} already there",
+        human::thousands(jobs.len() as u64),
+        human::thousands(inserted),
+        human::thousands(deduplicated)
     );
     Ok(())
 }
@@ -607,13 +605,47 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     if a.all {
         filter.insert("all".into(), json!(true));
     }
-    let out = Client::new(&a.conn)?
+    let client = Client::new(&a.conn)?;
+    // On a terminal, say how many first: a bulk action over many jobs takes a moment.
+    let started = std::time::Instant::now();
+    let terminal = std::io::stderr().is_terminal() && !a.out.json();
+    if terminal {
+        let qs: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(
+                filter
+                    .iter()
+                    .filter(|(k, _)| *k != "all")
+                    .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))),
+            )
+            .finish();
+        if let Ok(groups) = client
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/dead-letters/groups?{qs}"),
+                None,
+            )
+            .await
+        {
+            let n = groups["total"].as_u64().unwrap_or(0);
+            let doing = if verb == "replay" {
+                "replaying"
+            } else {
+                "dismissing"
+            };
+            eprint!("{doing} {} dead jobs...", human::thousands(n));
+        }
+    }
+    let out = client
         .call(
             reqwest::Method::POST,
             &format!("/v1/dead-letters/{verb}"),
             Some(&Value::Object(filter)),
         )
-        .await?;
+        .await;
+    if terminal {
+        eprintln!(" done in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let out = out?;
     if a.out.json() {
         return print_json(&out);
     }

@@ -379,3 +379,99 @@ mod tests {
         assert!(text.len() < 2000, "the body is cut: {} bytes", text.len());
     }
 }
+
+/// Progress of a long operation on standard error: on a terminal one line redrawn in place (a
+/// bar, counts, rate); otherwise a plain line at each tenth, so logs of a CI job show it too.
+pub struct Progress {
+    what: &'static str,
+    total: usize,
+    started: std::time::Instant,
+    terminal: bool,
+    /// The last tenth reported (plain lines).
+    tenth: usize,
+}
+
+impl Progress {
+    pub fn new(what: &'static str, total: usize) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            what,
+            total: total.max(1),
+            started: std::time::Instant::now(),
+            terminal: std::io::stderr().is_terminal(),
+            tenth: 0,
+        }
+    }
+
+    /// The line for `done` of the total.
+    pub fn line(&self, done: usize) -> String {
+        let secs = self.started.elapsed().as_secs_f64().max(0.001);
+        let rate = (done as f64 / secs).round() as u64;
+        let percent = done * 100 / self.total;
+        let filled = done * 20 / self.total;
+        format!(
+            "[{}{}] {}/{} {} ({percent}%), {}/s",
+            "#".repeat(filled),
+            " ".repeat(20 - filled.min(20)),
+            thousands(done as u64),
+            thousands(self.total as u64),
+            self.what,
+            thousands(rate)
+        )
+    }
+
+    pub fn update(&mut self, done: usize) {
+        if self.terminal {
+            eprint!("\r{}", self.line(done));
+            return;
+        }
+        let tenth = done * 10 / self.total;
+        if tenth > self.tenth {
+            self.tenth = tenth;
+            eprintln!("{}", self.line(done));
+        }
+    }
+
+    pub fn finish(&self) {
+        if self.terminal {
+            eprintln!();
+        }
+    }
+}
+
+/// 1234567 -> "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_line_has_a_bar_counts_and_a_rate() {
+        let p = Progress {
+            what: "jobs",
+            total: 200_000,
+            started: std::time::Instant::now() - std::time::Duration::from_secs(2),
+            terminal: false,
+            tenth: 0,
+        };
+        let line = p.line(50_000);
+        assert!(
+            line.starts_with("[#####               ] 50,000/200,000 jobs (25%), "),
+            "{line}"
+        );
+        assert!(line.ends_with("/s"), "{line}");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+    }
+}

@@ -194,6 +194,17 @@ async fn open_store(choice: &StoreChoice) -> Result<(Arc<dyn Store>, String)> {
                 .create(data_dir)
                 .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
             let db = data_dir.join("redial.db");
+            let size = std::fs::metadata(&db).map_or(0, |m| m.len());
+            // Opening a large database takes a while (its jobs are counted once): say so.
+            let opening = std::time::Instant::now();
+            let slow = size > 64 << 20;
+            if slow {
+                tracing::info!(
+                    file = %db.display(),
+                    megabytes = size >> 20,
+                    "opening the database: migrating if needed and counting its jobs"
+                );
+            }
             let store = SqliteStore::open(&db).map_err(|e| match e {
                 // The file is damaged, locked or cannot be written: say so as a refusal.
                 redial_store::StoreError::Unavailable(why) => {
@@ -201,6 +212,13 @@ async fn open_store(choice: &StoreChoice) -> Result<(Arc<dyn Store>, String)> {
                 }
                 other => other.into(),
             })?;
+            if slow {
+                tracing::info!(
+                    seconds = opening.elapsed().as_secs_f64(),
+                    "opened the database; checking its integrity (up to {}s before serving)",
+                    INTEGRITY_WAIT.as_secs()
+                );
+            }
             // The whole file is checked in the background; a small database's answer comes at
             // once, and a damaged one is refused before anything is served.
             match store.integrity(INTEGRITY_WAIT).await {

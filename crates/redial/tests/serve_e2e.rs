@@ -419,6 +419,12 @@ async fn enqueue_ndjson_in_batches() {
         (out.json["inserted"].as_u64(), out.json["total"].as_u64()),
         (Some(1200), Some(1200))
     );
+    // Not a terminal: progress as plain lines, the last one complete.
+    assert!(
+        out.stderr.contains("] 1,200/1,200 jobs (100%), "),
+        "{}",
+        out.stderr
+    );
     let again = cli(
         &s.url,
         &["enqueue", "--file", file.to_str().expect("utf-8")],
