@@ -460,7 +460,7 @@ pub struct Resolved {
 /// `endpoints."https://api.example.com".rate: ...`): the key's line within the longest table
 /// header the path begins with, else that header's line. Tables written inline or as dotted keys
 /// of a parent table are found by their key too.
-fn locate(text: &str, error: &str) -> Option<usize> {
+pub(crate) fn locate(text: &str, error: &str) -> Option<usize> {
     let mut path = segments(error);
     if path.is_empty() {
         return None;

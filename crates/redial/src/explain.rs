@@ -248,10 +248,18 @@ pub fn load_policy(path: &std::path::Path) -> Result<Policy> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read policy file {}: {e}", path.display())))?;
     toml::from_str::<Policy>(&text).map_err(|e| {
+        let message = e.to_string();
+        let message = message.trim_end();
+        // A value the checks refuse comes without a place; syntax and type errors have theirs.
+        let at = if message.contains("line ") {
+            String::new()
+        } else {
+            crate::config::locate(&text, message)
+                .map_or_else(String::new, |l| format!(", line {l}"))
+        };
         UsageError(format!(
-            "invalid policy file {}: {}",
-            path.display(),
-            e.to_string().trim_end()
+            "invalid policy file {}{at}: {message}",
+            path.display()
         ))
         .into()
     })

@@ -236,6 +236,19 @@ fn policy_file() {
         "{}",
         r.stderr
     );
+    // A value the checks refuse names its line too.
+    std::fs::write(
+        &path,
+        "# mine\n\n[transient]\nbase = \"10s\"\ncap = \"1s\"\n",
+    )
+    .expect("write policy");
+    let r = explain(&["--status", "503", "--policy", p]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(", line 4: transient.base"),
+        "{}",
+        r.stderr
+    );
     let r = explain(&["--status", "503", "--policy", "/no/such/policy.toml"]);
     assert_eq!(r.code, 2);
     assert!(
