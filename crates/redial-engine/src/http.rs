@@ -30,6 +30,8 @@ pub struct HttpConfig {
     /// others are idempotent by definition.
     pub idempotency_methods: Vec<String>,
     pub user_agent: String,
+    /// Which deliveries carry Standard Webhooks signatures, with which secrets.
+    pub signing: crate::signing::Signing,
 }
 
 impl Default for HttpConfig {
@@ -42,6 +44,7 @@ impl Default for HttpConfig {
             idempotency_header: "Idempotency-Key".into(),
             idempotency_methods: vec!["POST".into(), "PATCH".into()],
             user_agent: concat!("redial/", env!("CARGO_PKG_VERSION")).into(),
+            signing: crate::signing::Signing::default(),
         }
     }
 }
@@ -133,8 +136,31 @@ impl Handler for HttpExecutor {
                 .map_or(self.config.default_timeout, Duration::from_millis),
         );
         let has_key_header = self.has_key_header(job);
+        let signing = self.config.signing.secrets(&job.queue, &job.endpoint);
         for (name, value) in &req.headers {
+            // A signed delivery's webhook-* headers are the signature's own.
+            if signing.is_some()
+                && SIGNATURE_HEADERS
+                    .iter()
+                    .any(|h| name.eq_ignore_ascii_case(h))
+            {
+                continue;
+            }
             builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some(secrets) = signing {
+            let id = job.idempotency_key.as_deref().unwrap_or(job.id.0.as_str());
+            let timestamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            let body = req.body.as_deref().unwrap_or("").as_bytes();
+            builder = builder
+                .header("webhook-id", id)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header(
+                    "webhook-signature",
+                    crate::signing::signature(secrets, id, timestamp, body),
+                );
         }
         if let Some(key) = &job.idempotency_key {
             if self.wants_key(&req.method) && !has_key_header {
@@ -154,6 +180,9 @@ impl Handler for HttpExecutor {
         }
     }
 }
+
+/// The headers a signed delivery carries (Standard Webhooks).
+const SIGNATURE_HEADERS: [&str; 3] = ["webhook-id", "webhook-timestamp", "webhook-signature"];
 
 impl HttpExecutor {
     /// The response's status and headers, and its body up to the bound. A body that breaks off

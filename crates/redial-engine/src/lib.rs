@@ -18,6 +18,7 @@ pub mod otel;
 pub mod redact;
 pub mod series;
 mod shutdown;
+pub mod signing;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;

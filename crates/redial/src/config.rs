@@ -302,6 +302,9 @@ pub struct QueueSection {
     pub concurrency: usize,
     /// Laid over the top-level `[policy]`.
     pub policy: PolicyOverride,
+    /// Sign this queue's deliveries (Standard Webhooks), with each of these `whsec_` secrets
+    /// (several during a rotation). An endpoint's own secrets come first.
+    pub signing_secrets: Vec<String>,
 }
 
 impl Default for QueueSection {
@@ -309,6 +312,7 @@ impl Default for QueueSection {
         QueueSection {
             concurrency: redial_engine::QueueConfig::default().concurrency,
             policy: PolicyOverride::default(),
+            signing_secrets: Vec::new(),
         }
     }
 }
@@ -338,6 +342,7 @@ impl FileConfig {
     pub fn resolve(&self) -> Result<Resolved, String> {
         let queues = self.queues()?;
         let (endpoint_defaults, endpoints) = self.endpoint_settings()?;
+        let signing = self.signing()?;
         for (origin, settings) in &endpoints {
             if let Some(o) = &settings.policy {
                 self.policy
@@ -382,7 +387,39 @@ impl FileConfig {
             endpoint_defaults,
             endpoints,
             alerts: self.alerts.to_config()?,
+            signing,
         })
+    }
+
+    /// The signing secrets of queues and endpoints, checked.
+    fn signing(&self) -> Result<redial_engine::signing::Signing, String> {
+        use redial_engine::signing::{Signing, SigningSecret};
+        let parse = |list: &[String], at: &str| -> Result<Vec<SigningSecret>, String> {
+            list.iter()
+                .map(|s| SigningSecret::parse(s).map_err(|e| format!("{at}.signing_secrets: {e}")))
+                .collect()
+        };
+        let mut signing = Signing::default();
+        for (name, q) in &self.queues {
+            if !q.signing_secrets.is_empty() {
+                let secrets = parse(&q.signing_secrets, &format!("queues.{name}"))?;
+                signing.by_queue.insert(name.clone(), secrets);
+            }
+        }
+        for (origin, table) in &self.endpoints {
+            let Some(v) = table.get("signing_secrets") else {
+                continue;
+            };
+            let at = format!("endpoints.{origin:?}");
+            let list: Vec<String> = v
+                .clone()
+                .try_into()
+                .map_err(|_| format!("{at}.signing_secrets: a list of \"whsec_...\" strings"))?;
+            signing
+                .by_endpoint
+                .insert(origin.clone(), parse(&list, &at)?);
+        }
+        Ok(signing)
     }
 
     /// The endpoint defaults and each configured endpoint's limits and policy override.
@@ -398,6 +435,7 @@ impl FileConfig {
         let mut out = BTreeMap::new();
         for (origin, table) in &self.endpoints {
             let mut table = table.clone();
+            table.remove("signing_secrets");
             let policy = match table.remove("policy") {
                 None => None,
                 Some(v) => Some(
@@ -453,6 +491,7 @@ pub struct Resolved {
     pub endpoint_defaults: EndpointConfig,
     pub endpoints: BTreeMap<String, EndpointSettings>,
     pub alerts: redial_engine::alerts::AlertConfig,
+    pub signing: redial_engine::signing::Signing,
 }
 
 /// The line of the file a value error is about, from the dotted path it begins with
@@ -574,6 +613,36 @@ mod tests {
         assert_eq!(queues["emails"].policy.max_attempts, 5);
         assert_eq!(queues["default"].policy.max_attempts, 10);
         assert_eq!(config.retention.dead, Duration::from_secs(30 * 86_400));
+    }
+
+    /// Signing secrets come from queues and endpoints; an endpoint's do not disturb its limits.
+    #[test]
+    fn signing_secrets_of_queues_and_endpoints() {
+        let text = "[queues.events]\nsigning_secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n\n[endpoints.\"https://hooks.example.com\"]\nrate = \"5/s\"\nsigning_secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n";
+        let config: FileConfig = toml::from_str(text).expect("parses");
+        let r = config.resolve().expect("valid");
+        assert!(r
+            .signing
+            .secrets("events", "https://x.example.com")
+            .is_some());
+        assert!(r
+            .signing
+            .secrets("default", "https://hooks.example.com")
+            .is_some());
+        assert!(r
+            .signing
+            .secrets("default", "https://x.example.com")
+            .is_none());
+        assert!(r.endpoints["https://hooks.example.com"]
+            .limits
+            .rate
+            .is_some());
+        let bad: FileConfig = toml::from_str(
+            "[endpoints.\"https://hooks.example.com\"]\nsigning_secrets = \"whsec_x\"\n",
+        )
+        .expect("parses");
+        let e = bad.resolve().expect_err("a string is not a list");
+        assert!(e.contains("signing_secrets: a list"), "{e}");
     }
 
     /// Value errors name the line, as syntax errors do.

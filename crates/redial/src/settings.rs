@@ -113,6 +113,7 @@ impl Settings {
                 .iter()
                 .map(|m| m.to_ascii_uppercase())
                 .collect(),
+            signing: resolved.signing.clone(),
             ..HttpConfig::default()
         };
         let engine = EngineConfig {

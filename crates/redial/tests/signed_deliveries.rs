@@ -1,0 +1,177 @@
+//! Signed deliveries (issue 17): a queue configured with signing secrets sends Standard Webhooks
+//! headers that the specification's own reference library (`standardwebhooks` on PyPI, which
+//! `.ci/run` installs) accepts, with every secret of a rotation; the id stays the same across a
+//! job's attempts; other queues send none. The real binary and a receiver on loopback.
+
+use redial_test_receiver::{Receiver, Reply};
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{serve_command, Server};
+
+const OLD: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const NEW: &str = "whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
+/// Whether the reference library accepts the delivery with `secret`.
+fn reference_verifies(
+    secret: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> Result<(), String> {
+    let header = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let input = json!({
+        "secret": secret,
+        "body": body,
+        "headers": {
+            "webhook-id": header("webhook-id"),
+            "webhook-timestamp": header("webhook-timestamp"),
+            "webhook-signature": header("webhook-signature"),
+        },
+    });
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys\nfrom standardwebhooks import Webhook\nd = json.load(sys.stdin)\nWebhook(d['secret']).verify(d['body'].encode(), d['headers'])\nprint('verified')",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("python3: {e}"))?;
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn post(server: &str, body: Value) -> u16 {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "content-type: application/json",
+            "-d",
+        ])
+        .arg(body.to_string())
+        .arg(format!("{server}/v1/jobs"))
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signed_deliveries_verify_with_the_reference_library() {
+    let rx = Receiver::start().await;
+    // The first attempt fails, so the job is sent twice.
+    rx.script("/hook", vec![Reply::status(503), Reply::status(200)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[queues.events]\nsigning_secrets = [\"{NEW}\", \"{OLD}\"]\n[queues.events.policy.transient]\nbase = \"10ms\"\ncap = \"20ms\"\n\n[queues.plain]\n"
+        ),
+    )
+    .expect("config");
+    let mut cmd = serve_command();
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"));
+    let server = Server::start(cmd);
+
+    let body = r#"{"order": 42, "note": "ünïcode"}"#;
+    for (id, queue, path) in [("signed", "events", "/hook"), ("plain", "plain", "/plain")] {
+        let status = post(
+            &server.url,
+            json!({"id": id, "queue": queue, "request": {"method": "POST", "url": rx.url(path), "body": body}}),
+        );
+        assert_eq!(status, 201, "enqueue {id}");
+    }
+    let give_up = Instant::now() + Duration::from_secs(120);
+    while rx.received("/hook").len() < 2 || rx.received("/plain").is_empty() {
+        assert!(Instant::now() < give_up, "the deliveries never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hooks = rx.received("/hook");
+    let id_of = |r: &redial_test_receiver::Received| {
+        r.headers
+            .iter()
+            .find(|(k, _)| k == "webhook-id")
+            .map(|(_, v)| v.clone())
+    };
+    // The same id on both attempts: the job's idempotency key.
+    let ids: Vec<_> = hooks.iter().map(id_of).collect();
+    assert!(ids[0].is_some(), "{:?}", hooks[0].headers);
+    assert_eq!(ids[0], ids[1]);
+    for r in &hooks {
+        assert_eq!(r.body, body);
+        // Either secret of the rotation verifies every delivery.
+        for secret in [OLD, NEW] {
+            reference_verifies(secret, &r.headers, &r.body)
+                .unwrap_or_else(|e| panic!("the reference library refused it with {secret}: {e}"));
+        }
+        // A wrong secret does not.
+        assert!(reference_verifies(
+            "whsec_AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=",
+            &r.headers,
+            &r.body
+        )
+        .is_err());
+        // Nor a changed body.
+        assert!(reference_verifies(OLD, &r.headers, "{\"order\": 43}").is_err());
+    }
+    let plain = &rx.received("/plain")[0];
+    assert!(
+        plain
+            .headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("webhook-")),
+        "an unsigned queue sends no signature: {:?}",
+        plain.headers
+    );
+    server.terminate();
+}
+
+#[test]
+fn a_bad_signing_secret_refuses_the_start_with_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(&config, "[queues.events]\nconcurrency = 4\nsigning_secrets = [\"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n")
+        .expect("config");
+    let out = serve_command()
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("queues.events.signing_secrets: a signing secret is written whsec_"),
+        "{err}"
+    );
+}
