@@ -1,0 +1,141 @@
+"""The asynchronous client, `AsyncRedial`: the same surface as `Redial`, awaited, over httpx.AsyncClient."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Mapping, cast
+
+import httpx
+
+from . import _core
+from .types import (
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
+    Queue, Stats,
+)
+
+
+class AsyncRedial:
+    """An asyncio client for one Redial server (use `async with` or `await aclose()`).
+
+    base_url defaults to $REDIAL_SERVER, then http://127.0.0.1:8080; token to $REDIAL_TOKEN.
+    Connection errors, 429 and 503 are retried up to max_retries times (honouring Retry-After);
+    no other error is.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 3,
+    ) -> None:
+        self.base_url = _core.resolve_base_url(base_url)
+        self.max_retries = max(0, max_retries)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=_core.default_headers(_core.resolve_token(token)),
+            timeout=timeout,
+        )
+
+    async def __aenter__(self) -> "AsyncRedial":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: _core.Call) -> Any:
+        content, headers = _core.encode_body(call)
+        retry = 0
+        while True:
+            try:
+                r = await self._http.request(
+                    call.method, call.path, params=call.params, content=content, headers=headers
+                )
+            except httpx.TransportError as e:
+                if retry >= self.max_retries:
+                    raise _core.connection_error(self.base_url, e) from e
+                await asyncio.sleep(_core.backoff(retry))
+                retry += 1
+                continue
+            delay = _core.retry_delay(r.status_code, r.headers, retry)
+            if delay is not None and retry < self.max_retries:
+                await asyncio.sleep(delay)
+                retry += 1
+                continue
+            return _core.result(r.status_code, r.headers, r.content)
+
+    # jobs
+    async def enqueue(self, job: JobInput | Mapping[str, Any]) -> Job:
+        return cast(Job, await self._send(_core.enqueue(job)))
+
+    async def enqueue_batch(self, jobs: list[JobInput] | list[Mapping[str, Any]]) -> BatchResult:
+        return cast(BatchResult, await self._send(_core.enqueue_batch(list(jobs))))
+
+    async def get_job(self, id: str) -> Job:
+        return cast(Job, await self._send(_core.get_job(id)))
+
+    async def list_jobs(self, **filters: Any) -> AsyncIterator[Job]:
+        """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""
+        cursor: str | None = None
+        while True:
+            page = await self._send(_core.list_jobs_page(filters, cursor))
+            for job in page["jobs"]:
+                yield job
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    async def replay(self, id: str) -> Job:
+        return cast(Job, await self._send(_core.job_action(id, "replay")))
+
+    async def dismiss(self, id: str) -> Dismissed:
+        return cast(Dismissed, await self._send(_core.job_action(id, "dismiss")))
+
+    async def cancel(self, id: str) -> Job:
+        return cast(Job, await self._send(_core.job_action(id, "cancel")))
+
+    # dead letters
+    async def replay_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
+        return cast(Affected, await self._send(_core.dead_letters("replay", filter)))
+
+    async def dismiss_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
+        return cast(Affected, await self._send(_core.dead_letters("dismiss", filter)))
+
+    async def dead_letter_groups(self, **filters: Any) -> DeadGroups:
+        return cast(DeadGroups, await self._send(_core.dead_letter_groups(filters)))
+
+    # observation
+    async def stats(self) -> Stats:
+        return cast(Stats, await self._send(_core.get("/v1/stats")))
+
+    async def endpoints(self) -> list[Endpoint]:
+        return cast(list[Endpoint], (await self._send(_core.get("/v1/endpoints")))["endpoints"])
+
+    async def endpoint(self, name: str) -> Endpoint:
+        return cast(Endpoint, await self._send(_core.endpoint(name)))
+
+    async def queues(self) -> list[Queue]:
+        return cast(list[Queue], (await self._send(_core.get("/v1/queues")))["queues"])
+
+    # control
+    async def pause_endpoint(
+        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+    ) -> Endpoint:
+        return cast(Endpoint, await self._send(_core.pause("endpoints", name, reason, for_, until)))
+
+    async def resume_endpoint(self, name: str) -> Endpoint:
+        return cast(Endpoint, await self._send(_core.post_action("endpoints", name, "resume")))
+
+    async def reset_breaker(self, name: str) -> Endpoint:
+        return cast(Endpoint, await self._send(_core.post_action("endpoints", name, "reset-breaker")))
+
+    async def pause_queue(
+        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+    ) -> Queue:
+        return cast(Queue, await self._send(_core.pause("queues", name, reason, for_, until)))
+
+    async def resume_queue(self, name: str) -> Queue:
+        return cast(Queue, await self._send(_core.post_action("queues", name, "resume")))

@@ -1,0 +1,140 @@
+"""The synchronous client, `Redial`: sends the calls built in _core over httpx, with retries."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator, Mapping, cast
+
+import httpx
+
+from . import _core
+from .types import (
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
+    Queue, Stats,
+)
+
+
+class Redial:
+    """A client for one Redial server.
+
+    base_url defaults to $REDIAL_SERVER, then http://127.0.0.1:8080; token to $REDIAL_TOKEN.
+    Connection errors, 429 and 503 are retried up to max_retries times (honouring Retry-After);
+    no other error is.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 3,
+    ) -> None:
+        self.base_url = _core.resolve_base_url(base_url)
+        self.max_retries = max(0, max_retries)
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=_core.default_headers(_core.resolve_token(token)),
+            timeout=timeout,
+        )
+
+    def __enter__(self) -> "Redial":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, call: _core.Call) -> Any:
+        content, headers = _core.encode_body(call)
+        retry = 0
+        while True:
+            try:
+                r = self._http.request(
+                    call.method, call.path, params=call.params, content=content, headers=headers
+                )
+            except httpx.TransportError as e:
+                if retry >= self.max_retries:
+                    raise _core.connection_error(self.base_url, e) from e
+                time.sleep(_core.backoff(retry))
+                retry += 1
+                continue
+            delay = _core.retry_delay(r.status_code, r.headers, retry)
+            if delay is not None and retry < self.max_retries:
+                time.sleep(delay)
+                retry += 1
+                continue
+            return _core.result(r.status_code, r.headers, r.content)
+
+    # jobs
+    def enqueue(self, job: JobInput | Mapping[str, Any]) -> Job:
+        return cast(Job, self._send(_core.enqueue(job)))
+
+    def enqueue_batch(self, jobs: list[JobInput] | list[Mapping[str, Any]]) -> BatchResult:
+        return cast(BatchResult, self._send(_core.enqueue_batch(list(jobs))))
+
+    def get_job(self, id: str) -> Job:
+        return cast(Job, self._send(_core.get_job(id)))
+
+    def list_jobs(self, **filters: Any) -> Iterator[Job]:
+        """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""
+        cursor: str | None = None
+        while True:
+            page = self._send(_core.list_jobs_page(filters, cursor))
+            yield from page["jobs"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def replay(self, id: str) -> Job:
+        return cast(Job, self._send(_core.job_action(id, "replay")))
+
+    def dismiss(self, id: str) -> Dismissed:
+        return cast(Dismissed, self._send(_core.job_action(id, "dismiss")))
+
+    def cancel(self, id: str) -> Job:
+        return cast(Job, self._send(_core.job_action(id, "cancel")))
+
+    # dead letters
+    def replay_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
+        return cast(Affected, self._send(_core.dead_letters("replay", filter)))
+
+    def dismiss_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
+        return cast(Affected, self._send(_core.dead_letters("dismiss", filter)))
+
+    def dead_letter_groups(self, **filters: Any) -> DeadGroups:
+        return cast(DeadGroups, self._send(_core.dead_letter_groups(filters)))
+
+    # observation
+    def stats(self) -> Stats:
+        return cast(Stats, self._send(_core.get("/v1/stats")))
+
+    def endpoints(self) -> list[Endpoint]:
+        return cast(list[Endpoint], self._send(_core.get("/v1/endpoints"))["endpoints"])
+
+    def endpoint(self, name: str) -> Endpoint:
+        return cast(Endpoint, self._send(_core.endpoint(name)))
+
+    def queues(self) -> list[Queue]:
+        return cast(list[Queue], self._send(_core.get("/v1/queues"))["queues"])
+
+    # control
+    def pause_endpoint(
+        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+    ) -> Endpoint:
+        return cast(Endpoint, self._send(_core.pause("endpoints", name, reason, for_, until)))
+
+    def resume_endpoint(self, name: str) -> Endpoint:
+        return cast(Endpoint, self._send(_core.post_action("endpoints", name, "resume")))
+
+    def reset_breaker(self, name: str) -> Endpoint:
+        return cast(Endpoint, self._send(_core.post_action("endpoints", name, "reset-breaker")))
+
+    def pause_queue(
+        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+    ) -> Queue:
+        return cast(Queue, self._send(_core.pause("queues", name, reason, for_, until)))
+
+    def resume_queue(self, name: str) -> Queue:
+        return cast(Queue, self._send(_core.post_action("queues", name, "resume")))

@@ -1,0 +1,230 @@
+"""The API's shapes as TypedDicts, following openapi.json (components/schemas) at info.version 0.1.0."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict, Union
+
+JobState = Literal[
+    "scheduled", "ready", "running", "deferred", "completed", "dead", "cancelled"
+]
+DeadCategory = Literal[
+    "permanent",
+    "transient_exhausted",
+    "unknown_exhausted",
+    "deferral_exhausted",
+    "deadline_exceeded",
+    "budget_exhausted",
+]
+Headers = Union[dict[str, str], list[tuple[str, str]], list[list[str]]]
+
+
+class RequestInput(TypedDict):
+    """The HTTP request a job sends. A string body is sent as is, any other JSON value as JSON."""
+
+    method: str
+    url: str
+    headers: NotRequired[Headers]
+    body: NotRequired[Any]
+    timeout: NotRequired[str]
+
+
+class JobInput(TypedDict):
+    """What POST /v1/jobs takes. Instants are RFC 3339 strings."""
+
+    request: RequestInput
+    id: NotRequired[str]
+    queue: NotRequired[str]
+    idempotency_key: NotRequired[str]
+    run_at: NotRequired[str]
+    deadline: NotRequired[str]
+    priority: NotRequired[int]
+    tags: NotRequired[list[str]]
+    endpoint: NotRequired[str]
+    policy: NotRequired[dict[str, Any] | None]
+
+
+class RequestView(TypedDict):
+    """The request a job sends, with secrets redacted and only the body's size."""
+
+    method: str
+    url: str
+    headers: list[list[str]]
+    body_bytes: int
+    timeout_ms: int | None
+
+
+class Attempt(TypedDict):
+    number: int
+    started_at: str
+    duration_ms: int
+    status: int | None
+    error: str | None
+    error_detail: NotRequired[str]
+    category: str
+    decision: str
+    dead_category: DeadCategory | None
+    delay_ms: int | None
+    server_wait_ms: int | None
+    server_wait_source: str | None
+    reason: str
+    held: NotRequired[str]
+    response_headers: list[list[str]]
+    response_body: str | None
+    worker: str
+
+
+class Job(TypedDict):
+    id: str
+    queue: str
+    endpoint: str
+    state: JobState
+    category: DeadCategory | None
+    attempts: int
+    unknown_attempts: int
+    deferrals: int
+    stalls: int
+    replays: int
+    runs: int
+    priority: int
+    run_at: str
+    deadline: str | None
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    idempotency_key: str | None
+    tags: list[str]
+    last_reason: str | None
+    cancel_requested: bool
+    request: RequestView
+    deduplicated: NotRequired[bool]
+    attempt_log: NotRequired[list[Attempt]]
+
+
+class JobPage(TypedDict):
+    jobs: list[Job]
+    next_cursor: str | None
+
+
+class BatchResult(TypedDict):
+    inserted: int
+    deduplicated: int
+    jobs: list[Job]
+
+
+class Dismissed(TypedDict):
+    id: str
+    dismissed: bool
+
+
+class Affected(TypedDict):
+    affected: int
+
+
+class DeadLetterFilter(TypedDict, total=False):
+    """Which dead letters; every field given must match. {"all": True} for every one."""
+
+    queue: str
+    category: DeadCategory
+    endpoint: str
+    since: str
+    until: str
+    all: bool
+
+
+class QueueStateCount(TypedDict):
+    queue: str
+    state: JobState
+    category: NotRequired[DeadCategory]
+    count: int
+
+
+class EndpointStateCount(TypedDict):
+    endpoint: str
+    state: JobState
+    count: int
+
+
+class Stats(TypedDict):
+    queues: list[QueueStateCount]
+    endpoints: list[EndpointStateCount]
+
+
+class HandPause(TypedDict):
+    since: str
+    until: str | None
+    reason: str
+
+
+class BreakerChange(TypedDict):
+    at: str
+    to: str
+    reason: str
+
+
+class Endpoint(TypedDict):
+    name: str
+    holding: str | None
+    paused_by_hand: HandPause | None
+    paused_until: str | None
+    pause_reason: str | None
+    rate: str | None
+    burst: int
+    learned_limit: int | None
+    learned_remaining: int | None
+    learned_reset_at: str | None
+    concurrency_limit: int | None
+    in_flight: int
+    slow_start_since: str | None
+    budget_allowed: int
+    budget_used: int
+    budget_remaining: int
+    breaker: Literal["closed", "open", "half_open"]
+    breaker_until: str | None
+    breaker_window_failures: int
+    breaker_window_retry_failures: int
+    breaker_window_calls: int
+    breaker_history: list[BreakerChange]
+    held: int
+    waiting_later: int
+
+
+class Queue(TypedDict):
+    name: str
+    concurrency: int
+    paused_by_hand: HandPause | None
+
+
+class DeadGroup(TypedDict):
+    queue: str
+    category: DeadCategory
+    endpoint: str
+    count: int
+    first: str
+    last: str
+    reason: NotRequired[str | None]
+
+
+class DeadGroups(TypedDict):
+    groups: list[DeadGroup]
+    total: int
+
+
+class Alert(TypedDict):
+    name: str
+    rule: str
+    firing: bool
+    since: str | None
+    value: float | None
+    threshold: float | None
+    evaluated_at: str | None
+    summary: str
+
+
+class JobFilter(TypedDict, total=False):
+    """Query parameters of GET /v1/jobs (the cursor is handled by the iterator)."""
+
+    queue: str
+    state: JobState
+    category: DeadCategory
+    endpoint: str
+    limit: int

@@ -1,0 +1,159 @@
+"""The sync client against a real `redial serve`: enqueue, dedup, conflicts, batches, jobs that
+ran, listing across pages, dead-letter replay, tokens, endpoint and queue pauses."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conftest import Receiver, Server, wait_for
+from redial_client import Redial, RedialError
+
+
+def job_for(receiver: Receiver, **extra: object) -> dict:
+    return {"request": {"method": "POST", "url": receiver.origin + "/hook", "body": {"n": 1}}, **extra}
+
+
+def test_enqueue_and_same_id_deduplicates(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        job_id = f"dedup-{uuid.uuid4()}"
+        first = c.enqueue(job_for(receiver, id=job_id))
+        again = c.enqueue(job_for(receiver, id=job_id))
+        assert first["id"] == job_id and first["deduplicated"] is False
+        assert again["id"] == job_id and again["deduplicated"] is True
+
+
+def test_enqueue_without_id_generates_one(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        job = job_for(receiver)
+        created = c.enqueue(job)
+        assert uuid.UUID(created["id"]).version == 4
+        assert "id" not in job  # the caller's dict is left alone
+
+
+def test_conflicting_request_is_a_409(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        job_id = f"conflict-{uuid.uuid4()}"
+        c.enqueue(job_for(receiver, id=job_id))
+        changed = job_for(receiver, id=job_id)
+        changed["request"]["body"] = {"n": 2}
+        with pytest.raises(RedialError) as err:
+            c.enqueue(changed)
+        assert err.value.status == 409
+        assert err.value.code == "conflict"
+        assert err.value.message
+
+
+def test_unknown_job_is_a_404(server: Server) -> None:
+    with Redial(server.url) as c:
+        with pytest.raises(RedialError) as err:
+            c.get_job("no-such-job")
+        assert (err.value.status, err.value.code) == (404, "not_found")
+
+
+def test_batch(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        existing = c.enqueue(job_for(receiver))
+        result = c.enqueue_batch([job_for(receiver), job_for(receiver), job_for(receiver, id=existing["id"])])
+        assert (result["inserted"], result["deduplicated"]) == (2, 1)
+        assert [j["deduplicated"] for j in result["jobs"]] == [False, False, True]
+        assert result["jobs"][2]["id"] == existing["id"]
+
+
+def test_get_job_after_it_ran(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        created = c.enqueue(job_for(receiver))
+        job = wait_for(lambda: (j := c.get_job(created["id"]))["state"] == "completed" and j, "completed")
+        assert job["runs"] == 1
+        assert len(job["attempt_log"]) == 1
+        attempt = job["attempt_log"][0]
+        assert (attempt["number"], attempt["status"], attempt["category"], attempt["decision"]) == (
+            1, 200, "success", "complete")
+        assert receiver.count() == 1
+        assert receiver.requests[0]["body"] == b'{"n":1}'
+
+
+def test_list_jobs_iterates_every_page(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        name = f"list-{uuid.uuid4()}"
+        ids = {c.enqueue(job_for(receiver, endpoint=name))["id"] for _ in range(7)}
+        listed = [j["id"] for j in c.list_jobs(endpoint=name, limit=2)]
+        assert len(listed) == 7 and set(listed) == ids
+        assert list(c.list_jobs(endpoint=f"none-{uuid.uuid4()}")) == []
+        with pytest.raises(TypeError):
+            list(c.list_jobs(colour="red"))
+
+
+def test_dead_letters_replay_by_filter(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        receiver.status = 400  # permanent: dead at once
+        ids = [c.enqueue(job_for(receiver))["id"] for _ in range(3)]
+        wait_for(lambda: all(c.get_job(i)["state"] == "dead" for i in ids), "3 dead jobs")
+        assert {c.get_job(i)["category"] for i in ids} == {"permanent"}
+        dead = list(c.list_jobs(endpoint=receiver.origin, state="dead"))
+        assert len(dead) == 3
+        receiver.status = 200
+        assert c.replay_dead_letters({"endpoint": receiver.origin, "category": "permanent"}) == {"affected": 3}
+        wait_for(lambda: all(c.get_job(i)["state"] == "completed" for i in ids), "3 replayed jobs completed")
+        assert all(c.get_job(i)["replays"] == 1 for i in ids)
+        assert receiver.count() == 6
+        with pytest.raises(ValueError):
+            c.replay_dead_letters({})
+
+
+def test_dismiss_and_cancel(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        later = c.enqueue(job_for(receiver, run_at="2999-01-01T00:00:00Z"))
+        assert c.cancel(later["id"])["state"] == "cancelled"
+        receiver.status = 400
+        dead = c.enqueue(job_for(receiver))
+        wait_for(lambda: c.get_job(dead["id"])["state"] == "dead", "a dead job")
+        assert c.dismiss(dead["id"]) == {"id": dead["id"], "dismissed": True}
+
+
+def test_token_required(token_server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDIAL_TOKEN", raising=False)
+    with Redial(token_server.url) as c:
+        with pytest.raises(RedialError) as err:
+            c.stats()
+        assert err.value.status == 401
+        assert err.value.code == "unauthorized"
+    with Redial(token_server.url, token="wrong") as c:
+        with pytest.raises(RedialError) as err:
+            c.stats()
+        assert err.value.status == 401
+    with Redial(token_server.url, token="secret") as c:
+        assert "queues" in c.stats()
+    monkeypatch.setenv("REDIAL_TOKEN", "secret")
+    monkeypatch.setenv("REDIAL_SERVER", token_server.url)
+    with Redial() as c:
+        assert [q["name"] for q in c.queues()] == ["default"]
+
+
+def test_pause_and_resume_an_endpoint(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        paused = c.pause_endpoint(receiver.origin, reason="provider maintenance", for_="30m")
+        assert paused["name"] == receiver.origin
+        assert paused["paused_by_hand"] is not None
+        assert paused["paused_by_hand"]["reason"] == "provider maintenance"
+        job = c.enqueue(job_for(receiver))
+        assert c.endpoint(receiver.origin)["paused_by_hand"] is not None
+        assert c.get_job(job["id"])["state"] in ("ready", "scheduled")
+        assert receiver.count() == 0
+        resumed = c.resume_endpoint(receiver.origin)
+        assert resumed["paused_by_hand"] is None
+        wait_for(lambda: c.get_job(job["id"])["state"] == "completed", "the held job to run")
+        assert receiver.origin in [e["name"] for e in c.endpoints()]
+        assert c.reset_breaker(receiver.origin)["breaker"] == "closed"
+        with pytest.raises(ValueError):
+            c.pause_endpoint(receiver.origin, for_="1m", until="2999-01-01T00:00:00Z")
+
+
+def test_pause_and_resume_a_queue(server: Server) -> None:
+    with Redial(server.url) as c:
+        try:
+            assert c.pause_queue("default", reason="deploy")["paused_by_hand"]["reason"] == "deploy"
+            assert c.queues()[0]["paused_by_hand"] is not None
+        finally:
+            assert c.resume_queue("default")["paused_by_hand"] is None
