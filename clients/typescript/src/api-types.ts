@@ -1,0 +1,1731 @@
+// Owns the API's types: generated from crates/redial-server/src/openapi.json by
+// scripts/generate-types.mjs (openapi-typescript). Do not edit; run `npm run generate-types`.
+
+export interface paths {
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List jobs, oldest first, with cursor pagination */
+        get: operations["listJobs"];
+        put?: never;
+        /** Enqueue one job */
+        post: operations["enqueueJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enqueue a batch atomically: all stored, or none when one conflicts */
+        post: operations["enqueueBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job with its attempt log */
+        get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replay a dead job: back to ready, counters reset, same idempotency key, history kept */
+        post: operations["replayJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/dismiss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Dismiss a dead job: it and its attempts are deleted */
+        post: operations["dismissJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a job that has not finished (a running one ends cancelled when its attempt returns) */
+        post: operations["cancelJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replay every dead job matching the filter */
+        post: operations["replayDeadLetters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/dismiss": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Dismiss (delete) every dead job matching the filter */
+        post: operations["dismissDeadLetters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Counts per queue x state (x category for dead jobs), and per endpoint x state */
+        get: operations["stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every endpoint's protection state and backlog */
+        get: operations["listEndpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One endpoint */
+        get: operations["getEndpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every alert rule's state: firing or not, since when, the value measured and the threshold */
+        get: operations["alerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document */
+        get: operations["openapi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Metrics in the Prometheus text format 0.0.4 (requires the token like the API) */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process answers */
+        get: operations["healthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the store answers */
+        get: operations["readyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dead-letters/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Dead letters grouped by queue, category and endpoint, largest group first (each group is what a bulk replay or dismiss with that filter acts on) */
+        get: operations["deadLetterGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the caller may do: whether its token is the read-only one */
+        get: operations["session"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause an endpoint by hand: every job of it is held, on every node, until resumed or until the given end */
+        post: operations["pauseEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume an endpoint: lifts the hand pause and ends a pause its answers set (a server-given wait, a spent quota); the next answer may pause it again */
+        post: operations["resumeEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{name}/reset-breaker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close an endpoint's circuit breaker by hand, with an empty window and its open time back to the first step, on every node */
+        post: operations["resetEndpointBreaker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The configured queues and their hand pauses */
+        get: operations["listQueues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a queue by hand: none of its jobs is leased (those running finish) until resumed or until the given end */
+        post: operations["pauseQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a queue paused by hand */
+        post: operations["resumeQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This node's last hour, minute by minute: attempts by category, jobs finished, attempt latency (kept in the process; each node its own) */
+        get: operations["getSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description Every error answer, whatever its status. */
+        Error: {
+            error: {
+                /** @description Machine-readable; stable. */
+                code: string;
+                /** @description What was wrong and what to do, for people. */
+                message: string;
+            };
+        };
+        JobInput: {
+            /** @description Client-given id (1-200 of letters, digits, - _ . : @); generated (a UUID) when absent. Enqueuing an existing id with the same request returns the existing job (200, deduplicated); with a different request, 409. */
+            id?: string;
+            /**
+             * @description A configured queue; another name is refused (422 unknown_queue).
+             * @default default
+             */
+            queue?: string;
+            request: {
+                /** @description A standard method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE, CONNECT) in any case, sent in upper case; or another HTTP token in upper case, sent as written. */
+                method: string;
+                /**
+                 * Format: uri
+                 * @description An http or https URL with a host and a port other than 0, at most 8192 bytes.
+                 */
+                url: string;
+                /** @description At most 100. Names are HTTP tokens, values at most 8192 bytes without control characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets them. */
+                headers?: {
+                    [key: string]: string;
+                } | [
+                    string,
+                    string
+                ][];
+                /** @description A string is sent as is; any other JSON value is sent as JSON (content-type application/json unless given). null or absent: no body. At most server.max_job_body_bytes (413 job_body_too_large). */
+                body?: unknown;
+                /** @description The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's default when absent. */
+                timeout?: string;
+            };
+            /** @description Sent on every attempt (1-255 printable ASCII characters, no spaces); derived from queue and id (UUIDv5) when absent. */
+            idempotency_key?: string;
+            /**
+             * Format: date-time
+             * @description Not before this instant (RFC 3339); now when absent or past.
+             */
+            run_at?: string;
+            /**
+             * Format: date-time
+             * @description Give up (dead, deadline_exceeded) after this instant; it must be in the future and after run_at.
+             */
+            deadline?: string;
+            /**
+             * @description Higher runs first within a queue.
+             * @default 0
+             */
+            priority?: number;
+            /** @description At most 32 tags of 1 to 100 bytes. */
+            tags?: string[];
+            /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
+            endpoint?: string;
+            /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
+            policy?: Record<string, never> | null;
+        };
+        Job: {
+            id: string;
+            queue: string;
+            endpoint: string;
+            /** @enum {string} */
+            state: "scheduled" | "ready" | "running" | "deferred" | "completed" | "dead" | "cancelled";
+            /**
+             * @description The dead-letter category, for dead jobs.
+             * @enum {string|null}
+             */
+            category: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted" | null;
+            /** @description Failed attempts (transient and unknown) since creation or the last replay. */
+            attempts: number;
+            unknown_attempts: number;
+            deferrals: number;
+            /** @description Times its lease expired mid-attempt. */
+            stalls: number;
+            replays: number;
+            /** @description Every attempt made, across replays: the attempt log's length. */
+            runs: number;
+            priority: number;
+            /** Format: date-time */
+            run_at: string;
+            /** Format: date-time */
+            deadline: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            idempotency_key: string | null;
+            tags: string[];
+            last_reason: string | null;
+            cancel_requested: boolean;
+            request: components["schemas"]["RequestView"];
+            /** @description On enqueue answers only: whether the job already existed. */
+            deduplicated?: boolean;
+            /** @description On GET /v1/jobs/{id} only. */
+            attempt_log?: components["schemas"]["Attempt"][];
+        };
+        /** @description The request the job sends. Secrets in headers and URL query values are redacted; the body is not shown, only its size. */
+        RequestView: {
+            method: string;
+            url: string;
+            headers: string[][];
+            body_bytes: number;
+            timeout_ms: number | null;
+        };
+        Attempt: {
+            /** @description 1 for the job's first attempt, counting across replays. */
+            number: number;
+            /** Format: date-time */
+            started_at: string;
+            duration_ms: number;
+            /** @description The HTTP status, when a response arrived. */
+            status: number | null;
+            /** @description The transport error kind (read-timeout...) or a handler's failure, when no response arrived. */
+            error: string | null;
+            error_detail?: string;
+            /** @description The outcome's category: success, defer, transient, permanent, unknown (held: not sent). */
+            category: string;
+            /** @description complete, retry, defer, dead or cancelled. */
+            decision: string;
+            /** @enum {string|null} */
+            dead_category: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted" | null;
+            delay_ms: number | null;
+            server_wait_ms: number | null;
+            server_wait_source: string | null;
+            reason: string;
+            /** @description What held the job before this attempt, if anything. */
+            held?: string;
+            response_headers: string[][];
+            response_body: string | null;
+            worker: string;
+        };
+        JobPage: {
+            jobs: components["schemas"]["Job"][];
+            /** @description Pass as cursor for the next page; null on the last one. */
+            next_cursor: string | null;
+        };
+        BatchInput: {
+            /** @description 1 to server.max_batch (1000 by default) jobs; more is refused (413 batch_too_large), none too (422 empty_batch). */
+            jobs: components["schemas"]["JobInput"][];
+        };
+        BatchResult: {
+            inserted: number;
+            deduplicated: number;
+            /** @description In the order sent, each with deduplicated. */
+            jobs: components["schemas"]["Job"][];
+        };
+        Dismissed: {
+            id: string;
+            /** @constant */
+            dismissed: true;
+        };
+        Affected: {
+            affected: number;
+        };
+        /** @description Which dead letters. Every field given must match. A body with no criterion (or an empty body) is refused (422 filter_required) unless it says {"all": true}. */
+        DeadLetterFilter: {
+            /** @description A configured queue (422 unknown_queue otherwise). */
+            queue?: string;
+            /** @enum {string} */
+            category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+            endpoint?: string;
+            /**
+             * Format: date-time
+             * @description created at or after
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description created before
+             */
+            until?: string;
+            /** @description true to act on every dead letter. */
+            all?: boolean;
+        } | unknown | unknown | unknown | unknown | unknown | {
+            /** @constant */
+            all: true;
+        };
+        Stats: {
+            queues: {
+                queue: string;
+                /** @enum {string} */
+                state: "scheduled" | "ready" | "running" | "deferred" | "completed" | "dead" | "cancelled";
+                /**
+                 * @description For dead jobs.
+                 * @enum {string}
+                 */
+                category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+                count: number;
+            }[];
+            endpoints: {
+                endpoint: string;
+                /** @enum {string} */
+                state: "scheduled" | "ready" | "running" | "deferred" | "completed" | "dead" | "cancelled";
+                count: number;
+            }[];
+        };
+        /** @description An endpoint's protection state: what holds its jobs now, the shared pause, configured and learned limits, in-flight attempts, retry budget, circuit breaker and its history, and its backlog. */
+        Endpoint: {
+            name: string;
+            /** @description What holds its jobs right now, if anything. */
+            holding: string | null;
+            /** @description A pause set by hand, while in force: every job of the endpoint is held, on every node. */
+            paused_by_hand: components["schemas"]["HandPause"] | null;
+            /** Format: date-time */
+            paused_until: string | null;
+            pause_reason: string | null;
+            /** @description Configured rate, e.g. "10/s". */
+            rate: string | null;
+            burst: number;
+            learned_limit: number | null;
+            learned_remaining: number | null;
+            /** Format: date-time */
+            learned_reset_at: string | null;
+            concurrency_limit: number | null;
+            in_flight: number;
+            /** Format: date-time */
+            slow_start_since: string | null;
+            budget_allowed: number;
+            budget_used: number;
+            budget_remaining: number;
+            /** @enum {string} */
+            breaker: "closed" | "open" | "half_open";
+            /** Format: date-time */
+            breaker_until: string | null;
+            /** @description failures (first attempts and retries) in the breaker's window */
+            breaker_window_failures: number;
+            /** @description of those, failures of retries: what opens the breaker */
+            breaker_window_retry_failures: number;
+            breaker_window_calls: number;
+            breaker_history: {
+                /** Format: date-time */
+                at: string;
+                to: string;
+                reason: string;
+            }[];
+            /** @description jobs due now but held by the endpoint's limits */
+            held: number;
+            /** @description jobs scheduled ahead */
+            waiting_later: number;
+        };
+        EndpointList: {
+            endpoints: components["schemas"]["Endpoint"][];
+        };
+        Alert: {
+            name: string;
+            rule: string;
+            firing: boolean;
+            /**
+             * Format: date-time
+             * @description Since when it fires (or, when it does not, since when it stopped), if it ever fired.
+             */
+            since: string | null;
+            /** @description What was measured: a count of dead letters, or a deferral's age in seconds. */
+            value: number | null;
+            threshold: number | null;
+            /** Format: date-time */
+            evaluated_at: string | null;
+            summary: string;
+        };
+        AlertList: {
+            alerts: components["schemas"]["Alert"][];
+        };
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        Ready: {
+            /** @enum {string} */
+            status: "ready";
+        };
+        NotReady: {
+            /** @enum {string} */
+            status: "unavailable";
+            reason: string;
+        };
+        DeadGroup: {
+            queue: string;
+            /** @enum {string} */
+            category: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+            endpoint: string;
+            count: number;
+            /**
+             * Format: date-time
+             * @description When the first of them went dead
+             */
+            first: string;
+            /**
+             * Format: date-time
+             * @description When the last of them went dead
+             */
+            last: string;
+            /** @description The reason line of one of them */
+            reason?: string | null;
+        };
+        DeadGroups: {
+            groups: components["schemas"]["DeadGroup"][];
+            total: number;
+        };
+        Session: {
+            /** @description The request's token is the read-only one */
+            read_only: boolean;
+            token_required: boolean;
+        };
+        /** @description A pause set by hand: since when, until when (null: until resumed) and why. */
+        HandPause: {
+            /** Format: date-time */
+            since: string;
+            /**
+             * Format: date-time
+             * @description When it ends by itself; null: when resumed.
+             */
+            until: string | null;
+            reason: string;
+        };
+        /** @description Why, and until when: an instant (until) or a duration from now (for), not both; with neither, until resumed. The body may be empty. */
+        PauseInput: {
+            /** @example provider maintenance */
+            reason?: string;
+            /** Format: date-time */
+            until?: string;
+            /**
+             * @description A duration with a unit, up to 366d
+             * @example 30m
+             */
+            for?: string;
+        };
+        /** @description A configured queue and its hand pause. */
+        Queue: {
+            name: string;
+            concurrency: number;
+            /** @description While in force, none of its jobs is leased (those running finish). */
+            paused_by_hand: components["schemas"]["HandPause"] | null;
+        };
+        QueueList: {
+            queues: components["schemas"]["Queue"][];
+        };
+        SeriesMinute: {
+            /**
+             * Format: date-time
+             * @description When the minute began
+             */
+            at: string;
+            /** @description Attempts that ended in the minute, by category */
+            attempts: {
+                success: number;
+                defer: number;
+                transient: number;
+                unknown: number;
+                permanent: number;
+            };
+            /** @description Jobs that completed in the minute */
+            completed: number;
+            /** @description Jobs that went dead in the minute */
+            dead: number;
+            /** @description Median attempt latency, as the upper bound of its histogram bucket (within 26%); null when no attempt ended */
+            p50_ms: number | null;
+            /** @description 99th percentile attempt latency, likewise */
+            p99_ms: number | null;
+        };
+        Series: {
+            /** @description The last 60 minutes, oldest first, the current one last */
+            minutes: components["schemas"]["SeriesMinute"][];
+        };
+    };
+    responses: {
+        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, unknown_parameter (query parameters of GET /v1/jobs), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
+        BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The server has a token and the request has no 'Authorization: Bearer <token>', or a wrong one. Code: unauthorized. */
+        Unauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Refused as what a web page could send to an API on loopback. Codes: foreign_host (the Host is not a loopback name or one of server.allowed_hosts: DNS rebinding), cross_site (Sec-Fetch-Site is cross-site, or Origin is not the request's own). read_only (the read-only token may read, not change anything). */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No such job or endpoint. Code: not_found. */
+        NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Codes: conflict (a job with this id exists with a different request: use another id, or send the same request to get the existing job), invalid_state (the job is not in a state the action applies to: only dead jobs are replayed or dismissed, only unfinished ones cancelled). */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Codes: body_too_large (the request body is over server.max_request_bytes), batch_too_large (more jobs than server.max_batch), job_body_too_large (a job's request.body is over server.max_job_body_bytes). */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request declares a Content-Type other than JSON (application/json or *\/*+json). Code: unsupported_media_type. */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_category, empty_batch, filter_required. */
+        Unprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request body did not arrive within server.body_timeout (30 s by default); the connection is closed. Code: request_timeout. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The store cannot serve now (a full disk, a read-only or damaged database, a lost connection); nothing was done: try again after Retry-After. Code: storage_unavailable. */
+        Unavailable: {
+            headers: {
+                /** @description Seconds to wait before trying again */
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A server fault (the store failed); the server log has the details. Code: internal. */
+        Internal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    listJobs: {
+        parameters: {
+            query?: {
+                /** @description A configured queue (422 unknown_queue otherwise) */
+                queue?: string;
+                /** @description Job state */
+                state?: "scheduled" | "ready" | "running" | "deferred" | "completed" | "dead" | "cancelled";
+                /** @description Dead-letter category */
+                category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+                /** @description Endpoint name */
+                endpoint?: string;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description Jobs per page */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enqueueJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The caller's W3C trace context: a valid one makes the job(s) join that trace (the job's request carries it unless it has its own); an invalid one is ignored. */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobInput"];
+            };
+        };
+        responses: {
+            /** @description Deduplicated: a job with this id and the same request exists; it is returned, with deduplicated true */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Stored: the new job, with deduplicated false */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enqueueBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The caller's W3C trace context: a valid one makes the job(s) join that trace (the job's request carries it unless it has its own); an invalid one is ignored. */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchInput"];
+            };
+        };
+        responses: {
+            /** @description Every job already existed (all deduplicated) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResult"];
+                };
+            };
+            /** @description At least one job was stored */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (percent-encoded) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, with attempt_log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (percent-encoded) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replayed job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    dismissJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (percent-encoded) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Dismissed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id (percent-encoded) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job: cancelled, or running with cancel_requested */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeadLetterFilter"];
+            };
+        };
+        responses: {
+            /** @description How many jobs were replayed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Affected"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    dismissDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeadLetterFilter"];
+            };
+        };
+        responses: {
+            /** @description How many jobs were deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Affected"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every endpoint with jobs or configuration */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's name (a URL origin such as https://api.example.com, unless a job named another), percent-encoded
+                 * @example https://api.example.com
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    alerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules' states */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    openapi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exposition */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    healthz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ready"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            /** @description The store cannot serve and write now; reason says why */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotReady"];
+                };
+            };
+        };
+    };
+    deadLetterGroups: {
+        parameters: {
+            query?: {
+                /** @description Only this queue (it must exist) */
+                queue?: string;
+                /** @description Only this dead-letter category */
+                category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+                /** @description Only this endpoint (a URL origin) */
+                endpoint?: string;
+                /** @description Created at or after (RFC 3339) */
+                since?: string;
+                /** @description Created before (RFC 3339) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups and their total */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's name (a URL origin such as https://api.example.com, unless a job named another), percent-encoded
+                 * @example https://api.example.com
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseInput"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's name (a URL origin such as https://api.example.com, unless a job named another), percent-encoded
+                 * @example https://api.example.com
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resetEndpointBreaker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's name (a URL origin such as https://api.example.com, unless a job named another), percent-encoded
+                 * @example https://api.example.com
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, its breaker closed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listQueues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queues */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    pauseQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A configured queue's name
+                 * @example default
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseInput"];
+            };
+        };
+        responses: {
+            /** @description The queue, paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A configured queue's name
+                 * @example default
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue, resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+        };
+    };
+}

@@ -1,0 +1,163 @@
+// Owns the Redial class: one method per API operation, built on Transport.
+import { randomUUID } from "node:crypto";
+import { Transport } from "./transport.js";
+import type {
+  Affected,
+  AlertList,
+  BatchResult,
+  DeadGroups,
+  DeadLetterFilter,
+  Dismissed,
+  Endpoint,
+  EndpointList,
+  Health,
+  Job,
+  JobFilter,
+  JobInput,
+  JobPage,
+  PauseInput,
+  Queue,
+  QueueList,
+  Stats,
+} from "./types.js";
+
+export interface RedialOptions {
+  /** The server's URL; defaults to $REDIAL_SERVER, then http://127.0.0.1:8080. */
+  baseUrl?: string;
+  /** Bearer token; defaults to $REDIAL_TOKEN. */
+  token?: string;
+  /** Per-request timeout in milliseconds (each retry gets its own); default 30 000. */
+  timeoutMs?: number;
+  /** Retries on connection errors, timeouts, 429 and 503; default 3. */
+  maxRetries?: number;
+}
+
+const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
+
+export class Redial {
+  private readonly transport: Transport;
+
+  constructor(options: RedialOptions = {}) {
+    const token = options.token ?? process.env.REDIAL_TOKEN;
+    this.transport = new Transport({
+      baseUrl: options.baseUrl ?? process.env.REDIAL_SERVER ?? DEFAULT_BASE_URL,
+      token: token ? token : undefined,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      maxRetries: options.maxRetries ?? 3,
+    });
+  }
+
+  /** Enqueues one job. Without an id, one is generated here so that a retried request cannot enqueue twice. */
+  enqueue(job: JobInput): Promise<Job> {
+    return this.transport.request<Job>({ method: "POST", path: "/v1/jobs", body: withId(job) });
+  }
+
+  /** Enqueues jobs atomically: all are stored (or deduplicated), or none. */
+  enqueueBatch(jobs: JobInput[]): Promise<BatchResult> {
+    return this.transport.request<BatchResult>({
+      method: "POST",
+      path: "/v1/jobs/batch",
+      body: { jobs: jobs.map(withId) },
+    });
+  }
+
+  /** One job, with its attempt_log. */
+  getJob(id: string): Promise<Job> {
+    return this.transport.request<Job>({ method: "GET", path: `/v1/jobs/${enc(id)}` });
+  }
+
+  /** One page of jobs; pass the previous page's next_cursor as cursor. */
+  listJobsPage(filter: JobFilter = {}): Promise<JobPage> {
+    return this.transport.request<JobPage>({ method: "GET", path: "/v1/jobs", query: { ...filter } });
+  }
+
+  /** Every job matching the filter, fetching page after page (filter.limit is the page size). */
+  async *listJobs(filter: Omit<JobFilter, "cursor"> = {}): AsyncGenerator<Job, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listJobsPage({ ...filter, cursor });
+      yield* page.jobs;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  replay(id: string): Promise<Job> {
+    return this.transport.request<Job>({ method: "POST", path: `/v1/jobs/${enc(id)}/replay` });
+  }
+
+  dismiss(id: string): Promise<Dismissed> {
+    return this.transport.request<Dismissed>({ method: "POST", path: `/v1/jobs/${enc(id)}/dismiss` });
+  }
+
+  cancel(id: string): Promise<Job> {
+    return this.transport.request<Job>({ method: "POST", path: `/v1/jobs/${enc(id)}/cancel` });
+  }
+
+  /** Replays the dead letters matching the filter ({ all: true } for every one). */
+  replayDeadLetters(filter: DeadLetterFilter): Promise<Affected> {
+    return this.transport.request<Affected>({ method: "POST", path: "/v1/dead-letters/replay", body: filter });
+  }
+
+  /** Dismisses the dead letters matching the filter ({ all: true } for every one). */
+  dismissDeadLetters(filter: DeadLetterFilter): Promise<Affected> {
+    return this.transport.request<Affected>({ method: "POST", path: "/v1/dead-letters/dismiss", body: filter });
+  }
+
+  deadLetterGroups(): Promise<DeadGroups> {
+    return this.transport.request<DeadGroups>({ method: "GET", path: "/v1/dead-letters/groups" });
+  }
+
+  stats(): Promise<Stats> {
+    return this.transport.request<Stats>({ method: "GET", path: "/v1/stats" });
+  }
+
+  endpoints(): Promise<EndpointList> {
+    return this.transport.request<EndpointList>({ method: "GET", path: "/v1/endpoints" });
+  }
+
+  /** One endpoint by name, usually a URL origin such as https://api.example.com. */
+  endpoint(name: string): Promise<Endpoint> {
+    return this.transport.request<Endpoint>({ method: "GET", path: `/v1/endpoints/${enc(name)}` });
+  }
+
+  /** Holds deliveries to an endpoint, until resumed, or for a duration ({ for: "30m" }), or until an instant. */
+  pauseEndpoint(name: string, pause: PauseInput = {}): Promise<Endpoint> {
+    return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/pause`, body: pause });
+  }
+
+  resumeEndpoint(name: string): Promise<Endpoint> {
+    return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/resume` });
+  }
+
+  resetBreaker(name: string): Promise<Endpoint> {
+    return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/reset-breaker` });
+  }
+
+  queues(): Promise<QueueList> {
+    return this.transport.request<QueueList>({ method: "GET", path: "/v1/queues" });
+  }
+
+  pauseQueue(name: string, pause: PauseInput = {}): Promise<Queue> {
+    return this.transport.request<Queue>({ method: "POST", path: `/v1/queues/${enc(name)}/pause`, body: pause });
+  }
+
+  resumeQueue(name: string): Promise<Queue> {
+    return this.transport.request<Queue>({ method: "POST", path: `/v1/queues/${enc(name)}/resume` });
+  }
+
+  alerts(): Promise<AlertList> {
+    return this.transport.request<AlertList>({ method: "GET", path: "/v1/alerts" });
+  }
+
+  health(): Promise<Health> {
+    return this.transport.request<Health>({ method: "GET", path: "/healthz" });
+  }
+}
+
+function withId(job: JobInput): JobInput {
+  return job.id ? job : { ...job, id: randomUUID() };
+}
+
+function enc(segment: string): string {
+  return encodeURIComponent(segment);
+}

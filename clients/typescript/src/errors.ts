@@ -1,0 +1,47 @@
+// Owns the client's error classes: API answers (RedialError), failures to reach the server
+// (RedialConnectionError, RedialTimeoutError) and rejected webhook deliveries (WebhookVerificationError).
+
+/** The server answered with an error status; `code` and `message` come from its {"error": {...}} body. */
+export class RedialError extends Error {
+  override readonly name = "RedialError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Seconds the server asked to wait (Retry-After), when it said so. */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The server could not be reached (refused, reset, DNS, TLS), after the configured retries. */
+export class RedialConnectionError extends Error {
+  override readonly name: string = "RedialConnectionError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** No answer within timeoutMs, after the configured retries. */
+export class RedialTimeoutError extends RedialConnectionError {
+  override readonly name = "RedialTimeoutError";
+}
+
+export type WebhookFailure =
+  | "missing_headers"
+  | "invalid_timestamp"
+  | "stale_timestamp"
+  | "no_matching_signature"
+  | "invalid_secret";
+
+/** A delivery failed verification: answer it with 400/401 and do not act on it. */
+export class WebhookVerificationError extends Error {
+  override readonly name = "WebhookVerificationError";
+  constructor(
+    readonly reason: WebhookFailure,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,12 @@
+// Owns the package's public surface: the client, its errors, webhook verification and the API types.
+export { Redial, type RedialOptions } from "./client.js";
+export {
+  RedialError,
+  RedialConnectionError,
+  RedialTimeoutError,
+  WebhookVerificationError,
+  type WebhookFailure,
+} from "./errors.js";
+export { verifyWebhook, signWebhook, type VerifyWebhookOptions, type VerifiedWebhook, type WebhookHeaders } from "./webhooks.js";
+export type * from "./types.js";
+export type { components, operations, paths } from "./api-types.js";

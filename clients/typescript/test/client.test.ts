@@ -1,0 +1,240 @@
+// Owns the client's tests against a real `redial serve`: enqueue, dedup, conflicts, batches,
+// attempts, paging, dead letters, endpoint and queue pauses, tokens, and connection failures.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Redial, RedialConnectionError, RedialError, type Job } from "../src/index.js";
+import { startReceiver, startServer, waitFor, type Receiver, type Server } from "./helpers.js";
+
+delete process.env.REDIAL_TOKEN;
+delete process.env.REDIAL_SERVER;
+
+describe("Redial against a real server", () => {
+  let server: Server;
+  let redial: Redial;
+  const receivers: Receiver[] = [];
+
+  async function receiver(statusFor?: (path: string) => number): Promise<Receiver> {
+    const r = await startReceiver(statusFor);
+    receivers.push(r);
+    return r;
+  }
+
+  async function waitForState(id: string, state: Job["state"]): Promise<Job> {
+    return waitFor(`job ${id} to be ${state}`, async () => {
+      const job = await redial.getJob(id);
+      return job.state === state ? job : undefined;
+    });
+  }
+
+  before(async () => {
+    server = await startServer();
+    redial = new Redial({ baseUrl: server.url });
+  });
+
+  after(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+    await server?.stop();
+  });
+
+  test("enqueue stores a job, and the same id and request again is deduplicated", async () => {
+    const r = await receiver();
+    const input = { id: "dedup-1", request: { method: "POST", url: `${r.origin}/hook`, body: { n: 1 } } };
+    const first = await redial.enqueue(input);
+    assert.equal(first.id, "dedup-1");
+    assert.equal(first.deduplicated, false);
+    const second = await redial.enqueue(input);
+    assert.equal(second.id, "dedup-1");
+    assert.equal(second.deduplicated, true);
+  });
+
+  test("enqueue without an id generates a UUID on the client", async () => {
+    const r = await receiver();
+    const job = await redial.enqueue({ request: { method: "GET", url: `${r.origin}/ping` } });
+    assert.match(job.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  test("the same id with a different request is a 409 RedialError with its code", async () => {
+    const r = await receiver();
+    await redial.enqueue({ id: "conflict-1", request: { method: "POST", url: `${r.origin}/a`, body: "one" } });
+    const err = await redial
+      .enqueue({ id: "conflict-1", request: { method: "POST", url: `${r.origin}/a`, body: "two" } })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError, `expected RedialError, got ${String(err)}`);
+    assert.equal(err.status, 409);
+    assert.equal(err.code, "conflict");
+    assert.ok(err.message.length > 0);
+  });
+
+  test("enqueueBatch stores every job, and resending it deduplicates every one", async () => {
+    const r = await receiver();
+    const jobs = [1, 2, 3].map((n) => ({ id: `batch-${n}`, request: { method: "POST", url: `${r.origin}/b`, body: { n } } }));
+    const first = await redial.enqueueBatch(jobs);
+    assert.equal(first.inserted, 3);
+    assert.equal(first.deduplicated, 0);
+    assert.deepEqual(first.jobs.map((j) => j.id), ["batch-1", "batch-2", "batch-3"]);
+    const again = await redial.enqueueBatch(jobs);
+    assert.equal(again.inserted, 0);
+    assert.equal(again.deduplicated, 3);
+  });
+
+  test("enqueueBatch gives ids to jobs without one", async () => {
+    const r = await receiver();
+    const result = await redial.enqueueBatch([
+      { request: { method: "GET", url: `${r.origin}/x` } },
+      { request: { method: "GET", url: `${r.origin}/y` } },
+    ]);
+    assert.equal(result.inserted, 2);
+    assert.notEqual(result.jobs[0]!.id, result.jobs[1]!.id);
+  });
+
+  test("getJob shows the attempt log once the job ran against a receiver", async () => {
+    const r = await receiver();
+    const job = await redial.enqueue({
+      request: { method: "POST", url: `${r.origin}/run`, headers: { "x-test": "yes" }, body: { hello: "world" } },
+    });
+    const done = await waitForState(job.id, "completed");
+    assert.equal(done.runs, 1);
+    assert.ok(done.attempt_log, "getJob returns attempt_log");
+    assert.equal(done.attempt_log!.length, 1);
+    assert.equal(r.received.length, 1);
+    const got = r.received[0]!;
+    assert.equal(got.method, "POST");
+    assert.equal(got.path, "/run");
+    assert.equal(got.headers["x-test"], "yes");
+    assert.deepEqual(JSON.parse(got.body.toString("utf8")), { hello: "world" });
+  });
+
+  test("getJob of an unknown id is a 404 RedialError", async () => {
+    const err = await redial.getJob("no-such-job").then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError);
+    assert.equal(err.status, 404);
+  });
+
+  test("listJobs iterates every matching job across several pages", async () => {
+    const r = await receiver();
+    const ids = Array.from({ length: 7 }, (_, i) => `page-${i}`);
+    const created = await redial.enqueueBatch(ids.map((id) => ({ id, request: { method: "GET", url: `${r.origin}/p` } })));
+    const endpoint = created.jobs[0]!.endpoint;
+    const firstPage = await redial.listJobsPage({ endpoint, limit: 3 });
+    assert.equal(firstPage.jobs.length, 3);
+    assert.ok(firstPage.next_cursor, "a first page of 3 out of 7 has a next cursor");
+    const seen: string[] = [];
+    for await (const job of redial.listJobs({ endpoint, limit: 3 })) seen.push(job.id);
+    assert.deepEqual([...seen].sort(), [...ids].sort());
+  });
+
+  test("replayDeadLetters by filter replays the dead job, which then completes", async () => {
+    let status = 400;
+    const r = await receiver(() => status);
+    const job = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/fail`, body: "x" } });
+    const dead = await waitForState(job.id, "dead");
+    assert.equal(dead.category, "permanent");
+    const groups = await redial.deadLetterGroups();
+    assert.ok(groups, "dead letter groups answer");
+
+    status = 200;
+    const replayed = await redial.replayDeadLetters({ endpoint: dead.endpoint });
+    assert.equal(replayed.affected, 1);
+    const done = await waitForState(job.id, "completed");
+    assert.equal(done.replays, 1);
+    const none = await redial.replayDeadLetters({ endpoint: dead.endpoint });
+    assert.equal(none.affected, 0);
+  });
+
+  test("dismissDeadLetters and cancel act on jobs", async () => {
+    const r = await receiver(() => 422);
+    const job = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/fail`, body: "x" } });
+    const dead = await waitForState(job.id, "dead");
+    const dismissed = await redial.dismissDeadLetters({ endpoint: dead.endpoint });
+    assert.equal(dismissed.affected, 1);
+
+    const later = await redial.enqueue({
+      request: { method: "GET", url: `${r.origin}/later` },
+      run_at: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    assert.equal(later.state, "scheduled");
+    const cancelled = await redial.cancel(later.id);
+    assert.equal(cancelled.state, "cancelled");
+  });
+
+  test("pauseEndpoint holds deliveries until resumeEndpoint", async () => {
+    const r = await receiver();
+    const name = r.origin;
+    const paused = await redial.pauseEndpoint(name, { reason: "provider maintenance", for: "30m" });
+    assert.equal(paused.name, name);
+    assert.ok(paused.paused_by_hand, "the endpoint is paused by hand");
+    assert.equal(paused.paused_by_hand.reason, "provider maintenance");
+    assert.ok(paused.paused_by_hand.until, "a pause for 30m has an end");
+    assert.equal((await redial.endpoint(name)).name, name);
+    assert.ok((await redial.endpoints()).endpoints.some((e) => e.name === name));
+
+    const job = await redial.enqueue({ request: { method: "GET", url: `${r.origin}/held` } });
+    assert.notEqual((await redial.getJob(job.id)).state, "completed");
+    assert.equal(r.received.length, 0, "nothing is delivered while the endpoint is paused");
+    const resumed = await redial.resumeEndpoint(name);
+    assert.equal(resumed.paused_by_hand, null);
+    await waitForState(job.id, "completed");
+    assert.equal(r.received.length, 1);
+
+    const reset = await redial.resetBreaker(name);
+    assert.equal(reset.breaker, "closed");
+  });
+
+  test("pauseQueue and resumeQueue toggle the default queue; stats and queues answer", async () => {
+    const paused = await redial.pauseQueue("default", { reason: "deploy" });
+    assert.equal(paused.name, "default");
+    const resumed = await redial.resumeQueue("default");
+    assert.equal(resumed.name, "default");
+    assert.ok((await redial.queues()).queues.some((q) => q.name === "default"));
+    assert.ok(await redial.stats());
+  });
+
+  test("a server that is not there is a RedialConnectionError after the retries", async () => {
+    const gone = await startServer();
+    const url = gone.url;
+    await gone.stop();
+    const client = new Redial({ baseUrl: url, maxRetries: 1 });
+    const err = await client.stats().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialConnectionError, `expected RedialConnectionError, got ${String(err)}`);
+    assert.ok(!(err instanceof RedialError));
+  });
+});
+
+describe("Redial against a server with a token", () => {
+  let server: Server;
+
+  before(async () => {
+    server = await startServer({ token: "secret" });
+  });
+
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("without the token a call is a 401 RedialError; with it, it works", async () => {
+    const anonymous = new Redial({ baseUrl: server.url });
+    const err = await anonymous.stats().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError, `expected RedialError, got ${String(err)}`);
+    assert.equal(err.status, 401);
+    assert.ok(err.code.length > 0);
+
+    const wrong = new Redial({ baseUrl: server.url, token: "wrong" });
+    const wrongErr = await wrong.stats().then(() => undefined, (e: unknown) => e);
+    assert.ok(wrongErr instanceof RedialError);
+    assert.equal(wrongErr.status, 401);
+
+    const authed = new Redial({ baseUrl: server.url, token: "secret" });
+    assert.ok(await authed.stats());
+  });
+
+  test("the token defaults to REDIAL_TOKEN and the URL to REDIAL_SERVER", async () => {
+    process.env.REDIAL_TOKEN = "secret";
+    process.env.REDIAL_SERVER = server.url;
+    try {
+      assert.ok(await new Redial().stats());
+    } finally {
+      delete process.env.REDIAL_TOKEN;
+      delete process.env.REDIAL_SERVER;
+    }
+  });
+});

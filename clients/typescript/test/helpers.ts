@@ -1,0 +1,139 @@
+// Owns the tests' fixtures: a real `redial serve` on a free port, a node:http receiver, and polling.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// dist/test/helpers.js -> clients/typescript -> repository root
+const defaultBin = path.resolve(here, "../../../../target/debug/redial");
+export const redialBin = process.env.REDIAL_BIN ? path.resolve(process.env.REDIAL_BIN) : defaultBin;
+
+export interface Server {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `redial serve` on 127.0.0.1:0 with a fresh data dir; resolves once it prints its URL. */
+export async function startServer(opts: { token?: string; config?: string } = {}): Promise<Server> {
+  const dir = await mkdtemp(path.join(tmpdir(), "redial-ts-"));
+  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", path.join(dir, "data"), "--allow-private-networks"];
+  if (opts.config !== undefined) {
+    const configPath = path.join(dir, "redial.toml");
+    await writeFile(configPath, opts.config);
+    args.push("--config", configPath);
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIAL_LOG: "warn" };
+  delete env.REDIAL_TOKEN;
+  delete env.REDIAL_CONFIG;
+  delete env.REDIAL_DATABASE_URL;
+  delete env.REDIAL_SERVER;
+  if (opts.token) env.REDIAL_TOKEN = opts.token;
+
+  const child = spawn(redialBin, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`redial did not start within 60 s:\n${seen}`)), 60_000);
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      seen += chunk;
+      const match = /redial listening on (http:\/\/\S+)/.exec(seen);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(new Error(`could not start ${redialBin}: ${err.message}; set REDIAL_BIN`));
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`redial exited (${code}) before listening:\n${seen}`));
+    });
+  });
+  return {
+    url,
+    async stop() {
+      await stopChild(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+export interface Received {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface Receiver {
+  /** The origin, e.g. http://127.0.0.1:41234: also the endpoint's name in Redial. */
+  origin: string;
+  received: Received[];
+  /** The status to answer for a path (default 200). */
+  statusFor: (path: string) => number;
+  close(): Promise<void>;
+}
+
+/** A node:http server on 127.0.0.1:0 recording every request. */
+export async function startReceiver(statusFor: (path: string) => number = () => 200): Promise<Receiver> {
+  const received: Received[] = [];
+  const receiver = { statusFor } as Receiver;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks) });
+      res.writeHead(receiver.statusFor(req.url!), { "content-type": "text/plain" });
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return Object.assign(receiver, {
+    origin: `http://127.0.0.1:${port}`,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
