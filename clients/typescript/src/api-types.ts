@@ -641,8 +641,12 @@ export interface components {
             holding: string | null;
             /** @description A pause set by hand, while in force: every job of the endpoint is held, on every node. */
             paused_by_hand: components["schemas"]["HandPause"] | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The end of a pause the endpoint's own answers set (a server-given wait such as Retry-After, a spent quota's reset), shared by every node; a pause set by hand is paused_by_hand.
+             */
             paused_until: string | null;
+            /** @description Why the endpoint's answers paused it (while paused_until is in force). */
             pause_reason: string | null;
             /** @description Configured rate, e.g. "10/s". */
             rate: string | null;

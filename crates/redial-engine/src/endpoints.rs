@@ -344,6 +344,10 @@ impl Registry {
         let mut transitions = Vec::new();
         for (name, e) in entries.iter_mut() {
             let control = by_name.get(name.as_str());
+            // Most endpoints have no control and no hand pause: nothing to compare.
+            if control.is_none() && e.state.hand_pause.is_none() {
+                continue;
+            }
             let before = e.state.clone();
             e.state.hand_pause = control.and_then(|c| c.pause.clone());
             if let Some(at) = control.and_then(|c| c.resumed_at) {
