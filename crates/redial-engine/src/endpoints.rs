@@ -356,6 +356,14 @@ impl Registry {
             if let Some(at) = control.and_then(|c| c.breaker_reset_at) {
                 e.state.take_breaker_reset(at, now);
             }
+            // The shared hold a resume or reset ended is gone from the store: the next hold,
+            // however short, must be published again.
+            if e.state.resumed_at != before.resumed_at {
+                e.shared.0 = None;
+            }
+            if e.state.breaker_reset_at != before.breaker_reset_at {
+                e.shared.1 = None;
+            }
             if e.state != before {
                 e.dirty = true;
                 changed = true;

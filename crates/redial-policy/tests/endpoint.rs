@@ -864,3 +864,20 @@ fn a_hand_breaker_reset_closes_it_with_an_empty_window_once() {
     // Its open time starts again from the first step after a reset.
     assert_eq!(s.breaker, BreakerState::Open { until: at(36_000) });
 }
+
+#[test]
+fn a_hand_resume_ends_a_spent_quotas_hold_too() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    s.quota_limit = Some(100);
+    s.quota_tokens = Some(0);
+    s.quota_reset_at = Some(at(3_600_000));
+    assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "hold Quota");
+    assert!(s.take_resume(at(1_000)));
+    assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "go");
+    // What was learned of the limit stays; the next answer's headers say what remains.
+    assert_eq!(s.quota_limit, Some(100));
+}

@@ -309,6 +309,13 @@ fn storage_thread(
                 Ok(d) => deliveries.push(d),
                 Err(_) => counts::failed_since(mark),
             }
+            // SQLite rolls the whole transaction back by itself on some errors (a full disk, an
+            // I/O error): nothing more may run in this batch, or it would run outside any
+            // transaction and be committed while its caller is told it failed. The commit below
+            // then fails, and every request of the batch is answered with the failure.
+            if conn.is_autocommit() {
+                break;
+            }
             if deliveries.len() < MAX_BATCH && started.elapsed() < MAX_BATCH_TIME {
                 next = ops.try_recv().ok();
             }

@@ -99,6 +99,13 @@ impl Engine {
         name: &str,
         change: impl FnOnce(&mut Control),
     ) -> Result<(), StoreError> {
+        // One change at a time on this node, so two cannot both read the row and the second
+        // write back what the first changed. (Two nodes changing one control in the same instant
+        // can still lose one of the changes.)
+        let _one_at_a_time = self.inner.control_changes.lock().await;
+        self.inner
+            .controls_version
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let store = &self.inner.store;
         let mut control = store
             .controls_load()

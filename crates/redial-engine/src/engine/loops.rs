@@ -58,8 +58,11 @@ pub(super) async fn wake_loop(
 pub(super) async fn share_loop(inner: Arc<Inner>) {
     loop {
         let now = inner.clock.now();
-        // Controls first: a hold a hand resume or reset ended must not be taken in again.
+        // Controls first: a hold a hand resume or reset ended must not be taken in again. A
+        // list read while this node changed a control is dropped (the change applied the newer).
+        let version = inner.controls_version.load(Ordering::SeqCst);
         match inner.store.controls_load().await {
+            Ok(_) if inner.controls_version.load(Ordering::SeqCst) != version => {}
             Ok(controls) => {
                 if inner.apply_controls(controls, now) {
                     tracing::info!("took in pauses, resumes or resets set by hand on another node");

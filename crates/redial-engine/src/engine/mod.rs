@@ -81,6 +81,12 @@ struct Inner {
     alerts: Alerts,
     /// The last hour, minute by minute, for the dashboard's charts.
     series: crate::series::Series,
+    /// Changes to the controls made here, one at a time (each reads the row, changes it, writes
+    /// it back).
+    control_changes: tokio::sync::Mutex<()>,
+    /// Bumped by each change made here: a share loop that read the controls before it drops what
+    /// it read, so that a stale list never undoes a change for a moment.
+    controls_version: std::sync::atomic::AtomicU64,
     /// Queues paused by hand, from the shared controls.
     queue_pauses: Mutex<HashMap<String, redial_policy::endpoint::HandPause>>,
     /// The store's counts as last read for the gauges, and when.
@@ -137,6 +143,8 @@ impl Engine {
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
                 queue_pauses: Mutex::new(HashMap::new()),
+                control_changes: tokio::sync::Mutex::new(()),
+                controls_version: std::sync::atomic::AtomicU64::new(0),
                 series: crate::series::Series::default(),
                 alerts,
             }),

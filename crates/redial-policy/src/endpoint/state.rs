@@ -1004,10 +1004,17 @@ impl EndpointState {
             return false;
         }
         self.resumed_at = Some(at);
-        let was_paused = self.paused_until.is_some();
+        let was_held = self.paused_until.is_some() || self.quota_tokens == Some(0);
         self.paused_until = None;
         self.pause_reason = None;
-        was_paused
+        // A spent quota holds until its reset too: what remains is unknown again, and the next
+        // answer's headers say.
+        if self.quota_tokens == Some(0) {
+            self.quota_tokens = None;
+            self.quota_reset_at = None;
+            self.quota_reset_predicted = false;
+        }
+        was_held
     }
 
     /// Takes in a hand reset of the breaker made at `at`: the first time it is seen, an open or
