@@ -563,15 +563,9 @@ fn check_endpoint_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The endpoint's view after a change made by hand.
+/// The endpoint's view after a change made by hand (a control makes its endpoint known).
 async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
-    // A control makes its endpoint known, so the view is there.
-    endpoint_list(state)
-        .await?
-        .into_iter()
-        .find(|v| v["name"] == name)
-        .map(|v| Json(v).into_response())
-        .ok_or_else(|| ApiError::internal("reading the endpoint back", name))
+    endpoint(State(state.clone()), Path(name.to_owned())).await
 }
 
 async fn endpoint_pause(

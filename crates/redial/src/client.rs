@@ -793,12 +793,19 @@ fn print_paused(kind: &str, name: &str, out: &Value, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn endpoint_action(verb: &str, a: &TargetArgs) -> Result<Value> {
-    Client::new(&a.conn)?
+/// `POST /v1/{kind}s/{name}/{verb}`: a pause, resume or reset of a queue or an endpoint.
+async fn control(
+    conn: &Conn,
+    kind: &str,
+    name: &str,
+    verb: &str,
+    body: Option<&Value>,
+) -> Result<Value> {
+    Client::new(conn)?
         .call(
             reqwest::Method::POST,
-            &format!("/v1/endpoints/{}/{verb}", path_id(&a.name)),
-            None,
+            &format!("/v1/{kind}s/{}/{verb}", path_id(name)),
+            body,
         )
         .await
 }
@@ -830,17 +837,11 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             return Ok(());
         }
         Some(EndpointsCommand::Pause(p)) => {
-            let out = Client::new(&p.conn)?
-                .call(
-                    reqwest::Method::POST,
-                    &format!("/v1/endpoints/{}/pause", path_id(&p.name)),
-                    Some(&p.body()),
-                )
-                .await?;
+            let out = control(&p.conn, "endpoint", &p.name, "pause", Some(&p.body())).await?;
             return print_paused("endpoint", &p.name, &out, p.out.json());
         }
         Some(EndpointsCommand::Resume(t)) => {
-            let out = endpoint_action("resume", &t).await?;
+            let out = control(&t.conn, "endpoint", &t.name, "resume", None).await?;
             if !t.out.json() {
                 let holding = out["holding"].as_str().unwrap_or("nothing");
                 println!(
@@ -852,7 +853,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             return print_json(&out);
         }
         Some(EndpointsCommand::ResetBreaker(t)) => {
-            let out = endpoint_action("reset-breaker", &t).await?;
+            let out = control(&t.conn, "endpoint", &t.name, "reset-breaker", None).await?;
             if !t.out.json() {
                 println!(
                     "endpoint {} breaker {}",
@@ -911,23 +912,11 @@ pub enum QueuesCommand {
 pub async fn queues(a: QueuesArgs) -> Result<()> {
     match a.command {
         Some(QueuesCommand::Pause(p)) => {
-            let out = Client::new(&p.conn)?
-                .call(
-                    reqwest::Method::POST,
-                    &format!("/v1/queues/{}/pause", path_id(&p.name)),
-                    Some(&p.body()),
-                )
-                .await?;
+            let out = control(&p.conn, "queue", &p.name, "pause", Some(&p.body())).await?;
             print_paused("queue", &p.name, &out, p.out.json())
         }
         Some(QueuesCommand::Resume(t)) => {
-            let out = Client::new(&t.conn)?
-                .call(
-                    reqwest::Method::POST,
-                    &format!("/v1/queues/{}/resume", path_id(&t.name)),
-                    None,
-                )
-                .await?;
+            let out = control(&t.conn, "queue", &t.name, "resume", None).await?;
             print_paused("queue", &t.name, &out, t.out.json())
         }
         None => {

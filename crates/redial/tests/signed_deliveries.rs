@@ -109,7 +109,7 @@ async fn signed_deliveries_verify_with_the_reference_library() {
         );
         assert_eq!(status, 201, "enqueue {id}");
     }
-    let give_up = Instant::now() + Duration::from_secs(120);
+    let give_up = Instant::now() + Duration::from_secs(180);
     while rx.received("/hook").len() < 2 || rx.received("/plain").is_empty() {
         assert!(Instant::now() < give_up, "the deliveries never came");
         std::thread::sleep(Duration::from_millis(50));

@@ -107,15 +107,17 @@ impl Engine {
             .controls_version
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let store = &self.inner.store;
-        let mut control = store
-            .controls_load()
-            .await?
-            .into_iter()
-            .find(|c| c.kind == kind && c.name == name)
-            .unwrap_or_else(|| Control::new(kind, name));
-        change(&mut control);
-        store.control_save(control).await?;
-        let all = store.controls_load().await?;
+        let mut all = store.controls_load().await?;
+        let i = match all.iter().position(|c| c.kind == kind && c.name == name) {
+            Some(i) => i,
+            None => {
+                all.push(Control::new(kind, name));
+                all.len() - 1
+            }
+        };
+        change(&mut all[i]);
+        store.control_save(all[i].clone()).await?;
+        // The list as saved: no need to read it back.
         self.inner.apply_controls(all, self.inner.clock.now());
         Ok(())
     }
