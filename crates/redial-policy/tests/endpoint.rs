@@ -881,3 +881,142 @@ fn a_hand_resume_ends_a_spent_quotas_hold_too() {
     // What was learned of the limit stays; the next answer's headers say what remains.
     assert_eq!(s.quota_limit, Some(100));
 }
+
+/// Three nodes, each with its part of one endpoint's limits: what all three let through together
+/// stays within what one node alone would.
+fn three_nodes(name: &str) -> Vec<EndpointState> {
+    (0..3)
+        .map(|rank| {
+            let mut s = EndpointState::default();
+            s.set_share(Share::for_endpoint(rank, 3, name));
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn a_rate_shared_by_three_nodes_holds_for_the_three_together() {
+    let cfg = EndpointConfig {
+        rate: Some(Rate::parse("30/s").expect("rate")),
+        burst: 4,
+        ..bare()
+    };
+    let mut nodes = three_nodes("https://api.example.com");
+    // Every node asks every millisecond for 10 s: the total is the cluster's rate plus its burst.
+    let mut went = 0;
+    for ms in 0..10_000 {
+        for s in nodes.iter_mut() {
+            if s.admit(&cfg, at(ms), false, 0).is_go() {
+                went += 1;
+            }
+        }
+    }
+    assert!((300..=304).contains(&went), "{went} in 10 s at 30/s");
+    let mut a = nodes[0].admit(&cfg, at(10_000), false, 0);
+    while a.is_go() {
+        a = nodes[0].admit(&cfg, at(10_000), false, 0);
+    }
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert!(
+        h.reason.contains("across 3 nodes") && h.reason.contains("100ms"),
+        "{}",
+        h.reason
+    );
+    // Alone again (the others died): the whole rate.
+    nodes[0].set_share(Share::default());
+    let mut alone = 0;
+    for ms in 20_000..30_000 {
+        if nodes[0].admit(&cfg, at(ms), false, 0).is_go() {
+            alone += 1;
+        }
+    }
+    // Spacing is kept to the millisecond, rounded up (34 ms): never above the rate.
+    assert!((290..=304).contains(&alone), "{alone} in 10 s alone");
+}
+
+#[test]
+fn a_concurrency_limit_is_split_so_the_parts_add_up() {
+    for limit in [1u32, 2, 4, 5, 9] {
+        let cfg = EndpointConfig {
+            concurrency: Some(limit),
+            ..bare()
+        };
+        let mut total = 0;
+        for mut s in three_nodes(&format!("endpoint-{limit}")) {
+            let mut in_flight = 0;
+            while s.admit(&cfg, T0, false, in_flight).is_go() {
+                in_flight += 1;
+            }
+            assert_eq!(s.clone().view(&cfg, T0, in_flight).nodes, 3);
+            total += in_flight;
+        }
+        assert_eq!(total, limit, "in flight across the three at limit {limit}");
+    }
+}
+
+#[test]
+fn a_learned_quota_is_split_so_the_nodes_never_spend_more_than_remains() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    let mut nodes = three_nodes("https://api.example.com");
+    // Each node hears a different moment of the same count (older answers say more remains).
+    let mut spent = 0;
+    for (i, s) in nodes.iter_mut().enumerate() {
+        let mut o = observed(ResultClass::Success);
+        let remaining = (20 - i).to_string();
+        o.quota = quota(
+            [
+                ("x-ratelimit-limit", "20"),
+                ("x-ratelimit-remaining", remaining.as_str()),
+                ("x-ratelimit-reset", "60"),
+            ],
+            T0,
+        );
+        s.record(&cfg, T0, Permit::default(), &o);
+        let mut in_flight = 0;
+        while s.admit(&cfg, at(1), false, in_flight).is_go() {
+            in_flight += 1;
+        }
+        spent += in_flight;
+        assert_eq!(kind(&s.admit(&cfg, at(2), false, in_flight)), "hold Quota");
+    }
+    assert!(spent <= 20, "{spent} sent with 20 remaining at most");
+    assert!(spent >= 18, "{spent}: each node takes its part");
+    // After the reset each node takes its part of the whole limit.
+    let mut after = 0;
+    for s in nodes.iter_mut() {
+        let mut in_flight = 0;
+        while s.admit(&cfg, at(60_000), false, in_flight).is_go() {
+            in_flight += 1;
+        }
+        after += in_flight;
+    }
+    assert_eq!(after, 20);
+}
+
+#[test]
+fn the_retry_budgets_minimum_is_split_between_nodes() {
+    let cfg = EndpointConfig {
+        retry_budget: BudgetConfig {
+            enabled: true,
+            ratio: 0.0,
+            min_per_second: 3.0,
+            window: Duration::from_secs(10),
+            when_exhausted: WhenExhausted::Wait,
+        },
+        ..bare()
+    };
+    let mut retries = 0;
+    for mut s in three_nodes("https://api.example.com") {
+        while let Admission::Go(p) = s.admit(&cfg, T0, true, 0) {
+            retries += 1;
+            // The retry fails: it stays counted in the window.
+            s.record(&cfg, T0, p, &observed(ResultClass::Failure));
+        }
+    }
+    assert_eq!(retries, 30, "3/s over 10 s for the three together");
+}

@@ -7,9 +7,11 @@
 //! how many wait: the engine asks, per job, whether it may go now.
 
 mod config;
+mod share;
 mod state;
 
 pub use config::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
+pub use share::Share;
 pub use state::{
     Admission, BreakerEvent, BreakerState, EndpointState, EndpointView, HandPause, Hold, HoldKind,
     Observed, Permit, ResultClass, SharedHolds,

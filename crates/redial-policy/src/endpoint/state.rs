@@ -6,6 +6,7 @@
 //! mechanism, that order would be spread over files.
 
 use super::config::{EndpointConfig, WhenExhausted};
+use super::share::Share;
 use crate::duration::Human;
 use crate::quota::Quota;
 use crate::time::Timestamp;
@@ -96,6 +97,10 @@ pub struct EndpointState {
     /// once.
     pub resumed_at: Option<Timestamp>,
     pub breaker_reset_at: Option<Timestamp>,
+    /// This node's part of the cluster's limits (see [`Share`]); whole when alone. Set by the
+    /// engine from the nodes it sees, never saved.
+    #[serde(skip)]
+    share: Share,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -411,9 +416,14 @@ impl EndpointState {
             if let Some(reset) = self.quota_reset_at {
                 if now >= reset {
                     // A new window. Attempts still in flight will likely land in it and count.
-                    self.quota_tokens = self
-                        .quota_limit
-                        .map(|l| l.saturating_sub(u64::from(in_flight)));
+                    let share = self.share;
+                    let inferred = self.quota_inferred;
+                    self.quota_tokens = self.quota_limit.map(|l| {
+                        // A limit the headers gave is the cluster's; one inferred from this
+                        // node's own successes is already this node's.
+                        let mine = if inferred { l } else { share.part(l) };
+                        mine.saturating_sub(u64::from(in_flight))
+                    });
                     self.quota_reset_at = None;
                     self.ok_in_window = 0;
                     self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
@@ -473,13 +483,22 @@ impl EndpointState {
             }
         }
         if let Some(rate) = cfg.rate {
-            let tolerance = rate.interval() * cfg.burst.saturating_sub(1);
+            let tolerance = self.interval(rate) * self.burst(cfg).saturating_sub(1);
             let tat = self.tat.unwrap_or(now).max(now);
             let earliest = Timestamp::from_unix_millis(
                 tat.as_unix_millis() - i64::try_from(tolerance.as_millis()).unwrap_or(i64::MAX),
             );
             if earliest > now {
-                return hold(HoldKind::Rate, Some(earliest), format!("rate limit {rate}"));
+                let reason = if self.share.is_whole() {
+                    format!("rate limit {rate}")
+                } else {
+                    format!(
+                        "rate limit {rate} across {} nodes: this node sends one request every {}",
+                        self.share.of,
+                        Human(self.interval(rate))
+                    )
+                };
+                return hold(HoldKind::Rate, Some(earliest), reason);
             }
         }
         if let Some(started) = self.ramp_started {
@@ -488,7 +507,7 @@ impl EndpointState {
                 self.ramp_started = None;
             } else {
                 let step = (elapsed.as_millis() / cfg.ramp_step.as_millis().max(1)) as u32;
-                let allowed = u64::from(cfg.ramp_initial.max(1))
+                let allowed = u64::from(self.share.part32(cfg.ramp_initial.max(1)).max(1))
                     .saturating_mul((1u64 << (step + 1).min(62)) - 1);
                 if self.ramp_admitted >= allowed {
                     let next = started.saturating_add(cfg.ramp_step * (step + 1));
@@ -502,11 +521,15 @@ impl EndpointState {
         }
         if let Some(limit) = self.concurrency_limit(cfg) {
             if in_flight >= limit {
-                return hold(
-                    HoldKind::Concurrency,
-                    None,
-                    format!("concurrency limit {limit} reached"),
-                );
+                let reason = if self.share.is_whole() {
+                    format!("concurrency limit {limit} reached")
+                } else {
+                    format!(
+                        "concurrency limit reached: {limit} in flight on this node, its part of the limit across {} nodes",
+                        self.share.of
+                    )
+                };
+                return hold(HoldKind::Concurrency, None, reason);
             }
         }
         if is_retry && cfg.retry_budget.enabled {
@@ -523,7 +546,7 @@ impl EndpointState {
                     (b.ratio * 100.0).round(),
                     spent.firsts,
                     spent.successes,
-                    b.min_per_second
+                    self.share.part_f64(b.min_per_second)
                 );
                 // Failed retries leave the window with their bucket; retries in flight give
                 // their place back when they end (then the queue is woken).
@@ -555,7 +578,7 @@ impl EndpointState {
     fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) -> Permit {
         if let Some(rate) = cfg.rate {
             let tat = self.tat.unwrap_or(now).max(now);
-            self.tat = Some(tat.saturating_add(rate.interval()));
+            self.tat = Some(tat.saturating_add(self.interval(rate)));
         }
         if let Some(t) = self.quota_tokens.as_mut() {
             *t = t.saturating_sub(1);
@@ -586,7 +609,7 @@ impl EndpointState {
             // Never back past now: a returned slot is not a burst saved for later.
             let back = Timestamp::from_unix_millis(
                 tat.as_unix_millis()
-                    - i64::try_from(rate.interval().as_millis()).unwrap_or(i64::MAX),
+                    - i64::try_from(self.interval(rate).as_millis()).unwrap_or(i64::MAX),
             );
             self.tat = Some(back.max(now));
         }
@@ -688,7 +711,7 @@ impl EndpointState {
         // Results of attempts admitted before the breaker opened, or in an earlier half-open
         // period, say nothing about the endpoint now: the probes decide.
         if cfg.adaptive_concurrency {
-            let max = f64::from(cfg.concurrency.unwrap_or(1000));
+            let max = f64::from(cfg.concurrency.map_or(1000, |c| self.share.part32(c)));
             let limit = self.adaptive_limit.unwrap_or(max.min(10.0));
             let limit = if o.overload {
                 (limit * 0.9).max(1.0)
@@ -783,7 +806,11 @@ impl EndpointState {
             if let Some(q) = o.quota.requests {
                 self.quota_limit = q.limit.or(self.quota_limit);
                 self.quota_inferred = false;
-                let tokens = q.remaining.saturating_sub(u64::from(o.others_in_flight));
+                // What remains is the cluster's: this node takes its part.
+                let tokens = self
+                    .share
+                    .part(q.remaining)
+                    .saturating_sub(u64::from(o.others_in_flight));
                 let reset_at = q.reset_after.map(|d| now.saturating_add(d));
                 let window_open = self.quota_reset_at.is_some_and(|r| now < r);
                 self.quota_reset_predicted = false;
@@ -1067,12 +1094,43 @@ impl EndpointState {
         self.ramp_admitted = 0;
     }
 
+    /// This node's part of the cluster's limits.
+    pub fn share(&self) -> Share {
+        self.share
+    }
+
+    /// Sets this node's part of the cluster's limits (the engine does, as nodes come and go).
+    /// A quota count already learned only goes down: a larger part applies from the next
+    /// window, so the parts of one window never add up to more than it had.
+    pub fn set_share(&mut self, share: Share) {
+        if share != self.share && !self.quota_inferred {
+            if let (Some(t), Some(limit)) = (self.quota_tokens, self.quota_limit) {
+                self.quota_tokens = Some(t.min(share.part(limit)));
+            }
+        }
+        self.share = share;
+    }
+
+    /// The spacing between this node's requests under `rate`: the cluster's spacing times the
+    /// nodes, rounded up to the millisecond that times are kept in (rounded down, "30/s" would
+    /// send 30.3 a second).
+    fn interval(&self, rate: super::config::Rate) -> Duration {
+        let nanos = rate.per.as_nanos() * u128::from(self.share.of.max(1));
+        let ms = nanos.div_ceil(1_000_000 * u128::from(rate.count.max(1)));
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
+    /// This node's part of the burst (at least one request).
+    fn burst(&self, cfg: &EndpointConfig) -> u32 {
+        self.share.part32(cfg.burst).max(1)
+    }
+
     fn concurrency_limit(&self, cfg: &EndpointConfig) -> Option<u32> {
         let adaptive = self
             .adaptive_limit
             .filter(|_| cfg.adaptive_concurrency)
             .map(|l| l.floor().max(1.0) as u32);
-        match (cfg.concurrency, adaptive) {
+        match (cfg.concurrency.map(|c| self.share.part32(c)), adaptive) {
             (Some(c), Some(a)) => Some(c.min(a)),
             (c, a) => c.or(a),
         }
@@ -1091,7 +1149,7 @@ impl EndpointState {
         let w = self.budget_spent(cfg, now);
         b.ratio * f64::from(w.firsts)
             + f64::from(w.successes)
-            + b.min_per_second * b.window.as_secs_f64()
+            + self.share.part_f64(b.min_per_second) * b.window.as_secs_f64()
     }
 
     /// What people see: the limits in force and the state of each mechanism.
@@ -1112,6 +1170,7 @@ impl EndpointState {
                 .filter(|_| self.paused_until.is_some_and(|p| p > now)),
             rate: cfg.rate.map(|r| r.to_string()),
             burst: cfg.burst,
+            nodes: self.share.of,
             learned_limit: self.quota_limit,
             learned_remaining: self.quota_tokens,
             learned_reset_at: self.quota_reset_at,
@@ -1225,13 +1284,19 @@ pub struct EndpointView {
     pub paused_by_hand: Option<HandPause>,
     pub paused_until: Option<Timestamp>,
     pub pause_reason: Option<String>,
-    /// Configured rate and burst.
+    /// Configured rate and burst: the cluster's.
     pub rate: Option<String>,
     pub burst: u32,
-    /// Learned from response headers.
+    /// The nodes the limits are shared among (1 alone). With several, the rate, burst,
+    /// concurrency limit, learned remaining count, retry budget's minimum and slow start below
+    /// are each node's part of the cluster's, and `in_flight` is this node's.
+    pub nodes: u32,
+    /// Learned from response headers: the limit as the API gave it, and this node's part of
+    /// what remains.
     pub learned_limit: Option<u64>,
     pub learned_remaining: Option<u64>,
     pub learned_reset_at: Option<Timestamp>,
+    /// This node's concurrency limit.
     pub concurrency_limit: Option<u32>,
     pub in_flight: u32,
     pub slow_start_since: Option<Timestamp>,
