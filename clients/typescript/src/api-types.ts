@@ -651,6 +651,8 @@ export interface components {
             /** @description Configured rate, e.g. "10/s". */
             rate: string | null;
             burst: number;
+            /** @description The nodes sharing the store, among which the endpoint's limits are divided (1 alone). With several, concurrency_limit, learned_remaining and the retry budget are this node's part, and in_flight is this node's; rate and burst are the cluster's. */
+            nodes: number;
             learned_limit: number | null;
             learned_remaining: number | null;
             /** Format: date-time */

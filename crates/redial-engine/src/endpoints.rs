@@ -3,11 +3,12 @@
 
 use crate::clock::Clock;
 use redial_policy::endpoint::{
-    Admission, EndpointConfig, EndpointState, EndpointView, Observed, Permit, SharedHolds,
+    Admission, EndpointConfig, EndpointState, EndpointView, Observed, Permit, Share, SharedHolds,
 };
 use redial_policy::Timestamp;
 use redial_store::{Control, EndpointRecord, SharedHold};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Endpoint limits and the policy override of one endpoint, as configured.
@@ -37,6 +38,9 @@ pub(crate) struct Registry {
     metrics: Arc<crate::metrics::Metrics>,
     /// For releases, which happen where no clock is at hand (a guard dropped).
     clock: Arc<dyn Clock>,
+    /// This node's rank among the nodes sharing the store (high 32 bits) and their number (low
+    /// 32 bits): every endpoint's limits are divided by them. 0 of 1 alone.
+    cluster: AtomicU64,
 }
 
 /// An admission in force: the job's place among its endpoint's attempts in flight and the permit
@@ -81,7 +85,44 @@ impl Registry {
             entries: Mutex::new(HashMap::new()),
             metrics,
             clock,
+            cluster: AtomicU64::new(1),
         }
+    }
+
+    /// This node's rank among the nodes and their number.
+    pub fn cluster(&self) -> (u32, u32) {
+        let v = self.cluster.load(Ordering::SeqCst);
+        ((v >> 32) as u32, (v as u32).max(1))
+    }
+
+    /// The share of `endpoint`'s limits this node keeps.
+    fn share_of(&self, endpoint: &str) -> Share {
+        let (rank, of) = self.cluster();
+        Share::for_endpoint(rank, of, endpoint)
+    }
+
+    /// The entry of `endpoint`, made with this node's share if new.
+    fn entry<'a>(&self, entries: &'a mut HashMap<String, Entry>, endpoint: &str) -> &'a mut Entry {
+        entries.entry(endpoint.to_owned()).or_insert_with(|| {
+            let mut e = Entry::default();
+            e.state.set_share(self.share_of(endpoint));
+            e
+        })
+    }
+
+    /// Sets this node's rank among `of` nodes; every endpoint takes its new part of its limits.
+    /// Returns whether anything changed.
+    pub fn set_cluster(&self, rank: u32, of: u32) -> bool {
+        let of = of.max(1);
+        let v = (u64::from(rank % of) << 32) | u64::from(of);
+        if self.cluster.swap(v, Ordering::SeqCst) == v {
+            return false;
+        }
+        let mut entries = self.lock();
+        for (name, e) in entries.iter_mut() {
+            e.state.set_share(Share::for_endpoint(rank, of, name));
+        }
+        true
     }
 
     /// Counts a breaker transition, if `before` and `after` differ.
@@ -115,7 +156,8 @@ impl Registry {
         let mut entries = self.lock();
         for r in records {
             match serde_json::from_str::<EndpointState>(&r.state) {
-                Ok(state) => {
+                Ok(mut state) => {
+                    state.set_share(self.share_of(&r.name));
                     entries.insert(
                         r.name,
                         Entry {
@@ -143,7 +185,7 @@ impl Registry {
     ) -> Result<Admitted, Admission> {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
-        let e = entries.entry(endpoint.to_owned()).or_default();
+        let e = self.entry(&mut entries, endpoint);
         let before = e.state.breaker.name();
         let a = e.state.admit(cfg, now, is_retry, e.in_flight);
         if a.is_go() {
@@ -184,7 +226,7 @@ impl Registry {
     fn finish(&self, endpoint: &str, now: Timestamp, permit: Permit, mut observed: Observed) {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
-        let e = entries.entry(endpoint.to_owned()).or_default();
+        let e = self.entry(&mut entries, endpoint);
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
@@ -229,7 +271,11 @@ impl Registry {
         for name in entries.keys().chain(self.settings.keys()).chain(also) {
             let view = match entries.get(name) {
                 Some(e) => e.state.clone().view(self.config(name), now, e.in_flight),
-                None => EndpointState::default().view(self.config(name), now, 0),
+                None => {
+                    let mut state = EndpointState::default();
+                    state.set_share(self.share_of(name));
+                    state.view(self.config(name), now, 0)
+                }
             };
             out.insert(name.clone(), view);
         }
@@ -271,7 +317,7 @@ impl Registry {
         let mut changed = false;
         let mut transitions = Vec::new();
         for h in holds {
-            let e = entries.entry(h.endpoint.clone()).or_default();
+            let e = self.entry(&mut entries, &h.endpoint);
             let before = e.state.shareable(now);
             // What the store holds now; a longer hold of our own is still to publish.
             e.shared = (h.paused_until, h.breaker_until);
@@ -338,7 +384,7 @@ impl Registry {
             controls.iter().map(|c| (c.name.as_str(), c)).collect();
         let mut entries = self.lock();
         for c in controls {
-            entries.entry(c.name.clone()).or_default();
+            self.entry(&mut entries, &c.name);
         }
         let mut changed = false;
         let mut transitions = Vec::new();

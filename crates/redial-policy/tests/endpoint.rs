@@ -986,9 +986,47 @@ fn a_learned_quota_is_split_so_the_nodes_never_spend_more_than_remains() {
     }
     assert!(spent <= 20, "{spent} sent with 20 remaining at most");
     assert!(spent >= 18, "{spent}: each node takes its part");
-    // After the reset each node takes its part of the whole limit.
+    // Node 1 dies, and the API says 4 remain (its requests never reached it). The two left
+    // each send one request and take their part of what its answer says remains, rather than
+    // wait for the window to end.
+    let remaining_now = 4u64;
+    let mut recounted = 0;
+    for (rank, i) in [0usize, 2].into_iter().enumerate() {
+        let s = &mut nodes[i];
+        s.set_share(Share::for_endpoint(
+            rank as u32,
+            2,
+            "https://api.example.com",
+        ));
+        let Admission::Go(p) = s.admit(&cfg, at(3), false, 0) else {
+            panic!("one request to recount")
+        };
+        let mut o = observed(ResultClass::Success);
+        let r = (remaining_now - 1 - recounted).to_string();
+        o.quota = quota(
+            [
+                ("x-ratelimit-limit", "20"),
+                ("x-ratelimit-remaining", r.as_str()),
+                ("x-ratelimit-reset", "57"),
+            ],
+            at(3),
+        );
+        s.record(&cfg, at(3), p, &o);
+        recounted += 1;
+        let mut in_flight = 0;
+        while s.admit(&cfg, at(4), false, in_flight).is_go() {
+            in_flight += 1;
+        }
+        recounted += u64::from(in_flight);
+    }
+    assert!(
+        (3..=4).contains(&recounted),
+        "{recounted} of the 4 that remained"
+    );
+    // After the reset each of the two takes its part of the whole limit.
     let mut after = 0;
-    for s in nodes.iter_mut() {
+    for i in [0, 2] {
+        let s = &mut nodes[i];
         let mut in_flight = 0;
         while s.admit(&cfg, at(60_000), false, in_flight).is_go() {
             in_flight += 1;

@@ -459,8 +459,20 @@ impl Store for PgStore {
             )
             .await
             .map_err(backend)?;
+        // The others divide the endpoints' limits again, at once.
+        client
+            .execute(
+                "SELECT pg_notify($1, $2)",
+                &[&self.inner.channel, &sql::ENDPOINTS_CHANGED],
+            )
+            .await
+            .map_err(backend)?;
         *presence = Some((client, worker.to_owned()));
         Ok(())
+    }
+
+    async fn nodes_live(&self) -> StoreResult<Vec<String>> {
+        with_conn!(self, c => sql::nodes_live(c).await)
     }
 
     async fn job_promote_due(&self, now: Timestamp) -> StoreResult<u64> {

@@ -578,6 +578,7 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
         .query("SELECT worker FROM nodes", &[])
         .await
         .map_err(backend)?;
+    let mut forgotten = 0;
     for row in nodes {
         let worker: String = get(&row, 0)?;
         let free: bool = tx
@@ -599,7 +600,12 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
             tx.execute("DELETE FROM nodes WHERE worker = $1", &[&worker])
                 .await
                 .map_err(backend)?;
+            forgotten += 1;
         }
+    }
+    if forgotten > 0 {
+        // The others divide the endpoints' limits again, at once.
+        notify(&tx, channel, ENDPOINTS_CHANGED).await?;
     }
     let dead = tx
         .execute(
@@ -631,6 +637,16 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
         requeued: ready,
         dead,
     })
+}
+
+pub async fn nodes_live(c: &mut Conn) -> StoreResult<Vec<String>> {
+    c.client
+        .query("SELECT worker FROM nodes ORDER BY worker", &[])
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(|r| get(r, 0))
+        .collect()
 }
 
 pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {

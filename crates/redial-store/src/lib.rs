@@ -218,6 +218,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// The worker ids of the nodes that share this store and have not been seen to end, in
+    /// order: their number and this node's place among them divide the endpoints' limits (see
+    /// `redial_policy::endpoint::Share`). A store that one process owns has none to list.
+    async fn nodes_live(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
+
     /// Whether this node should run maintenance now (rescue, promotion, deadlines, cleanup).
     /// A store that one process owns always says yes; a shared one elects one node at a time
     /// and moves the role when that node goes away.

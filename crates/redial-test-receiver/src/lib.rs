@@ -115,6 +115,8 @@ struct Shared {
     scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
     behaviours: Mutex<HashMap<String, Live>>,
     received: Mutex<Vec<Received>>,
+    /// Per path, requests being answered now and the most seen at once.
+    in_flight: Mutex<HashMap<String, (usize, usize)>>,
     /// The receiver's clock, and its reading when the receiver started.
     clock: Box<ClockFn>,
     origin: Duration,
@@ -176,6 +178,7 @@ impl Receiver {
             scripts: Mutex::default(),
             behaviours: Mutex::default(),
             received: Mutex::default(),
+            in_flight: Mutex::default(),
             clock: Box::new(now),
             origin,
         });
@@ -220,6 +223,19 @@ impl Receiver {
             .filter(|r| r.path == path)
             .cloned()
             .collect()
+    }
+
+    /// The most requests to `path` that were being answered at once (a request counts from
+    /// its arrival until its answer is sent or its client went away).
+    pub fn most_in_flight(&self, path: &str) -> usize {
+        lock(&self.shared.in_flight).get(path).map_or(0, |c| c.1)
+    }
+
+    /// Starts counting `most_in_flight` of `path` again from what is in flight now.
+    pub fn reset_most_in_flight(&self, path: &str) {
+        if let Some(c) = lock(&self.shared.in_flight).get_mut(path) {
+            c.1 = c.0;
+        }
     }
 
     pub fn count(&self, path: &str) -> usize {
@@ -275,6 +291,22 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         window,
         status: reply.status,
     });
+    // In flight until this function returns or is dropped (the client went away).
+    struct InFlight<'a>(&'a Shared, &'a str);
+    impl Drop for InFlight<'_> {
+        fn drop(&mut self) {
+            if let Some(c) = lock(&self.0.in_flight).get_mut(self.1) {
+                c.0 = c.0.saturating_sub(1);
+            }
+        }
+    }
+    {
+        let mut counts = lock(&shared.in_flight);
+        let c = counts.entry(path.clone()).or_insert((0, 0));
+        c.0 += 1;
+        c.1 = c.1.max(c.0);
+    }
+    let _in_flight = InFlight(&shared, &path);
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }

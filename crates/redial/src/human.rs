@@ -312,6 +312,13 @@ pub fn endpoint(e: &Value) -> String {
             },
         ),
     ];
+    let mut facts = facts.to_vec();
+    if let Some(n) = e["nodes"].as_u64().filter(|n| *n > 1) {
+        facts.push((
+            "nodes",
+            format!("{n}: limits are divided among them; the counts above are this node's part"),
+        ));
+    }
     for (k, v) in facts {
         out.push_str(&format!("  {k:<17} {v}\n"));
     }

@@ -1,10 +1,12 @@
 //! Three real `redial serve` processes sharing one PostgreSQL database (`DATABASE_URL`, which
 //! `./scripts/test` provides), against test receivers on loopback: one node is killed with
 //! SIGKILL mid-run; every job still ends exactly once, no job is held by two nodes at
-//! overlapping times, and a pause one node learns is honoured by the others.
+//! overlapping times, and a pause one node learns is honoured by the others. An endpoint's
+//! rate, concurrency limit and learned quota hold for the three together, counted at the
+//! receiver, before and after one of them is killed.
 
 use redial_policy::Timestamp;
-use redial_test_receiver::{Receiver, Reply};
+use redial_test_receiver::{Behaviour, Receiver, Reply};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -92,8 +94,9 @@ where
     panic!("never happened: {what}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
+/// A schema of its own on the test's PostgreSQL server: the server's URL, the schema, and a URL
+/// that uses it.
+async fn fresh_schema() -> (String, String, String) {
     let base = std::env::var("DATABASE_URL").expect(
         "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
     );
@@ -101,6 +104,12 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
         .await
         .expect("a schema for this test");
     let database_url = redial_store_postgres::testing::url_in_schema(&base, &schema);
+    (base, schema, database_url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
+    let (base, schema, database_url) = fresh_schema().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("redial.toml");
     std::fs::write(
@@ -322,4 +331,199 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
             until.as_unix_millis() - at
         );
     }
+}
+
+/// The endpoint named `name` as `node` shows it.
+async fn endpoint_view(http: &reqwest::Client, node: &Node, name: &str) -> Value {
+    let list = get_json(http, format!("{}/v1/endpoints", node.url)).await;
+    list["endpoints"]
+        .as_array()
+        .and_then(|l| l.iter().find(|e| e["name"] == name).cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// The most requests that arrived within any `window`, of those in `times`.
+fn most_within(times: &[SystemTime], window: Duration) -> usize {
+    let mut t = times.to_vec();
+    t.sort();
+    let mut most = 0;
+    let mut start = 0;
+    for end in 0..t.len() {
+        while t[end].duration_since(t[start]).unwrap_or_default() >= window {
+            start += 1;
+        }
+        most = most.max(end - start + 1);
+    }
+    most
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
+    const RATED: usize = 120;
+    const BOUNDED: usize = 90;
+    const QUOTED: usize = 60;
+    const QUOTA: u32 = 30;
+    let (_, _, database_url) = fresh_schema().await;
+    let rated = Receiver::start().await;
+    let bounded = Receiver::start().await;
+    bounded.script(
+        "/c",
+        vec![Reply::status(200).delay(Duration::from_millis(150))],
+    );
+    let quoted = Receiver::start().await;
+    // 30 requests in a window longer than the test: each answer says what remains.
+    quoted.behave(
+        "/q",
+        Behaviour::RateLimited {
+            limit: QUOTA,
+            window: Duration::from_secs(3600),
+        },
+    );
+    let origin = |r: &Receiver| format!("http://{}", r.addr());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[engine]\nlease = \"2s\"\nheartbeat = \"300ms\"\n\n[queues.default]\nconcurrency = 16\n\n\
+             [endpoints.\"{}\"]\nrate = \"20/s\"\n\n[endpoints.\"{}\"]\nconcurrency = 4\n",
+            origin(&rated),
+            origin(&bounded)
+        ),
+    )
+    .expect("write config");
+    let mut nodes: Vec<Node> = (0..3).map(|_| start_node(&database_url, &config)).collect();
+    let http = reqwest::Client::new();
+    // Each node divides the limits by three once it sees the others (at start, or when one
+    // announces itself).
+    for node in &nodes {
+        eventually("every node sees three nodes", || async {
+            endpoint_view(&http, node, &origin(&rated)).await["nodes"] == 3
+        })
+        .await;
+    }
+    let parts: Vec<u64> = {
+        let mut parts = Vec::new();
+        for node in &nodes {
+            let v = endpoint_view(&http, node, &origin(&bounded)).await;
+            parts.push(v["concurrency_limit"].as_u64().expect("a limit"));
+        }
+        parts
+    };
+    assert_eq!(parts.iter().sum::<u64>(), 4, "the parts add up: {parts:?}");
+
+    let jobs = |prefix: &str, url: String, n: usize| -> Vec<Value> {
+        (0..n).map(|i| job(&format!("{prefix}{i}"), &url)).collect()
+    };
+    let all = [
+        jobs("r", rated.url("/r"), RATED),
+        jobs("c", bounded.url("/c"), BOUNDED),
+        jobs("q", quoted.url("/q"), QUOTED),
+    ];
+    for (i, batch) in all.iter().enumerate() {
+        for (j, chunk) in batch.chunks(30).enumerate() {
+            enqueue(&http, &nodes[(i + j) % 3], chunk.to_vec()).await;
+        }
+    }
+
+    // Mid-run, node 1 dies.
+    eventually(
+        "a third of the bounded jobs reached the receiver",
+        || async { bounded.count("/c") >= BOUNDED / 3 },
+    )
+    .await;
+    let before_kill = bounded.most_in_flight("/c");
+    assert!(
+        (2..=4).contains(&before_kill),
+        "at most 4 in flight across the three nodes (and more than one): {before_kill}"
+    );
+    nodes[1].kill9();
+    bounded.reset_most_in_flight("/c");
+    let survivors = [&nodes[0], &nodes[2]];
+    for node in survivors {
+        eventually("the survivors see two nodes", || async {
+            endpoint_view(&http, node, &origin(&rated)).await["nodes"] == 2
+        })
+        .await;
+    }
+
+    // Nothing lost: every rated and bounded job completes (the killed node's rescued).
+    let keys = |r: &Receiver, path: &str| -> HashSet<String> {
+        r.received(path)
+            .iter()
+            .filter_map(|x| x.header("idempotency-key").map(str::to_owned))
+            .collect()
+    };
+    eventually(
+        "every rated and bounded job reached its receiver",
+        || async { keys(&rated, "/r").len() == RATED && keys(&bounded, "/c").len() == BOUNDED },
+    )
+    .await;
+    eventually(
+        "every quota still held is held on both survivors",
+        || async {
+            let mut spent = true;
+            for node in survivors {
+                let v = endpoint_view(&http, node, &origin(&quoted)).await;
+                spent &= v["learned_remaining"] == 0 || !v["paused_until"].is_null();
+            }
+            spent
+                && quoted
+                    .received("/q")
+                    .iter()
+                    .filter(|r| r.status == 200)
+                    .count()
+                    == QUOTA as usize
+        },
+    )
+    .await;
+    eventually(
+        "the rated and bounded jobs and the quota's completed",
+        || async {
+            count(&http, &nodes[0], "completed").await
+                == (RATED + BOUNDED) as u64 + u64::from(QUOTA)
+        },
+    )
+    .await;
+    assert_eq!(count(&http, &nodes[0], "dead").await, 0);
+    let [a, _, c] = nodes.try_into().ok().expect("three nodes");
+    a.terminate();
+    c.terminate();
+
+    // The rate: 20/s for the three together. Each node keeps one request every 150 ms (100 ms
+    // once two are left); arrivals bunch by how late each request left its node, so a window of
+    // 2 s may hold a little more than 40: at most 25% more, and each node's first. Per node
+    // instead of together, it would be 120.
+    let times: Vec<SystemTime> = rated.received("/r").iter().map(|r| r.wall).collect();
+    let most = most_within(&times, Duration::from_secs(2));
+    assert!(most <= 53, "{most} requests within 2 s at 20/s");
+    let first = *times.iter().min().expect("requests");
+    let last = *times.iter().max().expect("requests");
+    let span = last.duration_since(first).unwrap_or_default().as_secs_f64();
+    let mean = (times.len() - 3) as f64 / span;
+    assert!(mean <= 22.0, "{mean:.1}/s on average at 20/s");
+
+    // The concurrency limit: 4 in flight for the three together. After the kill, the killed
+    // node's requests may still be answered while the survivors take its part (the bound
+    // ARCHITECTURE.md states).
+    let after_kill = bounded.most_in_flight("/c");
+    assert!(
+        after_kill as u64 <= 4 + parts[1],
+        "{after_kill} in flight after the kill (limit 4, the killed node's part {})",
+        parts[1]
+    );
+
+    // The learned quota: 30 in the window. Each node spends its part of what its answers said
+    // remained; a node's first request goes before it knows anything (one each at most).
+    let q = quoted.received("/q");
+    let refused = q.iter().filter(|r| r.status == 429).count();
+    eprintln!(
+        "rate: at most {most} in 2 s, {mean:.1}/s on average; in flight: {before_kill} before the kill, {after_kill} after; quota: {refused} refused of {} sent",
+        q.len()
+    );
+    assert!(
+        refused <= 3,
+        "{refused} requests refused by the quota, of {} sent",
+        q.len()
+    );
 }

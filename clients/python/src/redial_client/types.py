@@ -169,6 +169,7 @@ class Endpoint(TypedDict):
     pause_reason: str | None
     rate: str | None
     burst: int
+    nodes: int
     learned_limit: int | None
     learned_remaining: int | None
     learned_reset_at: str | None

@@ -70,6 +70,7 @@ pub(super) async fn share_loop(inner: Arc<Inner>) {
             }
             Err(e) => tracing::error!(error = %e, "reading the controls set by hand failed"),
         }
+        take_in_nodes(&inner).await;
         let mine = inner.endpoints.holds_to_share(now);
         if !mine.is_empty() {
             if let Err(e) = inner.store.endpoint_holds_share(mine).await {
@@ -91,6 +92,41 @@ pub(super) async fn share_loop(inner: Arc<Inner>) {
             _ = inner.holds_changed.notified() => {}
             _ = inner.stopped.wait() => return,
         }
+    }
+}
+
+/// Reads which nodes share the store and gives this one its part of every endpoint's limits
+/// (its rank among them and their number); wakes the queues when the part changed. A node not
+/// listed yet (about to announce itself, or its presence lost) counts itself in.
+pub(super) async fn take_in_nodes(inner: &Inner) {
+    let mut nodes = match inner.store.nodes_live().await {
+        Ok(nodes) => nodes,
+        Err(e) => {
+            tracing::error!(error = %e, "reading which nodes share the store failed");
+            return;
+        }
+    };
+    if nodes.is_empty() {
+        return;
+    }
+    let me = &inner.config.worker_id;
+    if !nodes.contains(me) {
+        nodes.push(me.clone());
+        nodes.sort();
+    }
+    let rank = nodes.iter().position(|n| n == me).unwrap_or(0);
+    let of = nodes.len();
+    let (rank, of) = (
+        u32::try_from(rank).unwrap_or(0),
+        u32::try_from(of).unwrap_or(u32::MAX),
+    );
+    if inner.endpoints.set_cluster(rank, of) {
+        tracing::info!(
+            nodes = of,
+            rank,
+            "endpoint limits are divided among {of} node(s); this node keeps its part"
+        );
+        inner.wake_all();
     }
 }
 

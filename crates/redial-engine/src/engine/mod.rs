@@ -279,6 +279,8 @@ impl Engine {
             .store
             .node_announce(&self.inner.config.worker_id)
             .await?;
+        // Before any lease too: this node's part of every endpoint's limits.
+        take_in_nodes(&self.inner).await;
         let mut queue_loops = Vec::new();
         for (queue, qc) in &self.inner.config.queues {
             queue_loops.push(tokio::spawn(queue_loop(

@@ -101,6 +101,10 @@ pub struct EndpointState {
     /// engine from the nodes it sees, never saved.
     #[serde(skip)]
     share: Share,
+    /// The division of the limits changed: the next answer's remaining count replaces this
+    /// node's, rather than only lowering it.
+    #[serde(skip)]
+    quota_recount: bool,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -814,7 +818,7 @@ impl EndpointState {
                 let reset_at = q.reset_after.map(|d| now.saturating_add(d));
                 let window_open = self.quota_reset_at.is_some_and(|r| now < r);
                 self.quota_reset_predicted = false;
-                if window_open {
+                if window_open && !std::mem::take(&mut self.quota_recount) {
                     // Answers can arrive out of order: within a window the count only goes down,
                     // so the lowest report wins, and the later reset.
                     self.quota_tokens = Some(self.quota_tokens.map_or(tokens, |t| t.min(tokens)));
@@ -1099,14 +1103,16 @@ impl EndpointState {
         self.share
     }
 
-    /// Sets this node's part of the cluster's limits (the engine does, as nodes come and go).
-    /// A quota count already learned only goes down: a larger part applies from the next
-    /// window, so the parts of one window never add up to more than it had.
+    /// Sets this node's part of the cluster's limits (the engine does, as nodes come and go,
+    /// and when a saved state is restored). A remaining count learned from headers was this
+    /// node's part under the old division: it becomes one request, and the answer to that
+    /// request says what remains for the cluster now, of which the node takes its new part (so
+    /// the part of a node that died is not lost until the window ends; each change of the
+    /// nodes costs each node at most that one request beyond its part).
     pub fn set_share(&mut self, share: Share) {
-        if share != self.share && !self.quota_inferred {
-            if let (Some(t), Some(limit)) = (self.quota_tokens, self.quota_limit) {
-                self.quota_tokens = Some(t.min(share.part(limit)));
-            }
+        if share != self.share && !self.quota_inferred && self.quota_tokens.is_some() {
+            self.quota_tokens = Some(1);
+            self.quota_recount = true;
         }
         self.share = share;
     }

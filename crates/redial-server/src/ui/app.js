@@ -485,7 +485,8 @@ async function endpoint(main, name) {
       el('dt', {}, 'Rate'), el('dd', {}, e.rate ? `${e.rate}, burst ${e.burst}` : 'none configured'),
       el('dt', {}, 'Learned quota'), el('dd', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit} left${e.learned_reset_at ? ', resets ' + fmtTime(e.learned_reset_at) : ''}` : 'none learned'),
       el('dt', {}, 'Concurrency'), el('dd', {}, `${e.in_flight} in flight${e.concurrency_limit ? ' of ' + e.concurrency_limit : ', no limit'}`),
-      el('dt', {}, 'Slow start'), el('dd', {}, e.slow_start_since ? `since ${fmtTime(e.slow_start_since)}` : 'no')),
+      el('dt', {}, 'Slow start'), el('dd', {}, e.slow_start_since ? `since ${fmtTime(e.slow_start_since)}` : 'no'),
+      el('dt', {}, 'Nodes'), el('dd', {}, e.nodes > 1 ? `${e.nodes}: the limits are divided among them; quota, concurrency and budget above are this node's part` : 'one')),
     el('h2', {}, 'Breaker history'),
     e.breaker_history.length === 0 ? el('p', { class: 'muted' }, 'The breaker has not moved.')
       : table(['When', 'To', 'Why'], e.breaker_history.slice().reverse().map(h => el('tr', { class: 'breaker-event' },
