@@ -15,6 +15,7 @@
 //!   batch runs is recorded by the next one, in one statement (one commit for all), and whatever
 //!   that statement leaves (a lease lost, a cancel waiting) takes the one-attempt path.
 
+mod lease;
 mod schema;
 mod sql;
 
@@ -58,6 +59,10 @@ struct Inner {
     channel: String,
     wakes: broadcast::Sender<Wake>,
     listener: tokio::task::JoinHandle<()>,
+    /// How far a lease reads past held endpoints, and where each queue's deep read stopped.
+    scan: std::sync::Mutex<lease::LeaseScan>,
+    /// Jobs a lease chose that another node took (or was taking) first.
+    lease_misses: std::sync::atomic::AtomicU64,
     /// Attempts to record, batched by the recorder task on its own connection.
     records: tokio::sync::mpsc::UnboundedSender<RecordRequest>,
     recorder: tokio::task::JoinHandle<()>,
@@ -260,7 +265,8 @@ impl PgStore {
                 next: AtomicUsize::new(0),
                 leader: Mutex::new(None),
                 presence: Mutex::new(None),
-
+                scan: std::sync::Mutex::default(),
+                lease_misses: std::sync::atomic::AtomicU64::new(0),
                 channel,
                 wakes,
                 listener,
@@ -288,6 +294,24 @@ impl PgStore {
         };
         Conn::ready(&mut guard, &self.inner.config).await?;
         Ok(guard)
+    }
+
+    /// Jobs a lease chose and another node took (or was taking) first, since the store opened:
+    /// the contention between nodes.
+    pub fn lease_misses(&self) -> u64 {
+        self.inner
+            .lease_misses
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets how many skipped rows a lease reads from the head of a queue and further on (1024
+    /// and 8192 by default), and forgets where the deep reads stopped. For tests.
+    pub fn set_lease_scan(&self, top: usize, deep: usize) {
+        self.inner
+            .scan
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set(top, deep);
     }
 
     /// The NOTIFY channel this store's writes use.
@@ -389,6 +413,22 @@ impl Store for PgStore {
 
     async fn job_lease_ids(&self, params: LeaseIdsParams) -> StoreResult<Vec<Job>> {
         with_conn!(self, c => sql::lease_ids(c, &params).await)
+    }
+
+    async fn job_lease_admitted(
+        &self,
+        params: LeaseAdmittedParams,
+        mut admit: Box<dyn Admit>,
+    ) -> StoreResult<AdmittedLease> {
+        let (lease, missed) = with_conn!(self, c => {
+            lease::lease_admitted(c, &self.inner.scan, &params, admit.as_mut()).await
+        })?;
+        if missed > 0 {
+            self.inner
+                .lease_misses
+                .fetch_add(missed, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(lease)
     }
 
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64> {

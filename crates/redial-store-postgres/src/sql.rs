@@ -329,6 +329,97 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
         .collect()
 }
 
+/// A place in a queue's lease order (priority descending, then run_at, then seq).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanPos {
+    pub priority: i32,
+    pub run_at: i64,
+    pub seq: i64,
+}
+
+impl ScanPos {
+    /// Whether this place comes after `other` in lease order.
+    pub fn after(&self, other: &ScanPos) -> bool {
+        self.priority < other.priority
+            || (self.priority == other.priority
+                && (self.run_at, self.seq) > (other.run_at, other.seq))
+    }
+}
+
+/// The runnable jobs of a queue in lease order: from the head, then after a place within its
+/// priority level ((run_at, seq) is a range of the index there), then the levels below.
+const RUNNABLE_HEAD: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     ORDER BY priority DESC, run_at, seq LIMIT $3";
+const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
+const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
+
+/// Up to `n` runnable jobs of `queue` in lease order, after `after` (from the head when `None`),
+/// each with its place.
+pub async fn runnable(
+    c: &mut Conn,
+    queue: &str,
+    now: Timestamp,
+    after: Option<ScanPos>,
+    n: usize,
+) -> StoreResult<Vec<(Candidate, ScanPos)>> {
+    let now = ms(now);
+    let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let rows = match after {
+        None => {
+            let stmt = c.prepared(RUNNABLE_HEAD).await?;
+            c.client
+                .query(&stmt, &[&queue, &now, &limit(n)])
+                .await
+                .map_err(backend)?
+        }
+        Some(p) => {
+            let stmt = c.prepared(RUNNABLE_SAME).await?;
+            let mut rows = c
+                .client
+                .query(
+                    &stmt,
+                    &[&queue, &now, &p.priority, &p.run_at, &p.seq, &limit(n)],
+                )
+                .await
+                .map_err(backend)?;
+            if rows.len() < n {
+                let stmt = c.prepared(RUNNABLE_LOWER).await?;
+                rows.extend(
+                    c.client
+                        .query(&stmt, &[&queue, &now, &p.priority, &limit(n - rows.len())])
+                        .await
+                        .map_err(backend)?,
+                );
+            }
+            rows
+        }
+    };
+    rows.iter()
+        .map(|r| {
+            let pos = ScanPos {
+                priority: get(r, 5)?,
+                run_at: get(r, 4)?,
+                seq: get(r, 0)?,
+            };
+            Ok((
+                Candidate {
+                    seq: pos.seq,
+                    id: JobId(get(r, 1)?),
+                    endpoint: get(r, 2)?,
+                    is_retry: get(r, 3)?,
+                    run_at: Timestamp::from_unix_millis(pos.run_at),
+                },
+                pos,
+            ))
+        })
+        .collect()
+}
+
 /// Claims in `seq` order and skips rows another node is claiming, so two nodes never wait on
 /// each other (nor deadlock) and never both take a job.
 const LEASE_IDS: &str = concat!(
@@ -415,35 +506,42 @@ pub async fn record_attempt(
     record_attempt_slow(c, p, data).await
 }
 
-/// Many attempts' common case in one statement (one round trip, one commit): each job still
-/// leased by its recorder, no cancel waiting, is updated and its attempt inserted, numbered by
-/// the job's count. Returns the ids recorded; the others go through [`record_attempt`] one by
-/// one. Ids must be distinct.
+/// Many attempts' common case in one statement (one round trip, one commit): each job found by
+/// its `seq` (and id), still leased by its recorder with the runs the caller expects before this
+/// attempt, no cancel waiting, is updated and its attempt inserted as serialised (its number is
+/// the caller's). Returns the ids recorded; the others go through [`record_attempt`] one by one.
+/// Ids must be distinct, and each request must carry its `seq` and a number of at least 1.
 const RECORD_MANY: &str = "WITH i AS ( \
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], \
-         $6::bigint[], $7::int[], $8::int[], $9::int[], $10::bigint[], $11::text[], $12::bigint[], \
-         $13::text[]) \
-       AS t(id, owner, state, category, run_at, finished_at, attempts, unknown_attempts, \
-         deferrals, last_delay_ms, reason, now, data)), \
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         $6::bigint[], $7::bigint[], $8::int[], $9::int[], $10::int[], $11::bigint[], \
+         $12::text[], $13::bigint[], $14::int[], $15::text[]) \
+       AS t(seq, id, owner, state, category, run_at, finished_at, attempts, unknown_attempts, \
+         deferrals, last_delay_ms, reason, now, number, data)), \
      u AS (UPDATE jobs j SET state = i.state, category = i.category, \
          run_at = COALESCE(i.run_at, j.run_at), finished_at = i.finished_at, \
          attempts = i.attempts, unknown_attempts = i.unknown_attempts, deferrals = i.deferrals, \
-         last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = j.runs + 1, \
+         last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = i.number, \
          lease_owner = NULL, lease_until = NULL, updated_at = i.now \
        FROM i \
-       WHERE j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
-         AND NOT j.cancel_requested \
-       RETURNING j.seq, j.runs, j.id), \
+       WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
+         AND NOT j.cancel_requested AND j.runs = i.number - 1 \
+       RETURNING j.seq), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
-       SELECT u.seq, u.runs, jsonb_set(i.data::jsonb, '{number}', to_jsonb(u.runs))::text \
-       FROM u JOIN i ON i.id = u.id) \
-     SELECT id FROM u";
+       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq) \
+     SELECT i.id FROM u JOIN i ON i.seq = u.seq";
+
+/// Whether [`record_many`] can take this request (it knows the job's `seq` and the attempt's
+/// number).
+pub fn batchable(p: &RecordAttemptParams) -> bool {
+    p.seq.is_some() && p.attempt.number >= 1
+}
 
 pub async fn record_many(
     c: &mut Conn,
     batch: &[(&RecordAttemptParams, &str)],
 ) -> StoreResult<std::collections::HashSet<String>> {
     let n = batch.len();
+    let mut seqs = Vec::with_capacity(n);
     let mut ids = Vec::with_capacity(n);
     let mut owners = Vec::with_capacity(n);
     let mut states = Vec::with_capacity(n);
@@ -456,9 +554,14 @@ pub async fn record_many(
     let mut delays = Vec::with_capacity(n);
     let mut reasons = Vec::with_capacity(n);
     let mut nows = Vec::with_capacity(n);
+    let mut numbers = Vec::with_capacity(n);
     let mut data = Vec::with_capacity(n);
     for (p, d) in batch {
+        let Some(seq) = p.seq.filter(|_| batchable(p)) else {
+            continue;
+        };
         let (state, category, run_at, finished_at) = p.as_leased();
+        seqs.push(seq);
         ids.push(p.id.0.as_str());
         owners.push(p.owner.as_str());
         states.push(state.as_str());
@@ -471,7 +574,11 @@ pub async fn record_many(
         delays.push(p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64));
         reasons.push(p.attempt.reason.as_str());
         nows.push(ms(p.now));
+        numbers.push(int(p.attempt.number));
         data.push(*d);
+    }
+    if seqs.is_empty() {
+        return Ok(std::collections::HashSet::new());
     }
     let stmt = c.prepared(RECORD_MANY).await?;
     let rows = c
@@ -479,6 +586,7 @@ pub async fn record_many(
         .query(
             &stmt,
             &[
+                &seqs,
                 &ids,
                 &owners,
                 &states,
@@ -491,6 +599,7 @@ pub async fn record_many(
                 &delays,
                 &reasons,
                 &nows,
+                &numbers,
                 &data,
             ],
         )

@@ -76,7 +76,10 @@ mod tests {
             for total in 0..=40u64 {
                 let parts: Vec<u64> = (0..of).map(|i| Share::new(i, of).part(total)).collect();
                 assert_eq!(parts.iter().sum::<u64>(), total, "{total} over {of}");
-                let (lo, hi) = (parts.iter().min().unwrap(), parts.iter().max().unwrap());
+                let (lo, hi) = (
+                    parts.iter().min().expect("parts"),
+                    parts.iter().max().expect("parts"),
+                );
                 assert!(hi - lo <= 1, "{parts:?}");
             }
         }

@@ -1,0 +1,256 @@
+//! Leasing on PostgreSQL: reads the runnable jobs of a queue in lease order, asks admission of
+//! each, then leases the chosen ones in one statement (`FOR UPDATE SKIP LOCKED`).
+//!
+//! Past held endpoints' jobs a request reads a bounded number of rows, as the SQLite store does:
+//! `top` skipped rows from the head of the queue, then `deep` more onwards from where the last
+//! request's deep read stopped (per queue, in this process), so jobs behind a held endpoint's
+//! deep backlog are reached over a few requests, each of bounded cost. Reads go in chunks, each
+//! after the last row read (keyset on the index's order), so no row is read twice in a request;
+//! the endpoints left out are left out here, not in SQL.
+//!
+//! Owns the read bounds, the resume positions and the count of jobs chosen but taken by another
+//! node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql.rs`).
+
+use crate::sql::{self, ScanPos};
+use crate::Conn;
+use redial_store::{
+    Admit, AdmittedLease, Candidate, Job, LeaseAdmittedParams, LeaseIdsParams, StoreResult, Verdict,
+};
+use std::collections::HashMap;
+
+/// How far one lease request reads past held endpoints' jobs, and where the deep part of the
+/// last request stopped, per queue.
+#[derive(Debug)]
+pub(crate) struct LeaseScan {
+    /// Skipped rows read from the head of the queue, every request.
+    pub top: usize,
+    /// Skipped rows read further on, from where the last request stopped.
+    pub deep: usize,
+    resume: HashMap<String, ScanPos>,
+}
+
+impl Default for LeaseScan {
+    fn default() -> Self {
+        LeaseScan {
+            top: 1024,
+            deep: 8192,
+            resume: HashMap::new(),
+        }
+    }
+}
+
+/// Why a read stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanEnd {
+    /// As many taken as wanted.
+    Full,
+    /// Its budget of skipped rows spent.
+    Budget,
+    /// No more rows.
+    End,
+}
+
+/// Candidates chosen so far in one lease request.
+struct Picker {
+    max: usize,
+    taking: Vec<Candidate>,
+    failing: Vec<Candidate>,
+    exclude: Vec<String>,
+    exclude_retries: Vec<String>,
+    exclude_firsts: Vec<String>,
+    /// The last row considered.
+    last: Option<ScanPos>,
+}
+
+impl Picker {
+    fn left_out(&self, c: &Candidate) -> bool {
+        self.exclude.contains(&c.endpoint)
+            || (c.is_retry && self.exclude_retries.contains(&c.endpoint))
+            || (!c.is_retry && self.exclude_firsts.contains(&c.endpoint))
+    }
+
+    /// Reads from the head (`from` = None) or after `from`, asking admission of each job not
+    /// left out, until enough are taken, `budget` rows were skipped, or rows run out.
+    async fn read(
+        &mut self,
+        c: &mut Conn,
+        p: &LeaseAdmittedParams,
+        from: Option<ScanPos>,
+        budget: usize,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<ScanEnd> {
+        let mut after = from;
+        let mut skipped = 0;
+        // Enough for the common case (nothing held) in one read; larger reads once rows are
+        // being skipped.
+        let mut chunk = self.max * 2 + 8;
+        loop {
+            let want = self.max.saturating_sub(self.taking.len());
+            if want == 0 {
+                return Ok(ScanEnd::Full);
+            }
+            if skipped >= budget {
+                return Ok(ScanEnd::Budget);
+            }
+            let n = chunk.min(want + (budget - skipped)).max(1);
+            let rows = sql::runnable(c, &p.queue, p.now, after, n).await?;
+            let read = rows.len();
+            for (candidate, pos) in rows {
+                if self.taking.len() >= self.max {
+                    return Ok(ScanEnd::Full);
+                }
+                if skipped >= budget {
+                    return Ok(ScanEnd::Budget);
+                }
+                self.last = Some(pos);
+                after = Some(pos);
+                if self.left_out(&candidate) {
+                    skipped += 1;
+                    continue;
+                }
+                match admit.admit(&candidate) {
+                    Verdict::Take => self.taking.push(candidate),
+                    Verdict::Fail => self.failing.push(candidate),
+                    Verdict::HoldEndpoint => {
+                        skipped += 1;
+                        self.exclude.push(candidate.endpoint);
+                    }
+                    Verdict::HoldRetries => {
+                        skipped += 1;
+                        self.exclude_retries.push(candidate.endpoint);
+                    }
+                    Verdict::HoldFirsts => {
+                        skipped += 1;
+                        self.exclude_firsts.push(candidate.endpoint);
+                    }
+                }
+            }
+            if read < n {
+                return Ok(if self.taking.len() >= self.max {
+                    ScanEnd::Full
+                } else {
+                    ScanEnd::End
+                });
+            }
+            chunk = (chunk * 4).min(4096);
+        }
+    }
+}
+
+/// [`redial_store::Store::job_lease_admitted`] on one connection: bounded reads, admission,
+/// one lease statement. Returns the jobs leased and how many chosen jobs another node took
+/// first (their admission handed back).
+pub(crate) async fn lease_admitted(
+    c: &mut Conn,
+    scan: &std::sync::Mutex<LeaseScan>,
+    p: &LeaseAdmittedParams,
+    admit: &mut dyn Admit,
+) -> StoreResult<(AdmittedLease, u64)> {
+    let lock = || scan.lock().unwrap_or_else(|e| e.into_inner());
+    let (top, deep, resume) = {
+        let s = lock();
+        (s.top, s.deep, s.resume.get(&p.queue).copied())
+    };
+    let mut picker = Picker {
+        max: p.max,
+        taking: Vec::new(),
+        failing: Vec::new(),
+        exclude: Vec::new(),
+        exclude_retries: Vec::new(),
+        exclude_firsts: Vec::new(),
+        last: None,
+    };
+    let read = picker.read(c, p, None, top.max(1), admit).await;
+    // Admissions granted before a failed read are handed back.
+    let give_back = |picker: &Picker, admit: &mut dyn Admit| {
+        for x in picker.failing.iter().chain(&picker.taking) {
+            admit.not_leased(x);
+        }
+    };
+    let ended = match read {
+        Ok(e) => e,
+        Err(e) => {
+            give_back(&picker, admit);
+            return Err(e);
+        }
+    };
+    match (ended, picker.last) {
+        (ScanEnd::End, _) => {
+            lock().resume.remove(&p.queue);
+        }
+        (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
+        (ScanEnd::Budget, Some(last)) => {
+            // Onwards from where the last request's deep read stopped, if that is further.
+            let from = match resume {
+                Some(r) if r.after(&last) => r,
+                _ => last,
+            };
+            let ended = match picker.read(c, p, Some(from), deep, admit).await {
+                Ok(e) => e,
+                Err(e) => {
+                    give_back(&picker, admit);
+                    return Err(e);
+                }
+            };
+            match (ended, picker.last) {
+                (ScanEnd::End, _) | (_, None) => {
+                    lock().resume.remove(&p.queue);
+                }
+                (_, Some(stopped)) => {
+                    lock().resume.insert(p.queue.clone(), stopped);
+                }
+            }
+        }
+    }
+    let mut out = AdmittedLease::default();
+    if picker.taking.is_empty() && picker.failing.is_empty() {
+        return Ok((out, 0));
+    }
+    let leased = sql::lease_ids(
+        c,
+        &LeaseIdsParams {
+            seqs: picker
+                .failing
+                .iter()
+                .chain(&picker.taking)
+                .map(|x| x.seq)
+                .collect(),
+            owner: p.owner.clone(),
+            now: p.now,
+            lease_until: p.lease_until,
+        },
+    )
+    .await;
+    let jobs = match leased {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            give_back(&picker, admit);
+            return Err(e);
+        }
+    };
+    let mut by_seq: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.seq, j)).collect();
+    let mut missed = 0;
+    for (list, into) in [
+        (&picker.failing, &mut out.failed),
+        (&picker.taking, &mut out.taken),
+    ] {
+        for x in list {
+            match by_seq.remove(&x.seq) {
+                Some(job) => into.push(job),
+                None => {
+                    missed += 1;
+                    admit.not_leased(x);
+                }
+            }
+        }
+    }
+    Ok((out, missed))
+}
+
+impl LeaseScan {
+    pub fn set(&mut self, top: usize, deep: usize) {
+        self.top = top;
+        self.deep = deep;
+        self.resume.clear();
+    }
+}
