@@ -12,6 +12,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod noop_nodes;
 mod plain;
 mod protection;
 mod protection_nodes;
@@ -29,7 +30,8 @@ struct Args {
     /// `store` (the storage path alone, phase by phase), `protection` (endpoint protection
     /// beside a plain retry loop, about ten minutes) and `protection-nodes` (a flaky endpoint on
     /// PostgreSQL, one node, then two with one killed; a throwaway server unless `--database-url`
-    /// or `DATABASE_URL` names one) run only when named.
+    /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
+    /// nodes on one PostgreSQL database, the same server choice) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -119,6 +121,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "protection") {
             protection::protection(&mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "noop-nodes") {
+            noop_nodes::noop_nodes(args.jobs, args.concurrency, &mut report).await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;

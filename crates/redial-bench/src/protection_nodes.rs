@@ -61,7 +61,7 @@ const POLL: Duration = Duration::from_millis(50);
 const STUCK: Duration = Duration::from_secs(15);
 
 /// A throwaway PostgreSQL server (`scripts/throwaway-postgres`), stopped and removed on drop.
-struct Throwaway {
+pub(crate) struct Throwaway {
     script: PathBuf,
     dir: String,
 }
@@ -77,7 +77,7 @@ impl Drop for Throwaway {
 
 /// The server to run on: `--database-url`, else `DATABASE_URL`, else a throwaway server started
 /// for this workload (fsync off, as for the tests: both runs pay the same).
-fn database() -> Result<(String, Option<Throwaway>)> {
+pub(crate) fn database() -> Result<(String, Option<Throwaway>)> {
     if let Some(url) = DATABASE_URL.get() {
         return Ok((url.clone(), None));
     }

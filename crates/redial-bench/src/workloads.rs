@@ -59,7 +59,7 @@ pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob 
     }
 }
 
-async fn insert_backlog(
+pub(crate) async fn insert_backlog(
     store: &Arc<dyn Store>,
     n: usize,
     queue: &str,

@@ -1058,3 +1058,46 @@ fn the_retry_budgets_minimum_is_split_between_nodes() {
     }
     assert_eq!(retries, 30, "3/s over 10 s for the three together");
 }
+
+#[test]
+fn a_node_whose_part_is_spent_sends_one_at_a_time_while_the_cluster_has_some_left() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    let answer = |remaining: &str| {
+        let mut o = observed(ResultClass::Success);
+        o.quota = quota(
+            [
+                ("x-ratelimit-limit", "10"),
+                ("x-ratelimit-remaining", remaining),
+                ("x-ratelimit-reset", "60"),
+            ],
+            T0,
+        );
+        o
+    };
+    let mut s = EndpointState::default();
+    s.set_share(Share::new(1, 2));
+    // 3 remain for the two nodes: this one's part is 1.
+    s.record(&cfg, T0, Permit::default(), &answer("3"));
+    let Admission::Go(p) = s.admit(&cfg, at(1), false, 0) else {
+        panic!("its part")
+    };
+    assert_eq!(kind(&s.admit(&cfg, at(1), false, 1)), "hold Quota");
+    // Its answer says 1 remains (the other node took one): one more may go, alone.
+    s.record(&cfg, at(2), p, &answer("1"));
+    assert_eq!(kind(&s.admit(&cfg, at(3), false, 1)), "hold Quota");
+    let Admission::Go(p) = s.admit(&cfg, at(3), false, 0) else {
+        panic!("one at a time while some remain")
+    };
+    // None remain: held until the reset.
+    s.record(&cfg, at(4), p, &answer("0"));
+    let a = s.admit(&cfg, at(5), false, 0);
+    assert!(!a.is_go(), "{a:?}");
+    // Alone, a spent count waits for the reset whatever the answers said.
+    let mut alone = EndpointState::default();
+    alone.record(&cfg, T0, Permit::default(), &answer("1"));
+    assert!(alone.admit(&cfg, at(1), false, 0).is_go());
+    assert_eq!(kind(&alone.admit(&cfg, at(1), false, 0)), "hold Quota");
+}

@@ -93,7 +93,10 @@ impl Picker {
                 return Ok(ScanEnd::Budget);
             }
             let n = chunk.min(want + (budget - skipped)).max(1);
-            let rows = sql::runnable(c, &p.queue, p.now, after, n).await?;
+            // The first read of the head locks its rows, skipping those other nodes are
+            // taking: two nodes leasing at once take different jobs instead of the same ones.
+            let lock = after.is_none();
+            let rows = sql::runnable(c, &p.queue, p.now, after, n, lock).await?;
             let read = rows.len();
             for (candidate, pos) in rows {
                 if self.taking.len() >= self.max {
@@ -137,10 +140,45 @@ impl Picker {
     }
 }
 
-/// [`redial_store::Store::job_lease_admitted`] on one connection: bounded reads, admission,
-/// one lease statement. Returns the jobs leased and how many chosen jobs another node took
-/// first (their admission handed back).
+/// [`redial_store::Store::job_lease_admitted`] on one connection, in one transaction: bounded
+/// reads (the first locking the rows it reads, skipping rows locked by other nodes), admission,
+/// the lease statement. Returns the jobs leased and how many chosen jobs another node took first
+/// (their admission handed back). A failure hands every admission back and rolls back.
 pub(crate) async fn lease_admitted(
+    c: &mut Conn,
+    scan: &std::sync::Mutex<LeaseScan>,
+    p: &LeaseAdmittedParams,
+    admit: &mut dyn Admit,
+) -> StoreResult<(AdmittedLease, u64)> {
+    c.client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(crate::backend)?;
+    let leased = lease_in_transaction(c, scan, p, admit).await;
+    let ended = match &leased {
+        Ok(_) => c.client.batch_execute("COMMIT").await,
+        Err(_) => c.client.batch_execute("ROLLBACK").await,
+    };
+    match (leased, ended) {
+        (Ok(lease), Ok(())) => Ok(lease),
+        (Ok((lease, _)), Err(e)) => {
+            // Not leased after all.
+            for job in lease.taken.iter().chain(&lease.failed) {
+                admit.not_leased(&Candidate {
+                    seq: job.seq,
+                    id: job.id.clone(),
+                    endpoint: job.endpoint.clone(),
+                    is_retry: job.attempts > 0,
+                    run_at: job.run_at,
+                });
+            }
+            Err(crate::backend(e))
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+async fn lease_in_transaction(
     c: &mut Conn,
     scan: &std::sync::Mutex<LeaseScan>,
     p: &LeaseAdmittedParams,
@@ -202,50 +240,78 @@ pub(crate) async fn lease_admitted(
             }
         }
     }
+    // Lease what was chosen. Jobs another node took first (it read the same head of the queue)
+    // are handed back; then the read goes on after the last row read, for what is still
+    // wanted, a few times at most.
     let mut out = AdmittedLease::default();
-    if picker.taking.is_empty() && picker.failing.is_empty() {
-        return Ok((out, 0));
-    }
-    let leased = sql::lease_ids(
-        c,
-        &LeaseIdsParams {
-            seqs: picker
-                .failing
-                .iter()
-                .chain(&picker.taking)
-                .map(|x| x.seq)
-                .collect(),
-            owner: p.owner.clone(),
-            now: p.now,
-            lease_until: p.lease_until,
-        },
-    )
-    .await;
-    let jobs = match leased {
-        Ok(jobs) => jobs,
-        Err(e) => {
-            give_back(&picker, admit);
-            return Err(e);
-        }
-    };
-    let mut by_seq: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.seq, j)).collect();
     let mut missed = 0;
-    for (list, into) in [
-        (&picker.failing, &mut out.failed),
-        (&picker.taking, &mut out.taken),
-    ] {
-        for x in list {
-            match by_seq.remove(&x.seq) {
-                Some(job) => into.push(job),
-                None => {
-                    missed += 1;
+    for round in 0..LEASE_ROUNDS {
+        if picker.taking.is_empty() && picker.failing.is_empty() {
+            break;
+        }
+        let failing = std::mem::take(&mut picker.failing);
+        let taking = std::mem::take(&mut picker.taking);
+        let leased = sql::lease_ids(
+            c,
+            &LeaseIdsParams {
+                seqs: failing.iter().chain(&taking).map(|x| x.seq).collect(),
+                owner: p.owner.clone(),
+                now: p.now,
+                lease_until: p.lease_until,
+            },
+        )
+        .await;
+        let jobs = match leased {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                for x in failing.iter().chain(&taking) {
                     admit.not_leased(x);
                 }
+                if out.taken.is_empty() && out.failed.is_empty() {
+                    return Err(e);
+                }
+                return Ok((out, missed));
+            }
+        };
+        let mut by_seq: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.seq, j)).collect();
+        let mut missed_now = 0;
+        for (list, into) in [(&failing, &mut out.failed), (&taking, &mut out.taken)] {
+            for x in list {
+                match by_seq.remove(&x.seq) {
+                    Some(job) => into.push(job),
+                    None => {
+                        missed_now += 1;
+                        admit.not_leased(x);
+                    }
+                }
+            }
+        }
+        missed += missed_now;
+        if missed_now == 0 || out.taken.len() >= p.max || round + 1 == LEASE_ROUNDS {
+            break;
+        }
+        picker.max = p.max - out.taken.len();
+        // An endpoint left out may have held only because of what was just handed back (its
+        // first request, its last place): every endpoint is asked again.
+        picker.exclude.clear();
+        picker.exclude_retries.clear();
+        picker.exclude_firsts.clear();
+        let from = picker.last;
+        match picker.read(c, p, from, top.max(1), admit).await {
+            Ok(_) => {}
+            Err(_) => {
+                for x in picker.failing.iter().chain(&picker.taking) {
+                    admit.not_leased(x);
+                }
+                return Ok((out, missed));
             }
         }
     }
     Ok((out, missed))
 }
+
+/// Lease statements in one request at most: the first, and reads on past jobs other nodes took.
+const LEASE_ROUNDS: usize = 4;
 
 impl LeaseScan {
     pub fn set(&mut self, top: usize, deep: usize) {

@@ -351,6 +351,9 @@ impl ScanPos {
 const RUNNABLE_HEAD: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      ORDER BY priority DESC, run_at, seq LIMIT $3";
+const RUNNABLE_HEAD_LOCKED: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
+     FROM jobs WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
@@ -359,19 +362,27 @@ const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, pr
      AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
 
 /// Up to `n` runnable jobs of `queue` in lease order, after `after` (from the head when `None`),
-/// each with its place.
+/// each with its place. From the head with `lock`, the rows read are locked for the transaction
+/// and rows other transactions hold are skipped.
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
     now: Timestamp,
     after: Option<ScanPos>,
     n: usize,
+    lock: bool,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let rows = match after {
         None => {
-            let stmt = c.prepared(RUNNABLE_HEAD).await?;
+            let stmt = c
+                .prepared(if lock {
+                    RUNNABLE_HEAD_LOCKED
+                } else {
+                    RUNNABLE_HEAD
+                })
+                .await?;
             c.client
                 .query(&stmt, &[&queue, &now, &limit(n)])
                 .await

@@ -513,8 +513,11 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         parts[1]
     );
 
-    // The learned quota: 30 in the window. Each node spends its part of what its answers said
-    // remained; a node's first request goes before it knows anything (one each at most).
+    // The learned quota: 30 in the window. Each node spends its part of what its latest answer
+    // said remained (at least one while any remained). Beyond the 30: each node's first request,
+    // sent before it knew anything (3); the last few, which each node may take one of (2); and
+    // one request per survivor to recount after the kill (2). Each node keeping the whole count
+    // instead, the same test had 16 refused.
     let q = quoted.received("/q");
     let refused = q.iter().filter(|r| r.status == 429).count();
     eprintln!(
@@ -522,7 +525,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         q.len()
     );
     assert!(
-        refused <= 3,
+        refused <= 7,
         "{refused} requests refused by the quota, of {} sent",
         q.len()
     );

@@ -105,6 +105,9 @@ pub struct EndpointState {
     /// node's, rather than only lowering it.
     #[serde(skip)]
     quota_recount: bool,
+    /// What remained for the whole cluster by the last answer that said.
+    #[serde(skip)]
+    quota_cluster_remaining: Option<u64>,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -429,6 +432,7 @@ impl EndpointState {
                         mine.saturating_sub(u64::from(in_flight))
                     });
                     self.quota_reset_at = None;
+                    self.quota_cluster_remaining = None;
                     self.ok_in_window = 0;
                     self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
                     // A predicted reset was waited for a little past the boundary; the window
@@ -444,6 +448,16 @@ impl EndpointState {
             }
             if self.quota_tokens == Some(0) {
                 match self.quota_reset_at {
+                    // With several nodes, this node's part is spent but the last answer said
+                    // some remain for the cluster (parts of counts read at different moments
+                    // leave a few over): one request at a time goes, each answer saying again.
+                    Some(_)
+                        if !self.share.is_whole()
+                            && in_flight == 0
+                            && self.quota_cluster_remaining.is_some_and(|r| r > 0) =>
+                    {
+                        self.quota_tokens = Some(1);
+                    }
                     Some(reset) => {
                         return hold(
                             HoldKind::Quota,
@@ -811,6 +825,7 @@ impl EndpointState {
                 self.quota_limit = q.limit.or(self.quota_limit);
                 self.quota_inferred = false;
                 // What remains is the cluster's: this node takes its part.
+                self.quota_cluster_remaining = Some(q.remaining);
                 let tokens = self
                     .share
                     .part(q.remaining)
