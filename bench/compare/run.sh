@@ -90,7 +90,7 @@ if [ "${POSTGRES:-1}" != 0 ]; then
   eval "$(../../scripts/throwaway-postgres start --durable)"
   PGDIR=$REDIAL_TEST_PGDATA
   echo "== Redial on PostgreSQL $(psql "$DATABASE_URL" -Atc 'show server_version') (fsync and synchronous_commit on: every acknowledged write is durable)"
-  $BENCH --database-url "$DATABASE_URL" --only enqueue,noop,http,latency,retry --jobs "$JOBS" \
+  $BENCH --database-url "$DATABASE_URL" --only enqueue,noop,http,latency,retry,noop-nodes --jobs "$JOBS" \
     --concurrency "$CONC" --receiver-base "$BASE" --out results/redial-pg.json
   ../../scripts/throwaway-postgres stop "$PGDIR"; PGDIR=""
 fi

@@ -7,6 +7,7 @@
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,10 +42,12 @@ impl Browser {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        // In a process group of its own, with the browsers it starts: the drop ends them all.
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("chromedriver starts");
         let base = format!("http://127.0.0.1:{port}");
@@ -193,6 +196,11 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // The whole group: killing chromedriver alone leaves its browser running.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--"])
+            .arg(format!("-{}", self.driver.id()))
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }

@@ -385,7 +385,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
     std::fs::write(
         &config,
         format!(
-            "[engine]\nlease = \"2s\"\nheartbeat = \"300ms\"\n\n[queues.default]\nconcurrency = 16\n\n\
+            "[queues.default]\nconcurrency = 16\n\n\
              [endpoints.\"{}\"]\nrate = \"20/s\"\n\n[endpoints.\"{}\"]\nconcurrency = 4\n",
             origin(&rated),
             origin(&bounded)
@@ -437,6 +437,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         (2..=4).contains(&before_kill),
         "at most 4 in flight across the three nodes (and more than one): {before_kill}"
     );
+    let killed_at = SystemTime::now();
     nodes[1].kill9();
     bounded.reset_most_in_flight("/c");
     let survivors = [&nodes[0], &nodes[2]];
@@ -513,6 +514,28 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         parts[1]
     );
 
+    // Failover: the jobs the killed node had sent ran again on the others, long before their
+    // leases (the default 30 s) would have expired: its presence lock freed with its session.
+    let mut reruns = Vec::new();
+    for (r, path) in [(&rated, "/r"), (&bounded, "/c")] {
+        let mut by_key: HashMap<String, Vec<SystemTime>> = HashMap::new();
+        for x in r.received(path) {
+            if let Some(k) = x.header("idempotency-key") {
+                by_key.entry(k.to_owned()).or_default().push(x.wall);
+            }
+        }
+        for times in by_key.values().filter(|t| t.len() > 1) {
+            if let Some(again) = times.iter().find(|t| **t > killed_at) {
+                reruns.push(again.duration_since(killed_at).unwrap_or_default());
+            }
+        }
+    }
+    let slowest = reruns.iter().max().copied().unwrap_or_default();
+    assert!(
+        slowest < Duration::from_secs(20),
+        "the killed node's jobs ran again {slowest:?} after the kill"
+    );
+
     // The learned quota: 30 in the window. Each node spends its part of what its latest answer
     // said remained (at least one while any remained). Beyond the 30: each node's first request,
     // sent before it knew anything (3); the last few, which each node may take one of (2); and
@@ -521,8 +544,9 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
     let q = quoted.received("/q");
     let refused = q.iter().filter(|r| r.status == 429).count();
     eprintln!(
-        "rate: at most {most} in 2 s, {mean:.1}/s on average; in flight: {before_kill} before the kill, {after_kill} after; quota: {refused} refused of {} sent",
-        q.len()
+        "rate: at most {most} in 2 s, {mean:.1}/s on average; in flight: {before_kill} before the kill, {after_kill} after; quota: {refused} refused of {} sent; failover: {} jobs sent again, the last {slowest:?} after the kill",
+        q.len(),
+        reruns.len()
     );
     assert!(
         refused <= 7,
