@@ -154,11 +154,14 @@ pub(crate) async fn lease_admitted(
         .batch_execute("BEGIN")
         .await
         .map_err(crate::backend)?;
+    // Should this future be dropped before the end, the pool rolls back before the next use.
+    c.open_transaction = true;
     let leased = lease_in_transaction(c, scan, p, admit).await;
     let ended = match &leased {
         Ok(_) => c.client.batch_execute("COMMIT").await,
         Err(_) => c.client.batch_execute("ROLLBACK").await,
     };
+    c.open_transaction = false;
     match (leased, ended) {
         (Ok(lease), Ok(())) => Ok(lease),
         (Ok((lease, _)), Err(e)) => {

@@ -151,6 +151,9 @@ impl std::fmt::Debug for PgStore {
 pub(crate) struct Conn {
     pub client: Client,
     pub stmts: HashMap<&'static str, Statement>,
+    /// A transaction was begun on it and not ended (its future was dropped midway): rolled back
+    /// before the connection is used again.
+    pub open_transaction: bool,
 }
 
 impl Conn {
@@ -160,6 +163,7 @@ impl Conn {
             *slot = Some(Conn {
                 client: connect(config).await?,
                 stmts: HashMap::new(),
+                open_transaction: false,
             });
         }
         Ok(slot.as_mut().expect("connected above"))
@@ -252,6 +256,7 @@ impl PgStore {
         let mut pool = vec![Mutex::new(Some(Conn {
             client: first,
             stmts: HashMap::new(),
+            open_transaction: false,
         }))];
         pool.extend((1..pool_size.max(1)).map(|_| Mutex::new(None)));
         let (wakes, _) = broadcast::channel(1024);
@@ -292,7 +297,16 @@ impl PgStore {
             Some(g) => g,
             None => pool[start].lock().await,
         };
-        Conn::ready(&mut guard, &self.inner.config).await?;
+        let c = Conn::ready(&mut guard, &self.inner.config).await?;
+        if c.open_transaction {
+            if c.client.batch_execute("ROLLBACK").await.is_ok() {
+                c.open_transaction = false;
+            } else {
+                // Start afresh.
+                *guard = None;
+                Conn::ready(&mut guard, &self.inner.config).await?;
+            }
+        }
         Ok(guard)
     }
 
