@@ -150,12 +150,13 @@ pub(crate) async fn lease_admitted(
     p: &LeaseAdmittedParams,
     admit: &mut dyn Admit,
 ) -> StoreResult<(AdmittedLease, u64)> {
-    c.client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(crate::backend)?;
-    // Should this future be dropped before the end, the pool rolls back before the next use.
+    // Should this future be dropped before the end (even while BEGIN is on its way), the pool
+    // rolls back before the next use.
     c.open_transaction = true;
+    if let Err(e) = c.client.batch_execute("BEGIN").await {
+        c.open_transaction = false;
+        return Err(crate::backend(e));
+    }
     let leased = lease_in_transaction(c, scan, p, admit).await;
     let ended = match &leased {
         Ok(_) => c.client.batch_execute("COMMIT").await,
@@ -166,15 +167,7 @@ pub(crate) async fn lease_admitted(
         (Ok(lease), Ok(())) => Ok(lease),
         (Ok((lease, _)), Err(e)) => {
             // Not leased after all.
-            for job in lease.taken.iter().chain(&lease.failed) {
-                admit.not_leased(&Candidate {
-                    seq: job.seq,
-                    id: job.id.clone(),
-                    endpoint: job.endpoint.clone(),
-                    is_retry: job.attempts > 0,
-                    run_at: job.run_at,
-                });
-            }
+            hand_back(&lease, admit);
             Err(crate::backend(e))
         }
         (Err(e), _) => Err(e),
@@ -267,13 +260,12 @@ async fn lease_in_transaction(
         let jobs = match leased {
             Ok(jobs) => jobs,
             Err(e) => {
+                // The transaction is aborted: what earlier rounds leased is not leased either.
                 for x in failing.iter().chain(&taking) {
                     admit.not_leased(x);
                 }
-                if out.taken.is_empty() && out.failed.is_empty() {
-                    return Err(e);
-                }
-                return Ok((out, missed));
+                hand_back(&out, admit);
+                return Err(e);
             }
         };
         let mut by_seq: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.seq, j)).collect();
@@ -300,17 +292,28 @@ async fn lease_in_transaction(
         picker.exclude_retries.clear();
         picker.exclude_firsts.clear();
         let from = picker.last;
-        match picker.read(c, p, from, top.max(1), admit).await {
-            Ok(_) => {}
-            Err(_) => {
-                for x in picker.failing.iter().chain(&picker.taking) {
-                    admit.not_leased(x);
-                }
-                return Ok((out, missed));
+        if let Err(e) = picker.read(c, p, from, top.max(1), admit).await {
+            for x in picker.failing.iter().chain(&picker.taking) {
+                admit.not_leased(x);
             }
+            hand_back(&out, admit);
+            return Err(e);
         }
     }
     Ok((out, missed))
+}
+
+/// Hands back the admissions of jobs a failed transaction did not lease after all.
+fn hand_back(lease: &AdmittedLease, admit: &mut dyn Admit) {
+    for job in lease.taken.iter().chain(&lease.failed) {
+        admit.not_leased(&Candidate {
+            seq: job.seq,
+            id: job.id.clone(),
+            endpoint: job.endpoint.clone(),
+            is_retry: job.attempts > 0,
+            run_at: job.run_at,
+        });
+    }
 }
 
 /// Lease statements in one request at most: the first, and reads on past jobs other nodes took.

@@ -93,6 +93,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name)
     );
     "#,
+    // 4: attempts keyed by (job_seq, number): one index fewer, and no foreign key (it took a row
+    // lock on the job for every attempt recorded); deleting jobs deletes their attempts. The new
+    // key's index is built once, over every attempt kept.
+    r#"
+    ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_seq_fkey;
+    ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_pkey;
+    ALTER TABLE attempts DROP COLUMN IF EXISTS id;
+    ALTER TABLE attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (job_seq, number);
+    ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_seq_number_key;
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

@@ -219,7 +219,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     }
 
     /// The worker ids of the nodes that share this store and have not been seen to end, in
-    /// order: their number and this node's place among them divide the endpoints' limits (see
+    /// byte order: their number and this node's place among them divide the endpoints' limits (see
     /// `redial_policy::endpoint::Share`). A store that one process owns has none to list.
     async fn nodes_live(&self) -> StoreResult<Vec<String>> {
         Ok(Vec::new())

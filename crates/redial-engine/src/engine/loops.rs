@@ -110,9 +110,9 @@ pub(super) async fn take_in_nodes(inner: &Inner) {
         return;
     }
     let me = &inner.config.worker_id;
-    if !nodes.contains(me) {
-        nodes.push(me.clone());
-        nodes.sort();
+    // The store lists them in byte order, as `String`s compare.
+    if let Err(at) = nodes.binary_search(me) {
+        nodes.insert(at, me.clone());
     }
     let rank = nodes.iter().position(|n| n == me).unwrap_or(0);
     let of = nodes.len();

@@ -74,8 +74,11 @@ pub struct EndpointState {
     quota_probe_every: u32,
     /// Probing the current window for more room: it goes on, one at a time, until a 429.
     quota_probing: bool,
-    /// GCRA theoretical arrival time.
+    /// GCRA theoretical arrival time, and its part below the millisecond (not saved: a restart
+    /// loses less than a millisecond of it).
     tat: Option<Timestamp>,
+    #[serde(skip)]
+    tat_sub_ns: u32,
     /// The adaptive concurrency limit, when adaptive.
     pub adaptive_limit: Option<f64>,
     /// Slow start after a pause or an outage: when it began and how many went since.
@@ -456,6 +459,8 @@ impl EndpointState {
                             && in_flight == 0
                             && self.quota_cluster_remaining.is_some_and(|r| r > 0) =>
                     {
+                        // Used up: only a new answer lets another go.
+                        self.quota_cluster_remaining = None;
                         self.quota_tokens = Some(1);
                     }
                     Some(reset) => {
@@ -502,11 +507,14 @@ impl EndpointState {
         }
         if let Some(rate) = cfg.rate {
             let tolerance = self.interval(rate) * self.burst(cfg).saturating_sub(1);
-            let tat = self.tat.unwrap_or(now).max(now);
-            let earliest = Timestamp::from_unix_millis(
-                tat.as_unix_millis() - i64::try_from(tolerance.as_millis()).unwrap_or(i64::MAX),
-            );
-            if earliest > now {
+            let earliest_ns =
+                self.tat_ns(now) - i128::try_from(tolerance.as_nanos()).unwrap_or(i128::MAX);
+            if earliest_ns > ns_of(now) {
+                // Rounded up: woken then, the request may go.
+                let earliest = Timestamp::from_unix_millis(
+                    i64::try_from((earliest_ns + 999_999).div_euclid(1_000_000))
+                        .unwrap_or(i64::MAX),
+                );
                 let reason = if self.share.is_whole() {
                     format!("rate limit {rate}")
                 } else {
@@ -595,8 +603,9 @@ impl EndpointState {
 
     fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) -> Permit {
         if let Some(rate) = cfg.rate {
-            let tat = self.tat.unwrap_or(now).max(now);
-            self.tat = Some(tat.saturating_add(self.interval(rate)));
+            let next =
+                self.tat_ns(now) + i128::try_from(self.interval(rate).as_nanos()).unwrap_or(0);
+            self.set_tat_ns(next);
         }
         if let Some(t) = self.quota_tokens.as_mut() {
             *t = t.saturating_sub(1);
@@ -623,13 +632,11 @@ impl EndpointState {
     /// free, and what it took of the rate, the quota and slow start is returned.
     pub fn release(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit) {
         self.end_permit(&permit);
-        if let (Some(rate), Some(tat)) = (cfg.rate, self.tat) {
+        if let (Some(rate), Some(_)) = (cfg.rate, self.tat) {
             // Never back past now: a returned slot is not a burst saved for later.
-            let back = Timestamp::from_unix_millis(
-                tat.as_unix_millis()
-                    - i64::try_from(self.interval(rate).as_millis()).unwrap_or(i64::MAX),
-            );
-            self.tat = Some(back.max(now));
+            let back =
+                self.tat_ns(now) - i128::try_from(self.interval(rate).as_nanos()).unwrap_or(0);
+            self.set_tat_ns(back.max(ns_of(now)));
         }
         if let (Some(t), Some(limit)) = (self.quota_tokens.as_mut(), self.quota_limit) {
             *t = (*t + 1).min(limit);
@@ -833,7 +840,8 @@ impl EndpointState {
                 let reset_at = q.reset_after.map(|d| now.saturating_add(d));
                 let window_open = self.quota_reset_at.is_some_and(|r| now < r);
                 self.quota_reset_predicted = false;
-                if window_open && !std::mem::take(&mut self.quota_recount) {
+                let recount = std::mem::take(&mut self.quota_recount);
+                if window_open && !recount {
                     // Answers can arrive out of order: within a window the count only goes down,
                     // so the lowest report wins, and the later reset.
                     self.quota_tokens = Some(self.quota_tokens.map_or(tokens, |t| t.min(tokens)));
@@ -1126,19 +1134,35 @@ impl EndpointState {
     /// nodes costs each node at most that one request beyond its part).
     pub fn set_share(&mut self, share: Share) {
         if share != self.share && !self.quota_inferred && self.quota_tokens.is_some() {
-            self.quota_tokens = Some(1);
+            self.quota_tokens = self.quota_tokens.map(|t| t.min(1));
             self.quota_recount = true;
         }
         self.share = share;
     }
 
     /// The spacing between this node's requests under `rate`: the cluster's spacing times the
-    /// nodes, rounded up to the millisecond that times are kept in (rounded down, "30/s" would
-    /// send 30.3 a second).
+    /// nodes, to the nanosecond (rounded up). The arrival time keeps its part below the
+    /// millisecond, so "30/s" is 30 a second, not 30.3 (spacing rounded down to 33 ms) nor 29.4
+    /// (rounded up to 34 ms).
     fn interval(&self, rate: super::config::Rate) -> Duration {
         let nanos = rate.per.as_nanos() * u128::from(self.share.of.max(1));
-        let ms = nanos.div_ceil(1_000_000 * u128::from(rate.count.max(1)));
-        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+        let ns = nanos.div_ceil(u128::from(rate.count.max(1)));
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// The theoretical arrival time in nanoseconds since the epoch, never before `now`.
+    fn tat_ns(&self, now: Timestamp) -> i128 {
+        let tat = self
+            .tat
+            .map_or(i128::MIN, |t| ns_of(t) + i128::from(self.tat_sub_ns));
+        tat.max(ns_of(now))
+    }
+
+    fn set_tat_ns(&mut self, ns: i128) {
+        self.tat = Some(Timestamp::from_unix_millis(
+            i64::try_from(ns.div_euclid(1_000_000)).unwrap_or(i64::MAX),
+        ));
+        self.tat_sub_ns = u32::try_from(ns.rem_euclid(1_000_000)).unwrap_or(0);
     }
 
     /// This node's part of the burst (at least one request).
@@ -1407,4 +1431,9 @@ fn prune(buckets: &mut VecDeque<Bucket>, now: Timestamp, window: Duration) {
     while buckets.front().is_some_and(|b| b.start <= horizon) {
         buckets.pop_front();
     }
+}
+
+/// A time in nanoseconds since the epoch.
+fn ns_of(t: Timestamp) -> i128 {
+    i128::from(t.as_unix_millis()) * 1_000_000
 }
