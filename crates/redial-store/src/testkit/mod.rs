@@ -11,6 +11,7 @@ mod insert;
 mod lease;
 mod reads;
 mod record;
+mod scan;
 
 pub use dead_letters::*;
 pub use endpoints::*;
@@ -18,6 +19,7 @@ pub use insert::*;
 pub use lease::*;
 pub use reads::*;
 pub use record::*;
+pub use scan::*;
 
 use crate::*;
 use redial_policy::{DeadCategory, Timestamp};
