@@ -82,8 +82,13 @@ impl Picker {
         let mut after = from;
         let mut skipped = 0;
         // Enough for the common case (nothing held) in one read; larger reads once rows are
-        // being skipped.
-        let mut chunk = self.max * 2 + 8;
+        // being skipped. The first read from the head locks what it reads (each lock is a WAL
+        // record), so it reads little more than is wanted.
+        let mut chunk = if from.is_none() {
+            self.max + 8
+        } else {
+            self.max * 2 + 8
+        };
         loop {
             let want = self.max.saturating_sub(self.taking.len());
             if want == 0 {
