@@ -11,10 +11,11 @@
 //! Owns the read bounds, the resume positions and the count of jobs chosen but taken by another
 //! node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql.rs`).
 
-use crate::sql::{self, ScanPos};
+use crate::sql;
 use crate::Conn;
 use redial_store::{
-    Admit, AdmittedLease, Candidate, Job, LeaseAdmittedParams, LeaseIdsParams, StoreResult, Verdict,
+    Admit, AdmittedLease, Candidate, Job, LeaseAdmittedParams, LeaseIdsParams, ScanPos,
+    StoreResult, Verdict,
 };
 use std::collections::HashMap;
 
@@ -220,10 +221,7 @@ async fn lease_in_transaction(
         (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
         (ScanEnd::Budget, Some(last)) => {
             // Onwards from where the last request's deep read stopped, if that is further.
-            let from = match resume {
-                Some(r) if r.after(&last) => r,
-                _ => last,
-            };
+            let from = ScanPos::onwards(resume, last);
             let ended = match picker.read(c, p, Some(from), deep, admit).await {
                 Ok(e) => e,
                 Err(e) => {

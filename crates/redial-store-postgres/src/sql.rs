@@ -329,23 +329,6 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
         .collect()
 }
 
-/// A place in a queue's lease order (priority descending, then run_at, then seq).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScanPos {
-    pub priority: i32,
-    pub run_at: i64,
-    pub seq: i64,
-}
-
-impl ScanPos {
-    /// Whether this place comes after `other` in lease order.
-    pub fn after(&self, other: &ScanPos) -> bool {
-        self.priority < other.priority
-            || (self.priority == other.priority
-                && (self.run_at, self.seq) > (other.run_at, other.seq))
-    }
-}
-
 /// The runnable jobs of a queue in lease order: from the head, then after a place within its
 /// priority level ((run_at, seq) is a range of the index there), then the levels below.
 const RUNNABLE_HEAD: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
@@ -374,6 +357,8 @@ pub async fn runnable(
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    // Priorities are INTEGER columns: every place read from them fits.
+    let level = |p: ScanPos| i32::try_from(p.priority).unwrap_or(i32::MAX);
     let rows = match after {
         None => {
             let stmt = c
@@ -394,7 +379,7 @@ pub async fn runnable(
                 .client
                 .query(
                     &stmt,
-                    &[&queue, &now, &p.priority, &p.run_at, &p.seq, &limit(n)],
+                    &[&queue, &now, &level(p), &p.run_at, &p.seq, &limit(n)],
                 )
                 .await
                 .map_err(backend)?;
@@ -402,7 +387,7 @@ pub async fn runnable(
                 let stmt = c.prepared(RUNNABLE_LOWER).await?;
                 rows.extend(
                     c.client
-                        .query(&stmt, &[&queue, &now, &p.priority, &limit(n - rows.len())])
+                        .query(&stmt, &[&queue, &now, &level(p), &limit(n - rows.len())])
                         .await
                         .map_err(backend)?,
                 );
@@ -413,7 +398,7 @@ pub async fn runnable(
     rows.iter()
         .map(|r| {
             let pos = ScanPos {
-                priority: get(r, 5)?,
+                priority: i64::from(get::<i32>(r, 5)?),
                 run_at: get(r, 4)?,
                 seq: get(r, 0)?,
             };

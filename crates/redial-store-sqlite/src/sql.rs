@@ -717,23 +717,6 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJ
     Ok(jobs)
 }
 
-/// A place in lease order (`jobs_runnable`: priority descending, then run_at, then seq).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScanPos {
-    priority: i64,
-    run_at: i64,
-    seq: i64,
-}
-
-impl ScanPos {
-    /// Whether `self` comes later in lease order than `other`.
-    fn after(&self, other: &ScanPos) -> bool {
-        self.priority < other.priority
-            || (self.priority == other.priority
-                && (self.run_at, self.seq) > (other.run_at, other.seq))
-    }
-}
-
 /// How far one lease request reads past held endpoints' jobs, and where the deep part of the
 /// last request stopped, per queue. A held endpoint with a large backlog at the head of a queue
 /// would otherwise make every lease read all of it to reach the other endpoints' jobs.
@@ -957,10 +940,7 @@ pub fn lease_admitted(
             (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
             (ScanEnd::Budget, Some(last)) => {
                 // Onwards from where the last request's deep read stopped, if that is further.
-                let from = match scan.resume.get(&p.queue) {
-                    Some(resume) if resume.after(&last) => *resume,
-                    _ => last,
-                };
+                let from = ScanPos::onwards(scan.resume.get(&p.queue).copied(), last);
                 let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
                 let (mut ended, _) = picker.scan(
                     &mut same,

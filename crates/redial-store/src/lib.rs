@@ -97,15 +97,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Leases up to `params.max` runnable jobs of a queue to run, in lease order, asking `admit`
     /// about each candidate: a held endpoint's jobs (or retries) are left out for the rest of the
     /// call, and jobs admitted to fail are leased too. Candidates admitted but not leased are
-    /// handed back to `admit`. The default reads candidates and leases them in separate calls
-    /// ([`lease_admitted_in_steps`]); a backend that can do it in one request should.
+    /// handed back to `admit`. Past held endpoints' jobs a request should read a bounded number
+    /// of rows, and carry on from where the last one stopped ([`ScanPos`]; the testkit's
+    /// `lease_scan_suite!` checks it).
     async fn job_lease_admitted(
         &self,
         params: LeaseAdmittedParams,
-        mut admit: Box<dyn Admit>,
-    ) -> StoreResult<AdmittedLease> {
-        lease_admitted_in_steps(self, &params, admit.as_mut()).await
-    }
+        admit: Box<dyn Admit>,
+    ) -> StoreResult<AdmittedLease>;
 
     /// Extends the leases `owner` still holds on `ids`; returns how many it still holds.
     async fn job_heartbeat(&self, params: HeartbeatParams) -> StoreResult<u64>;
@@ -244,104 +243,31 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// [`Store::job_lease_admitted`] from [`Store::job_candidates`] and [`Store::job_lease_ids`]:
-/// reads candidates, asks admission, leases what it admitted, and reads again past endpoints
-/// newly held until `max` jobs are taken or nothing more can go.
-pub async fn lease_admitted_in_steps<S: Store + ?Sized>(
-    store: &S,
-    params: &LeaseAdmittedParams,
-    admit: &mut dyn Admit,
-) -> StoreResult<AdmittedLease> {
-    let mut out = AdmittedLease::default();
-    let mut exclude: Vec<String> = Vec::new();
-    let mut exclude_retries: Vec<String> = Vec::new();
-    let mut exclude_firsts: Vec<String> = Vec::new();
-    // Each round takes or fails a job or leaves out an endpoint, so this ends; the bound is a
-    // guard, not a limit that matters.
-    for _ in 0..256 {
-        let free = params.max.saturating_sub(out.taken.len());
-        if free == 0 {
-            break;
-        }
-        let limit = u32::try_from(free * 2 + 8).unwrap_or(u32::MAX);
-        let candidates = store
-            .job_candidates(CandidateParams {
-                queue: params.queue.clone(),
-                now: params.now,
-                exclude: exclude.clone(),
-                exclude_retries: exclude_retries.clone(),
-                exclude_firsts: exclude_firsts.clone(),
-                limit,
-            })
-            .await;
-        let candidates = match candidates {
-            Ok(c) => c,
-            // What earlier rounds leased is leased: hand it over, the next call meets the error.
-            Err(_) if !out.taken.is_empty() || !out.failed.is_empty() => break,
-            Err(e) => return Err(e),
-        };
-        let seen_all = candidates.len() < limit as usize;
-        let excluded_before = exclude.len() + exclude_retries.len() + exclude_firsts.len();
-        let mut taking = Vec::new();
-        let mut failing = Vec::new();
-        for c in candidates {
-            if taking.len() >= free {
-                break;
-            }
-            if exclude.contains(&c.endpoint)
-                || (c.is_retry && exclude_retries.contains(&c.endpoint))
-                || (!c.is_retry && exclude_firsts.contains(&c.endpoint))
-            {
-                continue;
-            }
-            match admit.admit(&c) {
-                Verdict::Take => taking.push(c),
-                Verdict::Fail => failing.push(c),
-                Verdict::HoldEndpoint => exclude.push(c.endpoint),
-                Verdict::HoldRetries => exclude_retries.push(c.endpoint),
-                Verdict::HoldFirsts => exclude_firsts.push(c.endpoint),
-            }
-        }
-        let progressed = !taking.is_empty()
-            || !failing.is_empty()
-            || exclude.len() + exclude_retries.len() + exclude_firsts.len() > excluded_before;
-        if !taking.is_empty() || !failing.is_empty() {
-            let leased = store
-                .job_lease_ids(LeaseIdsParams {
-                    seqs: failing.iter().chain(&taking).map(|c| c.seq).collect(),
-                    owner: params.owner.clone(),
-                    now: params.now,
-                    lease_until: params.lease_until,
-                })
-                .await;
-            let jobs = match leased {
-                Ok(jobs) => jobs,
-                Err(e) => {
-                    for c in failing.iter().chain(&taking) {
-                        admit.not_leased(c);
-                    }
-                    if out.taken.is_empty() && out.failed.is_empty() {
-                        return Err(e);
-                    }
-                    return Ok(out);
-                }
-            };
-            let mut by_seq: std::collections::HashMap<i64, Job> =
-                jobs.into_iter().map(|j| (j.seq, j)).collect();
-            for (chosen, into) in [(&failing, &mut out.failed), (&taking, &mut out.taken)] {
-                for c in chosen {
-                    match by_seq.remove(&c.seq) {
-                        Some(job) => into.push(job),
-                        None => admit.not_leased(c),
-                    }
-                }
-            }
-        }
-        if seen_all || !progressed {
-            break;
+/// A place in a queue's lease order (priority descending, then run_at, then seq): where a
+/// lease request's read of the runnable jobs stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanPos {
+    pub priority: i64,
+    pub run_at: i64,
+    pub seq: i64,
+}
+
+impl ScanPos {
+    /// Whether this place comes after `other` in lease order.
+    pub fn after(&self, other: &ScanPos) -> bool {
+        self.priority < other.priority
+            || (self.priority == other.priority
+                && (self.run_at, self.seq) > (other.run_at, other.seq))
+    }
+
+    /// Where a deep read starts once a request's read from the head of the queue stopped at
+    /// `last`: where the previous deep read stopped (`resume`), if that is further on.
+    pub fn onwards(resume: Option<ScanPos>, last: ScanPos) -> ScanPos {
+        match resume {
+            Some(r) if r.after(&last) => r,
+            _ => last,
         }
     }
-    Ok(out)
 }
 
 /// What another node's write means for this one.

@@ -79,19 +79,21 @@ async fn endpoint_pause(http: &reqwest::Client, node: &Node, name: &str) -> Opti
         .map(str::to_owned)
 }
 
-/// Polls until `pred` holds; the bound only keeps a broken test from hanging.
+/// Polls until `pred` holds. The deadline (180 s, however long each poll takes) only keeps a
+/// broken build from hanging: a slow or busy machine does not wait it out.
 async fn eventually<F, Fut>(what: &str, mut pred: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..1200 {
+    let give_up = std::time::Instant::now() + Duration::from_secs(180);
+    while std::time::Instant::now() < give_up {
         if pred().await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("never happened: {what}");
+    panic!("never happened in 180 s: {what}");
 }
 
 /// A schema of its own on the test's PostgreSQL server: the server's URL, the schema, and a URL
