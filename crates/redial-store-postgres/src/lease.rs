@@ -61,6 +61,11 @@ struct Picker {
     exclude_firsts: Vec<String>,
     /// The last row considered.
     last: Option<ScanPos>,
+    /// The transaction was begun (with the first read).
+    begun: bool,
+    /// Candidates taking or failing that were read without a lock: the lease statement may find
+    /// them taken by another node. Those read locked cannot be.
+    unlocked: usize,
 }
 
 impl Picker {
@@ -101,8 +106,15 @@ impl Picker {
             let n = chunk.min(want + (budget - skipped)).max(1);
             // The first read of the head locks its rows, skipping those other nodes are
             // taking: two nodes leasing at once take different jobs instead of the same ones.
+            // It goes out with the transaction's BEGIN.
             let lock = after.is_none();
-            let rows = sql::runnable(c, &p.queue, p.now, after, n, lock).await?;
+            let head = if !self.begun {
+                sql::Head::BeginLocked
+            } else {
+                sql::Head::Locked
+            };
+            self.begun = true;
+            let rows = sql::runnable(c, &p.queue, p.now, after, n, head).await?;
             let read = rows.len();
             for (candidate, pos) in rows {
                 if self.taking.len() >= self.max {
@@ -117,7 +129,11 @@ impl Picker {
                     skipped += 1;
                     continue;
                 }
-                match admit.admit(&candidate) {
+                let verdict = admit.admit(&candidate);
+                if !lock && matches!(verdict, Verdict::Take | Verdict::Fail) {
+                    self.unlocked += 1;
+                }
+                match verdict {
                     Verdict::Take => self.taking.push(candidate),
                     Verdict::Fail => self.failing.push(candidate),
                     Verdict::HoldEndpoint => {
@@ -157,21 +173,18 @@ pub(crate) async fn lease_admitted(
     admit: &mut dyn Admit,
 ) -> StoreResult<(AdmittedLease, u64)> {
     // Should this future be dropped before the end (even while BEGIN is on its way), the pool
-    // rolls back before the next use.
+    // rolls back before the next use. BEGIN goes out with the first read.
     c.open_transaction = true;
-    if let Err(e) = c.client.batch_execute("BEGIN").await {
-        c.open_transaction = false;
-        return Err(crate::backend(e));
-    }
     let leased = lease_in_transaction(c, scan, p, admit).await;
     let ended = match &leased {
+        Ok(Leased { ended: true, .. }) => Ok(()),
         Ok(_) => c.client.batch_execute("COMMIT").await,
         Err(_) => c.client.batch_execute("ROLLBACK").await,
     };
     c.open_transaction = false;
     match (leased, ended) {
-        (Ok(lease), Ok(())) => Ok(lease),
-        (Ok((lease, _)), Err(e)) => {
+        (Ok(l), Ok(())) => Ok((l.lease, l.missed)),
+        (Ok(Leased { lease, .. }), Err(e)) => {
             // Not leased after all.
             hand_back(&lease, admit);
             Err(crate::backend(e))
@@ -180,12 +193,21 @@ pub(crate) async fn lease_admitted(
     }
 }
 
+/// What [`lease_in_transaction`] leased.
+struct Leased {
+    lease: AdmittedLease,
+    /// Jobs chosen that another node took first.
+    missed: u64,
+    /// The transaction was committed with the last lease statement, or never begun.
+    ended: bool,
+}
+
 async fn lease_in_transaction(
     c: &mut Conn,
     scan: &std::sync::Mutex<LeaseScan>,
     p: &LeaseAdmittedParams,
     admit: &mut dyn Admit,
-) -> StoreResult<(AdmittedLease, u64)> {
+) -> StoreResult<Leased> {
     let lock = || scan.lock().unwrap_or_else(|e| e.into_inner());
     let (top, deep, resume) = {
         let s = lock();
@@ -199,6 +221,8 @@ async fn lease_in_transaction(
         exclude_retries: Vec::new(),
         exclude_firsts: Vec::new(),
         last: None,
+        begun: false,
+        unlocked: 0,
     };
     let read = picker.read(c, p, None, top.max(1), admit).await;
     // Admissions granted before a failed read are handed back.
@@ -244,22 +268,29 @@ async fn lease_in_transaction(
     // wanted, a few times at most.
     let mut out = AdmittedLease::default();
     let mut missed = 0;
+    // No BEGIN went out without a read: nothing to commit.
+    let mut ended = !picker.begun;
     for round in 0..LEASE_ROUNDS {
         if picker.taking.is_empty() && picker.failing.is_empty() {
             break;
         }
         let failing = std::mem::take(&mut picker.failing);
         let taking = std::mem::take(&mut picker.taking);
-        let leased = sql::lease_ids(
-            c,
-            &LeaseIdsParams {
-                seqs: failing.iter().chain(&taking).map(|x| x.seq).collect(),
-                owner: p.owner.clone(),
-                now: p.now,
-                lease_until: p.lease_until,
-            },
-        )
-        .await;
+        // Rows this transaction locked cannot be missed: this statement is the last, and the
+        // COMMIT goes out with it.
+        let last = std::mem::take(&mut picker.unlocked) == 0 && picker.begun;
+        let params = LeaseIdsParams {
+            seqs: failing.iter().chain(&taking).map(|x| x.seq).collect(),
+            owner: p.owner.clone(),
+            now: p.now,
+            lease_until: p.lease_until,
+        };
+        let leased = if last {
+            ended = true;
+            sql::lease_ids_and_commit(c, &params).await
+        } else {
+            sql::lease_ids(c, &params).await
+        };
         let jobs = match leased {
             Ok(jobs) => jobs,
             Err(e) => {
@@ -285,7 +316,7 @@ async fn lease_in_transaction(
             }
         }
         missed += missed_now;
-        if missed_now == 0 || out.taken.len() >= p.max || round + 1 == LEASE_ROUNDS {
+        if ended || missed_now == 0 || out.taken.len() >= p.max || round + 1 == LEASE_ROUNDS {
             break;
         }
         picker.max = p.max - out.taken.len();
@@ -303,7 +334,11 @@ async fn lease_in_transaction(
             return Err(e);
         }
     }
-    Ok((out, missed))
+    Ok(Leased {
+        lease: out,
+        missed,
+        ended,
+    })
 }
 
 /// Hands back the admissions of jobs a failed transaction did not lease after all.

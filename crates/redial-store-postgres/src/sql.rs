@@ -344,16 +344,27 @@ const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, pr
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
 
-/// Up to `n` runnable jobs of `queue` in lease order, after `after` (from the head when `None`),
-/// each with its place. From the head with `lock`, the rows read are locked for the transaction
-/// and rows other transactions hold are skipped.
+/// How a read from the head of the queue goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Head {
+    /// Reads without locking.
+    Plain,
+    /// Locks the rows read for the transaction, skipping rows other transactions hold.
+    Locked,
+    /// As `Locked`, and begins the transaction in the same round trip (BEGIN is sent just
+    /// before the read, without waiting for its answer).
+    BeginLocked,
+}
+
+/// Up to `n` runnable jobs of `queue` in lease order, after `after` (from the head when `None`,
+/// read as `head` says), each with its place.
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
     now: Timestamp,
     after: Option<ScanPos>,
     n: usize,
-    lock: bool,
+    head: Head,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -362,16 +373,23 @@ pub async fn runnable(
     let rows = match after {
         None => {
             let stmt = c
-                .prepared(if lock {
-                    RUNNABLE_HEAD_LOCKED
-                } else {
+                .prepared(if head == Head::Plain {
                     RUNNABLE_HEAD
+                } else {
+                    RUNNABLE_HEAD_LOCKED
                 })
                 .await?;
-            c.client
-                .query(&stmt, &[&queue, &now, &limit(n)])
-                .await
-                .map_err(backend)?
+            let n = limit(n);
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
+            let read = c.client.query(&stmt, &params);
+            if head == Head::BeginLocked {
+                // Both go out before either answer is awaited: one round trip.
+                let (begun, rows) = tokio::join!(c.client.batch_execute("BEGIN"), read);
+                begun.map_err(backend)?;
+                rows.map_err(backend)?
+            } else {
+                read.await.map_err(backend)?
+            }
         }
         Some(p) => {
             let stmt = c.prepared(RUNNABLE_SAME).await?;
@@ -437,6 +455,23 @@ pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
         .query(&stmt, &[&p.owner, &ms(p.lease_until), &ms(p.now), &p.seqs])
         .await
         .map_err(backend)?;
+    let mut jobs = jobs_from_rows(&rows)?;
+    lease_order(&mut jobs);
+    Ok(jobs)
+}
+
+/// [`lease_ids`], then COMMIT in the same round trip (sent without waiting for the update's
+/// answer). A failed update aborts the transaction, and the COMMIT then rolls it back.
+pub async fn lease_ids_and_commit(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
+    let stmt = c.prepared(LEASE_IDS).await?;
+    let lease_until = ms(p.lease_until);
+    let now = ms(p.now);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&p.owner, &lease_until, &now, &p.seqs];
+    let update = c.client.query(&stmt, &params);
+    let (rows, committed) = tokio::join!(update, c.client.batch_execute("COMMIT"));
+    let rows = rows.map_err(backend)?;
+    committed.map_err(backend)?;
     let mut jobs = jobs_from_rows(&rows)?;
     lease_order(&mut jobs);
     Ok(jobs)

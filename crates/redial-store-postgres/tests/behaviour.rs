@@ -66,3 +66,105 @@ async fn deleting_jobs_deletes_their_attempts() {
         "attempts left without their job"
     );
 }
+
+/// What [`Counting`] admitted and what it was handed back.
+#[derive(Default)]
+struct Counted {
+    admitted: Vec<String>,
+    handed_back: Vec<String>,
+}
+
+/// Admits every job, keeping count.
+struct Counting(Arc<std::sync::Mutex<Counted>>);
+
+impl redial_store::Admit for Counting {
+    fn admit(&mut self, c: &redial_store::Candidate) -> redial_store::Verdict {
+        self.0.lock().expect("lock").admitted.push(c.id.0.clone());
+        redial_store::Verdict::Take
+    }
+
+    fn not_leased(&mut self, c: &redial_store::Candidate) {
+        self.0
+            .lock()
+            .expect("lock")
+            .handed_back
+            .push(c.id.0.clone());
+    }
+}
+
+/// The lease statement and its COMMIT go out together. When the statement fails, the COMMIT
+/// ends an aborted transaction: nothing is leased, every admission is handed back, and the
+/// connection leases again once the fault is gone.
+#[tokio::test]
+async fn a_failed_lease_statement_leases_nothing_and_hands_back_every_admission() {
+    use redial_store::testkit::{at, new_job};
+    use redial_store::{JobId, JobState, LeaseAdmittedParams};
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let config = redial_store_postgres::testing::fresh_schema(&url)
+        .await
+        .expect("a schema for this test");
+    // One connection: the one that failed is the one that leases again.
+    let store: Arc<dyn redial_store::Store> = Arc::new(
+        PgStore::connect_with(config.clone(), 1)
+            .await
+            .expect("connect store"),
+    );
+    for i in 0..5 {
+        store
+            .job_insert(new_job(&format!("j{i}"), "q"))
+            .await
+            .expect("insert");
+    }
+    let (client, conn) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect to set the fault");
+    tokio::spawn(conn);
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
+               $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
+             CREATE TRIGGER refuse_leases BEFORE UPDATE ON jobs FOR EACH ROW \
+               WHEN (NEW.state = 'running') EXECUTE FUNCTION refuse();",
+        )
+        .await
+        .expect("set the fault");
+    let params = || LeaseAdmittedParams {
+        queue: "q".into(),
+        now: at(0),
+        owner: "w0".into(),
+        lease_until: at(30),
+        max: 3,
+    };
+    let counted = Arc::new(std::sync::Mutex::new(Counted::default()));
+    let failed = store
+        .job_lease_admitted(params(), Box::new(Counting(counted.clone())))
+        .await;
+    assert!(failed.is_err(), "the lease statement failed: {failed:?}");
+    {
+        let c = counted.lock().expect("lock");
+        assert_eq!(c.admitted.len(), 3);
+        let mut back = c.handed_back.clone();
+        back.sort();
+        assert_eq!(back, c.admitted, "every admission handed back");
+    }
+    for i in 0..5 {
+        let (job, _) = store
+            .job_get(&JobId(format!("j{i}")))
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(job.state, JobState::Ready, "j{i} not leased");
+    }
+    client
+        .batch_execute("DROP TRIGGER refuse_leases ON jobs")
+        .await
+        .expect("lift the fault");
+    let counted = Arc::new(std::sync::Mutex::new(Counted::default()));
+    let lease = store
+        .job_lease_admitted(params(), Box::new(Counting(counted.clone())))
+        .await
+        .expect("leases again");
+    assert_eq!(lease.taken.len(), 3);
+    assert!(counted.lock().expect("lock").handed_back.is_empty());
+}

@@ -71,13 +71,7 @@ pub(super) async fn share_loop(inner: Arc<Inner>) {
             Err(e) => tracing::error!(error = %e, "reading the controls set by hand failed"),
         }
         take_in_nodes(&inner).await;
-        let mine = inner.endpoints.holds_to_share(now);
-        if !mine.is_empty() {
-            if let Err(e) = inner.store.endpoint_holds_share(mine).await {
-                tracing::error!(error = %e, "sharing endpoint holds failed; will retry");
-                inner.endpoints.reshare();
-            }
-        }
+        publish_holds(&inner, now).await;
         match inner.store.endpoint_holds_load(now).await {
             Ok(holds) => {
                 if inner.endpoints.absorb(holds, now) {
@@ -87,10 +81,29 @@ pub(super) async fn share_loop(inner: Arc<Inner>) {
             }
             Err(e) => tracing::error!(error = %e, "reading shared endpoint holds failed"),
         }
-        tokio::select! {
-            _ = tokio::time::sleep(SHARE_INTERVAL) => {}
-            _ = inner.holds_changed.notified() => {}
-            _ = inner.stopped.wait() => return,
+        // Until the next full pass, holds taught here are published as attempts finish; the
+        // others' are read again when the store says they changed.
+        let next = tokio::time::Instant::now() + SHARE_INTERVAL;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next) => break,
+                _ = inner.holds_changed.notified() => break,
+                _ = inner.holds_to_publish.notified() => {
+                    publish_holds(&inner, inner.clock.now()).await;
+                }
+                _ = inner.stopped.wait() => return,
+            }
+        }
+    }
+}
+
+/// Publishes the pauses and open breakers learned here that the other nodes do not know yet.
+async fn publish_holds(inner: &Inner, now: redial_policy::Timestamp) {
+    let mine = inner.endpoints.holds_to_share(now);
+    if !mine.is_empty() {
+        if let Err(e) = inner.store.endpoint_holds_share(mine).await {
+            tracing::error!(error = %e, "sharing endpoint holds failed; will retry");
+            inner.endpoints.reshare();
         }
     }
 }

@@ -75,8 +75,12 @@ struct Inner {
     /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
     /// leases stay fresh through the grace period.
     stopped: Shutdown,
-    /// Notified when a hold here or another node's shared hold may have changed (shared stores).
+    /// Notified when another node's shared hold or a control may have changed (shared stores):
+    /// the share loop reads them all again.
     holds_changed: Notify,
+    /// Notified when an attempt finished here (shared stores): the share loop publishes a hold
+    /// it taught, without reading anything.
+    holds_to_publish: Notify,
     metrics: Arc<Metrics>,
     alerts: Alerts,
     /// The last hour, minute by minute, for the dashboard's charts.
@@ -140,6 +144,7 @@ impl Engine {
                 shutdown: Shutdown::new(),
                 stopped: Shutdown::new(),
                 holds_changed: Notify::new(),
+                holds_to_publish: Notify::new(),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
                 queue_pauses: Mutex::new(HashMap::new()),

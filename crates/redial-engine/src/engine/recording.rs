@@ -33,9 +33,10 @@ pub(super) async fn record(
     let after = counters.after(&decision);
     admission.finish(now, observe(&ran.output, &decision, now));
     drop(slot.run.take());
-    // A finished attempt frees a slot and may lift an endpoint's hold, for any queue.
+    // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
+    // it at once.
     if inner.store.is_shared() {
-        inner.holds_changed.notify_one();
+        inner.holds_to_publish.notify_one();
     }
     count_attempt(inner, job, &ran.output, &decision, ran.duration_ms, now);
     let _recording = slot.enter_recording_line().await;
