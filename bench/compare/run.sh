@@ -4,8 +4,9 @@
 # appendonly yes + appendfsync everysec. Prints a table of ratios (Redial / BullMQ) and writes
 # results/*.json. Redial runs on its embedded SQLite store and, unless POSTGRES=0, on PostgreSQL too
 # (a throwaway server with PostgreSQL's default durability, started by scripts/throwaway-postgres).
-# The throughput workloads run ROUNDS times, alternating systems; the table gives each system's
-# median and the median of the per-round ratios, with their range.
+# The throughput workloads run ROUNDS times, alternating systems (Redial on SQLite, Redial on
+# PostgreSQL, BullMQ on both Redis setups in each round); the tables give each system's median and
+# the median of the per-round ratios, with their range.
 # Usage: bench/compare/run.sh   (JOBS=200000 CONC=100 ROUNDS=3 POSTGRES=1 by default)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -57,6 +58,13 @@ stop_redis() {
 settle() { sync; sleep 1; }
 
 rm -f results/*.json
+if [ "${POSTGRES:-1}" != 0 ]; then
+  eval "$(../../scripts/throwaway-postgres start --durable)"
+  PGDIR=$REDIAL_TEST_PGDATA
+  PG_URL=$DATABASE_URL
+  unset DATABASE_URL
+  echo "== PostgreSQL $(psql "$PG_URL" -Atc 'show server_version') for Redial (fsync and synchronous_commit on: every acknowledged write is durable)"
+fi
 echo "== BullMQ $(node -p 'require("./node_modules/bullmq/package.json").version') on Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 # Throughput (workloads 1-3) in ROUNDS rounds, Redial and both BullMQ setups in turn within each
 # round, so that each round's ratios compare runs made a few seconds apart on this noisy machine.
@@ -65,6 +73,12 @@ for round in $(seq 1 "$ROUNDS"); do
   settle
   $BENCH --only enqueue,noop,http --jobs "$JOBS" --concurrency "$CONC" \
     --receiver-base "$BASE" --out "results/redial-round$round.json"
+  if [ -n "$PGDIR" ]; then
+    echo "== round $round of $ROUNDS: Redial (PostgreSQL; each workload in a fresh schema)"
+    settle
+    $BENCH --database-url "$PG_URL" --only enqueue,noop,http --jobs "$JOBS" --concurrency "$CONC" \
+      --receiver-base "$BASE" --out "results/redial-pg-round$round.json"
+  fi
   for mode in memory aof; do
     echo "== round $round of $ROUNDS: BullMQ, Redis $mode"
     settle
@@ -86,12 +100,11 @@ for mode in memory aof; do
   stop_redis
 done
 
-if [ "${POSTGRES:-1}" != 0 ]; then
-  eval "$(../../scripts/throwaway-postgres start --durable)"
-  PGDIR=$REDIAL_TEST_PGDATA
-  echo "== Redial on PostgreSQL $(psql "$DATABASE_URL" -Atc 'show server_version') (fsync and synchronous_commit on: every acknowledged write is durable)"
-  $BENCH --database-url "$DATABASE_URL" --only enqueue,noop,http,latency,retry,noop-nodes --jobs "$JOBS" \
-    --concurrency "$CONC" --receiver-base "$BASE" --out results/redial-pg.json
+if [ -n "$PGDIR" ]; then
+  echo "== latency, retry and several-node scenarios: Redial (PostgreSQL)"
+  settle
+  $BENCH --database-url "$PG_URL" --only latency,retry,noop-nodes --jobs "$JOBS" \
+    --concurrency "$CONC" --receiver-base "$BASE" --out results/redial-pg-rest.json
   ../../scripts/throwaway-postgres stop "$PGDIR"; PGDIR=""
 fi
 
@@ -150,25 +163,36 @@ for label, rk, pk in others:
         out.setdefault(label, {})[m] = {"redial": rv, "bullmq": pv, "ratio": div(rv, pv)}
     print(line)
 try:
-    pg = load("results/redial-pg.json")
+    pg_rounds = [load(f"results/redial-pg-round{i}.json") for i in range(1, rounds + 1)]
+    pg_rest = load("results/redial-pg-rest.json")
 except FileNotFoundError:
-    pg = None
-if pg:
-    sqlite = {**{k: statistics.median([x.get(k) for x in r_rounds]) for _, k, _ in throughput}, **rest}
+    pg_rounds = None
+if pg_rounds:
     print()
-    print("Redial on PostgreSQL (one run; BullMQ: the medians above)")
+    print(f"Redial on PostgreSQL. Throughput: median of {rounds} rounds; ratio = median of the rounds' ratios [lowest-highest]")
+    print(f"{'workload':<44} {'Redial PG':>10} {'BullMQ mem':>11} {'ratio':>18} {'BullMQ AOF':>11} {'ratio':>18} {'PG/SQLite':>9}")
+    for label, rk, pk in throughput:
+        rv = [x.get(rk) for x in pg_rounds]
+        line = f"{label:<44} {statistics.median(rv):>10.1f}"
+        entry = out.setdefault(label, {})
+        for m in ("memory", "aof"):
+            pv = [x.get(pk) for x in peer_rounds[m]]
+            ratios = [div(a, b) for a, b in zip(rv, pv)]
+            med = statistics.median(ratios)
+            line += f" {statistics.median(pv):>11.1f} {med:>6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
+            entry[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratios": ratios, "median_ratio": med}
+        sqlite = statistics.median([div(a, x.get(rk)) for a, x in zip(rv, r_rounds)])
+        line += f" {sqlite:>9.2f}"
+        print(line)
     print(f"{'workload':<44} {'Redial PG':>10} {'BullMQ mem':>11} {'ratio':>7} {'BullMQ AOF':>11} {'ratio':>7} {'PG/SQLite':>9}")
-    for label, rk, pk in throughput + others:
-        rv = pg.get(rk)
+    for label, rk, pk in others:
+        rv = pg_rest.get(rk)
         line = f"{label:<44} {rv if rv is not None else nan:>10.1f}"
         for m in ("memory", "aof"):
-            if (label, rk, pk) in throughput:
-                pv = statistics.median([x.get(pk) for x in peer_rounds[m]])
-            else:
-                pv = peer_rest[m].get(pk)
+            pv = peer_rest[m].get(pk)
             line += f" {pv if pv is not None else nan:>11.1f} {div(rv, pv):>7.2f}"
             out.setdefault(label, {})[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratio": div(rv, pv)}
-        line += f" {div(rv, sqlite.get(rk)):>9.2f}"
+        line += f" {div(rv, rest.get(rk)):>9.2f}"
         print(line)
 json.dump(out, open("results/ratios.json", "w"), indent=2)
 print("\nratio = Redial / BullMQ: above 1 is better for throughput; below 1 is better for latency, wasted requests and drain time.")
