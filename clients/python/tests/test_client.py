@@ -157,3 +157,31 @@ def test_pause_and_resume_a_queue(server: Server) -> None:
             assert c.queues()[0]["paused_by_hand"] is not None
         finally:
             assert c.resume_queue("default")["paused_by_hand"] is None
+
+
+def test_schedules_round_trip(server: Server) -> None:
+    with Redial(server.url) as c:
+        sid = f"py-{uuid.uuid4().hex[:8]}"
+        created = c.create_schedule(
+            {
+                "id": sid,
+                "cron": "0 9 * * 1-5",
+                "timezone": "Europe/Berlin",
+                "job": {"request": {"method": "POST", "url": "https://api.example.com/report"}},
+            }
+        )
+        assert created["id"] == sid and created["source"] == "api" and created["next_at"]
+        with pytest.raises(RedialError) as err:
+            c.create_schedule({"id": sid, "every": "1h", "job": {"request": {"method": "GET", "url": "https://api.example.com/"}}})
+        assert err.value.status == 409 and err.value.code == "schedule_exists"
+        replaced = c.put_schedule(
+            sid, {"every": "1h", "missed": "skip", "job": {"request": {"method": "GET", "url": "https://api.example.com/"}}}
+        )
+        assert replaced["missed"] == {"policy": "skip"}
+        assert any(s["id"] == sid for s in c.schedules())
+        assert c.pause_schedule(sid)["paused"] is True
+        assert c.resume_schedule(sid)["paused"] is False
+        c.delete_schedule(sid)
+        with pytest.raises(RedialError) as err:
+            c.schedule(sid)
+        assert err.value.status == 404

@@ -428,6 +428,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every schedule, by id */
+        get: operations["listSchedules"];
+        put?: never;
+        /** Create a recurring schedule; each occurrence becomes an ordinary job */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schedule */
+        get: operations["getSchedule"];
+        /** Create or replace the schedule of this id (a replaced one keeps its pause; its next occurrence is the first after now) */
+        put: operations["putSchedule"];
+        post?: never;
+        /** Delete a schedule; the jobs it enqueued stay */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a schedule: none of its occurrences is enqueued until resumed */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a schedule from its next occurrence after now (those that fell while paused are not run) */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -806,6 +877,135 @@ export interface components {
         Series: {
             /** @description The last 60 minutes, oldest first, the current one last */
             minutes: components["schemas"]["SeriesMinute"][];
+        };
+        /** @description The job each occurrence enqueues: a job's fields, less id, idempotency_key, run_at and deadline (each occurrence's id is <schedule id>@<instant>, its key derived from it). */
+        JobTemplateInput: {
+            /**
+             * @description A configured queue; another name is refused (422 unknown_queue).
+             * @default default
+             */
+            queue?: string;
+            request: {
+                /** @description A standard method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE, CONNECT) in any case, sent in upper case; or another HTTP token in upper case, sent as written. */
+                method: string;
+                /**
+                 * Format: uri
+                 * @description An http or https URL with a host and a port other than 0, at most 8192 bytes.
+                 */
+                url: string;
+                /** @description At most 100. Names are HTTP tokens, values at most 8192 bytes without control characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets them. */
+                headers?: {
+                    [key: string]: string;
+                } | [
+                    string,
+                    string
+                ][];
+                /** @description A string is sent as is; any other JSON value is sent as JSON (content-type application/json unless given). null or absent: no body. At most server.max_job_body_bytes (413 job_body_too_large). */
+                body?: unknown;
+                /** @description The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's default when absent. */
+                timeout?: string;
+            };
+            /**
+             * @description Higher runs first within a queue.
+             * @default 0
+             */
+            priority?: number;
+            /** @description At most 32 tags of 1 to 100 bytes. */
+            tags?: string[];
+            /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
+            endpoint?: string;
+            /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
+            policy?: Record<string, never> | null;
+        };
+        /** @description A recurring schedule: a cron expression (with a time zone) or an interval, and the job each occurrence enqueues. Give cron or every, not both. */
+        ScheduleInput: {
+            /** @description The schedule's name (1-150 of letters, digits, - _ . :); each occurrence's job id is <id>@<instant, UTC>. */
+            id?: string;
+            /**
+             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; POSIX/Vixie semantics (Sunday is 0 or 7), plus L, W and #. A wall-clock time skipped by a daylight-saving change runs once when the clock jumps; one that happens twice runs once, at the first.
+             * @example 0 9 * * 1-5
+             */
+            cron?: string;
+            /**
+             * @description The IANA time zone the cron expression reads the wall clock of; UTC by default. Only with cron.
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+            /**
+             * @description An interval of real time instead of a cron expression, 1s to 366d with a unit; the first occurrence is one interval after the schedule is created.
+             * @example 5m
+             */
+            every?: string;
+            /**
+             * @description Occurrences missed while Redial was down (found more than 60 s late): skip drops them; run_once runs one job for them all (the latest); run_all runs each, the latest missed_max at most.
+             * @default run_once
+             * @enum {string}
+             */
+            missed?: "skip" | "run_once" | "run_all";
+            /**
+             * @description With run_all: the most missed occurrences run.
+             * @default 10
+             */
+            missed_max?: number;
+            job: components["schemas"]["JobTemplateInput"];
+        };
+        Schedule: {
+            id: string;
+            rule: {
+                cron: {
+                    expr: string;
+                    timezone: string;
+                };
+            } | {
+                every: {
+                    /** @example 5m */
+                    interval: string;
+                    /** Format: date-time */
+                    anchor: string;
+                };
+            };
+            missed: {
+                /** @enum {string} */
+                policy: "skip" | "run_once" | "run_all";
+                max?: number;
+            };
+            /** @description The job each occurrence enqueues. */
+            job: {
+                queue: string;
+                endpoint: string;
+                request: Record<string, never>;
+                priority: number;
+                tags: string[];
+                policy?: Record<string, never>;
+            };
+            /**
+             * @description config: defined in the configuration file, kept in step with it at each start.
+             * @enum {string}
+             */
+            source: "api" | "config";
+            paused: boolean;
+            /**
+             * Format: date-time
+             * @description When the next occurrence falls; null when none will.
+             */
+            next_at: string | null;
+            /**
+             * Format: date-time
+             * @description The latest occurrence enqueued.
+             */
+            last_occurrence: string | null;
+            /**
+             * Format: date-time
+             * @description When it was enqueued.
+             */
+            last_fired_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ScheduleList: {
+            schedules: components["schemas"]["Schedule"][];
         };
     };
     responses: {
@@ -1732,6 +1932,238 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["Internal"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description The schedule, with its next occurrence */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The schedule's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The schedule's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description The schedule, replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description The schedule, created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The schedule's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The schedule's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The schedule's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

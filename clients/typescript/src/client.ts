@@ -18,6 +18,9 @@ import type {
   PauseInput,
   Queue,
   QueueList,
+  Schedule,
+  ScheduleInput,
+  ScheduleList,
   Stats,
 } from "./types.js";
 
@@ -143,6 +146,37 @@ export class Redial {
 
   resumeQueue(name: string): Promise<Queue> {
     return this.transport.request<Queue>({ method: "POST", path: `/v1/queues/${enc(name)}/resume` });
+  }
+
+  listSchedules(): Promise<ScheduleList> {
+    return this.transport.request<ScheduleList>({ method: "GET", path: "/v1/schedules" });
+  }
+
+  schedule(id: string): Promise<Schedule> {
+    return this.transport.request<Schedule>({ method: "GET", path: `/v1/schedules/${enc(id)}` });
+  }
+
+  /** Creates a schedule; one with the same id already there is a 409 (`schedule_exists`). */
+  createSchedule(input: ScheduleInput & { id: string }): Promise<Schedule> {
+    return this.transport.request<Schedule>({ method: "POST", path: "/v1/schedules", body: input });
+  }
+
+  /** Creates the schedule of this id, or replaces it (keeping its pause). */
+  putSchedule(id: string, input: Omit<ScheduleInput, "id">): Promise<Schedule> {
+    return this.transport.request<Schedule>({ method: "PUT", path: `/v1/schedules/${enc(id)}`, body: input });
+  }
+
+  /** Deletes a schedule; the jobs it enqueued stay. */
+  async deleteSchedule(id: string): Promise<void> {
+    await this.transport.request<unknown>({ method: "DELETE", path: `/v1/schedules/${enc(id)}` });
+  }
+
+  pauseSchedule(id: string): Promise<Schedule> {
+    return this.transport.request<Schedule>({ method: "POST", path: `/v1/schedules/${enc(id)}/pause` });
+  }
+
+  resumeSchedule(id: string): Promise<Schedule> {
+    return this.transport.request<Schedule>({ method: "POST", path: `/v1/schedules/${enc(id)}/resume` });
   }
 
   alerts(): Promise<AlertList> {

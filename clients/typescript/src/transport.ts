@@ -10,7 +10,7 @@ export interface TransportOptions {
 }
 
 export interface RequestSpec {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;

@@ -21,6 +21,9 @@ export type PauseInput = Schemas["PauseInput"];
 export type Queue = Schemas["Queue"];
 export type QueueList = Schemas["QueueList"];
 export type Health = Schemas["Health"];
+export type ScheduleInput = Schemas["ScheduleInput"];
+export type Schedule = Schemas["Schedule"];
+export type ScheduleList = Schemas["ScheduleList"];
 export type ApiError = Schemas["Error"];
 
 /** Filters for listJobs; `limit` is the page size, the iterator still yields every match. */

@@ -189,6 +189,34 @@ describe("Redial against a real server", () => {
     assert.ok(await redial.stats());
   });
 
+  test("schedules are created, listed, replaced, paused, resumed and deleted", async () => {
+    const created = await redial.createSchedule({
+      id: "ts-report",
+      cron: "0 9 * * 1-5",
+      timezone: "Europe/Berlin",
+      job: { request: { method: "POST", url: "https://api.example.com/report" } },
+    });
+    assert.equal(created.id, "ts-report");
+    assert.equal(created.source, "api");
+    assert.ok(created.next_at);
+    const dup = await redial
+      .createSchedule({ id: "ts-report", every: "1h", job: { request: { method: "GET", url: "https://api.example.com/" } } })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(dup instanceof RedialError && dup.status === 409 && dup.code === "schedule_exists", String(dup));
+    const replaced = await redial.putSchedule("ts-report", {
+      every: "1h",
+      missed: "skip",
+      job: { request: { method: "GET", url: "https://api.example.com/ping" } },
+    });
+    assert.deepEqual(replaced.missed, { policy: "skip" });
+    assert.ok((await redial.listSchedules()).schedules.some((s) => s.id === "ts-report"));
+    assert.equal((await redial.pauseSchedule("ts-report")).paused, true);
+    assert.equal((await redial.resumeSchedule("ts-report")).paused, false);
+    await redial.deleteSchedule("ts-report");
+    const gone = await redial.schedule("ts-report").then(() => undefined, (e: unknown) => e);
+    assert.ok(gone instanceof RedialError && gone.status === 404, String(gone));
+  });
+
   test("a server that is not there is a RedialConnectionError after the retries", async () => {
     const gone = await startServer();
     const url = gone.url;

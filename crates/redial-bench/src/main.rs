@@ -16,6 +16,7 @@ mod noop_nodes;
 mod plain;
 mod protection;
 mod protection_nodes;
+mod schedules;
 mod shapes;
 mod workloads;
 
@@ -31,7 +32,8 @@ struct Args {
     /// beside a plain retry loop, about ten minutes) and `protection-nodes` (a flaky endpoint on
     /// PostgreSQL, one node, then two with one killed; a throwaway server unless `--database-url`
     /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
-    /// nodes on one PostgreSQL database, the same server choice) run only when named.
+    /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
+    /// with `--schedules` schedules) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -47,6 +49,9 @@ struct Args {
     /// this process when absent.
     #[arg(long)]
     receiver_base: Option<String>,
+    /// Schedules in the `schedules` workload.
+    #[arg(long, default_value_t = 10_000)]
+    schedules: usize,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
@@ -124,6 +129,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "noop-nodes") {
             noop_nodes::noop_nodes(args.jobs, args.concurrency, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "schedules") {
+            schedules::schedules(args.schedules, &mut report).await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;

@@ -23,8 +23,9 @@ pub mod signing;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
 pub use engine::{
-    random_u64, Engine, EngineConfig, QueueConfig, QueueView, Retention, RunningEngine,
-    ShutdownReport,
+    check_schedule_id, derived_idempotency_key, random_u64, Engine, EngineConfig, JobTemplate,
+    MissedRule, QueueConfig, QueueView, Retention, RunningEngine, ScheduleCheck,
+    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, ShutdownReport,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

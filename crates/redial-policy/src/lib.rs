@@ -29,6 +29,7 @@ mod outcome;
 mod policy;
 mod quota;
 mod repeat;
+pub mod schedule;
 mod time;
 mod wait;
 

@@ -12,9 +12,6 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The namespace of derived idempotency keys: UUIDv5(namespace, "<queue>/<job id>").
-const KEY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b0e_4d1c_9a57_4f43_8f0c_52d1_a7e3_9c21);
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobInput {
@@ -427,7 +424,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             }
             k
         }
-        None => uuid::Uuid::new_v5(&KEY_NAMESPACE, format!("{queue}/{id}").as_bytes()).to_string(),
+        None => redial_engine::derived_idempotency_key(&queue, &id),
     };
 
     if let Some(d) = input.deadline {
@@ -486,4 +483,156 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         policy: input.policy,
         created_at: now,
     })
+}
+
+/// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the
+/// configuration file's `[[schedules]]` tables give it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleInput {
+    pub id: Option<String>,
+    /// A cron expression: 5 fields, or 6 with seconds first.
+    pub cron: Option<String>,
+    /// The IANA time zone the cron expression reads the wall clock of; UTC by default.
+    pub timezone: Option<String>,
+    /// An interval instead of a cron expression: "5m".
+    pub every: Option<String>,
+    /// What happens to occurrences missed while Redial was down: skip, run_once (the default) or
+    /// run_all.
+    pub missed: Option<String>,
+    /// With `run_all`: the most missed occurrences run (the latest); 10 by default.
+    pub missed_max: Option<u32>,
+    /// The job each occurrence enqueues: a job's fields, less id, idempotency_key, run_at and
+    /// deadline.
+    pub job: serde_json::Value,
+}
+
+/// The most missed occurrences `run_all` may run at once.
+const MAX_MISSED_MAX: u32 = 1000;
+
+/// Checks a schedule as sent and turns it into its definition; `id` is the path's id, when
+/// there is one (a body's id must then match it).
+pub fn schedule_definition(
+    state: &AppState,
+    input: ScheduleInput,
+    path_id: Option<&str>,
+    source: &str,
+    now: Timestamp,
+) -> Result<(String, redial_engine::ScheduleDefinition), ApiError> {
+    use redial_engine::{JobTemplate, MissedRule, ScheduleRule};
+    let id = match (path_id, input.id) {
+        (Some(p), Some(b)) if p != b => {
+            return Err(ApiError::unprocessable(
+                "invalid_id",
+                format!(
+                    "the body's id {b:?} is not the path's {p:?}: leave it out, or make them match"
+                ),
+            ))
+        }
+        (Some(p), _) => p.to_owned(),
+        (None, Some(b)) => b,
+        (None, None) => {
+            return Err(ApiError::unprocessable(
+                "invalid_id",
+                "id is required: a name for the schedule, such as \"nightly-report\"",
+            ))
+        }
+    };
+    redial_engine::check_schedule_id(&id).map_err(|e| ApiError::unprocessable("invalid_id", e))?;
+    let rule = match (input.cron, input.every) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(ApiError::unprocessable(
+                "invalid_schedule",
+                "give cron (such as \"0 9 * * 1-5\") or every (such as \"5m\"), not both",
+            ))
+        }
+        (Some(expr), None) => {
+            let timezone = input.timezone.unwrap_or_else(|| "UTC".to_owned());
+            redial_policy::schedule::CronRule::parse(&expr, Some(&timezone))
+                .map_err(|e| ApiError::unprocessable("invalid_schedule", e))?;
+            ScheduleRule::Cron { expr, timezone }
+        }
+        (None, Some(every)) => {
+            if input.timezone.is_some() {
+                return Err(ApiError::unprocessable(
+                    "invalid_schedule",
+                    "timezone goes with cron: an interval counts real time",
+                ));
+            }
+            let interval = parse_duration(&every)
+                .filter(|d| {
+                    *d >= redial_policy::schedule::MIN_INTERVAL
+                        && *d <= Duration::from_secs(366 * 24 * 3600)
+                })
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        "invalid_schedule",
+                        format!("every {every:?} must be a duration from 1s to 366d with a unit, such as \"5m\""),
+                    )
+                })?;
+            ScheduleRule::Every {
+                interval,
+                anchor: now,
+            }
+        }
+    };
+    let missed = match (input.missed.as_deref(), input.missed_max) {
+        (Some("run_all"), max) => {
+            let max = max.unwrap_or(10);
+            if !(1..=MAX_MISSED_MAX).contains(&max) {
+                return Err(ApiError::unprocessable(
+                    "invalid_missed",
+                    format!("missed_max must be from 1 to {MAX_MISSED_MAX}"),
+                ));
+            }
+            MissedRule::RunAll { max }
+        }
+        (_, Some(_)) => {
+            return Err(ApiError::unprocessable(
+                "invalid_missed",
+                "missed_max goes with missed = \"run_all\"",
+            ))
+        }
+        (None | Some("run_once"), None) => MissedRule::RunOnce,
+        (Some("skip"), None) => MissedRule::Skip,
+        (Some(other), None) => {
+            return Err(ApiError::unprocessable(
+                "invalid_missed",
+                format!("missed {other:?} must be skip, run_once or run_all"),
+            ))
+        }
+    };
+    if !input.job.is_object() {
+        return Err(ApiError::unprocessable(
+            "invalid_job",
+            "job must be an object: the job each occurrence enqueues, such as {\"request\": {\"method\": \"POST\", \"url\": \"https://...\"}}",
+        ));
+    }
+    for field in ["id", "idempotency_key", "run_at", "deadline"] {
+        if input.job.get(field).is_some() {
+            return Err(ApiError::unprocessable(
+                "invalid_job",
+                format!("job.{field} is set by each occurrence (its id is <schedule id>@<instant>, its key derived from it): leave it out"),
+            ));
+        }
+    }
+    let job: JobInput = serde_json::from_value(input.job)
+        .map_err(|e| ApiError::unprocessable("invalid_job", format!("job: {e}")))?;
+    let job = new_job(state, job, now)?;
+    Ok((
+        id,
+        redial_engine::ScheduleDefinition {
+            rule,
+            missed,
+            job: JobTemplate {
+                queue: job.queue,
+                endpoint: job.endpoint,
+                request: job.request,
+                priority: job.priority,
+                tags: job.tags,
+                policy: job.policy,
+            },
+            source: source.to_owned(),
+        },
+    ))
 }

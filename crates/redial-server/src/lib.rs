@@ -91,3 +91,42 @@ pub fn router(state: AppState) -> Router {
 
 /// The OpenAPI document served at `/v1/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// Makes the configuration file's `[[schedules]]` the schedules marked as coming from it, each
+/// checked as the API checks one (see `Engine::schedules_from_config`). Each table is a schedule
+/// as `POST /v1/schedules` takes it.
+pub async fn schedules_from_config(
+    state: &AppState,
+    tables: Vec<serde_json::Value>,
+) -> Result<(), String> {
+    let now = state.engine.clock().now();
+    let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
+    for (i, table) in tables.into_iter().enumerate() {
+        let input: input::ScheduleInput =
+            serde_json::from_value(table).map_err(|e| format!("schedules[{i}]: {e}"))?;
+        let (id, mut definition) = input::schedule_definition(state, input, None, "config", now)
+            .map_err(|e| format!("schedules[{i}]: {}", e.message))?;
+        if defined.iter().any(|(d, _)| d == &id) {
+            return Err(format!("schedules[{i}]: id {id:?} is given twice"));
+        }
+        // An interval counts from when the schedule was first saved: an unchanged one keeps its
+        // anchor across restarts instead of starting over.
+        if let redial_engine::ScheduleRule::Every { anchor, .. } = &mut definition.rule {
+            if let Ok(kept) = state.engine.schedule(&id).await {
+                if let redial_engine::ScheduleRule::Every {
+                    anchor: kept_anchor,
+                    ..
+                } = kept.definition.rule
+                {
+                    *anchor = kept_anchor;
+                }
+            }
+        }
+        defined.push((id, definition));
+    }
+    state
+        .engine
+        .schedules_from_config(defined)
+        .await
+        .map_err(|e| e.to_string())
+}

@@ -40,6 +40,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{name}/pause", post(queue_pause))
         .route("/v1/queues/{name}/resume", post(queue_resume))
+        .route("/v1/schedules", post(schedule_create).get(schedule_list))
+        .route(
+            "/v1/schedules/{id}",
+            get(schedule_show).put(schedule_put).delete(schedule_delete),
+        )
+        .route("/v1/schedules/{id}/pause", post(schedule_pause))
+        .route("/v1/schedules/{id}/resume", post(schedule_resume))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/alerts", get(alerts))
         .route("/v1/series", get(series))
@@ -628,6 +635,78 @@ async fn queue_resume(State(state): State<AppState>, Path(name): Path<String>) -
     input::check_queue(&state, &name)?;
     state.engine.resume(ControlKind::Queue, &name).await?;
     Ok(queue_view(&state, &name))
+}
+
+impl From<redial_engine::ScheduleError> for ApiError {
+    fn from(e: redial_engine::ScheduleError) -> Self {
+        use redial_engine::ScheduleError as E;
+        match e {
+            E::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string()),
+            E::Exists(_) => ApiError::new(StatusCode::CONFLICT, "schedule_exists", e.to_string()),
+            E::Invalid(m) => ApiError::unprocessable("invalid_schedule", m),
+            E::Store(e) => e.into(),
+        }
+    }
+}
+
+fn schedule_response(status: StatusCode, s: &redial_engine::ScheduleView) -> Response {
+    (status, Json(s)).into_response()
+}
+
+async fn schedule_create(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: input::ScheduleInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let (id, definition) = input::schedule_definition(&state, input, None, "api", now)?;
+    let saved = state.engine.schedule_save(&id, definition, false).await?;
+    Ok(schedule_response(StatusCode::CREATED, &saved))
+}
+
+async fn schedule_put(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: input::ScheduleInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let (id, definition) = input::schedule_definition(&state, input, Some(&id), "api", now)?;
+    let existed = state.engine.schedule(&id).await.is_ok();
+    let saved = state.engine.schedule_save(&id, definition, true).await?;
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(schedule_response(status, &saved))
+}
+
+async fn schedule_list(State(state): State<AppState>) -> ApiResult {
+    let schedules = state.engine.schedules().await?;
+    Ok(Json(json!({ "schedules": schedules })).into_response())
+}
+
+async fn schedule_show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    Ok(schedule_response(
+        StatusCode::OK,
+        &state.engine.schedule(&id).await?,
+    ))
+}
+
+async fn schedule_delete(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    state.engine.schedule_delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn schedule_pause(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let s = state.engine.schedule_set_paused(&id, true).await?;
+    Ok(schedule_response(StatusCode::OK, &s))
+}
+
+async fn schedule_resume(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let s = state.engine.schedule_set_paused(&id, false).await?;
+    Ok(schedule_response(StatusCode::OK, &s))
 }
 
 async fn openapi() -> Response {

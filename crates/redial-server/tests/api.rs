@@ -513,6 +513,13 @@ async fn the_openapi_document_covers_every_route() {
         ("get", "/v1/queues"),
         ("post", "/v1/queues/{name}/pause"),
         ("post", "/v1/queues/{name}/resume"),
+        ("get", "/v1/schedules"),
+        ("post", "/v1/schedules"),
+        ("get", "/v1/schedules/{id}"),
+        ("put", "/v1/schedules/{id}"),
+        ("delete", "/v1/schedules/{id}"),
+        ("post", "/v1/schedules/{id}/pause"),
+        ("post", "/v1/schedules/{id}/resume"),
         ("get", "/v1/openapi.json"),
         ("get", "/v1/alerts"),
         ("get", "/v1/series"),
@@ -843,5 +850,164 @@ async fn a_hostile_page_cannot_drive_the_loopback_api() {
         api.total_jobs().await,
         1,
         "only the program's request made a job"
+    );
+}
+
+/// Schedules: created, read, listed, replaced, paused, resumed and deleted; each mistake is a
+/// 4xx with its own code.
+#[tokio::test]
+async fn schedules_round_trip_and_refuse_mistakes() {
+    let a = api();
+    let body = json!({
+        "id": "nightly",
+        "cron": "0 3 * * *",
+        "timezone": "Europe/Berlin",
+        "job": { "request": { "method": "POST", "url": "https://api.example.com/report" }, "tags": ["r"] }
+    });
+    let (s, created) = a.post("/v1/schedules", body.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    // 2026-11-30T00:00:00Z is 01:00 in Berlin: 03:00 Berlin is 02:00Z.
+    assert_eq!(created["next_at"], "2026-11-30T02:00:00Z");
+    assert_eq!(created["rule"]["cron"]["timezone"], "Europe/Berlin");
+    assert_eq!(created["missed"]["policy"], "run_once");
+    assert_eq!(created["job"]["endpoint"], "https://api.example.com");
+    assert_eq!(created["source"], "api");
+    let (s, again) = a.post("/v1/schedules", body).await;
+    assert_eq!(
+        (s, again["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("schedule_exists"))
+    );
+    // PUT replaces (200) or creates (201).
+    let every = json!({ "every": "5m", "missed": "run_all", "missed_max": 3,
+        "job": { "request": { "method": "GET", "url": "https://api.example.com/ping" } } });
+    let (s, replaced) = a
+        .call(
+            "PUT",
+            "/v1/schedules/nightly",
+            Some(&every.to_string()),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{replaced}");
+    assert_eq!(replaced["rule"]["every"]["interval"], "5m");
+    assert_eq!(replaced["next_at"], "2026-11-30T00:05:00Z");
+    assert_eq!(replaced["missed"], json!({"policy": "run_all", "max": 3}));
+    let (s, _) = a
+        .call("PUT", "/v1/schedules/ping", Some(&every.to_string()), None)
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (_, list) = a.get("/v1/schedules").await;
+    let ids: Vec<&str> = list["schedules"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["nightly", "ping"]);
+    let (s, paused) = a.post("/v1/schedules/ping/pause", json!(null)).await;
+    assert_eq!((s, &paused["paused"]), (StatusCode::OK, &json!(true)));
+    let (s, resumed) = a.post("/v1/schedules/ping/resume", json!(null)).await;
+    assert_eq!((s, &resumed["paused"]), (StatusCode::OK, &json!(false)));
+    let (s, _) = a.call("DELETE", "/v1/schedules/ping", None, None).await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, gone) = a.get("/v1/schedules/ping").await;
+    assert_eq!(
+        (s, gone["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+
+    let refused = |body: Value, code: &'static str| {
+        let a = &a;
+        async move {
+            let (s, out) = a.post("/v1/schedules", body.clone()).await;
+            assert_eq!(
+                (s, out["error"]["code"].as_str()),
+                (StatusCode::UNPROCESSABLE_ENTITY, Some(code)),
+                "{body} -> {out}"
+            );
+            out["error"]["message"]
+                .as_str()
+                .expect("message")
+                .to_owned()
+        }
+    };
+    let req = json!({ "request": { "method": "POST", "url": "https://api.example.com/x" } });
+    refused(json!({ "cron": "* * * * *", "job": req }), "invalid_id").await;
+    refused(
+        json!({ "id": "a b", "cron": "* * * * *", "job": req }),
+        "invalid_id",
+    )
+    .await;
+    refused(json!({ "id": "x", "job": req }), "invalid_schedule").await;
+    refused(
+        json!({ "id": "x", "cron": "* * * * *", "every": "1m", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    let m = refused(
+        json!({ "id": "x", "cron": "0 9 * *", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    assert!(m.contains("give 5"), "{m}");
+    let m = refused(
+        json!({ "id": "x", "cron": "0 9 * * *", "timezone": "Mars/Base", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    assert!(m.contains("IANA"), "{m}");
+    refused(
+        json!({ "id": "x", "every": "0s", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "timezone": "UTC", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "missed": "sometimes", "job": req }),
+        "invalid_missed",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "missed_max": 3, "job": req }),
+        "invalid_missed",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "missed": "run_all", "missed_max": 0, "job": req }),
+        "invalid_missed",
+    )
+    .await;
+    let m = refused(
+        json!({ "id": "x", "every": "1m", "job": { "id": "j", "request": req["request"] } }),
+        "invalid_job",
+    )
+    .await;
+    assert!(m.contains("job.id"), "{m}");
+    refused(
+        json!({ "id": "x", "every": "1m", "job": "nope" }),
+        "invalid_job",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "job": { "queue": "nope", "request": req["request"] } }),
+        "unknown_queue",
+    )
+    .await;
+    refused(json!({ "id": "x", "every": "1m", "job": { "request": { "method": "POST", "url": "ftp://x" } } }), "invalid_url").await;
+    let (s, out) = a
+        .call(
+            "PUT",
+            "/v1/schedules/a",
+            Some(&json!({ "id": "b", "every": "1m", "job": req }).to_string()),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, out["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_id"))
     );
 }

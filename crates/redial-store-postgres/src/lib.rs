@@ -643,6 +643,44 @@ impl Store for PgStore {
         with_conn!(self, c => sql::control_save(c, &channel, &control).await)
     }
 
+    async fn schedule_save(&self, schedule: ScheduleRecord) -> StoreResult<()> {
+        with_conn!(self, c => sql::schedule_save(c, &schedule).await)
+    }
+
+    async fn schedule_get(&self, id: &str) -> StoreResult<Option<ScheduleRecord>> {
+        with_conn!(self, c => sql::schedule_get(c, id).await)
+    }
+
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        with_conn!(self, c => sql::schedule_list(c).await)
+    }
+
+    async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {
+        with_conn!(self, c => sql::schedule_delete(c, id).await)
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        id: &str,
+        paused: bool,
+        next_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        with_conn!(self, c => sql::schedule_set_paused(c, id, paused, next_at, now).await)
+    }
+
+    async fn schedules_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        with_conn!(self, c => sql::schedules_due(c, now, limit).await)
+    }
+
+    async fn schedule_advance(&self, advance: ScheduleAdvance) -> StoreResult<bool> {
+        with_conn!(self, c => sql::schedule_advance(c, &advance).await)
+    }
+
     async fn try_lead(&self) -> StoreResult<bool> {
         let mut leader = self.inner.leader.lock().await;
         if leader.as_ref().is_some_and(|(c, _)| c.is_closed()) {

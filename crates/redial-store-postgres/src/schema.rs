@@ -103,6 +103,20 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE attempts ADD CONSTRAINT attempts_pkey PRIMARY KEY (job_seq, number);
     ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_seq_number_key;
     "#,
+    // 5: recurring schedules; the due check reads `schedules_due` from its earliest entry.
+    r#"
+    CREATE TABLE schedules (
+        id              TEXT PRIMARY KEY,
+        definition      TEXT NOT NULL,
+        paused          BOOLEAN NOT NULL,
+        next_at         BIGINT,
+        last_occurrence BIGINT,
+        last_fired_at   BIGINT,
+        created_at      BIGINT NOT NULL,
+        updated_at      BIGINT NOT NULL
+    );
+    CREATE INDEX schedules_due ON schedules (next_at) WHERE NOT paused AND next_at IS NOT NULL;
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

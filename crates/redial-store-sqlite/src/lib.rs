@@ -733,6 +733,48 @@ impl Store for SqliteStore {
         self.run(move |c| sql::control_save(c, &control)).await
     }
 
+    async fn schedule_save(&self, schedule: ScheduleRecord) -> StoreResult<()> {
+        self.run(move |c| sql::schedule_save(c, &schedule)).await
+    }
+
+    async fn schedule_get(&self, id: &str) -> StoreResult<Option<ScheduleRecord>> {
+        let id = id.to_owned();
+        self.read(move |c| sql::schedule_get(c, &id)).await
+    }
+
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.read(sql::schedule_list).await
+    }
+
+    async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.run(move |c| sql::schedule_delete(c, &id)).await
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        id: &str,
+        paused: bool,
+        next_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.run(move |c| sql::schedule_set_paused(c, &id, paused, next_at, now))
+            .await
+    }
+
+    async fn schedules_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        self.run(move |c| sql::schedules_due(c, now, limit)).await
+    }
+
+    async fn schedule_advance(&self, advance: ScheduleAdvance) -> StoreResult<bool> {
+        self.run(move |c| sql::schedule_advance(c, &advance)).await
+    }
+
     async fn counts_check(&self) -> StoreResult<()> {
         let counts = self.inner.counts.clone();
         self.run(move |c| counts::check(c, &counts).map_err(StoreError::Backend))

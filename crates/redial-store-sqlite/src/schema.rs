@@ -177,6 +177,20 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_dead_groups ON jobs (queue, category, endpoint, finished_at)
         WHERE state = 'dead';
     "#,
+    // 14: recurring schedules; the due check reads `schedules_due` from its earliest entry.
+    r#"
+    CREATE TABLE schedules (
+        id              TEXT PRIMARY KEY,
+        definition      TEXT NOT NULL,
+        paused          INTEGER NOT NULL,
+        next_at         INTEGER,
+        last_occurrence INTEGER,
+        last_fired_at   INTEGER,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

@@ -208,6 +208,39 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Saves a control, replacing the one of the same kind and name; the other nodes are told.
     async fn control_save(&self, control: Control) -> StoreResult<()>;
 
+    /// Saves a schedule: a new one, or a new definition, pause and next occurrence for the one
+    /// of the same id (its creation time and last occurrence are kept).
+    async fn schedule_save(&self, schedule: ScheduleRecord) -> StoreResult<()>;
+
+    /// The schedule of this id.
+    async fn schedule_get(&self, id: &str) -> StoreResult<Option<ScheduleRecord>>;
+
+    /// Every schedule, by id.
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>>;
+
+    /// Deletes a schedule (not the jobs it enqueued); whether there was one.
+    async fn schedule_delete(&self, id: &str) -> StoreResult<bool>;
+
+    /// Pauses or resumes a schedule, with its next occurrence; whether there was one.
+    async fn schedule_set_paused(
+        &self,
+        id: &str,
+        paused: bool,
+        next_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+
+    /// Up to `limit` schedules not paused whose next occurrence is at or before `now`, the
+    /// earliest first. Reads an index, not every schedule.
+    async fn schedules_due(&self, now: Timestamp, limit: usize)
+        -> StoreResult<Vec<ScheduleRecord>>;
+
+    /// Moves a schedule on from the occurrence it was due at, if its `next_at` is still that
+    /// (another node did not move it first); whether it moved. The occurrences' jobs are
+    /// inserted before, under ids derived from the schedule and the occurrence, so a check that
+    /// loses this race, or dies before it, inserted only duplicates.
+    async fn schedule_advance(&self, advance: ScheduleAdvance) -> StoreResult<bool>;
+
     /// Says that the node `worker` is alive, for as long as this store is (called at start and
     /// at every maintenance tick). A shared store lets the others see when that node's session
     /// ends, so that its leases are rescued then rather than when they expire; a store that one

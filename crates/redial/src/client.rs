@@ -953,3 +953,271 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
         }
     }
 }
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SchedulesArgs {
+    #[command(subcommand)]
+    command: Option<SchedulesCommand>,
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SchedulesCommand {
+    /// One schedule: its rule, its job, its next and last occurrence.
+    Show(ScheduleTarget),
+    /// Create a schedule (or replace one with --replace).
+    #[command(
+        after_help = "Examples:\n  redial schedules create nightly --cron '0 3 * * *' --timezone Europe/Berlin --url https://api.example.com/report\n  \
+                      redial schedules create ping --every 5m --url https://api.example.com/ping --missed skip\n  \
+                      redial schedules create digest --file digest.json   # the API's shape: {\"cron\": ..., \"job\": {...}}"
+    )]
+    Create(Box<ScheduleCreateArgs>),
+    /// Delete a schedule (the jobs it enqueued stay).
+    Delete(ScheduleTarget),
+    /// Enqueue none of its occurrences until resumed.
+    Pause(ScheduleTarget),
+    /// Resume from the next occurrence (those that fell while paused are not run).
+    Resume(ScheduleTarget),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScheduleTarget {
+    #[command(flatten)]
+    conn: Conn,
+    /// The schedule's id.
+    id: String,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScheduleCreateArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The schedule's id: letters, digits and - _ . : (each occurrence's job is <id>@<instant>).
+    id: String,
+    /// The schedule as the API takes it (JSON), from a file or `-` for standard input.
+    #[arg(long, short = 'f', conflicts_with_all = ["cron", "every", "url", "body"])]
+    file: Option<PathBuf>,
+    /// A cron expression: 5 fields, or 6 with seconds first ("0 9 * * 1-5").
+    #[arg(long, conflicts_with = "every", required_unless_present_any = ["every", "file"])]
+    cron: Option<String>,
+    /// The IANA time zone the cron expression reads (default UTC).
+    #[arg(long, requires = "cron")]
+    timezone: Option<String>,
+    /// An interval instead of a cron expression, with a unit: 5m.
+    #[arg(long)]
+    every: Option<String>,
+    /// Occurrences missed while Redial was down: skip, run_once (default) or run_all.
+    #[arg(long)]
+    missed: Option<String>,
+    /// With --missed run_all: the most missed occurrences run (default 10).
+    #[arg(long)]
+    missed_max: Option<u32>,
+    /// The URL each occurrence's job calls.
+    #[arg(long, required_unless_present = "file")]
+    url: Option<String>,
+    /// The HTTP method.
+    #[arg(long, short = 'X', default_value = "POST")]
+    method: String,
+    /// A request header, 'Name: value'; repeat for more.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = cli_args::header)]
+    headers: Vec<(String, String)>,
+    /// The request body, sent as is.
+    #[arg(long, short = 'd')]
+    body: Option<String>,
+    /// The queue (configured on the server); `default` when absent.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Replace the schedule of this id if there is one.
+    #[arg(long)]
+    replace: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+impl ScheduleCreateArgs {
+    fn body(&self) -> Result<Value> {
+        if let Some(path) = &self.file {
+            let text = if path.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("reading standard input")?;
+                s
+            } else {
+                std::fs::read_to_string(path)
+                    .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
+            };
+            let mut v: Value = serde_json::from_str(&text)
+                .map_err(|e| UsageError(format!("{} is not a JSON object: {e}", path.display())))?;
+            let Some(o) = v.as_object_mut() else {
+                return Err(UsageError(format!("{} is not a JSON object", path.display())).into());
+            };
+            o.remove("id");
+            return Ok(v);
+        }
+        let mut request = Map::new();
+        request.insert("method".into(), json!(self.method));
+        request.insert("url".into(), json!(self.url));
+        if !self.headers.is_empty() {
+            request.insert("headers".into(), json!(self.headers));
+        }
+        if let Some(b) = &self.body {
+            request.insert("body".into(), json!(b));
+        }
+        let mut job = Map::new();
+        job.insert("request".into(), Value::Object(request));
+        if let Some(q) = &self.queue {
+            job.insert("queue".into(), json!(q));
+        }
+        let mut s = Map::new();
+        s.insert("job".into(), Value::Object(job));
+        for (k, v) in [
+            ("cron", self.cron.clone().map(Value::from)),
+            ("timezone", self.timezone.clone().map(Value::from)),
+            ("every", self.every.clone().map(Value::from)),
+            ("missed", self.missed.clone().map(Value::from)),
+            ("missed_max", self.missed_max.map(Value::from)),
+        ] {
+            if let Some(v) = v {
+                s.insert(k.into(), v);
+            }
+        }
+        Ok(Value::Object(s))
+    }
+}
+
+/// A path segment: the id's characters need no escaping, except to be safe against a typo.
+fn schedule_path(id: &str) -> String {
+    let escaped: String = id
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.:".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    format!("/v1/schedules/{escaped}")
+}
+
+fn print_schedule(s: &Value) {
+    let rule = match s["rule"].as_object() {
+        Some(r) if r.contains_key("cron") => format!(
+            "cron {:?} in {}",
+            s["rule"]["cron"]["expr"].as_str().unwrap_or("?"),
+            s["rule"]["cron"]["timezone"].as_str().unwrap_or("UTC")
+        ),
+        Some(_) => format!(
+            "every {} from {}",
+            s["rule"]["every"]["interval"].as_str().unwrap_or("?"),
+            s["rule"]["every"]["anchor"].as_str().unwrap_or("?")
+        ),
+        None => "?".into(),
+    };
+    let job = &s["job"];
+    println!(
+        "schedule {}{}\n  rule:    {rule}\n  missed:  {}\n  job:     {} {} (queue {})\n  next:    {}\n  last:    {}",
+        s["id"].as_str().unwrap_or("?"),
+        if s["paused"] == true { " (paused)" } else { "" },
+        s["missed"]["policy"].as_str().unwrap_or("?"),
+        job["request"]["method"].as_str().unwrap_or("?"),
+        job["request"]["url"].as_str().unwrap_or("?"),
+        job["queue"].as_str().unwrap_or("?"),
+        s["next_at"].as_str().unwrap_or("none"),
+        s["last_occurrence"].as_str().unwrap_or("none yet"),
+    );
+}
+
+pub async fn schedules(a: SchedulesArgs) -> Result<()> {
+    use reqwest::Method;
+    let one = |t: &ScheduleTarget, method: Method, suffix: &str| {
+        let path = format!("{}{suffix}", schedule_path(&t.id));
+        (Client::new(&t.conn), method, path)
+    };
+    let (json_out, out) = match &a.command {
+        Some(SchedulesCommand::Show(t)) => {
+            let (c, m, p) = one(t, Method::GET, "");
+            (t.out.json(), c?.call(m, &p, None).await?)
+        }
+        Some(SchedulesCommand::Pause(t)) => {
+            let (c, m, p) = one(t, Method::POST, "/pause");
+            (t.out.json(), c?.call(m, &p, None).await?)
+        }
+        Some(SchedulesCommand::Resume(t)) => {
+            let (c, m, p) = one(t, Method::POST, "/resume");
+            (t.out.json(), c?.call(m, &p, None).await?)
+        }
+        Some(SchedulesCommand::Delete(t)) => {
+            let (c, m, p) = one(t, Method::DELETE, "");
+            c?.call(m, &p, None).await?;
+            if t.out.json() {
+                return print_json(&json!({ "deleted": t.id }));
+            }
+            println!("schedule {} deleted (the jobs it enqueued stay)", t.id);
+            return Ok(());
+        }
+        Some(SchedulesCommand::Create(c)) => {
+            let mut body = c.body()?;
+            let client = Client::new(&c.conn)?;
+            let out = if c.replace {
+                client
+                    .call(Method::PUT, &schedule_path(&c.id), Some(&body))
+                    .await?
+            } else {
+                if let Some(o) = body.as_object_mut() {
+                    o.insert("id".into(), json!(c.id));
+                }
+                client
+                    .call(Method::POST, "/v1/schedules", Some(&body))
+                    .await?
+            };
+            (c.out.json(), out)
+        }
+        None => {
+            let out = Client::new(&a.conn)?
+                .call(Method::GET, "/v1/schedules", None)
+                .await?;
+            if a.out.json() {
+                return print_json(&out);
+            }
+            println!(
+                "{:<28} {:<7} {:<22} {:<22} RULE",
+                "SCHEDULE", "PAUSED", "NEXT", "LAST"
+            );
+            for s in out["schedules"].as_array().into_iter().flatten() {
+                let rule = if let Some(c) = s["rule"]["cron"].as_object() {
+                    format!(
+                        "cron {} ({})",
+                        c["expr"].as_str().unwrap_or("?"),
+                        c["timezone"].as_str().unwrap_or("UTC")
+                    )
+                } else {
+                    format!(
+                        "every {}",
+                        s["rule"]["every"]["interval"].as_str().unwrap_or("?")
+                    )
+                };
+                println!(
+                    "{:<28} {:<7} {:<22} {:<22} {rule}",
+                    s["id"].as_str().unwrap_or("-"),
+                    if s["paused"] == true { "yes" } else { "no" },
+                    s["next_at"].as_str().unwrap_or("none"),
+                    s["last_occurrence"].as_str().unwrap_or("-"),
+                );
+            }
+            return Ok(());
+        }
+    };
+    if json_out {
+        return print_json(&out);
+    }
+    print_schedule(&out);
+    Ok(())
+}

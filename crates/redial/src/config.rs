@@ -36,6 +36,9 @@ pub struct FileConfig {
     /// By endpoint (a URL origin such as "https://api.stripe.com"): limits laid over
     /// `endpoint_defaults`, and a `policy` table laid over the queue's policy.
     pub endpoints: BTreeMap<String, toml::Table>,
+    /// Recurring schedules defined at deploy time, each as `POST /v1/schedules` takes one;
+    /// checked when serving starts. Those removed from the file are deleted then.
+    pub schedules: Vec<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]

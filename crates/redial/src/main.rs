@@ -49,6 +49,8 @@ enum Command {
     Endpoints(client::EndpointsArgs),
     /// The configured queues; pause or resume one.
     Queues(client::QueuesArgs),
+    /// Recurring schedules: list, show, create, delete, pause or resume.
+    Schedules(client::SchedulesArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
     /// Print a completion script for your shell, e.g. `redial completions bash >
@@ -180,6 +182,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Stats(args) => client::stats(args).await,
             Command::Endpoints(args) => client::endpoints(args).await,
             Command::Queues(args) => client::queues(args).await,
+            Command::Schedules(args) => client::schedules(args).await,
             Command::Explain(_) | Command::Completions(_) => {
                 unreachable!("explain and completions run without the runtime")
             }

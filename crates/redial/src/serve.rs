@@ -91,6 +91,9 @@ pub async fn run(args: Args) -> Result<()> {
     // Listening for SIGINT and SIGTERM from before the address is announced: a stop sent as soon
     // as the address shows must be a graceful one.
     let signals = Signals::install().context("listening for signals")?;
+    redial_server::schedules_from_config(&state, settings.schedules)
+        .await
+        .map_err(|e| UsageError(format!("in the configuration file: {e}")))?;
     let running = engine.start().await.context("loading endpoint state")?;
     announce(
         args.log_format,

@@ -32,6 +32,8 @@ pub struct Settings {
     /// `max_connections` as configured: it is fitted to the open-file limit when serving begins.
     pub server: ServerConfig,
     pub shutdown_grace: Duration,
+    /// The configuration file's `[[schedules]]`, as JSON, checked when serving starts.
+    pub schedules: Vec<serde_json::Value>,
 }
 
 impl Settings {
@@ -159,6 +161,11 @@ impl Settings {
             engine,
             server,
             shutdown_grace: file.engine.shutdown_grace,
+            schedules: file
+                .schedules
+                .iter()
+                .map(|t| serde_json::to_value(t).map_err(|e| UsageError(format!("schedules: {e}"))))
+                .collect::<Result<_, _>>()?,
         })
     }
 }

@@ -139,6 +139,19 @@ def post_action(kind: str, name: str, action: str) -> Call:
     return Call("POST", f"/v1/{kind}/{segment(name)}/{action}")
 
 
+def schedule_create(schedule: Mapping[str, Any]) -> Call:
+    return Call("POST", "/v1/schedules", body=dict(schedule), has_body=True)
+
+
+def schedule_put(schedule_id: str, schedule: Mapping[str, Any]) -> Call:
+    return Call("PUT", f"/v1/schedules/{segment(schedule_id)}", body=dict(schedule), has_body=True)
+
+
+def schedule_call(method: str, schedule_id: str, action: str | None = None) -> Call:
+    path = f"/v1/schedules/{segment(schedule_id)}"
+    return Call(method, f"{path}/{action}" if action else path)
+
+
 def connection_error(base_url: str, cause: Exception) -> RedialConnectionError:
     return RedialConnectionError(
         f"could not reach redial at {base_url} ({cause!r}): check that the server runs "

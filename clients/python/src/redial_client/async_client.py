@@ -10,7 +10,7 @@ import httpx
 from . import _core
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
-    Queue, Stats,
+    Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -116,6 +116,31 @@ class AsyncRedial:
 
     async def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, await self._send(_core.endpoint(name)))
+
+    # schedules
+    async def schedules(self) -> list[Schedule]:
+        return cast(list[Schedule], (await self._send(_core.get("/v1/schedules")))["schedules"])
+
+    async def schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, await self._send(_core.schedule_call("GET", schedule_id)))
+
+    async def create_schedule(self, schedule: ScheduleInput | Mapping[str, Any]) -> Schedule:
+        """Creates a schedule; an id already there is a 409 (schedule_exists)."""
+        return cast(Schedule, await self._send(_core.schedule_create(schedule)))
+
+    async def put_schedule(self, schedule_id: str, schedule: ScheduleInput | Mapping[str, Any]) -> Schedule:
+        """Creates the schedule of this id, or replaces it (keeping its pause)."""
+        return cast(Schedule, await self._send(_core.schedule_put(schedule_id, schedule)))
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes a schedule; the jobs it enqueued stay."""
+        await self._send(_core.schedule_call("DELETE", schedule_id))
+
+    async def pause_schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, await self._send(_core.schedule_call("POST", schedule_id, "pause")))
+
+    async def resume_schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, await self._send(_core.schedule_call("POST", schedule_id, "resume")))
 
     async def queues(self) -> list[Queue]:
         return cast(list[Queue], (await self._send(_core.get("/v1/queues")))["queues"])

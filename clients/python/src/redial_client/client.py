@@ -10,7 +10,7 @@ import httpx
 from . import _core
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
-    Queue, Stats,
+    Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -115,6 +115,31 @@ class Redial:
 
     def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, self._send(_core.endpoint(name)))
+
+    # schedules
+    def schedules(self) -> list[Schedule]:
+        return cast(list[Schedule], (self._send(_core.get("/v1/schedules")))["schedules"])
+
+    def schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, self._send(_core.schedule_call("GET", schedule_id)))
+
+    def create_schedule(self, schedule: ScheduleInput | Mapping[str, Any]) -> Schedule:
+        """Creates a schedule; an id already there is a 409 (schedule_exists)."""
+        return cast(Schedule, self._send(_core.schedule_create(schedule)))
+
+    def put_schedule(self, schedule_id: str, schedule: ScheduleInput | Mapping[str, Any]) -> Schedule:
+        """Creates the schedule of this id, or replaces it (keeping its pause)."""
+        return cast(Schedule, self._send(_core.schedule_put(schedule_id, schedule)))
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes a schedule; the jobs it enqueued stay."""
+        self._send(_core.schedule_call("DELETE", schedule_id))
+
+    def pause_schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, self._send(_core.schedule_call("POST", schedule_id, "pause")))
+
+    def resume_schedule(self, schedule_id: str) -> Schedule:
+        return cast(Schedule, self._send(_core.schedule_call("POST", schedule_id, "resume")))
 
     def queues(self) -> list[Queue]:
         return cast(list[Queue], self._send(_core.get("/v1/queues"))["queues"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, Required, TypedDict, Union
 
 JobState = Literal[
     "scheduled", "ready", "running", "deferred", "completed", "dead", "cancelled"
@@ -229,3 +229,29 @@ class JobFilter(TypedDict, total=False):
     category: DeadCategory
     endpoint: str
     limit: int
+
+
+class ScheduleInput(TypedDict, total=False):
+    """A schedule as POST /v1/schedules takes it: cron (with timezone) or every, and the job."""
+
+    id: str
+    cron: str
+    timezone: str
+    every: str
+    missed: Literal["skip", "run_once", "run_all"]
+    missed_max: int
+    job: Required[dict[str, Any]]
+
+
+class Schedule(TypedDict):
+    id: str
+    rule: dict[str, Any]
+    missed: dict[str, Any]
+    job: dict[str, Any]
+    source: Literal["api", "config"]
+    paused: bool
+    next_at: str | None
+    last_occurrence: str | None
+    last_fired_at: str | None
+    created_at: str
+    updated_at: str

@@ -79,6 +79,9 @@ pub struct EngineConfig {
     pub tracer: Option<Arc<Tracer>>,
     /// Count the per-attempt metrics (on; off only to measure what they cost).
     pub count_metrics: bool,
+    /// Run the scheduler's loop (on; off for tests that call `Engine::schedules_check`
+    /// themselves, on a manual clock).
+    pub schedules: bool,
 }
 
 impl Default for EngineConfig {
@@ -107,6 +110,7 @@ impl Default for EngineConfig {
             alerts: AlertConfig::default(),
             tracer: None,
             count_metrics: true,
+            schedules: true,
         }
     }
 }

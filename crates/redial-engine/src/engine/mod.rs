@@ -36,6 +36,7 @@ mod gauges;
 mod lease;
 mod loops;
 mod recording;
+mod schedules;
 
 use attempt::*;
 pub use config::{EngineConfig, QueueConfig, Retention};
@@ -44,6 +45,10 @@ use facts::*;
 use lease::*;
 use loops::*;
 use recording::*;
+pub use schedules::{
+    check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
+    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView,
+};
 
 /// The engine: cheap to clone, clones share everything.
 #[derive(Clone, Debug)]
@@ -81,6 +86,8 @@ struct Inner {
     /// Notified when an attempt finished here (shared stores): the share loop publishes a hold
     /// it taught, without reading anything.
     holds_to_publish: Notify,
+    /// Notified when a schedule is saved or resumed: the scheduler looks again at once.
+    schedules_changed: Notify,
     metrics: Arc<Metrics>,
     alerts: Alerts,
     /// The last hour, minute by minute, for the dashboard's charts.
@@ -145,6 +152,7 @@ impl Engine {
                 stopped: Shutdown::new(),
                 holds_changed: Notify::new(),
                 holds_to_publish: Notify::new(),
+                schedules_changed: Notify::new(),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
                 queue_pauses: Mutex::new(HashMap::new()),
@@ -305,6 +313,12 @@ impl Engine {
             background.push(tokio::spawn(share_loop(self.inner.clone())));
         }
         background.push(tokio::spawn(alert_loop(self.inner.clone())));
+        if self.inner.config.schedules {
+            background.push(tokio::spawn(schedules::schedule_loop(
+                self.inner.clone(),
+                self.clone(),
+            )));
+        }
         Ok(RunningEngine {
             engine: self.clone(),
             queue_loops,

@@ -341,6 +341,48 @@ impl Store for Watched {
         self.inner.control_save(control).await
     }
 
+    async fn schedule_save(&self, schedule: ScheduleRecord) -> StoreResult<()> {
+        self.inner.schedule_save(schedule).await
+    }
+
+    async fn schedule_get(&self, id: &str) -> StoreResult<Option<ScheduleRecord>> {
+        self.inner.schedule_get(id).await
+    }
+
+    async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
+        self.inner.schedule_list().await
+    }
+
+    async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {
+        self.inner.schedule_delete(id).await
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        id: &str,
+        paused: bool,
+        next_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        self.inner
+            .schedule_set_paused(id, paused, next_at, now)
+            .await
+    }
+
+    async fn schedules_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        self.inner.schedules_due(now, limit).await
+    }
+
+    async fn schedule_advance(&self, advance: ScheduleAdvance) -> StoreResult<bool> {
+        let out = self.inner.schedule_advance(advance).await;
+        self.wrote();
+        out
+    }
+
     async fn try_lead(&self) -> StoreResult<bool> {
         self.inner.try_lead().await
     }

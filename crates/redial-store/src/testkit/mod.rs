@@ -12,6 +12,7 @@ mod lease;
 mod reads;
 mod record;
 mod scan;
+mod schedules;
 
 pub use dead_letters::*;
 pub use endpoints::*;
@@ -20,6 +21,7 @@ pub use lease::*;
 pub use reads::*;
 pub use record::*;
 pub use scan::*;
+pub use schedules::*;
 
 use crate::*;
 use redial_policy::{DeadCategory, Timestamp};
@@ -40,7 +42,8 @@ macro_rules! store_suite {
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
-            dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds);
+            dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds,
+            schedules_round_trip, schedules_due_and_advance_once);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

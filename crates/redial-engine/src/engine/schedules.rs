@@ -1,0 +1,431 @@
+//! Recurring schedules: their definition as kept, the engine's calls that save, list, pause and
+//! delete them, and the check that turns due occurrences into ordinary jobs.
+//!
+//! Owns the definition document (the store keeps it opaque), the occurrence job's id and key, and
+//! the loop. Does not own when occurrences fall nor the missed-run rule (the policy core's
+//! `schedule` module), nor the validation of what clients send (the API's).
+//!
+//! An occurrence's job id is `<schedule id>@<occurrence instant, UTC>`, so the occurrence runs
+//! once however many nodes check, and however often a check is repeated after a crash: a second
+//! insert of the same id is a duplicate and changes nothing.
+
+use super::*;
+use redial_policy::schedule::{fire, CronRule, EveryRule, Missed, Recurrence};
+use redial_policy::PolicyOverride;
+use redial_store::{HttpRequest, ScheduleAdvance, ScheduleRecord};
+use serde::{Deserialize, Serialize};
+
+/// How often the scheduler looks for due occurrences (besides when a schedule is saved or
+/// resumed, and when the engine is woken).
+const SCHEDULE_TICK: Duration = Duration::from_secs(1);
+
+/// Due schedules handled per check; more wait for the next check, a moment later.
+const DUE_PER_CHECK: usize = 500;
+
+/// The namespace of derived idempotency keys: UUIDv5(namespace, "<queue>/<job id>").
+const KEY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b0e_4d1c_9a57_4f43_8f0c_52d1_a7e3_9c21);
+
+/// The idempotency key of a job that names none: derived from its queue and id, so every
+/// attempt, and a second insert of the same job, carries the same one.
+pub fn derived_idempotency_key(queue: &str, id: &str) -> String {
+    uuid::Uuid::new_v5(&KEY_NAMESPACE, format!("{queue}/{id}").as_bytes()).to_string()
+}
+
+/// When a schedule's occurrences fall, as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleRule {
+    /// A cron expression (5 fields, or 6 with seconds first) in an IANA time zone.
+    Cron { expr: String, timezone: String },
+    /// Every `interval` of real time from `anchor` (the first occurrence is one interval after).
+    Every {
+        #[serde(with = "redial_policy::serde_human")]
+        interval: Duration,
+        anchor: Timestamp,
+    },
+}
+
+impl ScheduleRule {
+    /// The rule ready to compute with, or why it cannot be.
+    pub fn recurrence(&self) -> Result<Recurrence, String> {
+        match self {
+            ScheduleRule::Cron { expr, timezone } => {
+                CronRule::parse(expr, Some(timezone)).map(|c| Recurrence::Cron(Box::new(c)))
+            }
+            ScheduleRule::Every { interval, anchor } => {
+                if *interval < redial_policy::schedule::MIN_INTERVAL {
+                    return Err(format!(
+                        "every {} is shorter than the shortest interval, 1s",
+                        Human(*interval)
+                    ));
+                }
+                Ok(Recurrence::Every(EveryRule {
+                    interval: *interval,
+                    anchor: *anchor,
+                }))
+            }
+        }
+    }
+}
+
+/// What happens to occurrences missed while no scheduler ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "policy")]
+pub enum MissedRule {
+    Skip,
+    RunOnce,
+    RunAll { max: u32 },
+}
+
+impl MissedRule {
+    fn policy(self) -> Missed {
+        match self {
+            MissedRule::Skip => Missed::Skip,
+            MissedRule::RunOnce => Missed::RunOnce,
+            MissedRule::RunAll { max } => Missed::RunAll { max },
+        }
+    }
+}
+
+/// The job each occurrence enqueues: a job's fields, less those each occurrence sets (its id,
+/// idempotency key and run time).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobTemplate {
+    pub queue: String,
+    pub endpoint: String,
+    pub request: HttpRequest,
+    pub priority: i32,
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyOverride>,
+}
+
+/// A schedule as defined by the API or the configuration file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleDefinition {
+    pub rule: ScheduleRule,
+    pub missed: MissedRule,
+    pub job: JobTemplate,
+    /// "api", or "config" for one defined in the configuration file (kept in step with it at
+    /// each start).
+    pub source: String,
+}
+
+/// A schedule as the API and the CLI show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScheduleView {
+    pub id: String,
+    #[serde(flatten)]
+    pub definition: ScheduleDefinition,
+    pub paused: bool,
+    pub next_at: Option<Timestamp>,
+    pub last_occurrence: Option<Timestamp>,
+    pub last_fired_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Why a schedule call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("schedule {0:?} not found")]
+    NotFound(String),
+    #[error("schedule {0:?} exists: delete it first, or replace it with PUT /v1/schedules/{0}")]
+    Exists(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one check did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleCheck {
+    /// Due schedules read.
+    pub due: usize,
+    /// Occurrence jobs inserted (duplicates of ones another node or an earlier check inserted
+    /// are not counted).
+    pub enqueued: usize,
+    /// Missed occurrences dropped by their schedule's policy.
+    pub dropped: u64,
+}
+
+/// A schedule id: 1 to 150 characters of letters, digits and `- _ . :`, so that an occurrence's
+/// job id (`<id>@<instant>`) is a valid job id.
+pub fn check_schedule_id(id: &str) -> Result<(), String> {
+    let valid = !id.is_empty()
+        && id.len() <= 150
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if valid {
+        Ok(())
+    } else {
+        Err("schedule id must be 1 to 150 characters of letters, digits and - _ . :".into())
+    }
+}
+
+fn view(r: ScheduleRecord) -> Result<ScheduleView, StoreError> {
+    let definition = serde_json::from_str(&r.definition).map_err(|e| {
+        StoreError::Backend(format!(
+            "schedule {:?} has a definition this Redial cannot read: {e}",
+            r.id
+        ))
+    })?;
+    Ok(ScheduleView {
+        id: r.id,
+        definition,
+        paused: r.paused,
+        next_at: r.next_at,
+        last_occurrence: r.last_occurrence,
+        last_fired_at: r.last_fired_at,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+    })
+}
+
+impl Engine {
+    /// Saves a schedule: a new one (`replace` false: an existing id is an error), or a new
+    /// definition for the one of this id. Its next occurrence is the first after now; a replaced
+    /// schedule keeps its pause.
+    pub async fn schedule_save(
+        &self,
+        id: &str,
+        definition: ScheduleDefinition,
+        replace: bool,
+    ) -> Result<ScheduleView, ScheduleError> {
+        check_schedule_id(id).map_err(ScheduleError::Invalid)?;
+        if !self.has_queue(&definition.job.queue) {
+            return Err(ScheduleError::Invalid(format!(
+                "queue {:?} is not configured",
+                definition.job.queue
+            )));
+        }
+        let rule = definition
+            .rule
+            .recurrence()
+            .map_err(ScheduleError::Invalid)?;
+        let store = &self.inner.store;
+        let existing = store.schedule_get(id).await?;
+        if existing.is_some() && !replace {
+            return Err(ScheduleError::Exists(id.to_owned()));
+        }
+        let now = self.inner.clock.now();
+        let paused = existing.as_ref().is_some_and(|e| e.paused);
+        let record = ScheduleRecord {
+            id: id.to_owned(),
+            definition: serde_json::to_string(&definition)
+                .map_err(|e| ScheduleError::Invalid(e.to_string()))?,
+            paused,
+            next_at: rule.next_after(now),
+            last_occurrence: None,
+            last_fired_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        store.schedule_save(record).await?;
+        self.inner.schedules_changed.notify_one();
+        self.schedule(id).await
+    }
+
+    /// The schedule of this id.
+    pub async fn schedule(&self, id: &str) -> Result<ScheduleView, ScheduleError> {
+        match self.inner.store.schedule_get(id).await? {
+            Some(r) => Ok(view(r)?),
+            None => Err(ScheduleError::NotFound(id.to_owned())),
+        }
+    }
+
+    /// Every schedule, by id.
+    pub async fn schedules(&self) -> Result<Vec<ScheduleView>, ScheduleError> {
+        let records = self.inner.store.schedule_list().await?;
+        Ok(records.into_iter().map(view).collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes a schedule; the jobs it enqueued stay.
+    pub async fn schedule_delete(&self, id: &str) -> Result<(), ScheduleError> {
+        if self.inner.store.schedule_delete(id).await? {
+            Ok(())
+        } else {
+            Err(ScheduleError::NotFound(id.to_owned()))
+        }
+    }
+
+    /// Pauses a schedule (no occurrence is enqueued while paused) or resumes it (from the first
+    /// occurrence after now: those that fell while paused are not run).
+    pub async fn schedule_set_paused(
+        &self,
+        id: &str,
+        paused: bool,
+    ) -> Result<ScheduleView, ScheduleError> {
+        let current = self.schedule(id).await?;
+        let now = self.inner.clock.now();
+        let next_at = if paused {
+            current.next_at
+        } else {
+            current
+                .definition
+                .rule
+                .recurrence()
+                .map_err(ScheduleError::Invalid)?
+                .next_after(now)
+        };
+        if !self
+            .inner
+            .store
+            .schedule_set_paused(id, paused, next_at, now)
+            .await?
+        {
+            return Err(ScheduleError::NotFound(id.to_owned()));
+        }
+        self.inner.schedules_changed.notify_one();
+        self.schedule(id).await
+    }
+
+    /// Makes the schedules defined in the configuration file the ones marked as coming from
+    /// it: saves each (a changed definition replaces the kept one, an unchanged one keeps its
+    /// next occurrence), and deletes those no longer in the file.
+    pub async fn schedules_from_config(
+        &self,
+        defined: Vec<(String, ScheduleDefinition)>,
+    ) -> Result<(), ScheduleError> {
+        let kept = self.schedules().await?;
+        for (id, definition) in &defined {
+            let same = kept
+                .iter()
+                .any(|k| &k.id == id && &k.definition == definition);
+            if !same {
+                self.schedule_save(id, definition.clone(), true).await?;
+                tracing::info!(schedule = %id, "schedule saved from the configuration file");
+            }
+        }
+        for k in kept {
+            if k.definition.source == "config" && !defined.iter().any(|(id, _)| *id == k.id) {
+                self.schedule_delete(&k.id).await?;
+                tracing::info!(schedule = %k.id, "schedule deleted: no longer in the configuration file");
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues the due occurrences of every due schedule, by each one's missed-run policy, and
+    /// moves each on to its next occurrence. Safe on several nodes at once.
+    pub async fn schedules_check(&self) -> Result<ScheduleCheck, StoreError> {
+        let inner = &self.inner;
+        let now = inner.clock.now();
+        let due = inner.store.schedules_due(now, DUE_PER_CHECK).await?;
+        let mut check = ScheduleCheck {
+            due: due.len(),
+            ..ScheduleCheck::default()
+        };
+        let mut woken = std::collections::BTreeSet::new();
+        for record in due {
+            let Some(due_at) = record.next_at else {
+                continue;
+            };
+            let id = record.id.clone();
+            let parsed = serde_json::from_str::<ScheduleDefinition>(&record.definition)
+                .map_err(|e| e.to_string())
+                .and_then(|d| d.rule.recurrence().map(|r| (d, r)));
+            let (definition, rule) = match parsed {
+                Ok(x) => x,
+                Err(e) => {
+                    // Not retried every second: it would fail the same way. Saving the
+                    // schedule again sets it going.
+                    tracing::error!(schedule = %id, error = %e, "schedule cannot be read; it is stopped until saved again");
+                    inner
+                        .store
+                        .schedule_advance(ScheduleAdvance {
+                            id,
+                            due: due_at,
+                            next_at: None,
+                            last_occurrence: None,
+                            now,
+                        })
+                        .await?;
+                    continue;
+                }
+            };
+            let firing = fire(&rule, due_at, now, definition.missed.policy());
+            for &occurrence in &firing.run {
+                let job = occurrence_job(&id, &definition.job, occurrence, now);
+                let job_id = job.id.clone();
+                match inner.store.job_insert(job).await? {
+                    InsertOutcome::Inserted(_) => {
+                        check.enqueued += 1;
+                        woken.insert(definition.job.queue.clone());
+                        tracing::info!(schedule = %id, job_id = %job_id, occurrence = %occurrence, "schedule enqueued an occurrence");
+                    }
+                    InsertOutcome::Duplicate(_) => {}
+                    InsertOutcome::Conflict(_) => {
+                        tracing::warn!(schedule = %id, job_id = %job_id, "an occurrence's job id is taken by a different job; the occurrence is not run");
+                    }
+                }
+            }
+            if firing.dropped > 0 {
+                check.dropped += firing.dropped;
+                tracing::warn!(
+                    schedule = %id,
+                    dropped = firing.dropped,
+                    policy = definition.missed.policy().name(),
+                    "missed occurrences were not run"
+                );
+            }
+            inner
+                .store
+                .schedule_advance(ScheduleAdvance {
+                    id,
+                    due: due_at,
+                    next_at: firing.next,
+                    last_occurrence: firing.run.last().copied(),
+                    now,
+                })
+                .await?;
+        }
+        for queue in woken {
+            self.wake(&queue);
+        }
+        Ok(check)
+    }
+}
+
+/// The job of one occurrence.
+fn occurrence_job(
+    schedule: &str,
+    template: &JobTemplate,
+    occurrence: Timestamp,
+    now: Timestamp,
+) -> NewJob {
+    let id = format!("{schedule}@{occurrence}");
+    let mut tags = template.tags.clone();
+    tags.push(format!("schedule:{schedule}"));
+    NewJob {
+        idempotency_key: Some(derived_idempotency_key(&template.queue, &id)),
+        id: JobId(id),
+        queue: template.queue.clone(),
+        endpoint: template.endpoint.clone(),
+        request: template.request.clone(),
+        priority: template.priority,
+        // Due now (the occurrence has come); in lease order by when it fell.
+        run_at: occurrence.min(now),
+        deadline: None,
+        tags,
+        policy: template.policy.clone(),
+        created_at: now,
+    }
+}
+
+/// Checks for due occurrences every second, and at once when a schedule is saved or resumed or
+/// the engine is woken.
+pub(super) async fn schedule_loop(inner: Arc<Inner>, engine: Engine) {
+    loop {
+        if let Err(e) = engine.schedules_check().await {
+            tracing::error!(error = %e, "checking schedules failed; will retry");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(SCHEDULE_TICK) => {}
+            _ = inner.schedules_changed.notified() => {}
+            _ = inner.shutdown.wait() => return,
+        }
+    }
+}

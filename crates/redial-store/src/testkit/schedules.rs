@@ -1,0 +1,158 @@
+//! Schedules: saved and read back, listed, paused, deleted; the due read and the advance that
+//! only one of two nodes wins.
+
+use super::*;
+
+fn record(id: &str, next_at: Option<Timestamp>) -> ScheduleRecord {
+    ScheduleRecord {
+        id: id.into(),
+        definition: format!("{{\"id\":\"{id}\"}}"),
+        paused: false,
+        next_at,
+        last_occurrence: None,
+        last_fired_at: None,
+        created_at: at(0),
+        updated_at: at(0),
+    }
+}
+
+pub async fn schedules_round_trip(store: Arc<dyn Store>) {
+    assert_eq!(store.schedule_get("a").await.expect("get"), None);
+    store
+        .schedule_save(record("b", Some(at(60))))
+        .await
+        .expect("save");
+    store
+        .schedule_save(record("a", Some(at(30))))
+        .await
+        .expect("save");
+    let ids: Vec<String> = store
+        .schedule_list()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    // Saving again replaces the definition, pause and next occurrence; the creation time and
+    // the last occurrence stay.
+    assert!(store
+        .schedule_advance(ScheduleAdvance {
+            id: "a".into(),
+            due: at(30),
+            next_at: Some(at(90)),
+            last_occurrence: Some(at(30)),
+            now: at(31),
+        })
+        .await
+        .expect("advance"));
+    let mut again = record("a", Some(at(120)));
+    again.definition = "{\"changed\":true}".into();
+    again.created_at = at(100);
+    again.updated_at = at(100);
+    store.schedule_save(again).await.expect("save again");
+    let a = store.schedule_get("a").await.expect("get").expect("kept");
+    assert_eq!(a.definition, "{\"changed\":true}");
+    assert_eq!(
+        (a.next_at, a.created_at, a.updated_at),
+        (Some(at(120)), at(0), at(100))
+    );
+    assert_eq!(
+        (a.last_occurrence, a.last_fired_at),
+        (Some(at(30)), Some(at(31)))
+    );
+    // Paused: not due, whatever its next occurrence.
+    assert!(store
+        .schedule_set_paused("a", true, Some(at(120)), at(101))
+        .await
+        .expect("pause"));
+    assert!(store
+        .schedules_due(at(1000), 10)
+        .await
+        .expect("due")
+        .iter()
+        .all(|s| s.id != "a"));
+    assert!(
+        store
+            .schedule_get("a")
+            .await
+            .expect("get")
+            .expect("kept")
+            .paused
+    );
+    assert!(!store
+        .schedule_set_paused("nope", true, None, at(101))
+        .await
+        .expect("pause"));
+    assert!(store.schedule_delete("a").await.expect("delete"));
+    assert!(!store.schedule_delete("a").await.expect("delete"));
+    assert_eq!(store.schedule_get("a").await.expect("get"), None);
+}
+
+pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
+    store
+        .schedule_save(record("late", Some(at(10))))
+        .await
+        .expect("save");
+    store
+        .schedule_save(record("early", Some(at(5))))
+        .await
+        .expect("save");
+    store
+        .schedule_save(record("later", Some(at(100))))
+        .await
+        .expect("save");
+    store
+        .schedule_save(record("never", None))
+        .await
+        .expect("save");
+    let due: Vec<String> = store
+        .schedules_due(at(50), 10)
+        .await
+        .expect("due")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        due,
+        ["early", "late"],
+        "the earliest first, none not yet due"
+    );
+    assert_eq!(store.schedules_due(at(50), 1).await.expect("due").len(), 1);
+    // Two nodes read "late" due at 10; the first to advance wins, the other changes nothing.
+    let advance = |next: i64| ScheduleAdvance {
+        id: "late".into(),
+        due: at(10),
+        next_at: Some(at(next)),
+        last_occurrence: Some(at(10)),
+        now: at(50),
+    };
+    assert!(store.schedule_advance(advance(70)).await.expect("advance"));
+    assert!(!store.schedule_advance(advance(80)).await.expect("advance"));
+    let late = store
+        .schedule_get("late")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(late.next_at, Some(at(70)));
+    // An advance that enqueued nothing keeps the last occurrence.
+    assert!(store
+        .schedule_advance(ScheduleAdvance {
+            id: "late".into(),
+            due: at(70),
+            next_at: None,
+            last_occurrence: None,
+            now: at(80),
+        })
+        .await
+        .expect("advance"));
+    let late = store
+        .schedule_get("late")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(
+        (late.next_at, late.last_occurrence, late.last_fired_at),
+        (None, Some(at(10)), Some(at(50)))
+    );
+}
