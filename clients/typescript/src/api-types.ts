@@ -932,7 +932,7 @@ export interface components {
              */
             timezone?: string;
             /**
-             * @description An interval of real time instead of a cron expression, 1s to 366d with a unit; the first occurrence is one interval after the schedule is created.
+             * @description An interval of real time instead of a cron expression, 1s to 366d with a unit; counted from the whole second the schedule is created, the first occurrence one interval later.
              * @example 5m
              */
             every?: string;

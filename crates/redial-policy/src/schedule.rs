@@ -108,9 +108,10 @@ impl CronRule {
         None
     }
 
-    /// The wall-clock time at `t` in the zone.
+    /// The wall-clock time at `t` in the zone, to the whole second (cron's finest unit; the
+    /// search is for times strictly after it).
     fn wall(&self, t: Timestamp) -> Option<NaiveDateTime> {
-        let utc = DateTime::<Utc>::from_timestamp_millis(t.as_unix_millis())?;
+        let utc = DateTime::<Utc>::from_timestamp(t.as_unix_millis().div_euclid(1000), 0)?;
         Some(utc.with_timezone(&self.zone).naive_local())
     }
 

@@ -570,9 +570,10 @@ pub fn schedule_definition(
                         format!("every {every:?} must be a duration from 1s to 366d with a unit, such as \"5m\""),
                     )
                 })?;
+            // Counted from the whole second: occurrences (and their job ids) fall on seconds.
             ScheduleRule::Every {
                 interval,
-                anchor: now,
+                anchor: Timestamp::from_unix_millis(now.as_unix_millis().div_euclid(1000) * 1000),
             }
         }
     };

@@ -746,3 +746,110 @@ async fn the_cli_speaks_to_people_by_default_and_json_on_request() {
     assert_eq!(out.stdout.trim(), "1 dead jobs dismissed", "{}", out.stderr);
     s.terminate();
 }
+
+/// Schedules from the configuration file and from the CLI: the file's are saved at start and
+/// their occurrences run as jobs; one removed from the file is deleted at the next start, one made
+/// through the API stays; a bad one refuses the start, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn schedules_from_the_config_file_and_the_cli() {
+    let rx = Receiver::start().await;
+    rx.script("/tick", vec![Reply::status(200)]);
+    let (dir, data) = temp();
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[schedules]]\nid = \"tick\"\nevery = \"1s\"\nmissed = \"skip\"\n\
+             job = {{ request = {{ method = \"POST\", url = \"{}\" }} }}\n\n\
+             [[schedules]]\nid = \"nightly\"\ncron = \"0 3 * * *\"\ntimezone = \"Europe/Berlin\"\n\
+             job = {{ request = {{ method = \"POST\", url = \"https://api.example.com/n\" }} }}\n",
+            rx.url("/tick")
+        ),
+    )
+    .expect("write config");
+    let config = config.to_str().expect("utf-8 path");
+    let s = start(&data, &["--config", config], &[]);
+    let listed = cli(&s.url, &["schedules"], None);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let ids: Vec<(&str, &str)> = listed.json["schedules"]
+        .as_array()
+        .expect("schedules")
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().expect("id"),
+                s["source"].as_str().expect("source"),
+            )
+        })
+        .collect();
+    assert_eq!(ids, [("nightly", "config"), ("tick", "config")]);
+    // Occurrences arrive at the receiver as ordinary jobs, each with its own key.
+    let give_up = std::time::Instant::now() + Duration::from_secs(180);
+    while rx.count("/tick") < 2 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "no occurrences arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let keys: std::collections::HashSet<String> = rx
+        .received("/tick")
+        .iter()
+        .filter_map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    assert!(keys.len() >= 2, "each occurrence has its own key: {keys:?}");
+    let made = cli(
+        &s.url,
+        &[
+            "schedules",
+            "create",
+            "by-hand",
+            "--every",
+            "1h",
+            "--url",
+            "https://api.example.com/h",
+        ],
+        None,
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    assert_eq!(made.json["source"], "api");
+    let shown = cli_text(&s.url, &["schedules", "show", "nightly"], None);
+    assert!(
+        shown.stdout.contains("cron \"0 3 * * *\" in Europe/Berlin"),
+        "{}",
+        shown.stdout
+    );
+    s.terminate();
+
+    // The file without schedules: the file's are deleted, the one made by hand stays.
+    std::fs::write(dir.path().join("redial.toml"), "").expect("rewrite config");
+    let s = start(&data, &["--config", config], &[]);
+    let listed = cli(&s.url, &["schedules"], None);
+    let ids: Vec<&str> = listed.json["schedules"]
+        .as_array()
+        .expect("schedules")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["by-hand"]);
+    s.terminate();
+
+    // A bad schedule refuses the start and says which and why.
+    std::fs::write(
+        dir.path().join("redial.toml"),
+        "[[schedules]]\nid = \"bad\"\ncron = \"0 9 * *\"\njob = { request = { method = \"POST\", url = \"https://api.example.com/\" } }\n",
+    )
+    .expect("rewrite config");
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(["--config", config])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("schedules[0]") && err.contains("give 5"),
+        "{err}"
+    );
+}

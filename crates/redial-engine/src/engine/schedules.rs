@@ -318,7 +318,10 @@ impl Engine {
             due: due.len(),
             ..ScheduleCheck::default()
         };
-        let mut woken = std::collections::BTreeSet::new();
+        // Which occurrences run, schedule by schedule; then their jobs go in, in batches; then
+        // every schedule moves on (after its jobs are in: a crash between inserts duplicates).
+        let mut jobs = Vec::new();
+        let mut advances = Vec::new();
         for record in due {
             let Some(due_at) = record.next_at else {
                 continue;
@@ -330,38 +333,20 @@ impl Engine {
             let (definition, rule) = match parsed {
                 Ok(x) => x,
                 Err(e) => {
-                    // Not retried every second: it would fail the same way. Saving the
+                    // Not tried again every second: it would fail the same way. Saving the
                     // schedule again sets it going.
                     tracing::error!(schedule = %id, error = %e, "schedule cannot be read; it is stopped until saved again");
-                    inner
-                        .store
-                        .schedule_advance(ScheduleAdvance {
-                            id,
-                            due: due_at,
-                            next_at: None,
-                            last_occurrence: None,
-                            now,
-                        })
-                        .await?;
+                    advances.push(ScheduleAdvance {
+                        id,
+                        due: due_at,
+                        next_at: None,
+                        last_occurrence: None,
+                        now,
+                    });
                     continue;
                 }
             };
             let firing = fire(&rule, due_at, now, definition.missed.policy());
-            for &occurrence in &firing.run {
-                let job = occurrence_job(&id, &definition.job, occurrence, now);
-                let job_id = job.id.clone();
-                match inner.store.job_insert(job).await? {
-                    InsertOutcome::Inserted(_) => {
-                        check.enqueued += 1;
-                        woken.insert(definition.job.queue.clone());
-                        tracing::info!(schedule = %id, job_id = %job_id, occurrence = %occurrence, "schedule enqueued an occurrence");
-                    }
-                    InsertOutcome::Duplicate(_) => {}
-                    InsertOutcome::Conflict(_) => {
-                        tracing::warn!(schedule = %id, job_id = %job_id, "an occurrence's job id is taken by a different job; the occurrence is not run");
-                    }
-                }
-            }
             if firing.dropped > 0 {
                 check.dropped += firing.dropped;
                 tracing::warn!(
@@ -371,16 +356,57 @@ impl Engine {
                     "missed occurrences were not run"
                 );
             }
-            inner
-                .store
-                .schedule_advance(ScheduleAdvance {
-                    id,
-                    due: due_at,
-                    next_at: firing.next,
-                    last_occurrence: firing.run.last().copied(),
-                    now,
-                })
-                .await?;
+            for &occurrence in &firing.run {
+                jobs.push(occurrence_job(&id, &definition.job, occurrence, now));
+            }
+            advances.push(ScheduleAdvance {
+                id,
+                due: due_at,
+                next_at: firing.next,
+                last_occurrence: firing.run.last().copied(),
+                now,
+            });
+        }
+        let mut woken = std::collections::BTreeSet::new();
+        for chunk in jobs.chunks(INSERT_BATCH) {
+            let outcomes = inner.store.job_insert_batch(chunk.to_vec()).await?;
+            let conflicted = outcomes
+                .iter()
+                .any(|o| matches!(o, InsertOutcome::Conflict(_)));
+            let outcomes = if conflicted {
+                // The batch wrote nothing: one by one, so the others still go in.
+                let mut one_by_one = Vec::with_capacity(chunk.len());
+                for job in chunk {
+                    one_by_one.push(inner.store.job_insert(job.clone()).await?);
+                }
+                one_by_one
+            } else {
+                outcomes
+            };
+            for outcome in outcomes {
+                let job = outcome.job();
+                match outcome {
+                    InsertOutcome::Inserted(_) => {
+                        check.enqueued += 1;
+                        woken.insert(job.queue.clone());
+                        tracing::info!(job_id = %job.id, queue = %job.queue, "schedule enqueued an occurrence");
+                    }
+                    InsertOutcome::Duplicate(_) => {}
+                    InsertOutcome::Conflict(_) => {
+                        tracing::warn!(job_id = %job.id, "an occurrence's job id is taken by a different job; the occurrence is not run");
+                    }
+                }
+            }
+        }
+        // At once: the store commits them together.
+        let moved = futures_util::future::join_all(
+            advances
+                .into_iter()
+                .map(|a| inner.store.schedule_advance(a)),
+        )
+        .await;
+        for m in moved {
+            m?;
         }
         for queue in woken {
             self.wake(&queue);
@@ -388,6 +414,9 @@ impl Engine {
         Ok(check)
     }
 }
+
+/// Occurrence jobs inserted per batch.
+const INSERT_BATCH: usize = 500;
 
 /// The job of one occurrence.
 fn occurrence_job(
