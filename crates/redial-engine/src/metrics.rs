@@ -74,6 +74,12 @@ pub const BREAKER_TRANSITIONS: Metric = Metric {
     help: "Circuit breaker transitions, by endpoint and the state entered.",
     buckets: &[],
 };
+pub const SCHEDULE_OCCURRENCES: Metric = Metric {
+    name: "redial_schedule_occurrences_total",
+    kind: Kind::Counter,
+    help: "Schedules' occurrences, by outcome: enqueued (as a job, on this node), or dropped (missed, by the schedule's policy, or its queue not configured).",
+    buckets: &[],
+};
 pub const JOBS: Metric = Metric {
     name: "redial_jobs",
     kind: Kind::Gauge,
@@ -131,6 +137,7 @@ pub const METRICS: &[&Metric] = &[
     &DEAD_LETTERS,
     &BUDGET_REJECTIONS,
     &BREAKER_TRANSITIONS,
+    &SCHEDULE_OCCURRENCES,
     &JOBS,
     &DEAD_LETTER_DEPTH,
     &OLDEST_DEFERRED_AGE,

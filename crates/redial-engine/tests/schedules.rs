@@ -181,6 +181,11 @@ async fn a_restart_after_a_gap_applies_each_missed_run_policy() {
     let check = e.schedules_check().await.expect("check");
     assert_eq!((check.due, check.enqueued), (3, 3));
     assert_eq!(check.dropped, 4 + 3 + 2);
+    let counted = |outcome: &str| {
+        e.metrics()
+            .counter("redial_schedule_occurrences_total", &[("outcome", outcome)])
+    };
+    assert_eq!((counted("enqueued"), counted("dropped")), (3, 9));
     assert_eq!(
         occurrences(&store, "skip").await,
         ["skip@2026-11-30T01:00:00Z"]
@@ -251,4 +256,38 @@ async fn two_nodes_checking_at_once_enqueue_each_occurrence_once() {
         assert_eq!(ids[0], format!("{id}@2026-11-30T00:00:01Z"));
         assert_eq!(ids[39], format!("{id}@2026-11-30T00:00:40Z"));
     }
+}
+
+/// A schedule whose queue is no longer configured enqueues nothing (its jobs would wait in a
+/// queue nothing leases from) and moves on, counted as dropped.
+#[tokio::test]
+async fn a_schedule_whose_queue_is_gone_enqueues_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("redial.db");
+    let clock = Arc::new(ManualClock::new(T0));
+    {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).expect("open"));
+        let mut config = EngineConfig {
+            schedules: false,
+            ..EngineConfig::default()
+        };
+        config
+            .queues
+            .insert("reports".into(), redial_engine::QueueConfig::default());
+        let http = HttpExecutor::new(HttpConfig::default()).expect("http client");
+        let e = Engine::new(store, config, clock.clone(), Arc::new(http));
+        let mut def = hourly(MissedRule::RunOnce);
+        def.job.queue = "reports".into();
+        e.schedule_save("r", def, false).await.expect("saved");
+    }
+    clock.set(at_hours(1));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let e = engine(store.clone(), clock.clone(), "w2");
+    let check = e.schedules_check().await.expect("check");
+    assert_eq!((check.due, check.enqueued, check.dropped), (1, 0, 1));
+    assert!(occurrences(&store, "r").await.is_empty());
+    assert_eq!(
+        e.schedule("r").await.expect("kept").next_at,
+        Some(at_hours(2))
+    );
 }

@@ -346,7 +346,13 @@ impl Engine {
                     continue;
                 }
             };
-            let firing = fire(&rule, due_at, now, definition.missed.policy());
+            let mut firing = fire(&rule, due_at, now, definition.missed.policy());
+            if !self.has_queue(&definition.job.queue) {
+                // Its jobs would wait in a queue nothing leases from.
+                tracing::error!(schedule = %id, queue = %definition.job.queue, "schedule's queue is not configured on this node; its occurrences are not enqueued (configure the queue, or save the schedule with another)");
+                check.dropped += firing.run.len() as u64;
+                firing.run.clear();
+            }
             if firing.dropped > 0 {
                 check.dropped += firing.dropped;
                 tracing::warn!(
@@ -410,6 +416,18 @@ impl Engine {
         }
         for queue in woken {
             self.wake(&queue);
+        }
+        let metrics = &inner.metrics;
+        let occurrences = &crate::metrics::SCHEDULE_OCCURRENCES;
+        if check.enqueued > 0 {
+            metrics.add(
+                occurrences,
+                &[("outcome", "enqueued")],
+                check.enqueued as u64,
+            );
+        }
+        if check.dropped > 0 {
+            metrics.add(occurrences, &[("outcome", "dropped")], check.dropped);
         }
         Ok(check)
     }
