@@ -919,10 +919,10 @@ export interface components {
         };
         /** @description A recurring schedule: a cron expression (with a time zone) or an interval, and the job each occurrence enqueues. Give cron or every, not both. */
         ScheduleInput: {
-            /** @description The schedule's name (1-150 of letters, digits, - _ . :); each occurrence's job id is <id>@<instant, UTC>. */
+            /** @description The schedule's name (1-90 of letters, digits, - _ . :, not only dots); each occurrence's job id is <id>@<instant, UTC>. Required by POST; with PUT, the path gives it (a body's id must match). */
             id?: string;
             /**
-             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; POSIX/Vixie semantics (Sunday is 0 or 7), plus L, W and #. A wall-clock time skipped by a daylight-saving change runs once when the clock jumps; one that happens twice runs once, at the first.
+             * @description 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; POSIX/Vixie semantics (Sunday is 0 or 7), plus L, W and #. Daylight saving, as Vixie cron: a fixed time of day (one second, minute and hour) skipped by the clock runs when the clock jumps, and runs once, at the first, when it happens twice; any other expression follows the clock (a skipped time does not happen, a repeated one runs twice).
              * @example 0 9 * * 1-5
              */
             cron?: string;
@@ -932,7 +932,7 @@ export interface components {
              */
             timezone?: string;
             /**
-             * @description An interval of real time instead of a cron expression, 1s to 366d with a unit; counted from the whole second the schedule is created, the first occurrence one interval later.
+             * @description An interval of real time instead of a cron expression: a whole number of seconds from 1s to 366d, with a unit; counted from the whole second the schedule is saved, the first occurrence one interval later.
              * @example 5m
              */
             every?: string;

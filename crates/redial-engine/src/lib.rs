@@ -26,6 +26,7 @@ pub use engine::{
     check_schedule_id, derived_idempotency_key, random_u64, Engine, EngineConfig, JobTemplate,
     MissedRule, QueueConfig, QueueView, Retention, RunningEngine, ScheduleCheck,
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, ShutdownReport,
+    MAX_TEMPLATE_TAGS,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -258,15 +258,15 @@ async fn two_nodes_checking_at_once_enqueue_each_occurrence_once() {
     }
 }
 
-/// A schedule whose queue is no longer configured enqueues nothing (its jobs would wait in a
-/// queue nothing leases from) and moves on, counted as dropped.
+/// A node without a schedule's queue leaves the schedule alone (its jobs would wait in a queue
+/// this node does not lease from): nothing enqueued, not moved on, so a node with the queue runs
+/// the occurrence.
 #[tokio::test]
-async fn a_schedule_whose_queue_is_gone_enqueues_nothing() {
+async fn a_node_without_the_schedules_queue_leaves_it_to_one_with_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("redial.db");
     let clock = Arc::new(ManualClock::new(T0));
-    {
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).expect("open"));
+    let with_reports = |store: Arc<dyn Store>| {
         let mut config = EngineConfig {
             schedules: false,
             ..EngineConfig::default()
@@ -275,19 +275,29 @@ async fn a_schedule_whose_queue_is_gone_enqueues_nothing() {
             .queues
             .insert("reports".into(), redial_engine::QueueConfig::default());
         let http = HttpExecutor::new(HttpConfig::default()).expect("http client");
-        let e = Engine::new(store, config, clock.clone(), Arc::new(http));
-        let mut def = hourly(MissedRule::RunOnce);
-        def.job.queue = "reports".into();
-        e.schedule_save("r", def, false).await.expect("saved");
-    }
+        Engine::new(store, config, clock.clone(), Arc::new(http))
+    };
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).expect("open"));
+    let mut def = hourly(MissedRule::RunOnce);
+    def.job.queue = "reports".into();
+    with_reports(store.clone())
+        .schedule_save("r", def, false)
+        .await
+        .expect("saved");
     clock.set(at_hours(1));
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).expect("reopen"));
-    let e = engine(store.clone(), clock.clone(), "w2");
-    let check = e.schedules_check().await.expect("check");
-    assert_eq!((check.due, check.enqueued, check.dropped), (1, 0, 1));
+    let without = engine(store.clone(), clock.clone(), "w2");
+    let check = without.schedules_check().await.expect("check");
+    assert_eq!(
+        (check.due, check.advanced, check.enqueued, check.dropped),
+        (1, 0, 0, 0)
+    );
     assert!(occurrences(&store, "r").await.is_empty());
     assert_eq!(
-        e.schedule("r").await.expect("kept").next_at,
-        Some(at_hours(2))
+        without.schedule("r").await.expect("kept").next_at,
+        Some(at_hours(1))
     );
+    // A node with the queue, on the same store, runs it.
+    let with = with_reports(store.clone());
+    assert_eq!(with.schedules_check().await.expect("check").enqueued, 1);
+    assert_eq!(occurrences(&store, "r").await, ["r@2026-11-30T01:00:00Z"]);
 }

@@ -7,11 +7,15 @@
 //!
 //! A cron expression is read by the `croner` crate (POSIX/Vixie fields, seconds optional, `L`,
 //! `W`, `#`), matched against the wall clock of an IANA time zone (`chrono-tz`). The wall clock
-//! is not a line in time twice a year, so the rule is Vixie cron's:
-//! - **Spring forward** (a wall-clock time that does not exist that day): it runs once, at the
-//!   instant the clock jumps (02:30 on a day that goes from 02:00 to 03:00 runs at 03:00), and
-//!   two such times collapse into one run.
-//! - **Fall back** (a wall-clock time that happens twice): it runs once, at the first.
+//! is not a line in time twice a year, so the rule is Vixie cron's, which tells two kinds of
+//! expressions apart:
+//! - **A fixed time of day** (one second, one minute and one hour, such as `30 2 * * *`): a time
+//!   the clock skips runs once, at the instant the clock jumps (02:30 on a day that goes from
+//!   02:00 to 03:00 runs at 03:00); a time that happens twice runs once, at the first.
+//! - **Anything else** (a wildcard, a step, a list or a range in the second, minute or hour
+//!   field, such as `*/15 * * * *` or `0 * * * *`): it follows the clock as it is. A time the
+//!   clock skips does not happen; a time that happens twice runs twice (an hourly expression
+//!   runs 23 times on the spring-forward day and 25 on the fall-back one).
 //!
 //! An interval (`every = "5m"`) counts in real time from its anchor, so daylight saving does not
 //! move it.
@@ -33,6 +37,8 @@ pub struct CronRule {
     expr: String,
     zone: chrono_tz::Tz,
     cron: croner::Cron,
+    /// One second, minute and hour: the fixed-time rule above.
+    fixed: bool,
 }
 
 /// An interval in real time, counted from an anchor.
@@ -53,8 +59,13 @@ impl CronRule {
         let zone: chrono_tz::Tz = zone_name.parse().map_err(|_| {
             format!("time zone {zone_name:?} is not an IANA time zone name, such as \"Europe/Berlin\" or \"UTC\"")
         })?;
+        if expr.trim_start().starts_with('@') {
+            return Err(format!(
+                "cron expression {expr:?}: nicknames such as @daily are not read; write the fields (@daily is \"0 0 * * *\")"
+            ));
+        }
         let fields = expr.split_whitespace().count();
-        if !(5..=6).contains(&fields) || expr.trim_start().starts_with('@') {
+        if !(5..=6).contains(&fields) {
             return Err(format!(
                 "cron expression {expr:?} has {fields} fields: give 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)"
             ));
@@ -65,10 +76,12 @@ impl CronRule {
             .build()
             .parse(expr)
             .map_err(|e| format!("cron expression {expr:?} is not valid: {e}"))?;
+        let fixed = cron.determine_job_type() == croner::JobType::FixedTime;
         let rule = CronRule {
             expr: expr.split_whitespace().collect::<Vec<_>>().join(" "),
             zone,
             cron,
+            fixed,
         };
         // An expression that never matches (such as 30 February) is refused now, not found out
         // at the first due check.
@@ -89,16 +102,30 @@ impl CronRule {
     /// The first occurrence strictly after `t`, by the daylight-saving rule above; `None` when
     /// there is none (past the year 9999, or the expression cannot match again).
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+        if self.fixed {
+            self.next_fixed(t)
+        } else {
+            self.next_following(t)
+        }
+    }
+
+    /// The next wall-clock match strictly after `wall`.
+    fn next_wall(&self, wall: NaiveDateTime) -> Option<NaiveDateTime> {
+        Some(
+            self.cron
+                .find_next_occurrence(&Utc.from_utc_datetime(&wall), false)
+                .ok()?
+                .naive_utc(),
+        )
+    }
+
+    /// A fixed time of day: skipped times at the jump, repeated times at the first.
+    fn next_fixed(&self, t: Timestamp) -> Option<Timestamp> {
         let mut cursor = self.wall(t)?;
         // A wall time that maps to `t` or earlier (the second pass of a repeated hour, or
-        // several gap times collapsing into one instant) is passed over; a per-second
-        // expression crosses a repeated hour in 3,600 steps.
+        // several gap times collapsing into one instant) is passed over.
         for _ in 0..10_000 {
-            let next = self
-                .cron
-                .find_next_occurrence(&Utc.from_utc_datetime(&cursor), false)
-                .ok()?
-                .naive_utc();
+            let next = self.next_wall(cursor)?;
             let at = self.instant(next)?;
             if at > t {
                 return Some(at);
@@ -106,6 +133,73 @@ impl CronRule {
             cursor = next;
         }
         None
+    }
+
+    /// Any other expression follows the clock: the first instant after `t` whose wall-clock
+    /// time matches. Wall time only goes back at a fall-back change, so the answer is the first
+    /// match onwards from `t`'s wall time, unless the clock goes back before it: then the
+    /// repeated hour's matches come first.
+    fn next_following(&self, t: Timestamp) -> Option<Timestamp> {
+        let mut cursor = self.wall(t)?;
+        let mut ahead = None;
+        for _ in 0..10_000 {
+            let next = self.next_wall(cursor)?;
+            cursor = next;
+            match self.zone.from_local_datetime(&next) {
+                chrono::LocalResult::Single(at) => {
+                    let at = Timestamp::from_unix_millis(at.timestamp_millis());
+                    if at > t {
+                        ahead = Some(at);
+                        break;
+                    }
+                }
+                chrono::LocalResult::Ambiguous(a, b) => {
+                    let (a, b) = (
+                        Timestamp::from_unix_millis(a.timestamp_millis()),
+                        Timestamp::from_unix_millis(b.timestamp_millis()),
+                    );
+                    let (first, second) = (a.min(b), a.max(b));
+                    if first > t {
+                        ahead = Some(first);
+                        break;
+                    }
+                    if second > t {
+                        ahead = Some(second);
+                        break;
+                    }
+                }
+                // Skipped by the clock: it does not happen.
+                chrono::LocalResult::None => {}
+            }
+        }
+        let ahead = ahead?;
+        // Did the clock go back between `t` and `ahead`? Then the repeated wall times from the
+        // change on come again, and the first match among them may come before `ahead`.
+        let offset = |at: Timestamp| -> Option<i64> {
+            let utc = DateTime::<Utc>::from_timestamp_millis(at.as_unix_millis())?;
+            let local = utc.with_timezone(&self.zone).naive_local();
+            Some((local - utc.naive_utc()).num_seconds())
+        };
+        let (before, after) = (offset(t)?, offset(ahead)?);
+        if after >= before {
+            return Some(ahead);
+        }
+        // The change: the first instant after `t` with the later offset.
+        let (mut lo, mut hi) = (t.as_unix_millis() / 1000 + 1, ahead.as_unix_millis() / 1000);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if offset(Timestamp::from_unix_secs(mid))? == after {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let change = Timestamp::from_unix_secs(lo);
+        // The first match at or after the change's wall time, in the second pass.
+        let from = self.wall(change)? - chrono::Duration::seconds(1);
+        let again = self.next_wall(from)?;
+        let at = Timestamp::from_unix_millis((again.and_utc().timestamp() - after) * 1000);
+        Some(if at > t && at < ahead { at } else { ahead })
     }
 
     /// The wall-clock time at `t` in the zone, to the whole second (cron's finest unit; the
@@ -215,15 +309,16 @@ pub const GRACE: Duration = Duration::from_secs(60);
 pub struct Firing {
     /// The occurrences to run, oldest first.
     pub run: Vec<Timestamp>,
-    /// Missed occurrences dropped by the policy (a lower bound when there were very many).
+    /// Missed occurrences dropped by the policy (estimated when there were very many).
     pub dropped: u64,
     /// The next occurrence after `now`; `None` when there is none.
     pub next: Option<Timestamp>,
 }
 
-/// Occurrences considered one by one at most, in one check; past that, the ones in the last day
-/// stand for the rest (which are counted as dropped, at least).
-const MAX_STEPS: usize = 100_000;
+/// Occurrences considered one by one at most before skipping ahead: past that, the walk jumps to
+/// just before the ones it must keep (the latest late ones and the on-time ones), and the
+/// occurrences jumped over are counted from their average spacing.
+const MAX_STEPS: usize = 10_000;
 
 /// The check of a schedule whose next occurrence was `due` (at or before `now`): which
 /// occurrences in `[due, now]` run under `missed`, and the next one after `now`.
@@ -254,10 +349,23 @@ pub fn fire(rule: &Recurrence, due: Timestamp, now: Timestamp, missed: Missed) -
         }
         steps += 1;
         at = if steps == MAX_STEPS && t < on_time_from {
-            // Very many missed (a per-second expression, down for days): skip to the last day.
-            let day_before = Timestamp::from_unix_millis(now.as_unix_millis() - 86_400_000);
-            dropped += 1;
-            rule.next_after(t.max(day_before))
+            // Very many missed (a per-second expression, down for days): on to just before the
+            // latest `keep` late ones, by the spacing seen so far (twice over, for irregular
+            // expressions).
+            let spacing = ((t.as_unix_millis() - due.as_unix_millis()) / (MAX_STEPS as i64)).max(1);
+            let keep_span = spacing.saturating_mul(2 * (keep as i64 + 1));
+            let jump = Timestamp::from_unix_millis(
+                on_time_from.as_unix_millis().saturating_sub(keep_span),
+            );
+            if jump > t {
+                dropped += u64::try_from((jump.as_unix_millis() - t.as_unix_millis()) / spacing)
+                    .unwrap_or(0);
+                dropped += late.len() as u64;
+                late.clear();
+                rule.next_after(jump)
+            } else {
+                rule.next_after(t)
+            }
         } else {
             rule.next_after(t)
         };

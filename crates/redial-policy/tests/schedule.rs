@@ -77,7 +77,7 @@ fn leap_days() {
 }
 
 #[test]
-fn spring_forward_runs_a_skipped_time_once_when_the_clock_jumps() {
+fn spring_forward_runs_a_skipped_fixed_time_when_the_clock_jumps() {
     // Berlin, 2026-03-29: 02:00 CET becomes 03:00 CEST at 01:00Z. 02:30 does not exist.
     check(
         "30 2 * * *",
@@ -85,7 +85,7 @@ fn spring_forward_runs_a_skipped_time_once_when_the_clock_jumps() {
         "2026-03-28T12:00:00Z",
         &["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"],
     );
-    // Two skipped times collapse into one run; 03:00 that day is the same instant.
+    // Several times in a field follow the clock: 02:00 and 02:30 do not happen that day.
     check(
         "0,30 2,3 * * *",
         "Europe/Berlin",
@@ -103,8 +103,7 @@ fn spring_forward_runs_a_skipped_time_once_when_the_clock_jumps() {
         "2026-03-07T12:00:00Z",
         &["2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"],
     );
-    // Hourly across the jump: 01:00 CET, then 03:00 CEST (02:00 is skipped and runs at the
-    // jump, which is 03:00).
+    // Hourly across the jump follows the clock: 01:00 CET, then 03:00 and 04:00 CEST.
     check(
         "0 * * * *",
         "Europe/Berlin",
@@ -118,15 +117,16 @@ fn spring_forward_runs_a_skipped_time_once_when_the_clock_jumps() {
 }
 
 #[test]
-fn fall_back_runs_a_repeated_time_once_at_the_first() {
+fn fall_back_runs_a_fixed_time_once_and_follows_the_clock_otherwise() {
     // Berlin, 2026-10-25: 03:00 CEST becomes 02:00 CET at 01:00Z; 02:00-02:59 happens twice.
+    // A fixed time of day runs once, at the first.
     check(
         "30 2 * * *",
         "Europe/Berlin",
         "2026-10-24T12:00:00Z",
         &["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"],
     );
-    // Every half hour: 02:00 and 02:30 CEST run, their repeats in CET do not, then 03:00 CET.
+    // Every half hour follows the clock: 02:00 and 02:30 CEST, then 02:00 and 02:30 CET again.
     check(
         "*/30 * * * *",
         "Europe/Berlin",
@@ -134,22 +134,61 @@ fn fall_back_runs_a_repeated_time_once_at_the_first() {
         &[
             "2026-10-25T00:00:00Z",
             "2026-10-25T00:30:00Z",
+            "2026-10-25T01:00:00Z",
+            "2026-10-25T01:30:00Z",
             "2026-10-25T02:00:00Z",
         ],
     );
-    // Asked from inside the repeated hour (a restart at 02:10 CET), the next is 03:00 CET.
+    // Asked at the end of the first pass (02:45 CEST), the next is the repeated 02:00 (CET).
+    check(
+        "*/30 * * * *",
+        "Europe/Berlin",
+        "2026-10-25T00:45:00Z",
+        &["2026-10-25T01:00:00Z"],
+    );
+    // Asked from inside the repeated hour (a restart at 02:10 CET), the next is 02:30 CET.
     check(
         "*/30 * * * *",
         "Europe/Berlin",
         "2026-10-25T01:10:00Z",
-        &["2026-10-25T02:00:00Z"],
+        &["2026-10-25T01:30:00Z", "2026-10-25T02:00:00Z"],
     );
-    // Per second across the repeated hour: no second runs twice.
-    let rule = CronRule::parse("* * * * * *", Some("Europe/Berlin")).expect("valid");
-    let at = rule
-        .next_after(t("2026-10-25T01:00:00Z"))
-        .expect("an occurrence");
-    assert_eq!(at, t("2026-10-25T02:00:00Z"));
+    // Per second across the change: the next second.
+    check(
+        "* * * * * *",
+        "Europe/Berlin",
+        "2026-10-25T00:59:59Z",
+        &["2026-10-25T01:00:00Z", "2026-10-25T01:00:01Z"],
+    );
+}
+
+/// How many times `expr` runs from `from` (exclusive) to `to` (inclusive).
+fn count(expr: &str, zone: &str, from: &str, to: &str) -> usize {
+    let rule = CronRule::parse(expr, Some(zone)).expect("valid");
+    let (mut at, end) = (t(from), t(to));
+    let mut n = 0;
+    while let Some(next) = rule.next_after(at).filter(|x| *x <= end) {
+        n += 1;
+        at = next;
+    }
+    n
+}
+
+#[test]
+fn runs_on_the_days_the_clock_changes() {
+    // Berlin's days: 2026-03-29 is 23 hours long, 2026-10-25 is 25 (from local midnight to midnight).
+    let spring = ("2026-03-28T22:59:59Z", "2026-03-29T21:59:59Z");
+    let fall = ("2026-10-24T21:59:59Z", "2026-10-25T22:59:59Z");
+    let z = "Europe/Berlin";
+    assert_eq!(count("0 * * * *", z, spring.0, spring.1), 23);
+    assert_eq!(count("0 * * * *", z, fall.0, fall.1), 25);
+    assert_eq!(count("*/15 * * * *", z, spring.0, spring.1), 23 * 4);
+    assert_eq!(count("*/15 * * * *", z, fall.0, fall.1), 25 * 4);
+    // A fixed time of day runs once a day, whatever the day.
+    assert_eq!(count("30 2 * * *", z, spring.0, spring.1), 1);
+    assert_eq!(count("30 2 * * *", z, fall.0, fall.1), 1);
+    assert_eq!(count("0 9 * * *", z, spring.0, spring.1), 1);
+    assert_eq!(count("0 9 * * *", z, fall.0, fall.1), 1);
 }
 
 #[test]
@@ -300,4 +339,31 @@ fn very_many_missed_occurrences_stay_cheap() {
     assert_eq!(f.run.last(), Some(&now));
     assert!(f.dropped >= 100_000, "{}", f.dropped);
     assert_eq!(f.next, Some(t("2026-12-01T00:00:01Z")));
+}
+
+#[test]
+fn run_all_after_a_long_gap_keeps_the_latest_and_counts_the_rest() {
+    // Every minute, down for 30 days: the latest 5 missed run, then the one on time.
+    let rule = Recurrence::Cron(Box::new(CronRule::parse("* * * * *", None).expect("valid")));
+    let f = fire(
+        &rule,
+        t("2026-11-01T00:00:00Z"),
+        t("2026-12-01T00:00:30Z"),
+        Missed::RunAll { max: 5 },
+    );
+    let got: Vec<String> = f.run.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        got,
+        [
+            "2026-11-30T23:55:00Z",
+            "2026-11-30T23:56:00Z",
+            "2026-11-30T23:57:00Z",
+            "2026-11-30T23:58:00Z",
+            "2026-11-30T23:59:00Z",
+            "2026-12-01T00:00:00Z"
+        ]
+    );
+    // 43,201 occurrences fell; the count of those dropped is estimated past 10,000 steps.
+    let exact = 43_201 - 6;
+    assert!(f.dropped.abs_diff(exact) <= exact / 100, "{}", f.dropped);
 }

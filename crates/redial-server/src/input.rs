@@ -563,11 +563,12 @@ pub fn schedule_definition(
                 .filter(|d| {
                     *d >= redial_policy::schedule::MIN_INTERVAL
                         && *d <= Duration::from_secs(366 * 24 * 3600)
+                        && d.subsec_nanos() == 0
                 })
                 .ok_or_else(|| {
                     ApiError::unprocessable(
                         "invalid_schedule",
-                        format!("every {every:?} must be a duration from 1s to 366d with a unit, such as \"5m\""),
+                        format!("every {every:?} must be a whole number of seconds from 1s to 366d, with a unit, such as \"5m\" or \"90s\""),
                     )
                 })?;
             // Counted from the whole second: occurrences (and their job ids) fall on seconds.
@@ -619,7 +620,24 @@ pub fn schedule_definition(
     }
     let job: JobInput = serde_json::from_value(input.job)
         .map_err(|e| ApiError::unprocessable("invalid_job", format!("job: {e}")))?;
-    let job = new_job(state, job, now)?;
+    if job
+        .tags
+        .as_ref()
+        .is_some_and(|t| t.len() > redial_engine::MAX_TEMPLATE_TAGS)
+    {
+        return Err(ApiError::unprocessable(
+            "invalid_tags",
+            format!(
+                "job: at most {} tags (each occurrence adds schedule:<id>)",
+                redial_engine::MAX_TEMPLATE_TAGS
+            ),
+        ));
+    }
+    // The job's own checks, their messages saying they are about the schedule's job.
+    let job = new_job(state, job, now).map_err(|mut e| {
+        e.message = format!("job: {}", e.message);
+        e
+    })?;
     Ok((
         id,
         redial_engine::ScheduleDefinition {

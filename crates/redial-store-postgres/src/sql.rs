@@ -331,9 +331,6 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
 
 /// The runnable jobs of a queue in lease order: from the head, then after a place within its
 /// priority level ((run_at, seq) is a range of the index there), then the levels below.
-const RUNNABLE_HEAD: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
-     ORDER BY priority DESC, run_at, seq LIMIT $3";
 const RUNNABLE_HEAD_LOCKED: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
      FROM jobs WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
@@ -344,12 +341,10 @@ const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, pr
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
 
-/// How a read from the head of the queue goes.
+/// How a read from the head of the queue goes: it locks the rows read for the transaction,
+/// skipping rows other transactions hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Head {
-    /// Reads without locking.
-    Plain,
-    /// Locks the rows read for the transaction, skipping rows other transactions hold.
     Locked,
     /// As `Locked`, and begins the transaction in the same round trip (BEGIN is sent just
     /// before the read, without waiting for its answer).
@@ -372,19 +367,14 @@ pub async fn runnable(
     let level = |p: ScanPos| i32::try_from(p.priority).unwrap_or(i32::MAX);
     let rows = match after {
         None => {
-            let stmt = c
-                .prepared(if head == Head::Plain {
-                    RUNNABLE_HEAD
-                } else {
-                    RUNNABLE_HEAD_LOCKED
-                })
-                .await?;
+            let stmt = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
             let n = limit(n);
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
             let read = c.client.query(&stmt, &params);
             if head == Head::BeginLocked {
-                // Both go out before either answer is awaited: one round trip.
-                let (begun, rows) = tokio::join!(c.client.batch_execute("BEGIN"), read);
+                // Both go out before either answer is awaited: one round trip. Biased: polled
+                // in order, so BEGIN is sent first.
+                let (begun, rows) = tokio::join!(biased; c.client.batch_execute("BEGIN"), read);
                 begun.map_err(backend)?;
                 rows.map_err(backend)?
             } else {
@@ -469,7 +459,8 @@ pub async fn lease_ids_and_commit(c: &mut Conn, p: &LeaseIdsParams) -> StoreResu
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&p.owner, &lease_until, &now, &p.seqs];
     let update = c.client.query(&stmt, &params);
-    let (rows, committed) = tokio::join!(update, c.client.batch_execute("COMMIT"));
+    // Biased: polled in order, so the update is sent before the COMMIT.
+    let (rows, committed) = tokio::join!(biased; update, c.client.batch_execute("COMMIT"));
     let rows = rows.map_err(backend)?;
     committed.map_err(backend)?;
     let mut jobs = jobs_from_rows(&rows)?;
@@ -1337,8 +1328,7 @@ pub async fn schedule_save(c: &mut Conn, s: &ScheduleRecord) -> StoreResult<()> 
             "INSERT INTO schedules (id, definition, paused, next_at, last_occurrence, \
                last_fired_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, \
-               paused = excluded.paused, next_at = excluded.next_at, \
-               updated_at = excluded.updated_at",
+               next_at = excluded.next_at, updated_at = excluded.updated_at",
             &[
                 &s.id,
                 &s.definition,
@@ -1394,7 +1384,8 @@ pub async fn schedule_set_paused(
 ) -> StoreResult<bool> {
     c.client
         .execute(
-            "UPDATE schedules SET paused = $2, next_at = $3, updated_at = $4 WHERE id = $1",
+            "UPDATE schedules SET paused = $2, \
+               next_at = CASE WHEN $2 THEN next_at ELSE $3 END, updated_at = $4 WHERE id = $1",
             &[&id, &paused, &next_at.map(ms), &ms(now)],
         )
         .await
@@ -1404,7 +1395,7 @@ pub async fn schedule_set_paused(
 
 const SCHEDULES_DUE: &str = "SELECT id, definition, paused, next_at, last_occurrence, \
      last_fired_at, created_at, updated_at FROM schedules \
-     WHERE NOT paused AND next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at LIMIT $2";
+     WHERE NOT paused AND next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at, id LIMIT $2";
 
 pub async fn schedules_due(
     c: &mut Conn,

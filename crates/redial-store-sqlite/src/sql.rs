@@ -1627,7 +1627,7 @@ pub fn schedule_save(c: &mut Connection, s: &ScheduleRecord) -> StoreResult<()> 
         "INSERT INTO schedules (id, definition, paused, next_at, last_occurrence, last_fired_at, \
            created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
          ON CONFLICT (id) DO UPDATE SET definition = excluded.definition, \
-           paused = excluded.paused, next_at = excluded.next_at, updated_at = excluded.updated_at",
+           next_at = excluded.next_at, updated_at = excluded.updated_at",
         params![
             s.id,
             s.definition,
@@ -1676,7 +1676,8 @@ pub fn schedule_set_paused(
     now: Timestamp,
 ) -> StoreResult<bool> {
     c.execute(
-        "UPDATE schedules SET paused = ?2, next_at = ?3, updated_at = ?4 WHERE id = ?1",
+        "UPDATE schedules SET paused = ?2, \
+           next_at = CASE WHEN ?2 THEN next_at ELSE ?3 END, updated_at = ?4 WHERE id = ?1",
         params![id, paused, next_at.map(ms), ms(now)],
     )
     .map(|n| n > 0)
@@ -1692,7 +1693,7 @@ pub fn schedules_due(
         c,
         &format!(
             "SELECT {SCHEDULE_COLUMNS} FROM schedules \
-             WHERE paused = 0 AND next_at IS NOT NULL AND next_at <= ?1 ORDER BY next_at LIMIT ?2"
+             WHERE paused = 0 AND next_at IS NOT NULL AND next_at <= ?1 ORDER BY next_at, id LIMIT ?2"
         ),
         params![ms(now), i64::try_from(limit).unwrap_or(i64::MAX)],
         schedule,

@@ -208,8 +208,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Saves a control, replacing the one of the same kind and name; the other nodes are told.
     async fn control_save(&self, control: Control) -> StoreResult<()>;
 
-    /// Saves a schedule: a new one, or a new definition, pause and next occurrence for the one
-    /// of the same id (its creation time and last occurrence are kept).
+    /// Saves a schedule: a new one, or a new definition and next occurrence for the one of the
+    /// same id (its pause, creation time and last occurrence are kept).
     async fn schedule_save(&self, schedule: ScheduleRecord) -> StoreResult<()>;
 
     /// The schedule of this id.
@@ -221,7 +221,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes a schedule (not the jobs it enqueued); whether there was one.
     async fn schedule_delete(&self, id: &str) -> StoreResult<bool>;
 
-    /// Pauses or resumes a schedule, with its next occurrence; whether there was one.
+    /// Pauses a schedule (its next occurrence stays; `next_at` is not used) or resumes it from
+    /// `next_at`; whether there was one.
     async fn schedule_set_paused(
         &self,
         id: &str,
@@ -231,7 +232,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> StoreResult<bool>;
 
     /// Up to `limit` schedules not paused whose next occurrence is at or before `now`, the
-    /// earliest first. Reads an index, not every schedule.
+    /// earliest first (then by id). Reads an index, not every schedule.
     async fn schedules_due(&self, now: Timestamp, limit: usize)
         -> StoreResult<Vec<ScheduleRecord>>;
 

@@ -998,10 +998,11 @@ pub struct ScheduleTarget {
 pub struct ScheduleCreateArgs {
     #[command(flatten)]
     conn: Conn,
-    /// The schedule's id: letters, digits and - _ . : (each occurrence's job is <id>@<instant>).
+    /// The schedule's id: 1 to 90 letters, digits and - _ . : (each occurrence's job is
+    /// <id>@<instant>).
     id: String,
     /// The schedule as the API takes it (JSON), from a file or `-` for standard input.
-    #[arg(long, short = 'f', conflicts_with_all = ["cron", "every", "url", "body"])]
+    #[arg(long, short = 'f', conflicts_with_all = ["cron", "timezone", "every", "missed", "missed_max", "url", "method", "headers", "body", "queue"])]
     file: Option<PathBuf>,
     /// A cron expression: 5 fields, or 6 with seconds first ("0 9 * * 1-5").
     #[arg(long, conflicts_with = "every", required_unless_present_any = ["every", "file"])]

@@ -510,6 +510,56 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     .await;
     let v = get_json(&http, &format!("{}/v1/queues", server.url)).await;
     assert!(v["queues"][0]["paused_by_hand"].is_object(), "{v}");
+
+    // A schedule, from its page: shown with its rule, paused, resumed.
+    let made = http
+        .post(format!("{}/v1/schedules", server.url))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "id": "morning", "cron": "0 9 * * 1-5", "timezone": "Europe/Berlin",
+                "job": { "request": { "method": "POST", "url": rx.url("/ok") } }
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("create a schedule");
+    assert_eq!(made.status(), 201);
+    b.goto(&format!("{}/ui/#/schedules", server.url)).await;
+    let sched = "tr[data-schedule='morning']";
+    b.wait_text(
+        &format!("{sched} td:nth-of-type(1)"),
+        "the schedule's rule",
+        |t| t == "cron 0 9 * * 1-5 (Europe/Berlin)",
+    )
+    .await;
+    b.click(&format!("{sched} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.starts_with("Pause schedule morning?")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    b.wait_text(
+        &format!("{sched} td:last-child"),
+        "the schedule paused",
+        |t| t.starts_with("paused"),
+    )
+    .await;
+    let v = get_json(&http, &format!("{}/v1/schedules/morning", server.url)).await;
+    assert_eq!(v["paused"], true, "{v}");
+    b.click(&format!("{sched} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.starts_with("Resume schedule morning?")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    b.wait_text(
+        &format!("{sched} td:last-child"),
+        "the schedule resumed",
+        |t| t.starts_with("on"),
+    )
+    .await;
     drop(b);
     server.terminate();
 }

@@ -47,7 +47,7 @@ use loops::*;
 use recording::*;
 pub use schedules::{
     check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
-    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView,
+    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,
 };
 
 /// The engine: cheap to clone, clones share everything.
@@ -88,6 +88,9 @@ struct Inner {
     holds_to_publish: Notify,
     /// Notified when a schedule is saved or resumed: the scheduler looks again at once.
     schedules_changed: Notify,
+    /// Schedules this node cannot run (unreadable, or their queue not configured here), and
+    /// when that was last logged: once a minute each, not at every check.
+    schedules_skipped: Mutex<HashMap<String, std::time::Instant>>,
     metrics: Arc<Metrics>,
     alerts: Alerts,
     /// The last hour, minute by minute, for the dashboard's charts.
@@ -153,6 +156,7 @@ impl Engine {
                 holds_changed: Notify::new(),
                 holds_to_publish: Notify::new(),
                 schedules_changed: Notify::new(),
+                schedules_skipped: Mutex::new(HashMap::new()),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
                 queue_pauses: Mutex::new(HashMap::new()),

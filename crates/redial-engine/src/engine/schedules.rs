@@ -148,22 +148,33 @@ pub struct ScheduleCheck {
     pub enqueued: usize,
     /// Missed occurrences dropped by their schedule's policy.
     pub dropped: u64,
+    /// Due schedules moved on (the others were left for a node that can run them).
+    pub advanced: usize,
 }
 
-/// A schedule id: 1 to 150 characters of letters, digits and `- _ . :`, so that an occurrence's
-/// job id (`<id>@<instant>`) is a valid job id.
+/// A schedule id: 1 to 90 characters of letters, digits and `- _ . :`, not only dots, so that an
+/// occurrence's job id (`<id>@<instant>`) and its tag (`schedule:<id>`) are valid, and the id can
+/// be written in a URL path.
 pub fn check_schedule_id(id: &str) -> Result<(), String> {
     let valid = !id.is_empty()
-        && id.len() <= 150
+        && id.len() <= 90
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        && !id.bytes().all(|b| b == b'.');
     if valid {
         Ok(())
     } else {
-        Err("schedule id must be 1 to 150 characters of letters, digits and - _ . :".into())
+        Err(
+            "schedule id must be 1 to 90 characters of letters, digits and - _ . : (not only dots)"
+                .into(),
+        )
     }
 }
+
+/// The most tags a schedule's job may carry: each occurrence adds `schedule:<id>`, and a job
+/// carries 32 at most.
+pub const MAX_TEMPLATE_TAGS: usize = 31;
 
 fn view(r: ScheduleRecord) -> Result<ScheduleView, StoreError> {
     let definition = serde_json::from_str(&r.definition).map_err(|e| {
@@ -205,18 +216,24 @@ impl Engine {
             .rule
             .recurrence()
             .map_err(ScheduleError::Invalid)?;
+        if definition.job.tags.len() > MAX_TEMPLATE_TAGS {
+            return Err(ScheduleError::Invalid(format!(
+                "a schedule's job has at most {MAX_TEMPLATE_TAGS} tags: each occurrence adds schedule:<id>"
+            )));
+        }
         let store = &self.inner.store;
         let existing = store.schedule_get(id).await?;
         if existing.is_some() && !replace {
             return Err(ScheduleError::Exists(id.to_owned()));
         }
         let now = self.inner.clock.now();
-        let paused = existing.as_ref().is_some_and(|e| e.paused);
+        // A new schedule is not paused; saving over one keeps its pause (the store does not
+        // change it).
         let record = ScheduleRecord {
             id: id.to_owned(),
             definition: serde_json::to_string(&definition)
                 .map_err(|e| ScheduleError::Invalid(e.to_string()))?,
-            paused,
+            paused: false,
             next_at: rule.next_after(now),
             last_occurrence: None,
             last_fired_at: None,
@@ -236,10 +253,20 @@ impl Engine {
         }
     }
 
-    /// Every schedule, by id.
+    /// Every schedule this node can read, by id (one it cannot, written by a newer Redial, is
+    /// left out and logged).
     pub async fn schedules(&self) -> Result<Vec<ScheduleView>, ScheduleError> {
         let records = self.inner.store.schedule_list().await?;
-        Ok(records.into_iter().map(view).collect::<Result<_, _>>()?)
+        Ok(records
+            .into_iter()
+            .filter_map(|r| match view(r) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::error!(error = %e, "a schedule is left out of the list");
+                    None
+                }
+            })
+            .collect())
     }
 
     /// Deletes a schedule; the jobs it enqueued stay.
@@ -252,16 +279,21 @@ impl Engine {
     }
 
     /// Pauses a schedule (no occurrence is enqueued while paused) or resumes it (from the first
-    /// occurrence after now: those that fell while paused are not run).
+    /// occurrence after now: those that fell while paused are not run). Resuming one that is not
+    /// paused changes nothing.
     pub async fn schedule_set_paused(
         &self,
         id: &str,
         paused: bool,
     ) -> Result<ScheduleView, ScheduleError> {
         let current = self.schedule(id).await?;
+        if !paused && !current.paused {
+            return Ok(current);
+        }
         let now = self.inner.clock.now();
+        // A pause leaves the next occurrence as it is (the store ignores this one).
         let next_at = if paused {
-            current.next_at
+            None
         } else {
             current
                 .definition
@@ -309,7 +341,9 @@ impl Engine {
     }
 
     /// Enqueues the due occurrences of every due schedule, by each one's missed-run policy, and
-    /// moves each on to its next occurrence. Safe on several nodes at once.
+    /// moves each on to its next occurrence. Safe on several nodes at once. A schedule this node
+    /// cannot run (its definition unreadable, written by a newer Redial; its queue not
+    /// configured here) is left for a node that can, and logged once a minute.
     pub async fn schedules_check(&self) -> Result<ScheduleCheck, StoreError> {
         let inner = &self.inner;
         let now = inner.clock.now();
@@ -319,7 +353,8 @@ impl Engine {
             ..ScheduleCheck::default()
         };
         // Which occurrences run, schedule by schedule; then their jobs go in, in batches; then
-        // every schedule moves on (after its jobs are in: a crash between inserts duplicates).
+        // every schedule moves on (after its jobs are in: a check repeated after a crash between
+        // the two inserts duplicates, which change nothing).
         let mut jobs = Vec::new();
         let mut advances = Vec::new();
         for record in due {
@@ -328,31 +363,26 @@ impl Engine {
             };
             let id = record.id.clone();
             let parsed = serde_json::from_str::<ScheduleDefinition>(&record.definition)
-                .map_err(|e| e.to_string())
-                .and_then(|d| d.rule.recurrence().map(|r| (d, r)));
+                .map_err(|e| format!("its definition cannot be read by this Redial: {e}"))
+                .and_then(|d| d.rule.recurrence().map(|r| (d, r)))
+                .and_then(|(d, r)| {
+                    if self.has_queue(&d.job.queue) {
+                        Ok((d, r))
+                    } else {
+                        Err(format!(
+                            "its queue {:?} is not configured on this node",
+                            d.job.queue
+                        ))
+                    }
+                });
             let (definition, rule) = match parsed {
                 Ok(x) => x,
-                Err(e) => {
-                    // Not tried again every second: it would fail the same way. Saving the
-                    // schedule again sets it going.
-                    tracing::error!(schedule = %id, error = %e, "schedule cannot be read; it is stopped until saved again");
-                    advances.push(ScheduleAdvance {
-                        id,
-                        due: due_at,
-                        next_at: None,
-                        last_occurrence: None,
-                        now,
-                    });
+                Err(why) => {
+                    self.schedule_skipped(&id, &why);
                     continue;
                 }
             };
-            let mut firing = fire(&rule, due_at, now, definition.missed.policy());
-            if !self.has_queue(&definition.job.queue) {
-                // Its jobs would wait in a queue nothing leases from.
-                tracing::error!(schedule = %id, queue = %definition.job.queue, "schedule's queue is not configured on this node; its occurrences are not enqueued (configure the queue, or save the schedule with another)");
-                check.dropped += firing.run.len() as u64;
-                firing.run.clear();
-            }
+            let firing = fire(&rule, due_at, now, definition.missed.policy());
             if firing.dropped > 0 {
                 check.dropped += firing.dropped;
                 tracing::warn!(
@@ -361,6 +391,9 @@ impl Engine {
                     policy = definition.missed.policy().name(),
                     "missed occurrences were not run"
                 );
+            }
+            if firing.next.is_none() {
+                tracing::warn!(schedule = %id, "schedule has no further occurrence (its rule matches no later date); it stays, with none next");
             }
             for &occurrence in &firing.run {
                 jobs.push(occurrence_job(&id, &definition.job, occurrence, now));
@@ -373,6 +406,7 @@ impl Engine {
                 now,
             });
         }
+        check.advanced = advances.len();
         let mut woken = std::collections::BTreeSet::new();
         for chunk in jobs.chunks(INSERT_BATCH) {
             let outcomes = inner.store.job_insert_batch(chunk.to_vec()).await?;
@@ -404,16 +438,7 @@ impl Engine {
                 }
             }
         }
-        // At once: the store commits them together.
-        let moved = futures_util::future::join_all(
-            advances
-                .into_iter()
-                .map(|a| inner.store.schedule_advance(a)),
-        )
-        .await;
-        for m in moved {
-            m?;
-        }
+        // What went in is counted and woken even if moving a schedule on fails below.
         for queue in woken {
             self.wake(&queue);
         }
@@ -429,7 +454,36 @@ impl Engine {
         if check.dropped > 0 {
             metrics.add(occurrences, &[("outcome", "dropped")], check.dropped);
         }
+        // Concurrently: SQLite's storage thread commits them in one group, PostgreSQL spreads
+        // them over the pool's connections.
+        let moved = futures_util::future::join_all(
+            advances
+                .into_iter()
+                .map(|a| inner.store.schedule_advance(a)),
+        )
+        .await;
+        for m in moved {
+            m?;
+        }
         Ok(check)
+    }
+
+    /// Logs that this node leaves a due schedule for another, at most once a minute for each.
+    fn schedule_skipped(&self, id: &str, why: &str) {
+        let mut logged = self
+            .inner
+            .schedules_skipped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if logged
+            .get(id)
+            .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(60))
+        {
+            return;
+        }
+        logged.insert(id.to_owned(), now);
+        tracing::error!(schedule = %id, "this node cannot run the schedule ({why}); it is left for a node that can");
     }
 }
 
@@ -462,12 +516,19 @@ fn occurrence_job(
     }
 }
 
-/// Checks for due occurrences every second, and at once when a schedule is saved or resumed or
-/// the engine is woken.
+/// Checks for due occurrences every second, at once when a schedule is saved or resumed, and
+/// again at once after a check that found as many due as it takes (more are waiting).
 pub(super) async fn schedule_loop(inner: Arc<Inner>, engine: Engine) {
     loop {
-        if let Err(e) = engine.schedules_check().await {
-            tracing::error!(error = %e, "checking schedules failed; will retry");
+        match engine.schedules_check().await {
+            Ok(c) if c.due == DUE_PER_CHECK && c.advanced > 0 => {
+                if inner.shutdown.is_triggered() {
+                    return;
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "checking schedules failed; will retry"),
         }
         tokio::select! {
             _ = tokio::time::sleep(SCHEDULE_TICK) => {}

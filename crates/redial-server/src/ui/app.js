@@ -1,4 +1,4 @@
-// Redial's dashboard: a page per route (#/, #/triage, #/jobs, #/job/ID, #/endpoints), drawn from
+// Redial's dashboard: a page per route (#/, #/triage, #/jobs, #/job/ID, #/endpoints, #/schedules), drawn from
 // the same JSON API as every client. Text from the server is put in the page as text, never as
 // markup. The token lives in this tab's session storage and goes in the Authorization header.
 'use strict';
@@ -495,6 +495,48 @@ async function endpoint(main, name) {
   );
 }
 
+// A schedule's rule in words: "cron 0 9 * * 1-5 (Europe/Berlin)" or "every 5m".
+function ruleText(rule) {
+  if (rule && rule.cron) return `cron ${rule.cron.expr} (${rule.cron.timezone})`;
+  if (rule && rule.every) return `every ${rule.every.interval}`;
+  return '';
+}
+
+async function schedules(main) {
+  const data = await api('GET', '/v1/schedules');
+  const toggle = async (id, paused) => {
+    const verb = paused ? 'resume' : 'pause';
+    const question = paused
+      ? `Resume schedule ${id}? It goes on from its next occurrence; those that fell while paused are not run.`
+      : `Pause schedule ${id}? None of its occurrences is enqueued until it is resumed.`;
+    if (!await confirmAction(question, paused ? 'Resume' : 'Pause')) return;
+    try {
+      await api('POST', `/v1/schedules/${encodeURIComponent(id)}/${verb}`);
+      toast(`schedule ${id} ${paused ? 'resumed' : 'paused'}`);
+      render();
+    } catch (e) { toast(e.message); }
+  };
+  put(main,
+    el('h1', {}, 'Schedules'),
+    data.schedules.length === 0
+      ? el('p', { class: 'muted' }, 'No schedule. Create one with POST /v1/schedules, redial schedules create, or [[schedules]] in the configuration file.')
+      : table(['Schedule', 'Rule', 'Job', 'Next', 'Last occurrence', 'Missed', 'Source', 'State'],
+        data.schedules.map(s => el('tr', { 'data-schedule': s.id },
+          el('th', { scope: 'row' }, s.id),
+          el('td', {}, ruleText(s.rule)),
+          el('td', {}, `${s.job.request.method} ${s.job.request.url}`, el('span', { class: 'muted' }, ` (queue ${s.job.queue})`)),
+          el('td', {}, s.next_at ? fmtTime(s.next_at) : 'none'),
+          el('td', {}, s.last_occurrence ? fmtTime(s.last_occurrence) : el('span', { class: 'muted' }, 'none yet')),
+          el('td', {}, s.missed.policy === 'run_all' ? `run_all (${s.missed.max})` : s.missed.policy),
+          el('td', {}, s.source),
+          el('td', { class: s.paused ? 'warn' : 'muted' }, s.paused ? 'paused' : 'on',
+            state.readOnly ? null : [' ', el('button', {
+              type: 'button', class: s.paused ? null : 'danger', onclick: () => toggle(s.id, s.paused),
+            }, s.paused ? 'Resume' : 'Pause')]))),
+        'Each occurrence becomes a job named <schedule>@<instant>.'),
+  );
+}
+
 // ---- routing, refresh, sign-in -----------------------------------------------------------------
 
 async function render() {
@@ -514,6 +556,7 @@ async function render() {
     else if (path === '#/triage') await triage(main, params);
     else if (path === '#/jobs') await jobs(main, params);
     else if (path === '#/endpoints') await endpoints(main);
+    else if (path === '#/schedules') await schedules(main);
     else if (path.startsWith('#/endpoint/')) await endpoint(main, decodeURIComponent(path.slice(11)));
     else await overview(main);
     byId('main').replaceWith(main);

@@ -34,8 +34,8 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
         .map(|s| s.id)
         .collect();
     assert_eq!(ids, ["a", "b"]);
-    // Saving again replaces the definition, pause and next occurrence; the creation time and
-    // the last occurrence stay.
+    // Saving again replaces the definition and next occurrence; the pause, the creation time
+    // and the last occurrence stay.
     assert!(store
         .schedule_advance(ScheduleAdvance {
             id: "a".into(),
@@ -61,9 +61,9 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
         (a.last_occurrence, a.last_fired_at),
         (Some(at(30)), Some(at(31)))
     );
-    // Paused: not due, whatever its next occurrence.
+    // Paused: not due, whatever its next occurrence, which a pause leaves as it was.
     assert!(store
-        .schedule_set_paused("a", true, Some(at(120)), at(101))
+        .schedule_set_paused("a", true, Some(at(999)), at(101))
         .await
         .expect("pause"));
     assert!(store
@@ -72,14 +72,23 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
         .expect("due")
         .iter()
         .all(|s| s.id != "a"));
-    assert!(
-        store
-            .schedule_get("a")
-            .await
-            .expect("get")
-            .expect("kept")
-            .paused
-    );
+    let a = store.schedule_get("a").await.expect("get").expect("kept");
+    assert!(a.paused);
+    assert_eq!(a.next_at, Some(at(120)));
+    // Saving over a paused schedule keeps it paused.
+    store
+        .schedule_save(record("a", Some(at(130))))
+        .await
+        .expect("save");
+    let a = store.schedule_get("a").await.expect("get").expect("kept");
+    assert_eq!((a.paused, a.next_at), (true, Some(at(130))));
+    // Resumed from the next occurrence given.
+    assert!(store
+        .schedule_set_paused("a", false, Some(at(140)), at(102))
+        .await
+        .expect("resume"));
+    let a = store.schedule_get("a").await.expect("get").expect("kept");
+    assert_eq!((a.paused, a.next_at), (false, Some(at(140))));
     assert!(!store
         .schedule_set_paused("nope", true, None, at(101))
         .await
@@ -92,6 +101,10 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
 pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
     store
         .schedule_save(record("late", Some(at(10))))
+        .await
+        .expect("save");
+    store
+        .schedule_save(record("also", Some(at(10))))
         .await
         .expect("save");
     store
@@ -115,8 +128,8 @@ pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
         .collect();
     assert_eq!(
         due,
-        ["early", "late"],
-        "the earliest first, none not yet due"
+        ["early", "also", "late"],
+        "the earliest first, then by id; none not yet due"
     );
     assert_eq!(store.schedules_due(at(50), 1).await.expect("due").len(), 1);
     // Two nodes read "late" due at 10; the first to advance wins, the other changes nothing.
