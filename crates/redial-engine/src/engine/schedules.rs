@@ -16,10 +16,10 @@ use redial_store::{HttpRequest, ScheduleAdvance, ScheduleRecord};
 use serde::{Deserialize, Serialize};
 
 /// How often the scheduler looks for due occurrences (besides when a schedule is saved or
-/// resumed, and when the engine is woken).
+/// resumed, and right after a check that found a full batch due).
 const SCHEDULE_TICK: Duration = Duration::from_secs(1);
 
-/// Due schedules handled per check; more wait for the next check, a moment later.
+/// Due schedules handled per check; more are handled by the next check, at once.
 const DUE_PER_CHECK: usize = 500;
 
 /// The namespace of derived idempotency keys: UUIDv5(namespace, "<queue>/<job id>").
