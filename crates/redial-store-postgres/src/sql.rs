@@ -1418,7 +1418,7 @@ pub async fn schedules_due(
 const SCHEDULE_ADVANCE: &str = "UPDATE schedules SET next_at = $3, \
        last_occurrence = COALESCE($4, last_occurrence), \
        last_fired_at = CASE WHEN $4::BIGINT IS NULL THEN last_fired_at ELSE $5 END \
-     WHERE id = $1 AND next_at = $2";
+     WHERE id = $1 AND next_at = $2 AND updated_at = $6";
 
 pub async fn schedule_advance(c: &mut Conn, a: &ScheduleAdvance) -> StoreResult<bool> {
     let stmt = c.prepared(SCHEDULE_ADVANCE).await?;
@@ -1431,6 +1431,7 @@ pub async fn schedule_advance(c: &mut Conn, a: &ScheduleAdvance) -> StoreResult<
                 &a.next_at.map(ms),
                 &a.last_occurrence.map(ms),
                 &ms(a.now),
+                &ms(a.read_at),
             ],
         )
         .await

@@ -1705,13 +1705,14 @@ pub fn schedule_advance(c: &mut Connection, a: &ScheduleAdvance) -> StoreResult<
         "UPDATE schedules SET next_at = ?3, \
            last_occurrence = COALESCE(?4, last_occurrence), \
            last_fired_at = CASE WHEN ?4 IS NULL THEN last_fired_at ELSE ?5 END \
-         WHERE id = ?1 AND next_at = ?2",
+         WHERE id = ?1 AND next_at = ?2 AND updated_at = ?6",
         params![
             a.id,
             ms(a.due),
             a.next_at.map(ms),
             a.last_occurrence.map(ms),
-            ms(a.now)
+            ms(a.now),
+            ms(a.read_at)
         ],
     )
     .map(|n| n > 0)

@@ -237,7 +237,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         -> StoreResult<Vec<ScheduleRecord>>;
 
     /// Moves a schedule on from the occurrence it was due at, if its `next_at` is still that
-    /// (another node did not move it first); whether it moved. The occurrences' jobs are
+    /// (another node did not move it first) and its `updated_at` is still the one read (it was
+    /// not saved, paused or resumed since); whether it moved. The occurrences' jobs are
     /// inserted before, under ids derived from the schedule and the occurrence, so a check that
     /// loses this race, or dies before it, inserted only duplicates.
     async fn schedule_advance(&self, advance: ScheduleAdvance) -> StoreResult<bool>;

@@ -796,6 +796,9 @@ pub struct ScheduleAdvance {
     pub id: String,
     /// The `next_at` the caller read; nothing changes unless it is still the stored one.
     pub due: Timestamp,
+    /// The `updated_at` the caller read: a schedule saved, paused or resumed since is not moved
+    /// on by what was read before.
+    pub read_at: Timestamp,
     pub next_at: Option<Timestamp>,
     /// The latest occurrence enqueued by this check, if any.
     pub last_occurrence: Option<Timestamp>,

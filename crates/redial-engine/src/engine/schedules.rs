@@ -401,6 +401,7 @@ impl Engine {
             advances.push(ScheduleAdvance {
                 id,
                 due: due_at,
+                read_at: record.updated_at,
                 next_at: firing.next,
                 last_occurrence: firing.run.last().copied(),
                 now,

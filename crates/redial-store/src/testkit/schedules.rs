@@ -40,6 +40,7 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
         .schedule_advance(ScheduleAdvance {
             id: "a".into(),
             due: at(30),
+            read_at: at(0),
             next_at: Some(at(90)),
             last_occurrence: Some(at(30)),
             now: at(31),
@@ -136,6 +137,7 @@ pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
     let advance = |next: i64| ScheduleAdvance {
         id: "late".into(),
         due: at(10),
+        read_at: at(0),
         next_at: Some(at(next)),
         last_occurrence: Some(at(10)),
         now: at(50),
@@ -153,6 +155,7 @@ pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
         .schedule_advance(ScheduleAdvance {
             id: "late".into(),
             due: at(70),
+            read_at: at(0),
             next_at: None,
             last_occurrence: None,
             now: at(80),
@@ -168,4 +171,31 @@ pub async fn schedules_due_and_advance_once(store: Arc<dyn Store>) {
         (late.next_at, late.last_occurrence, late.last_fired_at),
         (None, Some(at(10)), Some(at(50)))
     );
+    // A schedule saved after it was read is not moved on by that read, even when its new next
+    // occurrence is the instant the reader found due.
+    let read = store
+        .schedule_get("also")
+        .await
+        .expect("get")
+        .expect("kept");
+    let mut replaced = record("also", Some(at(10)));
+    replaced.updated_at = at(40);
+    store.schedule_save(replaced).await.expect("save");
+    assert!(!store
+        .schedule_advance(ScheduleAdvance {
+            id: "also".into(),
+            due: at(10),
+            read_at: read.updated_at,
+            next_at: Some(at(90)),
+            last_occurrence: Some(at(10)),
+            now: at(50),
+        })
+        .await
+        .expect("advance"));
+    let also = store
+        .schedule_get("also")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!((also.next_at, also.updated_at), (Some(at(10)), at(40)));
 }
