@@ -104,23 +104,10 @@ pub async fn schedules_from_config(
     for (i, table) in tables.into_iter().enumerate() {
         let input: input::ScheduleInput =
             serde_json::from_value(table).map_err(|e| format!("schedules[{i}]: {e}"))?;
-        let (id, mut definition) = input::schedule_definition(state, input, None, "config", now)
+        let (id, definition) = input::schedule_definition(state, input, None, "config", now)
             .map_err(|e| format!("schedules[{i}]: {}", e.message))?;
         if defined.iter().any(|(d, _)| d == &id) {
             return Err(format!("schedules[{i}]: id {id:?} is given twice"));
-        }
-        // An interval counts from when the schedule was first saved: an unchanged one keeps its
-        // anchor across restarts instead of starting over.
-        if let redial_engine::ScheduleRule::Every { anchor, .. } = &mut definition.rule {
-            if let Ok(kept) = state.engine.schedule(&id).await {
-                if let redial_engine::ScheduleRule::Every {
-                    anchor: kept_anchor,
-                    ..
-                } = kept.definition.rule
-                {
-                    *anchor = kept_anchor;
-                }
-            }
         }
         defined.push((id, definition));
     }

@@ -183,31 +183,15 @@ impl Browser {
         .await;
     }
 
-    /// Clicks `css` until the element `shows` shows text for which `want` holds: a page that
-    /// refreshes between finding the button and clicking it replaces the button, and the click
-    /// lands on the old one.
-    async fn click_until(
-        &self,
-        css: &str,
-        shows: &str,
-        what: &str,
-        want: impl Fn(&str) -> bool,
-    ) -> String {
+    /// Finds `css` and clicks it in one script run in the page, so a refresh cannot replace the
+    /// button between the two (a WebDriver click on the old one does nothing); waits for it to
+    /// be there first.
+    async fn press(&self, css: &str) {
         let give_up = Instant::now() + PATIENCE;
-        loop {
-            self.click(css).await;
-            let tried = Instant::now();
-            while tried.elapsed() < Duration::from_secs(2) {
-                if let Some(t) = self.text(shows).await.filter(|t| want(t)) {
-                    return t;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            assert!(
-                Instant::now() < give_up,
-                "{what}: {shows} shows {:?}",
-                self.text(shows).await
-            );
+        let script = "const e = document.querySelector(arguments[0]); if (!e) return false; e.click(); return true;";
+        while self.js(script, css).await != Value::Bool(true) {
+            assert!(Instant::now() < give_up, "{css} never showed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -349,12 +333,10 @@ async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
         t == "3"
     })
     .await;
-    b.click_until(
-        &format!("{group} button"),
-        "#confirm-text",
-        "the confirmation",
-        |t| t.contains("Replay 3 dead jobs"),
-    )
+    b.press(&format!("{group} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.contains("Replay 3 dead jobs")
+    })
     .await;
     b.click("#confirm-ok").await;
     // The result stays in the toast after it fades (its text is read, not its visibility).
@@ -481,12 +463,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         t == "nothing"
     })
     .await;
-    b.click_until(
-        &format!("{row} button.danger"),
-        "#pause-text",
-        "the pause dialog",
-        |t| t.starts_with("Pause endpoint http://"),
-    )
+    b.press(&format!("{row} button.danger")).await;
+    b.wait_text("#pause-text", "the pause dialog", |t| {
+        t.starts_with("Pause endpoint http://")
+    })
     .await;
     b.type_into("#pause-reason", "provider maintenance").await;
     b.click("#pause-ok").await;
@@ -508,7 +488,8 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     .await;
     assert_eq!(job_state(&http, &server.url, "second").await, "ready");
     assert_eq!(rx.count("/ok"), 1, "a paused endpoint got a request");
-    b.click_until("main button", "#confirm-text", "the confirmation", |t| {
+    b.press("main button").await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
         t.starts_with("Resume endpoint")
     })
     .await;
@@ -529,12 +510,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         t.starts_with("on")
     })
     .await;
-    b.click_until(
-        &format!("{queue} button"),
-        "#pause-text",
-        "the pause dialog",
-        |t| t.starts_with("Pause queue default"),
-    )
+    b.press(&format!("{queue} button")).await;
+    b.wait_text("#pause-text", "the pause dialog", |t| {
+        t.starts_with("Pause queue default")
+    })
     .await;
     b.click("#pause-ok").await;
     b.wait_text(&format!("{queue} td:last-child"), "the queue paused", |t| {
@@ -567,12 +546,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         |t| t == "cron 0 9 * * 1-5 (Europe/Berlin)",
     )
     .await;
-    b.click_until(
-        &format!("{sched} button"),
-        "#confirm-text",
-        "the confirmation",
-        |t| t.starts_with("Pause schedule morning?"),
-    )
+    b.press(&format!("{sched} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.starts_with("Pause schedule morning?")
+    })
     .await;
     b.click("#confirm-ok").await;
     b.wait_text(
@@ -583,12 +560,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     .await;
     let v = get_json(&http, &format!("{}/v1/schedules/morning", server.url)).await;
     assert_eq!(v["paused"], true, "{v}");
-    b.click_until(
-        &format!("{sched} button"),
-        "#confirm-text",
-        "the confirmation",
-        |t| t.starts_with("Resume schedule morning?"),
-    )
+    b.press(&format!("{sched} button")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.starts_with("Resume schedule morning?")
+    })
     .await;
     b.click("#confirm-ok").await;
     b.wait_text(

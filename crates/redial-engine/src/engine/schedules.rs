@@ -316,16 +316,28 @@ impl Engine {
 
     /// Makes the schedules defined in the configuration file the ones marked as coming from
     /// it: saves each (a changed definition replaces the kept one, an unchanged one keeps its
-    /// next occurrence), and deletes those no longer in the file.
+    /// next occurrence, an interval keeps the anchor it was first saved with), and deletes
+    /// those no longer in the file.
     pub async fn schedules_from_config(
         &self,
-        defined: Vec<(String, ScheduleDefinition)>,
+        mut defined: Vec<(String, ScheduleDefinition)>,
     ) -> Result<(), ScheduleError> {
         let kept = self.schedules().await?;
-        for (id, definition) in &defined {
-            let same = kept
-                .iter()
-                .any(|k| &k.id == id && &k.definition == definition);
+        for (id, definition) in &mut defined {
+            let kept_one = kept.iter().find(|k| &k.id == id);
+            // An interval counts from when the schedule was first saved: an unchanged one keeps
+            // its anchor across restarts instead of starting over.
+            if let (
+                ScheduleRule::Every { anchor, .. },
+                Some(ScheduleRule::Every {
+                    anchor: kept_anchor,
+                    ..
+                }),
+            ) = (&mut definition.rule, kept_one.map(|k| &k.definition.rule))
+            {
+                *anchor = *kept_anchor;
+            }
+            let same = kept_one.is_some_and(|k| &k.definition == definition);
             if !same {
                 self.schedule_save(id, definition.clone(), true).await?;
                 tracing::info!(schedule = %id, "schedule saved from the configuration file");
