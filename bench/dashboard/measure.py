@@ -5,7 +5,7 @@ jobs and 100,000 dead letters in a fresh SQLite database, then each page's API c
 
 Usage: bench/dashboard/measure.py [path-to-redial]   (default target/release/redial)
 """
-import json, os, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/redial"
 SCHEDULED = int(os.environ.get("SCHEDULED", 900_000))
@@ -106,5 +106,6 @@ def main():
         print(f"restart until /healthz answers: {(time.perf_counter() - t) * 1000:.0f} ms")
     finally:
         server.terminate(); server.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 main()
