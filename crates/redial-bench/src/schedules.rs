@@ -48,6 +48,7 @@ pub async fn schedules(count: usize, report: &mut Report<'_>) -> Result<()> {
             priority: 0,
             tags: vec![],
             policy: None,
+            group: None,
         },
         source: "api".into(),
     };

@@ -56,6 +56,7 @@ pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob 
         tags: vec![],
         policy: None,
         created_at: now,
+        group: None,
     }
 }
 

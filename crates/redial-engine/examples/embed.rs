@@ -111,6 +111,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tags: vec!["demo".into()],
                 policy: None,
                 created_at: now,
+                group: None,
             })
             .await?;
     }

@@ -155,6 +155,7 @@ impl Setup {
                 tags: vec![],
                 policy: None,
                 created_at: now,
+                group: None,
             })
             .collect();
         self.store.job_insert_batch(batch).await.expect("insert");

@@ -120,6 +120,7 @@ impl Harness {
             tags: vec![],
             policy: None,
             created_at: self.clock.now(),
+            group: None,
         };
         let out = self.store.job_insert(job).await.expect("insert");
         assert!(matches!(out, InsertOutcome::Inserted(_)));
@@ -549,6 +550,7 @@ async fn expired_leases_are_rescued_and_run_again() {
         tags: vec![],
         policy: None,
         created_at: T0,
+        group: None,
     };
     h.store.job_insert(job).await.expect("insert");
     let leased = h

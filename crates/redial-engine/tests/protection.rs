@@ -115,6 +115,7 @@ impl Harness {
             tags: vec![],
             policy: None,
             created_at: self.clock.now(),
+            group: None,
         };
         let out = self.store.job_insert(job).await.expect("insert");
         assert!(matches!(out, InsertOutcome::Inserted(_)));

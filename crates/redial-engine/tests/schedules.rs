@@ -48,6 +48,7 @@ fn hourly(missed: MissedRule) -> ScheduleDefinition {
             priority: 0,
             tags: vec!["report".into()],
             policy: None,
+            group: None,
         },
         source: "api".into(),
     }

@@ -25,6 +25,8 @@ pub struct JobInput {
     pub tags: Option<Vec<String>>,
     /// Groups the job with others under one endpoint; the URL's origin by default.
     pub endpoint: Option<String>,
+    /// Who the job is for (a tenant, a customer): the queue leases round-robin across groups.
+    pub group: Option<String>,
     /// Overrides of the queue's policy for this job: an object (an array would be read field by
     /// field in order, `[1]` as `max_attempts = 1`).
     #[serde(default, deserialize_with = "object_only")]
@@ -464,6 +466,16 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         }
         None => url.origin().ascii_serialization(),
     };
+    let group = match input.group {
+        Some(g) if valid_group(&g) => Some(g),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                "invalid_group",
+                "group must be 1 to 128 characters, none of them a control character",
+            ))
+        }
+        None => None,
+    };
     Ok(NewJob {
         id: JobId(id),
         queue,
@@ -482,7 +494,13 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         tags,
         policy: input.policy,
         created_at: now,
+        group,
     })
+}
+
+/// A group's name: 1 to 128 characters, no control characters (it shows in logs and views).
+pub fn valid_group(g: &str) -> bool {
+    !g.is_empty() && g.chars().count() <= 128 && !g.chars().any(char::is_control)
 }
 
 /// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the
@@ -650,6 +668,7 @@ pub fn schedule_definition(
                 priority: job.priority,
                 tags: job.tags,
                 policy: job.policy,
+                group: job.group,
             },
             source: source.to_owned(),
         },

@@ -29,6 +29,8 @@ pub struct JobView<'a> {
     pub finished_at: Option<Timestamp>,
     pub idempotency_key: Option<&'a str>,
     pub tags: &'a [String],
+    /// Who the job is for; null when it has no group.
+    pub group: Option<&'a str>,
     pub last_reason: Option<&'a str>,
     pub cancel_requested: bool,
     pub request: RequestView<'a>,
@@ -68,6 +70,7 @@ pub fn job(j: &Job) -> JobView<'_> {
         finished_at: j.finished_at,
         idempotency_key: j.idempotency_key.as_deref(),
         tags: &j.tags,
+        group: j.group.as_deref(),
         last_reason: j.last_reason.as_deref(),
         cancel_requested: j.cancel_requested,
         request: RequestView {

@@ -28,6 +28,9 @@ pub(crate) struct LeaseScan {
     /// Skipped rows read further on, from where the last request stopped.
     pub deep: usize,
     resume: HashMap<String, ScanPos>,
+    /// Per queue, the last turn a lease served ("" for the ungrouped jobs): the next lease's
+    /// round-robin starts after it.
+    groups: HashMap<String, String>,
 }
 
 impl Default for LeaseScan {
@@ -36,6 +39,7 @@ impl Default for LeaseScan {
             top: 1024,
             deep: 8192,
             resume: HashMap::new(),
+            groups: HashMap::new(),
         }
     }
 }
@@ -49,6 +53,9 @@ enum ScanEnd {
     Budget,
     /// No more rows.
     End,
+    /// A grouped job is due: the lease goes round-robin across groups ([`Picker::fair`]); the
+    /// head of the ungrouped jobs, read (and locked), waits in `Picker::stash`.
+    Grouped,
 }
 
 /// Candidates chosen so far in one lease request.
@@ -66,6 +73,8 @@ struct Picker {
     /// Candidates taking or failing that were read without a lock: the lease statement may find
     /// them taken by another node. Those read locked cannot be.
     unlocked: usize,
+    /// The ungrouped head read with BEGIN, when a grouped job is due.
+    stash: Vec<Candidate>,
 }
 
 impl Picker {
@@ -114,8 +123,14 @@ impl Picker {
                 sql::Head::Locked
             };
             self.begun = true;
-            let rows = sql::runnable(c, &p.queue, p.now, after, n, head).await?;
+            let first = head == sql::Head::BeginLocked;
+            let mut grouped = false;
+            let rows = sql::runnable(c, &p.queue, p.now, after, n, head, &mut grouped).await?;
             let read = rows.len();
+            if first && grouped {
+                self.stash = rows.into_iter().map(|(c, _)| c).collect();
+                return Ok(ScanEnd::Grouped);
+            }
             for (candidate, pos) in rows {
                 if self.taking.len() >= self.max {
                     return Ok(ScanEnd::Full);
@@ -148,6 +163,8 @@ impl Picker {
                         skipped += 1;
                         self.exclude_firsts.push(candidate.endpoint);
                     }
+                    // Not given for an ungrouped job; skipped should it be.
+                    Verdict::HoldGroup => skipped += 1,
                 }
             }
             if read < n {
@@ -159,6 +176,134 @@ impl Picker {
             }
             chunk = (chunk * 4).min(4096);
         }
+    }
+}
+
+impl Picker {
+    /// Round-robin across the queue's groups, the ungrouped jobs (`stash`) taking their turn as
+    /// one group: up to as many groups as the lease may take jobs, from the turn after the one
+    /// the last lease ended with. Each group's head is read at once, locked (share plus a few
+    /// rows each); then each turn offers its weight's share of what is left to admission, pass
+    /// after pass, until the lease is full or every turn is spent or holds. Past held
+    /// endpoints a turn reads no further than its head in this lease.
+    async fn fair(
+        &mut self,
+        c: &mut Conn,
+        p: &LeaseAdmittedParams,
+        scan: &std::sync::Mutex<LeaseScan>,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<()> {
+        let max = self.max.max(1);
+        let cursor = scan
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .groups
+            .get(&p.queue)
+            .cloned();
+        // Turns in rotation order: None for the ungrouped jobs, then the groups by name.
+        let mut turns: Vec<Option<String>> = Vec::new();
+        match &cursor {
+            None => {
+                turns.push(None);
+                let groups = sql::groups_after(c, &p.queue, "", None, max - 1).await?;
+                turns.extend(groups.into_iter().map(Some));
+            }
+            Some(from) => {
+                let groups = sql::groups_after(c, &p.queue, from, None, max).await?;
+                turns.extend(groups.into_iter().map(Some));
+                if turns.len() < max {
+                    turns.push(None);
+                }
+                if turns.len() < max && !from.is_empty() {
+                    let groups =
+                        sql::groups_after(c, &p.queue, "", Some(from), max - turns.len()).await?;
+                    turns.extend(groups.into_iter().map(Some));
+                }
+            }
+        }
+        let weights: Vec<usize> = turns
+            .iter()
+            .map(|g| g.as_deref().map_or(1, |g| admit.weight(g).max(1) as usize))
+            .collect();
+        let groups: Vec<String> = turns.iter().flatten().cloned().collect();
+        let heaviest = weights.iter().copied().max().unwrap_or(1);
+        let each = (max.div_ceil(turns.len().max(1)) * heaviest + 8).min(max + 8);
+        let mut heads: HashMap<String, std::collections::VecDeque<Candidate>> = HashMap::new();
+        if !groups.is_empty() {
+            for cand in sql::group_heads(c, &p.queue, &groups, p.now, each).await? {
+                let g = cand.group.clone().unwrap_or_default();
+                heads.entry(g).or_default().push_back(cand);
+            }
+        }
+        let mut ungrouped: std::collections::VecDeque<Candidate> =
+            std::mem::take(&mut self.stash).into();
+        let mut more = vec![true; turns.len()];
+        let mut served = None;
+        let mut first_pass = true;
+        loop {
+            let left = max.saturating_sub(self.taking.len());
+            let total: usize = (0..turns.len())
+                .filter(|&i| more[i])
+                .map(|i| weights[i])
+                .sum();
+            if left == 0 || total == 0 {
+                break;
+            }
+            let share = left.div_ceil(total);
+            for i in 0..turns.len() {
+                if !more[i] {
+                    continue;
+                }
+                if self.taking.len() >= max {
+                    break;
+                }
+                if first_pass {
+                    served = Some(i);
+                }
+                let queue = match &turns[i] {
+                    None => &mut ungrouped,
+                    Some(g) => heads.entry(g.clone()).or_default(),
+                };
+                let want = share * weights[i];
+                let mut took = 0;
+                let mut held = false;
+                while took < want && self.taking.len() < max {
+                    let Some(cand) = queue.pop_front() else {
+                        break;
+                    };
+                    if self.left_out(&cand) {
+                        continue;
+                    }
+                    match admit.admit(&cand) {
+                        Verdict::Take => {
+                            took += 1;
+                            self.taking.push(cand);
+                        }
+                        Verdict::Fail => {
+                            took += 1;
+                            self.failing.push(cand);
+                        }
+                        Verdict::HoldEndpoint => self.exclude.push(cand.endpoint),
+                        Verdict::HoldRetries => self.exclude_retries.push(cand.endpoint),
+                        Verdict::HoldFirsts => self.exclude_firsts.push(cand.endpoint),
+                        Verdict::HoldGroup => {
+                            held = true;
+                            break;
+                        }
+                    }
+                }
+                more[i] = !held && took == want && !queue.is_empty();
+            }
+            first_pass = false;
+        }
+        if let Some(i) = served {
+            let last = turns[i].clone().unwrap_or_default();
+            scan.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .groups
+                .insert(p.queue.clone(), last);
+        }
+        Ok(())
     }
 }
 
@@ -223,6 +368,7 @@ async fn lease_in_transaction(
         last: None,
         begun: false,
         unlocked: 0,
+        stash: Vec::new(),
     };
     let read = picker.read(c, p, None, top.max(1), admit).await;
     // Admissions granted before a failed read are handed back.
@@ -239,6 +385,12 @@ async fn lease_in_transaction(
         }
     };
     match (ended, picker.last) {
+        (ScanEnd::Grouped, _) => {
+            if let Err(e) = picker.fair(c, p, scan, admit).await {
+                give_back(&picker, admit);
+                return Err(e);
+            }
+        }
         (ScanEnd::End, _) => {
             lock().resume.remove(&p.queue);
         }
@@ -350,6 +502,7 @@ fn hand_back(lease: &AdmittedLease, admit: &mut dyn Admit) {
             endpoint: job.endpoint.clone(),
             is_retry: job.attempts > 0,
             run_at: job.run_at,
+            group: job.group.clone(),
         });
     }
 }

@@ -117,6 +117,22 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX schedules_due ON schedules (next_at) WHERE NOT paused AND next_at IS NOT NULL;
     "#,
+    // 6: groups (tenants) within a queue. Ungrouped jobs keep `jobs_runnable` to themselves, so a
+    // queue without groups writes and reads what it did; grouped jobs are in `jobs_grouped` (each
+    // group's head, and the loose scan of a queue's groups) and `jobs_grouped_due` (whether one
+    // is due).
+    r#"
+    ALTER TABLE jobs ADD COLUMN grp TEXT;
+    DROP INDEX jobs_runnable;
+    CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq)
+        INCLUDE (endpoint, attempts)
+        WHERE grp IS NULL AND state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_grouped ON jobs (queue, grp, priority DESC, run_at, seq)
+        INCLUDE (endpoint, attempts)
+        WHERE grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_grouped_due ON jobs (queue, run_at)
+        WHERE grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

@@ -111,13 +111,14 @@ pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult
 /// then read back and compared, as duplicates or conflicts.
 const INSERT_MANY: &str =
     "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
-     priority, run_at, deadline, tags, policy, created_at, updated_at) \
+     priority, run_at, deadline, tags, policy, created_at, updated_at, grp) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
-         created_at, created_at \
+         created_at, created_at, grp \
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
-         $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[]) \
+         $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
+         $13::text[]) \
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-             deadline, tags, policy, created_at, n) \
+             deadline, tags, policy, created_at, grp, n) \
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
@@ -128,6 +129,7 @@ pub async fn insert_batch(
 ) -> StoreResult<Vec<InsertOutcome>> {
     let n = jobs.len();
     let mut cols = (
+        Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -163,6 +165,7 @@ pub async fn insert_batch(
                 .map_err(json_err)?,
         );
         cols.11.push(ms(job.created_at));
+        cols.12.push(job.group.as_deref());
     }
     let stmt = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
@@ -171,7 +174,7 @@ pub async fn insert_batch(
             &stmt,
             &[
                 &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6, &cols.7, &cols.8,
-                &cols.9, &cols.10, &cols.11,
+                &cols.9, &cols.10, &cols.11, &cols.12,
             ],
         )
         .await
@@ -293,7 +296,7 @@ fn lease_order(jobs: &mut [Job]) {
     });
 }
 
-const CANDIDATES: &str = "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs \
+const CANDIDATES: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, grp FROM jobs \
      WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
      AND NOT (attempts = 0 AND endpoint = ANY($6)) \
@@ -324,6 +327,7 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
                 endpoint: get(r, 2)?,
                 is_retry: get(r, 3)?,
                 run_at: Timestamp::from_unix_millis(get(r, 4)?),
+                group: get(r, 5)?,
             })
         })
         .collect()
@@ -331,15 +335,102 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
 
 /// The runnable jobs of a queue in lease order: from the head, then after a place within its
 /// priority level ((run_at, seq) is a range of the index there), then the levels below.
+/// Ungrouped jobs only (`jobs_runnable`'s condition): grouped ones are read group by group.
 const RUNNABLE_HEAD_LOCKED: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
-     FROM jobs WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
-     ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     AND run_at <= $2 ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
-     AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
+     WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     AND run_at <= $2 AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
 const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
-     AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
+     WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     AND run_at <= $2 AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
+/// Whether one of the queue's grouped jobs is due (`jobs_grouped_due`: one seek).
+pub const GROUPED_DUE: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
+     AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2)";
+/// Up to `$3` groups of the queue with waiting jobs, in order, after `$2` (a loose scan of
+/// `jobs_grouped`: one seek per group, however many jobs each holds).
+const GROUPS_AFTER: &str = "WITH RECURSIVE g (grp, n) AS ( \
+       (SELECT grp, 1 FROM jobs WHERE queue = $1 AND grp > $2 \
+          AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1) \
+       UNION ALL \
+       SELECT (SELECT j.grp FROM jobs j WHERE j.queue = $1 AND j.grp > g.grp \
+          AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
+          ORDER BY j.grp LIMIT 1), g.n + 1 \
+       FROM g WHERE g.grp IS NOT NULL AND g.n < $3) \
+     SELECT grp FROM g WHERE grp IS NOT NULL";
+/// [`GROUPS_AFTER`], up to `$4` inclusive.
+const GROUPS_BETWEEN: &str = "WITH RECURSIVE g (grp, n) AS ( \
+       (SELECT grp, 1 FROM jobs WHERE queue = $1 AND grp > $2 AND grp <= $4 \
+          AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1) \
+       UNION ALL \
+       SELECT (SELECT j.grp FROM jobs j WHERE j.queue = $1 AND j.grp > g.grp AND j.grp <= $4 \
+          AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
+          ORDER BY j.grp LIMIT 1), g.n + 1 \
+       FROM g WHERE g.grp IS NOT NULL AND g.n < $3) \
+     SELECT grp FROM g WHERE grp IS NOT NULL";
+/// The due jobs at the head of each group of `$2` (up to `$4` each, locked, skipping rows
+/// other nodes hold), group by group in `$2`'s order, each in lease order.
+const GROUP_HEADS_LOCKED: &str = "SELECT h.seq, h.id, h.endpoint, h.attempts > 0, h.run_at, \
+       h.priority, g.grp \
+     FROM unnest($2::text[]) WITH ORDINALITY AS g (grp, n) \
+     CROSS JOIN LATERAL (SELECT seq, id, endpoint, attempts, run_at, priority FROM jobs \
+       WHERE queue = $1 AND grp = g.grp AND state IN ('ready', 'scheduled', 'deferred') \
+       AND run_at <= $3 ORDER BY priority DESC, run_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED) h \
+     ORDER BY g.n, h.priority DESC, h.run_at, h.seq";
+
+/// Up to `max` groups of `queue` with waiting jobs after `after` (and up to `upto` inclusive,
+/// when given), in order.
+pub async fn groups_after(
+    c: &mut Conn,
+    queue: &str,
+    after: &str,
+    upto: Option<&str>,
+    max: usize,
+) -> StoreResult<Vec<String>> {
+    let max = i32::try_from(max).unwrap_or(i32::MAX);
+    let rows = match upto {
+        Some(upto) => {
+            let stmt = c.prepared(GROUPS_BETWEEN).await?;
+            c.client.query(&stmt, &[&queue, &after, &max, &upto]).await
+        }
+        None => {
+            let stmt = c.prepared(GROUPS_AFTER).await?;
+            c.client.query(&stmt, &[&queue, &after, &max]).await
+        }
+    }
+    .map_err(backend)?;
+    rows.iter().map(|r| get(r, 0)).collect()
+}
+
+/// The due jobs at the head of each of `groups` (`each` at most per group), locked.
+pub async fn group_heads(
+    c: &mut Conn,
+    queue: &str,
+    groups: &[String],
+    now: Timestamp,
+    each: usize,
+) -> StoreResult<Vec<Candidate>> {
+    let stmt = c.prepared(GROUP_HEADS_LOCKED).await?;
+    let each = i64::try_from(each).unwrap_or(i64::MAX);
+    let rows = c
+        .client
+        .query(&stmt, &[&queue, &groups, &ms(now), &each])
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(Candidate {
+                seq: get(r, 0)?,
+                id: JobId(get(r, 1)?),
+                endpoint: get(r, 2)?,
+                is_retry: get(r, 3)?,
+                run_at: Timestamp::from_unix_millis(get(r, 4)?),
+                group: get(r, 6)?,
+            })
+        })
+        .collect()
+}
 
 /// How a read from the head of the queue goes: it locks the rows read for the transaction,
 /// skipping rows other transactions hold.
@@ -351,8 +442,9 @@ pub enum Head {
     BeginLocked,
 }
 
-/// Up to `n` runnable jobs of `queue` in lease order, after `after` (from the head when `None`,
-/// read as `head` says), each with its place.
+/// Up to `n` runnable ungrouped jobs of `queue` in lease order, after `after` (from the head
+/// when `None`, read as `head` says), each with its place. A read that begins the transaction
+/// also sets `grouped_due` (whether a grouped job is due), in the same round trip.
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
@@ -360,6 +452,7 @@ pub async fn runnable(
     after: Option<ScanPos>,
     n: usize,
     head: Head,
+    grouped_due: &mut bool,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -368,15 +461,21 @@ pub async fn runnable(
     let rows = match after {
         None => {
             let stmt = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
+            let probe = c.prepared(GROUPED_DUE).await?;
             let n = limit(n);
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
             let read = c.client.query(&stmt, &params);
             if head == Head::BeginLocked {
-                // Both go out before either answer is awaited: one round trip. Biased: polled
-                // in order, so BEGIN is sent first.
-                let (begun, rows) = tokio::join!(biased; c.client.batch_execute("BEGIN"), read);
+                // All go out before any answer is awaited: one round trip. Biased: polled in
+                // order, so BEGIN is sent first.
+                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&queue, &now];
+                let probe = c.client.query_one(&probe, &probe_params);
+                let (begun, rows, grouped) =
+                    tokio::join!(biased; c.client.batch_execute("BEGIN"), read, probe);
                 begun.map_err(backend)?;
-                rows.map_err(backend)?
+                let rows = rows.map_err(backend)?;
+                *grouped_due = get(&grouped.map_err(backend)?, 0)?;
+                rows
             } else {
                 read.await.map_err(backend)?
             }
@@ -417,6 +516,7 @@ pub async fn runnable(
                     endpoint: get(r, 2)?,
                     is_retry: get(r, 3)?,
                     run_at: Timestamp::from_unix_millis(pos.run_at),
+                    group: None,
                 },
                 pos,
             ))

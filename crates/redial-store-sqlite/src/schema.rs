@@ -191,6 +191,21 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
     "#,
+    // 15: groups (tenants) within a queue. Ungrouped jobs keep `jobs_runnable` to themselves, so
+    // a queue without groups writes and reads exactly what it did; a grouped job is in
+    // `jobs_grouped` (a queue's groups in order, each in lease order: the round-robin reads each
+    // group's head) and `jobs_grouped_due` (the queue's grouped jobs by run time: whether one is
+    // due, and when the next is, in one seek each).
+    r#"
+    ALTER TABLE jobs ADD COLUMN grp TEXT;
+    DROP INDEX jobs_runnable;
+    CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq, endpoint, attempts)
+        WHERE grp IS NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred');
+    CREATE INDEX jobs_grouped ON jobs (queue, grp, priority DESC, run_at, seq, endpoint, attempts)
+        WHERE grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred');
+    CREATE INDEX jobs_grouped_due ON jobs (queue, run_at)
+        WHERE grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred');
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

@@ -20,6 +20,20 @@ macro_rules! waiting {
     };
 }
 
+/// Waiting and ungrouped: the condition of `jobs_runnable` (schema migration 15).
+macro_rules! ungrouped {
+    () => {
+        "grp IS NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
+/// Waiting and grouped: the condition of `jobs_grouped` and `jobs_grouped_due`.
+macro_rules! grouped {
+    () => {
+        "grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
 /// The columns of a job, in the order `RawJob::read` reads them.
 const COLS: &str = redial_store::job_columns!();
 
@@ -209,8 +223,8 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     let inserted = tx
         .prepare_cached(
             "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
-             deadline, tags, policy, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+             deadline, tags, policy, created_at, updated_at, grp) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
              ON CONFLICT (id) DO NOTHING",
         )
         .and_then(|mut s| {
@@ -227,6 +241,7 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
                 tags,
                 policy,
                 ms(job.created_at),
+                job.group,
             ])
         })
         .map_err(backend)?;
@@ -557,23 +572,29 @@ pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
     Ok(n)
 }
 
-/// The highest priority level below `?2` with waiting jobs in a queue.
+/// The highest priority level below `?2` with waiting ungrouped jobs in a queue.
 const PRIORITY_BELOW: &str = concat!(
     "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-    waiting!(),
+    ungrouped!(),
     " AND priority < ?2 ORDER BY priority DESC LIMIT 1"
 );
-/// The earliest run time after `?3` within one priority level.
+/// The earliest run time after `?3` within one priority level, of ungrouped jobs.
 const FIRST_AFTER: &str = concat!(
     "SELECT run_at FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-    waiting!(),
+    ungrouped!(),
     " AND priority = ?2 AND run_at > ?3 ORDER BY run_at LIMIT 1"
+);
+/// The earliest run time after `?2` of the queue's grouped jobs.
+const GROUPED_FIRST_AFTER: &str = concat!(
+    "SELECT run_at FROM jobs INDEXED BY jobs_grouped_due WHERE queue = ?1 AND ",
+    grouped!(),
+    " AND run_at > ?2 ORDER BY run_at LIMIT 1"
 );
 
 /// The earliest run time after `after` among the queue's waiting jobs. `jobs_runnable` orders
-/// by priority before run time, so this probes each priority level that has waiting jobs (two
-/// index seeks per level; queues use a handful): no index of its own to keep up on every
-/// enqueue and lease (migration 10).
+/// by priority before run time, so this probes each priority level that has waiting ungrouped
+/// jobs (two index seeks per level; queues use a handful): no index of its own to keep up on
+/// every enqueue and lease (migration 10). Grouped jobs have one (`jobs_grouped_due`).
 pub fn next_run_at(
     c: &mut Connection,
     queue: &str,
@@ -582,7 +603,10 @@ pub fn next_run_at(
     let after = ms(after);
     let mut below = c.prepare_cached(PRIORITY_BELOW).map_err(backend)?;
     let mut first = c.prepare_cached(FIRST_AFTER).map_err(backend)?;
-    let mut earliest: Option<i64> = None;
+    let mut earliest: Option<i64> = c
+        .prepare_cached(GROUPED_FIRST_AFTER)
+        .and_then(|mut s| s.query_row(params![queue, after], |r| r.get(0)).optional())
+        .map_err(backend)?;
     // Priorities are i32: every level is below i64::MAX.
     let mut level = i64::MAX;
     while let Some(priority) = below
@@ -608,13 +632,12 @@ fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
-/// Reads in lease order straight off `jobs_runnable`; `INDEXED BY` keeps the planner from
-/// choosing an index that would sort every waiting job first.
+/// Reads in lease order, grouped and ungrouped jobs together (not the engine's path: it sorts
+/// the waiting jobs it reads).
 pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Candidate>> {
     let mut params = vec![Value::Text(p.queue.clone()), Value::Integer(ms(p.now))];
     let mut sql = concat!(
-        "SELECT seq, id, endpoint, attempts > 0, run_at FROM jobs INDEXED BY jobs_runnable \
-         WHERE queue = ?1 AND ",
+        "SELECT seq, id, endpoint, attempts > 0, run_at, grp FROM jobs WHERE queue = ?1 AND ",
         waiting!(),
         " AND run_at <= ?2"
     )
@@ -652,6 +675,7 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
             endpoint: r.get(2)?,
             is_retry: r.get(3)?,
             run_at: Timestamp::from_unix_millis(r.get(4)?),
+            group: r.get(5)?,
         })
     })?;
     Ok(rows)
@@ -727,6 +751,8 @@ pub struct LeaseScan {
     /// Skipped rows read further on, from where the last request stopped.
     pub deep: usize,
     resume: std::collections::HashMap<String, ScanPos>,
+    /// Per queue, the last group a lease gave a turn to: the next lease's round starts after it.
+    groups: std::collections::HashMap<String, String>,
 }
 
 impl Default for LeaseScan {
@@ -735,6 +761,7 @@ impl Default for LeaseScan {
             top: 1024,
             deep: 8192,
             resume: std::collections::HashMap::new(),
+            groups: std::collections::HashMap::new(),
         }
     }
 }
@@ -749,6 +776,9 @@ struct Picker<'a> {
     exclude_retries: Vec<String>,
     exclude_firsts: Vec<String>,
     last: Option<ScanPos>,
+    /// The seqs taken or failed so far: a group read again in a later pass of the round-robin
+    /// passes over them.
+    picked: std::collections::HashSet<i64>,
 }
 
 /// Why a scan stopped.
@@ -760,6 +790,8 @@ enum ScanEnd {
     Budget,
     /// No more rows.
     End,
+    /// The group being read holds (a limit of its own).
+    GroupHeld,
 }
 
 impl Picker<'_> {
@@ -798,6 +830,9 @@ impl Picker<'_> {
                 .as_str()
                 .map_err(|e| StoreError::Backend(e.to_string()))?;
             let is_retry: bool = r.get(2).map_err(backend)?;
+            if self.picked.contains(&seq) {
+                continue;
+            }
             if self.exclude.iter().any(|e| e == endpoint)
                 || (is_retry && self.exclude_retries.iter().any(|e| e == endpoint))
                 || (!is_retry && self.exclude_firsts.iter().any(|e| e == endpoint))
@@ -816,10 +851,17 @@ impl Picker<'_> {
                 endpoint: raw.job.endpoint.clone(),
                 is_retry,
                 run_at: raw.job.run_at,
+                group: raw.job.group.clone(),
             };
             match admit.admit(&candidate) {
-                Verdict::Take => self.taking.push((candidate, raw)),
-                Verdict::Fail => self.failing.push((candidate, raw)),
+                Verdict::Take => {
+                    self.picked.insert(seq);
+                    self.taking.push((candidate, raw))
+                }
+                Verdict::Fail => {
+                    self.picked.insert(seq);
+                    self.failing.push((candidate, raw))
+                }
                 Verdict::HoldEndpoint => {
                     skipped += 1;
                     self.exclude.push(candidate.endpoint)
@@ -832,6 +874,7 @@ impl Picker<'_> {
                     skipped += 1;
                     self.exclude_firsts.push(candidate.endpoint)
                 }
+                Verdict::HoldGroup => return Ok((ScanEnd::GroupHeld, skipped + 1)),
             }
         }
     }
@@ -840,12 +883,12 @@ impl Picker<'_> {
 /// The highest priority level with waiting jobs, below `below` when given (an index seek).
 const LEVEL_TOP: &str = concat!(
     "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-    waiting!(),
+    ungrouped!(),
     " ORDER BY priority DESC LIMIT 1"
 );
 const LEVEL_BELOW: &str = concat!(
     "SELECT priority FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-    waiting!(),
+    ungrouped!(),
     " AND priority < ?2 ORDER BY priority DESC LIMIT 1"
 );
 /// The due jobs of one priority level, in lease order. With the level fixed, `run_at <= now` is
@@ -855,17 +898,51 @@ const LEVEL_BELOW: &str = concat!(
 const LEVEL_DUE: &str = concat!(
     "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
      WHERE queue = ?1 AND ",
-    waiting!(),
+    ungrouped!(),
     " AND priority = ?3 AND run_at <= ?2 ORDER BY run_at, seq"
+);
+
+/// [`LEVEL_TOP`], [`LEVEL_BELOW`] and [`LEVEL_DUE`] within one group (`?4`), off `jobs_grouped`.
+const GROUP_LEVEL_TOP: &str = concat!(
+    "SELECT priority FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND grp = ?4 AND ",
+    grouped!(),
+    " ORDER BY priority DESC LIMIT 1"
+);
+const GROUP_LEVEL_BELOW: &str = concat!(
+    "SELECT priority FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND grp = ?4 AND ",
+    grouped!(),
+    " AND priority < ?2 ORDER BY priority DESC LIMIT 1"
+);
+const GROUP_LEVEL_DUE: &str = concat!(
+    "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_grouped \
+     WHERE queue = ?1 AND grp = ?4 AND ",
+    grouped!(),
+    " AND priority = ?3 AND run_at <= ?2 ORDER BY run_at, seq"
+);
+/// Whether one of the queue's grouped jobs is due.
+const GROUPED_DUE: &str = concat!(
+    "SELECT 1 FROM jobs INDEXED BY jobs_grouped_due WHERE queue = ?1 AND ",
+    grouped!(),
+    " AND run_at <= ?2 LIMIT 1"
+);
+/// The next group after `?2` with waiting jobs (a loose scan of `jobs_grouped`: one seek per
+/// group, however many jobs each holds).
+const GROUP_AFTER: &str = concat!(
+    "SELECT grp FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND grp > ?2 AND ",
+    grouped!(),
+    " ORDER BY grp LIMIT 1"
 );
 
 impl Picker<'_> {
     /// Reads the due jobs level by level, from the highest below `below` (all levels when
-    /// `None`) down, until enough are taken, `budget` rows were skipped in all, or levels run out.
+    /// `None`) down, until enough are taken, `budget` rows were skipped in all, or levels run out:
+    /// the queue's ungrouped jobs, or one group's.
+    #[allow(clippy::too_many_arguments)]
     fn scan_levels(
         &mut self,
         c: &Connection,
         queue: &str,
+        group: Option<&str>,
         now: i64,
         below: Option<i64>,
         budget: usize,
@@ -874,20 +951,43 @@ impl Picker<'_> {
         let mut below = below;
         let mut left = budget;
         loop {
-            let level: Option<i64> = match below {
-                None => c
+            let level: Option<i64> = match (below, group) {
+                (None, None) => c
                     .prepare_cached(LEVEL_TOP)
                     .and_then(|mut s| s.query_row([queue], |r| r.get(0)).optional()),
-                Some(b) => c
+                (Some(b), None) => c
                     .prepare_cached(LEVEL_BELOW)
                     .and_then(|mut s| s.query_row(params![queue, b], |r| r.get(0)).optional()),
+                (None, Some(g)) => c.prepare_cached(GROUP_LEVEL_TOP).and_then(|mut s| {
+                    // ?2 and ?3 are not in this statement: numbered parameters leave gaps.
+                    s.raw_bind_parameter(1, queue)?;
+                    s.raw_bind_parameter(4, g)?;
+                    let mut rows = s.raw_query();
+                    rows.next()?.map(|r| r.get(0)).transpose()
+                }),
+                (Some(b), Some(g)) => c.prepare_cached(GROUP_LEVEL_BELOW).and_then(|mut s| {
+                    s.raw_bind_parameter(1, queue)?;
+                    s.raw_bind_parameter(2, b)?;
+                    s.raw_bind_parameter(4, g)?;
+                    let mut rows = s.raw_query();
+                    rows.next()?.map(|r| r.get(0)).transpose()
+                }),
             }
             .map_err(backend)?;
             let Some(level) = level else {
                 return Ok(ScanEnd::End);
             };
-            let mut due = c.prepare_cached(LEVEL_DUE).map_err(backend)?;
-            match self.scan(&mut due, params![queue, now, level], left, admit)? {
+            let scanned = match group {
+                None => {
+                    let mut due = c.prepare_cached(LEVEL_DUE).map_err(backend)?;
+                    self.scan(&mut due, params![queue, now, level], left, admit)?
+                }
+                Some(g) => {
+                    let mut due = c.prepare_cached(GROUP_LEVEL_DUE).map_err(backend)?;
+                    self.scan(&mut due, params![queue, now, level, g], left, admit)?
+                }
+            };
+            match scanned {
                 (ScanEnd::End, skipped) => {
                     left = left.saturating_sub(skipped);
                     below = Some(level);
@@ -896,6 +996,172 @@ impl Picker<'_> {
             }
         }
     }
+
+    /// The queue's ungrouped jobs: from the head (`scan.top` skipped rows at most), then onwards
+    /// from where the last request's deep read stopped (`scan.deep`).
+    fn scan_ungrouped(
+        &mut self,
+        c: &Connection,
+        queue: &str,
+        now: i64,
+        scan: &mut LeaseScan,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<ScanEnd> {
+        // Every column read while stepping is in `jobs_runnable`: rows skipped cost no table
+        // lookup.
+        const SAME_PRIORITY_AFTER: &str = concat!(
+            "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
+             WHERE queue = ?1 AND ",
+            ungrouped!(),
+            " AND run_at <= ?2 AND priority = ?3 AND (run_at, seq) > (?4, ?5) ORDER BY run_at, seq"
+        );
+        self.last = None;
+        let ended = self.scan_levels(c, queue, None, now, None, scan.top.max(1), admit)?;
+        match (ended, self.last) {
+            (ScanEnd::End, _) => {
+                scan.resume.remove(queue);
+                Ok(ScanEnd::End)
+            }
+            (ScanEnd::Budget, Some(last)) => {
+                // Onwards from where the last request's deep read stopped, if that is further.
+                let from = ScanPos::onwards(scan.resume.get(queue).copied(), last);
+                let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
+                let (mut ended, _) = self.scan(
+                    &mut same,
+                    params![queue, now, from.priority, from.run_at, from.seq],
+                    scan.deep,
+                    admit,
+                )?;
+                if ended == ScanEnd::End {
+                    ended = self.scan_levels(
+                        c,
+                        queue,
+                        None,
+                        now,
+                        Some(from.priority),
+                        scan.deep,
+                        admit,
+                    )?;
+                }
+                match (ended, self.last) {
+                    (ScanEnd::End, _) | (_, None) => {
+                        scan.resume.remove(queue);
+                    }
+                    (_, Some(stopped)) => {
+                        scan.resume.insert(queue.to_owned(), stopped);
+                    }
+                }
+                Ok(ended)
+            }
+            (end, _) => Ok(end),
+        }
+    }
+
+    /// Round-robin across the queue's groups, the ungrouped jobs taking their turn as one
+    /// group: up to as many groups as the lease may take jobs, from the one after the group the
+    /// last lease ended with, each read from its head for its share (its weight's part of what
+    /// is left), pass after pass until the lease is full or every group is spent or holds.
+    fn scan_fair(
+        &mut self,
+        c: &Connection,
+        queue: &str,
+        now: i64,
+        scan: &mut LeaseScan,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<()> {
+        let max = self.max;
+        // The turns of this lease, in rotation order: the ungrouped jobs (None), then every
+        // group by name, round and round; this lease starts after the last one served.
+        let mut turns: Vec<Option<String>> = Vec::new();
+        {
+            let mut after = c.prepare_cached(GROUP_AFTER).map_err(backend)?;
+            let mut next = |from: &str| -> StoreResult<Option<String>> {
+                after
+                    .query_row(params![queue, from], |r| r.get(0))
+                    .optional()
+                    .map_err(backend)
+            };
+            let cursor = scan.groups.get(queue).cloned();
+            if cursor.is_none() {
+                turns.push(None);
+            }
+            let start = cursor.clone().unwrap_or_default();
+            let mut from = start.clone();
+            let mut wrapped = cursor.is_none();
+            while turns.len() < max.max(1) {
+                match next(&from)? {
+                    Some(g) if wrapped && cursor.is_some() && g > start => break,
+                    Some(g) => {
+                        from.clone_from(&g);
+                        turns.push(Some(g));
+                    }
+                    None if !wrapped => {
+                        wrapped = true;
+                        from = String::new();
+                        turns.push(None);
+                    }
+                    None => break,
+                }
+            }
+        }
+        // (turn, weight, may have more)
+        let mut turns: Vec<(Option<String>, usize, bool)> = turns
+            .into_iter()
+            .map(|g| {
+                let w = g.as_deref().map_or(1, |g| admit.weight(g).max(1) as usize);
+                (g, w, true)
+            })
+            .collect();
+        let mut served: Option<usize> = None;
+        let mut first_pass = true;
+        loop {
+            let left = max.saturating_sub(self.taking.len());
+            let weights: usize = turns.iter().filter(|t| t.2).map(|t| t.1).sum();
+            if left == 0 || weights == 0 {
+                break;
+            }
+            let share = left.div_ceil(weights);
+            for (i, (group, weight, more)) in turns.iter_mut().enumerate() {
+                if !*more {
+                    continue;
+                }
+                if self.taking.len() >= max {
+                    break;
+                }
+                if first_pass {
+                    served = Some(i);
+                }
+                self.max = (self.taking.len() + share * *weight).min(max);
+                let before = self.taking.len() + self.failing.len();
+                let ended = match group {
+                    None => self.scan_ungrouped(c, queue, now, scan, admit)?,
+                    Some(g) => {
+                        self.scan_levels(c, queue, Some(g), now, None, scan.top.max(1), admit)?
+                    }
+                };
+                // Only a turn that filled its share may have more; one that took nothing this
+                // pass has nothing it can take in this lease.
+                *more = ended == ScanEnd::Full && self.taking.len() + self.failing.len() > before;
+            }
+            first_pass = false;
+            self.max = max;
+        }
+        // The next lease starts after the last turn this one served ("" stands for the
+        // ungrouped jobs: no group is named so, and the next turn after it is the first group).
+        if let Some(i) = served {
+            let last = turns[i].0.clone().unwrap_or_default();
+            scan.groups.insert(queue.to_owned(), last);
+        }
+        self.max = max;
+        Ok(())
+    }
+}
+
+/// Whether any of the queue's grouped jobs is due (one index seek).
+fn grouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<bool> {
+    c.prepare_cached(GROUPED_DUE)
+        .and_then(|mut s| s.exists(params![queue, now]))
+        .map_err(backend)
 }
 
 /// [`Store::job_lease_admitted`] in one request: steps through the runnable jobs in lease order
@@ -911,13 +1177,6 @@ pub fn lease_admitted(
     admit: &mut dyn Admit,
     scan: &mut LeaseScan,
 ) -> StoreResult<LeasedRows> {
-    // Every column read while stepping is in `jobs_runnable`: rows skipped cost no table lookup.
-    const SAME_PRIORITY_AFTER: &str = concat!(
-        "SELECT seq, endpoint, attempts > 0, priority, run_at FROM jobs INDEXED BY jobs_runnable \
-         WHERE queue = ?1 AND ",
-        waiting!(),
-        " AND run_at <= ?2 AND priority = ?3 AND (run_at, seq) > (?4, ?5) ORDER BY run_at, seq"
-    );
     static ROW: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
     let (taking, failing) = {
@@ -930,43 +1189,14 @@ pub fn lease_admitted(
             exclude_retries: Vec::new(),
             exclude_firsts: Vec::new(),
             last: None,
+            picked: std::collections::HashSet::new(),
         };
         let now = ms(p.now);
-        let ended = picker.scan_levels(c, &p.queue, now, None, scan.top.max(1), admit)?;
-        match (ended, picker.last) {
-            (ScanEnd::End, _) => {
-                scan.resume.remove(&p.queue);
-            }
-            (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
-            (ScanEnd::Budget, Some(last)) => {
-                // Onwards from where the last request's deep read stopped, if that is further.
-                let from = ScanPos::onwards(scan.resume.get(&p.queue).copied(), last);
-                let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
-                let (mut ended, _) = picker.scan(
-                    &mut same,
-                    params![p.queue, now, from.priority, from.run_at, from.seq],
-                    scan.deep,
-                    admit,
-                )?;
-                if ended == ScanEnd::End {
-                    ended = picker.scan_levels(
-                        c,
-                        &p.queue,
-                        now,
-                        Some(from.priority),
-                        scan.deep,
-                        admit,
-                    )?;
-                }
-                match (ended, picker.last) {
-                    (ScanEnd::End, _) | (_, None) => {
-                        scan.resume.remove(&p.queue);
-                    }
-                    (_, Some(stopped)) => {
-                        scan.resume.insert(p.queue.clone(), stopped);
-                    }
-                }
-            }
+        // A queue none of whose due jobs has a group reads as it always did.
+        if grouped_due(c, &p.queue, now)? {
+            picker.scan_fair(c, &p.queue, now, scan, admit)?;
+        } else {
+            picker.scan_ungrouped(c, &p.queue, now, scan, admit)?;
         }
         (picker.taking, picker.failing)
     };

@@ -17,7 +17,7 @@ macro_rules! job_columns {
         "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
          run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
          unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
-         lease_owner, lease_until, cancel_requested"
+         lease_owner, lease_until, cancel_requested, grp"
     };
 }
 
@@ -77,6 +77,7 @@ impl RawJob {
                 run_at: Timestamp::from_unix_millis(r.int(9)?),
                 deadline: ts(r.opt_int(10)?),
                 tags: Vec::new(),
+                group: r.opt_text(27)?,
                 policy: None,
                 created_at: Timestamp::from_unix_millis(r.int(13)?),
                 updated_at: Timestamp::from_unix_millis(r.int(14)?),

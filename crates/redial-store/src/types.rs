@@ -152,6 +152,10 @@ pub struct NewJob {
     /// The job's own policy override, laid over the queue's.
     pub policy: Option<PolicyOverride>,
     pub created_at: Timestamp,
+    /// Who the job is for (a tenant, a customer): a queue leases round-robin across the groups
+    /// with due work, and groups may have limits of their own. None: the queue's ungrouped jobs,
+    /// which take their turn as one group.
+    pub group: Option<String>,
 }
 
 impl NewJob {
@@ -179,6 +183,7 @@ impl NewJob {
             run_at: self.run_at,
             deadline: self.deadline,
             tags: self.tags,
+            group: self.group,
             policy: self.policy,
             created_at: self.created_at,
             updated_at: self.created_at,
@@ -214,6 +219,8 @@ pub struct Job {
     pub run_at: Timestamp,
     pub deadline: Option<Timestamp>,
     pub tags: Vec<String>,
+    /// Its group ([`NewJob::group`]).
+    pub group: Option<String>,
     pub policy: Option<PolicyOverride>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -535,6 +542,8 @@ pub struct Candidate {
     /// It has failed before: it counts against the endpoint's retry budget.
     pub is_retry: bool,
     pub run_at: Timestamp,
+    /// Its group, if it has one.
+    pub group: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -561,6 +570,8 @@ pub enum Verdict {
     /// Lease it to end it without a request (a retry whose endpoint's budget is spent, under a
     /// policy that fails such retries fast).
     Fail,
+    /// Its group holds (a limit of its own): none of that group's jobs go in this lease.
+    HoldGroup,
 }
 
 /// Admission, asked about each candidate in lease order. A backend may ask it on its own
@@ -570,6 +581,11 @@ pub trait Admit: Send {
     /// A candidate admitted (`Take` or `Fail`) that was not leased after all (another worker
     /// took it first, or the lease failed): undo what admitting it did.
     fn not_leased(&mut self, candidate: &Candidate);
+    /// How many turns `group` takes for each turn of a group of weight 1 when a lease goes
+    /// round-robin across a queue's groups (at least 1).
+    fn weight(&self, _group: &str) -> u32 {
+        1
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -267,6 +267,7 @@ mod tests {
             tags: Vec::new(),
             policy: None,
             created_at: t0,
+            group: None,
         }
         .into_stored(1);
         let response = redial_policy::Response {

@@ -98,6 +98,9 @@ pub struct JobTemplate {
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyOverride>,
+    /// The group each occurrence's job belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// A schedule as defined by the API or the configuration file.
@@ -526,6 +529,7 @@ fn occurrence_job(
         tags,
         policy: template.policy.clone(),
         created_at: now,
+        group: template.group.clone(),
     }
 }
 

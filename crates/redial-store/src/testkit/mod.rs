@@ -7,6 +7,7 @@
 
 mod dead_letters;
 mod endpoints;
+mod groups;
 mod insert;
 mod lease;
 mod reads;
@@ -16,6 +17,7 @@ mod schedules;
 
 pub use dead_letters::*;
 pub use endpoints::*;
+pub use groups::*;
 pub use insert::*;
 pub use lease::*;
 pub use reads::*;
@@ -43,7 +45,9 @@ macro_rules! store_suite {
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
             dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds,
-            schedules_round_trip, schedules_due_and_advance_once);
+            schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,
+            one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
+            grouped_jobs_wait_for_their_time);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -85,6 +89,7 @@ pub fn new_job(id: &str, queue: &str) -> NewJob {
         tags: vec!["suite".into()],
         policy: None,
         created_at: T0,
+        group: None,
     }
 }
 
