@@ -68,6 +68,7 @@ async fn start(worker: String, config: tokio_postgres::Config, concurrency: usiz
             QueueConfig {
                 concurrency,
                 policy: Policy::default(),
+                groups: Default::default(),
             },
         );
         let dyn_store: Arc<dyn Store> = store.clone();

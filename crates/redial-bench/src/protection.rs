@@ -245,6 +245,7 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
         QueueConfig {
             concurrency: CONCURRENCY,
             policy: policy(),
+            groups: Default::default(),
         },
     );
     let e = Engine::new(

@@ -187,6 +187,7 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
         QueueConfig {
             concurrency: CONCURRENCY,
             policy: policy(),
+            groups: Default::default(),
         },
     );
     config

@@ -135,6 +135,7 @@ fn engine_with(
             QueueConfig {
                 concurrency: *c,
                 policy: Policy::default(),
+                groups: Default::default(),
             },
         );
     }
@@ -490,6 +491,7 @@ pub async fn http(
         QueueConfig {
             concurrency,
             policy: Policy::default(),
+            groups: Default::default(),
         },
     );
     let counting = Arc::new(Counting {
@@ -690,6 +692,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
             QueueConfig {
                 concurrency: 32,
                 policy: Policy::default(),
+                groups: Default::default(),
             },
         );
         let e = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));

@@ -77,6 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         QueueConfig {
             concurrency: 4,
             policy,
+            groups: Default::default(),
         },
     );
 

@@ -53,14 +53,41 @@ pub(crate) struct Admitted {
     endpoint: String,
     /// Taken when the admission ends, so it ends once.
     permit: Option<Permit>,
+    /// The admission of the job's group (its own limits), which ends with this one.
+    group: Option<Box<Admitted>>,
 }
 
 impl Admitted {
     /// Ends the admission with the attempt's result; `observed.others_in_flight` is filled in.
+    /// The group's admission ends as a plain success: a group learns nothing from answers, it
+    /// only counts what it started.
     pub fn finish(mut self, now: Timestamp, observed: Observed) {
         if let Some(permit) = self.permit.take() {
             self.registry.finish(&self.endpoint, now, permit, observed);
         }
+        if let Some(mut group) = self.group.take() {
+            if let Some(permit) = group.permit.take() {
+                let plain = Observed {
+                    class: redial_policy::endpoint::ResultClass::Success,
+                    overload: false,
+                    server_wait: None,
+                    quota: Default::default(),
+                    others_in_flight: 0,
+                };
+                group.registry.finish(&group.endpoint, now, permit, plain);
+            }
+        }
+    }
+
+    /// Carries the job's group admission along with this one.
+    pub fn with_group(mut self, group: Option<Admitted>) -> Admitted {
+        self.group = group.map(Box::new);
+        self
+    }
+
+    /// Takes the group admission out (to carry it over to a fresh endpoint admission).
+    pub fn take_group(&mut self) -> Option<Admitted> {
+        self.group.take().map(|b| *b)
     }
 }
 
@@ -200,6 +227,7 @@ impl Registry {
                 registry: self.clone(),
                 endpoint: endpoint.to_owned(),
                 permit: Some(permit),
+                group: None,
             }),
             held => Err(held),
         }

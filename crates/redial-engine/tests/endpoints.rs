@@ -88,6 +88,7 @@ async fn setup_in(
         QueueConfig {
             concurrency,
             policy,
+            groups: Default::default(),
         },
     );
     let http = HttpExecutor::new(HttpConfig {

@@ -56,6 +56,7 @@ async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) ->
         QueueConfig {
             concurrency: 4,
             policy: policy(),
+            groups: Default::default(),
         },
     );
     config.queues.insert(
@@ -63,6 +64,7 @@ async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) ->
         QueueConfig {
             concurrency: 2,
             policy: policy(),
+            groups: Default::default(),
         },
     );
     let http = HttpExecutor::new(HttpConfig {

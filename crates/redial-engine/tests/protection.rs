@@ -59,6 +59,7 @@ async fn harness(
         QueueConfig {
             concurrency: 8,
             policy,
+            groups: Default::default(),
         },
     );
     let http: Arc<dyn Handler> = match handler {

@@ -308,6 +308,12 @@ pub struct QueueSection {
     /// Sign this queue's deliveries (Standard Webhooks), with each of these `whsec_` secrets
     /// (several during a rotation). An endpoint's own secrets come first.
     pub signing_secrets: Vec<String>,
+    /// Attempts of each group (a job's `group`) in flight at most, across the cluster.
+    pub group_concurrency: Option<u32>,
+    /// Attempts of each group started per interval at most, across the cluster: "10/s".
+    pub group_rate: Option<String>,
+    /// Named groups' own limits and weights, over `group_concurrency` and `group_rate`.
+    pub groups: BTreeMap<String, GroupSection>,
 }
 
 impl Default for QueueSection {
@@ -316,7 +322,68 @@ impl Default for QueueSection {
             concurrency: redial_engine::QueueConfig::default().concurrency,
             policy: PolicyOverride::default(),
             signing_secrets: Vec::new(),
+            group_concurrency: None,
+            group_rate: None,
+            groups: BTreeMap::new(),
         }
+    }
+}
+
+/// One named group of a queue (`[queues.NAME.groups.GROUP]`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GroupSection {
+    pub concurrency: Option<u32>,
+    pub rate: Option<String>,
+    /// Turns in the queue's round-robin for each turn of a group of weight 1 (1 to 100).
+    pub weight: Option<u32>,
+}
+
+impl QueueSection {
+    /// The queue's groups in the engine's terms; errors name the field under `at`.
+    fn groups(&self, at: &str) -> Result<redial_engine::Groups, String> {
+        let concurrency = |c: Option<u32>, field: &str| match c {
+            Some(c) if c == 0 || c > 10_000 => {
+                Err(format!("{field} must be from 1 to 10000"))
+            }
+            c => Ok(c),
+        };
+        let rate = |r: &Option<String>, field: &str| {
+            r.as_deref()
+                .map(redial_policy::endpoint::Rate::parse)
+                .transpose()
+                .map_err(|e| format!("{field}: {e}"))
+        };
+        let each = redial_engine::GroupLimits {
+            concurrency: concurrency(self.group_concurrency, &format!("{at}.group_concurrency"))?,
+            rate: rate(&self.group_rate, &format!("{at}.group_rate"))?,
+            weight: 1,
+        };
+        let mut named = BTreeMap::new();
+        for (name, g) in &self.groups {
+            let here = format!("{at}.groups.{name}");
+            if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+                return Err(format!(
+                    "{here}: a group's name is 1 to 128 characters, none of them a control character"
+                ));
+            }
+            let weight = match g.weight {
+                Some(w) if w == 0 || w > 100 => {
+                    return Err(format!("{here}.weight must be from 1 to 100"))
+                }
+                w => w.unwrap_or(1),
+            };
+            named.insert(
+                name.clone(),
+                redial_engine::GroupLimits {
+                    concurrency: concurrency(g.concurrency, &format!("{here}.concurrency"))?
+                        .or(each.concurrency),
+                    rate: rate(&g.rate, &format!("{here}.rate"))?.or(each.rate),
+                    weight,
+                },
+            );
+        }
+        Ok(redial_engine::Groups { each, named })
     }
 }
 
@@ -475,6 +542,7 @@ impl FileConfig {
                 redial_engine::QueueConfig {
                     concurrency: q.concurrency,
                     policy,
+                    groups: q.groups(&format!("queues.{name}"))?,
                 },
             );
         }
@@ -482,6 +550,7 @@ impl FileConfig {
             .or_insert_with(|| redial_engine::QueueConfig {
                 concurrency: QueueSection::default().concurrency,
                 policy: self.policy.clone(),
+                groups: Default::default(),
             });
         Ok(out)
     }

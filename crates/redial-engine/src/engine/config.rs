@@ -3,7 +3,7 @@
 use crate::alerts::AlertConfig;
 use crate::endpoints::EndpointSettings;
 use crate::otel::Tracer;
-use redial_policy::endpoint::EndpointConfig;
+use redial_policy::endpoint::{EndpointConfig, Rate};
 use redial_policy::Policy;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use super::{host_name, random_u64};
 
-/// One queue: how many attempts run at once, and the policy its jobs follow.
+/// One queue: how many attempts run at once, the policy its jobs follow, and what each group
+/// of its jobs (a tenant) may use.
 #[derive(Clone, Debug)]
 pub struct QueueConfig {
     pub concurrency: usize,
     pub policy: Policy,
+    pub groups: Groups,
 }
 
 impl Default for QueueConfig {
@@ -23,7 +25,72 @@ impl Default for QueueConfig {
         QueueConfig {
             concurrency: 32,
             policy: Policy::default(),
+            groups: Groups::default(),
         }
+    }
+}
+
+/// What one group of a queue's jobs may use, and its share of the queue's turns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupLimits {
+    /// Attempts of the group in flight at most (across the cluster). None: no limit of its own.
+    pub concurrency: Option<u32>,
+    /// Attempts of the group started per interval at most (across the cluster).
+    pub rate: Option<Rate>,
+    /// Turns the group takes in the queue's round-robin for each turn of a group of weight 1.
+    pub weight: u32,
+}
+
+impl Default for GroupLimits {
+    fn default() -> Self {
+        GroupLimits {
+            concurrency: None,
+            rate: None,
+            weight: 1,
+        }
+    }
+}
+
+impl GroupLimits {
+    /// Whether the group has a limit to keep (weights alone need no state).
+    pub fn limited(&self) -> bool {
+        self.concurrency.is_some() || self.rate.is_some()
+    }
+
+    /// The limits as endpoint protection keeps them: only rate and concurrency; no breaker,
+    /// retry budget, probing, ramp or learning (a group sends nothing itself).
+    pub(crate) fn as_endpoint_config(&self) -> EndpointConfig {
+        let mut c = EndpointConfig {
+            rate: self.rate,
+            concurrency: self.concurrency,
+            adaptive_concurrency: false,
+            learn_from_headers: false,
+            probe_first: false,
+            ramp_for: Duration::ZERO,
+            ..EndpointConfig::default()
+        };
+        c.retry_budget.enabled = false;
+        c.breaker.enabled = false;
+        c
+    }
+}
+
+/// The groups of a queue: the limits every group has, and those of groups named in the
+/// configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Groups {
+    pub each: GroupLimits,
+    pub named: BTreeMap<String, GroupLimits>,
+}
+
+impl Groups {
+    pub fn limits(&self, group: &str) -> &GroupLimits {
+        self.named.get(group).unwrap_or(&self.each)
+    }
+
+    /// Whether some group has a limit to keep.
+    pub fn limited(&self) -> bool {
+        self.each.limited() || self.named.values().any(GroupLimits::limited)
     }
 }
 

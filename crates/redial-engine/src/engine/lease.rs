@@ -143,6 +143,8 @@ pub(super) async fn fill(
     let rejections = Arc::new(Mutex::new(Vec::new()));
     let admit = Box::new(EndpointAdmit {
         inner: inner.clone(),
+        group_limits: inner.groups.get(&queue).cloned(),
+        queue: queue.clone(),
         now,
         holds: holds.clone(),
         admitted: admitted.clone(),
@@ -196,6 +198,9 @@ pub(super) fn count_budget_rejection(inner: &Inner, endpoint: &str) {
 /// Admission by the endpoints' limits, as the store asks it while leasing.
 pub(super) struct EndpointAdmit {
     inner: Arc<Inner>,
+    /// The queue's groups' states, when some group has a limit.
+    group_limits: Option<Arc<crate::endpoints::Registry>>,
+    queue: String,
     now: Timestamp,
     /// What holds each retry admitted to fail, by seq.
     holds: Arc<Mutex<HashMap<i64, Hold>>>,
@@ -219,12 +224,21 @@ impl EndpointAdmit {
 impl Admit for EndpointAdmit {
     fn admit(&mut self, c: &Candidate) -> Verdict {
         let inner = &self.inner;
+        // The group's limits first: a group that holds is passed over for this lease. Should
+        // the endpoint then hold, the group's admission drops here, given back.
+        let group = match (&self.group_limits, &c.group) {
+            (Some(limits), Some(g)) => match limits.admit(g, false, self.now) {
+                Ok(a) => Some(a),
+                Err(_) => return Verdict::HoldGroup,
+            },
+            _ => None,
+        };
         match inner.endpoints.admit(&c.endpoint, c.is_retry, self.now) {
             Ok(admission) => {
                 self.admitted
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.seq, admission);
+                    .insert(c.seq, admission.with_group(group));
                 Verdict::Take
             }
             Err(Admission::Go(_)) => unreachable!("an admission to go is returned as Ok"),
@@ -243,6 +257,14 @@ impl Admit for EndpointAdmit {
                 Verdict::Fail
             }
         }
+    }
+
+    fn weight(&self, group: &str) -> u32 {
+        self.inner
+            .config
+            .queues
+            .get(&self.queue)
+            .map_or(1, |q| q.groups.limits(group).weight)
     }
 
     fn not_leased(&mut self, c: &Candidate) {
@@ -384,9 +406,12 @@ pub(super) async fn wait_to_start(
     };
     let now = inner.clock.now();
     if since.elapsed() > FRESH_ADMISSION {
+        // The group's admission carries over: the group's place was kept while the job waited.
+        let mut admission = admission;
+        let group = admission.take_group();
         drop(admission);
         match inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) {
-            Ok(fresh) => return Some((run, fresh)),
+            Ok(fresh) => return Some((run, fresh.with_group(group))),
             Err(_) => {
                 give_back(inner, job, false).await;
                 return None;

@@ -133,6 +133,9 @@ pub(super) async fn take_in_nodes(inner: &Inner) {
         u32::try_from(rank).unwrap_or(0),
         u32::try_from(of).unwrap_or(u32::MAX),
     );
+    for registry in inner.groups.values() {
+        registry.set_cluster(rank, of);
+    }
     if inner.endpoints.set_cluster(rank, of) {
         tracing::info!(
             nodes = of,

@@ -39,7 +39,7 @@ mod recording;
 mod schedules;
 
 use attempt::*;
-pub use config::{EngineConfig, QueueConfig, Retention};
+pub use config::{EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
 pub use controls::QueueView;
 use facts::*;
 use lease::*;
@@ -75,6 +75,9 @@ struct Inner {
     jitter: Mutex<SplitMix64>,
     /// Every endpoint's protection state and attempts in flight.
     endpoints: Arc<Registry>,
+    /// Per queue whose groups have limits: each group's state and attempts in flight (the same
+    /// machinery as endpoints', rate and concurrency only).
+    groups: HashMap<String, Arc<Registry>>,
     /// Stops leasing: the first step of a graceful stop.
     shutdown: Shutdown,
     /// Stops heartbeats and maintenance: the last step, once no attempt is in flight, so that
@@ -138,6 +141,29 @@ impl Engine {
             metrics.clone(),
             clock.clone(),
         ));
+        let groups = config
+            .queues
+            .iter()
+            .filter(|(_, q)| q.groups.limited())
+            .map(|(name, q)| {
+                let named = q
+                    .groups
+                    .named
+                    .iter()
+                    .map(|(g, l)| {
+                        let limits = l.as_endpoint_config();
+                        (g.clone(), crate::endpoints::EndpointSettings { policy: None, limits })
+                    })
+                    .collect();
+                let registry = Registry::new(
+                    q.groups.each.as_endpoint_config(),
+                    named,
+                    metrics.clone(),
+                    clock.clone(),
+                );
+                (name.clone(), Arc::new(registry))
+            })
+            .collect();
         Engine {
             inner: Arc::new(Inner {
                 store,
@@ -151,6 +177,7 @@ impl Engine {
                 given_back_unstarted: std::sync::atomic::AtomicUsize::new(0),
                 jitter: Mutex::new(SplitMix64::new(random_u64())),
                 endpoints,
+                groups,
                 shutdown: Shutdown::new(),
                 stopped: Shutdown::new(),
                 holds_changed: Notify::new(),
