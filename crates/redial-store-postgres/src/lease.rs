@@ -227,74 +227,104 @@ impl Picker {
             .collect();
         let groups: Vec<String> = turns.iter().flatten().cloned().collect();
         let heaviest = weights.iter().copied().max().unwrap_or(1);
-        let each = (max.div_ceil(turns.len().max(1)) * heaviest + 8).min(max + 8);
+        let mut each = (max.div_ceil(turns.len().max(1)) * heaviest + 8).min(max + 8);
         let mut heads: HashMap<String, std::collections::VecDeque<Candidate>> = HashMap::new();
-        if !groups.is_empty() {
-            for cand in sql::group_heads(c, &p.queue, &groups, p.now, each).await? {
-                let g = cand.group.clone().unwrap_or_default();
-                heads.entry(g).or_default().push_back(cand);
-            }
-        }
+        // Rows read per group by the last read of its head, and every row read: a group whose
+        // read came back full may have more, read again (further) if the lease is not full.
+        let mut read_n: HashMap<String, usize> = HashMap::new();
+        let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
+        let mut to_read = groups;
         let mut ungrouped: std::collections::VecDeque<Candidate> =
             std::mem::take(&mut self.stash).into();
         let mut more = vec![true; turns.len()];
+        let mut held = vec![false; turns.len()];
         let mut served = None;
         let mut first_pass = true;
-        loop {
-            let left = max.saturating_sub(self.taking.len());
-            let total: usize = (0..turns.len())
-                .filter(|&i| more[i])
-                .map(|i| weights[i])
-                .sum();
-            if left == 0 || total == 0 {
-                break;
-            }
-            let share = left.div_ceil(total);
-            for i in 0..turns.len() {
-                if !more[i] {
-                    continue;
+        for _ in 0..GROUP_READS {
+            if !to_read.is_empty() {
+                read_n.clear();
+                for cand in sql::group_heads(c, &p.queue, &to_read, p.now, each).await? {
+                    let g = cand.group.clone().unwrap_or_default();
+                    *read_n.entry(g.clone()).or_default() += 1;
+                    // Rows this transaction read before come again (its own locks do not
+                    // skip them): each is offered once.
+                    if seen.insert(cand.seq) {
+                        heads.entry(g).or_default().push_back(cand);
+                    }
                 }
-                if self.taking.len() >= max {
+            }
+            loop {
+                let left = max.saturating_sub(self.taking.len());
+                let total: usize = (0..turns.len())
+                    .filter(|&i| more[i])
+                    .map(|i| weights[i])
+                    .sum();
+                if left == 0 || total == 0 {
                     break;
                 }
-                if first_pass {
-                    served = Some(i);
-                }
-                let queue = match &turns[i] {
-                    None => &mut ungrouped,
-                    Some(g) => heads.entry(g.clone()).or_default(),
-                };
-                let want = share * weights[i];
-                let mut took = 0;
-                let mut held = false;
-                while took < want && self.taking.len() < max {
-                    let Some(cand) = queue.pop_front() else {
-                        break;
-                    };
-                    if self.left_out(&cand) {
+                let share = left.div_ceil(total);
+                for i in 0..turns.len() {
+                    if !more[i] {
                         continue;
                     }
-                    match admit.admit(&cand) {
-                        Verdict::Take => {
-                            took += 1;
-                            self.taking.push(cand);
-                        }
-                        Verdict::Fail => {
-                            took += 1;
-                            self.failing.push(cand);
-                        }
-                        Verdict::HoldEndpoint => self.exclude.push(cand.endpoint),
-                        Verdict::HoldRetries => self.exclude_retries.push(cand.endpoint),
-                        Verdict::HoldFirsts => self.exclude_firsts.push(cand.endpoint),
-                        Verdict::HoldGroup => {
-                            held = true;
+                    if self.taking.len() >= max {
+                        break;
+                    }
+                    if first_pass {
+                        served = Some(i);
+                    }
+                    let queue = match &turns[i] {
+                        None => &mut ungrouped,
+                        Some(g) => heads.entry(g.clone()).or_default(),
+                    };
+                    let want = share * weights[i];
+                    let mut took = 0;
+                    while took < want && self.taking.len() < max {
+                        let Some(cand) = queue.pop_front() else {
                             break;
+                        };
+                        if self.left_out(&cand) {
+                            continue;
+                        }
+                        match admit.admit(&cand) {
+                            Verdict::Take => {
+                                took += 1;
+                                self.taking.push(cand);
+                            }
+                            Verdict::Fail => {
+                                took += 1;
+                                self.failing.push(cand);
+                            }
+                            Verdict::HoldEndpoint => self.exclude.push(cand.endpoint),
+                            Verdict::HoldRetries => self.exclude_retries.push(cand.endpoint),
+                            Verdict::HoldFirsts => self.exclude_firsts.push(cand.endpoint),
+                            Verdict::HoldGroup => {
+                                held[i] = true;
+                                break;
+                            }
                         }
                     }
+                    more[i] = !held[i] && took == want && !queue.is_empty();
                 }
-                more[i] = !held && took == want && !queue.is_empty();
+                first_pass = false;
             }
-            first_pass = false;
+            if self.taking.len() >= max {
+                break;
+            }
+            // Groups whose rows read ran out while their read came back full: read further.
+            to_read = Vec::new();
+            for (i, turn) in turns.iter().enumerate() {
+                if let Some(g) = turn {
+                    if !held[i] && read_n.get(g).copied().unwrap_or(0) >= each {
+                        to_read.push(g.clone());
+                        more[i] = true;
+                    }
+                }
+            }
+            if to_read.is_empty() {
+                break;
+            }
+            each += max.saturating_sub(self.taking.len()) + 8;
         }
         if let Some(i) = served {
             let last = turns[i].clone().unwrap_or_default();
@@ -506,6 +536,10 @@ fn hand_back(lease: &AdmittedLease, admit: &mut dyn Admit) {
         });
     }
 }
+
+/// Reads of the groups' heads in one lease at most: the first, and further reads of groups
+/// whose rows ran out while the lease still had room.
+const GROUP_READS: usize = 3;
 
 /// Lease statements in one request at most: the first, and reads on past jobs other nodes took.
 const LEASE_ROUNDS: usize = 4;

@@ -343,9 +343,7 @@ impl QueueSection {
     /// The queue's groups in the engine's terms; errors name the field under `at`.
     fn groups(&self, at: &str) -> Result<redial_engine::Groups, String> {
         let concurrency = |c: Option<u32>, field: &str| match c {
-            Some(c) if c == 0 || c > 10_000 => {
-                Err(format!("{field} must be from 1 to 10000"))
-            }
+            Some(c) if c == 0 || c > 10_000 => Err(format!("{field} must be from 1 to 10000")),
             c => Ok(c),
         };
         let rate = |r: &Option<String>, field: &str| {

@@ -152,7 +152,13 @@ impl Engine {
                     .iter()
                     .map(|(g, l)| {
                         let limits = l.as_endpoint_config();
-                        (g.clone(), crate::endpoints::EndpointSettings { policy: None, limits })
+                        (
+                            g.clone(),
+                            crate::endpoints::EndpointSettings {
+                                policy: None,
+                                limits,
+                            },
+                        )
                     })
                     .collect();
                 let registry = Registry::new(

@@ -182,3 +182,26 @@ pub async fn grouped_jobs_wait_for_their_time(store: Arc<dyn Store>) {
     let next = store.job_next_run_at("q", at(1)).await.expect("next");
     assert_eq!(next, Some(at(60)));
 }
+
+/// One group holds `big` due jobs, enqueued first; another holds ten. The ten all go in the
+/// first lease of 32, and that lease reads the big group's head, not its backlog: it costs
+/// about what a lease of a queue with ten jobs costs (the time is printed).
+pub async fn a_ten_job_group_goes_in_the_first_lease_behind_a_big_one(
+    store: Arc<dyn Store>,
+    big: usize,
+) {
+    let started = std::time::Instant::now();
+    insert_group(&store, "big", Some("big"), big).await;
+    insert_group(&store, "small", Some("small"), 10).await;
+    let inserted = started.elapsed();
+    let started = std::time::Instant::now();
+    let first = lease_groups(&store, 32, plain()).await;
+    let took = started.elapsed();
+    assert_eq!(first.len(), 32);
+    assert_eq!(count(&first, Some("small")), 10, "{first:?}");
+    assert_eq!(count(&first, Some("big")), 22, "{first:?}");
+    println!(
+        "{big} jobs in one group and 10 in another: inserted in {inserted:?}; the first lease \
+         of 32 took {took:?} and held all ten"
+    );
+}
