@@ -45,6 +45,17 @@ def test_conflicting_request_is_a_409(server: Server, receiver: Receiver) -> Non
         assert err.value.message
 
 
+def test_a_job_keeps_its_group_and_a_bad_group_is_a_422(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        created = c.enqueue(job_for(receiver, group="tenant-42"))
+        assert created["group"] == "tenant-42"
+        assert c.get_job(created["id"])["group"] == "tenant-42"
+        assert c.enqueue(job_for(receiver))["group"] is None
+        with pytest.raises(RedialError) as err:
+            c.enqueue(job_for(receiver, group=""))
+        assert (err.value.status, err.value.code) == (422, "invalid_group")
+
+
 def test_unknown_job_is_a_404(server: Server) -> None:
     with Redial(server.url) as c:
         with pytest.raises(RedialError) as err:

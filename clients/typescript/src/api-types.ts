@@ -559,6 +559,8 @@ export interface components {
             priority?: number;
             /** @description At most 32 tags of 1 to 100 bytes. */
             tags?: string[];
+            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters, no control characters. */
+            group?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
@@ -597,6 +599,8 @@ export interface components {
             finished_at: string | null;
             idempotency_key: string | null;
             tags: string[];
+            /** @description Who the job is for; null when it has no group. */
+            group: string | null;
             last_reason: string | null;
             cancel_requested: boolean;
             request: components["schemas"]["RequestView"];
@@ -912,6 +916,8 @@ export interface components {
             priority?: number;
             /** @description At most 32 tags of 1 to 100 bytes. */
             tags?: string[];
+            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters, no control characters. */
+            group?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
@@ -977,6 +983,8 @@ export interface components {
                 priority: number;
                 tags: string[];
                 policy?: Record<string, never>;
+                /** @description The group of each occurrence's job; absent when none. */
+                group?: string;
             };
             /**
              * @description config: defined in the configuration file, kept in step with it at each start.
@@ -1072,7 +1080,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_category, empty_batch, filter_required. */
+        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, empty_batch, filter_required. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;

@@ -47,6 +47,19 @@ describe("Redial against a real server", () => {
     assert.equal(second.deduplicated, true);
   });
 
+  test("a job keeps its group, and an empty group is a 422 invalid_group", async () => {
+    const r = await receiver();
+    const job = await redial.enqueue({ group: "tenant-42", request: { method: "POST", url: `${r.origin}/g` } });
+    assert.equal(job.group, "tenant-42");
+    assert.equal((await redial.getJob(job.id)).group, "tenant-42");
+    const err = await redial
+      .enqueue({ group: "", request: { method: "POST", url: `${r.origin}/g` } })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError, `expected RedialError, got ${String(err)}`);
+    assert.equal(err.status, 422);
+    assert.equal(err.code, "invalid_group");
+  });
+
   test("enqueue without an id generates a UUID on the client", async () => {
     const r = await receiver();
     const job = await redial.enqueue({ request: { method: "GET", url: `${r.origin}/ping` } });

@@ -12,6 +12,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod groups;
 mod noop_nodes;
 mod plain;
 mod protection;
@@ -33,7 +34,9 @@ struct Args {
     /// PostgreSQL, one node, then two with one killed; a throwaway server unless `--database-url`
     /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
-    /// with `--schedules` schedules) run only when named.
+    /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
+    /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) run only when
+    /// named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -49,6 +52,9 @@ struct Args {
     /// this process when absent.
     #[arg(long)]
     receiver_base: Option<String>,
+    /// Alternated rounds of the `groups` workload's no-op runs.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Schedules in the `schedules` workload.
     #[arg(long, default_value_t = 10_000)]
     schedules: usize,
@@ -129,6 +135,16 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "noop-nodes") {
             noop_nodes::noop_nodes(args.jobs, args.concurrency, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "groups") {
+            groups::groups(
+                args.jobs,
+                args.concurrency,
+                args.big_backlog,
+                args.rounds,
+                &mut report,
+            )
+            .await?;
         }
         if args.only.iter().any(|w| w == "schedules") {
             schedules::schedules(args.schedules, &mut report).await?;

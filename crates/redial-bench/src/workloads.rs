@@ -81,9 +81,9 @@ pub(crate) async fn insert_backlog(
 
 /// A handler that does nothing and succeeds; optionally tells when it started each job.
 #[derive(Debug, Default)]
-struct Noop {
+pub(crate) struct Noop {
     started: Option<mpsc::UnboundedSender<(String, Instant)>>,
-    calls: AtomicU64,
+    pub(crate) calls: AtomicU64,
 }
 
 #[async_trait]
@@ -114,7 +114,11 @@ impl<H: Handler> Handler for Counting<H> {
     }
 }
 
-fn engine(store: Arc<dyn Store>, queues: &[(&str, usize)], handler: Arc<dyn Handler>) -> Engine {
+pub(crate) fn engine(
+    store: Arc<dyn Store>,
+    queues: &[(&str, usize)],
+    handler: Arc<dyn Handler>,
+) -> Engine {
     engine_with(store, queues, handler, EngineConfig::default())
 }
 
@@ -159,7 +163,7 @@ async fn completed(store: &Arc<dyn Store>, queue: &str) -> Result<u64> {
 
 /// Waits until `n` jobs of the queue are finished; an error if any did not complete (a broken
 /// setup should fail the run, not hang it or flatter it).
-async fn wait_completed(store: &Arc<dyn Store>, queue: &str, n: u64) -> Result<()> {
+pub(crate) async fn wait_completed(store: &Arc<dyn Store>, queue: &str, n: u64) -> Result<()> {
     loop {
         let stats = store.stats().await?;
         let finished: u64 = stats
@@ -183,7 +187,11 @@ async fn wait_completed(store: &Arc<dyn Store>, queue: &str, n: u64) -> Result<(
 /// Waits until the handler has been called `n` times and every attempt's result is durable (the
 /// engine holds no attempt): the end of a timed run. Counting finished jobs in the store would
 /// scan them all, inside the timing; [`wait_completed`] checks them after it.
-async fn wait_recorded(running: &redial_engine::RunningEngine, calls: &AtomicU64, n: u64) {
+pub(crate) async fn wait_recorded(
+    running: &redial_engine::RunningEngine,
+    calls: &AtomicU64,
+    n: u64,
+) {
     while calls.load(Ordering::Relaxed) < n || running.engine().in_flight() > 0 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

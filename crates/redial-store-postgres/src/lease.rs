@@ -53,7 +53,7 @@ enum ScanEnd {
     Budget,
     /// No more rows.
     End,
-    /// A grouped job is due: the lease goes round-robin across groups ([`Picker::fair`]); the
+    /// Grouped jobs are waiting: the lease goes round-robin across groups ([`Picker::fair`]); the
     /// head of the ungrouped jobs, read (and locked), waits in `Picker::stash`.
     Grouped,
 }

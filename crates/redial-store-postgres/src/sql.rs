@@ -345,9 +345,12 @@ const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, pri
 const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
      WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
-/// Whether one of the queue's grouped jobs is due (`jobs_grouped_due`: one seek).
-pub const GROUPED_DUE: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
-     AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2)";
+/// Whether the queue has waiting grouped jobs (`jobs_grouped`'s first entry; ordered as the
+/// index is on purpose: as `EXISTS`, a generic plan may read the table in order instead, past
+/// every finished job, when most of the queue's jobs are grouped). Whether one is due, the
+/// round-robin's reads find out.
+pub const GROUPED_WAITING: &str = "SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
+     AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1";
 /// Up to `$3` groups of the queue with waiting jobs, in order, after `$2` (a loose scan of
 /// `jobs_grouped`: one seek per group, however many jobs each holds).
 const GROUPS_AFTER: &str = "WITH RECURSIVE g (grp, n) AS ( \
@@ -444,7 +447,7 @@ pub enum Head {
 
 /// Up to `n` runnable ungrouped jobs of `queue` in lease order, after `after` (from the head
 /// when `None`, read as `head` says), each with its place. A read that begins the transaction
-/// also sets `grouped_due` (whether a grouped job is due), in the same round trip.
+/// also sets `grouped_waiting` (whether the queue has waiting grouped jobs), in the same round trip.
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
@@ -452,7 +455,7 @@ pub async fn runnable(
     after: Option<ScanPos>,
     n: usize,
     head: Head,
-    grouped_due: &mut bool,
+    grouped_waiting: &mut bool,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -461,20 +464,20 @@ pub async fn runnable(
     let rows = match after {
         None => {
             let stmt = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
-            let probe = c.prepared(GROUPED_DUE).await?;
+            let probe = c.prepared(GROUPED_WAITING).await?;
             let n = limit(n);
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
             let read = c.client.query(&stmt, &params);
             if head == Head::BeginLocked {
                 // All go out before any answer is awaited: one round trip. Biased: polled in
                 // order, so BEGIN is sent first.
-                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&queue, &now];
-                let probe = c.client.query_one(&probe, &probe_params);
+                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
+                let probe = c.client.query(&probe, &probe_params);
                 let (begun, rows, grouped) =
                     tokio::join!(biased; c.client.batch_execute("BEGIN"), read, probe);
                 begun.map_err(backend)?;
                 let rows = rows.map_err(backend)?;
-                *grouped_due = get(&grouped.map_err(backend)?, 0)?;
+                *grouped_waiting = !grouped.map_err(backend)?.is_empty();
                 rows
             } else {
                 read.await.map_err(backend)?
@@ -902,7 +905,17 @@ pub async fn next_run_at(
     let row = c
         .client
         .query_one(
-            &format!("SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND {WAITING} AND run_at > $2"),
+            // Each part as a partial index reads it: ungrouped jobs by `jobs_runnable`, grouped
+            // ones by `jobs_waiting` in run time order (a grouped job due later is scheduled or
+            // deferred; a ready one is due already).
+            &format!(
+                "SELECT LEAST( \
+                   (SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND grp IS NULL AND {WAITING} \
+                      AND run_at > $2), \
+                   (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') \
+                      AND run_at > $2 AND queue = $1 AND grp IS NOT NULL \
+                      ORDER BY run_at LIMIT 1))"
+            ),
             &[&queue, &ms(after)],
         )
         .await

@@ -198,6 +198,9 @@ pub struct EnqueueArgs {
     /// A tag; repeat for more.
     #[arg(long = "tag")]
     tags: Vec<String>,
+    /// Who the job is for (a tenant, a customer): the queue takes turns across groups.
+    #[arg(long)]
+    group: Option<String>,
     /// Time limit of each attempt, with a unit: 10s.
     #[arg(long, value_parser = cli_args::duration)]
     timeout: Option<Duration>,
@@ -247,6 +250,7 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     set("deadline", args.deadline.map(|t| json!(t.to_string())));
     set("priority", args.priority.map(Value::from));
     set("tags", (!args.tags.is_empty()).then(|| json!(args.tags)));
+    set("group", args.group.map(Value::from));
     let out = client
         .call(reqwest::Method::POST, "/v1/jobs", Some(&Value::Object(job)))
         .await?;

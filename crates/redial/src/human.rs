@@ -146,6 +146,11 @@ pub fn job(j: &Value) -> String {
     ];
     for (k, v) in facts {
         out.push_str(&format!("  {k:<9} {v}\n"));
+        if k == "endpoint" {
+            if let Some(g) = j["group"].as_str() {
+                out.push_str(&format!("  {:<9} {g}\n", "group"));
+            }
+        }
     }
     let attempts = j["attempt_log"].as_array().cloned().unwrap_or_default();
     if attempts.is_empty() {

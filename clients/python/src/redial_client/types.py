@@ -39,6 +39,7 @@ class JobInput(TypedDict):
     deadline: NotRequired[str]
     priority: NotRequired[int]
     tags: NotRequired[list[str]]
+    group: NotRequired[str]
     endpoint: NotRequired[str]
     policy: NotRequired[dict[str, Any] | None]
 
@@ -93,6 +94,7 @@ class Job(TypedDict):
     finished_at: str | None
     idempotency_key: str | None
     tags: list[str]
+    group: str | None
     last_reason: str | None
     cancel_requested: bool
     request: RequestView
