@@ -377,6 +377,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{name}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's groups (tenants) with work, most waiting first, with their limits
+         * @description Counts every grouped job of the queue that is waiting or running: an on-demand view.
+         */
+        get: operations["queueGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{name}/pause": {
         parameters: {
             query?: never;
@@ -851,6 +871,13 @@ export interface components {
             concurrency: number;
             /** @description While in force, none of its jobs is leased (those running finish). */
             paused_by_hand: components["schemas"]["HandPause"] | null;
+            /** @description What each group of the queue's jobs may use: `each` for every group, `named` for groups configured by name. */
+            groups: {
+                each: components["schemas"]["GroupLimits"];
+                named: {
+                    [key: string]: components["schemas"]["GroupLimits"];
+                };
+            };
         };
         QueueList: {
             queues: components["schemas"]["Queue"][];
@@ -1014,6 +1041,29 @@ export interface components {
         };
         ScheduleList: {
             schedules: components["schemas"]["Schedule"][];
+        };
+        /** @description What a group of a queue's jobs may use: attempts in flight and started per interval (across the cluster), and its turns in the queue's round-robin. */
+        GroupLimits: {
+            concurrency: number | null;
+            /** @description Attempts per interval, such as "10/s". */
+            rate: string | null;
+            weight: number;
+        };
+        /** @description A queue's groups (tenants) with waiting or running jobs, most waiting first. */
+        QueueGroups: {
+            queue: string;
+            /** @description Groups with waiting or running jobs, all of them; `groups` holds the first `limit`. */
+            total: number;
+            groups: {
+                group: string;
+                /** @description Jobs ready, scheduled or deferred. */
+                waiting: number;
+                /** @description Jobs leased and running, on every node. */
+                running: number;
+                /** @description Attempts in flight on this node, as the group's limits count them (0 when it has none). */
+                in_flight_here: number;
+                limits: components["schemas"]["GroupLimits"];
+            }[];
         };
     };
     responses: {
@@ -1842,6 +1892,35 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    queueGroups: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's groups */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["Internal"];
         };
     };

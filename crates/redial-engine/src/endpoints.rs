@@ -233,6 +233,11 @@ impl Registry {
         }
     }
 
+    /// Attempts of `name` in flight here.
+    pub fn in_flight(&self, name: &str) -> u32 {
+        self.lock().get(name).map_or(0, |e| e.in_flight)
+    }
+
     /// What stops every job of `endpoint` now (a pause, an open breaker), if anything.
     pub fn stopped_by(&self, endpoint: &str, now: Timestamp) -> Option<String> {
         self.lock().get(endpoint)?.state.stopped_by(now)

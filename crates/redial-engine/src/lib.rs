@@ -24,9 +24,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
 pub use engine::{
     check_schedule_id, derived_idempotency_key, random_u64, Engine, EngineConfig, GroupLimits,
-    Groups, JobTemplate, MissedRule, QueueConfig, QueueView, Retention, RunningEngine,
-    ScheduleCheck, ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, ShutdownReport,
-    MAX_TEMPLATE_TAGS,
+    GroupView, Groups, JobTemplate, MissedRule, QueueConfig, QueueGroups, QueueView, Retention,
+    RunningEngine, ScheduleCheck, ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView,
+    ShutdownReport, MAX_TEMPLATE_TAGS,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
             post(endpoint_reset_breaker),
         )
         .route("/v1/queues", get(queues))
+        .route("/v1/queues/{name}/groups", get(queue_groups))
         .route("/v1/queues/{name}/pause", post(queue_pause))
         .route("/v1/queues/{name}/resume", post(queue_resume))
         .route("/v1/schedules", post(schedule_create).get(schedule_list))
@@ -615,6 +616,42 @@ fn queue_view(state: &AppState, name: &str) -> Response {
 
 async fn queues(State(state): State<AppState>) -> Response {
     Json(json!({ "queues": state.engine.queue_views() })).into_response()
+}
+
+/// The queue's groups with work, most waiting first: `limit` (1 to 1000, 100 by default).
+async fn queue_groups(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut limit = 100;
+    for (k, v) in q {
+        match k.as_str() {
+            "limit" => {
+                limit = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|l| (1..=1000).contains(l))
+                    .ok_or_else(|| {
+                        ApiError::bad_request("invalid_limit", "limit must be from 1 to 1000")
+                    })?
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown query parameter {other:?}: use limit"),
+                ))
+            }
+        }
+    }
+    match state.engine.queue_groups(&name, limit).await? {
+        Some(groups) => Ok(Json(groups).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no queue {name:?} is configured"),
+        )),
+    }
 }
 
 async fn queue_pause(

@@ -211,6 +211,10 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": {"Connection": "close"}}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_header"),
         (json!({"request": {"method": "str", "url": "https://a.example/"}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_method"),
         (json!({"request": {"method": "POST", "url": "https://a.example/", "body": huge}}).to_string(), StatusCode::PAYLOAD_TOO_LARGE, "body_too_large"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": ""}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "g".repeat(129)}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "a\nb"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": 7}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
     ];
     for (body, status, code) in cases {
         let (got, e) = api.call("POST", "/v1/jobs", Some(&body), None).await;
@@ -223,6 +227,47 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         assert!(!e["error"]["message"].as_str().expect("message").is_empty());
     }
     assert_eq!(api.total_jobs().await, 0, "nothing half-stored");
+}
+
+#[tokio::test]
+async fn a_queues_groups_are_shown_and_bad_requests_for_them_refused() {
+    let api = api();
+    let body = json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "tenant-1", "run_at": "2999-01-01T00:00:00Z"}).to_string();
+    let (status, job) = api.call("POST", "/v1/jobs", Some(&body), None).await;
+    assert_eq!(status, StatusCode::CREATED, "{job}");
+    assert_eq!(job["group"], "tenant-1");
+    let (status, groups) = api
+        .call("GET", "/v1/queues/default/groups", None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{groups}");
+    assert_eq!(groups["total"], 1);
+    assert_eq!(groups["groups"][0]["group"], "tenant-1");
+    assert_eq!(groups["groups"][0]["waiting"], 1);
+    for (path, status, code) in [
+        ("/v1/queues/nope/groups", StatusCode::NOT_FOUND, "not_found"),
+        (
+            "/v1/queues/default/groups?limit=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_limit",
+        ),
+        (
+            "/v1/queues/default/groups?limit=x",
+            StatusCode::BAD_REQUEST,
+            "invalid_limit",
+        ),
+        (
+            "/v1/queues/default/groups?colour=1",
+            StatusCode::BAD_REQUEST,
+            "unknown_parameter",
+        ),
+    ] {
+        let (got, e) = api.call("GET", path, None, None).await;
+        assert_eq!(
+            (got, e["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{path}: {e}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -591,6 +591,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letter_groups(c, &filter).await)
     }
 
+    async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+        with_conn!(self, c => sql::group_counts(c, queue, limit).await)
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         with_conn!(self, c => sql::cleanup(c, &params).await)
     }

@@ -897,6 +897,33 @@ pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
         .map_err(backend)
 }
 
+/// [`redial_store::Store::group_counts`].
+pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+    let rows = c
+        .client
+        .query(
+            "SELECT grp, \
+               COUNT(*) FILTER (WHERE state IN ('ready', 'scheduled', 'deferred')), \
+               COUNT(*) FILTER (WHERE state = 'running') \
+             FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
+               AND state IN ('ready', 'scheduled', 'deferred', 'running') GROUP BY grp",
+            &[&queue],
+        )
+        .await
+        .map_err(backend)?;
+    let groups = rows
+        .iter()
+        .map(|r| {
+            Ok(GroupCount {
+                group: get(r, 0)?,
+                waiting: u64::try_from(get::<i64>(r, 1)?).unwrap_or(0),
+                running: u64::try_from(get::<i64>(r, 2)?).unwrap_or(0),
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    Ok(GroupCounts::from_counts(groups, limit))
+}
+
 pub async fn next_run_at(
     c: &mut Conn,
     queue: &str,

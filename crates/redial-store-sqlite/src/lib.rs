@@ -702,6 +702,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+        let queue = queue.to_owned();
+        self.read(move |c| sql::group_counts(c, &queue, limit))
+            .await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.run(move |c| sql::cleanup(c, &params)).await
     }

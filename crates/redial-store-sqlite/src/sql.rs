@@ -1673,6 +1673,41 @@ fn dead_letter_groups_read(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec
 
 /// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
 /// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
+/// [`Store::group_counts`]: the waiting ones off `jobs_grouped` (index only), the running ones
+/// off `jobs_leased`.
+pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+    let mut by_group: std::collections::BTreeMap<String, GroupCount> = Default::default();
+    let waiting = concat!(
+        "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND ",
+        grouped!(),
+        " GROUP BY grp"
+    );
+    let running = "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_leased \
+         WHERE state = 'running' AND queue = ?1 AND grp IS NOT NULL GROUP BY grp";
+    for (sql, is_waiting) in [(waiting, true), (running, false)] {
+        let rows = query_rows(c, sql, [queue], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        for (group, n) in rows {
+            let e = by_group.entry(group.clone()).or_insert(GroupCount {
+                group,
+                waiting: 0,
+                running: 0,
+            });
+            let n = u64::try_from(n).unwrap_or(0);
+            if is_waiting {
+                e.waiting = n;
+            } else {
+                e.running = n;
+            }
+        }
+    }
+    Ok(GroupCounts::from_counts(
+        by_group.into_values().collect(),
+        limit,
+    ))
+}
+
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
     let tx = Sp::begin(c)?;
     let by_age = delete_counted(

@@ -176,6 +176,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// and endpoint, largest group first. Reads the dead letters only, by their own index.
     async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>>;
 
+    /// The groups of `queue` with waiting or running jobs, most waiting first (then by name),
+    /// `limit` at most, and how many there are. Reads every grouped job of the queue that is
+    /// waiting or running: an on-demand view, not for a hot path.
+    async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts>;
+
     /// Deletes finished jobs past their retention; returns how many.
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64>;
 

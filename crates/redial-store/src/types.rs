@@ -504,6 +504,37 @@ pub struct DeadGroup {
     pub reason: Option<String>,
 }
 
+/// One group's jobs in a queue: those waiting (ready, scheduled, deferred) and those running.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupCount {
+    pub group: String,
+    pub waiting: u64,
+    pub running: u64,
+}
+
+/// A queue's groups with waiting or running jobs, most waiting first, and how many there are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GroupCounts {
+    pub groups: Vec<GroupCount>,
+    /// Groups with waiting or running jobs, all of them (`groups` holds the first `limit`).
+    pub total: u64,
+}
+
+impl GroupCounts {
+    /// The first `limit` of `groups`, most waiting first, then most running, then by name.
+    pub fn from_counts(mut groups: Vec<GroupCount>, limit: u32) -> GroupCounts {
+        groups.sort_by(|a, b| {
+            b.waiting
+                .cmp(&a.waiting)
+                .then(b.running.cmp(&a.running))
+                .then(a.group.cmp(&b.group))
+        });
+        let total = groups.len() as u64;
+        groups.truncate(limit as usize);
+        GroupCounts { groups, total }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct QueueCount {
     pub queue: String,

@@ -911,6 +911,21 @@ pub enum QueuesCommand {
     Pause(PauseArgs),
     /// Lift a queue's hand pause.
     Resume(TargetArgs),
+    /// A queue's groups (tenants) with work, most waiting first, with their limits.
+    Groups(GroupsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GroupsArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The queue.
+    name: String,
+    /// Groups shown at most.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    limit: u32,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 pub async fn queues(a: QueuesArgs) -> Result<()> {
@@ -922,6 +937,52 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
         Some(QueuesCommand::Resume(t)) => {
             let out = control(&t.conn, "queue", &t.name, "resume", None).await?;
             print_paused("queue", &t.name, &out, t.out.json())
+        }
+        Some(QueuesCommand::Groups(g)) => {
+            let path = format!("/v1/queues/{}/groups?limit={}", path_id(&g.name), g.limit);
+            let out = Client::new(&g.conn)?
+                .call(reqwest::Method::GET, &path, None)
+                .await?;
+            if g.out.json() {
+                return print_json(&out);
+            }
+            let groups = out["groups"].as_array().cloned().unwrap_or_default();
+            println!(
+                "queue {}: {} group(s) with work{}",
+                g.name,
+                out["total"],
+                if (groups.len() as u64) < out["total"].as_u64().unwrap_or(0) {
+                    format!(", the first {} shown", groups.len())
+                } else {
+                    String::new()
+                }
+            );
+            if groups.is_empty() {
+                return Ok(());
+            }
+            println!(
+                "{:<24} {:>9} {:>8} {:>10} {:>12} {:>10} {:>7}",
+                "GROUP", "WAITING", "RUNNING", "IN FLIGHT", "CONCURRENCY", "RATE", "WEIGHT"
+            );
+            for r in &groups {
+                let l = &r["limits"];
+                let or_dash = |v: &Value| match v {
+                    Value::Null => "-".to_owned(),
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                println!(
+                    "{:<24} {:>9} {:>8} {:>10} {:>12} {:>10} {:>7}",
+                    human::s(r, "group"),
+                    r["waiting"],
+                    r["running"],
+                    r["in_flight_here"],
+                    or_dash(&l["concurrency"]),
+                    or_dash(&l["rate"]),
+                    l["weight"]
+                );
+            }
+            Ok(())
         }
         None => {
             let out = Client::new(&a.conn)?

@@ -853,3 +853,103 @@ async fn schedules_from_the_config_file_and_the_cli() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn groups_from_the_config_file_the_api_and_the_cli() {
+    let rx = Receiver::start().await;
+    let (dir, data) = temp();
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        "[queues.default]\ngroup_concurrency = 2\ngroup_rate = \"10/s\"\n\n\
+         [queues.default.groups.vip]\nconcurrency = 5\nweight = 3\n",
+    )
+    .expect("write config");
+    let config_arg = config.to_str().expect("utf-8 path");
+    let s = start(&data, &["--config", config_arg], &[]);
+    // Jobs for later stay waiting, to be counted.
+    for (group, n) in [("acme", 3), ("vip", 2)] {
+        for i in 0..n {
+            let out = cli(
+                &s.url,
+                &[
+                    "enqueue",
+                    "--url",
+                    &rx.url("/g"),
+                    "--group",
+                    group,
+                    "--id",
+                    &format!("{group}-{i}"),
+                    "--run-at",
+                    "2999-01-01T00:00:00Z",
+                ],
+                None,
+            );
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            assert_eq!(out.json["group"], group);
+        }
+    }
+    let shown = cli_text(&s.url, &["jobs", "show", "vip-0"], None);
+    assert!(shown.stdout.contains("group     vip"), "{}", shown.stdout);
+    let groups = cli(&s.url, &["queues", "groups", "default"], None);
+    assert_eq!(groups.code, 0, "{}", groups.stderr);
+    assert_eq!(groups.json["total"], 2);
+    let rows: Vec<(String, u64, Value, Value, u64)> = groups.json["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().expect("group").to_owned(),
+                g["waiting"].as_u64().expect("waiting"),
+                g["limits"]["concurrency"].clone(),
+                g["limits"]["rate"].clone(),
+                g["limits"]["weight"].as_u64().expect("weight"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "acme".to_owned(),
+                3,
+                Value::from(2),
+                Value::from("10/1s"),
+                1
+            ),
+            ("vip".to_owned(), 2, Value::from(5), Value::from("10/1s"), 3),
+        ]
+    );
+    let text = cli_text(&s.url, &["queues", "groups", "default"], None);
+    assert!(
+        text.stdout.contains("2 group(s) with work") && text.stdout.contains("vip"),
+        "{}",
+        text.stdout
+    );
+    let unknown = cli(&s.url, &["queues", "groups", "nope"], None);
+    assert_ne!(unknown.code, 0);
+    assert!(unknown.stderr.contains("nope"), "{}", unknown.stderr);
+    let queues = cli(&s.url, &["queues"], None);
+    assert_eq!(
+        queues.json["queues"][0]["groups"]["named"]["vip"]["weight"],
+        3
+    );
+    drop(s);
+
+    // A group limit out of range refuses the start, naming the field.
+    std::fs::write(&config, "[queues.default.groups.vip]\nweight = 0\n").expect("write");
+    let out = Command::new(BIN)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("queues.default.groups.vip.weight must be from 1 to 100"),
+        "{err}"
+    );
+}

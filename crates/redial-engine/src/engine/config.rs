@@ -31,7 +31,7 @@ impl Default for QueueConfig {
 }
 
 /// What one group of a queue's jobs may use, and its share of the queue's turns.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct GroupLimits {
     /// Attempts of the group in flight at most (across the cluster). None: no limit of its own.
     pub concurrency: Option<u32>,
@@ -77,7 +77,7 @@ impl GroupLimits {
 
 /// The groups of a queue: the limits every group has, and those of groups named in the
 /// configuration.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Groups {
     pub each: GroupLimits,
     pub named: BTreeMap<String, GroupLimits>,

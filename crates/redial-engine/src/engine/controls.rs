@@ -14,6 +14,31 @@ pub struct QueueView {
     pub concurrency: usize,
     /// A pause set by hand, while in force: no job of the queue is leased.
     pub paused_by_hand: Option<HandPause>,
+    /// What each group of its jobs may use (as configured).
+    pub groups: Groups,
+}
+
+/// One group of a queue, as `GET /v1/queues/{name}/groups` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GroupView {
+    pub group: String,
+    /// Jobs ready, scheduled or deferred.
+    pub waiting: u64,
+    /// Jobs leased and running, on every node.
+    pub running: u64,
+    /// Attempts of the group in flight on this node, as its limits count them (0 when it has
+    /// none).
+    pub in_flight_here: u32,
+    pub limits: GroupLimits,
+}
+
+/// A queue's groups with work, most waiting first.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct QueueGroups {
+    pub queue: String,
+    pub groups: Vec<GroupView>,
+    /// Groups with waiting or running jobs, all of them (`groups` holds the first ones).
+    pub total: u64,
 }
 
 impl Engine {
@@ -89,8 +114,39 @@ impl Engine {
                 name: name.clone(),
                 concurrency: qc.concurrency,
                 paused_by_hand: pauses.get(name).filter(|p| p.in_force(now)).cloned(),
+                groups: qc.groups.clone(),
             })
             .collect()
+    }
+
+    /// The groups of `queue` with work (`limit` at most, most waiting first), with what each
+    /// may use; `None` for a queue not configured here.
+    pub async fn queue_groups(
+        &self,
+        queue: &str,
+        limit: u32,
+    ) -> Result<Option<QueueGroups>, StoreError> {
+        let Some(qc) = self.inner.config.queues.get(queue) else {
+            return Ok(None);
+        };
+        let counts = self.inner.store.group_counts(queue, limit).await?;
+        let registry = self.inner.groups.get(queue);
+        let groups = counts
+            .groups
+            .into_iter()
+            .map(|g| GroupView {
+                in_flight_here: registry.map_or(0, |r| r.in_flight(&g.group)),
+                limits: qc.groups.limits(&g.group).clone(),
+                group: g.group,
+                waiting: g.waiting,
+                running: g.running,
+            })
+            .collect();
+        Ok(Some(QueueGroups {
+            queue: queue.to_owned(),
+            groups,
+            total: counts.total,
+        }))
     }
 
     async fn change_control(

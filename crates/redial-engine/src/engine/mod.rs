@@ -40,7 +40,7 @@ mod schedules;
 
 use attempt::*;
 pub use config::{EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
-pub use controls::QueueView;
+pub use controls::{GroupView, QueueGroups, QueueView};
 use facts::*;
 use lease::*;
 use loops::*;

@@ -308,6 +308,10 @@ impl Store for Watched {
         self.inner.dead_letter_groups(filter).await
     }
 
+    async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+        self.inner.group_counts(queue, limit).await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.inner.job_cleanup(params).await
     }

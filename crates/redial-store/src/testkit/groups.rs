@@ -205,3 +205,43 @@ pub async fn a_ten_job_group_goes_in_the_first_lease_behind_a_big_one(
          of 32 took {took:?} and held all ten"
     );
 }
+
+/// A queue's groups are counted, waiting and running, most waiting first; ungrouped jobs and
+/// other queues' are not.
+pub async fn groups_are_counted(store: Arc<dyn Store>) {
+    insert_group(&store, "a", Some("a"), 3).await;
+    insert_group(&store, "b", Some("b"), 5).await;
+    insert_group(&store, "u", None, 4).await;
+    let other = NewJob {
+        group: Some("a".into()),
+        ..new_job("elsewhere", "other")
+    };
+    store.job_insert(other).await.expect("insert");
+    // One of b's leased: running.
+    let b0 = get(&store, "b0").await.0;
+    let leased = store
+        .job_lease_ids(LeaseIdsParams {
+            seqs: vec![b0.seq],
+            owner: "w".into(),
+            now: at(1),
+            lease_until: at(31),
+        })
+        .await
+        .expect("lease");
+    assert_eq!(leased.len(), 1);
+    let counts = store.group_counts("q", 10).await.expect("counts");
+    assert_eq!(counts.total, 2);
+    let by: Vec<(String, u64, u64)> = counts
+        .groups
+        .iter()
+        .map(|g| (g.group.clone(), g.waiting, g.running))
+        .collect();
+    assert_eq!(by, [("b".into(), 4, 1), ("a".into(), 3, 0)]);
+    let first = store.group_counts("q", 1).await.expect("counts");
+    assert_eq!((first.total, first.groups.len()), (2, 1));
+    assert_eq!(first.groups[0].group, "b");
+    assert_eq!(
+        store.group_counts("none", 10).await.expect("counts").total,
+        0
+    );
+}
