@@ -586,3 +586,51 @@ fn url_escape(s: &str) -> String {
         })
         .collect()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queues_groups_in_a_browser() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    // Jobs for later stay waiting, to be counted.
+    for (id, group) in [("a1", "tenant-a"), ("a2", "tenant-a"), ("b1", "tenant-b")] {
+        let job = serde_json::json!({
+            "id": id, "group": group, "run_at": "2999-01-01T00:00:00Z",
+            "request": {"method": "POST", "url": "https://api.example.com/x"}
+        });
+        let r = http
+            .post(format!("{}/v1/jobs", server.url))
+            .header("content-type", "application/json")
+            .body(job.to_string())
+            .send()
+            .await
+            .expect("enqueue");
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    let b = Browser::start().await;
+    // From the overview's queue row to the queue's groups.
+    b.goto(&format!("{}/ui/#/", server.url)).await;
+    b.press("tr[data-queue='default'] th a").await;
+    b.wait_text(
+        "tr[data-group='tenant-a'] td:nth-child(2)",
+        "tenant-a's waiting jobs",
+        |t| t == "2",
+    )
+    .await;
+    b.wait_text(
+        "tr[data-group='tenant-b'] td:nth-child(2)",
+        "tenant-b's waiting jobs",
+        |t| t == "1",
+    )
+    .await;
+    b.wait_text("main p.muted", "the summary", |t| {
+        t.starts_with("2 groups have work")
+    })
+    .await;
+    // A job's page names its group.
+    b.goto(&format!("{}/ui/#/job/a1", server.url)).await;
+    b.wait_text("dl.facts a[href^='#/groups/']", "the job's group", |t| {
+        t == "tenant-a"
+    })
+    .await;
+}

@@ -260,7 +260,8 @@ async function overview(main) {
     charts(series.minutes),
     el('h2', {}, 'Queues'),
     table([{ label: 'Queue' }, ...STATES.map(s => ({ label: s, num: true })), 'Leasing'],
-      Object.keys(queues).sort().map(q => el('tr', { 'data-queue': q }, el('th', { scope: 'row' }, q),
+      Object.keys(queues).sort().map(q => el('tr', { 'data-queue': q }, el('th', { scope: 'row' }, q in pauses
+        ? el('a', { href: groupsHref(q), title: `${q}: its groups (tenants) with work` }, q) : q),
         STATES.map(s => el('td', { class: 'num' }, (queues[q][s] || 0) > 0 && ['dead', 'deferred'].includes(s)
           ? el('a', { href: `#/jobs?queue=${encodeURIComponent(q)}&state=${s}` }, fmtNum(queues[q][s]))
           : fmtNum(queues[q][s]))),
@@ -410,6 +411,7 @@ async function job(main, id) {
       el('dt', {}, 'State'), el('dd', { class: 'state-' + j.state, id: 'job-state' }, j.state + (j.category ? ` (${j.category})` : '')),
       el('dt', {}, 'Why'), el('dd', {}, j.last_reason || ''),
       el('dt', {}, 'Queue'), el('dd', {}, j.queue),
+      j.group ? [el('dt', {}, 'Group'), el('dd', {}, el('a', { href: groupsHref(j.queue) }, j.group))] : null,
       el('dt', {}, 'Endpoint'), el('dd', {}, el('code', {}, j.endpoint)),
       el('dt', {}, 'Request'), el('dd', {}, el('code', {}, `${j.request.method} ${j.request.url}`), ` (${fmtNum(j.request.body_bytes)} bytes of body)`),
       el('dt', {}, 'Headers'), el('dd', {}, j.request.headers.length === 0 ? 'none' : j.request.headers.map(([n, v]) => el('div', {}, el('code', {}, `${n}: ${v}`)))),
@@ -448,6 +450,26 @@ function endpointActions(e) {
 }
 
 const endpointHref = name => '#/endpoint/' + encodeURIComponent(name);
+const groupsHref = queue => '#/groups/' + encodeURIComponent(queue);
+
+// One queue's groups (tenants) with work, most waiting first, with their limits.
+async function groups(main, queue) {
+  const data = await api('GET', `/v1/queues/${encodeURIComponent(queue)}/groups?limit=200`);
+  const limit = v => (v === null || v === undefined ? 'none' : String(v));
+  put(main,
+    el('h1', {}, 'Groups of ', el('code', {}, queue)),
+    el('p', { class: 'muted' }, data.total === 0 ? 'No group has work in this queue.'
+      : `${fmtNum(data.total)} ${data.total === 1 ? 'group has' : 'groups have'} work; leases take turns across them` +
+        (data.groups.length < data.total ? ` (the ${fmtNum(data.groups.length)} with most waiting shown).` : '.')),
+    data.groups.length === 0 ? null
+      : table(['Group', { label: 'Waiting', num: true }, { label: 'Running', num: true }, { label: 'In flight here', num: true },
+        'Concurrency', 'Rate', { label: 'Weight', num: true }],
+      data.groups.map(g => el('tr', { 'data-group': g.group },
+        el('th', { scope: 'row' }, g.group), el('td', { class: 'num' }, fmtNum(g.waiting)), el('td', { class: 'num' }, fmtNum(g.running)),
+        el('td', { class: 'num' }, fmtNum(g.in_flight_here)), el('td', {}, limit(g.limits.concurrency)), el('td', {}, limit(g.limits.rate)),
+        el('td', { class: 'num' }, String(g.limits.weight))))),
+  );
+}
 
 async function endpoints(main) {
   const data = await api('GET', '/v1/endpoints');
@@ -546,7 +568,8 @@ async function render() {
   const hash = location.hash || '#/';
   const path = hash.split('?')[0];
   const params = query(hash);
-  const page = path.startsWith('#/job/') ? 'jobs' : path.startsWith('#/endpoint/') ? 'endpoints' : (path.slice(2) || 'overview');
+  const page = path.startsWith('#/job/') ? 'jobs' : path.startsWith('#/endpoint/') ? 'endpoints'
+    : path.startsWith('#/groups/') ? 'overview' : (path.slice(2) || 'overview');
   for (const a of document.querySelectorAll('nav a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -558,6 +581,7 @@ async function render() {
     else if (path === '#/endpoints') await endpoints(main);
     else if (path === '#/schedules') await schedules(main);
     else if (path.startsWith('#/endpoint/')) await endpoint(main, decodeURIComponent(path.slice(11)));
+    else if (path.startsWith('#/groups/')) await groups(main, decodeURIComponent(path.slice(9)));
     else await overview(main);
     byId('main').replaceWith(main);
     byId('login').hidden = true;
