@@ -84,11 +84,6 @@ impl Admitted {
         self.group = group.map(Box::new);
         self
     }
-
-    /// Takes the group admission out (to carry it over to a fresh endpoint admission).
-    pub fn take_group(&mut self) -> Option<Admitted> {
-        self.group.take().map(|b| *b)
-    }
 }
 
 impl Drop for Admitted {

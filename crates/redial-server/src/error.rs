@@ -53,6 +53,9 @@ impl From<StoreError> for ApiError {
                 "not_found",
                 format!("job {id} not found"),
             ),
+            StoreError::InvalidJob(why) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_job", why)
+            }
             e @ StoreError::InvalidState { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "invalid_state", e.to_string())
             }

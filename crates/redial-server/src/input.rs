@@ -498,9 +498,9 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     })
 }
 
-/// A group's name: 1 to 128 characters, no control characters (it shows in logs and views).
+/// A group's name: as [`NewJob::valid_group`] says.
 pub fn valid_group(g: &str) -> bool {
-    !g.is_empty() && g.chars().count() <= 128 && !g.chars().any(char::is_control)
+    NewJob::valid_group(g)
 }
 
 /// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the

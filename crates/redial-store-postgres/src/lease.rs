@@ -53,7 +53,7 @@ enum ScanEnd {
     Budget,
     /// No more rows.
     End,
-    /// Grouped jobs are waiting: the lease goes round-robin across groups ([`Picker::fair`]); the
+    /// A grouped job is due: the lease goes round-robin across groups ([`Picker::fair`]); the
     /// head of the ungrouped jobs, read (and locked), waits in `Picker::stash`.
     Grouped,
 }
@@ -73,8 +73,11 @@ struct Picker {
     /// Candidates taking or failing that were read without a lock: the lease statement may find
     /// them taken by another node. Those read locked cannot be.
     unlocked: usize,
-    /// The ungrouped head read with BEGIN, when a grouped job is due.
+    /// The ungrouped head read with BEGIN, when a grouped job is due; where that read ended,
+    /// and whether it came back full (more may follow).
     stash: Vec<Candidate>,
+    stash_end: Option<ScanPos>,
+    stash_full: bool,
 }
 
 impl Picker {
@@ -128,6 +131,8 @@ impl Picker {
             let rows = sql::runnable(c, &p.queue, p.now, after, n, head, &mut grouped).await?;
             let read = rows.len();
             if first && grouped {
+                self.stash_end = rows.last().map(|(_, pos)| *pos);
+                self.stash_full = read >= n;
                 self.stash = rows.into_iter().map(|(c, _)| c).collect();
                 return Ok(ScanEnd::Grouped);
             }
@@ -192,7 +197,7 @@ impl Picker {
         p: &LeaseAdmittedParams,
         scan: &std::sync::Mutex<LeaseScan>,
         admit: &mut dyn Admit,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let max = self.max.max(1);
         let cursor = scan
             .lock()
@@ -200,27 +205,51 @@ impl Picker {
             .groups
             .get(&p.queue)
             .cloned();
-        // Turns in rotation order: None for the ungrouped jobs, then the groups by name.
+        // Turns in rotation order: None for the ungrouped jobs, then the groups by name. Only
+        // turns with a due job count (the ungrouped jobs' head, read with BEGIN, holds only
+        // due ones); groups whose jobs all wait for later are passed over, GROUP_VISITS looked
+        // at per lease at most.
+        let ungrouped_due = !self.stash.is_empty();
         let mut turns: Vec<Option<String>> = Vec::new();
+        let mut visited: Option<String> = None;
+        let mut looked = 0;
+        let take = |found: Vec<(String, bool)>,
+                    turns: &mut Vec<Option<String>>,
+                    looked: &mut usize,
+                    visited: &mut Option<String>| {
+            *looked += found.len();
+            if let Some((last, _)) = found.last() {
+                *visited = Some(last.clone());
+            }
+            turns.extend(found.into_iter().filter(|f| f.1).map(|f| Some(f.0)));
+        };
         match &cursor {
             None => {
-                turns.push(None);
-                let groups = sql::groups_after(c, &p.queue, "", None, max - 1).await?;
-                turns.extend(groups.into_iter().map(Some));
-            }
-            Some(from) => {
-                let groups = sql::groups_after(c, &p.queue, from, None, max).await?;
-                turns.extend(groups.into_iter().map(Some));
-                if turns.len() < max {
+                if ungrouped_due {
                     turns.push(None);
                 }
-                if turns.len() < max && !from.is_empty() {
-                    let groups =
-                        sql::groups_after(c, &p.queue, "", Some(from), max - turns.len()).await?;
-                    turns.extend(groups.into_iter().map(Some));
+                let want = max - turns.len();
+                let found =
+                    sql::groups_after(c, &p.queue, "", None, p.now, want, GROUP_VISITS).await?;
+                take(found, &mut turns, &mut looked, &mut visited);
+            }
+            Some(from) => {
+                let found =
+                    sql::groups_after(c, &p.queue, from, None, p.now, max, GROUP_VISITS).await?;
+                take(found, &mut turns, &mut looked, &mut visited);
+                let wrapped = turns.len() < max && looked < GROUP_VISITS;
+                if wrapped && ungrouped_due {
+                    turns.push(None);
+                }
+                if wrapped && turns.len() < max && !from.is_empty() {
+                    let (want, visits) = (max - turns.len(), GROUP_VISITS - looked);
+                    let found =
+                        sql::groups_after(c, &p.queue, "", Some(from), p.now, want, visits).await?;
+                    take(found, &mut turns, &mut looked, &mut visited);
                 }
             }
         }
+        let capped = turns.len() < max && looked >= GROUP_VISITS;
         let weights: Vec<usize> = turns
             .iter()
             .map(|g| g.as_deref().map_or(1, |g| admit.weight(g).max(1) as usize))
@@ -326,16 +355,36 @@ impl Picker {
             }
             each += max.saturating_sub(self.taking.len()) + 8;
         }
-        if let Some(i) = served {
-            let last = turns[i].clone().unwrap_or_default();
+        // The ungrouped jobs past their head (held endpoints' jobs there, say): when the groups
+        // leave room, read on as a lease without groups does, within the same bounds.
+        if self.taking.len() < max && self.stash_full {
+            if let Some(from) = self.stash_end {
+                let top = scan.lock().unwrap_or_else(|e| e.into_inner()).top;
+                self.max = max;
+                self.read(c, p, Some(from), top.max(1), admit).await?;
+            }
+        }
+        // The next lease starts after the last turn served; after the last group looked at
+        // when the looking stopped at its bound with room left (every due turn found was
+        // served), so that the next lease looks further on.
+        let full = self.taking.len() >= max;
+        let last = match (capped && !full, visited, served) {
+            (true, Some(v), _) => Some(v),
+            (_, _, Some(i)) => Some(turns[i].clone().unwrap_or_default()),
+            _ => None,
+        };
+        if let Some(last) = last {
             scan.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .groups
                 .insert(p.queue.clone(), last);
         }
-        Ok(())
+        Ok(capped && !full)
     }
 }
+
+/// Groups looked at, at most, by one lease's round-robin for turns with a due job.
+const GROUP_VISITS: usize = 4096;
 
 /// [`redial_store::Store::job_lease_admitted`] on one connection, in one transaction: bounded
 /// reads (the first locking the rows it reads, skipping rows locked by other nodes), admission,
@@ -399,6 +448,8 @@ async fn lease_in_transaction(
         begun: false,
         unlocked: 0,
         stash: Vec::new(),
+        stash_end: None,
+        stash_full: false,
     };
     let read = picker.read(c, p, None, top.max(1), admit).await;
     // Admissions granted before a failed read are handed back.
@@ -414,13 +465,15 @@ async fn lease_in_transaction(
             return Err(e);
         }
     };
+    let mut more_groups = false;
     match (ended, picker.last) {
-        (ScanEnd::Grouped, _) => {
-            if let Err(e) = picker.fair(c, p, scan, admit).await {
+        (ScanEnd::Grouped, _) => match picker.fair(c, p, scan, admit).await {
+            Ok(more) => more_groups = more,
+            Err(e) => {
                 give_back(&picker, admit);
                 return Err(e);
             }
-        }
+        },
         (ScanEnd::End, _) => {
             lock().resume.remove(&p.queue);
         }
@@ -448,7 +501,10 @@ async fn lease_in_transaction(
     // Lease what was chosen. Jobs another node took first (it read the same head of the queue)
     // are handed back; then the read goes on after the last row read, for what is still
     // wanted, a few times at most.
-    let mut out = AdmittedLease::default();
+    let mut out = AdmittedLease {
+        more: more_groups,
+        ..AdmittedLease::default()
+    };
     let mut missed = 0;
     // No BEGIN went out without a read: nothing to commit.
     let mut ended = !picker.begun;

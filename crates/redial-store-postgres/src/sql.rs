@@ -345,33 +345,50 @@ const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, pri
 const RUNNABLE_LOWER: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
      WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
-/// Whether the queue has waiting grouped jobs (`jobs_grouped`'s first entry; ordered as the
-/// index is on purpose: as `EXISTS`, a generic plan may read the table in order instead, past
-/// every finished job, when most of the queue's jobs are grouped). Whether one is due, the
-/// round-robin's reads find out.
-pub const GROUPED_WAITING: &str = "SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
-     AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1";
-/// Up to `$3` groups of the queue with waiting jobs, in order, after `$2` (a loose scan of
-/// `jobs_grouped`: one seek per group, however many jobs each holds).
-const GROUPS_AFTER: &str = "WITH RECURSIVE g (grp, n) AS ( \
-       (SELECT grp, 1 FROM jobs WHERE queue = $1 AND grp > $2 \
-          AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1) \
-       UNION ALL \
-       SELECT (SELECT j.grp FROM jobs j WHERE j.queue = $1 AND j.grp > g.grp \
-          AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
-          ORDER BY j.grp LIMIT 1), g.n + 1 \
-       FROM g WHERE g.grp IS NOT NULL AND g.n < $3) \
-     SELECT grp FROM g WHERE grp IS NOT NULL";
-/// [`GROUPS_AFTER`], up to `$4` inclusive.
-const GROUPS_BETWEEN: &str = "WITH RECURSIVE g (grp, n) AS ( \
-       (SELECT grp, 1 FROM jobs WHERE queue = $1 AND grp > $2 AND grp <= $4 \
-          AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') ORDER BY grp LIMIT 1) \
-       UNION ALL \
-       SELECT (SELECT j.grp FROM jobs j WHERE j.queue = $1 AND j.grp > g.grp AND j.grp <= $4 \
-          AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
-          ORDER BY j.grp LIMIT 1), g.n + 1 \
-       FROM g WHERE g.grp IS NOT NULL AND g.n < $3) \
-     SELECT grp FROM g WHERE grp IS NOT NULL";
+/// Whether one of the queue's grouped jobs is due: one is ready (`jobs_grouped_ready`), or one
+/// scheduled or deferred has come due and is not promoted yet (`jobs_waiting`, by run time).
+/// Each read is ordered as its index is, on purpose: as `EXISTS`, a generic plan may read the
+/// table in order instead, past every finished job. The second spells "grouped" as
+/// `COALESCE(grp, '') <> ''` (no group is named "") so that `jobs_grouped` cannot serve it: read
+/// through that index and sorted, it would read every grouped job of the queue.
+pub const GROUPED_DUE: &str = "SELECT \
+       (SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL AND state = 'ready' \
+          ORDER BY grp LIMIT 1) IS NOT NULL \
+    OR (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') AND run_at <= $2 \
+          AND queue = $1 AND COALESCE(grp, '') <> '' ORDER BY run_at LIMIT 1) IS NOT NULL";
+/// The queue's groups with waiting jobs, in order, after `$2` (and up to `$5` inclusive in
+/// [`GROUPS_BETWEEN`]), each with whether one of its jobs is due at `$4`: a loose scan of
+/// `jobs_grouped` (one seek per group, however many jobs each holds) that stops once `$3` groups
+/// with a due job were found or `$6` groups were looked at.
+macro_rules! groups_scan {
+    ($upto:literal) => {
+        concat!(
+            "WITH RECURSIVE g (grp, n, due, k) AS ( \
+               SELECT f.grp, 1, d.due, d.due::int FROM \
+                 (SELECT grp FROM jobs WHERE queue = $1 AND grp > $2 ",
+            $upto,
+            " AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') \
+                  ORDER BY grp LIMIT 1) f \
+                 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
+                   AND grp = f.grp AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND run_at <= $4) AS due) d \
+               UNION ALL \
+               SELECT x.grp, g.n + 1, d.due, g.k + d.due::int FROM g \
+                 CROSS JOIN LATERAL (SELECT j.grp FROM jobs j WHERE j.queue = $1 \
+                   AND j.grp > g.grp ",
+            $upto,
+            " AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
+                   ORDER BY j.grp LIMIT 1) x \
+                 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
+                   AND grp = x.grp AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND run_at <= $4) AS due) d \
+               WHERE g.k < $3 AND g.n < $6) \
+             SELECT grp, due FROM g ORDER BY n"
+        )
+    };
+}
+const GROUPS_AFTER: &str = groups_scan!("AND $5::text IS NULL");
+const GROUPS_BETWEEN: &str = groups_scan!("AND grp <= $5");
 /// The due jobs at the head of each group of `$2` (up to `$4` each, locked, skipping rows
 /// other nodes hold), group by group in `$2`'s order, each in lease order.
 const GROUP_HEADS_LOCKED: &str = "SELECT h.seq, h.id, h.endpoint, h.attempts > 0, h.run_at, \
@@ -382,28 +399,33 @@ const GROUP_HEADS_LOCKED: &str = "SELECT h.seq, h.id, h.endpoint, h.attempts > 0
        AND run_at <= $3 ORDER BY priority DESC, run_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED) h \
      ORDER BY g.n, h.priority DESC, h.run_at, h.seq";
 
-/// Up to `max` groups of `queue` with waiting jobs after `after` (and up to `upto` inclusive,
-/// when given), in order.
+/// The groups of `queue` with waiting jobs after `after` (and up to `upto` inclusive, when
+/// given), in order, each with whether one of its jobs is due at `now`: until `due_max` with a
+/// due job were found or `visits` were looked at.
 pub async fn groups_after(
     c: &mut Conn,
     queue: &str,
     after: &str,
     upto: Option<&str>,
-    max: usize,
-) -> StoreResult<Vec<String>> {
-    let max = i32::try_from(max).unwrap_or(i32::MAX);
-    let rows = match upto {
-        Some(upto) => {
-            let stmt = c.prepared(GROUPS_BETWEEN).await?;
-            c.client.query(&stmt, &[&queue, &after, &max, &upto]).await
-        }
-        None => {
-            let stmt = c.prepared(GROUPS_AFTER).await?;
-            c.client.query(&stmt, &[&queue, &after, &max]).await
-        }
-    }
-    .map_err(backend)?;
-    rows.iter().map(|r| get(r, 0)).collect()
+    now: Timestamp,
+    due_max: usize,
+    visits: usize,
+) -> StoreResult<Vec<(String, bool)>> {
+    let due_max = i32::try_from(due_max).unwrap_or(i32::MAX);
+    let visits = i32::try_from(visits).unwrap_or(i32::MAX);
+    let stmt = c
+        .prepared(if upto.is_some() {
+            GROUPS_BETWEEN
+        } else {
+            GROUPS_AFTER
+        })
+        .await?;
+    let rows = c
+        .client
+        .query(&stmt, &[&queue, &after, &due_max, &ms(now), &upto, &visits])
+        .await
+        .map_err(backend)?;
+    rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?))).collect()
 }
 
 /// The due jobs at the head of each of `groups` (`each` at most per group), locked.
@@ -447,7 +469,7 @@ pub enum Head {
 
 /// Up to `n` runnable ungrouped jobs of `queue` in lease order, after `after` (from the head
 /// when `None`, read as `head` says), each with its place. A read that begins the transaction
-/// also sets `grouped_waiting` (whether the queue has waiting grouped jobs), in the same round trip.
+/// also sets `grouped_due` (whether one of the queue's grouped jobs is due), in the same round trip.
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
@@ -455,7 +477,7 @@ pub async fn runnable(
     after: Option<ScanPos>,
     n: usize,
     head: Head,
-    grouped_waiting: &mut bool,
+    grouped_due: &mut bool,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -464,20 +486,20 @@ pub async fn runnable(
     let rows = match after {
         None => {
             let stmt = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
-            let probe = c.prepared(GROUPED_WAITING).await?;
+            let probe = c.prepared(GROUPED_DUE).await?;
             let n = limit(n);
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
             let read = c.client.query(&stmt, &params);
             if head == Head::BeginLocked {
                 // All go out before any answer is awaited: one round trip. Biased: polled in
                 // order, so BEGIN is sent first.
-                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
-                let probe = c.client.query(&probe, &probe_params);
+                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&queue, &now];
+                let probe = c.client.query_one(&probe, &probe_params);
                 let (begun, rows, grouped) =
                     tokio::join!(biased; c.client.batch_execute("BEGIN"), read, probe);
                 begun.map_err(backend)?;
                 let rows = rows.map_err(backend)?;
-                *grouped_waiting = !grouped.map_err(backend)?.is_empty();
+                *grouped_due = get(&grouped.map_err(backend)?, 0)?;
                 rows
             } else {
                 read.await.map_err(backend)?
@@ -897,31 +919,42 @@ pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
         .map_err(backend)
 }
 
-/// [`redial_store::Store::group_counts`].
+/// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
+/// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).
 pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
-    let rows = c
-        .client
-        .query(
-            "SELECT grp, \
-               COUNT(*) FILTER (WHERE state IN ('ready', 'scheduled', 'deferred')), \
-               COUNT(*) FILTER (WHERE state = 'running') \
-             FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
-               AND state IN ('ready', 'scheduled', 'deferred', 'running') GROUP BY grp",
-            &[&queue],
-        )
-        .await
-        .map_err(backend)?;
-    let groups = rows
-        .iter()
-        .map(|r| {
-            Ok(GroupCount {
-                group: get(r, 0)?,
-                waiting: u64::try_from(get::<i64>(r, 1)?).unwrap_or(0),
-                running: u64::try_from(get::<i64>(r, 2)?).unwrap_or(0),
-            })
-        })
-        .collect::<StoreResult<Vec<_>>>()?;
-    Ok(GroupCounts::from_counts(groups, limit))
+    let mut by_group: std::collections::BTreeMap<String, GroupCount> = Default::default();
+    for (sql, waiting) in [
+        (
+            "SELECT grp, COUNT(*) FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
+               AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp",
+            true,
+        ),
+        (
+            "SELECT grp, COUNT(*) FROM jobs WHERE state = 'running' AND queue = $1 \
+               AND grp IS NOT NULL GROUP BY grp",
+            false,
+        ),
+    ] {
+        let rows = c.client.query(sql, &[&queue]).await.map_err(backend)?;
+        for r in &rows {
+            let group: String = get(r, 0)?;
+            let n = u64::try_from(get::<i64>(r, 1)?).unwrap_or(0);
+            let e = by_group.entry(group.clone()).or_insert(GroupCount {
+                group,
+                waiting: 0,
+                running: 0,
+            });
+            if waiting {
+                e.waiting = n;
+            } else {
+                e.running = n;
+            }
+        }
+    }
+    Ok(GroupCounts::from_counts(
+        by_group.into_values().collect(),
+        limit,
+    ))
 }
 
 pub async fn next_run_at(
@@ -933,14 +966,14 @@ pub async fn next_run_at(
         .client
         .query_one(
             // Each part as a partial index reads it: ungrouped jobs by `jobs_runnable`, grouped
-            // ones by `jobs_waiting` in run time order (a grouped job due later is scheduled or
-            // deferred; a ready one is due already).
+            // ones by `jobs_waiting` in run time order (spelled so that `jobs_grouped` cannot serve
+            // it, see GROUPED_DUE; a grouped job due later is scheduled or deferred).
             &format!(
                 "SELECT LEAST( \
                    (SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND grp IS NULL AND {WAITING} \
                       AND run_at > $2), \
                    (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') \
-                      AND run_at > $2 AND queue = $1 AND grp IS NOT NULL \
+                      AND run_at > $2 AND queue = $1 AND COALESCE(grp, '') <> '' \
                       ORDER BY run_at LIMIT 1))"
             ),
             &[&queue, &ms(after)],

@@ -602,8 +602,9 @@ impl Store for SqliteStore {
             })
         });
         let rows = self.submit(op, rx).await?;
-        let (taken, failed) = (rows.taken, rows.failed);
+        let (taken, failed, more) = (rows.taken, rows.failed, rows.more);
         Ok(AdmittedLease {
+            more,
             taken: taken
                 .into_iter()
                 .map(RawJob::decode)

@@ -1061,6 +1061,8 @@ impl Picker<'_> {
     /// group: up to as many groups as the lease may take jobs, from the one after the group the
     /// last lease ended with, each read from its head for its share (its weight's part of what
     /// is left), pass after pass until the lease is full or every group is spent or holds.
+    /// Returns whether the looking for due turns stopped at its bound with room left in the
+    /// lease: more may be due further on.
     fn scan_fair(
         &mut self,
         c: &Connection,
@@ -1068,37 +1070,58 @@ impl Picker<'_> {
         now: i64,
         scan: &mut LeaseScan,
         admit: &mut dyn Admit,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let max = self.max;
         // The turns of this lease, in rotation order: the ungrouped jobs (None), then every
-        // group by name, round and round; this lease starts after the last one served.
+        // group by name, round and round; this lease starts after the last one served. Only
+        // turns with a due job count: a group whose jobs all wait for later (a backoff, a run
+        // time) is passed over, up to GROUP_VISITS groups looked at per lease.
         let mut turns: Vec<Option<String>> = Vec::new();
+        // The last group looked at, and whether the looking stopped at its bound.
+        let mut visited: Option<String> = None;
+        let mut capped = false;
         {
             let mut after = c.prepare_cached(GROUP_AFTER).map_err(backend)?;
-            let mut next = |from: &str| -> StoreResult<Option<String>> {
-                after
-                    .query_row(params![queue, from], |r| r.get(0))
-                    .optional()
-                    .map_err(backend)
-            };
             let cursor = scan.groups.get(queue).cloned();
+            let consider =
+                |turn: Option<String>, turns: &mut Vec<Option<String>>| -> StoreResult<()> {
+                    let due = match &turn {
+                        None => ungrouped_due(c, queue, now)?,
+                        Some(g) => group_due(c, queue, g, now)?,
+                    };
+                    if due {
+                        turns.push(turn);
+                    }
+                    Ok(())
+                };
             if cursor.is_none() {
-                turns.push(None);
+                consider(None, &mut turns)?;
             }
             let start = cursor.clone().unwrap_or_default();
             let mut from = start.clone();
             let mut wrapped = cursor.is_none();
+            let mut looked = 0;
             while turns.len() < max.max(1) {
-                match next(&from)? {
+                if looked >= GROUP_VISITS {
+                    capped = true;
+                    break;
+                }
+                let next: Option<String> = after
+                    .query_row(params![queue, from], |r| r.get(0))
+                    .optional()
+                    .map_err(backend)?;
+                match next {
                     Some(g) if wrapped && cursor.is_some() && g > start => break,
                     Some(g) => {
+                        looked += 1;
                         from.clone_from(&g);
-                        turns.push(Some(g));
+                        visited = Some(g.clone());
+                        consider(Some(g), &mut turns)?;
                     }
                     None if !wrapped => {
                         wrapped = true;
                         from = String::new();
-                        turns.push(None);
+                        consider(None, &mut turns)?;
                     }
                     None => break,
                 }
@@ -1147,14 +1170,80 @@ impl Picker<'_> {
             self.max = max;
         }
         // The next lease starts after the last turn this one served ("" stands for the
-        // ungrouped jobs: no group is named so, and the next turn after it is the first group).
-        if let Some(i) = served {
-            let last = turns[i].0.clone().unwrap_or_default();
+        // ungrouped jobs: no group is named so, and the next turn after it is the first group);
+        // after the last group looked at when the looking stopped at its bound with room left
+        // (every due turn found was served), so that the next lease looks further on.
+        let full = self.taking.len() >= max;
+        let last = match (capped && !full, visited, served) {
+            (true, Some(v), _) => Some(v),
+            (_, _, Some(i)) => Some(turns[i].0.clone().unwrap_or_default()),
+            _ => None,
+        };
+        if let Some(last) = last {
             scan.groups.insert(queue.to_owned(), last);
         }
         self.max = max;
-        Ok(())
+        Ok(capped && !full)
     }
+}
+
+/// Groups looked at, at most, by one lease's round-robin for turns with a due job.
+const GROUP_VISITS: usize = 4096;
+
+/// Whether one of the queue's ungrouped jobs is due (two index seeks per priority level).
+fn ungrouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<bool> {
+    const DUE_AT: &str = concat!(
+        "SELECT 1 FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
+        ungrouped!(),
+        " AND priority = ?2 AND run_at <= ?3 LIMIT 1"
+    );
+    let mut level: Option<i64> = c
+        .prepare_cached(LEVEL_TOP)
+        .and_then(|mut s| s.query_row([queue], |r| r.get(0)).optional())
+        .map_err(backend)?;
+    while let Some(l) = level {
+        if c.prepare_cached(DUE_AT)
+            .and_then(|mut s| s.exists(params![queue, l, now]))
+            .map_err(backend)?
+        {
+            return Ok(true);
+        }
+        level = c
+            .prepare_cached(LEVEL_BELOW)
+            .and_then(|mut s| s.query_row(params![queue, l], |r| r.get(0)).optional())
+            .map_err(backend)?;
+    }
+    Ok(false)
+}
+
+/// Whether one of `group`'s jobs is due (two index seeks per priority level).
+fn group_due(c: &Connection, queue: &str, group: &str, now: i64) -> StoreResult<bool> {
+    const DUE_AT: &str = concat!(
+        "SELECT 1 FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND grp = ?4 AND ",
+        grouped!(),
+        " AND priority = ?3 AND run_at <= ?2 LIMIT 1"
+    );
+    let bind_query = |sql: &str, level: Option<i64>| -> rusqlite::Result<Option<i64>> {
+        let mut st = c.prepare_cached(sql)?;
+        st.raw_bind_parameter(1, queue)?;
+        if let Some(l) = level {
+            st.raw_bind_parameter(2, l)?;
+        }
+        st.raw_bind_parameter(4, group)?;
+        let mut rows = st.raw_query();
+        rows.next()?.map(|r| r.get(0)).transpose()
+    };
+    let mut level = bind_query(GROUP_LEVEL_TOP, None).map_err(backend)?;
+    while let Some(l) = level {
+        if c.prepare_cached(DUE_AT)
+            .and_then(|mut st| st.exists(params![queue, now, l, group]))
+            .map_err(backend)?
+        {
+            return Ok(true);
+        }
+        level = bind_query(GROUP_LEVEL_BELOW, Some(l)).map_err(backend)?;
+    }
+    Ok(false)
 }
 
 /// Whether any of the queue's grouped jobs is due (one index seek).
@@ -1179,7 +1268,7 @@ pub fn lease_admitted(
 ) -> StoreResult<LeasedRows> {
     static ROW: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
-    let (taking, failing) = {
+    let (taking, failing, more) = {
         let mut picker = Picker {
             read: c.prepare_cached(&ROW).map_err(backend)?,
             max: p.max,
@@ -1193,16 +1282,20 @@ pub fn lease_admitted(
         };
         let now = ms(p.now);
         // A queue none of whose due jobs has a group reads as it always did.
+        let mut more = false;
         if grouped_due(c, &p.queue, now)? {
-            picker.scan_fair(c, &p.queue, now, scan, admit)?;
+            more = picker.scan_fair(c, &p.queue, now, scan, admit)?;
         } else {
             picker.scan_ungrouped(c, &p.queue, now, scan, admit)?;
         }
-        (picker.taking, picker.failing)
+        (picker.taking, picker.failing, more)
     };
     // No savepoint: each lease is one atomic update, and should one fail, those before it stand
     // and are handed out (what is leased and not handed out would wait for its lease to expire).
-    let mut out = LeasedRows::default();
+    let mut out = LeasedRows {
+        more,
+        ..LeasedRows::default()
+    };
     let mut update = c.prepare_cached(LEASE_ONE).map_err(backend)?;
     let mut failure = None;
     for (chosen, into) in [(taking, &mut out.taken), (failing, &mut out.failed)] {
@@ -1254,6 +1347,8 @@ pub struct LeasedRows {
     pub taken: Vec<RawJob>,
     pub failed: Vec<RawJob>,
     pub admitted: Vec<Candidate>,
+    /// [`AdmittedLease::more`].
+    pub more: bool,
 }
 
 pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {
@@ -1671,8 +1766,6 @@ fn dead_letter_groups_read(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec
         .collect())
 }
 
-/// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
-/// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
 /// [`Store::group_counts`]: the waiting ones off `jobs_grouped` (index only), the running ones
 /// off `jobs_leased`.
 pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
@@ -1708,6 +1801,8 @@ pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<
     ))
 }
 
+/// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
+/// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
 pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
     let tx = Sp::begin(c)?;
     let by_age = delete_counted(

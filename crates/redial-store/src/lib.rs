@@ -34,6 +34,10 @@ pub enum StoreError {
     /// cancelled); its result must not be applied.
     #[error("lease on job {0} was lost")]
     LeaseLost(JobId),
+    /// A job is not acceptable (checked where every enqueue passes, not only the API's): the
+    /// message says what to fix.
+    #[error("invalid job: {0}")]
+    InvalidJob(String),
     /// The database failed; the message is for logs, not for API clients.
     #[error("storage failure: {0}")]
     Backend(String),

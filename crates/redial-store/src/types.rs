@@ -159,6 +159,12 @@ pub struct NewJob {
 }
 
 impl NewJob {
+    /// A group's name: 1 to 128 characters, none of them a control character (it shows in logs
+    /// and views, and "" marks the ungrouped jobs' turn in a lease's round-robin).
+    pub fn valid_group(g: &str) -> bool {
+        !g.is_empty() && g.chars().count() <= 128 && !g.chars().any(char::is_control)
+    }
+
     /// The state a new job starts in: scheduled when it runs later than it was created.
     pub fn initial_state(&self) -> JobState {
         if self.run_at > self.created_at {
@@ -636,6 +642,9 @@ pub struct AdmittedLease {
     pub taken: Vec<Job>,
     /// Jobs admitted to fail (`Verdict::Fail`).
     pub failed: Vec<Job>,
+    /// The lease stopped looking before it had looked at every group (a bound on its cost):
+    /// due jobs may be waiting further on, lease again at once.
+    pub more: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -87,7 +87,9 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                             None
                         }
                     };
-                    let wait = [next_job, inner.endpoints.next_change(now)]
+                    // A group held by its own rate lets go at its next slot, as an endpoint does.
+                    let next_group = inner.groups.get(&queue).and_then(|g| g.next_change(now));
+                    let wait = [next_job, inner.endpoints.next_change(now), next_group]
                         .into_iter()
                         .flatten()
                         .min()
@@ -170,7 +172,9 @@ pub(super) async fn fill(
     }
     let leased = leased?;
     let mut admitted = std::mem::take(&mut *admitted.lock().unwrap_or_else(|p| p.into_inner()));
-    let took_all = leased.taken.len() >= free;
+    // A lease that stopped looking across groups before it had seen them all may have left due
+    // jobs further on: lease again at once, as when it took all it could.
+    let took_all = leased.taken.len() >= free || leased.more;
     // The jobs leased to run start before anything else can fail.
     for job in leased.taken {
         match (slots.split(1), admitted.remove(&job.seq)) {
@@ -406,10 +410,19 @@ pub(super) async fn wait_to_start(
     };
     let now = inner.clock.now();
     if since.elapsed() > FRESH_ADMISSION {
-        // The group's admission carries over: the group's place was kept while the job waited.
-        let mut admission = admission;
-        let group = admission.take_group();
+        // Both asked again, the group first (as when leasing): admissions spaced by a group's
+        // rate must not turn into a burst either.
         drop(admission);
+        let group = match (inner.groups.get(&job.queue), &job.group) {
+            (Some(limits), Some(g)) => match limits.admit(g, false, now) {
+                Ok(a) => Some(a),
+                Err(_) => {
+                    give_back(inner, job, false).await;
+                    return None;
+                }
+            },
+            _ => None,
+        };
         match inner.endpoints.admit(&job.endpoint, job.attempts > 0, now) {
             Ok(fresh) => return Some((run, fresh.with_group(group))),
             Err(_) => {

@@ -50,6 +50,17 @@ pub use schedules::{
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,
 };
 
+/// Refuses a job whose group's name is not one ([`NewJob::valid_group`]).
+fn check_group(job: &NewJob) -> Result<(), StoreError> {
+    match &job.group {
+        Some(g) if !NewJob::valid_group(g) => Err(StoreError::InvalidJob(format!(
+            "job {}: a group is 1 to 128 characters, none of them a control character",
+            job.id
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The engine: cheap to clone, clones share everything.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -242,6 +253,7 @@ impl Engine {
     /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an
     /// embedding program), so no caller has to remember the wake-up.
     pub async fn enqueue(&self, job: NewJob) -> Result<InsertOutcome, StoreError> {
+        check_group(&job)?;
         let outcome = self.inner.store.job_insert(job).await?;
         if let InsertOutcome::Inserted(j) = &outcome {
             self.wake(&j.queue);
@@ -251,6 +263,9 @@ impl Engine {
 
     /// Stores a batch (all or nothing) and wakes the queues it added jobs to.
     pub async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<InsertOutcome>, StoreError> {
+        for job in &jobs {
+            check_group(job)?;
+        }
         let outcomes = self.inner.store.job_insert_batch(jobs).await?;
         let mut queues: Vec<&str> = outcomes
             .iter()

@@ -245,3 +245,23 @@ pub async fn groups_are_counted(store: Arc<dyn Store>) {
         0
     );
 }
+
+/// Groups whose jobs all wait for later (a backoff, a run time) take no turn: a lease of one
+/// job goes to the ungrouped jobs, then to the one due group behind fifty waiting ones.
+pub async fn groups_with_nothing_due_take_no_turn(store: Arc<dyn Store>) {
+    for i in 0..50 {
+        let later = NewJob {
+            group: Some(format!("a{i:02}")),
+            run_at: at(3600),
+            ..new_job(&format!("later{i}"), "q")
+        };
+        store.job_insert(later).await.expect("insert");
+    }
+    insert_group(&store, "z", Some("z"), 1).await;
+    insert_group(&store, "u", None, 1).await;
+    let first = lease_groups(&store, 1, plain()).await;
+    assert_eq!(first, [None]);
+    let second = lease_groups(&store, 1, plain()).await;
+    assert_eq!(second, [Some("z".to_owned())]);
+    assert!(lease_groups(&store, 1, plain()).await.is_empty());
+}

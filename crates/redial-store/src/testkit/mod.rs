@@ -47,7 +47,8 @@ macro_rules! store_suite {
             dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds,
             schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
-            grouped_jobs_wait_for_their_time, groups_are_counted);
+            grouped_jobs_wait_for_their_time, groups_are_counted,
+            groups_with_nothing_due_take_no_turn);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
