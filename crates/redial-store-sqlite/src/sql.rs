@@ -1058,11 +1058,12 @@ impl Picker<'_> {
     }
 
     /// Round-robin across the queue's groups, the ungrouped jobs taking their turn as one
-    /// group: up to as many groups as the lease may take jobs, from the one after the group the
-    /// last lease ended with, each read from its head for its share (its weight's part of what
-    /// is left), pass after pass until the lease is full or every group is spent or holds.
-    /// Returns whether the looking for due turns stopped at its bound with room left in the
-    /// lease: more may be due further on.
+    /// group, from the turn after the one the last lease ended with. The first pass goes round
+    /// once, each turn taking its weight in jobs (a group with nothing due takes none and does
+    /// not count), until the lease is full, every turn was visited, or GROUP_VISITS groups were
+    /// looked at; later passes share what is left among the turns that filled theirs, by
+    /// weight, until the lease is full or every turn is spent or holds. Returns whether the
+    /// first pass stopped at its bound with room left: more may be due further on.
     fn scan_fair(
         &mut self,
         c: &Connection,
@@ -1072,71 +1073,79 @@ impl Picker<'_> {
         admit: &mut dyn Admit,
     ) -> StoreResult<bool> {
         let max = self.max;
-        // The turns of this lease, in rotation order: the ungrouped jobs (None), then every
-        // group by name, round and round; this lease starts after the last one served. Only
-        // turns with a due job count: a group whose jobs all wait for later (a backoff, a run
-        // time) is passed over, up to GROUP_VISITS groups looked at per lease.
-        let mut turns: Vec<Option<String>> = Vec::new();
-        // The last group looked at, and whether the looking stopped at its bound.
+        // Turns served in the first pass: (turn, weight, may have more).
+        let mut turns: Vec<(Option<String>, usize, bool)> = Vec::new();
         let mut visited: Option<String> = None;
         let mut capped = false;
         {
-            let mut after = c.prepare_cached(GROUP_AFTER).map_err(backend)?;
             let cursor = scan.groups.get(queue).cloned();
-            let consider =
-                |turn: Option<String>, turns: &mut Vec<Option<String>>| -> StoreResult<()> {
-                    let due = match &turn {
-                        None => ungrouped_due(c, queue, now)?,
-                        Some(g) => group_due(c, queue, g, now)?,
-                    };
-                    if due {
-                        turns.push(turn);
-                    }
-                    Ok(())
-                };
-            if cursor.is_none() {
-                consider(None, &mut turns)?;
-            }
             let start = cursor.clone().unwrap_or_default();
             let mut from = start.clone();
             let mut wrapped = cursor.is_none();
             let mut looked = 0;
-            while turns.len() < max.max(1) {
-                if looked >= GROUP_VISITS {
-                    capped = true;
+            // None first when starting afresh; then groups by name, wrapping once.
+            let mut pending: Option<Option<String>> = cursor.is_none().then_some(None);
+            loop {
+                if self.taking.len() >= max {
                     break;
                 }
-                let next: Option<String> = after
-                    .query_row(params![queue, from], |r| r.get(0))
-                    .optional()
-                    .map_err(backend)?;
-                match next {
-                    Some(g) if wrapped && cursor.is_some() && g > start => break,
-                    Some(g) => {
-                        looked += 1;
-                        from.clone_from(&g);
-                        visited = Some(g.clone());
-                        consider(Some(g), &mut turns)?;
+                let turn = match pending.take() {
+                    Some(t) => t,
+                    None => {
+                        if looked >= GROUP_VISITS {
+                            capped = true;
+                            break;
+                        }
+                        let next: Option<String> = c
+                            .prepare_cached(GROUP_AFTER)
+                            .and_then(|mut st| {
+                                st.query_row(params![queue, from], |r| r.get(0)).optional()
+                            })
+                            .map_err(backend)?;
+                        match next {
+                            Some(g) if wrapped && cursor.is_some() && g > start => break,
+                            Some(g) => {
+                                looked += 1;
+                                from.clone_from(&g);
+                                visited = Some(g.clone());
+                                Some(g)
+                            }
+                            None if !wrapped => {
+                                wrapped = true;
+                                from = String::new();
+                                None
+                            }
+                            None => break,
+                        }
                     }
-                    None if !wrapped => {
-                        wrapped = true;
-                        from = String::new();
-                        consider(None, &mut turns)?;
-                    }
-                    None => break,
+                };
+                let weight = turn
+                    .as_deref()
+                    .map_or(1, |g| admit.weight(g).max(1) as usize);
+                self.max = (self.taking.len() + weight).min(max);
+                let before = self.taking.len() + self.failing.len();
+                let ended = self.take_turn(c, queue, turn.as_deref(), now, scan, admit)?;
+                let took = self.taking.len() + self.failing.len() - before;
+                if took > 0 {
+                    turns.push((turn, weight, ended == ScanEnd::Full));
                 }
             }
+            self.max = max;
         }
-        // (turn, weight, may have more)
-        let mut turns: Vec<(Option<String>, usize, bool)> = turns
-            .into_iter()
-            .map(|g| {
-                let w = g.as_deref().map_or(1, |g| admit.weight(g).max(1) as usize);
-                (g, w, true)
-            })
-            .collect();
-        let mut served: Option<usize> = None;
-        let mut first_pass = true;
+        // The next lease starts after the last turn this one served ("" stands for the
+        // ungrouped jobs: no group is named so, and the next turn after it is the first group);
+        // after the last group looked at when the first pass stopped at its bound with room
+        // left, so that the next lease looks further on.
+        let full = self.taking.len() >= max;
+        let last = match (capped && !full, visited, turns.last()) {
+            (true, Some(v), _) => Some(v),
+            (_, _, Some((t, _, _))) => Some(t.clone().unwrap_or_default()),
+            _ => None,
+        };
+        if let Some(last) = last {
+            scan.groups.insert(queue.to_owned(), last);
+        }
+        // Later passes: what is left, shared by weight among the turns that filled theirs.
         loop {
             let left = max.saturating_sub(self.taking.len());
             let weights: usize = turns.iter().filter(|t| t.2).map(|t| t.1).sum();
@@ -1144,107 +1153,44 @@ impl Picker<'_> {
                 break;
             }
             let share = left.div_ceil(weights);
-            for (i, (group, weight, more)) in turns.iter_mut().enumerate() {
+            for (turn, weight, more) in turns.iter_mut() {
                 if !*more {
                     continue;
                 }
                 if self.taking.len() >= max {
                     break;
                 }
-                if first_pass {
-                    served = Some(i);
-                }
                 self.max = (self.taking.len() + share * *weight).min(max);
                 let before = self.taking.len() + self.failing.len();
-                let ended = match group {
-                    None => self.scan_ungrouped(c, queue, now, scan, admit)?,
-                    Some(g) => {
-                        self.scan_levels(c, queue, Some(g), now, None, scan.top.max(1), admit)?
-                    }
-                };
-                // Only a turn that filled its share may have more; one that took nothing this
-                // pass has nothing it can take in this lease.
+                let ended = self.take_turn(c, queue, turn.as_deref(), now, scan, admit)?;
+                // Only a turn that filled its share may have more.
                 *more = ended == ScanEnd::Full && self.taking.len() + self.failing.len() > before;
             }
-            first_pass = false;
             self.max = max;
-        }
-        // The next lease starts after the last turn this one served ("" stands for the
-        // ungrouped jobs: no group is named so, and the next turn after it is the first group);
-        // after the last group looked at when the looking stopped at its bound with room left
-        // (every due turn found was served), so that the next lease looks further on.
-        let full = self.taking.len() >= max;
-        let last = match (capped && !full, visited, served) {
-            (true, Some(v), _) => Some(v),
-            (_, _, Some(i)) => Some(turns[i].0.clone().unwrap_or_default()),
-            _ => None,
-        };
-        if let Some(last) = last {
-            scan.groups.insert(queue.to_owned(), last);
         }
         self.max = max;
         Ok(capped && !full)
+    }
+
+    /// One turn: the ungrouped jobs, or one group's, up to `self.max` taken.
+    fn take_turn(
+        &mut self,
+        c: &Connection,
+        queue: &str,
+        group: Option<&str>,
+        now: i64,
+        scan: &mut LeaseScan,
+        admit: &mut dyn Admit,
+    ) -> StoreResult<ScanEnd> {
+        match group {
+            None => self.scan_ungrouped(c, queue, now, scan, admit),
+            Some(g) => self.scan_levels(c, queue, Some(g), now, None, scan.top.max(1), admit),
+        }
     }
 }
 
 /// Groups looked at, at most, by one lease's round-robin for turns with a due job.
 const GROUP_VISITS: usize = 4096;
-
-/// Whether one of the queue's ungrouped jobs is due (two index seeks per priority level).
-fn ungrouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<bool> {
-    const DUE_AT: &str = concat!(
-        "SELECT 1 FROM jobs INDEXED BY jobs_runnable WHERE queue = ?1 AND ",
-        ungrouped!(),
-        " AND priority = ?2 AND run_at <= ?3 LIMIT 1"
-    );
-    let mut level: Option<i64> = c
-        .prepare_cached(LEVEL_TOP)
-        .and_then(|mut s| s.query_row([queue], |r| r.get(0)).optional())
-        .map_err(backend)?;
-    while let Some(l) = level {
-        if c.prepare_cached(DUE_AT)
-            .and_then(|mut s| s.exists(params![queue, l, now]))
-            .map_err(backend)?
-        {
-            return Ok(true);
-        }
-        level = c
-            .prepare_cached(LEVEL_BELOW)
-            .and_then(|mut s| s.query_row(params![queue, l], |r| r.get(0)).optional())
-            .map_err(backend)?;
-    }
-    Ok(false)
-}
-
-/// Whether one of `group`'s jobs is due (two index seeks per priority level).
-fn group_due(c: &Connection, queue: &str, group: &str, now: i64) -> StoreResult<bool> {
-    const DUE_AT: &str = concat!(
-        "SELECT 1 FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND grp = ?4 AND ",
-        grouped!(),
-        " AND priority = ?3 AND run_at <= ?2 LIMIT 1"
-    );
-    let bind_query = |sql: &str, level: Option<i64>| -> rusqlite::Result<Option<i64>> {
-        let mut st = c.prepare_cached(sql)?;
-        st.raw_bind_parameter(1, queue)?;
-        if let Some(l) = level {
-            st.raw_bind_parameter(2, l)?;
-        }
-        st.raw_bind_parameter(4, group)?;
-        let mut rows = st.raw_query();
-        rows.next()?.map(|r| r.get(0)).transpose()
-    };
-    let mut level = bind_query(GROUP_LEVEL_TOP, None).map_err(backend)?;
-    while let Some(l) = level {
-        if c.prepare_cached(DUE_AT)
-            .and_then(|mut st| st.exists(params![queue, now, l, group]))
-            .map_err(backend)?
-        {
-            return Ok(true);
-        }
-        level = bind_query(GROUP_LEVEL_BELOW, Some(l)).map_err(backend)?;
-    }
-    Ok(false)
-}
 
 /// Whether any of the queue's grouped jobs is due (one index seek).
 fn grouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<bool> {
