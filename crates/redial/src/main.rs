@@ -47,7 +47,7 @@ enum Command {
     /// Each endpoint's protection: pause, limits in force, in flight, held jobs, budget, breaker;
     /// pause, resume or reset one.
     Endpoints(client::EndpointsArgs),
-    /// The configured queues; pause or resume one.
+    /// The configured queues; pause or resume one, or list its groups (tenants) with work.
     Queues(client::QueuesArgs),
     /// Recurring schedules: list, show, create, delete, pause or resume.
     Schedules(client::SchedulesArgs),
