@@ -467,7 +467,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         None => url.origin().ascii_serialization(),
     };
     let group = match input.group {
-        Some(g) if valid_group(&g) => Some(g),
+        Some(g) if NewJob::valid_group(&g) => Some(g),
         Some(_) => {
             return Err(ApiError::unprocessable(
                 "invalid_group",
@@ -496,11 +496,6 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         created_at: now,
         group,
     })
-}
-
-/// A group's name: as [`NewJob::valid_group`] says.
-pub fn valid_group(g: &str) -> bool {
-    NewJob::valid_group(g)
 }
 
 /// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the

@@ -922,39 +922,22 @@ pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
 /// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
 /// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).
 pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
-    let mut by_group: std::collections::BTreeMap<String, GroupCount> = Default::default();
-    for (sql, waiting) in [
-        (
-            "SELECT grp, COUNT(*) FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
-               AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp",
-            true,
-        ),
-        (
-            "SELECT grp, COUNT(*) FROM jobs WHERE state = 'running' AND queue = $1 \
-               AND grp IS NOT NULL GROUP BY grp",
-            false,
-        ),
-    ] {
+    const WAITING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
+         AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp";
+    const RUNNING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE state = 'running' AND queue = $1 \
+         AND grp IS NOT NULL GROUP BY grp";
+    let mut parts = Vec::with_capacity(2);
+    for sql in [WAITING, RUNNING] {
         let rows = c.client.query(sql, &[&queue]).await.map_err(backend)?;
-        for r in &rows {
-            let group: String = get(r, 0)?;
-            let n = u64::try_from(get::<i64>(r, 1)?).unwrap_or(0);
-            let e = by_group.entry(group.clone()).or_insert(GroupCount {
-                group,
-                waiting: 0,
-                running: 0,
-            });
-            if waiting {
-                e.waiting = n;
-            } else {
-                e.running = n;
-            }
-        }
+        parts.push(
+            rows.iter()
+                .map(|r| Ok((get(r, 0)?, u64::try_from(get::<i64>(r, 1)?).unwrap_or(0))))
+                .collect::<StoreResult<Vec<(String, u64)>>>()?,
+        );
     }
-    Ok(GroupCounts::from_counts(
-        by_group.into_values().collect(),
-        limit,
-    ))
+    let running = parts.pop().unwrap_or_default();
+    let waiting = parts.pop().unwrap_or_default();
+    Ok(GroupCounts::from_parts(waiting, running, limit))
 }
 
 pub async fn next_run_at(

@@ -1715,34 +1715,24 @@ fn dead_letter_groups_read(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec
 /// [`Store::group_counts`]: the waiting ones off `jobs_grouped` (index only), the running ones
 /// off `jobs_leased`.
 pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
-    let mut by_group: std::collections::BTreeMap<String, GroupCount> = Default::default();
-    let waiting = concat!(
+    const WAITING: &str = concat!(
         "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND ",
         grouped!(),
         " GROUP BY grp"
     );
-    let running = "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_leased \
+    const RUNNING: &str = "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_leased \
          WHERE state = 'running' AND queue = ?1 AND grp IS NOT NULL GROUP BY grp";
-    for (sql, is_waiting) in [(waiting, true), (running, false)] {
-        let rows = query_rows(c, sql, [queue], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })?;
-        for (group, n) in rows {
-            let e = by_group.entry(group.clone()).or_insert(GroupCount {
-                group,
-                waiting: 0,
-                running: 0,
-            });
-            let n = u64::try_from(n).unwrap_or(0);
-            if is_waiting {
-                e.waiting = n;
-            } else {
-                e.running = n;
-            }
-        }
-    }
-    Ok(GroupCounts::from_counts(
-        by_group.into_values().collect(),
+    let read = |sql: &str| {
+        query_rows(c, sql, [queue], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+            ))
+        })
+    };
+    Ok(GroupCounts::from_parts(
+        read(WAITING)?,
+        read(RUNNING)?,
         limit,
     ))
 }

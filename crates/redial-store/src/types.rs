@@ -527,6 +527,31 @@ pub struct GroupCounts {
 }
 
 impl GroupCounts {
+    /// From counts per group of waiting and of running jobs (as a store reads them, one query
+    /// each): every group in either, the first `limit` as [`GroupCounts::from_counts`] orders.
+    pub fn from_parts(
+        waiting: Vec<(String, u64)>,
+        running: Vec<(String, u64)>,
+        limit: u32,
+    ) -> Self {
+        let mut by_group: std::collections::BTreeMap<String, GroupCount> = Default::default();
+        for (counts, is_waiting) in [(waiting, true), (running, false)] {
+            for (group, n) in counts {
+                let e = by_group.entry(group.clone()).or_insert(GroupCount {
+                    group,
+                    waiting: 0,
+                    running: 0,
+                });
+                if is_waiting {
+                    e.waiting = n;
+                } else {
+                    e.running = n;
+                }
+            }
+        }
+        GroupCounts::from_counts(by_group.into_values().collect(), limit)
+    }
+
     /// The first `limit` of `groups`, most waiting first, then most running, then by name.
     pub fn from_counts(mut groups: Vec<GroupCount>, limit: u32) -> GroupCounts {
         groups.sort_by(|a, b| {

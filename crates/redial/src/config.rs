@@ -360,7 +360,7 @@ impl QueueSection {
         let mut named = BTreeMap::new();
         for (name, g) in &self.groups {
             let here = format!("{at}.groups.{name}");
-            if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+            if !redial_store::NewJob::valid_group(name) {
                 return Err(format!(
                     "{here}: a group's name is 1 to 128 characters, none of them a control character"
                 ));
