@@ -101,9 +101,10 @@ impl Picker {
         let mut skipped = 0;
         // Enough for the common case (nothing held) in one read; larger reads once rows are
         // being skipped. The first read from the head locks what it reads (each lock is a WAL
-        // record), so it reads little more than is wanted.
+        // record, and a row locked but not leased is read again by the next lease), so it
+        // reads no more than is wanted.
         let mut chunk = if from.is_none() {
-            self.max + 8
+            self.max
         } else {
             self.max * 2 + 8
         };
@@ -525,7 +526,7 @@ async fn lease_in_transaction(
         };
         let leased = if last {
             ended = true;
-            sql::lease_ids_and_commit(c, &params).await
+            sql::lease_locked_and_commit(c, &params).await
         } else {
             sql::lease_ids(c, &params).await
         };

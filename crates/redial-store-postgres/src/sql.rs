@@ -575,10 +575,20 @@ pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
     Ok(jobs)
 }
 
-/// [`lease_ids`], then COMMIT in the same round trip (sent without waiting for the update's
-/// answer). A failed update aborts the transaction, and the COMMIT then rolls it back.
-pub async fn lease_ids_and_commit(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
-    let stmt = c.prepared(LEASE_IDS).await?;
+/// [`LEASE_IDS`] for rows this transaction locked when it read them: no other transaction can
+/// change them, so they are updated as found by the key, without locking them again.
+const LEASE_LOCKED: &str = concat!(
+    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
+     WHERE seq = ANY($4) AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
+     RETURNING ",
+    cols!()
+);
+
+/// Leases rows this transaction read locked, then COMMITs in the same round trip (sent
+/// without waiting for the update's answer). A failed update aborts the transaction, and the
+/// COMMIT then rolls it back.
+pub async fn lease_locked_and_commit(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
+    let stmt = c.prepared(LEASE_LOCKED).await?;
     let lease_until = ms(p.lease_until);
     let now = ms(p.now);
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =

@@ -301,7 +301,8 @@ pub(super) fn spawn_attempt(
         run: None,
         record_places: lines.record_places.clone(),
     };
-    let task = tokio::spawn(run_attempt(inner.clone(), job, slot, admission));
+    // Boxed: the attempt's future is large, and the task would otherwise copy it in and out.
+    let task = tokio::spawn(Box::pin(run_attempt(inner.clone(), job, slot, admission)));
     in_flight.insert(id, task.abort_handle());
 }
 
