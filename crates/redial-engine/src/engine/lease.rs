@@ -50,6 +50,10 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
     let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
     // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
     let mut idle_until: Option<tokio::time::Instant> = None;
+    // A wake-up came while leases were out and none could start after it (they held every free
+    // slot, or as many were out as may be): those leases may have read before the work it is
+    // for, so the queue does not go idle on their word. Cleared when a lease starts.
+    let mut woken_while_leasing = false;
     loop {
         if inner.shutdown.is_triggered() {
             break;
@@ -68,6 +72,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                     record_places: record_places.clone(),
                 };
                 fills.spawn(fill(inner.clone(), queue.clone(), slots, lines));
+                woken_while_leasing = false;
             }
         }
         let wake_at =
@@ -76,7 +81,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
             Some(done) = fills.join_next(), if !fills.is_empty() => match done {
                 // It took all the slots it had: more may be runnable at once.
                 Ok(Ok(true)) => {}
-                Ok(Ok(false)) if fills.is_empty() => {
+                Ok(Ok(false)) if fills.is_empty() && !woken_while_leasing => {
                     // Everything due is leased or held: sleep until new work is due or a hold
                     // ends, or a wake-up.
                     let now = inner.clock.now();
@@ -109,7 +114,10 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                     idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
                 }
             },
-            _ = waker.notified() => idle_until = None,
+            _ = waker.notified() => {
+                idle_until = None;
+                woken_while_leasing = !fills.is_empty();
+            }
             _ = tokio::time::sleep_until(wake_at) => idle_until = None,
             _ = inner.shutdown.wait() => break,
         }

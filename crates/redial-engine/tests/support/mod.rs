@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 /// The longest [`settle`] waits. Not a timing assertion: it only keeps a broken test from
 /// hanging.
@@ -35,6 +35,9 @@ pub struct Watched {
     account: Mutex<Account>,
     /// Bumped on every change to the account, for [`settle`] to wait on.
     ticks: watch::Sender<u64>,
+    /// Set: the queue's next lease, once the inner store answered, says so on the first and
+    /// waits for the second before it returns ([`Watched::hold_next_lease`]).
+    hold_lease: Mutex<Option<(String, oneshot::Sender<()>, oneshot::Receiver<()>)>>,
 }
 
 #[derive(Debug, Default)]
@@ -61,7 +64,18 @@ impl Watched {
             records_failed: AtomicUsize::new(0),
             account: Mutex::default(),
             ticks: watch::Sender::new(0),
+            hold_lease: Mutex::default(),
         })
+    }
+
+    /// Holds the queue's next lease call after the inner store answered it: the receiver hears
+    /// when it got there, and it returns when the sender is used (or dropped).
+    #[allow(dead_code)] // used by some of the test files that share this module
+    pub fn hold_next_lease(&self, queue: &str) -> (oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (reached_tx, reached_rx) = oneshot::channel();
+        let (go_tx, go_rx) = oneshot::channel();
+        *self.hold_lease.lock().expect("hold") = Some((queue.to_owned(), reached_tx, go_rx));
+        (reached_rx, go_tx)
     }
 
     /// Makes the next `job_record_attempt` fail with a backend error, without recording.
@@ -181,12 +195,27 @@ impl Store for Watched {
         admit: Box<dyn Admit>,
     ) -> StoreResult<AdmittedLease> {
         let now = params.now;
+        let queue = params.queue.clone();
         let began = self.update(|a| {
             a.leasing += 1;
             a.tick += 1;
             a.tick
         });
         let out = self.inner.job_lease_admitted(params, admit).await;
+        let hold = {
+            let mut hold = self.hold_lease.lock().expect("hold");
+            match hold.take() {
+                Some(h) if h.0 == queue => Some(h),
+                other => {
+                    *hold = other;
+                    None
+                }
+            }
+        };
+        if let Some((_, reached, go)) = hold {
+            let _ = reached.send(());
+            let _ = go.await;
+        }
         self.update(|a| {
             a.leasing -= 1;
             match &out {
