@@ -37,8 +37,11 @@ pub struct Watched {
     ticks: watch::Sender<u64>,
     /// Set: the queue's next lease, once the inner store answered, says so on the first and
     /// waits for the second before it returns ([`Watched::hold_next_lease`]).
-    hold_lease: Mutex<Option<(String, oneshot::Sender<()>, oneshot::Receiver<()>)>>,
+    hold_lease: Mutex<Option<HeldLease>>,
 }
+
+/// The queue whose next lease is held, where to say it got there, and when it may go on.
+type HeldLease = (String, oneshot::Sender<()>, oneshot::Receiver<()>);
 
 #[derive(Debug, Default)]
 struct Account {
