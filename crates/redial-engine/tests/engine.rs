@@ -663,7 +663,7 @@ fn gated() -> (Arc<Gated>, tokio::sync::mpsc::UnboundedReceiver<String>) {
 /// wake-up is for, so the queue leases again instead of waiting for its next poll (an hour here;
 /// a second by default). Looked for after a benchmark on PostgreSQL once gave 205 ms as the 99th
 /// percentile from enqueue to first attempt on an idle queue: its poll interval is 200 ms.
-#[tokio::test]
+#[tokio::test(flavor = "current_thread")]
 async fn a_wake_up_during_a_lease_is_not_lost() {
     let rx = Receiver::start().await;
     let mut hold = None;
@@ -676,13 +676,63 @@ async fn a_wake_up_during_a_lease_is_not_lost() {
     reached.await.expect("the first lease");
     h.enqueue("j1", "default", "POST", &rx.url("/ok"), None)
         .await;
-    // This test runs on one thread: the queue's loop takes the wake-up while the lease is out.
+    // One thread (the flavour is written out: on more, the loop could take the wake-up only
+    // after the lease returned, and the test would pass without the fix): the queue's loop
+    // takes the wake-up while the lease is out.
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
     go.send(()).expect("the lease waits");
     let (_, attempts) = h.wait_state("j1", JobState::Completed).await;
     assert_eq!(attempts.len(), 1);
+    h.stop().await;
+}
+
+/// A lease that finds nothing starts no other while one is still out: that one will say whether
+/// there is more. Before, the queue leased again at once with the slot the empty lease gave back,
+/// and again, for as long as the other was out (a review counted 1,241 leases in half a second).
+/// The bound below only limits how long the test looks for extra leases: with the fix there are
+/// none however long it looks.
+#[tokio::test(flavor = "current_thread")]
+async fn an_empty_lease_starts_no_other_while_one_is_out() {
+    let rx = Receiver::start().await;
+    let (gated, mut entered) = gated();
+    // Polls an hour apart: every lease here follows a wake-up or another lease.
+    let h = harness_built(true, Some(gated.clone()), Duration::from_secs(3600), |_| {}).await;
+    warm_up(&h, &gated, &rx, &mut entered).await;
+    // g runs and waits at its gate, holding one of the queue's three lease slots.
+    h.enqueue("g", "custom", "POST", &rx.url("/ok"), None).await;
+    assert_eq!(entered.recv().await.expect("entered"), "g");
+    // The next lease takes the two free slots, finds nothing, and is held out.
+    let (reached, go) = h.store.hold_next_lease("custom");
+    h.engine.wake("custom");
+    reached.await.expect("the held lease");
+    let (before, _) = h.store.leases("custom");
+    // g ends: its slot frees and the queue is woken; one lease starts with it and finds nothing.
+    gated.open("g");
+    h.wait_state("g", JobState::Completed).await;
+    let one_more_done = h
+        .store
+        .wait_leases("custom", Duration::from_secs(60), |(n, out)| {
+            n > before && out == 1
+        })
+        .await;
+    assert!(
+        one_more_done,
+        "no lease after g ended: {:?}",
+        h.store.leases("custom")
+    );
+    let (after, _) = h.store.leases("custom");
+    let again = h
+        .store
+        .wait_leases("custom", Duration::from_millis(500), |(n, _)| n > after)
+        .await;
+    assert!(
+        !again,
+        "the queue leased again while the held lease was out: {:?} (it was {after})",
+        h.store.leases("custom")
+    );
+    go.send(()).expect("the lease waits");
     h.stop().await;
 }
 

@@ -1187,7 +1187,7 @@ fn parse_state(s: &str) -> StoreResult<JobState> {
 }
 
 /// The counts in one pass over the jobs (it was three: by queue, by endpoint, and the oldest
-/// deferred job per queue), folded here in the order the API gives them.
+/// deferred job per queue), folded here.
 pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
     use std::collections::BTreeMap;
     let rows = c
@@ -1200,8 +1200,8 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
         )
         .await
         .map_err(backend)?;
-    // Keys sort as the statements that did this one's work did: by name, then state, then
-    // category with jobs without one last.
+    // Sorted by name (bytes, whatever the database's collation, as SQLite's counts are), then
+    // state, then category with jobs without one last.
     let mut by_queue: BTreeMap<(String, String, (bool, String)), u64> = BTreeMap::new();
     let mut by_endpoint: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut oldest: BTreeMap<String, i64> = BTreeMap::new();

@@ -50,10 +50,13 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
     let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
     // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
     let mut idle_until: Option<tokio::time::Instant> = None;
-    // A wake-up came while leases were out and none could start after it (they held every free
-    // slot, or as many were out as may be): those leases may have read before the work it is
-    // for, so the queue does not go idle on their word. Cleared when a lease starts.
-    let mut woken_while_leasing = false;
+    // Whether a new lease may find something the leases out will not: set by a wake-up, a
+    // poll, and a lease that took all it had slots for; cleared when a lease starts (it reads
+    // after all of them). While it is clear, a lease that found nothing more starts no other
+    // (the ones still out will say whether there is more), and the last one out sends the queue
+    // idle; while it is set, that lease's word does not (it may have read before the work a
+    // wake-up was for, or skipped rows another lease had locked and left).
+    let mut more = true;
     loop {
         if inner.shutdown.is_triggered() {
             break;
@@ -62,7 +65,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
         // A queue paused by hand leases nothing; a resume wakes it, an end is seen at the next
         // poll.
         let paused = inner.queue_paused(&queue, inner.clock.now()).is_some();
-        if !paused && idle_until.is_none() && free > 0 && fills.len() < FILLS_IN_FLIGHT {
+        if !paused && idle_until.is_none() && more && free > 0 && fills.len() < FILLS_IN_FLIGHT {
             if let Ok(slots) = lease_slots
                 .clone()
                 .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
@@ -72,7 +75,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                     record_places: record_places.clone(),
                 };
                 fills.spawn(fill(inner.clone(), queue.clone(), slots, lines));
-                woken_while_leasing = false;
+                more = false;
             }
         }
         let wake_at =
@@ -80,8 +83,8 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
         tokio::select! {
             Some(done) = fills.join_next(), if !fills.is_empty() => match done {
                 // It took all the slots it had: more may be runnable at once.
-                Ok(Ok(true)) => {}
-                Ok(Ok(false)) if fills.is_empty() && !woken_while_leasing => {
+                Ok(Ok(true)) => more = true,
+                Ok(Ok(false)) if fills.is_empty() && !more => {
                     // Everything due is leased or held: sleep until new work is due or a hold
                     // ends, or a wake-up.
                     let now = inner.clock.now();
@@ -116,9 +119,12 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
             },
             _ = waker.notified() => {
                 idle_until = None;
-                woken_while_leasing = !fills.is_empty();
+                more = true;
             }
-            _ = tokio::time::sleep_until(wake_at) => idle_until = None,
+            _ = tokio::time::sleep_until(wake_at) => {
+                idle_until = None;
+                more = true;
+            }
             _ = inner.shutdown.wait() => break,
         }
     }

@@ -53,6 +53,8 @@ struct Account {
     last_write: u64,
     /// Lease calls under way.
     leasing: usize,
+    /// Per queue, lease calls begun so far and under way.
+    leases: std::collections::HashMap<String, (u64, usize)>,
     /// Jobs leased and not yet recorded or given back: attempts under way.
     out: HashSet<JobId>,
     /// The last lease that took nothing: its tick and the instant it leased at.
@@ -91,6 +93,38 @@ impl Watched {
     #[allow(dead_code)]
     pub fn records_failed(&self) -> usize {
         self.records_failed.load(Ordering::SeqCst)
+    }
+
+    /// The queue's lease calls begun so far, and how many are under way.
+    #[allow(dead_code)]
+    pub fn leases(&self, queue: &str) -> (u64, usize) {
+        let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
+        a.leases.get(queue).copied().unwrap_or_default()
+    }
+
+    /// Waits until `pred` holds of the queue's [`Watched::leases`], for at most `bound`: whether
+    /// it did.
+    #[allow(dead_code)]
+    pub async fn wait_leases(
+        &self,
+        queue: &str,
+        bound: Duration,
+        pred: impl Fn((u64, usize)) -> bool,
+    ) -> bool {
+        let mut ticks = self.ticks.subscribe();
+        let give_up = tokio::time::Instant::now() + bound;
+        loop {
+            ticks.borrow_and_update();
+            if pred(self.leases(queue)) {
+                return true;
+            }
+            if tokio::time::timeout_at(give_up, ticks.changed())
+                .await
+                .is_err()
+            {
+                return false;
+            }
+        }
     }
 
     fn update<T>(&self, f: impl FnOnce(&mut Account) -> T) -> T {
@@ -201,6 +235,9 @@ impl Store for Watched {
         let queue = params.queue.clone();
         let began = self.update(|a| {
             a.leasing += 1;
+            let q = a.leases.entry(queue.clone()).or_default();
+            q.0 += 1;
+            q.1 += 1;
             a.tick += 1;
             a.tick
         });
@@ -221,6 +258,9 @@ impl Store for Watched {
         }
         self.update(|a| {
             a.leasing -= 1;
+            if let Some(q) = a.leases.get_mut(&queue) {
+                q.1 -= 1;
+            }
             match &out {
                 Ok(lease) if lease.taken.is_empty() && lease.failed.is_empty() => {
                     a.last_empty = Some((began, now));
