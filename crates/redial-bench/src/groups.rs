@@ -9,7 +9,7 @@
 use crate::workloads::{engine, store_in, wait_completed, wait_recorded, Noop, Report};
 use anyhow::Result;
 use redial_engine::{Clock, SystemClock};
-use redial_store::{HttpRequest, JobId, LeaseParams, NewJob, Store};
+use redial_store::{LeaseParams, NewJob, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,24 +17,8 @@ use std::time::{Duration, Instant};
 /// A no-op job `n`, in group `group` (None: ungrouped).
 fn job(n: usize, group: Option<String>, now: redial_policy::Timestamp) -> NewJob {
     NewJob {
-        idempotency_key: None,
-        id: JobId(format!("g{n}")),
-        queue: "default".into(),
-        endpoint: "bench".into(),
-        request: HttpRequest {
-            method: "POST".into(),
-            url: "http://127.0.0.1:9/".into(),
-            headers: vec![],
-            body: Some("{\"n\":1}".into()),
-            timeout_ms: Some(10_000),
-        },
-        priority: 0,
-        run_at: now,
-        deadline: None,
-        tags: vec![],
-        policy: None,
-        created_at: now,
         group,
+        ..crate::workloads::job(format!("g{n}"), "default", "http://127.0.0.1:9/", now)
     }
 }
 

@@ -216,12 +216,7 @@ async fn a_restart_after_a_gap_applies_each_missed_run_policy() {
 /// occurrence is enqueued once, and each schedule moves on once per check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_checking_at_once_enqueue_each_occurrence_once() {
-    let url = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
-    );
-    let config = redial_store_postgres::testing::fresh_schema(&url)
-        .await
-        .expect("a schema for this test");
+    let config = redial_store_postgres::testing::fresh_test_schema().await;
     let clock = Arc::new(ManualClock::new(T0));
     let mut nodes = Vec::new();
     for worker in ["node-a", "node-b"] {

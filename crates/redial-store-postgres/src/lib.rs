@@ -761,6 +761,29 @@ pub mod testing {
         Ok(config)
     }
 
+    /// The test server's URL, `DATABASE_URL`; panics saying how to get one when it is unset.
+    pub fn database_url() -> String {
+        std::env::var("DATABASE_URL").expect(
+            "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
+        )
+    }
+
+    /// A configuration whose connections work in a fresh, empty schema of the test server
+    /// ([`database_url`]); panics if there is none.
+    pub async fn fresh_test_schema() -> Config {
+        fresh_schema(&database_url())
+            .await
+            .expect("a schema for this test")
+    }
+
+    /// A store of `pool` connections in a fresh schema of the test server; panics if there is
+    /// none.
+    pub async fn fresh_test_store(pool: usize) -> crate::PgStore {
+        crate::PgStore::connect_with(fresh_test_schema().await, pool)
+            .await
+            .expect("connect store")
+    }
+
     /// `url` with its connections working in `schema` (for processes given a URL).
     pub fn url_in_schema(url: &str, schema: &str) -> String {
         let sep = if url.contains('?') { '&' } else { '?' };

@@ -6,17 +6,7 @@ use redial_store_postgres::PgStore;
 use std::sync::Arc;
 
 async fn fresh() -> Arc<dyn redial_store::Store> {
-    let url = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
-    );
-    let config = redial_store_postgres::testing::fresh_schema(&url)
-        .await
-        .expect("a schema for this test");
-    Arc::new(
-        PgStore::connect_with(config, 4)
-            .await
-            .expect("connect store"),
-    )
+    Arc::new(redial_store_postgres::testing::fresh_test_store(4).await)
 }
 
 redial_store::store_suite!(fresh());
@@ -25,10 +15,7 @@ redial_store::store_suite!(fresh());
 /// suite's deleting cases, no attempt is left without its job.
 #[tokio::test]
 async fn deleting_jobs_deletes_their_attempts() {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
-    let config = redial_store_postgres::testing::fresh_schema(&url)
-        .await
-        .expect("a schema for this test");
+    let config = redial_store_postgres::testing::fresh_test_schema().await;
     let store: Arc<dyn redial_store::Store> = Arc::new(
         PgStore::connect_with(config.clone(), 4)
             .await
@@ -99,10 +86,7 @@ impl redial_store::Admit for Counting {
 async fn a_failed_lease_statement_leases_nothing_and_hands_back_every_admission() {
     use redial_store::testkit::{at, new_job};
     use redial_store::{JobId, JobState, LeaseAdmittedParams};
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
-    let config = redial_store_postgres::testing::fresh_schema(&url)
-        .await
-        .expect("a schema for this test");
+    let config = redial_store_postgres::testing::fresh_test_schema().await;
     // One connection: the one that failed is the one that leases again.
     let store: Arc<dyn redial_store::Store> = Arc::new(
         PgStore::connect_with(config.clone(), 1)

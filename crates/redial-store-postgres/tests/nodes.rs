@@ -10,12 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 async fn schema() -> tokio_postgres::Config {
-    let url = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
-    );
-    redial_store_postgres::testing::fresh_schema(&url)
-        .await
-        .expect("a schema for this test")
+    redial_store_postgres::testing::fresh_test_schema().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

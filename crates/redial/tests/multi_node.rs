@@ -99,9 +99,7 @@ where
 /// A schema of its own on the test's PostgreSQL server: the server's URL, the schema, and a URL
 /// that uses it.
 async fn fresh_schema() -> (String, String, String) {
-    let base = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL is not set: run ./scripts/test (it starts a throwaway PostgreSQL) or point DATABASE_URL at a server",
-    );
+    let base = redial_store_postgres::testing::database_url();
     let schema = redial_store_postgres::testing::create_schema(&base)
         .await
         .expect("a schema for this test");
