@@ -8,8 +8,12 @@
 //! after the last row read (keyset on the index's order), so no row is read twice in a request;
 //! the endpoints left out are left out here, not in SQL.
 //!
-//! Owns the read bounds, the resume positions and the count of jobs chosen but taken by another
-//! node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql.rs`).
+//! A read from the head of a deep queue starts where the last one began ([`Floor`]), not at
+//! the index's first entry, past which lie the entries of every job leased since the last
+//! vacuum.
+//!
+//! Owns the read bounds, the resume positions, the floors and the count of jobs chosen but
+//! taken by another node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql.rs`).
 
 use crate::sql;
 use crate::Conn;
@@ -28,6 +32,7 @@ pub(crate) struct LeaseScan {
     /// Skipped rows read further on, from where the last request stopped.
     pub deep: usize,
     resume: HashMap<String, ScanPos>,
+    floors: HashMap<String, Floor>,
     /// Per queue, the last turn a lease served ("" for the ungrouped jobs): the next lease's
     /// round-robin starts after it.
     groups: HashMap<String, String>,
@@ -39,6 +44,7 @@ impl Default for LeaseScan {
             top: 1024,
             deep: 8192,
             resume: HashMap::new(),
+            floors: HashMap::new(),
             groups: HashMap::new(),
         }
     }
@@ -78,6 +84,39 @@ struct Picker {
     stash: Vec<Candidate>,
     stash_end: Option<ScanPos>,
     stash_full: bool,
+    /// Where the first read from the head may start ([`Floor`]), and how that read went.
+    floor: Option<ScanPos>,
+    head: Option<HeadRead>,
+}
+
+/// Where a recent read from the head of a queue began, kept (per queue, in this process) so
+/// that the next reads start there instead of stepping over every index entry leased jobs
+/// left at the head since the last vacuum: on a queue drained without pause, each read from
+/// the head used to step over all of them, a cost that grew with the jobs drained.
+///
+/// Everything before the place, in its priority level, was leased, or locked by another node,
+/// when it was read. Jobs can come due there later (a job rescued from a dead node, a job
+/// enqueued to run in the past, another node's clock a little behind): the head is read in
+/// full again once a read at the floor comes back short (which it does whenever the queue runs
+/// nearly empty, or a level above the floor's has a due job) and at least every
+/// [`FLOOR_FOR_MS`], so such a job waits that long at most past its turn.
+#[derive(Clone, Copy, Debug)]
+struct Floor {
+    pos: ScanPos,
+    /// When the head was last read in full (Unix milliseconds, the lease's clock).
+    full_at: i64,
+}
+
+/// How long a floor serves before the head is read in full again.
+const FLOOR_FOR_MS: i64 = 1000;
+
+/// How the first read from the head went: where it began, whether it came back full, and
+/// whether it was read at the floor.
+#[derive(Clone, Copy, Debug)]
+struct HeadRead {
+    first: Option<ScanPos>,
+    full: bool,
+    floored: bool,
 }
 
 impl Picker {
@@ -129,8 +168,28 @@ impl Picker {
             self.begun = true;
             let first = head == sql::Head::BeginLocked;
             let mut grouped = false;
-            let rows = sql::runnable(c, &p.queue, p.now, after, n, head, &mut grouped).await?;
+            let mut floored = false;
+            let floor = if first { self.floor.take() } else { None };
+            let rows = sql::runnable(
+                c,
+                &p.queue,
+                p.now,
+                after,
+                n,
+                head,
+                floor,
+                &mut grouped,
+                &mut floored,
+            )
+            .await?;
             let read = rows.len();
+            if first {
+                self.head = Some(HeadRead {
+                    first: rows.first().map(|(_, pos)| *pos),
+                    full: read >= n,
+                    floored,
+                });
+            }
             if first && grouped {
                 self.stash_end = rows.last().map(|(_, pos)| *pos);
                 self.stash_full = read >= n;
@@ -434,9 +493,15 @@ async fn lease_in_transaction(
     admit: &mut dyn Admit,
 ) -> StoreResult<Leased> {
     let lock = || scan.lock().unwrap_or_else(|e| e.into_inner());
-    let (top, deep, resume) = {
+    let now = p.now.as_unix_millis();
+    let (top, deep, resume, floor) = {
         let s = lock();
-        (s.top, s.deep, s.resume.get(&p.queue).copied())
+        let floor = s
+            .floors
+            .get(&p.queue)
+            .copied()
+            .filter(|f| (0..FLOOR_FOR_MS).contains(&now.saturating_sub(f.full_at)));
+        (s.top, s.deep, s.resume.get(&p.queue).copied(), floor)
     };
     let mut picker = Picker {
         max: p.max,
@@ -451,8 +516,31 @@ async fn lease_in_transaction(
         stash: Vec::new(),
         stash_end: None,
         stash_full: false,
+        floor: floor.map(|f| f.pos),
+        head: None,
     };
     let read = picker.read(c, p, None, top.max(1), admit).await;
+    // The next lease's floor: where this read from the head began, when it came back full (a
+    // short read leaves no backlog to drain past).
+    {
+        let mut s = lock();
+        match picker.head.take() {
+            Some(HeadRead {
+                first: Some(pos),
+                full: true,
+                floored,
+            }) if read.is_ok() => {
+                let full_at = match (floored, floor) {
+                    (true, Some(f)) => f.full_at,
+                    _ => now,
+                };
+                s.floors.insert(p.queue.clone(), Floor { pos, full_at });
+            }
+            _ => {
+                s.floors.remove(&p.queue);
+            }
+        }
+    }
     // Admissions granted before a failed read are handed back.
     let give_back = |picker: &Picker, admit: &mut dyn Admit| {
         for x in picker.failing.iter().chain(&picker.taking) {
@@ -606,5 +694,6 @@ impl LeaseScan {
         self.top = top;
         self.deep = deep;
         self.resume.clear();
+        self.floors.clear();
     }
 }

@@ -136,6 +136,17 @@ const MIGRATIONS: &[&str] = &[
         WHERE grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred');
     CREATE INDEX jobs_grouped_ready ON jobs (queue, grp) WHERE grp IS NOT NULL AND state = 'ready';
     "#,
+    // 7: names compare byte by byte (collation "C"), whatever the database's collation: the
+    // indexes that hold them (ids, queues, groups) compare without the locale's rules on every
+    // insert and lookup, and they sort as the SQLite store's do. The indexes are rebuilt; the
+    // table is not rewritten.
+    r#"
+    ALTER TABLE jobs
+        ALTER COLUMN id TYPE TEXT COLLATE "C",
+        ALTER COLUMN queue TYPE TEXT COLLATE "C",
+        ALTER COLUMN endpoint TYPE TEXT COLLATE "C",
+        ALTER COLUMN grp TYPE TEXT COLLATE "C";
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

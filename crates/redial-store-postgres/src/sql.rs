@@ -339,6 +339,15 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
 const RUNNABLE_HEAD_LOCKED: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
      FROM jobs WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
+/// As [`RUNNABLE_HEAD_LOCKED`], from a place within the top priority level (`$4`) on: the
+/// entries before it, left by jobs leased since the last vacuum, are not stepped over again.
+/// Nothing when a level above holds a due job (the caller then reads from the head).
+const RUNNABLE_FLOOR_LOCKED: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     AND run_at <= $2 AND priority = $4 AND (run_at, seq) >= ($5, $6) \
+     AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND grp IS NULL \
+       AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 AND priority > $4) \
+     ORDER BY run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 const RUNNABLE_SAME: &str = "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
      WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
@@ -470,6 +479,13 @@ pub enum Head {
 /// Up to `n` runnable ungrouped jobs of `queue` in lease order, after `after` (from the head
 /// when `None`, read as `head` says), each with its place. A read that begins the transaction
 /// also sets `grouped_due` (whether one of the queue's grouped jobs is due), in the same round trip.
+///
+/// A read from the head given a `floor` (where a recent read from the head began) starts there
+/// within the floor's priority level, so that it does not step over the index entries leased
+/// jobs left before it; should that come back short of `n` (the level ran out, a level above
+/// has a due job, or the queue is nearly empty) the head is read in full after all. `*floored`
+/// says whether the rows came from the read at the floor.
+#[allow(clippy::too_many_arguments)]
 pub async fn runnable(
     c: &mut Conn,
     queue: &str,
@@ -477,23 +493,41 @@ pub async fn runnable(
     after: Option<ScanPos>,
     n: usize,
     head: Head,
+    floor: Option<ScanPos>,
     grouped_due: &mut bool,
+    floored: &mut bool,
 ) -> StoreResult<Vec<(Candidate, ScanPos)>> {
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
     let now = ms(now);
     let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     // Priorities are INTEGER columns: every place read from them fits.
     let level = |p: ScanPos| i32::try_from(p.priority).unwrap_or(i32::MAX);
+    *floored = false;
     let rows = match after {
         None => {
-            let stmt = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
+            let full = c.prepared(RUNNABLE_HEAD_LOCKED).await?;
+            let stmt = match floor {
+                Some(_) => c.prepared(RUNNABLE_FLOOR_LOCKED).await?,
+                None => full.clone(),
+            };
             let probe = c.prepared(GROUPED_DUE).await?;
+            let want = n;
             let n = limit(n);
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&queue, &now, &n];
+            let f = floor.unwrap_or(ScanPos {
+                priority: 0,
+                run_at: 0,
+                seq: 0,
+            });
+            let f_level = level(f);
+            let mut params: Vec<Param> = vec![&queue, &now, &n];
+            if floor.is_some() {
+                params.extend([&f_level as Param, &f.run_at, &f.seq]);
+            }
             let read = c.client.query(&stmt, &params);
-            if head == Head::BeginLocked {
+            let rows = if head == Head::BeginLocked {
                 // All go out before any answer is awaited: one round trip. Biased: polled in
                 // order, so BEGIN is sent first.
-                let probe_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&queue, &now];
+                let probe_params: [Param; 2] = [&queue, &now];
                 let probe = c.client.query_one(&probe, &probe_params);
                 let (begun, rows, grouped) =
                     tokio::join!(biased; c.client.batch_execute("BEGIN"), read, probe);
@@ -503,6 +537,15 @@ pub async fn runnable(
                 rows
             } else {
                 read.await.map_err(backend)?
+            };
+            if floor.is_some() && rows.len() < want {
+                // The rows this read locked come again: this transaction's own locks do not
+                // skip them.
+                let params: [Param; 3] = [&queue, &now, &n];
+                c.client.query(&full, &params).await.map_err(backend)?
+            } else {
+                *floored = floor.is_some();
+                rows
             }
         }
         Some(p) => {

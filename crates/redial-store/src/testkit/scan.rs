@@ -112,6 +112,98 @@ pub async fn a_higher_priority_job_is_seen_at_the_head_at_once(store: Arc<dyn St
     assert_eq!((calls, taken), (1, vec!["u".to_owned()]));
 }
 
+/// Takes every job it is asked about.
+struct TakeAll;
+
+impl Admit for TakeAll {
+    fn admit(&mut self, _: &Candidate) -> Verdict {
+        Verdict::Take
+    }
+
+    fn not_leased(&mut self, _: &Candidate) {}
+}
+
+/// One lease of up to `max` jobs of queue "q" at `now`, taking all; the ids taken, in order.
+async fn lease_all(store: &Arc<dyn Store>, now: Timestamp, max: usize) -> Vec<String> {
+    let p = LeaseAdmittedParams {
+        now,
+        max,
+        ..params()
+    };
+    let got = store
+        .job_lease_admitted(p, Box::new(TakeAll))
+        .await
+        .expect("lease");
+    got.taken.iter().map(|j| j.id.0.clone()).collect()
+}
+
+/// Forty jobs "a00".."a39" of endpoint "B" at priority 0, two leases of ten taken (a deep queue
+/// being drained), then "late" enqueued to run 10 s before the others: before the head of the
+/// queue in lease order.
+async fn drained_twice_then_late(store: &Arc<dyn Store>) {
+    let jobs: Vec<(String, &str, i32)> = (0..40).map(|i| (format!("a{i:02}"), "B", 0)).collect();
+    insert(store, &jobs).await;
+    for k in 0..2 {
+        let want: Vec<String> = (k * 10..k * 10 + 10).map(|i| format!("a{i:02}")).collect();
+        assert_eq!(lease_all(store, at(1), 10).await, want);
+    }
+    let mut late = new_job("late", "q");
+    late.endpoint = "B".into();
+    late.run_at = at(-10);
+    store.job_insert_batch(vec![late]).await.expect("insert");
+}
+
+/// A store may start a read from the head where a recent one began, so as not to step over what
+/// leased jobs left behind: a job that comes due before that place waits no longer than until
+/// a lease finds fewer jobs than it wants (the queue runs short), and no longer than a second.
+pub async fn a_job_due_behind_the_head_is_leased_once_the_queue_runs_short(store: Arc<dyn Store>) {
+    drained_twice_then_late(&store).await;
+    let mut taken = Vec::new();
+    for _ in 0..5 {
+        let got = lease_all(&store, at(1), 10).await;
+        let short = got.len() < 10;
+        taken.extend(got);
+        if short {
+            break;
+        }
+    }
+    assert!(taken.contains(&"late".to_owned()), "taken: {taken:?}");
+    assert_eq!(taken.len(), 21, "every job once: {taken:?}");
+}
+
+pub async fn a_job_due_behind_the_head_is_leased_first_a_second_on(store: Arc<dyn Store>) {
+    drained_twice_then_late(&store).await;
+    let got = lease_all(&store, at(2), 10).await;
+    assert_eq!(
+        got.first().map(String::as_str),
+        Some("late"),
+        "taken: {got:?}"
+    );
+}
+
+pub async fn a_higher_priority_job_comes_first_while_a_queue_drains(store: Arc<dyn Store>) {
+    drained_twice_then_late(&store).await;
+    insert(&store, &[("u".into(), "B", 9)]).await;
+    let got = lease_all(&store, at(1), 10).await;
+    assert_eq!(got.first().map(String::as_str), Some("u"), "taken: {got:?}");
+}
+
+pub async fn a_drained_level_gives_way_to_the_one_below(store: Arc<dyn Store>) {
+    let mut jobs: Vec<(String, &str, i32)> =
+        (0..15).map(|i| (format!("h{i:02}"), "B", 5)).collect();
+    jobs.extend((0..15).map(|i| (format!("l{i:02}"), "B", 0)));
+    insert(&store, &jobs).await;
+    let first = lease_all(&store, at(1), 10).await;
+    let second = lease_all(&store, at(1), 10).await;
+    let want: Vec<String> = (0..10).map(|i| format!("h{i:02}")).collect();
+    assert_eq!(first, want);
+    let want: Vec<String> = (10..15)
+        .map(|i| format!("h{i:02}"))
+        .chain((0..5).map(|i| format!("l{i:02}")))
+        .collect();
+    assert_eq!(second, want);
+}
+
 /// One `#[tokio::test]` per case of this module, each with a fresh store from `$make` (which
 /// must set the read bounds to 4 and 16).
 #[macro_export]
@@ -120,7 +212,11 @@ macro_rules! lease_scan_suite {
         $crate::lease_scan_suite!(@cases $make;
             jobs_behind_a_deep_held_backlog_are_reached_over_a_few_leases,
             the_deep_read_carries_on_into_lower_priorities,
-            a_higher_priority_job_is_seen_at_the_head_at_once);
+            a_higher_priority_job_is_seen_at_the_head_at_once,
+            a_job_due_behind_the_head_is_leased_once_the_queue_runs_short,
+            a_job_due_behind_the_head_is_leased_first_a_second_on,
+            a_higher_priority_job_comes_first_while_a_queue_drains,
+            a_drained_level_gives_way_to_the_one_below);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
