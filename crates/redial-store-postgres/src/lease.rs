@@ -94,12 +94,20 @@ struct Picker {
 /// left at the head since the last vacuum: on a queue drained without pause, each read from
 /// the head used to step over all of them, a cost that grew with the jobs drained.
 ///
-/// Everything before the place, in its priority level, was leased, or locked by another node,
-/// when it was read. Jobs can come due there later (a job rescued from a dead node, a job
-/// enqueued to run in the past, another node's clock a little behind): the head is read in
-/// full again once a read at the floor comes back short (which it does whenever the queue runs
-/// nearly empty, or a level above the floor's has a due job) and at least every
-/// [`FLOOR_FOR_MS`], so such a job waits that long at most past its turn.
+/// Kept only after a lease whose read from the head came back full and which took all it had
+/// slots for (a queue being drained). Everything before the place, in its priority level, was
+/// leased, or locked by another transaction, when it was read. Jobs can come due there later: a
+/// job released with its old run time (given back by this node's other lease or at shutdown), a
+/// job rescued from a dead node, a job enqueued to run in the past, a job enqueued by a node
+/// whose clock is a little behind. So the head is read in full again:
+/// - at once, in the same transaction, when the read at the floor comes back short (the
+///   floor's level ran out, or a level above it has a due job);
+/// - by the next lease, started at once (`AdmittedLease::more`), when a lease that read at the
+///   floor took fewer jobs than it had slots for (held endpoints, say): the engine never goes
+///   idle on the word of a lease that did not look before its floor;
+/// - by the first lease [`FLOOR_FOR_MS`] after the head was last read in full.
+///
+/// Such a job waits about that long past its turn at most.
 #[derive(Clone, Copy, Debug)]
 struct Floor {
     pos: ScanPos,
@@ -520,26 +528,9 @@ async fn lease_in_transaction(
         head: None,
     };
     let read = picker.read(c, p, None, top.max(1), admit).await;
-    // The next lease's floor: where this read from the head began, when it came back full (a
-    // short read leaves no backlog to drain past).
-    {
-        let mut s = lock();
-        match picker.head.take() {
-            Some(HeadRead {
-                first: Some(pos),
-                full: true,
-                floored,
-            }) if read.is_ok() => {
-                let full_at = match (floored, floor) {
-                    (true, Some(f)) => f.full_at,
-                    _ => now,
-                };
-                s.floors.insert(p.queue.clone(), Floor { pos, full_at });
-            }
-            _ => {
-                s.floors.remove(&p.queue);
-            }
-        }
+    let head = picker.head.take();
+    if read.is_err() {
+        lock().floors.remove(&p.queue);
     }
     // Admissions granted before a failed read are handed back.
     let give_back = |picker: &Picker, admit: &mut dyn Admit| {
@@ -660,6 +651,32 @@ async fn lease_in_transaction(
             hand_back(&out, admit);
             return Err(e);
         }
+    }
+    // The next lease's floor: where this lease's read from the head began, when that read came
+    // back full and the lease took all it had slots for (a queue being drained). A lease that
+    // read at the floor and still came up short (held endpoints, say) has not looked before
+    // it: the next reads the head in full, at once.
+    let took_all = out.taken.len() >= p.max;
+    match head {
+        Some(HeadRead {
+            first: Some(pos),
+            full: true,
+            floored,
+        }) if took_all => {
+            let full_at = match (floored, floor) {
+                (true, Some(f)) => f.full_at,
+                _ => now,
+            };
+            lock()
+                .floors
+                .insert(p.queue.clone(), Floor { pos, full_at });
+        }
+        _ => {
+            lock().floors.remove(&p.queue);
+        }
+    }
+    if matches!(head, Some(HeadRead { floored: true, .. })) && !took_all {
+        out.more = true;
     }
     Ok(Leased {
         lease: out,

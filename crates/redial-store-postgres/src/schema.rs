@@ -139,13 +139,15 @@ const MIGRATIONS: &[&str] = &[
     // 7: names compare byte by byte (collation "C"), whatever the database's collation: the
     // indexes that hold them (ids, queues, groups) compare without the locale's rules on every
     // insert and lookup, and they sort as the SQLite store's do. The indexes are rebuilt; the
-    // table is not rewritten.
+    // table is not rewritten. Changing a column's type drops its statistics (and autoanalyze
+    // would not take them again until a tenth of the rows changed): they are taken again here.
     r#"
     ALTER TABLE jobs
         ALTER COLUMN id TYPE TEXT COLLATE "C",
         ALTER COLUMN queue TYPE TEXT COLLATE "C",
         ALTER COLUMN endpoint TYPE TEXT COLLATE "C",
         ALTER COLUMN grp TYPE TEXT COLLATE "C";
+    ANALYZE jobs;
     "#,
 ];
 

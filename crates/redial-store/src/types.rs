@@ -667,8 +667,10 @@ pub struct AdmittedLease {
     pub taken: Vec<Job>,
     /// Jobs admitted to fail (`Verdict::Fail`).
     pub failed: Vec<Job>,
-    /// The lease stopped looking before it had looked at every group (a bound on its cost):
-    /// due jobs may be waiting further on, lease again at once.
+    /// The lease stopped looking before it had looked at everything it may take from: every
+    /// group (a bound on its cost), or, on PostgreSQL, the head of the queue before where it
+    /// began to read (the lease floor, `redial-store-postgres`'s `lease.rs`). Due jobs may be
+    /// waiting there: lease again at once.
     pub more: bool,
 }
 

@@ -181,6 +181,47 @@ pub async fn a_job_due_behind_the_head_is_leased_first_a_second_on(store: Arc<dy
     );
 }
 
+/// Holds endpoint "B", takes everything else.
+struct HoldB;
+
+impl Admit for HoldB {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        if c.endpoint == "B" {
+            Verdict::HoldEndpoint
+        } else {
+            Verdict::Take
+        }
+    }
+
+    fn not_leased(&mut self, _: &Candidate) {}
+}
+
+/// A lease that comes up short says whether it looked at everything: the engine goes idle on
+/// its word. While the jobs at the head are held, one due before them (another endpoint's) is
+/// taken, or the lease that did not take it asks to be followed at once.
+pub async fn a_job_due_behind_a_held_head_is_taken_or_the_lease_says_more(store: Arc<dyn Store>) {
+    drained_twice_then_late(&store).await;
+    let mut late = new_job("late-c", "q");
+    late.endpoint = "C".into();
+    late.run_at = at(-10);
+    store.job_insert_batch(vec![late]).await.expect("insert");
+    for _ in 0..2 {
+        let got = store
+            .job_lease_admitted(params(), Box::new(HoldB))
+            .await
+            .expect("lease");
+        let taken: Vec<&str> = got.taken.iter().map(|j| j.id.0.as_str()).collect();
+        if taken.contains(&"late-c") {
+            return;
+        }
+        assert!(
+            got.more,
+            "a lease that left a due job behind must ask to be followed (took {taken:?})"
+        );
+    }
+    panic!("late-c not taken in two leases");
+}
+
 pub async fn a_higher_priority_job_comes_first_while_a_queue_drains(store: Arc<dyn Store>) {
     drained_twice_then_late(&store).await;
     insert(&store, &[("u".into(), "B", 9)]).await;
@@ -189,9 +230,10 @@ pub async fn a_higher_priority_job_comes_first_while_a_queue_drains(store: Arc<d
 }
 
 pub async fn a_drained_level_gives_way_to_the_one_below(store: Arc<dyn Store>) {
+    // The lower level enqueued first: its jobs come first by sequence, last by priority.
     let mut jobs: Vec<(String, &str, i32)> =
-        (0..15).map(|i| (format!("h{i:02}"), "B", 5)).collect();
-    jobs.extend((0..15).map(|i| (format!("l{i:02}"), "B", 0)));
+        (0..15).map(|i| (format!("l{i:02}"), "B", 0)).collect();
+    jobs.extend((0..15).map(|i| (format!("h{i:02}"), "B", 5)));
     insert(&store, &jobs).await;
     let first = lease_all(&store, at(1), 10).await;
     let second = lease_all(&store, at(1), 10).await;
@@ -216,7 +258,8 @@ macro_rules! lease_scan_suite {
             a_job_due_behind_the_head_is_leased_once_the_queue_runs_short,
             a_job_due_behind_the_head_is_leased_first_a_second_on,
             a_higher_priority_job_comes_first_while_a_queue_drains,
-            a_drained_level_gives_way_to_the_one_below);
+            a_drained_level_gives_way_to_the_one_below,
+            a_job_due_behind_a_held_head_is_taken_or_the_lease_says_more);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
