@@ -153,6 +153,13 @@ const MIGRATIONS: &[&str] = &[
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.
 pub async fn migrate(client: &mut Client) -> Result<(), String> {
+    migrate_to(client, MIGRATIONS.len()).await
+}
+
+/// Brings the schema up to version `target` (at most the latest; never down): `migrate`, and
+/// the tests that build a database as an older Redial left it.
+pub(crate) async fn migrate_to(client: &mut Client, target: usize) -> Result<(), String> {
+    let target = target.min(MIGRATIONS.len());
     let tx = client
         .transaction()
         .await
@@ -178,23 +185,32 @@ pub async fn migrate(client: &mut Client) -> Result<(), String> {
         .map_err(|e| crate::describe(&e))?
         .map_or(0, |r| r.get(0));
     let known = MIGRATIONS.len() as i32;
+    let wanted = target as i32;
     if version > known {
         return Err(format!(
             "the database has schema version {version}, newer than this Redial knows ({known}): upgrade Redial"
         ));
     }
-    for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for (i, migration) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target)
+        .skip(version as usize)
+    {
         tx.batch_execute(migration)
             .await
             .map_err(|e| format!("migration {}: {}", i + 1, crate::describe(&e)))?;
     }
-    if version < known {
+    if version < wanted {
         tx.execute("DELETE FROM redial_schema", &[])
             .await
             .map_err(|e| crate::describe(&e))?;
-        tx.execute("INSERT INTO redial_schema (version) VALUES ($1)", &[&known])
-            .await
-            .map_err(|e| crate::describe(&e))?;
+        tx.execute(
+            "INSERT INTO redial_schema (version) VALUES ($1)",
+            &[&wanted],
+        )
+        .await
+        .map_err(|e| crate::describe(&e))?;
     }
     tx.commit().await.map_err(|e| crate::describe(&e))
 }

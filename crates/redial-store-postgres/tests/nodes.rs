@@ -26,6 +26,100 @@ async fn nodes_starting_together_migrate_once() {
     }
 }
 
+/// A database an older Redial left, with jobs in it, is brought up to date at start: the jobs
+/// are kept and read back, names compare byte by byte (migration 7), and the table's
+/// statistics, which a column's type change drops, are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_schema_with_jobs_is_brought_up_to_date() {
+    let config = schema().await;
+    redial_store_postgres::testing::migrate_to(&config, 6)
+        .await
+        .expect("schema 6");
+    let (client, connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    let version: i32 = client
+        .query_one("SELECT version FROM redial_schema", &[])
+        .await
+        .expect("version")
+        .get(0);
+    assert_eq!(version, 6);
+    let job = new_job("b-job", "q");
+    let request = serde_json::to_string(&job.request).expect("request");
+    for id in ["b-job", "B-job"] {
+        client
+            .execute(
+                "INSERT INTO jobs (id, queue, endpoint, state, request, priority, run_at, tags, \
+                 created_at, updated_at) VALUES ($1, 'q', $2, 'ready', $3, 0, $4, '[]', $4, $4)",
+                &[&id, &job.endpoint, &request, &job.run_at.as_unix_millis()],
+            )
+            .await
+            .expect("a job as version 6 kept it");
+    }
+    let store = PgStore::connect_with(config.clone(), 1)
+        .await
+        .expect("the store migrates at start");
+    let (got, _) = store
+        .job_get(&"b-job".into())
+        .await
+        .expect("get")
+        .expect("the job is kept");
+    assert_eq!((got.queue.as_str(), got.request), ("q", job.request));
+    let version: i32 = client
+        .query_one("SELECT version FROM redial_schema", &[])
+        .await
+        .expect("version")
+        .get(0);
+    assert!(version >= 7, "migrated: {version}");
+    let collations: Vec<(String, Option<String>)> = client
+        .query(
+            "SELECT column_name::text, collation_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'jobs' \
+             AND column_name IN ('endpoint', 'grp', 'id', 'queue') ORDER BY column_name",
+            &[],
+        )
+        .await
+        .expect("columns")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let c = Some("C".to_owned());
+    assert_eq!(
+        collations,
+        [
+            ("endpoint".to_owned(), c.clone()),
+            ("grp".to_owned(), c.clone()),
+            ("id".to_owned(), c.clone()),
+            ("queue".to_owned(), c)
+        ]
+    );
+    let ids: Vec<String> = client
+        .query("SELECT id FROM jobs ORDER BY id", &[])
+        .await
+        .expect("ids")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids, ["B-job", "b-job"], "bytes order");
+    let with_stats: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM pg_stats WHERE schemaname = current_schema() \
+             AND tablename = 'jobs' AND attname IN ('queue', 'id')",
+            &[],
+        )
+        .await
+        .expect("stats")
+        .get(0);
+    assert_eq!(
+        with_stats, 2,
+        "statistics taken again after the type change"
+    );
+    drop(client);
+    let _ = driver.await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_and_the_role_moves_when_it_goes() {
     let config = schema().await;
