@@ -787,15 +787,8 @@ pub mod testing {
     /// Brings the schema `config`'s connections work in up to `version` (never down), as an
     /// older Redial would have left it.
     pub async fn migrate_to(config: &Config, version: usize) -> Result<(), String> {
-        let (mut client, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|e| crate::describe(&e))?;
-        let driver = tokio::spawn(connection);
-        let migrated = crate::schema::migrate_to(&mut client, version).await;
-        drop(client);
-        let _ = driver.await;
-        migrated
+        let mut client = crate::connect(config).await.map_err(|e| e.to_string())?;
+        crate::schema::migrate_to(&mut client, version).await
     }
 
     /// `url` with its connections working in `schema` (for processes given a URL).

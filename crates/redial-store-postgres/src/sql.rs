@@ -513,16 +513,11 @@ pub async fn runnable(
             let probe = c.prepared(GROUPED_DUE).await?;
             let want = n;
             let n = limit(n);
-            let f = floor.unwrap_or(ScanPos {
-                priority: 0,
-                run_at: 0,
-                seq: 0,
-            });
-            let f_level = level(f);
-            let mut params: Vec<Param> = vec![&queue, &now, &n];
-            if floor.is_some() {
-                params.extend([&f_level as Param, &f.run_at, &f.seq]);
-            }
+            let f_level = floor.map(level);
+            let params: Vec<Param> = match (&floor, &f_level) {
+                (Some(f), Some(l)) => vec![&queue, &now, &n, l, &f.run_at, &f.seq],
+                _ => vec![&queue, &now, &n],
+            };
             let read = c.client.query(&stmt, &params);
             let rows = if head == Head::BeginLocked {
                 // All go out before any answer is awaited: one round trip. Biased: polled in

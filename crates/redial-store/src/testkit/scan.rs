@@ -7,15 +7,25 @@
 use super::*;
 use std::sync::Mutex;
 
-/// Holds endpoint "A", takes everything else, and counts what it was asked.
-struct HoldA {
+/// Holds one endpoint, takes everything else, and counts what it was asked.
+struct Hold {
+    endpoint: &'static str,
     asked: Arc<Mutex<usize>>,
 }
 
-impl Admit for HoldA {
+impl Hold {
+    fn a(asked: Arc<Mutex<usize>>) -> Box<Hold> {
+        Box::new(Hold {
+            endpoint: "A",
+            asked,
+        })
+    }
+}
+
+impl Admit for Hold {
     fn admit(&mut self, c: &Candidate) -> Verdict {
         *self.asked.lock().expect("lock") += 1;
-        if c.endpoint == "A" {
+        if c.endpoint == self.endpoint {
             Verdict::HoldEndpoint
         } else {
             Verdict::Take
@@ -53,12 +63,7 @@ async fn lease_until_taken(store: &Arc<dyn Store>, limit: usize) -> (usize, Vec<
     for call in 1..=limit {
         let asked = Arc::new(Mutex::new(0));
         let got = store
-            .job_lease_admitted(
-                params(),
-                Box::new(HoldA {
-                    asked: asked.clone(),
-                }),
-            )
+            .job_lease_admitted(params(), Hold::a(asked.clone()))
             .await
             .expect("lease");
         assert_eq!(
@@ -103,7 +108,7 @@ pub async fn a_higher_priority_job_is_seen_at_the_head_at_once(store: Arc<dyn St
     // A first request moves the deep read on; a new urgent job comes first in lease order.
     let asked = Arc::new(Mutex::new(0));
     let got = store
-        .job_lease_admitted(params(), Box::new(HoldA { asked }))
+        .job_lease_admitted(params(), Hold::a(asked))
         .await
         .expect("lease");
     assert!(got.taken.is_empty());
@@ -181,21 +186,6 @@ pub async fn a_job_due_behind_the_head_is_leased_first_a_second_on(store: Arc<dy
     );
 }
 
-/// Holds endpoint "B", takes everything else.
-struct HoldB;
-
-impl Admit for HoldB {
-    fn admit(&mut self, c: &Candidate) -> Verdict {
-        if c.endpoint == "B" {
-            Verdict::HoldEndpoint
-        } else {
-            Verdict::Take
-        }
-    }
-
-    fn not_leased(&mut self, _: &Candidate) {}
-}
-
 /// A lease that comes up short says whether it looked at everything: the engine goes idle on
 /// its word. While the jobs at the head are held, one due before them (another endpoint's) is
 /// taken, or the lease that did not take it asks to be followed at once.
@@ -207,7 +197,13 @@ pub async fn a_job_due_behind_a_held_head_is_taken_or_the_lease_says_more(store:
     store.job_insert_batch(vec![late]).await.expect("insert");
     for _ in 0..2 {
         let got = store
-            .job_lease_admitted(params(), Box::new(HoldB))
+            .job_lease_admitted(
+                params(),
+                Box::new(Hold {
+                    endpoint: "B",
+                    asked: Arc::default(),
+                }),
+            )
             .await
             .expect("lease");
         let taken: Vec<&str> = got.taken.iter().map(|j| j.id.0.as_str()).collect();
