@@ -7,7 +7,11 @@ use redial_store::{LeaseParams, Store, Wake};
 use redial_store_postgres::PgStore;
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a test waits for something another session makes happen (a dead session's locks
+/// freeing, a notification arriving) before it fails: a bound for a hung test, not a measure.
+const WAIT: Duration = Duration::from_secs(60);
 
 async fn schema() -> tokio_postgres::Config {
     redial_store_postgres::testing::fresh_test_schema().await
@@ -134,7 +138,8 @@ async fn one_leader_at_a_time_and_the_role_moves_when_it_goes() {
     drop(a);
     // A's sessions end with it; B takes over at one of its next ticks.
     let mut took = false;
-    for _ in 0..100 {
+    let give_up = Instant::now() + WAIT;
+    while Instant::now() < give_up {
         if b.try_lead().await.expect("b asks") {
             took = true;
             break;
@@ -165,6 +170,7 @@ async fn work_enqueued_on_one_node_wakes_the_others() {
     let mut wakes = b.subscribe().expect("a shared store has wake-ups");
     // The listener connects in the background: enqueue until a wake-up arrives.
     let mut n = 0;
+    let give_up = Instant::now() + WAIT;
     let wake = loop {
         n += 1;
         a.job_insert(new_job(&format!("w{n}"), "emails"))
@@ -172,7 +178,7 @@ async fn work_enqueued_on_one_node_wakes_the_others() {
             .expect("insert");
         match tokio::time::timeout(Duration::from_millis(200), wakes.recv()).await {
             Ok(w) => break w.expect("a wake-up"),
-            Err(_) if n < 50 => continue,
+            Err(_) if Instant::now() < give_up => continue,
             Err(_) => panic!("no wake-up reached the other node"),
         }
     };
@@ -271,7 +277,8 @@ async fn a_dead_nodes_leases_are_rescued_before_they_expire() {
     drop(a);
     // A's sessions end with it: its job is back at one of B's next ticks.
     let mut requeued = 0;
-    for _ in 0..100 {
+    let give_up = Instant::now() + WAIT;
+    while Instant::now() < give_up {
         requeued += rescue(b.clone()).await.requeued;
         if requeued > 0 {
             break;
