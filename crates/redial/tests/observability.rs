@@ -58,18 +58,29 @@ async fn state(http: &reqwest::Client, s: &Server, id: &str) -> String {
 }
 
 /// Polls until `pred` holds; the bound only keeps a broken test from hanging.
-async fn eventually<F, Fut>(what: &str, mut pred: F)
+async fn eventually<F, Fut>(what: &str, pred: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    if !holds_within_bound(pred).await {
+        panic!("never happened: {what}");
+    }
+}
+
+/// Whether `pred` came to hold, polled within the bound [`eventually`] keeps.
+async fn holds_within_bound<F, Fut>(mut pred: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     for _ in 0..600 {
         if pred().await {
-            return;
+            return true;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("never happened: {what}");
+    false
 }
 
 /// Every span the OTLP receiver got, flattened, attributes as a key -> JSON value map.
@@ -338,12 +349,24 @@ within = "3s"
 
     // The alert fired on the permanent dead letter and told the webhook; it clears once the
     // dead letter is older than the rule's window.
-    eventually("the webhook heard the alert fire", || async {
+    let heard = holds_within_bound(|| async {
         hook.received("/hook")
             .iter()
             .any(|r| r.body.contains("\"status\":\"firing\""))
     })
     .await;
+    if !heard {
+        // What the server said about its alerts tells a rule that never fired from a
+        // notification that was not delivered.
+        let said: Vec<String> = s
+            .logs()
+            .into_iter()
+            .filter(|l| l.contains("alert"))
+            .collect();
+        panic!(
+            "never happened: the webhook heard the alert fire; the server's alert lines: {said:?}"
+        );
+    }
     let firing: Value = serde_json::from_str(&hook.received("/hook")[0].body).expect("JSON");
     assert_eq!(firing["alert"], "permanent_dead_letters");
     assert!(firing["text"]
