@@ -437,6 +437,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         (2..=4).contains(&before_kill),
         "at most 4 in flight across the three nodes (and more than one): {before_kill}"
     );
+    let pids: Vec<u32> = nodes.iter().map(|n| n.child.id()).collect();
     let killed_at = SystemTime::now();
     nodes[1].kill9();
     bounded.reset_most_in_flight("/c");
@@ -487,6 +488,26 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
     )
     .await;
     assert_eq!(count(&http, &nodes[0], "dead").await, 0);
+    // Every attempt at the quota the nodes recorded: when its answer came, by which node (its
+    // worker id holds its process id), with what status.
+    let mut quota_attempts: Vec<(Timestamp, usize, String, Value)> = Vec::new();
+    for i in 0..QUOTED {
+        let v = get_json(&http, format!("{}/v1/jobs/q{i}", nodes[0].url)).await;
+        for a in v["attempt_log"].as_array().cloned().unwrap_or_default() {
+            let worker = a["worker"].as_str().unwrap_or_default();
+            let node = pids
+                .iter()
+                .position(|pid| worker.contains(&format!("-{pid}-")))
+                .expect("a worker id with one of the nodes' process ids");
+            let started: Timestamp =
+                serde_json::from_value(a["started_at"].clone()).expect("a start time");
+            let answered = started.saturating_add(Duration::from_millis(
+                a["duration_ms"].as_u64().expect("a duration"),
+            ));
+            quota_attempts.push((answered, node, format!("q{i}"), a["status"].clone()));
+        }
+    }
+    quota_attempts.sort_by_key(|a| a.0);
     let [a, _, c] = nodes.try_into().ok().expect("three nodes");
     a.terminate();
     c.terminate();
@@ -536,21 +557,55 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         "the killed node's jobs ran again {slowest:?} after the kill"
     );
 
-    // The learned quota: 30 in the window. Each node spends its part of what its latest answer
-    // said remained (at least one while any remained). Beyond the 30: each node's first request,
-    // sent before it knew anything (3); the last few, which each node may take one of (2); and
-    // one request per survivor to recount after the kill (2). Each node keeping the whole count
-    // instead, the same test had 16 refused.
+    // The learned quota: 30 in the window. Each node sends at most its part of it in the window
+    // (10), counting its first request, whatever order the answers came in (simulated in
+    // redial-policy's tests/cluster_quota.rs). The killed node's part is not handed to the
+    // survivors before the window ends, since what it sent of it is not known. So none is
+    // refused, but in one case: a survivor whose first answer from the quota came after it
+    // learned of the kill divides the quota by two without counting what the killed node sent
+    // (at most its part). With each node keeping the whole count instead, the same test had 16
+    // refused; with the answers' remaining counts divided and one request at a time beyond the
+    // part while answers said some remained, up to 8.
     let q = quoted.received("/q");
     let refused = q.iter().filter(|r| r.status == 429).count();
+    let killed_at_ts = Timestamp::from_unix_millis(
+        i64::try_from(
+            killed_at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis(),
+        )
+        .unwrap_or(i64::MAX),
+    );
+    let survivor_heard_first_after_the_kill = [0, 2].iter().any(|n| {
+        quota_attempts
+            .iter()
+            .find(|a| a.1 == *n)
+            .is_some_and(|first| first.0 > killed_at_ts)
+    });
+    let bound = if survivor_heard_first_after_the_kill {
+        QUOTA.div_ceil(3) as usize
+    } else {
+        0
+    };
+    let timeline: Vec<String> = quota_attempts
+        .iter()
+        .map(|(at, node, job, status)| {
+            format!(
+                "{:+} ms node {node} {job} {status}",
+                at.as_unix_millis() - killed_at_ts.as_unix_millis()
+            )
+        })
+        .collect();
     eprintln!(
         "rate: at most {most} in 2 s, {mean:.1}/s on average; in flight: {before_kill} before the kill, {after_kill} after; quota: {refused} refused of {} sent; failover: {} jobs sent again, the last {slowest:?} after the kill",
         q.len(),
         reruns.len()
     );
     assert!(
-        refused <= 7,
-        "{refused} requests refused by the quota, of {} sent",
-        q.len()
+        refused <= bound,
+        "{refused} requests refused by the quota, of {} sent (at most {bound}); the attempts the nodes recorded, by answer from the kill (node 1 killed):\n{}",
+        q.len(),
+        timeline.join("\n")
     );
 }

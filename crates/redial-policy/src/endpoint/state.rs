@@ -104,13 +104,19 @@ pub struct EndpointState {
     /// engine from the nodes it sees, never saved.
     #[serde(skip)]
     share: Share,
-    /// The division of the limits changed: the next answer's remaining count replaces this
-    /// node's, rather than only lowering it.
+    /// The division of the limits when the current quota window began (or its first answer
+    /// came): a node that leaves does not give its part to the others before the window ends,
+    /// since what it sent of it is not known.
     #[serde(skip)]
-    quota_recount: bool,
+    quota_window_share: Option<Share>,
     /// What remained for the whole cluster by the last answer that said.
     #[serde(skip)]
     quota_cluster_remaining: Option<u64>,
+    /// Requests this node sent in the current window of a quota learned from headers (from the
+    /// window's start, or from the first answer that told of it). With several nodes, this
+    /// node's part of the window's limit is the most it sends in the window.
+    #[serde(default)]
+    quota_sent: u64,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -436,6 +442,8 @@ impl EndpointState {
                     });
                     self.quota_reset_at = None;
                     self.quota_cluster_remaining = None;
+                    self.quota_sent = u64::from(in_flight);
+                    self.quota_window_share = Some(share);
                     self.ok_in_window = 0;
                     self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
                     // A predicted reset was waited for a little past the boundary; the window
@@ -447,6 +455,25 @@ impl EndpointState {
                     };
                     self.ok_since = Some(start);
                     self.quota_probing = false;
+                }
+            }
+            // With several nodes, what an answer says remains is the other nodes' too, and
+            // they may be about to spend it: this node sends no more than its part of the
+            // window's limit, so that the parts add up to the limit whatever order the answers
+            // came in.
+            if let (Some(limit), Some(reset), Some(_), false) = (
+                self.quota_limit,
+                self.quota_reset_at,
+                self.quota_tokens,
+                self.quota_inferred,
+            ) {
+                let part = self.quota_part(limit);
+                if part < limit && self.quota_sent >= part {
+                    return hold(
+                        HoldKind::Quota,
+                        Some(reset),
+                        format!("quota: this node's part ({part} of {limit}) spent until {reset}"),
+                    );
                 }
             }
             if self.quota_tokens == Some(0) {
@@ -610,6 +637,7 @@ impl EndpointState {
         if let Some(t) = self.quota_tokens.as_mut() {
             *t = t.saturating_sub(1);
         }
+        self.quota_sent = self.quota_sent.saturating_add(1);
         if self.ramp_started.is_some() {
             self.ramp_admitted += 1;
         }
@@ -641,6 +669,7 @@ impl EndpointState {
         if let (Some(t), Some(limit)) = (self.quota_tokens.as_mut(), self.quota_limit) {
             *t = (*t + 1).min(limit);
         }
+        self.quota_sent = self.quota_sent.saturating_sub(1);
         self.ramp_admitted = self.ramp_admitted.saturating_sub(1);
     }
 
@@ -840,15 +869,18 @@ impl EndpointState {
                 let reset_at = q.reset_after.map(|d| now.saturating_add(d));
                 let window_open = self.quota_reset_at.is_some_and(|r| now < r);
                 self.quota_reset_predicted = false;
-                let recount = std::mem::take(&mut self.quota_recount);
-                if window_open && !recount {
+                if window_open {
                     // Answers can arrive out of order: within a window the count only goes down,
                     // so the lowest report wins, and the later reset.
                     self.quota_tokens = Some(self.quota_tokens.map_or(tokens, |t| t.min(tokens)));
                     self.quota_reset_at = self.quota_reset_at.max(reset_at);
                 } else {
+                    // The first answer of a window: of this node's requests, this one and those
+                    // still in flight are the ones known to fall in it.
                     self.quota_tokens = Some(tokens);
                     self.quota_reset_at = reset_at;
+                    self.quota_sent = 1 + u64::from(o.others_in_flight);
+                    self.quota_window_share = Some(self.share);
                 }
             }
             if let Some((reset, source)) = o.quota.exhausted {
@@ -1127,17 +1159,21 @@ impl EndpointState {
     }
 
     /// Sets this node's part of the cluster's limits (the engine does, as nodes come and go,
-    /// and when a saved state is restored). A remaining count learned from headers was this
-    /// node's part under the old division: it becomes one request, and the answer to that
-    /// request says what remains for the cluster now, of which the node takes its new part (so
-    /// the part of a node that died is not lost until the window ends; each change of the
-    /// nodes costs each node at most that one request beyond its part).
+    /// and when a saved state is restored). A quota learned from headers is divided by the
+    /// smaller of this division and the one its window began with (see
+    /// [`EndpointState::quota_part`]).
     pub fn set_share(&mut self, share: Share) {
-        if share != self.share && !self.quota_inferred && self.quota_tokens.is_some() {
-            self.quota_tokens = self.quota_tokens.map(|t| t.min(1));
-            self.quota_recount = true;
-        }
         self.share = share;
+    }
+
+    /// This node's part of a quota `limit` learned from headers, for the current window: the
+    /// smaller of its part now and its part when the window began. A node that joins makes the
+    /// parts smaller at once; one that leaves gives its part to the others only from the next
+    /// window, since what it sent of it may still reach the API.
+    fn quota_part(&self, limit: u64) -> u64 {
+        let now = self.share.part(limit);
+        self.quota_window_share
+            .map_or(now, |began| now.min(began.part(limit)))
     }
 
     /// The spacing between this node's requests under `rate`: the cluster's spacing times the

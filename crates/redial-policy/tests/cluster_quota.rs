@@ -1,0 +1,378 @@
+//! A learned quota shared by several nodes, simulated: each node's pure endpoint state against
+//! one API that counts, with requests that arrive and answers that come back in any order, shared
+//! pauses that reach the other nodes late, and a node that dies while its requests are on the
+//! wire. Counts how many requests the API refused beyond its quota.
+
+use proptest::prelude::*;
+use redial_policy::endpoint::*;
+use redial_policy::{quota, Timestamp};
+use std::time::Duration;
+
+const T0: i64 = 1_795_996_800_000;
+const NAME: &str = "https://api.example.com";
+/// The API's window: longer than any run, so the quota never resets within one.
+const WINDOW_S: u64 = 3600;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Node `node` (modulo the nodes) asks to send one request.
+    Admit {
+        node: usize,
+    },
+    /// The request at `index` (modulo those on the wire) reaches the API.
+    Arrive {
+        index: usize,
+    },
+    /// The answer at `index` (modulo those answered) reaches its node.
+    Deliver {
+        index: usize,
+    },
+    /// Node `to` takes in the pause node `from` learned (the store's shared holds).
+    Sync {
+        from: usize,
+        to: usize,
+    },
+    /// A node dies (once per run, never the last): its answers are lost, its requests still on
+    /// the wire may still reach the API.
+    Kill {
+        node: usize,
+    },
+    /// A survivor learns the nodes changed and takes its new share.
+    Reshare {
+        node: usize,
+    },
+    Advance {
+        ms: u64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => any::<usize>().prop_map(|node| Op::Admit { node }),
+        5 => any::<usize>().prop_map(|index| Op::Arrive { index }),
+        5 => any::<usize>().prop_map(|index| Op::Deliver { index }),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(from, to)| Op::Sync { from, to }),
+        1 => any::<usize>().prop_map(|node| Op::Kill { node }),
+        1 => any::<usize>().prop_map(|node| Op::Reshare { node }),
+        1 => (0u64..50).prop_map(|ms| Op::Advance { ms }),
+    ]
+}
+
+struct Request {
+    node: usize,
+    /// The API's answer, once it arrived.
+    answer: Option<Answer>,
+}
+
+#[derive(Clone, Copy)]
+struct Answer {
+    ok: bool,
+    remaining: u64,
+}
+
+struct Node {
+    state: EndpointState,
+    alive: bool,
+    /// Whether it took the share of the nodes left after the kill.
+    reshared: bool,
+    permits: Vec<(usize, Permit)>,
+}
+
+struct Sim {
+    cfg: EndpointConfig,
+    limit: u64,
+    nodes: Vec<Node>,
+    requests: Vec<Request>,
+    used: u64,
+    refused: u64,
+    now_ms: i64,
+    killed: bool,
+    dead: Option<usize>,
+    /// The requests the dead node sent, when the survivors' windows began after they learned of
+    /// its death (then they divided the quota without it).
+    unshared_by_the_dead: u64,
+}
+
+impl Sim {
+    fn new(nodes: u32, limit: u64) -> Sim {
+        Sim {
+            cfg: EndpointConfig {
+                learn_from_headers: true,
+                probe_first: true,
+                retry_budget: BudgetConfig {
+                    enabled: false,
+                    ..BudgetConfig::default()
+                },
+                breaker: BreakerConfig {
+                    enabled: false,
+                    ..BreakerConfig::default()
+                },
+                ..EndpointConfig::default()
+            },
+            limit,
+            nodes: (0..nodes)
+                .map(|rank| {
+                    let mut state = EndpointState::default();
+                    state.set_share(Share::for_endpoint(rank, nodes, NAME));
+                    Node {
+                        state,
+                        alive: true,
+                        reshared: false,
+                        permits: Vec::new(),
+                    }
+                })
+                .collect(),
+            requests: Vec::new(),
+            used: 0,
+            refused: 0,
+            now_ms: 0,
+            killed: false,
+            dead: None,
+            unshared_by_the_dead: 0,
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_unix_millis(T0 + self.now_ms)
+    }
+
+    fn in_flight(&self, node: usize) -> u32 {
+        self.nodes[node].permits.len() as u32
+    }
+
+    fn alive(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|i| self.nodes[*i].alive)
+            .collect()
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let now = self.now();
+        let alive = self.alive();
+        match *op {
+            Op::Admit { node } => {
+                let node = alive[node % alive.len()];
+                let in_flight = self.in_flight(node);
+                let cfg = self.cfg.clone();
+                if let Admission::Go(p) = self.nodes[node].state.admit(&cfg, now, false, in_flight)
+                {
+                    self.requests.push(Request { node, answer: None });
+                    self.nodes[node].permits.push((self.requests.len() - 1, p));
+                }
+            }
+            Op::Arrive { index } => {
+                let wire: Vec<usize> = (0..self.requests.len())
+                    .filter(|i| self.requests[*i].answer.is_none())
+                    .collect();
+                if wire.is_empty() {
+                    return;
+                }
+                let r = wire[index % wire.len()];
+                let ok = self.used < self.limit;
+                if ok {
+                    self.used += 1;
+                } else {
+                    self.refused += 1;
+                }
+                self.requests[r].answer = Some(Answer {
+                    ok,
+                    remaining: self.limit - self.used,
+                });
+            }
+            Op::Deliver { index } => {
+                let answered: Vec<(usize, usize)> = alive
+                    .iter()
+                    .flat_map(|n| {
+                        self.nodes[*n]
+                            .permits
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, (r, _))| self.requests[*r].answer.is_some())
+                            .map(move |(k, _)| (*n, k))
+                    })
+                    .collect();
+                if answered.is_empty() {
+                    return;
+                }
+                let (node, k) = answered[index % answered.len()];
+                let (r, permit) = self.nodes[node].permits.remove(k);
+                let a = self.requests[r].answer.expect("answered");
+                let remaining = a.remaining.to_string();
+                let limit = self.limit.to_string();
+                let reset = WINDOW_S.to_string();
+                let mut headers = vec![
+                    ("x-ratelimit-limit", limit.as_str()),
+                    ("x-ratelimit-remaining", remaining.as_str()),
+                    ("x-ratelimit-reset", reset.as_str()),
+                ];
+                if !a.ok {
+                    headers.push(("retry-after", reset.as_str()));
+                }
+                let o = Observed {
+                    class: if a.ok {
+                        ResultClass::Success
+                    } else {
+                        ResultClass::Neutral
+                    },
+                    overload: !a.ok,
+                    server_wait: (!a.ok)
+                        .then(|| (Duration::from_secs(WINDOW_S), "429 Retry-After".into())),
+                    quota: quota(headers, now),
+                    others_in_flight: self.in_flight(node),
+                };
+                let cfg = self.cfg.clone();
+                self.nodes[node].state.record(&cfg, now, permit, &o);
+            }
+            Op::Sync { from, to } => {
+                let (from, to) = (alive[from % alive.len()], alive[to % alive.len()]);
+                let holds = self.nodes[from].state.shareable(now);
+                self.nodes[to].state.absorb(now, &holds);
+            }
+            Op::Kill { node } => {
+                if self.killed || alive.len() < 2 {
+                    return;
+                }
+                let node = alive[node % alive.len()];
+                self.killed = true;
+                self.nodes[node].alive = false;
+                self.dead = Some(node);
+                // Its requests on the wire may still arrive; their answers go nowhere.
+                self.nodes[node].permits.clear();
+            }
+            Op::Reshare { node } => {
+                if !self.killed {
+                    return;
+                }
+                let node = alive[node % alive.len()];
+                if self.nodes[node].reshared {
+                    return;
+                }
+                self.nodes[node].reshared = true;
+                if self.nodes[node].state.quota_limit.is_none() {
+                    let dead = self.dead.expect("a node died");
+                    self.unshared_by_the_dead =
+                        self.requests.iter().filter(|r| r.node == dead).count() as u64;
+                }
+                let rank = alive.iter().position(|n| *n == node).expect("alive") as u32;
+                self.nodes[node].state.set_share(Share::for_endpoint(
+                    rank,
+                    alive.len() as u32,
+                    NAME,
+                ));
+            }
+            Op::Advance { ms } => self.now_ms += ms as i64,
+        }
+    }
+
+    /// Lets every request arrive and every answer come back, then has every node ask again
+    /// until none may send.
+    fn drain(&mut self) {
+        for _ in 0..10_000 {
+            let before = (self.requests.len(), self.used, self.refused);
+            self.apply(&Op::Arrive { index: 0 });
+            self.apply(&Op::Deliver { index: 0 });
+            for n in self.alive() {
+                let i = self.alive().iter().position(|m| *m == n).expect("alive");
+                self.apply(&Op::Admit { node: i });
+            }
+            if (self.requests.len(), self.used, self.refused) == before
+                && self.requests.iter().all(|r| r.answer.is_some())
+                && self.nodes.iter().all(|n| n.permits.is_empty())
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// Requests beyond the quota that no division can prevent: each node's first, sent before any
+/// answer told of a quota (`probe_first`), when the quota has fewer requests than there are
+/// nodes.
+fn first_requests_beyond(limit: u64, nodes: u64) -> u64 {
+    nodes.saturating_sub(limit)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// Whatever order requests arrive and answers come back in, the three send no more than the
+    /// quota, and, each having work, they send all of it.
+    #[test]
+    fn three_nodes_spend_a_learned_quota_exactly(
+        ops in proptest::collection::vec(op(), 0..400),
+        limit in 1u64..40,
+    ) {
+        let mut sim = Sim::new(3, limit);
+        for op in ops.iter().filter(|o| !matches!(o, Op::Kill { .. })) {
+            sim.apply(op);
+        }
+        sim.drain();
+        prop_assert!(
+            sim.refused <= first_requests_beyond(limit, 3),
+            "{} refused, quota {limit}", sim.refused
+        );
+        prop_assert_eq!(sim.used, limit, "each node had work: the whole quota went");
+    }
+
+    /// One node dies at any moment, its requests still on the wire: the two left still send no
+    /// more than the quota, but for the dead node's requests on the wire when the survivors'
+    /// window began after they learned of its death (then none of them counted those). They do
+    /// not take its part before the window ends (what it sent of it is not known), so at most
+    /// its part goes unused.
+    #[test]
+    fn a_learned_quota_holds_when_a_node_dies(
+        ops in proptest::collection::vec(op(), 0..400),
+        limit in 1u64..40,
+    ) {
+        let mut sim = Sim::new(3, limit);
+        for op in &ops {
+            sim.apply(op);
+        }
+        sim.drain();
+        prop_assert!(
+            sim.refused <= first_requests_beyond(limit, 3) + sim.unshared_by_the_dead,
+            "{} refused, quota {limit}, {} sent by the dead node", sim.refused, sim.unshared_by_the_dead
+        );
+        let largest_part = limit.div_ceil(3);
+        prop_assert!(
+            sim.used + largest_part >= limit,
+            "{} of {limit} used: more than a dead node's part unused", sim.used
+        );
+    }
+}
+
+/// A node that gets ahead of the others (they are slow to lease, or busy) and hears answers
+/// saying much remains takes its part and no more: what remains is the others' too. (Before
+/// the parts were kept, it went on one request at a time while answers said some remained, and
+/// the others' parts were then refused: 18 of 30 here.)
+#[test]
+fn a_node_that_runs_ahead_takes_its_part_and_leaves_the_rest() {
+    let mut sim = Sim::new(3, 30);
+    for n in 0..3 {
+        sim.apply(&Op::Admit { node: n });
+    }
+    for _ in 0..3 {
+        sim.apply(&Op::Arrive { index: 0 });
+        sim.apply(&Op::Deliver { index: 0 });
+    }
+    // Node 0 alone, over and over: it sends what it may, and every answer comes back.
+    for _ in 0..100 {
+        sim.apply(&Op::Admit { node: 0 });
+        sim.apply(&Op::Arrive { index: 0 });
+        sim.apply(&Op::Deliver { index: 0 });
+    }
+    let by_0 = sim.requests.iter().filter(|r| r.node == 0).count() as u64;
+    assert_eq!(
+        by_0,
+        Share::for_endpoint(0, 3, NAME).part(30),
+        "node 0's part"
+    );
+    // Then the other two spend theirs.
+    for n in 1..3 {
+        for _ in 0..100 {
+            sim.apply(&Op::Admit { node: n });
+        }
+    }
+    sim.drain();
+    assert_eq!((sim.used, sim.refused), (30, 0));
+}
