@@ -367,6 +367,20 @@ fn a_node_that_runs_ahead_takes_its_part_and_leaves_the_rest() {
         Share::for_endpoint(0, 3, NAME).part(30),
         "node 0's part"
     );
+    let (cfg, now) = (sim.cfg.clone(), sim.now());
+    let view = sim.nodes[0].state.view(&cfg, now, 0);
+    assert_eq!(
+        view.learned_remaining,
+        Some(0),
+        "what node 0 shows as left to it"
+    );
+    assert!(
+        view.holding
+            .as_deref()
+            .is_some_and(|h| h.contains("this node's part")),
+        "{:?}",
+        view.holding
+    );
     // Then the other two spend theirs.
     for n in 1..3 {
         for _ in 0..100 {

@@ -461,20 +461,17 @@ impl EndpointState {
             // they may be about to spend it: this node sends no more than its part of the
             // window's limit, so that the parts add up to the limit whatever order the answers
             // came in.
-            if let (Some(limit), Some(reset), Some(_), false) = (
+            if let (Some(0), Some(limit), Some(reset)) = (
+                self.quota_part_left(),
                 self.quota_limit,
                 self.quota_reset_at,
-                self.quota_tokens,
-                self.quota_inferred,
             ) {
                 let part = self.quota_part(limit);
-                if part < limit && self.quota_sent >= part {
-                    return hold(
-                        HoldKind::Quota,
-                        Some(reset),
-                        format!("quota: this node's part ({part} of {limit}) spent until {reset}"),
-                    );
-                }
+                return hold(
+                    HoldKind::Quota,
+                    Some(reset),
+                    format!("quota: this node's part ({part} of {limit}) spent until {reset}"),
+                );
             }
             if self.quota_tokens == Some(0) {
                 match self.quota_reset_at {
@@ -1176,6 +1173,18 @@ impl EndpointState {
             .map_or(now, |began| now.min(began.part(limit)))
     }
 
+    /// What this node may still send of its part of a quota learned from headers, in the
+    /// current window; `None` when no part applies (alone, no window known, or an inferred
+    /// quota, which is this node's own already).
+    fn quota_part_left(&self) -> Option<u64> {
+        let limit = self.quota_limit?;
+        if self.quota_inferred || self.quota_reset_at.is_none() || self.quota_tokens.is_none() {
+            return None;
+        }
+        let part = self.quota_part(limit);
+        (part < limit).then(|| part.saturating_sub(self.quota_sent))
+    }
+
     /// The spacing between this node's requests under `rate`: the cluster's spacing times the
     /// nodes, to the nanosecond (rounded up). The arrival time keeps its part below the
     /// millisecond, so "30/s" is 30 a second, not 30.3 (spacing rounded down to 33 ms) nor 29.4
@@ -1253,7 +1262,10 @@ impl EndpointState {
             burst: cfg.burst,
             nodes: self.share.of,
             learned_limit: self.quota_limit,
-            learned_remaining: self.quota_tokens,
+            learned_remaining: self.quota_tokens.map(|t| match self.quota_part_left() {
+                Some(left) => t.min(left),
+                None => t,
+            }),
             learned_reset_at: self.quota_reset_at,
             concurrency_limit: self.concurrency_limit(cfg),
             in_flight,
