@@ -3,13 +3,19 @@
 //! body) is told when an alert starts and stops firing.
 //!
 //! Every node evaluates the rules against the shared store, so every node shows the same state;
-//! only the maintenance leader posts to the webhook, so a team is told once.
+//! only the maintenance leader posts to the webhook, so a team is told once. A notification the
+//! webhook did not take (unreachable, or a 5xx, 408 or 429) is posted again at each evaluation,
+//! in order, until it is taken (the last [`MAX_UNTOLD`] are kept).
 
 use redial_policy::{DeadCategory, Human, Timestamp};
 use redial_store::{Store, StoreError};
 use serde::Serialize;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// Notifications kept for the webhook while it does not take them; older ones are dropped.
+pub const MAX_UNTOLD: usize = 100;
 
 /// What a rule watches.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,6 +149,8 @@ pub struct Alerts {
     config: AlertConfig,
     states: Mutex<Vec<AlertStatus>>,
     http: reqwest::Client,
+    /// Changes the webhook has not taken yet, oldest first.
+    untold: tokio::sync::Mutex<VecDeque<Change>>,
 }
 
 /// A change of state to tell the webhook about.
@@ -175,6 +183,7 @@ impl Alerts {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap_or_default(),
+            untold: tokio::sync::Mutex::new(VecDeque::new()),
         }
     }
 
@@ -258,49 +267,79 @@ impl Alerts {
         Ok(changes)
     }
 
-    /// Tells the webhook, if one is configured; failures are logged, not retried (the next
-    /// change is told anyway, and the state is always at `/v1/alerts`).
+    /// Whether some notification waits for the webhook to take it.
+    pub async fn has_untold(&self) -> bool {
+        !self.untold.lock().await.is_empty()
+    }
+
+    /// Tells the webhook, if one is configured, of `changes` after those it has not taken yet,
+    /// in order. One the webhook does not take for now (unreachable, 5xx, 408, 429) stops the
+    /// round and is told again at the next call; one it refuses for good (another 4xx) is
+    /// dropped. Either is logged.
     pub async fn notify(&self, changes: &[Change]) {
         let Some(url) = &self.config.webhook else {
             return;
         };
-        for c in changes {
+        let mut untold = self.untold.lock().await;
+        untold.extend(changes.iter().cloned());
+        while untold.len() > MAX_UNTOLD {
+            if let Some(c) = untold.pop_front() {
+                tracing::warn!(alert = %c.status.name, "the alert webhook has not taken {MAX_UNTOLD} notifications: the oldest is dropped");
+            }
+        }
+        while let Some(c) = untold.front() {
             let s = &c.status;
             let status = if s.firing { "firing" } else { "resolved" };
-            let body = serde_json::json!({
-                "text": format!(
-                    "[redial] {} {}: {}",
-                    s.name,
-                    if s.firing { "FIRING" } else { "resolved" },
-                    s.summary
-                ),
-                "alert": s.name,
-                "status": status,
-                "rule": s.rule,
-                "value": s.value,
-                "threshold": s.threshold,
-                "since": s.since,
-            });
             let sent = self
                 .http
                 .post(url)
                 .header("content-type", "application/json")
-                .body(body.to_string())
+                .body(body(s).to_string())
                 .send()
                 .await;
             match sent {
                 Ok(r) if r.status().is_success() => {
-                    tracing::info!(alert = %s.name, status, "alert webhook told")
+                    tracing::info!(alert = %s.name, status, "alert webhook told");
+                }
+                Ok(r) if !again(r.status().as_u16()) => {
+                    tracing::warn!(alert = %s.name, status = r.status().as_u16(), "the alert webhook refused the notification; not told again");
                 }
                 Ok(r) => {
-                    tracing::warn!(alert = %s.name, status = r.status().as_u16(), "the alert webhook refused the notification")
+                    tracing::warn!(alert = %s.name, status = r.status().as_u16(), "the alert webhook did not take the notification; told again at the next evaluation");
+                    return;
                 }
                 Err(e) => {
-                    tracing::warn!(alert = %s.name, error = %e.without_url(), "the alert webhook could not be reached")
+                    tracing::warn!(alert = %s.name, error = %e.without_url(), "the alert webhook could not be reached; told again at the next evaluation");
+                    return;
                 }
             }
+            untold.pop_front();
         }
     }
+}
+
+/// Whether a webhook's answer says to try again later.
+fn again(status: u16) -> bool {
+    matches!(status, 408 | 429) || status >= 500
+}
+
+/// The notification of a change, Slack-compatible.
+fn body(s: &AlertStatus) -> serde_json::Value {
+    let status = if s.firing { "firing" } else { "resolved" };
+    serde_json::json!({
+        "text": format!(
+            "[redial] {} {}: {}",
+            s.name,
+            if s.firing { "FIRING" } else { "resolved" },
+            s.summary
+        ),
+        "alert": s.name,
+        "status": status,
+        "rule": s.rule,
+        "value": s.value,
+        "threshold": s.threshold,
+        "since": s.since,
+    })
 }
 
 fn threshold(c: &AlertCondition) -> f64 {

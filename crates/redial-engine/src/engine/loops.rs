@@ -179,26 +179,29 @@ pub(super) async fn alert_loop(inner: Arc<Inner>) {
         } else {
             None
         };
-        match inner
+        let changes = match inner
             .alerts
             .evaluate(inner.store.as_ref(), stats.as_ref(), now)
             .await
         {
-            Ok(changes) if !changes.is_empty() => {
-                for c in &changes {
-                    let s = &c.status;
-                    if s.firing {
-                        tracing::warn!(alert = %s.name, value = s.value, threshold = s.threshold, summary = %s.summary, "alert firing");
-                    } else {
-                        tracing::info!(alert = %s.name, summary = %s.summary, "alert resolved");
-                    }
-                }
-                if inner.store.try_lead().await.unwrap_or(false) {
-                    inner.alerts.notify(&changes).await;
-                }
+            Ok(changes) => changes,
+            Err(e) => {
+                tracing::error!(error = %e, "evaluating alerts failed");
+                Vec::new()
             }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "evaluating alerts failed"),
+        };
+        for c in &changes {
+            let s = &c.status;
+            if s.firing {
+                tracing::warn!(alert = %s.name, value = s.value, threshold = s.threshold, summary = %s.summary, "alert firing");
+            } else {
+                tracing::info!(alert = %s.name, summary = %s.summary, "alert resolved");
+            }
+        }
+        if (!changes.is_empty() || inner.alerts.has_untold().await)
+            && inner.store.try_lead().await.unwrap_or(false)
+        {
+            inner.alerts.notify(&changes).await;
         }
     }
 }
