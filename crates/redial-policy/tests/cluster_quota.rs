@@ -1,7 +1,8 @@
 //! A learned quota shared by several nodes, simulated: each node's pure endpoint state against
 //! one API that counts, with requests that arrive and answers that come back in any order, shared
-//! pauses that reach the other nodes late, and a node that dies while its requests are on the
-//! wire. Counts how many requests the API refused beyond its quota.
+//! pauses that reach the other nodes late, a node that dies while its requests are on the wire,
+//! answers without headers (timeouts), requests given back unsent, and windows that reset.
+//! Counts how many requests the API refused beyond its quota.
 
 use proptest::prelude::*;
 use redial_policy::endpoint::*;
@@ -10,8 +11,8 @@ use std::time::Duration;
 
 const T0: i64 = 1_795_996_800_000;
 const NAME: &str = "https://api.example.com";
-/// The API's window: longer than any run, so the quota never resets within one.
-const WINDOW_S: u64 = 3600;
+/// The API's window in the runs where it never resets: longer than any run.
+const LONG_WINDOW_MS: i64 = 3_600_000;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -23,8 +24,14 @@ enum Op {
     Arrive {
         index: usize,
     },
-    /// The answer at `index` (modulo those answered) reaches its node.
+    /// The answer at `index` (modulo those answered) reaches its node; without `headers`, as a
+    /// timeout would (the API counted the request, the node learns nothing).
     Deliver {
+        index: usize,
+        headers: bool,
+    },
+    /// The request at `index` (modulo those on the wire) was given back before it was sent.
+    Release {
         index: usize,
     },
     /// Node `to` takes in the pause node `from` learned (the store's shared holds).
@@ -50,7 +57,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => any::<usize>().prop_map(|node| Op::Admit { node }),
         5 => any::<usize>().prop_map(|index| Op::Arrive { index }),
-        5 => any::<usize>().prop_map(|index| Op::Deliver { index }),
+        5 => any::<usize>().prop_map(|index| Op::Deliver { index, headers: true }),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(from, to)| Op::Sync { from, to }),
         1 => any::<usize>().prop_map(|node| Op::Kill { node }),
         1 => any::<usize>().prop_map(|node| Op::Reshare { node }),
@@ -58,16 +65,44 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Every op, with timeouts, requests given back, and time moving across short windows.
+fn any_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => any::<usize>().prop_map(|node| Op::Admit { node }),
+        5 => any::<usize>().prop_map(|index| Op::Arrive { index }),
+        5 => (any::<usize>(), prop::bool::weighted(0.9))
+            .prop_map(|(index, headers)| Op::Deliver { index, headers }),
+        1 => any::<usize>().prop_map(|index| Op::Release { index }),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(from, to)| Op::Sync { from, to }),
+        1 => any::<usize>().prop_map(|node| Op::Kill { node }),
+        1 => any::<usize>().prop_map(|node| Op::Reshare { node }),
+        3 => (0u64..40).prop_map(|ms| Op::Advance { ms }),
+    ]
+}
+
 struct Request {
     node: usize,
     /// The API's answer, once it arrived.
     answer: Option<Answer>,
+    /// Given back before it was sent: it never arrives.
+    released: bool,
+    /// The API's window when it was sent.
+    sent_in: i64,
+    /// Sent after the API's window ended but before its node's reset, as its node heard it:
+    /// the node counts it in the old window, the API in the new one.
+    late: bool,
+    /// Sent by a node that knew no quota (no answer with headers yet, or only timeouts).
+    blind: bool,
 }
 
 #[derive(Clone, Copy)]
 struct Answer {
     ok: bool,
     remaining: u64,
+    /// Until the API's window ends, from when the request arrived.
+    reset_ms: i64,
+    /// The API's window it arrived in.
+    window: i64,
 }
 
 struct Node {
@@ -81,6 +116,9 @@ struct Node {
 struct Sim {
     cfg: EndpointConfig,
     limit: u64,
+    window_ms: i64,
+    /// The API's current window and what it counted in it.
+    api_window: i64,
     nodes: Vec<Node>,
     requests: Vec<Request>,
     used: u64,
@@ -95,7 +133,13 @@ struct Sim {
 
 impl Sim {
     fn new(nodes: u32, limit: u64) -> Sim {
+        Sim::with_window(nodes, limit, LONG_WINDOW_MS)
+    }
+
+    fn with_window(nodes: u32, limit: u64, window_ms: i64) -> Sim {
         Sim {
+            window_ms,
+            api_window: 0,
             cfg: EndpointConfig {
                 learn_from_headers: true,
                 probe_first: true,
@@ -132,6 +176,39 @@ impl Sim {
         }
     }
 
+    /// The requests sent and not yet arrived.
+    fn on_the_wire(&self) -> Vec<usize> {
+        (0..self.requests.len())
+            .filter(|i| self.requests[*i].answer.is_none() && !self.requests[*i].released)
+            .collect()
+    }
+
+    /// Requests the API and their node may count in different windows: sent in one window and
+    /// arriving in the next, or sent after the API's window ended but before the node heard of
+    /// it (its reset is when the answer reached it, a little after the API's).
+    fn across_a_reset(&self) -> u64 {
+        self.requests
+            .iter()
+            .filter(|r| r.late || r.answer.is_some_and(|a| a.window != r.sent_in))
+            .count() as u64
+    }
+
+    /// Requests sent by a node that knew no quota.
+    fn blind(&self) -> u64 {
+        self.requests.iter().filter(|r| r.blind).count() as u64
+    }
+
+    /// The API's windows some request arrived in.
+    fn windows(&self) -> u64 {
+        let mut w: Vec<i64> = self
+            .requests
+            .iter()
+            .filter_map(|r| r.answer.map(|a| a.window))
+            .collect();
+        w.dedup();
+        w.len() as u64
+    }
+
     fn now(&self) -> Timestamp {
         Timestamp::from_unix_millis(T0 + self.now_ms)
     }
@@ -154,20 +231,37 @@ impl Sim {
                 let node = alive[node % alive.len()];
                 let in_flight = self.in_flight(node);
                 let cfg = self.cfg.clone();
+                let heard_end = self.nodes[node].state.quota_reset_at;
+                let blind = self.nodes[node].state.quota_tokens.is_none();
                 if let Admission::Go(p) = self.nodes[node].state.admit(&cfg, now, false, in_flight)
                 {
-                    self.requests.push(Request { node, answer: None });
+                    let late = heard_end.is_some_and(|end| {
+                        let end = end.as_unix_millis() - T0;
+                        let api_end = end / self.window_ms * self.window_ms;
+                        (api_end..end).contains(&self.now_ms)
+                    });
+                    self.requests.push(Request {
+                        node,
+                        answer: None,
+                        released: false,
+                        sent_in: self.now_ms / self.window_ms,
+                        late,
+                        blind,
+                    });
                     self.nodes[node].permits.push((self.requests.len() - 1, p));
                 }
             }
             Op::Arrive { index } => {
-                let wire: Vec<usize> = (0..self.requests.len())
-                    .filter(|i| self.requests[*i].answer.is_none())
-                    .collect();
+                let wire = self.on_the_wire();
                 if wire.is_empty() {
                     return;
                 }
                 let r = wire[index % wire.len()];
+                let window = self.now_ms / self.window_ms;
+                if window != self.api_window {
+                    self.api_window = window;
+                    self.used = 0;
+                }
                 let ok = self.used < self.limit;
                 if ok {
                     self.used += 1;
@@ -177,9 +271,11 @@ impl Sim {
                 self.requests[r].answer = Some(Answer {
                     ok,
                     remaining: self.limit - self.used,
+                    reset_ms: (window + 1) * self.window_ms - self.now_ms,
+                    window,
                 });
             }
-            Op::Deliver { index } => {
+            Op::Deliver { index, headers } => {
                 let answered: Vec<(usize, usize)> = alive
                     .iter()
                     .flat_map(|n| {
@@ -199,29 +295,57 @@ impl Sim {
                 let a = self.requests[r].answer.expect("answered");
                 let remaining = a.remaining.to_string();
                 let limit = self.limit.to_string();
-                let reset = WINDOW_S.to_string();
-                let mut headers = vec![
-                    ("x-ratelimit-limit", limit.as_str()),
-                    ("x-ratelimit-remaining", remaining.as_str()),
-                    ("x-ratelimit-reset", reset.as_str()),
-                ];
-                if !a.ok {
-                    headers.push(("retry-after", reset.as_str()));
-                }
-                let o = Observed {
-                    class: if a.ok {
-                        ResultClass::Success
-                    } else {
-                        ResultClass::Neutral
-                    },
-                    overload: !a.ok,
-                    server_wait: (!a.ok)
-                        .then(|| (Duration::from_secs(WINDOW_S), "429 Retry-After".into())),
-                    quota: quota(headers, now),
-                    others_in_flight: self.in_flight(node),
+                let reset = format!("{}ms", a.reset_ms);
+                let wait = Duration::from_millis(a.reset_ms as u64);
+                let o = if headers {
+                    let headers = [
+                        ("x-ratelimit-limit-requests", limit.as_str()),
+                        ("x-ratelimit-remaining-requests", remaining.as_str()),
+                        ("x-ratelimit-reset-requests", reset.as_str()),
+                    ];
+                    Observed {
+                        class: if a.ok {
+                            ResultClass::Success
+                        } else {
+                            ResultClass::Neutral
+                        },
+                        overload: !a.ok,
+                        server_wait: (!a.ok).then(|| (wait, "429 Retry-After".into())),
+                        quota: quota(headers, now),
+                        others_in_flight: self.in_flight(node),
+                    }
+                } else {
+                    Observed {
+                        class: ResultClass::Failure,
+                        overload: true,
+                        server_wait: None,
+                        quota: Default::default(),
+                        others_in_flight: self.in_flight(node),
+                    }
                 };
                 let cfg = self.cfg.clone();
                 self.nodes[node].state.record(&cfg, now, permit, &o);
+            }
+            Op::Release { index } => {
+                let wire: Vec<usize> = self
+                    .on_the_wire()
+                    .into_iter()
+                    .filter(|r| self.nodes[self.requests[*r].node].alive)
+                    .collect();
+                if wire.is_empty() {
+                    return;
+                }
+                let r = wire[index % wire.len()];
+                let node = self.requests[r].node;
+                let k = self.nodes[node]
+                    .permits
+                    .iter()
+                    .position(|(q, _)| *q == r)
+                    .expect("its permit");
+                let (_, permit) = self.nodes[node].permits.remove(k);
+                self.requests[r].released = true;
+                let cfg = self.cfg.clone();
+                self.nodes[node].state.release(&cfg, now, permit);
             }
             Op::Sync { from, to } => {
                 let (from, to) = (alive[from % alive.len()], alive[to % alive.len()]);
@@ -270,13 +394,16 @@ impl Sim {
         for _ in 0..10_000 {
             let before = (self.requests.len(), self.used, self.refused);
             self.apply(&Op::Arrive { index: 0 });
-            self.apply(&Op::Deliver { index: 0 });
+            self.apply(&Op::Deliver {
+                index: 0,
+                headers: true,
+            });
             for n in self.alive() {
                 let i = self.alive().iter().position(|m| *m == n).expect("alive");
                 self.apply(&Op::Admit { node: i });
             }
             if (self.requests.len(), self.used, self.refused) == before
-                && self.requests.iter().all(|r| r.answer.is_some())
+                && self.on_the_wire().is_empty()
                 && self.nodes.iter().all(|n| n.permits.is_empty())
             {
                 return;
@@ -339,6 +466,35 @@ proptest! {
             "{} of {limit} used: more than a dead node's part unused", sim.used
         );
     }
+
+    /// Short windows that reset while requests are on the wire, answers without headers
+    /// (timeouts), requests given back unsent, and a node dying: nothing beyond the quota but
+    /// requests sent knowing no quota (a node's first, and more when its answers were
+    /// timeouts), one a window from each node whose part is nothing, the requests the API and
+    /// their node count in different windows (sent in one, arriving in the next, or sent
+    /// between the API's reset and the moment the node heard of it), and the dead node's part
+    /// when the survivors' window began after they learned of its death.
+    #[test]
+    fn a_learned_quota_holds_window_after_window(
+        ops in proptest::collection::vec(any_op(), 0..600),
+        limit in 1u64..20,
+        window_ms in 20i64..200,
+    ) {
+        let mut sim = Sim::with_window(3, limit, window_ms);
+        for op in &ops {
+            sim.apply(op);
+        }
+        sim.drain();
+        let allowed = sim.blind()
+            + sim.windows() * first_requests_beyond(limit, 3)
+            + sim.across_a_reset()
+            + sim.unshared_by_the_dead;
+        prop_assert!(
+            sim.refused <= allowed,
+            "{} refused, quota {limit}, a window of {window_ms} ms: {} blind, {} windows, {} across a reset, {} by the dead",
+            sim.refused, sim.blind(), sim.windows(), sim.across_a_reset(), sim.unshared_by_the_dead
+        );
+    }
 }
 
 /// A node that gets ahead of the others (they are slow to lease, or busy) and hears answers
@@ -353,13 +509,19 @@ fn a_node_that_runs_ahead_takes_its_part_and_leaves_the_rest() {
     }
     for _ in 0..3 {
         sim.apply(&Op::Arrive { index: 0 });
-        sim.apply(&Op::Deliver { index: 0 });
+        sim.apply(&Op::Deliver {
+            index: 0,
+            headers: true,
+        });
     }
     // Node 0 alone, over and over: it sends what it may, and every answer comes back.
     for _ in 0..100 {
         sim.apply(&Op::Admit { node: 0 });
         sim.apply(&Op::Arrive { index: 0 });
-        sim.apply(&Op::Deliver { index: 0 });
+        sim.apply(&Op::Deliver {
+            index: 0,
+            headers: true,
+        });
     }
     let by_0 = sim.requests.iter().filter(|r| r.node == 0).count() as u64;
     assert_eq!(

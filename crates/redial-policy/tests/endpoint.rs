@@ -882,6 +882,45 @@ fn a_hand_resume_ends_a_spent_quotas_hold_too() {
     assert_eq!(s.quota_limit, Some(100));
 }
 
+#[test]
+fn a_hand_resume_ends_the_hold_of_a_nodes_spent_part_of_a_quota() {
+    let cfg = EndpointConfig {
+        learn_from_headers: true,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    s.set_share(Share::new(0, 3));
+    // 29 of 30 remain: this node's part of them is 10, of the limit 10 (its first request
+    // counted), so it sends 9 more and still holds a token of the remaining count.
+    let mut o = observed(ResultClass::Success);
+    o.quota = quota(
+        [
+            ("x-ratelimit-limit", "30"),
+            ("x-ratelimit-remaining", "29"),
+            ("x-ratelimit-reset", "3600"),
+        ],
+        T0,
+    );
+    s.record(&cfg, T0, Permit::default(), &o);
+    let mut sent = 0;
+    while s.admit(&cfg, at(1), false, sent).is_go() {
+        sent += 1;
+    }
+    assert_eq!(sent, 9);
+    assert_eq!(s.quota_tokens, Some(1));
+    let a = s.admit(&cfg, at(2), false, sent);
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert!(
+        h.reason.contains("this node's part (10 of 30)"),
+        "{}",
+        h.reason
+    );
+    assert!(s.take_resume(at(2)), "the part's hold was in force");
+    assert!(s.admit(&cfg, at(3), false, sent).is_go());
+}
+
 /// Three nodes, each with its part of one endpoint's limits: what all three let through together
 /// stays within what one node alone would.
 fn three_nodes(name: &str) -> Vec<EndpointState> {

@@ -114,9 +114,15 @@ pub struct EndpointState {
     quota_cluster_remaining: Option<u64>,
     /// Requests this node sent in the current window of a quota learned from headers (from the
     /// window's start, or from the first answer that told of it). With several nodes, this
-    /// node's part of the window's limit is the most it sends in the window.
-    #[serde(default)]
+    /// node's part of the window's limit is the most it sends in the window. Not saved: the
+    /// saved state of an endpoint is the last node's to save it, and a restarted node is a new
+    /// one (it joins).
+    #[serde(skip)]
     quota_sent: u64,
+    /// Whether `quota_sent` counts from the current window's start (this node saw the reset
+    /// pass), so that the window's first answer adds to it rather than starting it.
+    #[serde(skip)]
+    quota_window_counted: bool,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -443,6 +449,7 @@ impl EndpointState {
                     self.quota_reset_at = None;
                     self.quota_cluster_remaining = None;
                     self.quota_sent = u64::from(in_flight);
+                    self.quota_window_counted = true;
                     self.quota_window_share = Some(share);
                     self.ok_in_window = 0;
                     self.quota_window_predicted = std::mem::take(&mut self.quota_reset_predicted);
@@ -873,11 +880,17 @@ impl EndpointState {
                     self.quota_reset_at = self.quota_reset_at.max(reset_at);
                 } else {
                     // The first answer of a window: of this node's requests, this one and those
-                    // still in flight are the ones known to fall in it.
+                    // still in flight are the ones known to fall in it, and, when this node saw
+                    // the window begin, those it sent since (some answered without headers).
                     self.quota_tokens = Some(tokens);
                     self.quota_reset_at = reset_at;
-                    self.quota_sent = 1 + u64::from(o.others_in_flight);
-                    self.quota_window_share = Some(self.share);
+                    let known = 1 + u64::from(o.others_in_flight);
+                    if std::mem::take(&mut self.quota_window_counted) {
+                        self.quota_sent = self.quota_sent.max(known);
+                    } else {
+                        self.quota_sent = known;
+                        self.quota_window_share = Some(self.share);
+                    }
                 }
             }
             if let Some((reset, source)) = o.quota.exhausted {
@@ -1087,12 +1100,15 @@ impl EndpointState {
             return false;
         }
         self.resumed_at = Some(at);
-        let was_held = self.paused_until.is_some() || self.quota_tokens == Some(0);
+        // A spent quota (or this node's spent part of it) holds until its reset too.
+        let quota_spent = self.quota_tokens == Some(0) || self.quota_part_left() == Some(0);
+        let was_held = self.paused_until.is_some() || quota_spent;
         self.paused_until = None;
         self.pause_reason = None;
-        // A spent quota holds until its reset too: what remains is unknown again, and the next
-        // answer's headers say.
-        if self.quota_tokens == Some(0) {
+        // What remains is unknown again, and the next answer's headers say (its window's count
+        // starts from that answer).
+        if quota_spent {
+            self.quota_window_counted = false;
             self.quota_tokens = None;
             self.quota_reset_at = None;
             self.quota_reset_predicted = false;
@@ -1178,11 +1194,15 @@ impl EndpointState {
     /// quota, which is this node's own already).
     fn quota_part_left(&self) -> Option<u64> {
         let limit = self.quota_limit?;
-        if self.quota_inferred || self.quota_reset_at.is_none() || self.quota_tokens.is_none() {
+        let alone = self.share.is_whole() && self.quota_window_share.is_none_or(Share::is_whole);
+        if alone
+            || self.quota_inferred
+            || self.quota_reset_at.is_none()
+            || self.quota_tokens.is_none()
+        {
             return None;
         }
-        let part = self.quota_part(limit);
-        (part < limit).then(|| part.saturating_sub(self.quota_sent))
+        Some(self.quota_part(limit).saturating_sub(self.quota_sent))
     }
 
     /// The spacing between this node's requests under `rate`: the cluster's spacing times the
@@ -1384,8 +1404,9 @@ pub struct EndpointView {
     /// concurrency limit, learned remaining count, retry budget's minimum and slow start below
     /// are each node's part of the cluster's, and `in_flight` is this node's.
     pub nodes: u32,
-    /// Learned from response headers: the limit as the API gave it, and this node's part of
-    /// what remains.
+    /// Learned from response headers: the limit as the API gave it, and what this node may
+    /// still send of it (with several nodes, the smaller of its part of what the answers said
+    /// remains and what is left of its part of the limit in this window).
     pub learned_limit: Option<u64>,
     pub learned_remaining: Option<u64>,
     pub learned_reset_at: Option<Timestamp>,
