@@ -149,7 +149,8 @@ pub struct Alerts {
     config: AlertConfig,
     states: Mutex<Vec<AlertStatus>>,
     http: reqwest::Client,
-    /// Changes the webhook has not taken yet, oldest first.
+    /// Changes the webhook has not taken yet, oldest first. Only the alert loop takes it, one
+    /// call after another, and holds it across the posts.
     untold: tokio::sync::Mutex<VecDeque<Change>>,
 }
 
@@ -272,10 +273,24 @@ impl Alerts {
         !self.untold.lock().await.is_empty()
     }
 
+    /// Drops the notifications the webhook has not taken (this node no longer leads: the leader
+    /// tells the changes it sees).
+    pub async fn forget_untold(&self) {
+        let mut untold = self.untold.lock().await;
+        if !untold.is_empty() {
+            tracing::info!(
+                count = untold.len(),
+                "no longer the maintenance leader: the untold alert notifications are left to the leader"
+            );
+            untold.clear();
+        }
+    }
+
     /// Tells the webhook, if one is configured, of `changes` after those it has not taken yet,
     /// in order. One the webhook does not take for now (unreachable, 5xx, 408, 429) stops the
-    /// round and is told again at the next call; one it refuses for good (another 4xx) is
-    /// dropped. Either is logged.
+    /// round and is told again at the next call; one it answers otherwise (another 4xx, a
+    /// redirect, which is not followed) is dropped. Either is logged. Cancelling the call loses
+    /// nothing: a notification leaves the queue once taken.
     pub async fn notify(&self, changes: &[Change]) {
         let Some(url) = &self.config.webhook else {
             return;

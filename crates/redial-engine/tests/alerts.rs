@@ -1,7 +1,7 @@
 //! The alert webhook, over real HTTP on loopback: a notification it does not take is told again,
 //! in order, at the next evaluation; one it refuses for good is not.
 
-use redial_engine::alerts::{AlertConfig, AlertStatus, Alerts, Change};
+use redial_engine::alerts::{AlertConfig, AlertStatus, Alerts, Change, MAX_UNTOLD};
 use redial_test_receiver::{Misbehaviour, RawServer, Receiver, Reply};
 
 fn change(name: &str, firing: bool) -> Change {
@@ -91,4 +91,27 @@ async fn a_notification_the_webhook_refuses_for_good_is_not_told_again() {
     assert!(!a.has_untold().await);
     assert_eq!(taken(&hook), [("late".to_owned(), "firing".to_owned())]);
     assert_eq!(hook.received("/hook").len(), 2);
+}
+
+#[tokio::test]
+async fn the_last_hundred_untold_are_kept_and_a_node_that_stops_leading_forgets_them() {
+    let hook = Receiver::start().await;
+    hook.script("/hook", vec![Reply::status(503)]);
+    let a = alerts(&hook);
+    let changes: Vec<Change> = (0..=MAX_UNTOLD)
+        .map(|i| change(&format!("a{i}"), true))
+        .collect();
+    a.notify(&changes).await;
+    hook.script("/hook", vec![Reply::status(200)]);
+    a.notify(&[]).await;
+    let told = taken(&hook);
+    assert_eq!(told.len(), MAX_UNTOLD, "the oldest was dropped");
+    assert_eq!(told[0].0, "a1");
+    assert_eq!(told[MAX_UNTOLD - 1].0, format!("a{MAX_UNTOLD}"));
+
+    hook.script("/hook", vec![Reply::status(503)]);
+    a.notify(&[change("b", true)]).await;
+    assert!(a.has_untold().await);
+    a.forget_untold().await;
+    assert!(!a.has_untold().await);
 }

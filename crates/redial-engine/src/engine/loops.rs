@@ -198,10 +198,18 @@ pub(super) async fn alert_loop(inner: Arc<Inner>) {
                 tracing::info!(alert = %s.name, summary = %s.summary, "alert resolved");
             }
         }
-        if (!changes.is_empty() || inner.alerts.has_untold().await)
-            && inner.store.try_lead().await.unwrap_or(false)
-        {
-            inner.alerts.notify(&changes).await;
+        if changes.is_empty() && !inner.alerts.has_untold().await {
+            continue;
+        }
+        if inner.store.try_lead().await.unwrap_or(false) {
+            // Cancelled at shutdown: a notification leaves the queue only once taken.
+            tokio::select! {
+                _ = inner.alerts.notify(&changes) => {}
+                _ = inner.stopped.wait() => return,
+            }
+        } else {
+            // The leader tells; what this node kept while it led is no longer its to tell.
+            inner.alerts.forget_untold().await;
         }
     }
 }
