@@ -113,7 +113,8 @@ pub struct EndpointState {
     #[serde(skip)]
     quota_cluster_remaining: Option<u64>,
     /// Requests this node sent in the current window of a quota learned from headers (from the
-    /// window's start, or from the first answer that told of it). With several nodes, this
+    /// window's start, or from the first answer that told of it; nothing is counted before a
+    /// limit is known). With several nodes, this
     /// node's part of the window's limit is the most it sends in the window. Not saved: the
     /// saved state of an endpoint is the last node's to save it, and a restarted node is a new
     /// one (it joins).
@@ -641,7 +642,9 @@ impl EndpointState {
         if let Some(t) = self.quota_tokens.as_mut() {
             *t = t.saturating_sub(1);
         }
-        self.quota_sent = self.quota_sent.saturating_add(1);
+        if self.quota_limit.is_some() {
+            self.quota_sent = self.quota_sent.saturating_add(1);
+        }
         if self.ramp_started.is_some() {
             self.ramp_admitted += 1;
         }
@@ -673,7 +676,9 @@ impl EndpointState {
         if let (Some(t), Some(limit)) = (self.quota_tokens.as_mut(), self.quota_limit) {
             *t = (*t + 1).min(limit);
         }
-        self.quota_sent = self.quota_sent.saturating_sub(1);
+        if self.quota_limit.is_some() {
+            self.quota_sent = self.quota_sent.saturating_sub(1);
+        }
         self.ramp_admitted = self.ramp_admitted.saturating_sub(1);
     }
 
