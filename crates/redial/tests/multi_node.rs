@@ -451,21 +451,20 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         }
     }
 
+    let quota_taken = || {
+        quoted
+            .received("/q")
+            .iter()
+            .filter(|r| r.status == 200)
+            .count()
+    };
     // Mid-run, node 1 dies: once the quota is spent (each node has sent its part of it; what a
     // node's death does to a quota in its window, the survivors keeping their parts until the
     // window ends, is simulated in redial-policy's tests/cluster_quota.rs, since this window
     // lasts an hour).
     eventually(
         "a third of the bounded jobs reached the receiver, and the quota's 30",
-        || async {
-            bounded.count("/c") >= BOUNDED / 3
-                && quoted
-                    .received("/q")
-                    .iter()
-                    .filter(|r| r.status == 200)
-                    .count()
-                    == QUOTA as usize
-        },
+        || async { bounded.count("/c") >= BOUNDED / 3 && quota_taken() == QUOTA as usize },
     )
     .await;
     let before_kill = bounded.most_in_flight("/c");
@@ -505,13 +504,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
                 let v = endpoint_view(&http, node, &origin(&quoted)).await;
                 spent &= v["learned_remaining"] == 0 || !v["paused_until"].is_null();
             }
-            spent
-                && quoted
-                    .received("/q")
-                    .iter()
-                    .filter(|r| r.status == 200)
-                    .count()
-                    == QUOTA as usize
+            spent && quota_taken() == QUOTA as usize
         },
     )
     .await;
