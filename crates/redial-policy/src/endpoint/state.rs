@@ -114,10 +114,9 @@ pub struct EndpointState {
     quota_cluster_remaining: Option<u64>,
     /// Requests this node sent in the current window of a quota learned from headers (from the
     /// window's start, or from the first answer that told of it; nothing is counted before a
-    /// limit is known). With several nodes, this
-    /// node's part of the window's limit is the most it sends in the window. Not saved: the
-    /// saved state of an endpoint is the last node's to save it, and a restarted node is a new
-    /// one (it joins).
+    /// limit is known). With several nodes, this node's part of the window's limit is the most
+    /// it sends in the window. Not saved: the saved state of an endpoint is the last node's to
+    /// save it, and a restarted node is a new one (it joins).
     #[serde(skip)]
     quota_sent: u64,
     /// Whether `quota_sent` counts from the current window's start (this node saw the reset
