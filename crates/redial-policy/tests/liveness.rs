@@ -1,16 +1,20 @@
-//! Liveness of endpoint protection, property-tested on the pure state in virtual time: whatever
+//! Liveness of endpoint protection, property-tested on the pure state in virtual time (alone or
+//! as one of several nodes, with quota headers in some answers): whatever
 //! happened to an endpoint, once it answers successes its jobs go again, and every permit handed
 //! out comes back.
 
 use proptest::prelude::*;
 use redial_policy::endpoint::*;
-use redial_policy::{Quota, Timestamp};
+use redial_policy::{quota, Quota, Timestamp};
 use std::time::Duration;
 
 const T0: i64 = 1_795_996_800_000;
 
-/// The longest server-given wait the generated outcomes carry.
+/// The longest server-given wait the generated outcomes carry (and the latest quota reset).
 const MAX_WAIT_MS: u64 = 60_000;
+
+/// The limit the generated quota headers give.
+const QUOTA_LIMIT: u64 = 50;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -24,6 +28,8 @@ enum Op {
         class: ResultClass,
         overload: bool,
         wait_ms: Option<u64>,
+        /// Quota headers: what remains of [`QUOTA_LIMIT`], and when it resets.
+        quota: Option<(u64, u64)>,
     },
     /// The attempt in flight at `index` never ran or its result was lost.
     Release {
@@ -48,8 +54,20 @@ fn class() -> impl Strategy<Value = ResultClass> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => any::<bool>().prop_map(|retry| Op::Admit { retry }),
-        4 => (any::<usize>(), class(), any::<bool>(), proptest::option::weighted(0.1, 1..MAX_WAIT_MS))
-            .prop_map(|(index, class, overload, wait_ms)| Op::Finish { index, class, overload, wait_ms }),
+        4 => (
+            any::<usize>(),
+            class(),
+            any::<bool>(),
+            proptest::option::weighted(0.1, 1..MAX_WAIT_MS),
+            proptest::option::weighted(0.3, (0..=QUOTA_LIMIT, 1..MAX_WAIT_MS)),
+        )
+            .prop_map(|(index, class, overload, wait_ms, quota)| Op::Finish {
+                index,
+                class,
+                overload,
+                wait_ms,
+                quota,
+            }),
         1 => any::<usize>().prop_map(|index| Op::Release { index }),
         2 => (0u64..20_000).prop_map(|ms| Op::Advance { ms }),
         1 => Just(Op::Restart),
@@ -87,6 +105,11 @@ fn config() -> impl Strategy<Value = EndpointConfig> {
         )
 }
 
+/// Alone, or one of two or three nodes.
+fn share() -> impl Strategy<Value = Share> {
+    (1u32..=3).prop_flat_map(|of| (0..of).prop_map(move |index| Share::new(index, of)))
+}
+
 fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observed {
     Observed {
         class,
@@ -100,12 +123,26 @@ fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observe
 /// An endpoint with its attempts in flight, as the engine keeps it.
 struct Sim {
     cfg: EndpointConfig,
+    /// This node's part of the cluster's limits.
+    share: Share,
     state: EndpointState,
     in_flight: Vec<Permit>,
     now: i64,
 }
 
 impl Sim {
+    fn new(cfg: EndpointConfig, share: Share) -> Sim {
+        let mut state = EndpointState::default();
+        state.set_share(share);
+        Sim {
+            cfg,
+            share,
+            state,
+            in_flight: Vec::new(),
+            now: T0,
+        }
+    }
+
     fn at(&self) -> Timestamp {
         Timestamp::from_unix_millis(self.now)
     }
@@ -133,10 +170,24 @@ impl Sim {
                 class,
                 overload,
                 wait_ms,
+                quota: headers,
             } if !self.in_flight.is_empty() => {
                 let p = self.in_flight.remove(index % self.in_flight.len());
-                self.state
-                    .record(&self.cfg, at, p, &observed(class, overload, wait_ms));
+                let mut o = observed(class, overload, wait_ms);
+                if let Some((remaining, reset_ms)) = headers {
+                    let (limit, remaining) = (QUOTA_LIMIT.to_string(), remaining.to_string());
+                    let reset = format!("{reset_ms}ms");
+                    o.quota = quota(
+                        [
+                            ("x-ratelimit-limit-requests", limit.as_str()),
+                            ("x-ratelimit-remaining-requests", remaining.as_str()),
+                            ("x-ratelimit-reset-requests", reset.as_str()),
+                        ],
+                        at,
+                    );
+                }
+                o.others_in_flight = u32::try_from(self.in_flight.len()).expect("few");
+                self.state.record(&self.cfg, at, p, &o);
             }
             Op::Release { index } if !self.in_flight.is_empty() => {
                 let p = self.in_flight.remove(index % self.in_flight.len());
@@ -148,6 +199,8 @@ impl Sim {
                 self.in_flight.clear();
                 let saved = serde_json::to_string(&self.state).expect("serialises");
                 self.state = serde_json::from_str(&saved).expect("reads back");
+                // The engine gives the restored state this node's part again.
+                self.state.set_share(self.share);
             }
             Op::Finish { .. } | Op::Release { .. } => {}
         }
@@ -177,10 +230,14 @@ proptest! {
     #[test]
     fn a_healthy_endpoint_is_never_stranded(
         cfg in config(),
+        share in share(),
         ops in proptest::collection::vec(op(), 0..200),
         restart_before in any::<bool>(),
     ) {
-        let mut sim = Sim { cfg, state: EndpointState::default(), in_flight: Vec::new(), now: T0 };
+        // A concurrency limit smaller than the nodes leaves some with no part: by design, the
+        // endpoint's jobs run on the others (ARCHITECTURE.md).
+        prop_assume!(cfg.concurrency.is_none_or(|c| share.part32(c) > 0));
+        let mut sim = Sim::new(cfg, share);
         for op in ops {
             sim.apply(op);
         }
@@ -231,9 +288,10 @@ proptest! {
     #[test]
     fn every_admission_is_matched_by_one_release(
         cfg in config(),
+        share in share(),
         ops in proptest::collection::vec(op(), 0..200),
     ) {
-        let mut sim = Sim { cfg, state: EndpointState::default(), in_flight: Vec::new(), now: T0 };
+        let mut sim = Sim::new(cfg, share);
         for op in ops {
             sim.apply(op);
             let (retries, probes) = sim.state.permits_out();
