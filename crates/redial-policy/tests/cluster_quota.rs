@@ -124,7 +124,7 @@ struct Sim {
     used: u64,
     refused: u64,
     now_ms: i64,
-    killed: bool,
+    /// The node that died, once one did.
     dead: Option<usize>,
     /// The requests the dead node sent, when the survivors' windows began after they learned of
     /// its death (then they divided the quota without it).
@@ -170,7 +170,6 @@ impl Sim {
             used: 0,
             refused: 0,
             now_ms: 0,
-            killed: false,
             dead: None,
             unshared_by_the_dead: 0,
         }
@@ -353,27 +352,25 @@ impl Sim {
                 self.nodes[to].state.absorb(now, &holds);
             }
             Op::Kill { node } => {
-                if self.killed || alive.len() < 2 {
+                if self.dead.is_some() || alive.len() < 2 {
                     return;
                 }
                 let node = alive[node % alive.len()];
-                self.killed = true;
                 self.nodes[node].alive = false;
                 self.dead = Some(node);
                 // Its requests on the wire may still arrive; their answers go nowhere.
                 self.nodes[node].permits.clear();
             }
             Op::Reshare { node } => {
-                if !self.killed {
+                let Some(dead) = self.dead else {
                     return;
-                }
+                };
                 let node = alive[node % alive.len()];
                 if self.nodes[node].reshared {
                     return;
                 }
                 self.nodes[node].reshared = true;
                 if self.nodes[node].state.quota_limit.is_none() {
-                    let dead = self.dead.expect("a node died");
                     self.unshared_by_the_dead =
                         self.requests.iter().filter(|r| r.node == dead).count() as u64;
                 }
@@ -398,8 +395,7 @@ impl Sim {
                 index: 0,
                 headers: true,
             });
-            for n in self.alive() {
-                let i = self.alive().iter().position(|m| *m == n).expect("alive");
+            for i in 0..self.alive().len() {
                 self.apply(&Op::Admit { node: i });
             }
             if (self.requests.len(), self.used, self.refused) == before

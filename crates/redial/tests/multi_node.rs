@@ -96,6 +96,11 @@ where
     panic!("never happened in 180 s: {what}");
 }
 
+/// The process id in a worker id (`host-pid-random`).
+fn worker_pid(worker: &str) -> Option<u32> {
+    worker.rsplit('-').nth(1)?.parse().ok()
+}
+
 /// A schema of its own on the test's PostgreSQL server: the server's URL, the schema, and a URL
 /// that uses it.
 async fn fresh_schema() -> (String, String, String) {
@@ -166,11 +171,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
             .await
             .expect("read the leases");
         rows.iter()
-            .filter(|r| {
-                // host-pid-random
-                let owner: String = r.get(0);
-                owner.rsplit('-').nth(1) == Some(node_1.to_string().as_str())
-            })
+            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
             .count()
     };
     eventually(
@@ -523,12 +524,7 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
     for i in 0..QUOTED {
         let v = get_json(&http, format!("{}/v1/jobs/q{i}", nodes[0].url)).await;
         for a in v["attempt_log"].as_array().cloned().unwrap_or_default() {
-            // host-pid-random
-            let worker = a["worker"].as_str().unwrap_or_default();
-            let pid = worker
-                .rsplit('-')
-                .nth(1)
-                .and_then(|p| p.parse::<u32>().ok());
+            let pid = worker_pid(a["worker"].as_str().unwrap_or_default());
             let node = pids
                 .iter()
                 .position(|p| Some(*p) == pid)

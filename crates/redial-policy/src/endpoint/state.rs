@@ -1286,10 +1286,9 @@ impl EndpointState {
             burst: cfg.burst,
             nodes: self.share.of,
             learned_limit: self.quota_limit,
-            learned_remaining: self.quota_tokens.map(|t| match self.quota_part_left() {
-                Some(left) => t.min(left),
-                None => t,
-            }),
+            learned_remaining: self
+                .quota_tokens
+                .map(|t| self.quota_part_left().map_or(t, |left| t.min(left))),
             learned_reset_at: self.quota_reset_at,
             concurrency_limit: self.concurrency_limit(cfg),
             in_flight,
