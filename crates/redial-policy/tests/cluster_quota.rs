@@ -4,6 +4,8 @@
 //! answers without headers (timeouts), requests given back unsent, and windows that reset.
 //! Counts how many requests the API refused beyond its quota.
 
+mod common;
+
 use proptest::prelude::*;
 use redial_policy::endpoint::*;
 use redial_policy::{quota, Timestamp};
@@ -93,6 +95,9 @@ struct Request {
     late: bool,
     /// Sent by a node that knew no quota (no answer with headers yet, or only timeouts).
     blind: bool,
+    /// Sent by a node whose last answer was a timeout, its part spent, to find out whether the
+    /// window ended (no answer told it the reset).
+    probe: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -110,6 +115,8 @@ struct Node {
     alive: bool,
     /// Whether it took the share of the nodes left after the kill.
     reshared: bool,
+    /// Whether the last answer it heard was a timeout (no headers).
+    timed_out: bool,
     permits: Vec<(usize, Permit)>,
 }
 
@@ -162,6 +169,7 @@ impl Sim {
                         state,
                         alive: true,
                         reshared: false,
+                        timed_out: false,
                         permits: Vec::new(),
                     }
                 })
@@ -195,6 +203,12 @@ impl Sim {
     /// Requests sent by a node that knew no quota.
     fn blind(&self) -> u64 {
         self.requests.iter().filter(|r| r.blind).count() as u64
+    }
+
+    /// Requests sent, a node's part spent, to learn a reset its last answer (a timeout) did
+    /// not tell.
+    fn probes(&self) -> u64 {
+        self.requests.iter().filter(|r| r.probe).count() as u64
     }
 
     /// The API's windows some request arrived in.
@@ -246,6 +260,7 @@ impl Sim {
                         sent_in: self.now_ms / self.window_ms,
                         late,
                         blind,
+                        probe: p.is_quota_probe() && self.nodes[node].timed_out,
                     });
                     self.nodes[node].permits.push((self.requests.len() - 1, p));
                 }
@@ -324,6 +339,7 @@ impl Sim {
                 };
                 let cfg = self.cfg.clone();
                 self.nodes[node].state.record(&cfg, now, permit, &o);
+                self.nodes[node].timed_out = !headers;
             }
             Op::Release { index } => {
                 let wire: Vec<usize> = self
@@ -416,7 +432,7 @@ fn first_requests_beyond(limit: u64, nodes: u64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(1000), ..ProptestConfig::default() })]
 
     /// Whatever order requests arrive and answers come back in, the three send no more than the
     /// quota, and, each having work, they send all of it.
@@ -466,7 +482,10 @@ proptest! {
     /// Short windows that reset while requests are on the wire, answers without headers
     /// (timeouts), requests given back unsent, and a node dying: nothing beyond the quota but
     /// requests sent knowing no quota (a node's first, and more when its answers were
-    /// timeouts), one a window from each node whose part is nothing, the requests the API and
+    /// timeouts), requests sent knowing no reset (a node's part spent and its answers in the
+    /// window timeouts, it asks one at a time whether the window ended: each may be refused,
+    /// or take what is another node's part of the next window), one a window from each node
+    /// whose part is nothing, the requests the API and
     /// their node count in different windows (sent in one, arriving in the next, or sent
     /// between the API's reset and the moment the node heard of it), and the dead node's part
     /// when the survivors' window began after they learned of its death.
@@ -482,13 +501,14 @@ proptest! {
         }
         sim.drain();
         let allowed = sim.blind()
+            + sim.probes()
             + sim.windows() * first_requests_beyond(limit, 3)
             + sim.across_a_reset()
             + sim.unshared_by_the_dead;
         prop_assert!(
             sim.refused <= allowed,
-            "{} refused, quota {limit}, a window of {window_ms} ms: {} blind, {} windows, {} across a reset, {} by the dead",
-            sim.refused, sim.blind(), sim.windows(), sim.across_a_reset(), sim.unshared_by_the_dead
+            "{} refused, quota {limit}, a window of {window_ms} ms: {} blind, {} probes, {} windows, {} across a reset, {} by the dead",
+            sim.refused, sim.blind(), sim.probes(), sim.windows(), sim.across_a_reset(), sim.unshared_by_the_dead
         );
     }
 }
@@ -547,4 +567,53 @@ fn a_node_that_runs_ahead_takes_its_part_and_leaves_the_rest() {
     }
     sim.drain();
     assert_eq!((sim.used, sim.refused), (30, 0));
+}
+
+/// Issue 29: a node whose answers in a window were all timeouts never learns when the window
+/// ends, so once its part is spent it asks, one request at a time, whether it did. In the same
+/// window each such request is refused: the bound counts them (one per timeout).
+#[test]
+fn after_a_timeout_a_node_with_its_part_spent_probes_for_the_reset() {
+    let mut sim = Sim::with_window(3, 3, 100);
+    // Each node's first request, answered with the quota's headers: each learns the reset.
+    for n in 0..3 {
+        sim.apply(&Op::Admit { node: n });
+        sim.apply(&Op::Arrive { index: 0 });
+        sim.apply(&Op::Deliver {
+            index: 0,
+            headers: true,
+        });
+    }
+    assert_eq!((sim.used, sim.refused, sim.probes()), (3, 0, 0));
+    // The next window: each node sends its part, and every answer is a timeout.
+    sim.apply(&Op::Advance { ms: 110 });
+    for n in 0..3 {
+        sim.apply(&Op::Admit { node: n });
+    }
+    assert_eq!(sim.requests.len(), 6, "each node's part of 3 is one");
+    for _ in 0..3 {
+        sim.apply(&Op::Arrive { index: 0 });
+        sim.apply(&Op::Deliver {
+            index: 0,
+            headers: false,
+        });
+    }
+    // Parts spent, no reset known: each node asks once, and the window is still spent.
+    for n in 0..3 {
+        sim.apply(&Op::Admit { node: n });
+    }
+    assert_eq!(sim.probes(), 3, "one probe from each node");
+    for _ in 0..3 {
+        sim.apply(&Op::Arrive { index: 0 });
+        sim.apply(&Op::Deliver {
+            index: 0,
+            headers: true,
+        });
+    }
+    assert_eq!(sim.refused, 3);
+    // The refusals told the reset: nothing more goes until it.
+    for n in 0..3 {
+        sim.apply(&Op::Admit { node: n });
+    }
+    assert_eq!(sim.requests.len(), 9);
 }

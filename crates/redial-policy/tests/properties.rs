@@ -1,5 +1,7 @@
 //! Invariants that hold for every input, checked with generated cases.
 
+mod common;
+
 use proptest::prelude::*;
 use redial_policy::Strategy as BackoffStrategy;
 use redial_policy::{
@@ -155,7 +157,7 @@ fn policy() -> impl Strategy<Value = Policy> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(common::cases(2000)))]
 
     #[test]
     fn a_delay_never_exceeds_its_cap(b in backoff(), n in 0u32..200, prev in proptest::option::of(0u64..u64::MAX / 2), u in any::<f64>()) {

@@ -234,6 +234,9 @@ pub struct Permit {
     retry: bool,
     /// The half-open period this attempt probes, if it is a probe.
     probe: Option<u32>,
+    /// Sent, this node's part of a learned quota spent, to find out whether its window ended
+    /// (no answer told the reset: the answers in the window were timeouts, or none came yet).
+    quota_probe: bool,
 }
 
 impl Permit {
@@ -245,6 +248,13 @@ impl Permit {
     /// Whether the attempt was admitted as a probe of a half-open breaker.
     pub fn is_probe(&self) -> bool {
         self.probe.is_some()
+    }
+
+    /// Whether the attempt was admitted to find out whether a spent quota's window has ended:
+    /// no answer told its reset, so it may be refused (or, with several nodes, take what is
+    /// another node's part of the next window).
+    pub fn is_quota_probe(&self) -> bool {
+        self.quota_probe
     }
 }
 
@@ -633,6 +643,9 @@ impl EndpointState {
     }
 
     fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) -> Permit {
+        // The one request `check` lets go while probing a spent quota with no reset known.
+        let quota_probe =
+            self.quota_probing && self.quota_reset_at.is_none() && self.quota_tokens == Some(1);
         if let Some(rate) = cfg.rate {
             let next =
                 self.tat_ns(now) + i128::try_from(self.interval(rate).as_nanos()).unwrap_or(0);
@@ -650,6 +663,7 @@ impl EndpointState {
         let mut permit = Permit {
             retry: is_retry,
             probe: None,
+            quota_probe,
         };
         if let BreakerState::HalfOpen { in_flight, .. } = &mut self.breaker {
             *in_flight += 1;
