@@ -35,7 +35,7 @@ impl Browser {
         for bin in [CHROMIUM, CHROMEDRIVER] {
             assert!(
                 std::path::Path::new(bin).exists(),
-                "{bin} is missing: the dashboard tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver; .ci/run installs them)"
+                "{bin} is missing: the dashboard tests need Debian's chromium and chromium-driver (./scripts/test installs them: scripts/prerequisites)"
             );
         }
         let port = TcpListener::bind("127.0.0.1:0")

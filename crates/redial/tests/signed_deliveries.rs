@@ -1,7 +1,8 @@
 //! Signed deliveries (issue 17): a queue configured with signing secrets sends Standard Webhooks
-//! headers that the specification's own reference library (`standardwebhooks` on PyPI, which
-//! `.ci/run` installs) accepts, with every secret of a rotation; the id stays the same across a
-//! job's attempts; other queues send none. The real binary and a receiver on loopback.
+//! headers that the specification's own reference library accepts (`standardwebhooks` on PyPI,
+//! which `./scripts/test` installs in its virtual environment and puts first on PATH), with every
+//! secret of a rotation; the id stays the same across a job's attempts; other queues send none.
+//! The real binary and a receiver on loopback.
 
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
