@@ -752,6 +752,8 @@ export interface components {
             learned_remaining: number | null;
             /** Format: date-time */
             learned_reset_at: string | null;
+            /** @description Requests per second this node sends the endpoint, learned from 429s that carried no wait and no quota (a cut on each, growth with each success); null when it refused nothing of the kind for 10 s. */
+            learned_pace: number | null;
             concurrency_limit: number | null;
             in_flight: number;
             /** Format: date-time */

@@ -30,7 +30,9 @@ use std::path::PathBuf;
 struct Args {
     /// Workloads to run: enqueue, noop, http, latency, backlog, instrumentation, retry (comma separated), or all;
     /// `store` (the storage path alone, phase by phase), `protection` (endpoint protection
-    /// beside a plain retry loop, about ten minutes) and `protection-nodes` (a flaky endpoint on
+    /// beside a plain retry loop, about ten minutes), `silent-limiters` (1,000 jobs against
+    /// limiters that answer bare 429s, and a token bucket with Retry-After, beside the plain
+    /// loop, about ten minutes) and `protection-nodes` (a flaky endpoint on
     /// PostgreSQL, one node, then two with one killed; a throwaway server unless `--database-url`
     /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
@@ -132,6 +134,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "protection") {
             protection::protection(&mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "silent-limiters") {
+            protection::silent_limiters(&mut report).await?;
         }
         if args.only.iter().any(|w| w == "noop-nodes") {
             noop_nodes::noop_nodes(args.jobs, args.concurrency, &mut report).await?;

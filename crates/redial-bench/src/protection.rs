@@ -98,6 +98,79 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Issue 30's limiters that say little: 1,000 jobs at once (600 against the token bucket), the
+/// default policy but for the transient base (a bare 429's deferral backoff starts at 5 s).
+fn silent_cases() -> Vec<Case> {
+    let leaky = |per_second, burst| Shape::LeakyBucket {
+        per_second,
+        burst,
+        halves_at: None,
+    };
+    let case = |name, shape: Shape, jobs: usize, cap_s, target| Case {
+        name,
+        shape: Some(shape),
+        jobs,
+        timeout: Duration::from_secs(10),
+        cap: Duration::from_secs(cap_s),
+        target,
+    };
+    let bare = "429s <= 10% of jobs; drain <= 1.25x jobs/rate; 0 dead";
+    vec![
+        case(
+            "leaky bucket 20/s, bare 429s",
+            leaky(20, 5),
+            1000,
+            200,
+            bare,
+        ),
+        case(
+            "leaky bucket 50/s, bare 429s",
+            leaky(50, 10),
+            1000,
+            120,
+            bare,
+        ),
+        case(
+            "leaky bucket 200/s, bare 429s",
+            leaky(200, 20),
+            1000,
+            60,
+            bare,
+        ),
+        case(
+            "fixed windows 50/s, bare 429s",
+            Shape::FixedWindow {
+                limit: 50,
+                window: Duration::from_secs(1),
+            },
+            1000,
+            120,
+            bare,
+        ),
+        case(
+            "leaky bucket 50/s halving at 10 s, bare 429s",
+            Shape::LeakyBucket {
+                per_second: 50,
+                burst: 10,
+                halves_at: Some(Duration::from_secs(10)),
+            },
+            1000,
+            150,
+            "429s <= 10% of jobs; 0 dead (ideal 30 s: 500 at 50/s, 500 at 25/s)",
+        ),
+        case(
+            "token bucket 50/s burst 50, Retry-After",
+            Shape::TokenBucket {
+                per_second: 50,
+                burst: 50,
+            },
+            600,
+            60,
+            "429s <= 5% of jobs",
+        ),
+    ]
+}
+
 /// One system's figures for one shape.
 #[derive(Debug, Default)]
 struct Figures {
@@ -368,24 +441,76 @@ fn verdict(case: &Case, r: &Figures, p: &Figures) -> String {
         "rate limit 100/s, no quota headers" => {
             r.answers.get("429").copied().unwrap_or(0) as f64 <= 0.05 * n
         }
+        "token bucket 50/s burst 50, Retry-After" => {
+            r.answers.get("429").copied().unwrap_or(0) as f64 <= 0.05 * n
+        }
+        name if name.ends_with("bare 429s") => {
+            let refused = r.answers.get("429").copied().unwrap_or(0) as f64;
+            let ideal = match case.shape {
+                Some(Shape::LeakyBucket {
+                    per_second,
+                    halves_at: Some(_),
+                    ..
+                }) => n / 2.0 / f64::from(per_second) + n / 2.0 / f64::from(per_second / 2),
+                shape => n / shape.and_then(Shape::limit_rate).unwrap_or(1.0),
+            };
+            let drain = r.drained.map(|d| d.as_secs_f64() / ideal);
+            return format!(
+                "429s {:.1}% of jobs, drain {} the ideal {ideal:.1} s, {} dead: {}",
+                refused * 100.0 / n,
+                drain.map_or("not drained".into(), |x| format!("{x:.2}x")),
+                r.dead_total(),
+                if refused <= 0.1 * n && drain.is_some_and(|x| x <= 1.25) && r.dead_total() == 0 {
+                    "met"
+                } else {
+                    "not met"
+                }
+            );
+        }
         _ => return "no numeric target".into(),
     };
     if met { "met" } else { "not met" }.into()
 }
 
 pub async fn protection(report: &mut Report<'_>) -> Result<()> {
+    run_cases(report, cases(), "protection").await
+}
+
+/// The `silent-limiters` workload: [`silent_cases`], Redial beside the plain loop, and the
+/// per-second answers of Redial's run against the leaky bucket of 50/s.
+pub async fn silent_limiters(report: &mut Report<'_>) -> Result<()> {
+    run_cases(report, silent_cases(), "silent limiters").await
+}
+
+async fn run_cases(report: &mut Report<'_>, cases: Vec<Case>, workload: &str) -> Result<()> {
     let rx = Receiver::start().await?;
+    let mut traces = String::new();
     let mut table = String::from(
         "| shape | system | drain (s) | requests/job | non-2xx (answers by kind) | outcome |\n| --- | --- | --- | --- | --- | --- |\n",
     );
     let mut verdicts = String::new();
-    for case in cases() {
-        eprintln!("protection: {} ({} jobs), Redial", case.name, case.jobs);
+    for case in cases {
+        eprintln!("{workload}: {} ({} jobs), Redial", case.name, case.jobs);
         let r = run_redial(&case, &rx).await?;
-        eprintln!("protection: {} ({} jobs), plain loop", case.name, case.jobs);
+        if case.shape.is_some_and(|s| s.limit_rate().is_some()) {
+            let run = format!("{}-redial", slug(case.name));
+            let per_second = rx
+                .shapes
+                .per_second(&run)
+                .iter()
+                .map(|(s, (ok, refused))| format!("{s}: {ok}/{refused}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(
+                traces,
+                "{}, Redial, per second (2xx/429): {per_second}",
+                case.name
+            );
+        }
+        eprintln!("{workload}: {} ({} jobs), plain loop", case.name, case.jobs);
         let p = run_plain(&case, &rx).await?;
         for (system, f) in [("Redial", &r), ("plain", &p)] {
-            let name = format!("protection, {}: {system}", case.name);
+            let name = format!("{workload}, {}: {system}", case.name);
             match f.drained {
                 Some(d) => report(&format!("{name}: drain time"), d.as_secs_f64(), "s"),
                 None => report(
@@ -432,14 +557,14 @@ pub async fn protection(report: &mut Report<'_>) -> Result<()> {
         }
         if let (Some(a), Some(b)) = (r.drained, p.drained) {
             report(
-                &format!("protection, {}: drain time Redial/plain", case.name),
+                &format!("{workload}, {}: drain time Redial/plain", case.name),
                 a.as_secs_f64() / b.as_secs_f64(),
                 "x",
             );
         }
         if p.requests() > 0 {
             report(
-                &format!("protection, {}: requests Redial/plain", case.name),
+                &format!("{workload}, {}: requests Redial/plain", case.name),
                 r.requests() as f64 / p.requests() as f64,
                 "x",
             );
@@ -452,6 +577,6 @@ pub async fn protection(report: &mut Report<'_>) -> Result<()> {
             verdict(&case, &r, &p)
         );
     }
-    eprintln!("\n{table}\n{verdicts}");
+    eprintln!("\n{table}\n{verdicts}\n{traces}");
     Ok(())
 }

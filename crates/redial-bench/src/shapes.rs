@@ -36,6 +36,33 @@ pub enum Shape {
     /// (`(k / 5) % 10 == 0`: 8% of all jobs) answers 200 after `late`, on every call; the others
     /// answer 200 at once.
     FlakyLate { late: Duration },
+    /// A leaky bucket (GCRA) of `per_second` with room for `burst`, answering bare 429s (no
+    /// `Retry-After`, no quota headers), as nginx `limit_req` or HAProxy do; from `halves_at`
+    /// after the run began, if given, at half the rate.
+    LeakyBucket {
+        per_second: u32,
+        burst: u32,
+        halves_at: Option<Duration>,
+    },
+    /// At most `limit` a `window`, windows from the run's start, answering bare 429s
+    /// (express-rate-limit without its headers).
+    FixedWindow { limit: u32, window: Duration },
+    /// A token bucket of `burst` refilled at `per_second`, whose 429s carry `Retry-After`: the
+    /// whole seconds until a token is back, rounded up.
+    TokenBucket { per_second: u32, burst: u32 },
+}
+
+impl Shape {
+    /// The limiter's rate in requests per second, for the limiter shapes (before any change).
+    pub fn limit_rate(self) -> Option<f64> {
+        match self {
+            Shape::LeakyBucket { per_second, .. } | Shape::TokenBucket { per_second, .. } => {
+                Some(f64::from(per_second))
+            }
+            Shape::FixedWindow { limit, window } => Some(f64::from(limit) / window.as_secs_f64()),
+            _ => None,
+        }
+    }
 }
 
 impl Shape {
@@ -68,6 +95,7 @@ impl Answer {
             Answer::Status { status: 404, .. } => "404",
             Answer::Status { status: 500, .. } => "500",
             Answer::Status { status: 503, .. } => "503",
+            Answer::Status { status: 429, .. } => "429",
             Answer::Status { .. } => "other",
             Answer::Reset => "reset",
             Answer::Slow(_) => "slow (timed out)",
@@ -85,6 +113,12 @@ struct Run {
     calls: HashMap<u32, u32>,
     /// Calls so far, by the answer's label.
     answers: BTreeMap<&'static str, u64>,
+    /// The limiter shapes' state: a bucket's theoretical arrival time (since the run began),
+    /// and a fixed window's index and count.
+    tat: Duration,
+    window: (u64, u32),
+    /// Calls per second since the run began: (2xx, 429).
+    per_second: BTreeMap<u64, (u64, u64)>,
 }
 
 /// Every run's state. Runs are named by the workload, one per shape and system.
@@ -107,8 +141,19 @@ impl Shapes {
                 since: Instant::now(),
                 calls: HashMap::new(),
                 answers: BTreeMap::new(),
+                tat: Duration::ZERO,
+                window: (0, 0),
+                per_second: BTreeMap::new(),
             },
         );
+    }
+
+    /// The calls `run` has had in each second since it began: (2xx, 429).
+    pub fn per_second(&self, run: &str) -> BTreeMap<u64, (u64, u64)> {
+        self.lock()
+            .get(run)
+            .map(|r| r.per_second.clone())
+            .unwrap_or_default()
     }
 
     /// The calls `run` has had so far, by answer.
@@ -158,10 +203,66 @@ impl Shapes {
                 Answer::Late(late)
             }
             Shape::FlakyLate { .. } => status(200),
+            Shape::LeakyBucket {
+                per_second,
+                burst,
+                halves_at,
+            } => {
+                let rate = match halves_at {
+                    Some(at) if elapsed >= at => (per_second / 2).max(1),
+                    _ => per_second.max(1),
+                };
+                match take(&mut r.tat, elapsed, rate, burst) {
+                    Ok(()) => status(200),
+                    Err(_) => status(429),
+                }
+            }
+            Shape::TokenBucket { per_second, burst } => {
+                match take(&mut r.tat, elapsed, per_second.max(1), burst) {
+                    Ok(()) => status(200),
+                    Err(free_in) => Answer::Status {
+                        status: 429,
+                        retry_after: Some(free_in.as_secs_f64().ceil().max(1.0) as u64),
+                    },
+                }
+            }
+            Shape::FixedWindow { limit, window } => {
+                let index = (elapsed.as_nanos() / window.as_nanos().max(1)) as u64;
+                if index != r.window.0 {
+                    r.window = (index, 0);
+                }
+                if r.window.1 < limit {
+                    r.window.1 += 1;
+                    status(200)
+                } else {
+                    status(429)
+                }
+            }
         };
         *r.answers.entry(answer.label()).or_default() += 1;
+        if let Answer::Status { status, .. } = &answer {
+            let s = r.per_second.entry(elapsed.as_secs()).or_default();
+            match *status {
+                200 => s.0 += 1,
+                429 => s.1 += 1,
+                _ => {}
+            }
+        }
         answer
     }
+}
+
+/// GCRA: one request at `now` (since the run began) against `per_second` with room for
+/// `burst`; refused, how long until one would go.
+fn take(tat: &mut Duration, now: Duration, per_second: u32, burst: u32) -> Result<(), Duration> {
+    let interval = Duration::from_secs(1) / per_second;
+    let tolerance = interval * burst.saturating_sub(1);
+    let earliest = tat.saturating_sub(tolerance);
+    if earliest > now {
+        return Err(earliest - now);
+    }
+    *tat = (*tat).max(now) + interval;
+    Ok(())
 }
 
 /// The shape routes, to merge into the benchmark receiver's app.

@@ -60,16 +60,20 @@ pub(crate) struct Admitted {
 impl Admitted {
     /// Ends the admission with the attempt's result; `observed.others_in_flight` is filled in.
     /// The group's admission ends as a plain success: a group learns nothing from answers, it
-    /// only counts what it started.
-    pub fn finish(mut self, now: Timestamp, observed: Observed) {
+    /// only counts what it started. Returns, for a bare 429 from an endpoint that keeps a pace
+    /// learned from them, when the refused job may go again at that pace.
+    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Option<Timestamp> {
+        let bare_refusal = observed.is_bare_refusal();
+        let mut release = None;
         if let Some(permit) = self.permit.take() {
-            self.registry.finish(&self.endpoint, now, permit, observed);
+            release = self.registry.finish(&self.endpoint, now, permit, observed);
         }
         if let Some(mut group) = self.group.take() {
             if let Some(permit) = group.permit.take() {
                 let plain = Observed {
                     class: redial_policy::endpoint::ResultClass::Success,
                     overload: false,
+                    rate_limited: false,
                     server_wait: None,
                     quota: Default::default(),
                     others_in_flight: 0,
@@ -77,6 +81,7 @@ impl Admitted {
                 group.registry.finish(&group.endpoint, now, permit, plain);
             }
         }
+        release.filter(|_| bare_refusal)
     }
 
     /// Carries the job's group admission along with this one.
@@ -251,7 +256,15 @@ impl Registry {
     }
 
     /// Records a finished attempt; `observed.others_in_flight` is filled in here.
-    fn finish(&self, endpoint: &str, now: Timestamp, permit: Permit, mut observed: Observed) {
+    /// Records the result; returns when a job refused now may go again at the endpoint's
+    /// learned pace, if it keeps one.
+    fn finish(
+        &self,
+        endpoint: &str,
+        now: Timestamp,
+        permit: Permit,
+        mut observed: Observed,
+    ) -> Option<Timestamp> {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
@@ -261,8 +274,10 @@ impl Registry {
         e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
+        let release = e.state.pace_release(cfg, now);
         drop(entries);
         self.count_transition(endpoint, before, after);
+        release
     }
 
     /// What held a job of `endpoint` that was due at `run_at`, if something did.

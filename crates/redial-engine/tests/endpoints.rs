@@ -182,7 +182,7 @@ impl Setup {
     }
 
     /// The next instant after `now` at which something is due: a job's run time, or the end of
-    /// an endpoint's pause, quota window or open breaker.
+    /// an endpoint's pause, quota window, open breaker, or its rate's or pace's next place.
     async fn next_due(&self, now: Timestamp) -> Option<Timestamp> {
         let job = self
             .store
@@ -194,7 +194,11 @@ impl Setup {
             .endpoint_views(&[])
             .into_values()
             .flat_map(|v| [v.paused_until, v.learned_reset_at, v.breaker_until]);
-        holds.chain([job]).flatten().filter(|t| *t > now).min()
+        holds
+            .chain([job, self.engine.next_endpoint_change()])
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
     }
 
     /// Runs virtual time until `done` holds on the census: at each instant the engine does all
@@ -763,4 +767,77 @@ async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_i
         "after the reset the held jobs went again"
     );
     s.stop().await;
+}
+
+/// Runs 1,000 jobs at once against `behaviour` at `/limited` with the default policy (a bare
+/// 429's deferral backoff starts at 5 s); returns the receiver's answers, the virtual time to
+/// drain, and the endpoint's learned pace at the end.
+async fn against_a_silent_limiter(
+    behaviour: Behaviour,
+) -> (Vec<redial_test_receiver::Received>, Duration, Option<f64>) {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    rx.behave("/limited", behaviour);
+    let mut s = setup(
+        clock.clone(),
+        32,
+        Policy::default(),
+        EndpointConfig::default(),
+        BTreeMap::new(),
+    )
+    .await;
+    s.enqueue((0..1000).map(|i| (format!("b{i}"), rx.url("/limited"), None)))
+        .await;
+    let c = s
+        .run_until("1000 completed", STEP, |c| count(c, "completed") == 1000)
+        .await;
+    assert_eq!(c.len(), 1, "nothing dead or left: {c:?}");
+    let drained = clock.now().saturating_since(T0);
+    let origin = format!("http://{}", rx.addr());
+    let pace = s.engine.endpoint_views(&[])[&origin].learned_pace;
+    s.stop().await;
+    (rx.received("/limited"), drained, pace)
+}
+
+/// Issue 30: limiters that answer bare 429s (no Retry-After, no quota headers), a leaky bucket
+/// and fixed windows of 50 a second. The endpoint learns a pace from the refusals and refused
+/// jobs go again at it, not after their own deferral backoff: at most 10% of the jobs refused,
+/// drained within 1.25x of jobs / rate. (Before, the same run refused more requests than there
+/// were jobs and drained in three times the ideal: every job was tried before anything slowed,
+/// and each refused job waited out its own backoff.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limiters_that_say_nothing_are_met_at_a_learned_pace() {
+    for behaviour in [
+        Behaviour::LeakyBucket {
+            per_second: 50,
+            burst: 10,
+        },
+        Behaviour::RateLimitedBare {
+            limit: 50,
+            window: Duration::from_secs(1),
+        },
+    ] {
+        let (received, drained, pace) = against_a_silent_limiter(behaviour).await;
+        let refused = received.iter().filter(|r| r.status == 429).count();
+        println!(
+            "{behaviour:?}: {} requests, {refused} refused, drained in {drained:?}, pace {pace:?}",
+            received.len()
+        );
+        let mut per_second: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+        for r in &received {
+            let e = per_second.entry(r.since_start.as_secs()).or_default();
+            if r.status == 429 {
+                e.1 += 1;
+            } else {
+                e.0 += 1;
+            }
+        }
+        println!("per second (accepted, refused): {per_second:?}");
+        assert!(refused <= 100, "{behaviour:?}: {refused} refused");
+        assert!(
+            drained <= Duration::from_secs(25),
+            "{behaviour:?}: drained in {drained:?} (ideal 20 s)"
+        );
+        assert!(pace.is_some(), "{behaviour:?}: a pace was learned");
+    }
 }

@@ -61,6 +61,12 @@ async fn harness_built(
         poll_interval,
         maintenance_interval: Duration::from_millis(50),
         heartbeat: Duration::from_millis(100),
+        // These tests count runs, leases and slots from the first job on; the first contact's
+        // ramp (a few in flight until an endpoint has answered) has tests of its own.
+        endpoint_defaults: redial_policy::endpoint::EndpointConfig {
+            first_contact_ramp: false,
+            ..Default::default()
+        },
         ..EngineConfig::default()
     };
     config.queues.insert(

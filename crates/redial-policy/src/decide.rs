@@ -187,6 +187,26 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// A deferral that came without a server-given wait (a bare 429), brought forward to
+    /// `release` when that is sooner: the endpoint's pace, learned from such refusals, lets the
+    /// job go then, so it waits for the endpoint's pace rather than its own deferral backoff.
+    pub fn defer_at_pace(&mut self, release: Timestamp, now: Timestamp) {
+        if let Action::Defer { until, .. } = self.action {
+            if self.classification.server_wait.is_none() && release < until {
+                let delay = release.saturating_since(now);
+                self.action = Action::Defer {
+                    until: release,
+                    delay,
+                };
+                let _ = write!(
+                    self.reason,
+                    "; released sooner, in {}, at the endpoint's pace learned from 429s without Retry-After",
+                    Human(delay)
+                );
+            }
+        }
+    }
+
     /// The category to show: the dead-letter category for a dead job, the outcome's otherwise.
     pub fn category_str(&self) -> &'static str {
         match self.action {

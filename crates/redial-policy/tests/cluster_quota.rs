@@ -324,6 +324,7 @@ impl Sim {
                             ResultClass::Neutral
                         },
                         overload: !a.ok,
+                        rate_limited: !a.ok,
                         server_wait: (!a.ok).then(|| (wait, "429 Retry-After".into())),
                         quota: quota(headers, now),
                         others_in_flight: self.in_flight(node),
@@ -332,6 +333,7 @@ impl Sim {
                     Observed {
                         class: ResultClass::Failure,
                         overload: true,
+                        rate_limited: false,
                         server_wait: None,
                         quota: Default::default(),
                         others_in_flight: self.in_flight(node),

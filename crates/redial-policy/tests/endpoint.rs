@@ -14,6 +14,8 @@ fn at(ms: i64) -> Timestamp {
 fn bare() -> EndpointConfig {
     EndpointConfig {
         probe_first: false,
+        first_contact_ramp: false,
+        learn_pace: false,
         learn_from_headers: false,
         retry_budget: BudgetConfig {
             enabled: false,
@@ -31,6 +33,7 @@ fn observed(class: ResultClass) -> Observed {
     Observed {
         class,
         overload: false,
+        rate_limited: false,
         server_wait: None,
         quota: Quota::default(),
         others_in_flight: 0,
@@ -440,6 +443,7 @@ fn learned_quotas_stop_before_the_429() {
 fn refused(wait_ms: u64) -> Observed {
     Observed {
         overload: true,
+        rate_limited: true,
         server_wait: Some((Duration::from_millis(wait_ms), "429 Retry-After".into())),
         ..observed(ResultClass::Neutral)
     }
@@ -1113,4 +1117,84 @@ fn a_node_whose_part_is_spent_sends_one_at_a_time_while_the_cluster_has_some_lef
     alone.record(&cfg, T0, Permit::default(), &answer("1"));
     assert!(alone.admit(&cfg, at(1), false, 0).is_go());
     assert_eq!(kind(&alone.admit(&cfg, at(1), false, 0)), "hold Quota");
+}
+
+/// First contact: until an endpoint has answered 64 requests, at most one more is in flight than
+/// it answered, so the number in flight doubles each round trip; then only the other limits hold.
+#[test]
+fn first_contact_widens_with_the_answers() {
+    let cfg = EndpointConfig {
+        first_contact_ramp: true,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    let mut in_flight = Vec::new();
+    let mut widths = Vec::new();
+    for _round in 0..7 {
+        while let Admission::Go(p) = s.admit(&cfg, T0, false, in_flight.len() as u32) {
+            in_flight.push(p);
+        }
+        widths.push(in_flight.len());
+        assert_eq!(
+            kind(&s.admit(&cfg, T0, false, in_flight.len() as u32)),
+            "hold Probe"
+        );
+        for p in in_flight.drain(..) {
+            s.record(&cfg, T0, p, &observed(ResultClass::Success));
+        }
+    }
+    assert_eq!(widths, [1, 2, 4, 8, 16, 32, 64]);
+    // Past 64 answers, nothing of the kind holds.
+    let mut n = 0;
+    while s.admit(&cfg, T0, false, n).is_go() && n < 1000 {
+        n += 1;
+    }
+    assert_eq!(n, 1000);
+}
+
+/// A bare 429 (no wait, no quota) is about the endpoint: it sets a pace that holds the next job
+/// for one interval, where a 429 with Retry-After pauses instead and sets none.
+#[test]
+fn a_bare_429_sets_a_pace_and_a_429_that_says_when_does_not() {
+    let cfg = EndpointConfig {
+        learn_pace: true,
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    // 20 went through in the last second.
+    for i in 0..20 {
+        let p = s.admit(&cfg, at(i * 50), false, 0);
+        let Admission::Go(p) = p else { panic!("{p:?}") };
+        s.record(&cfg, at(i * 50), p, &observed(ResultClass::Success));
+    }
+    let Admission::Go(p) = s.admit(&cfg, at(1_000), false, 0) else {
+        panic!("goes")
+    };
+    let bare_429 = Observed {
+        overload: true,
+        rate_limited: true,
+        ..observed(ResultClass::Neutral)
+    };
+    assert!(bare_429.is_bare_refusal() && !refused(1_000).is_bare_refusal());
+    s.record(&cfg, at(1_000), p, &bare_429);
+    let view = s.view(&cfg, at(1_000), 0);
+    assert_eq!(view.learned_pace, Some(20.0));
+    // One request every 50 ms from here on.
+    let a = s.admit(&cfg, at(1_000), false, 0);
+    let Admission::Hold(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(h.kind, HoldKind::Rate);
+    assert_eq!(h.until, Some(at(1_050)));
+    assert!(h.reason.contains("pace learned from 429s"), "{}", h.reason);
+    assert_eq!(s.pace_release(&cfg, at(1_000)), Some(at(1_050)));
+    assert!(s.admit(&cfg, at(1_050), false, 0).is_go());
+    // The same with Retry-After: a pause, no pace.
+    let mut s = EndpointState::default();
+    let Admission::Go(p) = s.admit(&cfg, at(0), false, 0) else {
+        panic!("goes")
+    };
+    s.record(&cfg, at(0), p, &refused(1_000));
+    assert_eq!(s.view(&cfg, at(0), 0).learned_pace, None);
+    assert_eq!(s.pace_release(&cfg, at(0)), None);
 }

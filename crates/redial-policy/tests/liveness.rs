@@ -1,7 +1,7 @@
 //! Liveness of endpoint protection, property-tested on the pure state in virtual time (alone or
-//! as one of several nodes, with quota headers in some answers): whatever
-//! happened to an endpoint, once it answers successes its jobs go again, and every permit handed
-//! out comes back.
+//! as one of several nodes, with quota headers in some answers and bare 429s among them):
+//! whatever happened to an endpoint, once it answers successes its jobs go again, a pace learned
+//! from bare 429s is forgotten, and every permit handed out comes back.
 
 mod common;
 
@@ -116,6 +116,8 @@ fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observe
     Observed {
         class,
         overload,
+        // A deferral under overload is a 429: bare when it carries no wait.
+        rate_limited: overload && class == ResultClass::Neutral,
         server_wait: wait_ms.map(|ms| (Duration::from_millis(ms), "server wait".to_owned())),
         quota: Quota::default(),
         others_in_flight: 0,
@@ -289,6 +291,29 @@ proptest! {
         prop_assert!(admitted >= 100, "only {admitted} admitted");
         prop_assert_eq!(sim.state.permits_out(), (0, 0));
         prop_assert_eq!(sim.state.breaker, BreakerState::Closed);
+        // A pace learned from bare 429s is forgotten once nothing was refused for a while: the
+        // endpoint is back to full speed.
+        sim.now = start + bound + 10_000 + i64::try_from(pace::FORGET_AFTER.as_millis()).expect("small");
+        sim.admit(false);
+        sim.settle();
+        let view = sim.state.view(&sim.cfg, sim.at(), 0);
+        prop_assert_eq!(view.learned_pace, None);
+    }
+
+    /// While requests succeed, a pace learned from bare 429s never falls below its floor.
+    #[test]
+    fn a_learned_pace_keeps_its_floor(
+        cfg in config(),
+        share in share(),
+        ops in proptest::collection::vec(op(), 0..200),
+    ) {
+        let mut sim = Sim::new(cfg, share);
+        for op in ops {
+            sim.apply(op);
+            let (at, in_flight) = (sim.at(), u32::try_from(sim.in_flight.len()).expect("few"));
+            let pace = sim.state.view(&sim.cfg, at, in_flight).learned_pace;
+            prop_assert!(pace.is_none_or(|p| p >= pace::FLOOR), "{pace:?}");
+        }
     }
 
     /// Every permit handed back (by a result or a release) frees its place: with nothing in

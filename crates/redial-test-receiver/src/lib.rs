@@ -85,6 +85,13 @@ pub enum Behaviour {
     /// The same, but answers carry no quota headers: only the 429s say anything, with
     /// `Retry-After`.
     RateLimitedQuietly { limit: u32, window: Duration },
+    /// The same fixed windows, saying nothing at all: 429 with no `Retry-After` and no headers
+    /// (express-rate-limit without its headers).
+    RateLimitedBare { limit: u32, window: Duration },
+    /// A leaky bucket (GCRA) of `per_second` requests a second with room for `burst` at once,
+    /// answering bare 429s: no `Retry-After`, no quota headers (nginx `limit_req` with
+    /// `limit_req_status 429`, HAProxy, Envoy's local rate limit).
+    LeakyBucket { per_second: u32, burst: u32 },
     /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
     DownFor { down_for: Duration },
 }
@@ -96,6 +103,8 @@ struct Live {
     started: Duration,
     window_index: u64,
     used: u32,
+    /// A leaky bucket's theoretical arrival time, on the receiver's clock.
+    tat: Duration,
 }
 
 impl Received {
@@ -212,6 +221,7 @@ impl Receiver {
             started: self.shared.since_start(),
             window_index: 0,
             used: 0,
+            tat: Duration::ZERO,
         };
         lock(&self.shared.behaviours).insert(path.to_owned(), live);
     }
@@ -331,9 +341,20 @@ impl Live {
         match self.behaviour {
             Behaviour::DownFor { down_for } if elapsed < down_for => (Reply::status(503), None),
             Behaviour::DownFor { .. } => (Reply::status(200).body("ok"), None),
+            Behaviour::LeakyBucket { per_second, burst } => {
+                let interval = Duration::from_secs(1) / per_second.max(1);
+                let tolerance = interval * burst.saturating_sub(1);
+                if self.tat.saturating_sub(tolerance) > elapsed {
+                    return (Reply::status(429), None);
+                }
+                self.tat = self.tat.max(elapsed) + interval;
+                (Reply::status(200).body("ok"), None)
+            }
             Behaviour::RateLimited { limit, window }
-            | Behaviour::RateLimitedQuietly { limit, window } => {
+            | Behaviour::RateLimitedQuietly { limit, window }
+            | Behaviour::RateLimitedBare { limit, window } => {
                 let quiet = matches!(self.behaviour, Behaviour::RateLimitedQuietly { .. });
+                let bare = matches!(self.behaviour, Behaviour::RateLimitedBare { .. });
                 let index = (elapsed.as_nanos() / window.as_nanos().max(1)) as u64;
                 if index != self.window_index {
                     self.window_index = index;
@@ -347,7 +368,9 @@ impl Live {
                     self.used += 1;
                 }
                 let remaining = limit - self.used;
-                let reply = if limited {
+                let reply = if limited && bare {
+                    Reply::status(429)
+                } else if limited {
                     Reply::status(429).header(
                         "retry-after",
                         &format!("{:.3}", reset.as_secs_f64().max(0.001)),
@@ -355,7 +378,7 @@ impl Live {
                 } else {
                     Reply::status(200).body("ok")
                 };
-                if quiet {
+                if quiet || bare {
                     return (reply, Some(index));
                 }
                 let reply = reply

@@ -299,6 +299,13 @@ pub fn endpoint(e: &Value) -> String {
         ),
         ("rate", s(e, "rate")),
         (
+            "learned pace",
+            match e["learned_pace"].as_f64() {
+                Some(p) => format!("{p:.1} requests/s (from 429s without Retry-After)"),
+                None => "none".to_owned(),
+            },
+        ),
+        (
             "learned quota",
             match e["learned_limit"].as_u64() {
                 Some(l) => format!(

@@ -175,6 +175,7 @@ class Endpoint(TypedDict):
     learned_limit: int | None
     learned_remaining: int | None
     learned_reset_at: str | None
+    learned_pace: float | None
     concurrency_limit: int | None
     in_flight: int
     slow_start_since: str | None

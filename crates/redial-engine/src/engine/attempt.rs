@@ -82,6 +82,7 @@ pub(super) fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> O
     let mut o = Observed {
         class,
         overload: false,
+        rate_limited: false,
         server_wait: None,
         quota: Default::default(),
         others_in_flight: 0,
@@ -89,6 +90,7 @@ pub(super) fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> O
     match &output.outcome {
         Outcome::Response(r) => {
             o.overload = matches!(r.status, 429 | 503 | 529);
+            o.rate_limited = r.status == 429;
             o.server_wait = d
                 .classification
                 .server_wait

@@ -315,6 +315,13 @@ impl Engine {
         self.inner.endpoints.views(self.inner.clock.now(), also)
     }
 
+    /// The earliest instant after now at which some endpoint's hold changes (a pause ends, a
+    /// rate or a learned pace lets the next request go): where a driver of virtual time moves
+    /// the clock next.
+    pub fn next_endpoint_change(&self) -> Option<Timestamp> {
+        self.inner.endpoints.next_change(self.inner.clock.now())
+    }
+
     /// The engine's metrics (counters and histograms; gauges come with [`Engine::render_metrics`]).
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics

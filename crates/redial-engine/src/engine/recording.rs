@@ -26,12 +26,16 @@ pub(super) async fn record(
         method: redial_policy::Method::from_name(&job.request.method),
         last_delay: job.last_delay_ms.map(Duration::from_millis),
     };
-    let decision = {
+    let mut decision = {
         let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
         decide(&ran.output.outcome, &counters, &policy, now, &mut *jitter)
     };
+    // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
+    // deferral backoff.
+    if let Some(release) = admission.finish(now, observe(&ran.output, &decision, now)) {
+        decision.defer_at_pace(release, now);
+    }
     let after = counters.after(&decision);
-    admission.finish(now, observe(&ran.output, &decision, now));
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.

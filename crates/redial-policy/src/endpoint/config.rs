@@ -24,6 +24,13 @@ pub struct EndpointConfig {
     /// Until an endpoint has answered once, send one request at a time: the first answer tells
     /// its quota.
     pub probe_first: bool,
+    /// First contact: until an endpoint has answered 64 requests, at most one more in flight
+    /// than it answered (the number doubles each round trip), so a limit met for the first time
+    /// refuses few.
+    pub first_contact_ramp: bool,
+    /// Learn a request rate from 429s that carry no wait and no quota (a cut on each, growth
+    /// with each success), send at it, and release the jobs they deferred at it.
+    pub learn_pace: bool,
     /// After a pause ends or the breaker closes, without a known rate: start at `ramp_initial`
     /// requests per step and double each `ramp_step`, for `ramp_for`.
     #[serde(with = "serde_human")]
@@ -44,6 +51,8 @@ impl Default for EndpointConfig {
             adaptive_concurrency: false,
             learn_from_headers: true,
             probe_first: true,
+            first_contact_ramp: true,
+            learn_pace: true,
             ramp_for: Duration::from_secs(5),
             ramp_step: Duration::from_millis(250),
             ramp_initial: 2,

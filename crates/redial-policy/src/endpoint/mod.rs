@@ -1,5 +1,6 @@
-//! Protection of each downstream endpoint: shared pause, learned quotas, rate limit (GCRA),
-//! slow start, concurrency limit (static or AIMD), retry budget and circuit breaker.
+//! Protection of each downstream endpoint: shared pause, learned quotas, a pace learned from bare
+//! 429s, rate limit (GCRA), slow start, first contact, concurrency limit (static or AIMD), retry
+//! budget and circuit breaker.
 //!
 //! Pure like the rest of the policy core: [`EndpointState::admit`] and [`EndpointState::record`]
 //! take `now` and plain values, and the whole state is a serde value the engine persists, so a
@@ -7,6 +8,7 @@
 //! how many wait: the engine asks, per job, whether it may go now.
 
 mod config;
+pub mod pace;
 mod share;
 mod state;
 

@@ -6,6 +6,7 @@
 //! mechanism, that order would be spread over files.
 
 use super::config::{EndpointConfig, WhenExhausted};
+use super::pace::Pace;
 use super::share::Share;
 use crate::duration::Human;
 use crate::quota::Quota;
@@ -123,6 +124,10 @@ pub struct EndpointState {
     /// pass), so that the window's first answer adds to it rather than starting it.
     #[serde(skip)]
     quota_window_counted: bool,
+    /// The rate learned from 429s that said nothing (see [`Pace`]).
+    pace: Pace,
+    /// Answers counted for the first contact's widening window (up to [`CONTACT_ANSWERS`]).
+    contact_answers: u32,
 }
 
 /// A pause set by hand on an endpoint or a queue: since when, until when (`None`: until resumed)
@@ -163,6 +168,9 @@ const QUOTA_PROBE_EVERY: u32 = 8;
 /// short windows only.)
 const QUOTA_PREDICTED_MS: i64 = 1_000;
 const WINDOW_BUCKETS: i64 = 10;
+/// First contact: until an endpoint has answered this many requests, at most one more is in
+/// flight than it answered (the window doubles each round trip, as TCP's slow start).
+pub const CONTACT_ANSWERS: u32 = 64;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -237,6 +245,8 @@ pub struct Permit {
     /// Sent, this node's part of a learned quota spent, to find out whether its window ended
     /// (no answer told the reset: the answers in the window were timeouts, or none came yet).
     quota_probe: bool,
+    /// The learned pace's epoch when admitted: a refusal cuts the pace once per epoch.
+    pace_epoch: u32,
 }
 
 impl Permit {
@@ -295,11 +305,24 @@ pub struct Observed {
     pub class: ResultClass,
     /// A 429, a 503 or a timeout: a sign of overload for adaptive concurrency.
     pub overload: bool,
+    /// A 429: the API refused the request for its rate. Without a server wait or quota headers
+    /// (a bare 429) it teaches the endpoint's pace.
+    pub rate_limited: bool,
     /// A server-given wait that applies to the whole endpoint, with a reason for people.
     pub server_wait: Option<(Duration, String)>,
     pub quota: Quota,
     /// Attempts of this endpoint still in flight, not counting this one.
     pub others_in_flight: u32,
+}
+
+impl Observed {
+    /// A 429 that said nothing: no server wait, no quota. It teaches the endpoint's pace.
+    pub fn is_bare_refusal(&self) -> bool {
+        self.rate_limited
+            && self.server_wait.is_none()
+            && self.quota.requests.is_none()
+            && self.quota.exhausted.is_none()
+    }
 }
 
 impl EndpointState {
@@ -444,6 +467,19 @@ impl EndpointState {
                 "first request to this endpoint in flight; waiting for its answer".into(),
             );
         }
+        if cfg.first_contact_ramp
+            && self.contact_answers < CONTACT_ANSWERS
+            && in_flight > self.contact_answers
+        {
+            return hold(
+                HoldKind::Probe,
+                None,
+                format!(
+                    "first contact: {in_flight} in flight after {} answers; more go as answers come",
+                    self.contact_answers
+                ),
+            );
+        }
         if cfg.learn_from_headers {
             if let Some(reset) = self.quota_reset_at {
                 if now >= reset {
@@ -568,6 +604,15 @@ impl EndpointState {
                 return hold(HoldKind::Rate, Some(earliest), reason);
             }
         }
+        if cfg.learn_pace {
+            if let (Some(until), Some(rate)) = (self.pace.hold(now), self.pace.rate()) {
+                return hold(
+                    HoldKind::Rate,
+                    Some(until),
+                    format!("pace learned from 429s without Retry-After: {rate:.1} requests/s"),
+                );
+            }
+        }
         if let Some(started) = self.ramp_started {
             let elapsed = now.saturating_since(started);
             if elapsed >= cfg.ramp_for {
@@ -664,6 +709,11 @@ impl EndpointState {
             retry: is_retry,
             probe: None,
             quota_probe,
+            pace_epoch: if cfg.learn_pace {
+                self.pace.admitted(now)
+            } else {
+                0
+            },
         };
         if let BreakerState::HalfOpen { in_flight, .. } = &mut self.breaker {
             *in_flight += 1;
@@ -693,6 +743,9 @@ impl EndpointState {
             self.quota_sent = self.quota_sent.saturating_sub(1);
         }
         self.ramp_admitted = self.ramp_admitted.saturating_sub(1);
+        if cfg.learn_pace {
+            self.pace.released(now);
+        }
     }
 
     /// Frees what a permit holds in the breaker and the budget; returns whether it was a probe
@@ -774,6 +827,14 @@ impl EndpointState {
     /// Takes in what a finished attempt taught, and hands back its permit.
     pub fn record(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit, o: &Observed) {
         self.answered = true;
+        self.contact_answers = self.contact_answers.saturating_add(1).min(CONTACT_ANSWERS);
+        if cfg.learn_pace {
+            if o.class == ResultClass::Success {
+                self.pace.succeeded(now);
+            } else if o.is_bare_refusal() {
+                self.pace.refused(now, permit.pace_epoch);
+            }
+        }
         let probe = self.end_permit(&permit);
         self.count_budget(cfg, now, &permit, o.class);
         if cfg.breaker.enabled {
@@ -1282,6 +1343,7 @@ impl EndpointState {
 
     /// What people see: the limits in force and the state of each mechanism.
     pub fn view(&mut self, cfg: &EndpointConfig, now: Timestamp, in_flight: u32) -> EndpointView {
+        self.pace.forget_if_quiet(now);
         let spent = self.budget_spent(cfg, now);
         let used = spent.failed_retries + self.retries_in_flight;
         let allowed = self.budget_allowed(cfg, now);
@@ -1304,6 +1366,7 @@ impl EndpointState {
                 .quota_tokens
                 .map(|t| self.quota_part_left().map_or(t, |left| t.min(left))),
             learned_reset_at: self.quota_reset_at,
+            learned_pace: self.pace.rate(),
             concurrency_limit: self.concurrency_limit(cfg),
             in_flight,
             slow_start_since: self.ramp_started,
@@ -1337,8 +1400,20 @@ impl EndpointState {
         }
         consider(self.quota_reset_at);
         consider(self.tat);
+        consider(self.pace.next());
         consider(self.firsts_held_until);
         t
+    }
+
+    /// When a job this endpoint just refused with a bare 429 may go again, if the endpoint keeps
+    /// a learned pace: its next place at that pace. Such a job waits for the pace, not for its own
+    /// deferral backoff, so that refused jobs go again as soon as the limiter has room.
+    pub fn pace_release(&self, cfg: &EndpointConfig, now: Timestamp) -> Option<Timestamp> {
+        if !cfg.learn_pace {
+            return None;
+        }
+        self.pace.rate()?;
+        Some(self.pace.next().map_or(now, |t| t.max(now)))
     }
 
     /// The holds other nodes must honour, while in force at `now`: the pause and the open
@@ -1427,6 +1502,9 @@ pub struct EndpointView {
     pub learned_limit: Option<u64>,
     pub learned_remaining: Option<u64>,
     pub learned_reset_at: Option<Timestamp>,
+    /// Requests per second this node sends the endpoint, learned from 429s that carried no
+    /// wait and no quota; `None` when it refused nothing of the kind lately.
+    pub learned_pace: Option<f64>,
     /// This node's concurrency limit.
     pub concurrency_limit: Option<u32>,
     pub in_flight: u32,

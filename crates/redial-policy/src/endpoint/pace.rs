@@ -1,0 +1,244 @@
+//! A request rate learned from refusals that say nothing: 429s with no wait and no quota, as
+//! leaky buckets in front of many APIs answer (nginx `limit_req`, HAProxy, Envoy, framework
+//! limiters without their headers).
+//!
+//! The shape is TCP's (RFC 5681) on a rate instead of a window: the first bare refusal sets the
+//! rate to what went through in the second before it, which then grows fast (doubling about
+//! every quarter second of successes) until the next refusal; from then on each refusal cuts it
+//! by a tenth, but not below nine tenths of what went through in the second before (a fixed
+//! window spent before its end refuses everything until it ends: that says nothing new about the
+//! rate), and each success adds a twentieth of a request per second (about 5% a second while
+//! the endpoint answers). One refusal cuts once: the refusals of requests sent before the cut
+//! were answered by it. Requests go one at a time at the rate (GCRA with a burst of one), so a
+//! cut is also a short pause for every job of the endpoint: one interval, doubled for each
+//! refusal in a row with no success between (up to [`MAX_PAUSE`]), which finds the end of a
+//! spent window in a few requests. The rate is never below [`FLOOR`] and is forgotten once the
+//! endpoint has refused nothing for [`FORGET_AFTER`].
+//!
+//! Owns that rate and its clock of admissions. Does not own the other limits (a configured rate
+//! applies as well: both hold), nor which answers are bare refusals (the caller says).
+
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// The lowest rate learned, in requests per second: while some requests succeed, at least one
+/// goes every two seconds.
+pub const FLOOR: f64 = 0.5;
+/// A learned rate is forgotten after this long without a refusal.
+pub const FORGET_AFTER: Duration = Duration::from_secs(10);
+/// Each cut keeps this much of the rate.
+const CUT: f64 = 0.9;
+/// The longest pause refusals in a row lead to.
+pub const MAX_PAUSE: Duration = Duration::from_secs(1);
+/// Until the first cut after the first estimate, each success adds this many requests per
+/// second: the rate doubles about every `ln 2 / SLOW_START_GAIN` seconds.
+const SLOW_START_GAIN: f64 = 3.0;
+/// After it, each success adds this much: about 5% a second.
+const GAIN: f64 = 0.05;
+/// Successes are counted in buckets of this many milliseconds, over the last second.
+const BUCKET_MS: i64 = 100;
+const BUCKETS: usize = 10;
+
+/// The learned rate of one endpoint (on this node: each node learns from its own answers, which
+/// are its part of the limiter's).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Pace {
+    /// Requests per second; `None` until a bare refusal, and again once forgotten.
+    rate: Option<f64>,
+    /// Growing fast, until the first cut after the first estimate.
+    slow_start: bool,
+    /// Counts cuts: a refusal of a request admitted before the latest cut does not cut again.
+    epoch: u32,
+    /// The latest refusal, from which [`FORGET_AFTER`] counts.
+    last_refusal: Option<Timestamp>,
+    /// Refusals that cut, in a row with no success between.
+    in_a_row: u32,
+    /// GCRA theoretical arrival time, in nanoseconds since the epoch.
+    #[serde(skip)]
+    tat_ns: Option<i128>,
+    /// Successes in the last second, by bucket start (ms): the first estimate.
+    #[serde(skip)]
+    recent_ok: VecDeque<(i64, u32)>,
+}
+
+impl Pace {
+    /// The learned rate, requests per second, if one holds at `now`.
+    pub fn rate(&self) -> Option<f64> {
+        self.rate
+    }
+
+    /// Forgets the rate once the endpoint refused nothing for [`FORGET_AFTER`].
+    pub fn forget_if_quiet(&mut self, now: Timestamp) {
+        if self
+            .last_refusal
+            .is_some_and(|at| now.saturating_since(at) >= FORGET_AFTER)
+        {
+            self.rate = None;
+            self.slow_start = false;
+            self.tat_ns = None;
+            self.last_refusal = None;
+        }
+    }
+
+    /// When the next request may go at the learned rate, if one holds (for wake-ups; may be
+    /// past).
+    pub fn next(&self) -> Option<Timestamp> {
+        self.rate?;
+        self.tat_ns.map(|tat| {
+            Timestamp::from_unix_millis(
+                i64::try_from((tat + 999_999).div_euclid(1_000_000)).unwrap_or(i64::MAX),
+            )
+        })
+    }
+
+    /// When the next request may go, if not now.
+    pub fn hold(&mut self, now: Timestamp) -> Option<Timestamp> {
+        self.forget_if_quiet(now);
+        self.next().filter(|t| *t > now)
+    }
+
+    /// Counts an admission; returns its epoch (for [`Pace::refused`]).
+    pub fn admitted(&mut self, now: Timestamp) -> u32 {
+        if let Some(interval) = self.interval_ns() {
+            let from = self.tat_ns.unwrap_or(i128::MIN).max(ns_of(now));
+            self.tat_ns = Some(from + interval);
+        }
+        self.epoch
+    }
+
+    /// An admission given back unsent: its place at the rate is free again (never before now).
+    pub fn released(&mut self, now: Timestamp) {
+        if let (Some(interval), Some(tat)) = (self.interval_ns(), self.tat_ns) {
+            self.tat_ns = Some((tat - interval).max(ns_of(now)));
+        }
+    }
+
+    /// A success: counted for the first estimate, and the rate grows.
+    pub fn succeeded(&mut self, now: Timestamp) {
+        let ms = now.as_unix_millis();
+        let bucket = ms - ms.rem_euclid(BUCKET_MS);
+        match self.recent_ok.back_mut() {
+            Some((start, n)) if *start == bucket => *n += 1,
+            _ => self.recent_ok.push_back((bucket, 1)),
+        }
+        while self.recent_ok.len() > BUCKETS {
+            self.recent_ok.pop_front();
+        }
+        self.in_a_row = 0;
+        if let Some(rate) = self.rate.as_mut() {
+            *rate += if self.slow_start {
+                SLOW_START_GAIN
+            } else {
+                GAIN
+            };
+        }
+    }
+
+    /// A bare refusal of a request admitted in `epoch`: the first sets the rate, a later one
+    /// cuts it (once per epoch). Either way the next request waits one interval.
+    pub fn refused(&mut self, now: Timestamp, epoch: u32) {
+        self.forget_if_quiet(now);
+        self.last_refusal = Some(now);
+        let rate = match self.rate {
+            None => {
+                self.slow_start = true;
+                self.went_through_last_second(now)
+            }
+            Some(_) if epoch != self.epoch => return,
+            Some(rate) => {
+                self.slow_start = false;
+                (rate * CUT)
+                    .max(self.went_through_last_second(now) * CUT)
+                    .min(rate)
+            }
+        };
+        let rate = rate.max(FLOOR);
+        self.rate = Some(rate);
+        self.epoch = self.epoch.wrapping_add(1);
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        let interval = self.interval_ns().unwrap_or(0);
+        let pause = (interval << (self.in_a_row - 1).min(20))
+            .min(i128::try_from(MAX_PAUSE.as_nanos()).unwrap_or(i128::MAX))
+            .max(interval);
+        let next = ns_of(now) + pause;
+        self.tat_ns = Some(self.tat_ns.map_or(next, |t| t.max(next)));
+    }
+
+    /// Successes in the second before `now`.
+    fn went_through_last_second(&self, now: Timestamp) -> f64 {
+        let since = now.as_unix_millis() - 1_000;
+        let n: u32 = self
+            .recent_ok
+            .iter()
+            .filter(|(start, _)| *start + BUCKET_MS > since)
+            .map(|(_, n)| n)
+            .sum();
+        f64::from(n)
+    }
+
+    fn interval_ns(&self) -> Option<i128> {
+        self.rate.map(|r| (1e9 / r.max(FLOOR)).ceil() as i128)
+    }
+}
+
+fn ns_of(t: Timestamp) -> i128 {
+    i128::from(t.as_unix_millis()) * 1_000_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_unix_millis(1_800_000_000_000 + ms)
+    }
+
+    #[test]
+    fn the_first_refusal_sets_the_rate_to_what_went_through_in_the_second_before() {
+        let mut p = Pace::default();
+        for i in 0..30 {
+            p.succeeded(at(500 + i));
+        }
+        assert_eq!(p.hold(at(600)), None, "no rate, no hold");
+        p.refused(at(600), 0);
+        assert_eq!(p.rate(), Some(30.0));
+        // One interval (1/30 s) before the next request.
+        assert_eq!(p.hold(at(600)), Some(at(634)));
+        assert_eq!(p.hold(at(634)), None);
+    }
+
+    #[test]
+    fn one_refusal_cuts_once_and_the_rate_never_falls_below_the_floor() {
+        let mut p = Pace::default();
+        p.refused(at(0), 0);
+        assert_eq!(p.rate(), Some(FLOOR), "nothing went through: the floor");
+        let e = p.admitted(at(5_000));
+        p.refused(at(5_000), e);
+        assert_eq!(p.rate(), Some(FLOOR));
+        let mut p = Pace::default();
+        for _ in 0..100 {
+            p.succeeded(at(0));
+        }
+        p.refused(at(10), 0);
+        let before = p.admitted(at(10));
+        p.refused(at(20), before);
+        assert_eq!(p.rate(), Some(90.0), "cut by a tenth");
+        p.refused(at(21), before);
+        assert_eq!(p.rate(), Some(90.0), "the same epoch: no second cut");
+    }
+
+    #[test]
+    fn a_rate_is_forgotten_after_a_quiet_while() {
+        let mut p = Pace::default();
+        p.succeeded(at(0));
+        p.refused(at(0), 0);
+        assert!(p.rate().is_some());
+        assert!(p.hold(at(9_999)).is_none());
+        assert!(p.rate().is_some());
+        p.hold(at(10_000));
+        assert_eq!(p.rate(), None);
+    }
+}
