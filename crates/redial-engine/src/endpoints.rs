@@ -291,8 +291,7 @@ impl Registry {
     pub fn next_change(&self, now: Timestamp) -> Option<Timestamp> {
         self.lock()
             .values()
-            .filter_map(|e| e.state.next_change())
-            .filter(|t| *t > now)
+            .filter_map(|e| e.state.next_change(now))
             .min()
     }
 

@@ -212,7 +212,7 @@ fn suspicion_holds_first_attempts_for_at_most_the_open_time() {
         Some(at(30_000)),
         "open_for after the tenth failure"
     );
-    assert_eq!(s.next_change(), Some(at(30_000)));
+    assert_eq!(s.next_change(at(5)), Some(at(30_000)));
     // No retry came to tell (jobs that are not retried): first attempts go again, one at a time.
     let p = go(s.admit(&cfg, at(30_000), false, 0));
     s.record(&cfg, at(30_001), p, &observed(ResultClass::Failure));
@@ -817,7 +817,7 @@ fn a_hand_pause_holds_everything_until_it_ends_or_is_lifted() {
     );
     assert!(h.reason.ends_with(": provider maintenance"), "{}", h.reason);
     assert!(s.stopped_by(at(1_000)).is_some());
-    assert_eq!(s.next_change(), Some(at(60_000)));
+    assert_eq!(s.next_change(at(1_000)), Some(at(60_000)));
     assert!(s.view(&cfg, at(1_000), 0).paused_by_hand.is_some());
     // At its end it holds no more, although the control still names it.
     assert_eq!(kind(&s.admit(&cfg, at(60_000), false, 0)), "go");

@@ -47,7 +47,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
     let run_slots = Arc::new(Semaphore::new(concurrency));
     let record_places = Arc::new(Semaphore::new(concurrency));
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
-    let mut fills: tokio::task::JoinSet<Result<bool, StoreError>> = tokio::task::JoinSet::new();
+    let mut fills: tokio::task::JoinSet<Result<Filled, StoreError>> = tokio::task::JoinSet::new();
     // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
     let mut idle_until: Option<tokio::time::Instant> = None;
     // Whether a new lease may find something the leases out will not: set by a wake-up, a
@@ -83,8 +83,8 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
         tokio::select! {
             Some(done) = fills.join_next(), if !fills.is_empty() => match done {
                 // It took all the slots it had: more may be runnable at once.
-                Ok(Ok(true)) => more = true,
-                Ok(Ok(false)) if fills.is_empty() && !more => {
+                Ok(Ok(Filled { took_all: true, .. })) => more = true,
+                Ok(Ok(Filled { took_all: false, held_until })) if fills.is_empty() && !more => {
                     // Everything due is leased or held: sleep until new work is due or a hold
                     // ends, or a wake-up.
                     let now = inner.clock.now();
@@ -97,7 +97,9 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                     };
                     // A group held by its own rate lets go at its next slot, as an endpoint does.
                     let next_group = inner.groups.get(&queue).and_then(|g| g.next_change(now));
-                    let wait = [next_job, inner.endpoints.next_change(now), next_group]
+                    // A hold the lease met that ends soon (a rate's or a pace's next place), even
+                    // one that ended while the lease was out: then the queue leases again at once.
+                    let wait = [next_job, inner.endpoints.next_change(now), next_group, held_until]
                         .into_iter()
                         .flatten()
                         .min()
@@ -107,7 +109,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                         });
                     idle_until = Some(tokio::time::Instant::now() + wait);
                 }
-                Ok(Ok(false)) => {}
+                Ok(Ok(Filled { took_all: false, .. })) => {}
                 Ok(Err(e)) => {
                     tracing::error!(queue = %queue, error = %e, "leasing failed; retrying");
                     idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
@@ -139,22 +141,33 @@ pub(super) struct Lines {
     record_places: Arc<Semaphore>,
 }
 
+/// What a lease did, for the queue's loop.
+pub(super) struct Filled {
+    /// It leased as many as it had slots (so more may be waiting), rather than all that could go.
+    took_all: bool,
+    /// The earliest end of a hold with a known end that left an endpoint's jobs out of it.
+    held_until: Option<Timestamp>,
+}
+
 /// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
 /// endpoint that holds is left out for the rest of the lease, so a held endpoint never keeps
-/// another endpoint's jobs waiting. Slots not used are given back. Returns whether it leased as
-/// many as it had slots (so more may be waiting), rather than all that could go.
+/// another endpoint's jobs waiting. Slots not used are given back.
 pub(super) async fn fill(
     inner: Arc<Inner>,
     queue: String,
     mut slots: OwnedSemaphorePermit,
     lines: Lines,
-) -> Result<bool, StoreError> {
+) -> Result<Filled, StoreError> {
     let free = slots.num_permits();
     if free == 0 {
-        return Ok(true);
+        return Ok(Filled {
+            took_all: true,
+            held_until: None,
+        });
     }
     let now = inner.clock.now();
     let holds = Arc::new(Mutex::new(HashMap::new()));
+    let held_until = Arc::new(Mutex::new(None));
     let admitted = Arc::new(Mutex::new(HashMap::new()));
     let rejections = Arc::new(Mutex::new(Vec::new()));
     let admit = Box::new(EndpointAdmit {
@@ -163,6 +176,7 @@ pub(super) async fn fill(
         queue: queue.clone(),
         now,
         holds: holds.clone(),
+        held_until: held_until.clone(),
         admitted: admitted.clone(),
         budget_rejections: rejections.clone(),
     });
@@ -203,7 +217,11 @@ pub(super) async fn fill(
         let holds = std::mem::take(&mut *holds.lock().unwrap_or_else(|p| p.into_inner()));
         fail_retries(&inner, leased.failed, holds, now).await?;
     }
-    Ok(took_all)
+    let held_until = *held_until.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(Filled {
+        took_all,
+        held_until,
+    })
 }
 
 pub(super) fn count_budget_rejection(inner: &Inner, endpoint: &str) {
@@ -222,6 +240,8 @@ pub(super) struct EndpointAdmit {
     now: Timestamp,
     /// What holds each retry admitted to fail, by seq.
     holds: Arc<Mutex<HashMap<i64, Hold>>>,
+    /// The earliest end of the endpoints' holds with a known end met in this lease.
+    held_until: Arc<Mutex<Option<Timestamp>>>,
     /// The admissions of the jobs admitted to run, by seq.
     admitted: Arc<Mutex<HashMap<i64, Admitted>>>,
     /// Endpoints whose retry budget held a retry back, counted in the metrics once the lease
@@ -260,7 +280,13 @@ impl Admit for EndpointAdmit {
                 Verdict::Take
             }
             Err(Admission::Go(_)) => unreachable!("an admission to go is returned as Ok"),
-            Err(Admission::Hold(_)) => Verdict::HoldEndpoint,
+            Err(Admission::Hold(hold)) => {
+                if let Some(until) = hold.until {
+                    let mut earliest = self.held_until.lock().unwrap_or_else(|p| p.into_inner());
+                    *earliest = Some(earliest.map_or(until, |e| e.min(until)));
+                }
+                Verdict::HoldEndpoint
+            }
             Err(Admission::HoldRetries(_)) => {
                 self.rejected(&c.endpoint);
                 Verdict::HoldRetries

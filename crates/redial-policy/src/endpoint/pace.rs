@@ -9,11 +9,15 @@
 //! window spent before its end refuses everything until it ends: that says nothing new about the
 //! rate), and each success adds a twentieth of a request per second (about 5% a second while
 //! the endpoint answers). One refusal cuts once: the refusals of requests sent before the cut
-//! were answered by it. Requests go one at a time at the rate (GCRA with a burst of one), so a
-//! cut is also a short pause for every job of the endpoint: one interval, doubled for each
-//! refusal in a row with no success between (up to [`MAX_PAUSE`]), which finds the end of a
-//! spent window in a few requests. The rate is never below [`FLOOR`] and is forgotten once the
-//! endpoint has refused nothing for [`FORGET_AFTER`].
+//! were answered by it. The rate grows only while it is what limits the endpoint: not past twice
+//! what went through in the last second (an engine that cannot send as fast, or has fewer jobs,
+//! does not raise it without bound; RFC 7661's rule for an application-limited sender).
+//! Requests go at the rate (GCRA), at most [`BURST`] of it at once (one at low rates; a few at
+//! high rates, so that one lease can take more than one job), so a cut is also a short pause for
+//! every job of the endpoint: one interval, doubled for each refusal in a row with no success
+//! between (up to [`MAX_PAUSE`]), which finds the end of a spent window in a few requests. The
+//! rate is never below [`FLOOR`] and is forgotten once the endpoint has refused nothing for
+//! [`FORGET_AFTER`].
 //!
 //! Owns that rate and its clock of admissions. Does not own the other limits (a configured rate
 //! applies as well: both hold), nor which answers are bare refusals (the caller says).
@@ -32,6 +36,8 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(10);
 const CUT: f64 = 0.9;
 /// The longest pause refusals in a row lead to.
 pub const MAX_PAUSE: Duration = Duration::from_secs(1);
+/// At most this much of the rate goes at once (at least one request).
+pub const BURST: Duration = Duration::from_millis(20);
 /// Until the first cut after the first estimate, each success adds this many requests per
 /// second: the rate doubles about every `ln 2 / SLOW_START_GAIN` seconds.
 const SLOW_START_GAIN: f64 = 3.0;
@@ -86,12 +92,17 @@ impl Pace {
     /// When the next request may go at the learned rate, if one holds (for wake-ups; may be
     /// past).
     pub fn next(&self) -> Option<Timestamp> {
-        self.rate?;
-        self.tat_ns.map(|tat| {
-            Timestamp::from_unix_millis(
-                i64::try_from((tat + 999_999).div_euclid(1_000_000)).unwrap_or(i64::MAX),
-            )
-        })
+        let (tat, interval) = (self.tat_ns?, self.interval_ns()?);
+        let earliest = tat - interval * (self.burst() - 1);
+        Some(Timestamp::from_unix_millis(
+            i64::try_from((earliest + 999_999).div_euclid(1_000_000)).unwrap_or(i64::MAX),
+        ))
+    }
+
+    /// Requests that may go at once: [`BURST`] of the rate, at least one.
+    fn burst(&self) -> i128 {
+        self.rate
+            .map_or(1, |r| ((r * BURST.as_secs_f64()).floor() as i128).max(1))
     }
 
     /// When the next request may go, if not now.
@@ -128,12 +139,16 @@ impl Pace {
             self.recent_ok.pop_front();
         }
         self.in_a_row = 0;
+        let limit = 2.0 * self.went_through_last_second(now);
+        let gain = if self.slow_start {
+            SLOW_START_GAIN
+        } else {
+            GAIN
+        };
         if let Some(rate) = self.rate.as_mut() {
-            *rate += if self.slow_start {
-                SLOW_START_GAIN
-            } else {
-                GAIN
-            };
+            if *rate < limit {
+                *rate = (*rate + gain).min(limit);
+            }
         }
     }
 
@@ -163,7 +178,8 @@ impl Pace {
         let pause = (interval << (self.in_a_row - 1).min(20))
             .min(i128::try_from(MAX_PAUSE.as_nanos()).unwrap_or(i128::MAX))
             .max(interval);
-        let next = ns_of(now) + pause;
+        // The next request goes after the pause, whatever burst the rate allows.
+        let next = ns_of(now) + pause + interval * (self.burst() - 1);
         self.tat_ns = Some(self.tat_ns.map_or(next, |t| t.max(next)));
     }
 

@@ -1385,11 +1385,13 @@ impl EndpointState {
         }
     }
 
-    /// When this endpoint's current holds end, if a time is known.
-    pub fn next_change(&self) -> Option<Timestamp> {
+    /// When this endpoint's current holds end after `now`, if a time is known. Each instant is
+    /// taken only if it is still ahead: one that passed (an old rate's slot, a pause that ended
+    /// unseen) must not hide one to come.
+    pub fn next_change(&self, now: Timestamp) -> Option<Timestamp> {
         let mut t: Option<Timestamp> = None;
         let mut consider = |x: Option<Timestamp>| {
-            if let Some(x) = x {
+            if let Some(x) = x.filter(|x| *x > now) {
                 t = Some(t.map_or(x, |t| t.min(x)));
             }
         };
