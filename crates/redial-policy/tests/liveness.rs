@@ -300,24 +300,9 @@ proptest! {
         prop_assert_eq!(view.learned_pace, None);
     }
 
-    /// While requests succeed, a pace learned from bare 429s never falls below its floor.
-    #[test]
-    fn a_learned_pace_keeps_its_floor(
-        cfg in config(),
-        share in share(),
-        ops in proptest::collection::vec(op(), 0..200),
-    ) {
-        let mut sim = Sim::new(cfg, share);
-        for op in ops {
-            sim.apply(op);
-            let (at, in_flight) = (sim.at(), u32::try_from(sim.in_flight.len()).expect("few"));
-            let pace = sim.state.view(&sim.cfg, at, in_flight).learned_pace;
-            prop_assert!(pace.is_none_or(|p| p >= pace::FLOOR), "{pace:?}");
-        }
-    }
-
     /// Every permit handed back (by a result or a release) frees its place: with nothing in
-    /// flight, no retry or probe counts as in flight, whatever happened.
+    /// flight, no retry or probe counts as in flight, whatever happened. And after every step, a
+    /// pace learned from bare 429s is at least its floor.
     #[test]
     fn every_admission_is_matched_by_one_release(
         cfg in config(),
@@ -330,6 +315,8 @@ proptest! {
             let (retries, probes) = sim.state.permits_out();
             let n = u32::try_from(sim.in_flight.len()).expect("few");
             prop_assert!(retries <= n && probes <= n, "{retries} retries, {probes} probes out with {n} in flight");
+            let pace = sim.state.view(&sim.cfg, sim.at(), n).learned_pace;
+            prop_assert!(pace.is_none_or(|p| p >= pace::FLOOR), "pace {pace:?}");
         }
         let at = sim.at();
         for p in std::mem::take(&mut sim.in_flight) {
