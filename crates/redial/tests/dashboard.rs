@@ -486,6 +486,11 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         t.starts_with("paused by hand")
     })
     .await;
+    // It answered no 429 without Retry-After: no pace learned.
+    b.wait_text("#endpoint-pace", "the endpoint's learned pace", |t| {
+        t == "none learned"
+    })
+    .await;
     assert_eq!(job_state(&http, &server.url, "second").await, "ready");
     assert_eq!(rx.count("/ok"), 1, "a paused endpoint got a request");
     b.press("main button").await;
