@@ -25,8 +25,8 @@ pub struct EndpointConfig {
     /// its quota.
     pub probe_first: bool,
     /// First contact: until an endpoint has answered 64 requests, at most one more in flight
-    /// than it answered (the number doubles each round trip), so a limit met for the first time
-    /// refuses few.
+    /// than it answered, and 16 at most (the number doubles each round trip), so a limit met for
+    /// the first time refuses few.
     pub first_contact_ramp: bool,
     /// Learn a request rate from 429s that carry no wait and no quota (a cut on each, growth
     /// with each success), send at it, and release the jobs they deferred at it.

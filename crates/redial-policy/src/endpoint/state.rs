@@ -169,8 +169,11 @@ const QUOTA_PROBE_EVERY: u32 = 8;
 const QUOTA_PREDICTED_MS: i64 = 1_000;
 const WINDOW_BUCKETS: i64 = 10;
 /// First contact: until an endpoint has answered this many requests, at most one more is in
-/// flight than it answered (the window doubles each round trip, as TCP's slow start).
+/// flight than it answered (the window doubles each round trip, as TCP's slow start), and never
+/// more than [`CONTACT_WIDEST`].
 pub const CONTACT_ANSWERS: u32 = 64;
+/// The most in flight at first contact: what a limit met for the first time may refuse at once.
+pub const CONTACT_WIDEST: u32 = 16;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -469,7 +472,7 @@ impl EndpointState {
         }
         if cfg.first_contact_ramp
             && self.contact_answers < CONTACT_ANSWERS
-            && in_flight > self.contact_answers
+            && in_flight >= (self.contact_answers + 1).min(CONTACT_WIDEST)
         {
             return hold(
                 HoldKind::Probe,
