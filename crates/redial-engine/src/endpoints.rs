@@ -63,7 +63,6 @@ impl Admitted {
     /// only counts what it started. Returns, for a bare 429 from an endpoint that keeps a pace
     /// learned from them, when the refused job may go again at that pace.
     pub fn finish(mut self, now: Timestamp, observed: Observed) -> Option<Timestamp> {
-        let bare_refusal = observed.is_bare_refusal();
         let mut release = None;
         if let Some(permit) = self.permit.take() {
             release = self.registry.finish(&self.endpoint, now, permit, observed);
@@ -81,7 +80,7 @@ impl Admitted {
                 group.registry.finish(&group.endpoint, now, permit, plain);
             }
         }
-        release.filter(|_| bare_refusal)
+        release
     }
 
     /// Carries the job's group admission along with this one.
@@ -256,8 +255,8 @@ impl Registry {
     }
 
     /// Records a finished attempt; `observed.others_in_flight` is filled in here.
-    /// Records the result; returns when a job refused now may go again at the endpoint's
-    /// learned pace, if it keeps one.
+    /// For a bare 429, returns when the refused job may go again at the endpoint's learned
+    /// pace, if it keeps one.
     fn finish(
         &self,
         endpoint: &str,
@@ -274,7 +273,10 @@ impl Registry {
         e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
-        let release = e.state.pace_release(cfg, now);
+        let release = observed
+            .is_bare_refusal()
+            .then(|| e.state.pace_release(cfg, now))
+            .flatten();
         drop(entries);
         self.count_transition(endpoint, before, after);
         release
