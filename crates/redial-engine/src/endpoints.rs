@@ -24,9 +24,9 @@ struct Entry {
     in_flight: u32,
     /// Changed since it was last saved.
     dirty: bool,
-    /// The ends of the pause and of the open breaker as the shared store last knew them (what
-    /// this node published or took in), so that only changes are published.
-    shared: (Option<Timestamp>, Option<Timestamp>),
+    /// The ends of the pause, of the open breaker and of the learned pace as the shared store
+    /// last knew them (what this node published or took in), so that only changes are published.
+    shared: (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>),
 }
 
 #[derive(Debug)]
@@ -190,7 +190,7 @@ impl Registry {
                             state,
                             in_flight: 0,
                             dirty: false,
-                            shared: (None, None),
+                            shared: (None, None, None),
                         },
                     );
                 }
@@ -335,11 +335,12 @@ impl Registry {
             let ends = (
                 h.pause.as_ref().map(|(t, _)| *t),
                 h.breaker.as_ref().map(|(t, _)| *t),
+                h.paced_until,
             );
             let newer = |mine: Option<Timestamp>, known: Option<Timestamp>| {
                 mine.is_some_and(|m| known.is_none_or(|k| m > k))
             };
-            if newer(ends.0, e.shared.0) || newer(ends.1, e.shared.1) {
+            if newer(ends.0, e.shared.0) || newer(ends.1, e.shared.1) || newer(ends.2, e.shared.2) {
                 e.shared = ends;
                 let (pause, pause_reason) = h.pause.unzip();
                 let (breaker, breaker_reason) = h.breaker.unzip();
@@ -349,6 +350,7 @@ impl Registry {
                     pause_reason,
                     breaker_until: breaker,
                     breaker_reason,
+                    paced_until: h.paced_until,
                 });
             }
         }
@@ -364,7 +366,7 @@ impl Registry {
             let e = self.entry(&mut entries, &h.endpoint);
             let before = e.state.shareable(now);
             // What the store holds now; a longer hold of our own is still to publish.
-            e.shared = (h.paused_until, h.breaker_until);
+            e.shared = (h.paused_until, h.breaker_until, h.paced_until);
             let breaker_before = e.state.breaker.name();
             e.state.absorb(
                 now,
@@ -373,6 +375,7 @@ impl Registry {
                     breaker: h
                         .breaker_until
                         .zip(h.breaker_reason.or(Some(String::new()))),
+                    paced_until: h.paced_until,
                 },
             );
             let breaker_after = e.state.breaker.name();
@@ -395,7 +398,7 @@ impl Registry {
     /// failed publication).
     pub fn reshare(&self) {
         for e in self.lock().values_mut() {
-            e.shared = (None, None);
+            e.shared = (None, None, None);
         }
     }
 

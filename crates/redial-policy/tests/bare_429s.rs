@@ -135,14 +135,47 @@ fn run(limiter: Limiter, jobs: usize, rtt_ms: i64) -> Run {
 }
 
 fn run_with(cfg: &EndpointConfig, limiter: Limiter, jobs: usize, rtt_ms: i64) -> Run {
+    run_nodes(cfg, limiter, jobs, rtt_ms, 1, None)
+}
+
+/// One node's endpoint state and its attempts in flight.
+struct Node {
+    state: EndpointState,
+    /// In flight: (answer at, accepted, the refusal's wait, permit, deferrals).
+    in_flight: VecDeque<(i64, bool, Option<Duration>, Permit, u32)>,
+    /// What it last told the others.
+    told: SharedHolds,
+}
+
+/// `nodes` nodes leasing from one queue, each with the queue's concurrency, in front of one
+/// limiter. With `share_ms`, what a node shares (its holds, its latest bare refusal) reaches
+/// the others that many milliseconds after it changed, as through the store; without, nothing
+/// is shared.
+fn run_nodes(
+    cfg: &EndpointConfig,
+    limiter: Limiter,
+    jobs: usize,
+    rtt_ms: i64,
+    nodes: u32,
+    share_ms: Option<i64>,
+) -> Run {
     let cfg = cfg.clone();
-    let mut state = EndpointState::default();
     let mut api = Api::new(limiter);
+    let mut fleet: Vec<Node> = (0..nodes)
+        .map(|i| {
+            let mut state = EndpointState::default();
+            state.set_share(Share::new(i, nodes));
+            Node {
+                state,
+                in_flight: VecDeque::new(),
+                told: SharedHolds::default(),
+            }
+        })
+        .collect();
+    // What is on its way from one node to the others: (arrives at, from, holds).
+    let mut mail: VecDeque<(i64, usize, SharedHolds)> = VecDeque::new();
     // Due jobs by run_at (ms), with their deferrals.
     let mut queue: Vec<(i64, u32)> = vec![(0, 0); jobs];
-    // In flight: (answer at, accepted, the refusal's wait, permit, deferrals).
-    type Flight = (i64, bool, Option<Duration>, Permit, u32);
-    let mut in_flight: VecDeque<Flight> = VecDeque::new();
     let (mut done, mut refused, mut dead) = (0usize, 0u64, 0u64);
     let mut per_second: Vec<(u32, u32)> = Vec::new();
     let mut ms = 0i64;
@@ -153,64 +186,92 @@ fn run_with(cfg: &EndpointConfig, limiter: Limiter, jobs: usize, rtt_ms: i64) ->
             "not drained in 10 minutes: {done} of {jobs} done"
         );
         let now = Timestamp::from_unix_millis(T0 + ms);
-        // Answers due now.
-        while in_flight.front().is_some_and(|(at, ..)| *at <= ms) {
-            let (_, ok, wait, permit, deferrals) = in_flight.pop_front().expect("one due");
-            let o = Observed {
-                class: if ok {
-                    ResultClass::Success
-                } else {
-                    ResultClass::Neutral
-                },
-                overload: !ok,
-                rate_limited: !ok,
-                server_wait: wait.map(|w| (w, "429 Retry-After".to_owned())),
-                quota: Default::default(),
-                others_in_flight: in_flight.len() as u32,
-            };
-            state.record(&cfg, now, permit, &o);
-            if ok {
-                done += 1;
-            } else if deferrals + 1 >= MAX_DEFERRALS {
-                dead += 1;
-                done += 1;
-            } else {
-                // Due again at the pace's next place, else after the deferral backoff (the
-                // policy's default: equal jitter, base 5 s doubling, cap 5 min).
-                let step = (5_000i64 << deferrals.min(10)).min(300_000);
-                let backoff = step / 2 + (jitter.next_u64() % (step as u64 / 2 + 1)) as i64;
-                let at = match wait {
-                    // The server's instant, plus up to a second (server_wait_jitter).
-                    Some(w) => ms + w.as_millis() as i64 + (jitter.next_u64() % 1_000) as i64,
-                    None => state
-                        .pace_release(&cfg, now)
-                        .map_or(ms + backoff, |t| t.as_unix_millis() - T0),
+        for node in fleet.iter_mut() {
+            // Answers due now.
+            while node.in_flight.front().is_some_and(|(at, ..)| *at <= ms) {
+                let (_, ok, wait, permit, deferrals) = node.in_flight.pop_front().expect("one due");
+                let o = Observed {
+                    class: if ok {
+                        ResultClass::Success
+                    } else {
+                        ResultClass::Neutral
+                    },
+                    overload: !ok,
+                    rate_limited: !ok,
+                    server_wait: wait.map(|w| (w, "429 Retry-After".to_owned())),
+                    quota: Default::default(),
+                    others_in_flight: node.in_flight.len() as u32,
                 };
-                queue.push((at, deferrals + 1));
+                node.state.record(&cfg, now, permit, &o);
+                if ok {
+                    done += 1;
+                } else if deferrals + 1 >= MAX_DEFERRALS {
+                    dead += 1;
+                    done += 1;
+                } else {
+                    // Due again at the pace's next place, else after the deferral backoff (the
+                    // policy's default: equal jitter, base 5 s doubling, cap 5 min).
+                    let step = (5_000i64 << deferrals.min(10)).min(300_000);
+                    let backoff = step / 2 + (jitter.next_u64() % (step as u64 / 2 + 1)) as i64;
+                    let at = match wait {
+                        // The server's instant, plus up to a second (server_wait_jitter).
+                        Some(w) => ms + w.as_millis() as i64 + (jitter.next_u64() % 1_000) as i64,
+                        None => node
+                            .state
+                            .pace_release(&cfg, now)
+                            .map_or(ms + backoff, |t| t.as_unix_millis() - T0),
+                    };
+                    queue.push((at, deferrals + 1));
+                }
             }
         }
-        // Leases: due jobs, oldest due first, while the endpoint admits.
-        queue.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
-        while in_flight.len() < CONCURRENCY && queue.last().is_some_and(|(at, _)| *at <= ms) {
-            match state.admit(&cfg, now, false, in_flight.len() as u32) {
-                Admission::Go(permit) => {
-                    let (_, deferrals) = queue.pop().expect("a due job");
-                    // Arrives half a round trip later.
-                    let ok = api.take(ms + rtt_ms / 2);
-                    let wait = (!ok).then(|| api.retry_after(ms + rtt_ms / 2)).flatten();
-                    let second = (ms / 1000) as usize;
-                    if per_second.len() <= second {
-                        per_second.resize(second + 1, (0, 0));
-                    }
-                    if ok {
-                        per_second[second].0 += 1;
-                    } else {
-                        per_second[second].1 += 1;
-                        refused += 1;
-                    }
-                    in_flight.push_back((ms + rtt_ms.max(1), ok, wait, permit, deferrals));
+        if let Some(delay) = share_ms {
+            for (i, node) in fleet.iter_mut().enumerate() {
+                let holds = node.state.shareable(now);
+                if holds != node.told && holds != SharedHolds::default() {
+                    mail.push_back((ms + delay, i, holds.clone()));
                 }
-                _ => break,
+                node.told = holds;
+            }
+            while mail.front().is_some_and(|(at, ..)| *at <= ms) {
+                let (_, from, holds) = mail.pop_front().expect("one due");
+                for (i, node) in fleet.iter_mut().enumerate() {
+                    if i != from {
+                        node.state.absorb(now, &holds);
+                    }
+                }
+            }
+        }
+        // Leases: due jobs, oldest due first, while the endpoint admits; the nodes take turns.
+        queue.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let first = (ms as usize) % fleet.len();
+        for k in 0..fleet.len() {
+            let node = &mut fleet[(first + k) % nodes as usize];
+            while node.in_flight.len() < CONCURRENCY
+                && queue.last().is_some_and(|(at, _)| *at <= ms)
+            {
+                let Admission::Go(permit) =
+                    node.state
+                        .admit(&cfg, now, false, node.in_flight.len() as u32)
+                else {
+                    break;
+                };
+                let (_, deferrals) = queue.pop().expect("a due job");
+                // Arrives half a round trip later.
+                let ok = api.take(ms + rtt_ms / 2);
+                let wait = (!ok).then(|| api.retry_after(ms + rtt_ms / 2)).flatten();
+                let second = (ms / 1000) as usize;
+                if per_second.len() <= second {
+                    per_second.resize(second + 1, (0, 0));
+                }
+                if ok {
+                    per_second[second].0 += 1;
+                } else {
+                    per_second[second].1 += 1;
+                    refused += 1;
+                }
+                node.in_flight
+                    .push_back((ms + rtt_ms.max(1), ok, wait, permit, deferrals));
             }
         }
         ms += 1;
@@ -341,4 +402,47 @@ fn a_limit_met_for_the_first_time_refuses_few() {
     eprintln!("without the ramp: {} refused", old.refused);
     assert!(new.refused <= 30, "{new:?}");
     assert_eq!(new.dead, 0);
+}
+
+/// Three nodes in front of one limiter that says nothing, sharing what each learns through the
+/// store (here 5 ms later): the goals hold for the cluster as for one node, and the cluster does
+/// not refuse more than the nodes would each learning alone.
+#[test]
+fn three_nodes_learn_one_pace_together() {
+    let limiters = [
+        Limiter::LeakyBucket {
+            rate: 50.0,
+            burst: 10,
+        },
+        Limiter::FixedWindow {
+            limit: 50,
+            window_ms: 1000,
+        },
+        Limiter::LeakyBucket {
+            rate: 200.0,
+            burst: 20,
+        },
+    ];
+    let cfg = EndpointConfig::default();
+    let mut failed = Vec::new();
+    for l in limiters {
+        let ideal_ms = 1000.0 / l.rate() * 1000.0;
+        let shared = run_nodes(&cfg, l, 1000, 2, 3, Some(5));
+        let alone = run_nodes(&cfg, l, 1000, 2, 3, None);
+        eprintln!(
+            "{l:?}, 3 nodes: shared {} refused, {:.2}x; each alone {} refused, {:.2}x",
+            shared.refused,
+            shared.drain_ms as f64 / ideal_ms,
+            alone.refused,
+            alone.drain_ms as f64 / ideal_ms
+        );
+        if shared.refused > 100
+            || shared.refused > alone.refused
+            || shared.drain_ms as f64 > 1.25 * ideal_ms
+            || shared.dead > 0
+        {
+            failed.push(format!("{l:?}: {shared:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
 }

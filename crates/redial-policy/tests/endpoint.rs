@@ -742,6 +742,7 @@ fn holds_shared_by_another_node_hold_here_too() {
         &SharedHolds {
             pause: Some((at(2_000), "other".into())),
             breaker: Some((at(0), "ended".into())),
+            paced_until: None,
         },
     );
     assert_eq!(c.paused_until, Some(at(9_000)));
@@ -754,6 +755,7 @@ fn holds_shared_by_another_node_hold_here_too() {
         &SharedHolds {
             pause: None,
             breaker: Some((at(30_000), "50% of 20 calls failed".into())),
+            paced_until: None,
         },
     );
     assert_eq!(d.breaker, BreakerState::Open { until: at(30_000) });

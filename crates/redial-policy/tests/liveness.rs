@@ -42,6 +42,10 @@ enum Op {
     },
     /// The process stops: its attempts in flight are gone, the state is saved and read back.
     Restart,
+    /// Another node tells of a bare 429 to a request it sent `ago_ms` before now.
+    RefusedElsewhere {
+        ago_ms: u64,
+    },
 }
 
 fn class() -> impl Strategy<Value = ResultClass> {
@@ -73,6 +77,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|index| Op::Release { index }),
         2 => (0u64..20_000).prop_map(|ms| Op::Advance { ms }),
         1 => Just(Op::Restart),
+        1 => (0u64..12_000).prop_map(|ago_ms| Op::RefusedElsewhere { ago_ms }),
     ]
 }
 
@@ -205,6 +210,16 @@ impl Sim {
                 self.state = serde_json::from_str(&saved).expect("reads back");
                 // The engine gives the restored state this node's part again.
                 self.state.set_share(self.share);
+            }
+            Op::RefusedElsewhere { ago_ms } => {
+                let sent = Timestamp::from_unix_millis(
+                    at.as_unix_millis() - i64::try_from(ago_ms).expect("small"),
+                );
+                let holds = SharedHolds {
+                    paced_until: Some(sent.saturating_add(pace::FORGET_AFTER)),
+                    ..SharedHolds::default()
+                };
+                self.state.absorb(at, &holds);
             }
             Op::Finish { .. } | Op::Release { .. } => {}
         }

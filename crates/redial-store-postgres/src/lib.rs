@@ -724,7 +724,8 @@ impl Store for PgStore {
 
 /// Helpers for tests that need a database of their own.
 pub mod testing {
-    use tokio_postgres::{Config, NoTls};
+    pub use tokio_postgres::Config;
+    use tokio_postgres::NoTls;
 
     /// Creates an empty schema with a fresh name on the server at `url`; returns its name.
     pub async fn create_schema(url: &str) -> Result<String, String> {

@@ -149,6 +149,11 @@ const MIGRATIONS: &[&str] = &[
         ALTER COLUMN grp TYPE TEXT COLLATE "C";
     ANALYZE jobs;
     "#,
+    // 8: a pace learned from bare 429s, shared as the pause and the breaker are: until when the
+    // nodes keep it (the latest refused request's send instant plus the time it is kept).
+    r#"
+    ALTER TABLE endpoint_holds ADD COLUMN paced_until BIGINT;
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

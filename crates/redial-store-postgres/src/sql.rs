@@ -1389,20 +1389,23 @@ pub async fn holds_share(c: &mut Conn, channel: &str, holds: &[SharedHold]) -> S
     for h in holds {
         // Each half only lengthens: the later instant wins, with its reason.
         tx.execute(
-            "INSERT INTO endpoint_holds AS h (name, paused_until, pause_reason, breaker_until, breaker_reason) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET \
+            "INSERT INTO endpoint_holds AS h \
+             (name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET \
              pause_reason = CASE WHEN excluded.paused_until > COALESCE(h.paused_until, -1) \
                  THEN excluded.pause_reason ELSE h.pause_reason END, \
              paused_until = GREATEST(COALESCE(h.paused_until, -1), COALESCE(excluded.paused_until, -1)), \
              breaker_reason = CASE WHEN excluded.breaker_until > COALESCE(h.breaker_until, -1) \
                  THEN excluded.breaker_reason ELSE h.breaker_reason END, \
-             breaker_until = GREATEST(COALESCE(h.breaker_until, -1), COALESCE(excluded.breaker_until, -1))",
+             breaker_until = GREATEST(COALESCE(h.breaker_until, -1), COALESCE(excluded.breaker_until, -1)), \
+             paced_until = GREATEST(COALESCE(h.paced_until, -1), COALESCE(excluded.paced_until, -1))",
             &[
                 &h.endpoint,
                 &h.paused_until.map(ms),
                 &h.pause_reason,
                 &h.breaker_until.map(ms),
                 &h.breaker_reason,
+                &h.paced_until.map(ms),
             ],
         )
         .await
@@ -1419,8 +1422,9 @@ pub async fn holds_load(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<SharedH
     let rows = c
         .client
         .query(
-            "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason \
-             FROM endpoint_holds WHERE paused_until > $1 OR breaker_until > $1 ORDER BY name",
+            "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until \
+             FROM endpoint_holds \
+             WHERE paused_until > $1 OR breaker_until > $1 OR paced_until > $1 ORDER BY name",
             &[&now],
         )
         .await
@@ -1429,12 +1433,14 @@ pub async fn holds_load(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<SharedH
         .map(|r| {
             let pause = get::<Option<i64>>(r, 1)?.filter(|t| *t > now);
             let breaker = get::<Option<i64>>(r, 3)?.filter(|t| *t > now);
+            let paced = get::<Option<i64>>(r, 5)?.filter(|t| *t > now);
             Ok(SharedHold {
                 endpoint: get(r, 0)?,
                 paused_until: ts(pause),
                 pause_reason: if pause.is_some() { get(r, 2)? } else { None },
                 breaker_until: ts(breaker),
                 breaker_reason: if breaker.is_some() { get(r, 4)? } else { None },
+                paced_until: ts(paced),
             })
         })
         .collect()

@@ -206,6 +206,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_grouped_due ON jobs (queue, run_at)
         WHERE grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred');
     "#,
+    // A pace learned from bare 429s, shared as the pause and the breaker are: until when the
+    // nodes keep it (the latest refused request's send instant plus the time it is kept).
+    r#"
+    ALTER TABLE endpoint_holds ADD COLUMN paced_until INTEGER;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

@@ -1799,14 +1799,15 @@ pub fn holds_share(c: &mut Connection, holds: &[SharedHold]) -> StoreResult<()> 
         // Each half only lengthens: the later instant wins, with its reason.
         let mut stmt = tx
             .prepare_cached(
-                "INSERT INTO endpoint_holds (name, paused_until, pause_reason, breaker_until, breaker_reason) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET \
+                "INSERT INTO endpoint_holds (name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET \
                  pause_reason = CASE WHEN excluded.paused_until > COALESCE(paused_until, -1) \
                      THEN excluded.pause_reason ELSE pause_reason END, \
                  paused_until = MAX(COALESCE(paused_until, -1), COALESCE(excluded.paused_until, -1)), \
                  breaker_reason = CASE WHEN excluded.breaker_until > COALESCE(breaker_until, -1) \
                      THEN excluded.breaker_reason ELSE breaker_reason END, \
-                 breaker_until = MAX(COALESCE(breaker_until, -1), COALESCE(excluded.breaker_until, -1))",
+                 breaker_until = MAX(COALESCE(breaker_until, -1), COALESCE(excluded.breaker_until, -1)), \
+                 paced_until = MAX(COALESCE(paced_until, -1), COALESCE(excluded.paced_until, -1))",
             )
             .map_err(backend)?;
         for h in holds {
@@ -1815,7 +1816,8 @@ pub fn holds_share(c: &mut Connection, holds: &[SharedHold]) -> StoreResult<()> 
                 h.paused_until.map(ms),
                 h.pause_reason,
                 h.breaker_until.map(ms),
-                h.breaker_reason
+                h.breaker_reason,
+                h.paced_until.map(ms)
             ])
             .map_err(backend)?;
         }
@@ -1827,18 +1829,21 @@ pub fn holds_load(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<SharedH
     let now = ms(now);
     query_rows(
         c,
-        "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason FROM endpoint_holds \
-         WHERE paused_until > ?1 OR breaker_until > ?1 ORDER BY name",
+        "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until \
+         FROM endpoint_holds \
+         WHERE paused_until > ?1 OR breaker_until > ?1 OR paced_until > ?1 ORDER BY name",
         [now],
         |r| {
             let pause: Option<i64> = r.get::<_, Option<i64>>(1)?.filter(|t| *t > now);
             let breaker: Option<i64> = r.get::<_, Option<i64>>(3)?.filter(|t| *t > now);
+            let paced: Option<i64> = r.get::<_, Option<i64>>(5)?.filter(|t| *t > now);
             Ok(SharedHold {
                 endpoint: r.get(0)?,
                 paused_until: ts(pause),
                 pause_reason: if pause.is_some() { r.get(2)? } else { None },
                 breaker_until: ts(breaker),
                 breaker_reason: if breaker.is_some() { r.get(4)? } else { None },
+                paced_until: ts(paced),
             })
         },
     )

@@ -699,7 +699,7 @@ pub struct EndpointRecord {
 }
 
 /// A hold one node shares with the others: an endpoint paused, or its breaker open, until an
-/// instant.
+/// instant; or a pace learned from bare 429s, kept until an instant unless refused again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharedHold {
     pub endpoint: String,
@@ -707,6 +707,9 @@ pub struct SharedHold {
     pub pause_reason: Option<String>,
     pub breaker_until: Option<Timestamp>,
     pub breaker_reason: Option<String>,
+    /// The send instant of the latest request the endpoint refused with a bare 429, plus the
+    /// time a learned pace is kept without a refusal. Only lengthens, as the others.
+    pub paced_until: Option<Timestamp>,
 }
 
 /// What people set by hand on a queue or an endpoint, which every node honours: a pause, and

@@ -19,6 +19,13 @@
 //! rate is never below [`FLOOR`] and is forgotten once the endpoint has refused nothing for
 //! [`FORGET_AFTER`].
 //!
+//! With several nodes in front of one limiter, each learns its own part, and a bare refusal
+//! another node met is a signal to every node (as ECN is to TCP senders sharing a link): a node
+//! that sends to the endpoint sets its rate at the first such signal and cuts it at the next,
+//! once per refusal of a request sent after its latest cut (one sent before was answered by
+//! it). So the nodes slow down together, not one after the other as each meets its own
+//! refusal, and a rate stays learned while any node is refused.
+//!
 //! Owns that rate and its clock of admissions. Does not own the other limits (a configured rate
 //! applies as well: both hold), nor which answers are bare refusals (the caller says).
 
@@ -47,8 +54,8 @@ const GAIN: f64 = 0.05;
 const BUCKET_MS: i64 = 100;
 const BUCKETS: usize = 10;
 
-/// The learned rate of one endpoint (on this node: each node learns from its own answers, which
-/// are its part of the limiter's).
+/// The learned rate of one endpoint on this node (each node's successes are its part of the
+/// limiter's; the other nodes' bare refusals reach it as signals).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Pace {
@@ -60,6 +67,12 @@ pub struct Pace {
     epoch: u32,
     /// The latest refusal, from which [`FORGET_AFTER`] counts.
     last_refusal: Option<Timestamp>,
+    /// When the latest cut (or first estimate) was made: another node's refusal of a request
+    /// sent before it does not cut again.
+    cut_at: Option<Timestamp>,
+    /// When the latest request refused bare (here or on another node) was sent: what the other
+    /// nodes are told.
+    refused_sent: Option<Timestamp>,
     /// Refusals that cut, in a row with no success between.
     in_a_row: u32,
     /// GCRA theoretical arrival time, in nanoseconds since the epoch.
@@ -86,7 +99,15 @@ impl Pace {
             self.slow_start = false;
             self.tat_ns = None;
             self.last_refusal = None;
+            self.refused_sent = None;
         }
+    }
+
+    /// Until when the other nodes should keep a learned pace for this endpoint: the send
+    /// instant of the latest request refused bare, plus [`FORGET_AFTER`]. `None` without one.
+    pub fn shared_until(&self) -> Option<Timestamp> {
+        self.rate?;
+        Some(self.refused_sent?.saturating_add(FORGET_AFTER))
     }
 
     /// When the next request may go at the learned rate, if one holds (for wake-ups; may be
@@ -152,17 +173,57 @@ impl Pace {
         }
     }
 
-    /// A bare refusal of a request admitted in `epoch`: the first sets the rate, a later one
-    /// cuts it (once per epoch). Either way the next request waits one interval.
-    pub fn refused(&mut self, now: Timestamp, epoch: u32) {
+    /// A bare refusal of a request admitted in `epoch` and sent at `sent`: the first sets the
+    /// rate, a later one cuts it (once per epoch). Either way the next request waits one
+    /// interval, more for refusals in a row.
+    pub fn refused(&mut self, now: Timestamp, epoch: u32, sent: Timestamp) {
         self.forget_if_quiet(now);
         self.last_refusal = Some(now);
+        self.refused_sent = Some(self.refused_sent.map_or(sent, |s| s.max(sent)));
+        if self.rate.is_some() && epoch != self.epoch {
+            return;
+        }
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        self.cut(now);
+    }
+
+    /// Another node's bare refusal, told as [`Pace::shared_until`] says it.
+    pub fn refused_elsewhere_until(&mut self, now: Timestamp, until: Timestamp) -> bool {
+        let forget = i64::try_from(FORGET_AFTER.as_millis()).unwrap_or(i64::MAX);
+        let sent = Timestamp::from_unix_millis(until.as_unix_millis().saturating_sub(forget));
+        self.refused_elsewhere(now, sent)
+    }
+
+    /// Another node's bare refusal of a request sent at `sent`: keeps the rate learned as long, sets one if this node sends to the
+    /// endpoint (it had successes in the last second), and cuts it once if the request was sent
+    /// after this node's latest cut. Returns whether the rate changed.
+    pub fn refused_elsewhere(&mut self, now: Timestamp, sent: Timestamp) -> bool {
+        self.forget_if_quiet(now);
+        if now.saturating_since(sent) >= FORGET_AFTER {
+            return false;
+        }
+        if self.refused_sent.is_some_and(|s| s >= sent) {
+            return false;
+        }
+        self.refused_sent = Some(sent);
+        self.last_refusal = Some(self.last_refusal.map_or(sent, |t| t.max(sent)));
+        let cuts = match self.rate {
+            None => self.went_through_last_second(now) > 0.0,
+            Some(_) => self.cut_at.is_none_or(|c| sent > c),
+        };
+        if cuts {
+            self.cut(now);
+        }
+        cuts
+    }
+
+    /// Sets the rate (the first time) or cuts it, and holds the next request for a pause.
+    fn cut(&mut self, now: Timestamp) {
         let rate = match self.rate {
             None => {
                 self.slow_start = true;
                 self.went_through_last_second(now)
             }
-            Some(_) if epoch != self.epoch => return,
             Some(rate) => {
                 self.slow_start = false;
                 (rate * CUT)
@@ -173,9 +234,9 @@ impl Pace {
         let rate = rate.max(FLOOR);
         self.rate = Some(rate);
         self.epoch = self.epoch.wrapping_add(1);
-        self.in_a_row = self.in_a_row.saturating_add(1);
+        self.cut_at = Some(now);
         let interval = self.interval_ns().unwrap_or(0);
-        let pause = (interval << (self.in_a_row - 1).min(20))
+        let pause = (interval << self.in_a_row.saturating_sub(1).min(20))
             .min(i128::try_from(MAX_PAUSE.as_nanos()).unwrap_or(i128::MAX))
             .max(interval);
         // The next request goes after the pause, whatever burst the rate allows.
@@ -219,7 +280,7 @@ mod tests {
             p.succeeded(at(500 + i));
         }
         assert_eq!(p.hold(at(600)), None, "no rate, no hold");
-        p.refused(at(600), 0);
+        p.refused(at(600), 0, at(600));
         assert_eq!(p.rate(), Some(30.0));
         // One interval (1/30 s) before the next request.
         assert_eq!(p.hold(at(600)), Some(at(634)));
@@ -229,20 +290,20 @@ mod tests {
     #[test]
     fn one_refusal_cuts_once_and_the_rate_never_falls_below_the_floor() {
         let mut p = Pace::default();
-        p.refused(at(0), 0);
+        p.refused(at(0), 0, at(0));
         assert_eq!(p.rate(), Some(FLOOR), "nothing went through: the floor");
         let e = p.admitted(at(5_000));
-        p.refused(at(5_000), e);
+        p.refused(at(5_000), e, at(5_000));
         assert_eq!(p.rate(), Some(FLOOR));
         let mut p = Pace::default();
         for _ in 0..100 {
             p.succeeded(at(0));
         }
-        p.refused(at(10), 0);
+        p.refused(at(10), 0, at(10));
         let before = p.admitted(at(10));
-        p.refused(at(20), before);
+        p.refused(at(20), before, at(20));
         assert_eq!(p.rate(), Some(90.0), "cut by a tenth");
-        p.refused(at(21), before);
+        p.refused(at(21), before, at(21));
         assert_eq!(p.rate(), Some(90.0), "the same epoch: no second cut");
     }
 
@@ -250,11 +311,47 @@ mod tests {
     fn a_rate_is_forgotten_after_a_quiet_while() {
         let mut p = Pace::default();
         p.succeeded(at(0));
-        p.refused(at(0), 0);
+        p.refused(at(0), 0, at(0));
         assert!(p.rate().is_some());
         assert!(p.hold(at(9_999)).is_none());
         assert!(p.rate().is_some());
         p.hold(at(10_000));
+        assert_eq!(p.rate(), None);
+    }
+
+    #[test]
+    fn another_nodes_refusal_sets_the_rate_of_a_node_that_sends_and_cuts_once_per_cut() {
+        let mut idle = Pace::default();
+        assert!(
+            !idle.refused_elsewhere(at(0), at(0)),
+            "sends nothing: no rate"
+        );
+        assert_eq!(idle.rate(), None);
+        let mut p = Pace::default();
+        for _ in 0..40 {
+            p.succeeded(at(0));
+        }
+        assert!(p.refused_elsewhere(at(10), at(5)));
+        assert_eq!(
+            p.rate(),
+            Some(40.0),
+            "what went through here in the last second"
+        );
+        assert_eq!(p.hold(at(10)), Some(at(35)), "one interval before the next");
+        assert!(!p.refused_elsewhere(at(20), at(8)), "sent before the cut");
+        assert!(!p.refused_elsewhere(at(20), at(5)), "already told");
+        assert!(p.refused_elsewhere(at(30), at(20)), "sent after the cut");
+        assert_eq!(p.rate(), Some(36.0));
+        assert_eq!(p.shared_until(), Some(at(10_020)));
+        // Kept while any node is refused, forgotten when none is.
+        assert!(p.refused_elsewhere(at(9_000), at(9_000)));
+        p.hold(at(18_000));
+        assert!(p.rate().is_some());
+        assert!(
+            !p.refused_elsewhere(at(20_000), at(9_500)),
+            "too old to matter"
+        );
+        p.hold(at(19_000));
         assert_eq!(p.rate(), None);
     }
 }

@@ -250,6 +250,8 @@ pub struct Permit {
     quota_probe: bool,
     /// The learned pace's epoch when admitted: a refusal cuts the pace once per epoch.
     pace_epoch: u32,
+    /// When it was admitted (sent): what the other nodes are told of a bare refusal.
+    admitted_at: Option<Timestamp>,
 }
 
 impl Permit {
@@ -717,6 +719,7 @@ impl EndpointState {
             } else {
                 0
             },
+            admitted_at: Some(now),
         };
         if let BreakerState::HalfOpen { in_flight, .. } = &mut self.breaker {
             *in_flight += 1;
@@ -835,7 +838,8 @@ impl EndpointState {
             if o.class == ResultClass::Success {
                 self.pace.succeeded(now);
             } else if o.is_bare_refusal() {
-                self.pace.refused(now, permit.pace_epoch);
+                let sent = permit.admitted_at.unwrap_or(now);
+                self.pace.refused(now, permit.pace_epoch, sent);
             }
         }
         let probe = self.end_permit(&permit);
@@ -1369,7 +1373,7 @@ impl EndpointState {
                 .quota_tokens
                 .map(|t| self.quota_part_left().map_or(t, |left| t.min(left))),
             learned_reset_at: self.quota_reset_at,
-            learned_pace: self.pace.rate(),
+            learned_pace: self.pace.rate().filter(|_| cfg.learn_pace),
             concurrency_limit: self.concurrency_limit(cfg),
             in_flight,
             slow_start_since: self.ramp_started,
@@ -1422,7 +1426,7 @@ impl EndpointState {
     }
 
     /// The holds other nodes must honour, while in force at `now`: the pause and the open
-    /// breaker, each with its end and reason.
+    /// breaker, each with its end and reason, and the learned pace's latest bare refusal.
     pub fn shareable(&self, now: Timestamp) -> SharedHolds {
         let pause = self
             .paused_until
@@ -1439,13 +1443,21 @@ impl EndpointState {
             }
             _ => None,
         };
-        SharedHolds { pause, breaker }
+        SharedHolds {
+            pause,
+            breaker,
+            paced_until: self.pace.shared_until().filter(|t| *t > now),
+        }
     }
 
     /// Takes in another node's holds: a pause that ends later than ours, a breaker that node
     /// opened (ours opens until the same instant, without counting as one of our openings, so
-    /// the open time doubles only for what this node saw itself).
+    /// the open time doubles only for what this node saw itself), a bare refusal it met (the
+    /// learned pace takes it in as a refusal of its own, see [`super::pace`]).
     pub fn absorb(&mut self, now: Timestamp, other: &SharedHolds) {
+        if let Some(until) = other.paced_until {
+            self.pace.refused_elsewhere_until(now, until);
+        }
         if let Some((until, why)) = &other.pause {
             if *until > now {
                 self.pause(*until, why.clone());
@@ -1483,6 +1495,9 @@ impl EndpointState {
 pub struct SharedHolds {
     pub pause: Option<(Timestamp, String)>,
     pub breaker: Option<(Timestamp, String)>,
+    /// A pace learned from bare 429s holds until then (unless refused again): the send instant
+    /// of the latest request refused bare, plus [`super::pace::FORGET_AFTER`].
+    pub paced_until: Option<Timestamp>,
 }
 
 /// The endpoint as the API shows it.

@@ -73,6 +73,7 @@ pub async fn shared_holds_only_lengthen(store: Arc<dyn Store>) {
         pause_reason: pause.map(|_| format!("pause {why}")),
         breaker_until: breaker.map(at),
         breaker_reason: breaker.map(|_| format!("breaker {why}")),
+        paced_until: None,
     };
     store
         .endpoint_holds_share(vec![
@@ -106,6 +107,27 @@ pub async fn shared_holds_only_lengthen(store: Arc<dyn Store>) {
     let mut got = store.endpoint_holds_load(at(35)).await.expect("load");
     got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
     assert_eq!(got, vec![hold("B", None, Some(40), "2")]);
+    // A learned pace: kept alone (no pause, no breaker), only lengthens, not loaded once ended.
+    let paced = |until: i64| SharedHold {
+        paced_until: Some(at(until)),
+        ..hold("C", None, None, "")
+    };
+    store
+        .endpoint_holds_share(vec![paced(50), hold("B", Some(45), None, "4")])
+        .await
+        .expect("share");
+    store
+        .endpoint_holds_share(vec![paced(48)])
+        .await
+        .expect("share");
+    let mut got = store.endpoint_holds_load(at(41)).await.expect("load");
+    got.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    assert_eq!(got, vec![hold("B", Some(45), None, "4"), paced(50)]);
+    assert!(store
+        .endpoint_holds_load(at(50))
+        .await
+        .expect("load")
+        .is_empty());
 }
 
 pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
@@ -176,6 +198,7 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
         pause_reason: Some("429".into()),
         breaker_until: Some(at(40)),
         breaker_reason: Some("retries failed".into()),
+        paced_until: None,
     };
     store
         .endpoint_holds_share(vec![hold.clone()])
