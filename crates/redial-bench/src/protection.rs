@@ -7,7 +7,7 @@
 //! Every run has a hard cap: a run that has not drained by then reports its counts as they are.
 
 use crate::plain::{self, PlainRun};
-use crate::shapes::{self, Shape, Shapes};
+use crate::shapes::{self, Says, Shape, Shapes};
 use crate::workloads::{http_get, receiver_app, store_in, Report};
 use anyhow::Result;
 use redial_engine::http::{HttpConfig, HttpExecutor};
@@ -114,6 +114,11 @@ fn silent_cases() -> Vec<Case> {
         cap: Duration::from_secs(cap_s),
         target,
     };
+    let fixed = |limit, says| Shape::FixedWindow {
+        limit,
+        window: Duration::from_secs(1),
+        says,
+    };
     let bare = "429s <= 10% of jobs; drain <= 1.25x jobs/rate; 0 dead";
     vec![
         case(
@@ -138,13 +143,24 @@ fn silent_cases() -> Vec<Case> {
             bare,
         ),
         case(
+            "fixed windows 20/s, bare 429s",
+            fixed(20, Says::Nothing),
+            1000,
+            200,
+            bare,
+        ),
+        case(
             "fixed windows 50/s, bare 429s",
-            Shape::FixedWindow {
-                limit: 50,
-                window: Duration::from_secs(1),
-            },
+            fixed(50, Says::Nothing),
             1000,
             120,
+            bare,
+        ),
+        case(
+            "fixed windows 200/s, bare 429s",
+            fixed(200, Says::Nothing),
+            1000,
+            60,
             bare,
         ),
         case(
@@ -167,6 +183,31 @@ fn silent_cases() -> Vec<Case> {
             600,
             60,
             "429s <= 5% of jobs",
+        ),
+        // Limiters that say more, beside the bare ones: no worse than before the pace.
+        case(
+            "leaky bucket 50/s, Retry-After",
+            Shape::TokenBucket {
+                per_second: 50,
+                burst: 10,
+            },
+            1000,
+            120,
+            "429s <= 10% of jobs; drain <= 1.25x jobs/rate; 0 dead",
+        ),
+        case(
+            "fixed windows 50/s, Retry-After",
+            fixed(50, Says::RetryAfter),
+            1000,
+            120,
+            "429s <= 10% of jobs; drain <= 1.25x jobs/rate; 0 dead",
+        ),
+        case(
+            "fixed windows 50/s, quota headers",
+            fixed(50, Says::Quota),
+            1000,
+            120,
+            "429s <= 10% of jobs; drain <= 1.25x jobs/rate; 0 dead",
         ),
     ]
 }
@@ -444,7 +485,10 @@ fn verdict(case: &Case, r: &Figures, p: &Figures) -> String {
         "token bucket 50/s burst 50, Retry-After" => {
             r.answers.get("429").copied().unwrap_or(0) as f64 <= 0.05 * n
         }
-        name if name.ends_with("bare 429s") => {
+        name if name.ends_with("bare 429s")
+            || name == "leaky bucket 50/s, Retry-After"
+            || name.starts_with("fixed windows 50/s,") =>
+        {
             let refused = r.answers.get("429").copied().unwrap_or(0) as f64;
             let ideal = match case.shape {
                 Some(Shape::LeakyBucket {

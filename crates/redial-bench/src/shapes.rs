@@ -44,9 +44,13 @@ pub enum Shape {
         burst: u32,
         halves_at: Option<Duration>,
     },
-    /// At most `limit` a `window`, windows from the run's start, answering bare 429s
-    /// (express-rate-limit without its headers).
-    FixedWindow { limit: u32, window: Duration },
+    /// At most `limit` a `window`, windows from the run's start (express-rate-limit), saying
+    /// what `says` says.
+    FixedWindow {
+        limit: u32,
+        window: Duration,
+        says: Says,
+    },
     /// A token bucket of `burst` refilled at `per_second`, whose 429s carry `Retry-After`: the
     /// whole seconds until a token is back, rounded up.
     TokenBucket { per_second: u32, burst: u32 },
@@ -59,7 +63,9 @@ impl Shape {
             Shape::LeakyBucket { per_second, .. } | Shape::TokenBucket { per_second, .. } => {
                 Some(f64::from(per_second))
             }
-            Shape::FixedWindow { limit, window } => Some(f64::from(limit) / window.as_secs_f64()),
+            Shape::FixedWindow { limit, window, .. } => {
+                Some(f64::from(limit) / window.as_secs_f64())
+            }
             _ => None,
         }
     }
@@ -72,12 +78,26 @@ impl Shape {
     }
 }
 
+/// What a fixed-window limiter tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Says {
+    /// Bare 429s: no `Retry-After`, no quota headers.
+    Nothing,
+    /// 429s with `Retry-After` (the whole seconds to the window's end, rounded up), no quota
+    /// headers.
+    RetryAfter,
+    /// Every answer with the IETF draft's `RateLimit-Limit`, `-Remaining` and `-Reset` (whole
+    /// seconds to the window's end, rounded up), and 429s with `Retry-After` as well
+    /// (express-rate-limit's `standardHeaders`).
+    Quota,
+}
+
 /// What one call gets.
 #[derive(Debug)]
 enum Answer {
     Status {
         status: u16,
-        retry_after: Option<u64>,
+        headers: Vec<(&'static str, String)>,
     },
     /// Close the connection with a TCP reset, no response.
     Reset,
@@ -170,7 +190,7 @@ impl Shapes {
         let Some(r) = runs.get_mut(run) else {
             return Answer::Status {
                 status: 404,
-                retry_after: None,
+                headers: Vec::new(),
             };
         };
         let calls = r.calls.entry(job).or_default();
@@ -179,7 +199,11 @@ impl Shapes {
         let elapsed = r.since.elapsed();
         let status = |status| Answer::Status {
             status,
-            retry_after: None,
+            headers: Vec::new(),
+        };
+        let retry_after = |status, secs: u64| Answer::Status {
+            status,
+            headers: vec![("retry-after", secs.to_string())],
         };
         let answer = match r.shape {
             Shape::Flaky if first && job % 2 == 1 => Answer::Reset,
@@ -192,10 +216,9 @@ impl Shapes {
             },
             Shape::Down { down } if elapsed < down => status(503),
             Shape::Down { .. } => status(200),
-            Shape::Outage { down } if elapsed < down => Answer::Status {
-                status: 503,
-                retry_after: Some((down - elapsed).as_secs_f64().ceil().max(1.0) as u64),
-            },
+            Shape::Outage { down } if elapsed < down => {
+                retry_after(503, (down - elapsed).as_secs_f64().ceil().max(1.0) as u64)
+            }
             Shape::Outage { .. } => status(200),
             Shape::Slow { delay } => Answer::Slow(delay),
             Shape::FlakyLate { .. } if job.is_multiple_of(5) && first => status(500),
@@ -220,22 +243,38 @@ impl Shapes {
             Shape::TokenBucket { per_second, burst } => {
                 match take(&mut r.tat, elapsed, per_second.max(1), burst) {
                     Ok(()) => status(200),
-                    Err(free_in) => Answer::Status {
-                        status: 429,
-                        retry_after: Some(free_in.as_secs_f64().ceil().max(1.0) as u64),
-                    },
+                    Err(free_in) => retry_after(429, free_in.as_secs_f64().ceil().max(1.0) as u64),
                 }
             }
-            Shape::FixedWindow { limit, window } => {
+            Shape::FixedWindow {
+                limit,
+                window,
+                says,
+            } => {
                 let index = (elapsed.as_nanos() / window.as_nanos().max(1)) as u64;
                 if index != r.window.0 {
                     r.window = (index, 0);
                 }
-                if r.window.1 < limit {
+                let ok = r.window.1 < limit;
+                if ok {
                     r.window.1 += 1;
-                    status(200)
-                } else {
-                    status(429)
+                }
+                let ends_in = window
+                    .saturating_mul(u32::try_from(index + 1).unwrap_or(u32::MAX))
+                    .saturating_sub(elapsed);
+                let reset = ends_in.as_secs_f64().ceil().max(1.0) as u64;
+                let mut headers = Vec::new();
+                if says == Says::Quota {
+                    headers.push(("ratelimit-limit", limit.to_string()));
+                    headers.push(("ratelimit-remaining", (limit - r.window.1).to_string()));
+                    headers.push(("ratelimit-reset", reset.to_string()));
+                }
+                if !ok && says != Says::Nothing {
+                    headers.push(("retry-after", reset.to_string()));
+                }
+                Answer::Status {
+                    status: if ok { 200 } else { 429 },
+                    headers,
                 }
             }
         };
@@ -272,15 +311,15 @@ pub fn routes(shapes: Arc<Shapes>) -> axum::Router {
         Path((run, job)): Path<(String, u32)>,
     ) -> axum::response::Response {
         match s.answer(&run, job) {
-            Answer::Status {
-                status,
-                retry_after,
-            } => {
+            Answer::Status { status, headers } => {
                 let code = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-                match retry_after {
-                    Some(secs) => (code, [("retry-after", secs.to_string())], "").into_response(),
-                    None => (code, "").into_response(),
+                let mut res = (code, "").into_response();
+                for (name, value) in headers {
+                    if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+                        res.headers_mut().insert(name, v);
+                    }
                 }
+                res
             }
             // Jobs that a shape resets are sent to the reset listener; if one comes here anyway,
             // the nearest HTTP answer is a 500.
@@ -357,10 +396,10 @@ async fn raw_connection(mut sock: TcpStream, shapes: &Shapes) -> std::io::Result
         Some((run, job)) => shapes.answer(run, job),
         None => Answer::Status {
             status: 404,
-            retry_after: None,
+            headers: Vec::new(),
         },
     };
-    let (status, retry_after) = match answer {
+    let (status, headers) = match answer {
         Answer::Reset => {
             // A zero linger makes the close send RST instead of FIN. The deprecation is about a
             // non-zero linger, which blocks the thread on drop; zero does not.
@@ -371,18 +410,18 @@ async fn raw_connection(mut sock: TcpStream, shapes: &Shapes) -> std::io::Result
         }
         Answer::Slow(delay) | Answer::Late(delay) => {
             tokio::time::sleep(delay).await;
-            (200, None)
+            (200, Vec::new())
         }
-        Answer::Status {
-            status,
-            retry_after,
-        } => (status, retry_after),
+        Answer::Status { status, headers } => (status, headers),
     };
     let reason = StatusCode::from_u16(status)
         .ok()
         .and_then(|c| c.canonical_reason())
         .unwrap_or("Unknown");
-    let extra = retry_after.map_or(String::new(), |s| format!("retry-after: {s}\r\n"));
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     sock.write_all(
         format!(
             "HTTP/1.1 {status} {reason}\r\ncontent-length: 0\r\nconnection: close\r\n{extra}\r\n"
