@@ -47,7 +47,11 @@ impl Drop for Node {
     }
 }
 
-async fn start(worker: String, config: tokio_postgres::Config, concurrency: usize) -> Result<Node> {
+async fn start(
+    worker: String,
+    config: redial_store_postgres::DbConfig,
+    concurrency: usize,
+) -> Result<Node> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name(worker.clone())

@@ -18,6 +18,9 @@
 mod lease;
 mod schema;
 mod sql;
+mod tls;
+
+pub use tls::{DbConfig, SslMode};
 
 use async_trait::async_trait;
 use redial_policy::Timestamp;
@@ -26,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{broadcast, Mutex, MutexGuard};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
 /// The advisory lock of the maintenance role: this class ("rdl1") and the schema's hash, so
 /// that deployments in different schemas of one database each elect their own leader.
@@ -47,7 +50,7 @@ pub struct PgStore {
 }
 
 struct Inner {
-    config: Config,
+    config: DbConfig,
     pool: Vec<Mutex<Option<Conn>>>,
     next: AtomicUsize,
     /// The connection that holds (or tries for) the maintenance role, and whether it holds it.
@@ -90,7 +93,7 @@ const MAX_RECORD_BATCH: usize = 512;
 /// What the batch statement does not record (a lease lost, a cancel waiting, an id twice in the
 /// batch), or a batch that fails, goes through the one-attempt path, each on its own.
 async fn recorder(
-    config: Config,
+    config: DbConfig,
     mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
 ) {
     let mut conn: Option<Conn> = None;
@@ -140,8 +143,7 @@ async fn recorder(
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
-            .field("host", &self.inner.config.get_hosts())
-            .field("dbname", &self.inner.config.get_dbname())
+            .field("config", &self.inner.config)
             .field("channel", &self.inner.channel)
             .finish()
     }
@@ -158,7 +160,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// The connection in `slot`, opened first if there is none or it broke.
-    async fn ready<'a>(slot: &'a mut Option<Conn>, config: &Config) -> StoreResult<&'a mut Conn> {
+    async fn ready<'a>(slot: &'a mut Option<Conn>, config: &DbConfig) -> StoreResult<&'a mut Conn> {
         if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
             *slot = Some(Conn {
                 client: connect(config).await?,
@@ -219,10 +221,11 @@ fn unavailable(e: &tokio_postgres::Error) -> bool {
     }
 }
 
-async fn connect(config: &Config) -> StoreResult<Client> {
-    let (client, connection) = config.connect(NoTls).await.map_err(|e| {
-        StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", describe(&e)))
-    })?;
+async fn connect(config: &DbConfig) -> StoreResult<Client> {
+    let (client, connection) = config
+        .connect()
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %describe(&e), "a PostgreSQL connection ended");
@@ -232,17 +235,19 @@ async fn connect(config: &Config) -> StoreResult<Client> {
 }
 
 impl PgStore {
-    /// Connects to `url` (`postgres://user:password@host:port/dbname`, or key=value pairs) and
-    /// brings the schema up to date.
+    /// Connects to `url` (`postgres://user:password@host:port/dbname`, or key=value pairs; TLS
+    /// as [`DbConfig`] reads it) and brings the schema up to date.
     pub async fn connect(url: &str) -> StoreResult<PgStore> {
-        let config: Config = url
-            .parse()
-            .map_err(|e| StoreError::Backend(format!("invalid database URL: {e}")))?;
+        let config = DbConfig::parse(url).map_err(StoreError::Backend)?;
         PgStore::connect_with(config, DEFAULT_POOL_SIZE).await
     }
 
     /// Connects with a prepared configuration and `pool_size` connections (at least one).
-    pub async fn connect_with(config: Config, pool_size: usize) -> StoreResult<PgStore> {
+    pub async fn connect_with(
+        config: impl Into<DbConfig>,
+        pool_size: usize,
+    ) -> StoreResult<PgStore> {
+        let config: DbConfig = config.into();
         let mut first = connect(&config).await?;
         schema::migrate(&mut first)
             .await
@@ -336,11 +341,11 @@ impl PgStore {
 
 /// Listens for other nodes' notifications and passes them on; reconnects when the connection
 /// drops, and then says `All` (notifications may have been missed meanwhile).
-async fn listen(config: Config, channel: String, wakes: broadcast::Sender<Wake>) {
+async fn listen(config: DbConfig, channel: String, wakes: broadcast::Sender<Wake>) {
     use futures_util::StreamExt;
     let mut first = true;
     loop {
-        match config.connect(NoTls).await {
+        match config.connect().await {
             Ok((client, mut connection)) => {
                 let mut messages =
                     futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -382,7 +387,7 @@ async fn listen(config: Config, channel: String, wakes: broadcast::Sender<Wake>)
                 drop(client);
             }
             Err(e) => {
-                tracing::warn!(error = %describe(&e), "cannot connect the PostgreSQL listener; retrying");
+                tracing::warn!(error = %e, "cannot connect the PostgreSQL listener; retrying");
             }
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -724,16 +729,12 @@ impl Store for PgStore {
 
 /// Helpers for tests that need a database of their own.
 pub mod testing {
-    pub use tokio_postgres::Config;
-    use tokio_postgres::NoTls;
+    pub use crate::DbConfig as Config;
 
     /// Creates an empty schema with a fresh name on the server at `url`; returns its name.
     pub async fn create_schema(url: &str) -> Result<String, String> {
-        let config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
-        let (client, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|e| crate::describe(&e))?;
+        let config = Config::parse(url)?;
+        let (client, connection) = config.connect().await?;
         let driver = tokio::spawn(connection);
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
@@ -757,8 +758,8 @@ pub mod testing {
     /// A configuration for `url` whose connections work in a fresh, empty schema.
     pub async fn fresh_schema(url: &str) -> Result<Config, String> {
         let schema = create_schema(url).await?;
-        let mut config: Config = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
-        config.options(format!("-c search_path={schema}"));
+        let mut config = Config::parse(url)?;
+        config.pg_mut().options(format!("-c search_path={schema}"));
         Ok(config)
     }
 

@@ -24,10 +24,7 @@ async fn deleting_jobs_deletes_their_attempts() {
     redial_store::testkit::dismiss_dead_job(store.clone()).await;
     redial_store::testkit::bulk_dead_letter_actions(store.clone()).await;
     redial_store::testkit::cleanup_respects_retention(store.clone()).await;
-    let (client, conn) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect to check");
+    let (client, conn) = config.connect().await.expect("connect to check");
     tokio::spawn(conn);
     let count = |sql: &'static str| {
         let client = &client;
@@ -99,10 +96,7 @@ async fn a_failed_lease_statement_leases_nothing_and_hands_back_every_admission(
             .await
             .expect("insert");
     }
-    let (client, conn) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect to set the fault");
+    let (client, conn) = config.connect().await.expect("connect to set the fault");
     tokio::spawn(conn);
     client
         .batch_execute(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// freeing, a notification arriving) before it fails: a bound for a hung test, not a measure.
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn schema() -> tokio_postgres::Config {
+async fn schema() -> redial_store_postgres::DbConfig {
     redial_store_postgres::testing::fresh_test_schema().await
 }
 
@@ -39,10 +39,7 @@ async fn an_older_schema_with_jobs_is_brought_up_to_date() {
     redial_store_postgres::testing::migrate_to(&config, 6)
         .await
         .expect("schema 6");
-    let (client, connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect");
+    let (client, connection) = config.connect().await.expect("connect");
     let driver = tokio::spawn(connection);
     let version: i32 = client
         .query_one("SELECT version FROM redial_schema", &[])
@@ -311,9 +308,9 @@ async fn a_read_only_server_is_not_ready() {
         .expect("migrated");
     let options = format!(
         "{} -c default_transaction_read_only=on",
-        config.get_options().unwrap_or("")
+        config.pg_mut().get_options().unwrap_or("")
     );
-    config.options(&options);
+    config.pg_mut().options(&options);
     let store = PgStore::connect_with(config, 1)
         .await
         .expect("connects to a read-only server");

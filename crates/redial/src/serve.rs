@@ -24,8 +24,10 @@ pub struct Args {
     #[arg(long, env = "REDIAL_DATA_DIR", value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
     /// Use PostgreSQL instead of the embedded SQLite file, so that several nodes can share one
-    /// database: postgres://user:password@host:port/dbname. Prefer the environment variable when
-    /// the URL holds a password: flags show in `ps`.
+    /// database: postgres://user:password@host:port/dbname. TLS as libpq reads it: ?sslmode=
+    /// disable|prefer (default)|require|verify-ca|verify-full, sslrootcert=FILE|system, sslcert,
+    /// sslkey (or PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY). Prefer the environment variable
+    /// when the URL holds a password: flags show in `ps`.
     #[arg(
         long,
         env = "REDIAL_DATABASE_URL",

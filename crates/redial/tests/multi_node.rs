@@ -154,12 +154,9 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
 
     // Mid-run, node 1 dies without a chance to give anything back: while it holds leases (on a
     // busy machine it may not have leased yet when a quarter of the jobs went).
-    let mut pg: tokio_postgres::Config = base.parse().expect("DATABASE_URL parses");
-    pg.options(format!("-c search_path={schema}"));
-    let (client, conn) = pg
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connect to check");
+    let mut pg = redial_store_postgres::DbConfig::parse(&base).expect("DATABASE_URL parses");
+    pg.pg_mut().options(format!("-c search_path={schema}"));
+    let (client, conn) = pg.connect().await.expect("connect to check");
     tokio::spawn(conn);
     let node_1 = nodes[1].child.id();
     let held_by_node_1 = || async {
