@@ -9,8 +9,9 @@ use std::time::Duration;
 
 /// Parses a sequence of `<number><unit>` parts, as Go's `time.ParseDuration` does, plus days:
 /// units `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h`, `d`; numbers may carry a fraction (`1.5s`);
-/// parts may be separated by spaces (`1h 30m`). A lone `0` is zero. Returns `None` for anything
-/// else, including negative values and overflow.
+/// parts may be separated by spaces (`1h 30m`), their units from the largest down, each once
+/// (`1s1m`, which Go reads as 61 s, is refused: it is more likely a slip than a meaning). A lone
+/// `0` is zero. Returns `None` for anything else, including negative values and overflow.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     if s == "0" {
@@ -20,6 +21,8 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     let mut i = 0;
     let mut total: u128 = 0;
     let mut parts = 0;
+    // Units go from the largest down, each once ("1h30m", not "30m1h" or "1s1m").
+    let mut last_unit = u128::MAX;
     while i < b.len() {
         if b[i] == b' ' {
             i += 1;
@@ -66,6 +69,10 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
             "d" => 86_400_000_000_000,
             _ => return None,
         };
+        if nanos_per_unit >= last_unit {
+            return None;
+        }
+        last_unit = nanos_per_unit;
         let part = whole
             .checked_mul(nanos_per_unit)?
             .checked_add(frac * nanos_per_unit / frac_scale)?;
@@ -210,6 +217,11 @@ mod tests {
         check("1.s", Some(1_000));
         check(".s", None);
         check("99999999999999999999999999999h", None);
+        // Units from the largest down, each once.
+        check("1s1m", None);
+        check("30m1h", None);
+        check("1m1m", None);
+        check("1h1m1s1ms", Some(3_661_001));
     }
 
     #[test]

@@ -51,6 +51,58 @@ pub struct EveryRule {
 /// The shortest interval, and the finest a cron expression can name.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Refuses a step no larger range could take twice, such as `0-59/100` or `*/60` in the minutes:
+/// it matches only the range's start, which is more likely a slip than a meaning (croner reads
+/// it). Names (`MON`, `JAN`) and `L`, `W`, `#` are croner's to check.
+fn check_steps(expr: &str) -> Result<(), String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let (names, ranges): (&[&str], &[(u32, u32)]) = if fields.len() == 6 {
+        (
+            &[
+                "second",
+                "minute",
+                "hour",
+                "day of month",
+                "month",
+                "day of week",
+            ],
+            &[(0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 7)],
+        )
+    } else {
+        (
+            &["minute", "hour", "day of month", "month", "day of week"],
+            &[(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)],
+        )
+    };
+    for ((field, name), (lo, hi)) in fields.iter().zip(names).zip(ranges) {
+        for part in field.split(',') {
+            let Some((base, step)) = part.split_once('/') else {
+                continue;
+            };
+            let Ok(step) = step.parse::<u32>() else {
+                continue;
+            };
+            let (from, to) = match base.split_once('-') {
+                Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    _ => continue,
+                },
+                None if base == "*" => (*lo, *hi),
+                None => match base.parse::<u32>() {
+                    Ok(a) => (a, *hi),
+                    Err(_) => continue,
+                },
+            };
+            if step == 0 || step > to.saturating_sub(from) {
+                return Err(format!(
+                    "cron expression {expr:?}: the step {part:?} in the {name} field takes one value only ({from}); write {from} if that is meant"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl CronRule {
     /// Reads `expr` (5 fields, or 6 with seconds first) and an IANA zone name such as
     /// `Europe/Berlin` (`UTC` when none is given).
@@ -70,6 +122,7 @@ impl CronRule {
                 "cron expression {expr:?} has {fields} fields: give 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)"
             ));
         }
+        check_steps(expr)?;
         let cron = croner::parser::CronParser::builder()
             .seconds(croner::parser::Seconds::Optional)
             .year(croner::parser::Year::Disallowed)

@@ -237,6 +237,23 @@ fn bad_rules_say_what_to_write() {
     assert!(err("0 9 * * *", Some("Europe/Berlln")).contains("IANA"));
     assert!(err("61 9 * * *", None).contains("not valid"));
     assert!(err("0 0 30 2 *", None).contains("never matches"));
+    // A step no range takes twice.
+    for expr in [
+        "0-59/100 * * * *",
+        "*/60 * * * *",
+        "0 */24 * * *",
+        "0 0 * * */0",
+    ] {
+        assert!(err(expr, None).contains("takes one value only"), "{expr}");
+    }
+    for expr in [
+        "*/15 * * * *",
+        "0-30/10 * * * *",
+        "5/10 * * * *",
+        "0 0 1-31/2 * *",
+    ] {
+        CronRule::parse(expr, None).expect(expr);
+    }
     let ok = CronRule::parse("  0  9 * *   MON-FRI ", Some("Europe/Berlin")).expect("valid");
     assert_eq!(ok.expr(), "0 9 * * MON-FRI");
     assert_eq!(ok.zone(), "Europe/Berlin");

@@ -159,6 +159,12 @@ impl PauseInput {
                 "reason must be at most 500 characters",
             ));
         }
+        if !redial_store::plain_text(&reason) {
+            return Err(ApiError::unprocessable(
+                "invalid_reason",
+                "reason must be one line of plain text: no control characters (newlines, escapes, NUL), no bidirectional overrides or line separators",
+            ));
+        }
         let until = match (self.until, self.for_) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::unprocessable(
@@ -227,11 +233,24 @@ pub fn json_error(e: serde_json::Error) -> ApiError {
     }
 }
 
+/// A time range that starts after it ends: refused, so that a swapped pair is not read as "no
+/// dead letters" (or a bulk action that did nothing).
+pub fn check_range(since: Option<Timestamp>, until: Option<Timestamp>) -> Result<(), ApiError> {
+    match (since, until) {
+        (Some(s), Some(u)) if s > u => Err(ApiError::unprocessable(
+            "invalid_range",
+            format!("since {s} is after until {u}: nothing could match (were they swapped?)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl FilterInput {
     pub fn into_filter(self, state: &AppState) -> Result<JobFilter, ApiError> {
         if let Some(q) = &self.queue {
             check_queue(state, q)?;
         }
+        check_range(self.since, self.until)?;
         Ok(JobFilter {
             queue: self.queue,
             state: Some(redial_store::JobState::Dead),
@@ -471,7 +490,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         Some(_) => {
             return Err(ApiError::unprocessable(
                 "invalid_group",
-                "group must be 1 to 128 characters, none of them a control character",
+                "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
             ))
         }
         None => None,
@@ -561,8 +580,17 @@ pub fn schedule_definition(
         }
         (Some(expr), None) => {
             let timezone = input.timezone.unwrap_or_else(|| "UTC".to_owned());
-            redial_policy::schedule::CronRule::parse(&expr, Some(&timezone))
+            let rule = redial_policy::schedule::CronRule::parse(&expr, Some(&timezone))
                 .map_err(|e| ApiError::unprocessable("invalid_schedule", e))?;
+            // One that matched once but cannot again (only times a daylight-saving change
+            // skips, such as 02:30 on the last Sunday of March in Europe/Berlin) would be saved
+            // and never fire.
+            if rule.next_after(now).is_none() {
+                return Err(ApiError::unprocessable(
+                    "invalid_schedule",
+                    format!("cron expression {expr:?} in {timezone} matches no time from now on (times a daylight-saving change skips do not occur): it would never fire"),
+                ));
+            }
             ScheduleRule::Cron { expr, timezone }
         }
         (None, Some(every)) => {

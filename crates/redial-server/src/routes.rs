@@ -77,7 +77,10 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// A JSON answer ends with a newline, as a text file's last line does: `curl` output then leaves
-/// the shell's prompt on a line of its own, and answers can be concatenated as NDJSON.
+/// the shell's prompt on a line of its own, and answers can be concatenated as NDJSON. It says
+/// `X-Content-Type-Options: nosniff` (a browser never reads it as anything but JSON, whatever a
+/// job's body or reason holds) and `Cache-Control: no-store` (it holds requests, credentials
+/// included, and is stale at once: no cache keeps it).
 async fn json_newline(resp: Response) -> Response {
     let is_json = resp
         .headers()
@@ -88,6 +91,14 @@ async fn json_newline(resp: Response) -> Response {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();
+    parts.headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    parts.headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
     match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) if bytes.last() != Some(&b'\n') => {
             let mut with = Vec::with_capacity(bytes.len() + 1);
@@ -383,6 +394,7 @@ async fn dead_letter_groups(
             }
         }
     }
+    input::check_range(filter.since, filter.until)?;
     let groups = state.engine.store().dead_letter_groups(filter).await?;
     let total: u64 = groups.iter().map(|g| g.count).sum();
     Ok(Json(json!({ "groups": groups, "total": total })).into_response())

@@ -214,6 +214,9 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": ""}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "g".repeat(129)}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "a\nb"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": " "}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "acme\u{202e}gpj.exe"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "a\u{2028}b"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": 7}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
     ];
     for (body, status, code) in cases {
@@ -396,6 +399,39 @@ async fn a_token_guards_the_v1_routes() {
     }
 }
 
+/// Every JSON answer, a success or an error, tells a browser not to guess its type and no cache
+/// to keep it (issue 31).
+#[tokio::test]
+async fn json_answers_are_never_sniffed_nor_cached() {
+    let api = api();
+    let mut json_answers = 0;
+    for (method, uri) in [
+        ("GET", "/v1/stats"),
+        ("GET", "/v1/jobs/nope"),
+        ("POST", "/v1/jobs"),
+        ("GET", "/healthz"),
+    ] {
+        let req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(Body::from("{}"))
+            .expect("request");
+        let resp = api.app.clone().oneshot(req).await.expect("response");
+        let h = resp.headers();
+        if h["content-type"]
+            .to_str()
+            .unwrap_or("")
+            .starts_with("application/json")
+        {
+            assert_eq!(h["x-content-type-options"], "nosniff", "{method} {uri}");
+            assert_eq!(h["cache-control"], "no-store", "{method} {uri}");
+            json_answers += 1;
+        }
+    }
+    assert!(json_answers >= 3, "the stats, the 404 and the 422 are JSON");
+}
+
 #[tokio::test]
 async fn listing_filters_and_pages() {
     let api = api();
@@ -478,6 +514,24 @@ async fn actions_on_the_wrong_state_or_a_missing_job_are_refused() {
             "{body:?}"
         );
     }
+    // since after until: nothing could match, refused rather than answered with nothing.
+    let (status, e) = api
+        .post(
+            "/v1/dead-letters/replay",
+            json!({"since": "2026-12-02T00:00:00Z", "until": "2026-12-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_range"))
+    );
+    let (status, e) = api
+        .get("/v1/dead-letters/groups?since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z")
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_range"))
+    );
     let (status, e) = api
         .post("/v1/dead-letters/dismiss", json!({"all": false}))
         .await;
@@ -706,6 +760,14 @@ async fn endpoints_and_queues_pause_and_resume_by_hand() {
             "invalid_pause",
         ),
         (json!({ "reason": "x".repeat(501) }), "invalid_reason"),
+        // Control characters an operator's terminal would act on (issue 31).
+        (
+            json!({ "reason": "\u{1b}]52;c;ZWNobw==\u{7}" }),
+            "invalid_reason",
+        ),
+        (json!({ "reason": "two\nlines" }), "invalid_reason"),
+        (json!({ "reason": "nul\u{0}" }), "invalid_reason"),
+        (json!({ "reason": "\u{202e}txt.exe" }), "invalid_reason"),
         (json!({ "forever": true }), "invalid_body"),
     ] {
         let (status, e) = api.post(&format!("{path}/pause"), body.clone()).await;
@@ -1006,6 +1068,26 @@ async fn schedules_round_trip_and_refuse_mistakes() {
         "invalid_schedule",
     )
     .await;
+    // Accepted before, meaningless (issue 31): a cron that matches only times a daylight-saving
+    // change skips (02:xx on the last Sunday of March in Berlin), units out of order, a step
+    // no range takes twice.
+    let m = refused(
+        json!({ "id": "x", "cron": "* * 2 * 3 0L", "timezone": "Europe/Berlin", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    assert!(m.contains("never fire"), "{m}");
+    refused(
+        json!({ "id": "x", "every": "1s1m", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    let m = refused(
+        json!({ "id": "x", "cron": "0-59/100 * * * *", "job": req }),
+        "invalid_schedule",
+    )
+    .await;
+    assert!(m.contains("one value only"), "{m}");
     refused(
         json!({ "id": "x", "every": "1m", "timezone": "UTC", "job": req }),
         "invalid_schedule",

@@ -158,11 +158,33 @@ pub struct NewJob {
     pub group: Option<String>,
 }
 
+/// Whether `text` is one line of plain text, fit for a name or a reason that people read in a
+/// terminal or a page: no control character (newlines, escapes, NUL, C1), no bidirectional
+/// embedding, override or isolate (U+202A-U+202E, U+2066-U+2069, and the marks U+200E, U+200F,
+/// U+061C: they reorder what is shown after them), no line or paragraph separator (U+2028,
+/// U+2029).
+pub fn plain_text(text: &str) -> bool {
+    !text.chars().any(|c| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+                    | '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{061c}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+            )
+    })
+}
+
 impl NewJob {
-    /// A group's name: 1 to 128 characters, none of them a control character (it shows in logs
-    /// and views, and "" marks the ungrouped jobs' turn in a lease's round-robin).
+    /// A group's name: 1 to 128 characters of [`plain_text`], not all of them spaces (it shows
+    /// in logs, views and terminals, and "" marks the ungrouped jobs' turn in a lease's
+    /// round-robin).
     pub fn valid_group(g: &str) -> bool {
-        !g.is_empty() && g.chars().count() <= 128 && !g.chars().any(char::is_control)
+        !g.trim().is_empty() && g.chars().count() <= 128 && plain_text(g)
     }
 
     /// The state a new job starts in: scheduled when it runs later than it was created.

@@ -1,7 +1,7 @@
 //! The subcommands that talk to a running server: enqueue, jobs, dead-letters, stats.
 
 use crate::cli_args;
-use crate::human::{self, OutputArgs};
+use crate::human::{self, say, say_part, OutputArgs};
 use crate::UsageError;
 use anyhow::{anyhow, Context, Result};
 use redial_policy::Timestamp;
@@ -142,10 +142,8 @@ fn server_base(given: &str) -> Result<String> {
 }
 
 fn print_json(v: &Value) -> Result<()> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).context("encoding JSON")?
-    );
+    let text = serde_json::to_string_pretty(v).context("encoding JSON")?;
+    std::println!("{}", human::printable_json(&text));
     Ok(())
 }
 
@@ -262,7 +260,7 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     } else {
         "enqueued"
     };
-    println!(
+    say!(
         "job {} {what}: {}, queue {}, runs at {}",
         human::s(&out, "id"),
         human::s(&out, "state"),
@@ -344,7 +342,7 @@ async fn enqueue_file(
             &json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }),
         );
     }
-    println!(
+    say!(
         "{} jobs from {source}: {} enqueued, {} already there",
         human::thousands(jobs.len() as u64),
         human::thousands(inserted),
@@ -463,7 +461,7 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             if a.out.json() {
                 return print_json(&out);
             }
-            print!("{}", human::job(&out));
+            say_part!("{}", human::job(&out));
             Ok(())
         }
         JobsCommand::Replay(a) => action(&a, "replay").await,
@@ -484,18 +482,18 @@ async fn action(a: &IdArgs, verb: &str) -> Result<()> {
         return print_json(&out);
     }
     match verb {
-        "dismiss" => println!("job {} dismissed (deleted with its attempts)", a.id),
-        "replay" => println!(
+        "dismiss" => say!("job {} dismissed (deleted with its attempts)", a.id),
+        "replay" => say!(
             "job {} replayed: {}, runs again from {} with the same idempotency key",
             a.id,
             human::s(&out, "state"),
             human::s(&out, "run_at")
         ),
-        _ if out["cancel_requested"] == true && out["state"] == "running" => println!(
+        _ if out["cancel_requested"] == true && out["state"] == "running" => say!(
             "job {}: cancel requested; it ends cancelled when its running attempt returns (unless that attempt completes it)",
             a.id
         ),
-        _ => println!("job {} {}", a.id, human::s(&out, "state")),
+        _ => say!("job {} {}", a.id, human::s(&out, "state")),
     }
     Ok(())
 }
@@ -538,10 +536,10 @@ async fn list(a: ListArgs) -> Result<()> {
         return print_json(&Value::Array(jobs));
     }
     if jobs.is_empty() {
-        println!("no job matches");
+        say!("no job matches");
         return Ok(());
     }
-    println!("{}", human::jobs(&jobs));
+    say!("{}", human::jobs(&jobs));
     Ok(())
 }
 
@@ -658,7 +656,7 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     } else {
         "dismissed"
     };
-    println!("{} dead jobs {done}", human::s(&out, "affected"));
+    say!("{} dead jobs {done}", human::s(&out, "affected"));
     Ok(())
 }
 
@@ -677,12 +675,15 @@ pub async fn stats(a: StatsArgs) -> Result<()> {
     if a.out.json() {
         return print_json(&out);
     }
-    println!(
+    say!(
         "{:<16} {:<10} {:<20} {:>8}",
-        "QUEUE", "STATE", "CATEGORY", "COUNT"
+        "QUEUE",
+        "STATE",
+        "CATEGORY",
+        "COUNT"
     );
     for c in out["queues"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "{:<16} {:<10} {:<20} {:>8}",
             c["queue"].as_str().unwrap_or("-"),
             c["state"].as_str().unwrap_or("-"),
@@ -690,10 +691,10 @@ pub async fn stats(a: StatsArgs) -> Result<()> {
             c["count"].to_string()
         );
     }
-    println!();
-    println!("{:<40} {:<10} {:>8}", "ENDPOINT", "STATE", "COUNT");
+    say!();
+    say!("{:<40} {:<10} {:>8}", "ENDPOINT", "STATE", "COUNT");
     for c in out["endpoints"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "{:<40} {:<10} {:>8}",
             c["endpoint"].as_str().unwrap_or("-"),
             c["state"].as_str().unwrap_or("-"),
@@ -783,13 +784,13 @@ fn print_paused(kind: &str, name: &str, out: &Value, json: bool) -> Result<()> {
     }
     let p = &out["paused_by_hand"];
     if p.is_null() {
-        println!("{kind} {name} is not paused by hand");
+        say!("{kind} {name} is not paused by hand");
     } else {
         let until = p["until"]
             .as_str()
             .map_or_else(|| "until resumed".to_owned(), |u| format!("until {u}"));
         let reason = p["reason"].as_str().filter(|r| !r.is_empty());
-        println!(
+        say!(
             "{kind} {name} paused {until}{}",
             reason.map_or_else(String::new, |r| format!(": {r}"))
         );
@@ -837,7 +838,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             if s.out.json() {
                 return print_json(&out);
             }
-            print!("{}", human::endpoint(&out));
+            say_part!("{}", human::endpoint(&out));
             return Ok(());
         }
         Some(EndpointsCommand::Pause(p)) => {
@@ -848,7 +849,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             let out = control(&t.conn, "endpoint", &t.name, "resume", None).await?;
             if !t.out.json() {
                 let holding = out["holding"].as_str().unwrap_or("nothing");
-                println!(
+                say!(
                     "endpoint {} resumed; holding its jobs now: {holding}",
                     t.name
                 );
@@ -859,7 +860,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
         Some(EndpointsCommand::ResetBreaker(t)) => {
             let out = control(&t.conn, "endpoint", &t.name, "reset-breaker", None).await?;
             if !t.out.json() {
-                println!(
+                say!(
                     "endpoint {} breaker {}",
                     t.name,
                     out["breaker"].as_str().unwrap_or("-")
@@ -876,12 +877,16 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
     if a.out.json() {
         return print_json(&out);
     }
-    println!(
+    say!(
         "{:<36} {:<9} {:>6} {:>5} {:>7}  HOLDING",
-        "ENDPOINT", "BREAKER", "HELD", "FLY", "BUDGET"
+        "ENDPOINT",
+        "BREAKER",
+        "HELD",
+        "FLY",
+        "BUDGET"
     );
     for e in out["endpoints"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "{:<36} {:<9} {:>6} {:>5} {:>7}  {}",
             e["name"].as_str().unwrap_or("-"),
             e["breaker"].as_str().unwrap_or("-"),
@@ -947,7 +952,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                 return print_json(&out);
             }
             let groups = out["groups"].as_array().cloned().unwrap_or_default();
-            println!(
+            say!(
                 "queue {}: {} group(s) with work{}",
                 g.name,
                 out["total"],
@@ -960,9 +965,15 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
             if groups.is_empty() {
                 return Ok(());
             }
-            println!(
+            say!(
                 "{:<24} {:>9} {:>8} {:>10} {:>12} {:>10} {:>7}",
-                "GROUP", "WAITING", "RUNNING", "IN FLIGHT", "CONCURRENCY", "RATE", "WEIGHT"
+                "GROUP",
+                "WAITING",
+                "RUNNING",
+                "IN FLIGHT",
+                "CONCURRENCY",
+                "RATE",
+                "WEIGHT"
             );
             for r in &groups {
                 let l = &r["limits"];
@@ -971,7 +982,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                     Value::String(s) => s.clone(),
                     v => v.to_string(),
                 };
-                println!(
+                say!(
                     "{:<24} {:>9} {:>8} {:>10} {:>12} {:>10} {:>7}",
                     human::s(r, "group"),
                     r["waiting"],
@@ -991,7 +1002,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
             if a.out.json() {
                 return print_json(&out);
             }
-            println!("{:<20} {:>11}  PAUSED BY HAND", "QUEUE", "CONCURRENCY");
+            say!("{:<20} {:>11}  PAUSED BY HAND", "QUEUE", "CONCURRENCY");
             for q in out["queues"].as_array().into_iter().flatten() {
                 let p = &q["paused_by_hand"];
                 let paused = if p.is_null() {
@@ -1008,7 +1019,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                             .unwrap_or("no reason given")
                     )
                 };
-                println!(
+                say!(
                     "{:<20} {:>11}  {paused}",
                     q["name"].as_str().unwrap_or("-"),
                     q["concurrency"].to_string()
@@ -1188,7 +1199,7 @@ fn print_schedule(s: &Value) {
         None => "?".into(),
     };
     let job = &s["job"];
-    println!(
+    say!(
         "schedule {}{}\n  rule:    {rule}\n  missed:  {}\n  job:     {} {} (queue {})\n  next:    {}\n  last:    {}",
         s["id"].as_str().unwrap_or("?"),
         if s["paused"] == true { " (paused)" } else { "" },
@@ -1226,7 +1237,7 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
             if t.out.json() {
                 return print_json(&json!({ "deleted": t.id }));
             }
-            println!("schedule {} deleted (the jobs it enqueued stay)", t.id);
+            say!("schedule {} deleted (the jobs it enqueued stay)", t.id);
             return Ok(());
         }
         Some(SchedulesCommand::Create(c)) => {
@@ -1253,9 +1264,12 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
             if a.out.json() {
                 return print_json(&out);
             }
-            println!(
+            say!(
                 "{:<28} {:<7} {:<22} {:<22} RULE",
-                "SCHEDULE", "PAUSED", "NEXT", "LAST"
+                "SCHEDULE",
+                "PAUSED",
+                "NEXT",
+                "LAST"
             );
             for s in out["schedules"].as_array().into_iter().flatten() {
                 let rule = if let Some(c) = s["rule"]["cron"].as_object() {
@@ -1270,7 +1284,7 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
                         s["rule"]["every"]["interval"].as_str().unwrap_or("?")
                     )
                 };
-                println!(
+                say!(
                     "{:<28} {:<7} {:<22} {:<22} {rule}",
                     s["id"].as_str().unwrap_or("-"),
                     if s["paused"] == true { "yes" } else { "no" },

@@ -362,7 +362,7 @@ impl QueueSection {
             let here = format!("{at}.groups.{name}");
             if !redial_store::NewJob::valid_group(name) {
                 return Err(format!(
-                    "{here}: a group's name is 1 to 128 characters, none of them a control character"
+                    "{here}: a group's name is 1 to 128 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)"
                 ));
             }
             let weight = match g.weight {

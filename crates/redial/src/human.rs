@@ -1,8 +1,81 @@
 //! What the CLI prints for people (the default); `--json` (or `-o json`) prints the API's JSON
 //! for scripts instead. Text from the server is shown on one line each, long values cut with an
-//! ellipsis, so a receiver's HTML page never floods the terminal.
+//! ellipsis, so a receiver's HTML page never floods the terminal; and everything printed passes
+//! through [`printable`] (or [`printable_json`]), so text from outside (a response body, a
+//! reason, an id) cannot drive the terminal.
 
 use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Characters a terminal would act on or that reorder what follows them: control characters
+/// (C0, DEL, C1: escape sequences clear the screen, set the title, write the clipboard with
+/// OSC 52), Unicode's bidirectional embeddings, overrides and isolates, and its line and
+/// paragraph separators.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// `text` safe for a terminal: each unsafe character (but newlines and tabs, which the CLI's
+/// own layout uses) shown as an escape, `\u{1b}`.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| unsafe_char(c) && c != '\n' && c != '\t')
+    {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) && c != '\n' && c != '\t' {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Serialised JSON safe for a terminal: serde_json escapes C0 controls already; the other
+/// unsafe characters (only ever inside strings there) become JSON escapes, `\u2028`, so the
+/// JSON means the same.
+pub fn printable_json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(|c| unsafe_char(c) && c != '\n') {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if unsafe_char(c) && c != '\n' {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `println!` for what the CLI prints: through [`printable`].
+macro_rules! say {
+    () => {
+        std::println!()
+    };
+    ($($arg:tt)*) => {
+        std::println!("{}", $crate::human::printable(&std::format!($($arg)*)))
+    };
+}
+pub(crate) use say;
+
+/// `print!` through [`printable`].
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        std::print!("{}", $crate::human::printable(&std::format!($($arg)*)))
+    };
+}
+pub(crate) use say_part;
 
 /// Output for people or for programs, on every command that prints something.
 #[derive(Debug, Clone, clap::Args)]
@@ -352,6 +425,38 @@ pub fn endpoint(e: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_from_outside_cannot_drive_the_terminal() {
+        // Clear the screen, set the title, write the clipboard (OSC 52), ring, NUL, C1 CSI,
+        // a right-to-left override, a line separator.
+        let hostile = "a\u{1b}[2J\u{1b}]0;owned\u{7}\u{1b}]52;c;ZWNobw==\u{7}\u{0}\u{9b}31m\u{202e}txt.exe\u{2028}b";
+        let shown = printable(hostile);
+        assert!(!shown.chars().any(unsafe_char), "{shown}");
+        assert_eq!(
+            shown,
+            "a\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{1b}]52;c;ZWNobw==\\u{7}\\u{0}\\u{9b}31m\\u{202e}txt.exe\\u{2028}b"
+        );
+        assert_eq!(printable("two\nlines\tand a tab"), "two\nlines\tand a tab");
+        assert!(matches!(printable("plain"), Cow::Borrowed(_)));
+        // In JSON, as JSON escapes: the value reads back the same.
+        let v = serde_json::json!({ "body": hostile });
+        let text = serde_json::to_string_pretty(&v).expect("JSON");
+        let shown = printable_json(&text);
+        assert!(
+            !shown.chars().any(|c| unsafe_char(c) && c != '\n'),
+            "{shown}"
+        );
+        let back: Value = serde_json::from_str(&shown).expect("still JSON");
+        assert_eq!(back, v);
+        // What the job view prints of a hostile body.
+        let job = serde_json::json!({
+            "id": "j1", "state": "dead", "attempt_log": [{ "number": 1, "status": 200, "response_body": hostile }]
+        });
+        assert!(!printable(&super::job(&job))
+            .chars()
+            .any(|c| unsafe_char(c) && c != '\n'));
+    }
 
     #[test]
     fn tables_fit_their_widest_cell_and_numbers_align_right() {

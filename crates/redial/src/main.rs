@@ -154,7 +154,8 @@ fn main() -> ExitCode {
                 });
                 eprintln!("{line}");
             } else {
-                eprintln!("error: {e:#}");
+                // The error may quote the server's answer: shown through `printable`.
+                eprintln!("error: {}", human::printable(&format!("{e:#}")));
             }
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)

@@ -953,3 +953,58 @@ async fn groups_from_the_config_file_the_api_and_the_cli() {
         "{err}"
     );
 }
+
+/// What an outside API answers cannot drive an operator's terminal (issue 31): a body that
+/// would clear the screen, set the title and write the clipboard (OSC 52) is shown with its
+/// control characters as escapes, in text and in JSON, and a reason with them is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_response_body_reaches_the_terminal_as_escapes() {
+    let rx = Receiver::start().await;
+    let hostile = "\u{1b}[2J\u{1b}]0;owned\u{7}\u{1b}]52;c;ZWNobw==\u{7}\u{9b}31m\u{202e}gpj.exe";
+    rx.script("/hostile", vec![Reply::status(400).body(hostile)]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    let out = cli_text(
+        &s.url,
+        &["enqueue", "--id", "h", "--url", &rx.url("/hostile")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&s.url, "h", "dead", |j| j["state"] == "dead");
+    let unsafe_char =
+        |c: char| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c);
+    for args in [
+        &["jobs", "show", "h"][..],
+        &["jobs", "show", "h", "--json"][..],
+    ] {
+        let out = cli_text(&s.url, args, None);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            !out.stdout.chars().any(unsafe_char),
+            "{args:?}: {:?}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains("]52;c;ZWNobw=="),
+            "{args:?}: {}",
+            out.stdout
+        );
+    }
+    // The JSON still says what the body was.
+    let json = cli(&s.url, &["jobs", "show", "h"], None).json;
+    assert_eq!(json["attempt_log"][0]["response_body"], hostile);
+    let out = cli_text(
+        &s.url,
+        &[
+            "endpoints",
+            "pause",
+            &format!("http://{}", rx.addr()),
+            "--reason",
+            "\u{1b}]0;x\u{7}",
+        ],
+        None,
+    );
+    assert_ne!(out.code, 0, "a reason with an escape is refused");
+    assert!(out.stderr.contains("plain text"), "{}", out.stderr);
+    assert!(!out.stderr.chars().any(unsafe_char), "{:?}", out.stderr);
+}

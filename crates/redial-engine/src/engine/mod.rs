@@ -54,7 +54,7 @@ pub use schedules::{
 fn check_group(job: &NewJob) -> Result<(), StoreError> {
     match &job.group {
         Some(g) if !NewJob::valid_group(g) => Err(StoreError::InvalidJob(format!(
-            "job {}: a group is 1 to 128 characters, none of them a control character",
+            "job {}: a group is 1 to 128 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)",
             job.id
         ))),
         _ => Ok(()),
