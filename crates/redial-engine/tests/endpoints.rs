@@ -327,18 +327,14 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
     let per_window = refusals_per_window(&received);
     let total_429 = received.iter().filter(|r| r.status == 429).count();
     println!("quiet rate limit: {} requests for 1000 jobs, {total_429} answered 429, per window {per_window:?}", received.len());
-    // The 429s taught the endpoint (a limit inferred from them, a pace for after each pause):
-    // the endpoint holds its jobs rather than letting every job find out for itself. (The
-    // limit inferred once the pace spreads the requests over several windows may be more than
-    // one window's; the pace keeps them apart. Before the pace learned from these 429s too:
-    // 32-34 refused in all, 16 in the first window.)
+    // The limit was inferred from the 429s: the endpoint shows one, and it pauses the endpoint
+    // rather than letting every job find out for itself.
     let origin = format!("http://{}", rx.addr());
     let view = &s.engine.endpoint_views(&[])[&origin];
     assert!(
-        view.learned_limit.is_some() && view.learned_pace.is_some(),
-        "a limit and a pace learned: {view:?}"
+        view.learned_limit.is_some_and(|l| (1..=50).contains(&l)),
+        "a limit of at most 50 inferred: {view:?}"
     );
-    assert!(total_429 <= 40, "{total_429} refused: {per_window:?}");
     // Without quota headers the first 429 is the first news, and attempts already in flight
     // then can still be refused. From the next window on, the limit inferred from that window
     // holds: at most one 429 (the probe that finds the window full) per window.

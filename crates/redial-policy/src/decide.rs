@@ -200,7 +200,7 @@ impl Decision {
                 };
                 let _ = write!(
                     self.reason,
-                    "; released sooner, in {}, at the endpoint's pace learned from its 429s",
+                    "; released sooner, in {}, at the endpoint's pace learned from 429s without Retry-After",
                     Human(delay)
                 );
             }

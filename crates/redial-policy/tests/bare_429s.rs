@@ -446,31 +446,3 @@ fn three_nodes_learn_one_pace_together() {
     }
     assert!(failed.is_empty(), "{failed:#?}");
 }
-
-/// A leaky bucket whose 429s carry `Retry-After` in whole seconds, rounded up (a wait of 20 ms
-/// said as 1 s): the endpoint pauses for the second it says, and without a pace the burst after
-/// each pause is refused again, so the bucket's burst is all that goes through each second
-/// (issue 30's run measured 100 s for 1,000 jobs against 50/s with a burst of 10). The pace
-/// learned from those 429s spreads the requests after the pause: at least twice as fast, and
-/// few refused.
-#[test]
-fn a_retry_after_rounded_up_does_not_hold_a_bucket_to_its_burst() {
-    let without = EndpointConfig {
-        learn_pace: false,
-        ..EndpointConfig::default()
-    };
-    let mut failed = Vec::new();
-    for (rate, burst) in [(20.0, 5), (50.0, 10), (200.0, 20)] {
-        let l = Limiter::TokenBucketRetryAfter { rate, burst };
-        let old = run_with(&without, l, 1000, 2);
-        let new = check(l, 1000);
-        eprintln!(
-            "without the pace: {} refused, drained in {} ms",
-            old.refused, old.drain_ms
-        );
-        if new.drain_ms * 2 > old.drain_ms || new.refused > 100 || new.dead > 0 {
-            failed.push(format!("{l:?}: {new:?} (without the pace: {old:?})"));
-        }
-    }
-    assert!(failed.is_empty(), "{failed:#?}");
-}

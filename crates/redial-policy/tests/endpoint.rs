@@ -1156,11 +1156,9 @@ fn first_contact_widens_with_the_answers() {
 }
 
 /// A bare 429 (no wait, no quota) is about the endpoint: it sets a pace that holds the next job
-/// for one interval, and the refused job goes again at it. A 429 with Retry-After pauses the
-/// endpoint until then and sets a pace too (for after the pause; its job waits for the server's
-/// instant, not for the pace); a 429 with quota headers sets none (the quota holds).
+/// for one interval, where a 429 with Retry-After pauses instead and sets none.
 #[test]
-fn a_429_without_quota_headers_sets_a_pace() {
+fn a_bare_429_sets_a_pace_and_a_429_that_says_when_does_not() {
     let cfg = EndpointConfig {
         learn_pace: true,
         ..bare()
@@ -1194,37 +1192,12 @@ fn a_429_without_quota_headers_sets_a_pace() {
     assert!(h.reason.contains("pace learned from 429s"), "{}", h.reason);
     assert_eq!(s.pace_release(&cfg, at(1_000)), Some(at(1_050)));
     assert!(s.admit(&cfg, at(1_050), false, 0).is_go());
-    // With Retry-After: a pause, and a pace for after it.
+    // The same with Retry-After: a pause, no pace.
     let mut s = EndpointState::default();
     let Admission::Go(p) = s.admit(&cfg, at(0), false, 0) else {
         panic!("goes")
     };
-    let with_wait = refused(1_000);
-    assert!(with_wait.teaches_pace() && !with_wait.is_bare_refusal());
-    s.record(&cfg, at(0), p, &with_wait);
-    let view = s.view(&cfg, at(0), 0);
-    assert_eq!(view.paused_until, Some(at(1_000)));
-    assert_eq!(
-        view.learned_pace,
-        Some(pace::FLOOR),
-        "nothing went through before"
-    );
-    // With quota headers: the quota holds, no pace.
-    let mut s = EndpointState::default();
-    let Admission::Go(p) = s.admit(&cfg, at(0), false, 0) else {
-        panic!("goes")
-    };
-    let mut with_quota = refused(1_000);
-    with_quota.quota = quota(
-        [
-            ("x-ratelimit-limit", "10"),
-            ("x-ratelimit-remaining", "0"),
-            ("x-ratelimit-reset", "1"),
-        ],
-        at(0),
-    );
-    assert!(!with_quota.teaches_pace());
-    s.record(&cfg, at(0), p, &with_quota);
+    s.record(&cfg, at(0), p, &refused(1_000));
     assert_eq!(s.view(&cfg, at(0), 0).learned_pace, None);
     assert_eq!(s.pace_release(&cfg, at(0)), None);
 }

@@ -374,7 +374,7 @@ pub fn endpoint(e: &Value) -> String {
         (
             "learned pace",
             match e["learned_pace"].as_f64() {
-                Some(p) => format!("{p:.1} requests/s (from 429s without quota headers)"),
+                Some(p) => format!("{p:.1} requests/s (from 429s without Retry-After)"),
                 None => "none".to_owned(),
             },
         ),

@@ -486,7 +486,7 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         t.starts_with("paused by hand")
     })
     .await;
-    // It answered no 429 without quota headers: no pace learned.
+    // It answered no 429 without Retry-After: no pace learned.
     b.wait_text("#endpoint-pace", "the endpoint's learned pace", |t| {
         t == "none learned"
     })

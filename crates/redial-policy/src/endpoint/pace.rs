@@ -1,9 +1,6 @@
 //! A request rate learned from refusals that say nothing: 429s with no wait and no quota, as
 //! leaky buckets in front of many APIs answer (nginx `limit_req`, HAProxy, Envoy, framework
-//! limiters without their headers); and from 429s that say only when to come back
-//! (`Retry-After`, no quota): the pause holds until then, and the pace spreads the requests
-//! after it (a bucket that rounds a 20 ms wait up to a second would otherwise refuse the burst
-//! after every pause, and let only its burst through each second).
+//! limiters without their headers).
 //!
 //! The shape is TCP's (RFC 5681) on a rate instead of a window: the first bare refusal sets the
 //! rate to what went through in the second before it, which then grows fast (doubling about

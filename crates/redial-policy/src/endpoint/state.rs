@@ -328,15 +328,6 @@ impl Observed {
             && self.quota.requests.is_none()
             && self.quota.exhausted.is_none()
     }
-
-    /// A 429 without quota headers, with or without a server wait: a refusal the endpoint's
-    /// pace learns from. A wait says when to come back, not how fast to go then: a leaky bucket
-    /// that rounds its 20 ms up to `Retry-After: 1` refuses a burst again after every pause, and
-    /// only a pace spreads the requests after it (against a bucket of 50/s with a burst of 10,
-    /// 1,000 jobs drained in 100 s at 10 a second without it, 30 s with it).
-    pub fn teaches_pace(&self) -> bool {
-        self.rate_limited && self.quota.requests.is_none() && self.quota.exhausted.is_none()
-    }
 }
 
 impl EndpointState {
@@ -623,7 +614,7 @@ impl EndpointState {
                 return hold(
                     HoldKind::Rate,
                     Some(until),
-                    format!("pace learned from 429s without quota headers: {rate:.1} requests/s"),
+                    format!("pace learned from 429s without Retry-After: {rate:.1} requests/s"),
                 );
             }
         }
@@ -846,7 +837,7 @@ impl EndpointState {
         if cfg.learn_pace {
             if o.class == ResultClass::Success {
                 self.pace.succeeded(now);
-            } else if o.teaches_pace() {
+            } else if o.is_bare_refusal() {
                 let sent = permit.admitted_at.unwrap_or(now);
                 self.pace.refused(now, permit.pace_epoch, sent);
             }
