@@ -108,8 +108,13 @@ async fn recorder(
         let c = match Conn::ready(&mut conn, &config).await {
             Ok(c) => c,
             Err(e) => {
+                // Each waiting recorder hears the same: the store cannot serve (it may try again).
                 for r in batch {
-                    let _ = r.answer.send(Err(StoreError::Backend(e.to_string())));
+                    let again = match &e {
+                        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+                        other => StoreError::Backend(other.to_string()),
+                    };
+                    let _ = r.answer.send(Err(again));
                 }
                 continue;
             }
@@ -483,11 +488,24 @@ impl Store for PgStore {
 
     async fn node_announce(&self, worker: &str) -> StoreResult<()> {
         let mut presence = self.inner.presence.lock().await;
-        if presence
+        if let Some((client, _)) = presence
             .as_ref()
-            .is_some_and(|(c, w)| !c.is_closed() && w == worker)
+            .filter(|(c, w)| !c.is_closed() && w == worker)
         {
-            return Ok(());
+            // Still holding it: a sign of life, which a rescue that found the lock free while
+            // this connection was being replaced reads as "not dead".
+            match client
+                .execute(
+                    "UPDATE nodes SET seen_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
+                     free_since = NULL WHERE worker = $1",
+                    &[&worker],
+                )
+                .await
+            {
+                Ok(1) => return Ok(()),
+                // Forgotten (a rescue took it for dead), or the connection broke: announce anew.
+                Ok(_) | Err(_) => {}
+            }
         }
         // A new session (the first, or the last one ended and its lock with it).
         *presence = None;
@@ -511,9 +529,11 @@ impl Store for PgStore {
         // leases until they expire.
         client
             .execute(
-                "INSERT INTO nodes (worker, announced_at) \
-                 VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint) \
-                 ON CONFLICT (worker) DO UPDATE SET announced_at = EXCLUDED.announced_at",
+                "INSERT INTO nodes (worker, announced_at, seen_at) \
+                 VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
+                     (extract(epoch FROM clock_timestamp()) * 1000)::bigint) \
+                 ON CONFLICT (worker) DO UPDATE SET announced_at = EXCLUDED.announced_at, \
+                     seen_at = EXCLUDED.seen_at, free_since = NULL",
                 &[&worker],
             )
             .await

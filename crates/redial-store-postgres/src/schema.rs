@@ -154,6 +154,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE endpoint_holds ADD COLUMN paced_until BIGINT;
     "#,
+    // 9: a node's last sign of life (each maintenance tick, on its presence connection) and
+    // since when the rescue has found its presence lock free: a free lock alone is a sign to
+    // look, not a death (a connection that blinked frees it too).
+    r#"
+    ALTER TABLE nodes ADD COLUMN seen_at BIGINT, ADD COLUMN free_since BIGINT;
+    "#,
 ];
 
 /// Brings the schema (in the connection's `search_path`) to the latest version.

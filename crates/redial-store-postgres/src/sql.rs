@@ -875,16 +875,28 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
     let tx = c.client.transaction().await.map_err(backend)?;
     let now = ms(p.now);
     let max = int(p.max_stalls);
-    // The nodes that announced a presence lock: one whose lock is free now has died (its
-    // session ended) or stopped; its leases end now and it is forgotten. The lock is taken for
-    // this transaction only, so a node that restarts under the same id takes it back after.
+    // The nodes that announced a presence lock. A free lock is a sign to look: the node died
+    // (its session ended), or its connection blinked (a database restart, a terminated backend)
+    // while it goes on sending its jobs. So the first rescue that finds it free notes when; a
+    // node that announces itself again (each maintenance tick, on a new connection if need be)
+    // takes its lock back, or at least says it is alive; one that stays silent for the grace
+    // has its leases ended now and is forgotten. The lock is taken for this transaction only,
+    // so a node that restarts under the same id takes it back after.
+    let grace = i64::try_from(p.presence_grace.as_millis()).unwrap_or(i64::MAX);
     let nodes = tx
-        .query("SELECT worker FROM nodes", &[])
+        .query(
+            "SELECT worker, seen_at, free_since, \
+             (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM nodes",
+            &[],
+        )
         .await
         .map_err(backend)?;
     let mut forgotten = 0;
     for row in nodes {
         let worker: String = get(&row, 0)?;
+        let seen_at: Option<i64> = get(&row, 1)?;
+        let free_since: Option<i64> = get(&row, 2)?;
+        let db_now: i64 = get(&row, 3)?;
         let free: bool = tx
             .query_one(
                 "SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema() || ':' || $2))",
@@ -893,7 +905,29 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
             .await
             .map_err(backend)?
             .get(0);
-        if free {
+        let dead = match (free, free_since) {
+            (false, None) => false,
+            (false, Some(_)) => {
+                tx.execute(
+                    "UPDATE nodes SET free_since = NULL WHERE worker = $1",
+                    &[&worker],
+                )
+                .await
+                .map_err(backend)?;
+                false
+            }
+            // Free, and alive since it was first found so (or never found so): look again later.
+            (true, None) => {
+                mark_free(&tx, &worker, db_now).await?;
+                false
+            }
+            (true, Some(since)) if seen_at.is_some_and(|s| s > since) => {
+                mark_free(&tx, &worker, db_now).await?;
+                false
+            }
+            (true, Some(since)) => db_now.saturating_sub(since) >= grace,
+        };
+        if dead {
             tx.execute(
                 "UPDATE jobs SET lease_until = $1 - 1 \
                  WHERE state = 'running' AND lease_owner = $2 AND lease_until >= $1",
@@ -941,6 +975,21 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
         requeued: ready,
         dead,
     })
+}
+
+/// Notes that `worker`'s presence lock was found free at `db_now` (the database's clock).
+async fn mark_free(
+    tx: &tokio_postgres::Transaction<'_>,
+    worker: &str,
+    db_now: i64,
+) -> StoreResult<()> {
+    tx.execute(
+        "UPDATE nodes SET free_since = $2 WHERE worker = $1",
+        &[&worker, &db_now],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
 }
 
 pub async fn nodes_live(c: &mut Conn) -> StoreResult<Vec<String>> {

@@ -265,6 +265,7 @@ async fn a_dead_nodes_leases_are_rescued_before_they_expire() {
             .job_rescue_expired(RescueParams {
                 now: at(10),
                 max_stalls: 3,
+                presence_grace: Duration::ZERO,
             })
             .await
             .expect("rescue")
@@ -324,4 +325,107 @@ async fn a_read_only_server_is_not_ready() {
         Err(redial_store::StoreError::Unavailable(_)) => {}
         other => panic!("a write to a read-only server is unavailable: {other:?}"),
     }
+}
+
+/// A node whose connections blink (a database restart, `pg_terminate_backend`) is not dead: it
+/// goes on sending the jobs it leased and takes its presence lock back at its next tick. The
+/// rescue that finds its lock free only notes it; the node's next announcement clears that; only
+/// a node silent for the whole grace has its leases ended. (Before, the first rescue ended them,
+/// and a second node sent those jobs again while the first was still sending them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_connection_blinked_keeps_its_leases() {
+    use redial_store::{JobState, RescueParams};
+    let config = schema().await;
+    let a = PgStore::connect_with(config.clone(), 1).await.expect("a");
+    let b = PgStore::connect_with(config.clone(), 1).await.expect("b");
+    a.node_announce("node-a").await.expect("a announces");
+    b.job_insert(new_job("ja", "q")).await.expect("insert");
+    let leased = a
+        .job_lease_available(LeaseParams {
+            queue: "q".into(),
+            limit: 1,
+            owner: "node-a".into(),
+            now: at(0),
+            lease_until: at(3600),
+        })
+        .await
+        .expect("lease");
+    assert_eq!(leased.len(), 1);
+    let rescue = |grace: Duration| {
+        let b = b.clone();
+        async move {
+            b.job_rescue_expired(RescueParams {
+                now: at(10),
+                max_stalls: 3,
+                presence_grace: grace,
+            })
+            .await
+            .expect("rescue")
+            .requeued
+        }
+    };
+    let (client, connection) = config.connect().await.expect("connect");
+    tokio::spawn(connection);
+    // Ends node a's presence session, as a restart of the server would.
+    let blink = || async {
+        client
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks \
+                 WHERE locktype = 'advisory' AND classid = $1::int::oid AND granted \
+                 AND objid = hashtext(current_schema() || ':node-a')::oid",
+                &[&0x7264_6c32_i32],
+            )
+            .await
+            .expect("terminate")
+    };
+    let free = || async {
+        client
+            .query_one(
+                "SELECT count(*) = 0 FROM pg_locks WHERE locktype = 'advisory' \
+                 AND classid = $1::int::oid AND objid = hashtext(current_schema() || ':node-a')::oid",
+                &[&0x7264_6c32_i32],
+            )
+            .await
+            .expect("locks")
+            .get::<_, bool>(0)
+    };
+    assert_eq!(blink().await, 1, "node a's presence session ended");
+    let give_up = Instant::now() + WAIT;
+    while !free().await {
+        assert!(Instant::now() < give_up, "the lock never freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Found free: noted, not rescued, however short the grace.
+    assert_eq!(rescue(Duration::ZERO).await, 0);
+    // Node a's next tick takes it back: alive, not rescued.
+    a.node_announce("node-a").await.expect("a announces again");
+    assert_eq!(rescue(Duration::ZERO).await, 0);
+    assert_eq!(rescue(Duration::ZERO).await, 0);
+    let state = b
+        .job_get(&"ja".into())
+        .await
+        .expect("get")
+        .expect("exists")
+        .0;
+    assert_eq!(state.state, JobState::Running, "still node a's");
+    // Once more, and this time node a stays silent: within the grace, kept; past it, rescued.
+    assert_eq!(blink().await, 1);
+    while !free().await {
+        assert!(Instant::now() < give_up, "the lock never freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(rescue(Duration::from_secs(3600)).await, 0, "noted");
+    assert_eq!(
+        rescue(Duration::from_secs(3600)).await,
+        0,
+        "within the grace"
+    );
+    assert_eq!(rescue(Duration::ZERO).await, 1, "past it: rescued");
+    let state = b
+        .job_get(&"ja".into())
+        .await
+        .expect("get")
+        .expect("exists")
+        .0;
+    assert_eq!((state.state, state.stalls), (JobState::Ready, 1));
 }

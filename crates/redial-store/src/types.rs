@@ -473,6 +473,12 @@ pub struct RescueParams {
     pub now: Timestamp,
     /// A job whose lease expires more than this many times goes dead.
     pub max_stalls: u32,
+    /// Stores shared by several nodes: how long a node's presence lock must stay free, with no
+    /// sign of life from the node meanwhile, before its leases are ended early. A free lock
+    /// alone is a sign to look, not a death: a node whose connection blinked (a database restart,
+    /// `pg_terminate_backend`) is still sending its jobs and takes its lock back at its next
+    /// tick; ending its leases then would send them twice.
+    pub presence_grace: std::time::Duration,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -621,3 +621,111 @@ async fn three_nodes_keep_one_rate_one_concurrency_limit_and_one_quota() {
         timeline.join("\n")
     );
 }
+
+/// Issue 31: two nodes on PostgreSQL, a receiver that answers in 300 ms, about 128 jobs in
+/// flight. Every connection the nodes hold is ended at once (as a database restart or
+/// `pg_terminate_backend` would): their presence locks free, but the nodes are alive and go on
+/// sending, so no job may be sent twice (before, 96 of about 128 were). Then one node is killed
+/// with SIGKILL: its jobs are rescued within seconds, long before their leases (2 minutes) end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_blink_sends_no_job_twice_and_a_killed_node_is_rescued_within_seconds() {
+    let (base, schema, database_url) = fresh_schema().await;
+    // The nodes' connections carry a name of their own: the blink ends only theirs.
+    let app = format!("redial-blink-{schema}");
+    let database_url = format!("{database_url}&application_name={app}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        "[engine]\nlease = \"120s\"\nheartbeat = \"10s\"\n\n[queues.default]\nconcurrency = 64\n",
+    )
+    .expect("write config");
+    let rx = Receiver::start().await;
+    rx.script(
+        "/slow",
+        vec![Reply::status(200).delay(Duration::from_millis(300))],
+    );
+    let mut nodes: Vec<Node> = (0..2).map(|_| start_node(&database_url, &config)).collect();
+    let http = reqwest::Client::new();
+    let mut pg = redial_store_postgres::DbConfig::parse(&base).expect("DATABASE_URL parses");
+    pg.pg_mut().options(format!("-c search_path={schema}"));
+    let (client, conn) = pg.connect().await.expect("connect to check");
+    tokio::spawn(conn);
+
+    const FIRST: usize = 1000;
+    let target = rx.url("/slow");
+    let jobs = (0..FIRST).map(|n| job(&format!("b{n}"), &target)).collect();
+    enqueue(&http, &nodes[0], jobs).await;
+    let running = || async {
+        client
+            .query_one("SELECT count(*) FROM jobs WHERE state = 'running'", &[])
+            .await
+            .expect("count")
+            .get::<_, i64>(0)
+    };
+    eventually("about 128 jobs in flight on the two nodes", || async {
+        running().await >= 100
+    })
+    .await;
+    let in_flight = running().await;
+    let ended: i64 = client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .expect("terminate")
+        .get(0);
+    assert!(ended >= 4, "the nodes' connections ended: {ended}");
+    eventually("the first jobs completed", || async {
+        count(&http, &nodes[0], "completed").await == FIRST as u64
+    })
+    .await;
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    for r in rx.received("/slow") {
+        let key = r.header("idempotency-key").expect("a key").to_owned();
+        *by_key.entry(key).or_default() += 1;
+    }
+    let twice = by_key.values().filter(|n| **n > 1).count();
+    println!("database blink: {ended} connections ended with {in_flight} jobs in flight; {twice} jobs sent twice");
+    assert_eq!(by_key.len(), FIRST);
+    assert_eq!(twice, 0, "a blink is not a death: no job sent twice");
+
+    // Now a death: node 1 is killed while it holds leases.
+    let jobs = (0..FIRST).map(|n| job(&format!("k{n}"), &target)).collect();
+    enqueue(&http, &nodes[0], jobs).await;
+    let node_1 = nodes[1].child.id();
+    let held_by_node_1 = || async {
+        client
+            .query(
+                "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
+                &[],
+            )
+            .await
+            .expect("leases")
+            .iter()
+            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
+            .count()
+    };
+    eventually("node 1 holds leases", || async {
+        held_by_node_1().await >= 20
+    })
+    .await;
+    let killed = std::time::Instant::now();
+    nodes[1].kill9();
+    let held = held_by_node_1().await;
+    eventually("node 1's leases rescued", || async {
+        held_by_node_1().await == 0
+    })
+    .await;
+    let rescued_in = killed.elapsed();
+    println!("SIGKILL: node 1 held {held} leases; rescued {rescued_in:?} after the kill (leases last 120 s)");
+    assert!(
+        rescued_in < Duration::from_secs(60),
+        "rescued by the presence lock, not by the lease's end: {rescued_in:?}"
+    );
+    eventually("every job completed", || async {
+        count(&http, &nodes[0], "completed").await == 2 * FIRST as u64
+    })
+    .await;
+}

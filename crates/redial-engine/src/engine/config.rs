@@ -151,6 +151,15 @@ pub struct EngineConfig {
     pub schedules: bool,
 }
 
+impl EngineConfig {
+    /// How long a node sharing the store may be out of touch (its presence lock free, no sign of
+    /// life) before its leases are ended early: three maintenance ticks, at least 3 s. A node
+    /// whose connection blinked announces itself again at its next tick, well within it.
+    pub fn presence_grace(&self) -> Duration {
+        (self.maintenance_interval * 3).max(Duration::from_secs(3))
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         let mut queues = BTreeMap::new();

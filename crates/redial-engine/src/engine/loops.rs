@@ -250,6 +250,7 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
             .job_rescue_expired(RescueParams {
                 now,
                 max_stalls: inner.config.max_stalls,
+                presence_grace: inner.config.presence_grace(),
             })
             .await
         {

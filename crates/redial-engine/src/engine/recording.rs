@@ -82,13 +82,40 @@ pub(super) async fn record(
         deferrals: after.deferrals,
         last_delay_ms: after.last_delay.map(millis),
     };
-    match inner.store.job_record_attempt(params).await {
-        Ok(_) => {}
-        Err(StoreError::LeaseLost(id)) => {
-            tracing::warn!(job = %id, "the lease was lost before the attempt was recorded; the job runs again");
-        }
-        Err(e) => {
-            tracing::error!(job = %job.id, error = %e, "recording the attempt failed; the lease will expire and the job runs again");
+    // The request was sent: its result must be recorded, or the job runs again when its lease
+    // ends. A store that cannot serve for a moment (a connection that blinked, a database
+    // restarting) is asked again, on a fresh connection, for as long as a lease lasts (the
+    // heartbeats keep the lease meanwhile, the attempt being still in flight here).
+    let give_up = std::time::Instant::now() + inner.config.lease;
+    let mut pause = Duration::from_millis(50);
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        match inner.store.job_record_attempt(params.clone()).await {
+            Ok(_) => {
+                if tries > 1 {
+                    tracing::info!(job = %job.id, tries, "recorded the attempt once the store could serve again");
+                }
+                return;
+            }
+            Err(StoreError::LeaseLost(id)) if tries > 1 => {
+                // An earlier try may have committed with its answer lost on the way back.
+                tracing::warn!(job = %id, tries, "the lease was gone when the attempt was recorded again: recorded by an earlier try whose answer was lost, or rescued meanwhile");
+                return;
+            }
+            Err(StoreError::LeaseLost(id)) => {
+                tracing::warn!(job = %id, "the lease was lost before the attempt was recorded; the job runs again");
+                return;
+            }
+            Err(StoreError::Unavailable(e)) if std::time::Instant::now() + pause < give_up => {
+                tracing::warn!(job = %job.id, error = %e, tries, "recording the attempt failed; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => {
+                tracing::error!(job = %job.id, error = %e, tries, "recording the attempt failed; the lease will expire and the job runs again");
+                return;
+            }
         }
     }
 }

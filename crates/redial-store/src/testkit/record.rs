@@ -182,6 +182,7 @@ pub async fn rescue_expired_leases(store: Arc<dyn Store>) {
         .job_rescue_expired(RescueParams {
             now: at(31),
             max_stalls: 1,
+            presence_grace: std::time::Duration::ZERO,
         })
         .await
         .expect("rescue");
@@ -202,6 +203,7 @@ pub async fn rescue_expired_leases(store: Arc<dyn Store>) {
         .job_rescue_expired(RescueParams {
             now: at(71),
             max_stalls: 1,
+            presence_grace: std::time::Duration::ZERO,
         })
         .await
         .expect("rescue");
