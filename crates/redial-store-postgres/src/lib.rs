@@ -493,8 +493,9 @@ impl Store for PgStore {
             .filter(|(c, w)| !c.is_closed() && w == worker)
         {
             // Still holding it: a sign of life, which a rescue that found the lock free while
-            // this connection was being replaced reads as "not dead".
-            match client
+            // this connection was being replaced reads as "not dead". Forgotten (a rescue took
+            // it for dead: no row), or the connection broke: announced anew below.
+            if let Ok(1) = client
                 .execute(
                     "UPDATE nodes SET seen_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
                      free_since = NULL WHERE worker = $1",
@@ -502,9 +503,7 @@ impl Store for PgStore {
                 )
                 .await
             {
-                Ok(1) => return Ok(()),
-                // Forgotten (a rescue took it for dead), or the connection broke: announce anew.
-                Ok(_) | Err(_) => {}
+                return Ok(());
             }
         }
         // A new session (the first, or the last one ended and its lock with it).
