@@ -247,6 +247,25 @@ impl PgStore {
         PgStore::connect_with(config, DEFAULT_POOL_SIZE).await
     }
 
+    /// Where the schema at `url` stands, without changing anything.
+    pub async fn schema_status(url: &str) -> StoreResult<SchemaStatus> {
+        let config = DbConfig::parse(url).map_err(StoreError::Backend)?;
+        let client = connect(&config).await?;
+        schema::status(&client).await.map_err(StoreError::Backend)
+    }
+
+    /// Applies the pending migrations at `url` (under the migration lock, so nodes starting
+    /// meanwhile wait) and disconnects; returns where the schema stood before.
+    pub async fn migrate(url: &str) -> StoreResult<SchemaStatus> {
+        let config = DbConfig::parse(url).map_err(StoreError::Backend)?;
+        let mut client = connect(&config).await?;
+        let before = schema::status(&client).await.map_err(StoreError::Backend)?;
+        schema::migrate(&mut client)
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot migrate the database: {e}")))?;
+        Ok(before)
+    }
+
     /// Connects with a prepared configuration and `pool_size` connections (at least one).
     pub async fn connect_with(
         config: impl Into<DbConfig>,

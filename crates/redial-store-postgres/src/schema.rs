@@ -162,6 +162,28 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// Where the schema (in the connection's `search_path`) stands, without changing it.
+pub async fn status(client: &Client) -> Result<redial_store::SchemaStatus, String> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('redial_schema') IS NOT NULL", &[])
+        .await
+        .map_err(|e| crate::describe(&e))?
+        .get(0);
+    let version = if exists {
+        client
+            .query_opt("SELECT version FROM redial_schema", &[])
+            .await
+            .map_err(|e| crate::describe(&e))?
+            .map_or(0, |r| r.get::<_, i32>(0))
+    } else {
+        0
+    };
+    Ok(redial_store::SchemaStatus::of(
+        usize::try_from(version).unwrap_or(0),
+        MIGRATIONS,
+    ))
+}
+
 /// Brings the schema (in the connection's `search_path`) to the latest version.
 pub async fn migrate(client: &mut Client) -> Result<(), String> {
     migrate_to(client, MIGRATIONS.len()).await

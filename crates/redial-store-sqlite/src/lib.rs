@@ -417,6 +417,32 @@ impl SqliteStore {
         })
     }
 
+    /// Where the schema of the database at `path` stands, without changing anything (no file
+    /// yet: a new database, version 0).
+    pub fn schema_status(path: &Path) -> StoreResult<SchemaStatus> {
+        if !path.exists() {
+            return Ok(schema::status_at(0));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| refusal(path, &e))?;
+        schema::status(&conn).map_err(|e| refusal(path, &e))
+    }
+
+    /// Applies the pending migrations to the database at `path` (created if missing), then
+    /// closes it; returns where it stood before. Refused while another process has the file
+    /// open (a running `redial serve`), and for a schema newer than this Redial knows.
+    pub fn migrate(path: &Path) -> StoreResult<SchemaStatus> {
+        create_private(path);
+        let _lock = hold_lock(path)?;
+        let conn = Connection::open(path).map_err(|e| refusal(path, &e))?;
+        let before = schema::status(&conn).map_err(|e| refusal(path, &e))?;
+        schema::prepare(&conn).map_err(|e| refusal(path, &e))?;
+        Ok(before)
+    }
+
     /// The integrity check's result once it has one (`None` while it runs), waiting up to
     /// `within` for it.
     pub async fn integrity(&self, within: std::time::Duration) -> Option<Result<(), String>> {

@@ -236,6 +236,23 @@ pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "cache_size", -8_192)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    migrate(conn)
+}
+
+/// Where the schema of the database open on `conn` stands.
+pub fn status(conn: &Connection) -> rusqlite::Result<redial_store::SchemaStatus> {
+    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    Ok(status_at(version))
+}
+
+/// The status of a database at schema `version` (0: a new one).
+pub fn status_at(version: usize) -> redial_store::SchemaStatus {
+    redial_store::SchemaStatus::of(version, MIGRATIONS)
+}
+
+/// Applies the pending migrations, each with its version bump in one transaction; refuses a
+/// schema newer than this Redial knows.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version > MIGRATIONS.len() {
         return Err(rusqlite::Error::InvalidParameterName(format!(

@@ -15,6 +15,7 @@ mod client;
 mod config;
 mod explain;
 mod human;
+mod migrate;
 mod serve;
 mod settings;
 
@@ -53,6 +54,9 @@ enum Command {
     Schedules(client::SchedulesArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
+    /// The database's schema version and pending migrations; apply them (--dry-run: only show).
+    /// Upgrade a cluster by running this once, then rolling the nodes.
+    Migrate(migrate::Args),
     /// Print a completion script for your shell, e.g. `redial completions bash >
     /// ~/.local/share/bash-completion/completions/redial`.
     Completions(CompletionsArgs),
@@ -184,6 +188,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Endpoints(args) => client::endpoints(args).await,
             Command::Queues(args) => client::queues(args).await,
             Command::Schedules(args) => client::schedules(args).await,
+            Command::Migrate(args) => migrate::run(args).await,
             Command::Explain(_) | Command::Completions(_) => {
                 unreachable!("explain and completions run without the runtime")
             }

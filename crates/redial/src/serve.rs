@@ -54,6 +54,13 @@ pub struct Args {
     /// Log lines as JSON objects (one per line, for log stores) or for people.
     #[arg(long, env = "REDIAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
+    /// Schema migrations at start: `auto` applies pending ones; `check` refuses to start while
+    /// any are pending, naming the `redial migrate` that applies them (upgrade a cluster with it
+    /// once, then roll the nodes) [default: auto for SQLite and for a PostgreSQL database without
+    /// Redial's schema yet, check for one with it]. A schema newer than this Redial is always
+    /// refused.
+    #[arg(long, env = "REDIAL_MIGRATE", value_enum, value_name = "MODE")]
+    pub(crate) migrate: Option<crate::migrate::Mode>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -65,7 +72,7 @@ pub enum LogFormat {
 pub async fn run(args: Args) -> Result<()> {
     let settings = Settings::resolve(&args)?;
     let addr = settings.listen;
-    let (store, db) = open_store(&settings.store).await?;
+    let (store, db) = open_store(&settings.store, args.migrate).await?;
     let http = HttpExecutor::new(settings.http).context("building the HTTP client")?;
     // Traces: off unless the standard OTEL_* variables name an OTLP endpoint.
     let tracer = redial_engine::otel::OtlpConfig::from_env(|k| std::env::var(k).ok())
@@ -178,27 +185,54 @@ impl Signals {
     }
 }
 
+/// Creates the SQLite data folder if missing; only its owner may enter a new one (the database
+/// holds every job's request, credentials included).
+pub(crate) fn create_data_dir(data_dir: &std::path::Path) -> Result<()> {
+    let mut folder = std::fs::DirBuilder::new();
+    folder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+    folder
+        .create(data_dir)
+        .with_context(|| format!("creating the data folder {}", data_dir.display()))
+}
+
 /// Opens the chosen store (creating a new SQLite data folder private to its owner, and refusing
 /// a damaged database file); returns it with how to name it in messages (no password).
-async fn open_store(choice: &StoreChoice) -> Result<(Arc<dyn Store>, String)> {
+async fn open_store(
+    choice: &StoreChoice,
+    migrate: Option<crate::migrate::Mode>,
+) -> Result<(Arc<dyn Store>, String)> {
     match choice {
         StoreChoice::Postgres { url } => {
+            let status = PgStore::schema_status(url)
+                .await
+                .with_context(|| format!("connecting to {}", redact_url(url)))?;
+            let mode = migrate.unwrap_or_else(|| crate::migrate::default_mode(true, &status));
+            crate::migrate::check(
+                mode,
+                &status,
+                "redial migrate --database-url URL (or REDIAL_DATABASE_URL)",
+            )?;
             let store = PgStore::connect(url)
                 .await
                 .with_context(|| format!("connecting to {}", redact_url(url)))?;
             Ok((Arc::new(store), redact_url(url)))
         }
         StoreChoice::Sqlite { data_dir } => {
-            // Only its owner may enter a new data folder: the database holds every job's request,
-            // credentials included.
-            let mut folder = std::fs::DirBuilder::new();
-            folder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
-            folder
-                .create(data_dir)
-                .with_context(|| format!("creating the data folder {}", data_dir.display()))?;
+            create_data_dir(data_dir)?;
             let db = data_dir.join("redial.db");
+            let status = SqliteStore::schema_status(&db).map_err(|e| match e {
+                redial_store::StoreError::Unavailable(why) => {
+                    anyhow::anyhow!("refusing to start: {why}")
+                }
+                other => other.into(),
+            })?;
+            crate::migrate::check(
+                migrate.unwrap_or(crate::migrate::Mode::Auto),
+                &status,
+                &format!("redial migrate --data-dir {}", data_dir.display()),
+            )?;
             let size = std::fs::metadata(&db).map_or(0, |m| m.len());
             // Opening a large database takes a while (its jobs are counted once): say so.
             let opening = std::time::Instant::now();
