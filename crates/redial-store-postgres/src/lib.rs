@@ -43,6 +43,24 @@ pub(crate) const PRESENCE_LOCK_CLASS: i32 = 0x7264_6c32;
 /// Connections kept open by default.
 pub const DEFAULT_POOL_SIZE: usize = 8;
 
+/// The longest a store call waits for the database (a free connection, then its answer) before
+/// it says the database is unavailable: a server that hangs (its processes stopped, as in a
+/// network partition where the kernel still answers) would otherwise hold every API request
+/// and loop that asks it. The connection it waited on is dropped (it is mid-statement); the next
+/// call opens a new one, so the node recovers by itself when the server answers again.
+pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The readiness check's bound: `/readyz` turns 503 within this when the database hangs.
+pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What a call that waited past its bound says.
+pub(crate) fn too_slow(limit: std::time::Duration) -> StoreError {
+    StoreError::Unavailable(format!(
+        "the database did not answer within {} s: it is hung, overloaded or unreachable",
+        limit.as_secs_f64()
+    ))
+}
+
 /// The PostgreSQL store. Cheap to clone; clones share the connections.
 #[derive(Clone)]
 pub struct PgStore {
@@ -105,7 +123,10 @@ async fn recorder(
                 Err(_) => break,
             }
         }
-        let c = match Conn::ready(&mut conn, &config).await {
+        let ready = tokio::time::timeout(OP_TIMEOUT, Conn::ready(&mut conn, &config))
+            .await
+            .unwrap_or_else(|_| Err(too_slow(OP_TIMEOUT)));
+        let c = match ready {
             Ok(c) => c,
             Err(e) => {
                 // Each waiting recorder hears the same: the store cannot serve (it may try again).
@@ -132,13 +153,37 @@ async fn recorder(
             .filter(|(_, first)| **first)
             .map(|(r, _)| (&r.params, r.data.as_str()))
             .collect();
-        // A failed statement changed nothing: everything then takes the one-attempt path.
-        let recorded = sql::record_many(c, &distinct).await.unwrap_or_default();
+        // A failed statement changed nothing: everything then takes the one-attempt path. One
+        // that hangs leaves the connection dropped, and every attempt of the batch unrecorded
+        // (the recording engine asks again).
+        let recorded = match tokio::time::timeout(OP_TIMEOUT, sql::record_many(c, &distinct)).await
+        {
+            Ok(r) => r.unwrap_or_default(),
+            Err(_) => {
+                conn = None;
+                for r in batch {
+                    let _ = r.answer.send(Err(too_slow(OP_TIMEOUT)));
+                }
+                continue;
+            }
+        };
         for (r, first) in batch.into_iter().zip(first_of_id) {
             let answer = if first && recorded.contains(&r.params.id.0) {
                 Ok(r.params.as_leased().0)
             } else {
-                sql::record_attempt(c, r.params, r.data).await
+                let Some(c) = conn.as_mut() else {
+                    let _ = r.answer.send(Err(too_slow(OP_TIMEOUT)));
+                    continue;
+                };
+                match tokio::time::timeout(OP_TIMEOUT, sql::record_attempt(c, r.params, r.data))
+                    .await
+                {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        conn = None;
+                        Err(too_slow(OP_TIMEOUT))
+                    }
+                }
             };
             let _ = r.answer.send(answer);
         }
@@ -418,15 +463,35 @@ async fn listen(config: DbConfig, channel: String, wakes: broadcast::Sender<Wake
     }
 }
 
+/// Runs `$body` on a pooled connection `$c`, within `$limit` ([`OP_TIMEOUT`] when not given)
+/// for the connection and again for the body; a body that takes longer leaves its connection
+/// dropped and says the database is unavailable.
 macro_rules! with_conn {
-    ($self:ident, $c:ident => $body:expr) => {{
-        let mut guard = $self.conn().await?;
-        let $c = guard.as_mut().expect("a connected pool entry");
-        let out = $body;
-        if out.is_err() && $c.client.is_closed() {
-            *guard = None;
+    ($self:ident, $c:ident => $body:expr) => {
+        with_conn!($self, OP_TIMEOUT, $c => $body)
+    };
+    ($self:ident, $limit:expr, $c:ident => $body:expr) => {{
+        let limit: std::time::Duration = $limit;
+        let mut guard = tokio::time::timeout(limit, $self.conn())
+            .await
+            .map_err(|_| too_slow(limit))??;
+        let answered = {
+            let $c = guard.as_mut().expect("a connected pool entry");
+            tokio::time::timeout(limit, async { $body }).await
+        };
+        match answered {
+            Ok(out) => {
+                if out.is_err() && guard.as_ref().is_some_and(|c| c.client.is_closed()) {
+                    *guard = None;
+                }
+                out
+            }
+            Err(_) => {
+                // Mid-statement: dropped, and a new connection opened next time.
+                *guard = None;
+                Err(too_slow(limit))
+            }
         }
-        out
     }};
 }
 
@@ -506,66 +571,13 @@ impl Store for PgStore {
     }
 
     async fn node_announce(&self, worker: &str) -> StoreResult<()> {
-        let mut presence = self.inner.presence.lock().await;
-        if let Some((client, _)) = presence
-            .as_ref()
-            .filter(|(c, w)| !c.is_closed() && w == worker)
-        {
-            // Still holding it: a sign of life, which a rescue that found the lock free while
-            // this connection was being replaced reads as "not dead". Forgotten (a rescue took
-            // it for dead: no row), or the connection broke: announced anew below.
-            if let Ok(1) = client
-                .execute(
-                    "UPDATE nodes SET seen_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
-                     free_since = NULL WHERE worker = $1",
-                    &[&worker],
-                )
-                .await
-            {
-                return Ok(());
+        match tokio::time::timeout(OP_TIMEOUT, self.node_announce_unbounded(worker)).await {
+            Ok(r) => r,
+            Err(_) => {
+                *self.inner.presence.lock().await = None;
+                Err(too_slow(OP_TIMEOUT))
             }
         }
-        // A new session (the first, or the last one ended and its lock with it).
-        *presence = None;
-        let client = connect(&self.inner.config).await?;
-        let held: bool = client
-            .query_one(
-                "SELECT pg_try_advisory_lock($1, hashtext(current_schema() || ':' || $2))",
-                &[&PRESENCE_LOCK_CLASS, &worker],
-            )
-            .await
-            .map_err(backend)?
-            .get(0);
-        if !held {
-            // Another live node runs with this worker id (or a rescue holds it for a moment):
-            // try again at the next tick.
-            tracing::warn!(worker, "another session holds this node's presence lock; is the worker id shared by two nodes?");
-            return Ok(());
-        }
-        // Recorded, so that the rescue knows this node holds a presence lock while alive: a
-        // node that never took one (an older version, during a rolling upgrade) keeps its
-        // leases until they expire.
-        client
-            .execute(
-                "INSERT INTO nodes (worker, announced_at, seen_at) \
-                 VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
-                     (extract(epoch FROM clock_timestamp()) * 1000)::bigint) \
-                 ON CONFLICT (worker) DO UPDATE SET announced_at = EXCLUDED.announced_at, \
-                     seen_at = EXCLUDED.seen_at, free_since = NULL",
-                &[&worker],
-            )
-            .await
-            .map_err(backend)?;
-        // The others divide the endpoints' limits again, at once.
-        client
-            .execute(
-                "SELECT pg_notify($1, $2)",
-                &[&self.inner.channel, &sql::ENDPOINTS_CHANGED],
-            )
-            .await
-            .map_err(backend)?;
-        *presence = Some((client, worker.to_owned()));
-        Ok(())
     }
 
     async fn nodes_live(&self) -> StoreResult<Vec<String>> {
@@ -644,7 +656,7 @@ impl Store for PgStore {
 
     async fn ping(&self) -> StoreResult<()> {
         // Ready means able to write: a standby or a server set read-only is not.
-        let writable = with_conn!(self, c => c
+        let writable = with_conn!(self, PING_TIMEOUT, c => c
             .client
             .query_one(
                 "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'",
@@ -729,6 +741,91 @@ impl Store for PgStore {
     }
 
     async fn try_lead(&self) -> StoreResult<bool> {
+        match tokio::time::timeout(OP_TIMEOUT, self.try_lead_unbounded()).await {
+            Ok(r) => r,
+            Err(_) => {
+                // Mid-statement: the session is dropped (and the role with it, if held).
+                *self.inner.leader.lock().await = None;
+                Err(too_slow(OP_TIMEOUT))
+            }
+        }
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<Wake>> {
+        Some(self.inner.wakes.subscribe())
+    }
+}
+
+impl PgStore {
+    async fn node_announce_unbounded(&self, worker: &str) -> StoreResult<()> {
+        let mut presence = self.inner.presence.lock().await;
+
+        if let Some((client, _)) = presence
+            .as_ref()
+            .filter(|(c, w)| !c.is_closed() && w == worker)
+        {
+            // Still holding it: a sign of life, which a rescue that found the lock free while
+            // this connection was being replaced reads as "not dead". Forgotten (a rescue took
+            // it for dead: no row), or the connection broke: announced anew below.
+            if let Ok(1) = client
+                .execute(
+                    "UPDATE nodes SET seen_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
+                     free_since = NULL WHERE worker = $1",
+                    &[&worker],
+                )
+                .await
+            {
+                return Ok(());
+            }
+        }
+        // A new session (the first, or the last one ended and its lock with it).
+        *presence = None;
+        let client = connect(&self.inner.config).await?;
+        let held: bool = client
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, hashtext(current_schema() || ':' || $2))",
+                &[&PRESENCE_LOCK_CLASS, &worker],
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        if !held {
+            // Another live node runs with this worker id (or a rescue holds it for a moment):
+            // try again at the next tick.
+            tracing::warn!(worker, "another session holds this node's presence lock; is the worker id shared by two nodes?");
+            return Ok(());
+        }
+        // Recorded, so that the rescue knows this node holds a presence lock while alive: a
+        // node that never took one (an older version, during a rolling upgrade) keeps its
+        // leases until they expire.
+        client
+            .execute(
+                "INSERT INTO nodes (worker, announced_at, seen_at) \
+                 VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, \
+                     (extract(epoch FROM clock_timestamp()) * 1000)::bigint) \
+                 ON CONFLICT (worker) DO UPDATE SET announced_at = EXCLUDED.announced_at, \
+                     seen_at = EXCLUDED.seen_at, free_since = NULL",
+                &[&worker],
+            )
+            .await
+            .map_err(backend)?;
+        // The others divide the endpoints' limits again, at once.
+        client
+            .execute(
+                "SELECT pg_notify($1, $2)",
+                &[&self.inner.channel, &sql::ENDPOINTS_CHANGED],
+            )
+            .await
+            .map_err(backend)?;
+        *presence = Some((client, worker.to_owned()));
+        Ok(())
+    }
+
+    async fn try_lead_unbounded(&self) -> StoreResult<bool> {
         let mut leader = self.inner.leader.lock().await;
         if leader.as_ref().is_some_and(|(c, _)| c.is_closed()) {
             // The session ended, and the lock with it.
@@ -754,14 +851,6 @@ impl Store for PgStore {
             }
         }
         Ok(*held)
-    }
-
-    fn is_shared(&self) -> bool {
-        true
-    }
-
-    fn subscribe(&self) -> Option<broadcast::Receiver<Wake>> {
-        Some(self.inner.wakes.subscribe())
     }
 }
 

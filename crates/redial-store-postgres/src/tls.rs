@@ -11,6 +11,10 @@
 //! `.key` when both exist. Each is read from the URL's query (or a `key=value` string) and from
 //! `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`; the URL wins.
 //!
+//! Where the URL sets none, a connection attempt gives up after 5 s (`connect_timeout`), and a
+//! connection is closed once its data goes unacknowledged for 15 s (`tcp_user_timeout`) or its
+//! idle peer stops answering keepalives (`keepalives_idle`, 15 s).
+//!
 //! Owns the parsing of those settings, the rustls client configuration, and what a failed TLS
 //! connection is told as. Does not own the other connection settings (tokio-postgres parses
 //! them) nor when to connect.
@@ -109,9 +113,21 @@ impl DbConfig {
     /// As [`DbConfig::parse`], the environment read through `env`.
     pub fn parse_with(url: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<DbConfig, String> {
         let (rest, ssl) = split_ssl_settings(url)?;
-        let pg: tokio_postgres::Config = rest
+        let mut pg: tokio_postgres::Config = rest
             .parse()
             .map_err(|e| format!("invalid database URL: {e}"))?;
+        // Bounds on a server that does not answer, where the URL sets none: a connection
+        // attempt gives up after 5 s, and a connection whose data goes unacknowledged for 15 s
+        // (a partition) or whose idle peer stops answering keepalives is closed.
+        if pg.get_connect_timeout().is_none() {
+            pg.connect_timeout(std::time::Duration::from_secs(5));
+        }
+        if pg.get_tcp_user_timeout().is_none() {
+            pg.tcp_user_timeout(std::time::Duration::from_secs(15));
+        }
+        if !rest.contains("keepalives_idle") {
+            pg.keepalives_idle(std::time::Duration::from_secs(15));
+        }
         let get = |key: &str| {
             ssl.iter()
                 .rev()

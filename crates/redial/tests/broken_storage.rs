@@ -250,3 +250,108 @@ fn a_second_server_on_the_same_data_folder_is_refused_naming_the_first() {
     cmd.arg("--data-dir").arg(&data);
     Server::start(cmd).terminate();
 }
+
+/// A throwaway PostgreSQL server of this test's own (its processes are stopped and resumed):
+/// stopped and removed when dropped.
+struct OwnPostgres {
+    data: String,
+    url: String,
+}
+
+impl OwnPostgres {
+    fn start() -> OwnPostgres {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/throwaway-postgres");
+        let out = Command::new(&script)
+            .arg("start")
+            .output()
+            .expect("throwaway-postgres");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+                .expect("a value")
+                .to_owned()
+        };
+        OwnPostgres {
+            data: value("REDIAL_TEST_PGDATA"),
+            url: value("DATABASE_URL"),
+        }
+    }
+
+    /// Sends `signal` to the server and every process of it: STOP hangs it (connections stay
+    /// open, the kernel still acknowledges, nothing answers), CONT resumes it.
+    fn signal(&self, signal: &str) {
+        let pid = std::fs::read_to_string(Path::new(&self.data).join("data/postmaster.pid"))
+            .expect("postmaster.pid");
+        let pid = pid.lines().next().expect("a pid").trim().to_owned();
+        let _ = Command::new("pkill")
+            .args([&format!("-{signal}"), "-P", &pid])
+            .status();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status();
+        assert!(ok.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+    }
+}
+
+impl Drop for OwnPostgres {
+    fn drop(&mut self) {
+        self.signal("CONT");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/throwaway-postgres");
+        let _ = Command::new(script).arg("stop").arg(&self.data).status();
+    }
+}
+
+/// Issue 31: PostgreSQL hangs (its processes stopped, as in a partition where the kernel still
+/// answers). Readiness turns 503 within seconds, and every call that needs the database answers
+/// 503 `storage_unavailable` within a bound (before, both hung for as long as the server did);
+/// when the server resumes, the node recovers by itself.
+#[test]
+fn a_hung_postgres_answers_503_within_a_bound_and_the_node_recovers() {
+    let pg = OwnPostgres::start();
+    let mut cmd = serve_command();
+    cmd.env("REDIAL_DATABASE_URL", &pg.url);
+    let server = Server::start(cmd);
+    let a = server.addr();
+    assert_eq!(status(&call(a, "GET", "/readyz", None)), 200);
+    pg.signal("STOP");
+    let timed = |method: &str, path: &str, body: Option<&str>| {
+        let started = std::time::Instant::now();
+        let answer = call(a, method, path, body);
+        (status(&answer), started.elapsed(), answer)
+    };
+    let (code, took, answer) = timed("GET", "/readyz", None);
+    println!("hung PostgreSQL: /readyz answered {code} in {took:?}");
+    assert_eq!(code, 503, "{answer}");
+    assert!(took < Duration::from_secs(30), "/readyz took {took:?}");
+    let (code, took, answer) = timed("GET", "/v1/stats", None);
+    println!("hung PostgreSQL: /v1/stats answered {code} in {took:?}");
+    assert_eq!(code, 503, "{answer}");
+    assert!(answer.contains("storage_unavailable"), "{answer}");
+    assert!(took < Duration::from_secs(60), "/v1/stats took {took:?}");
+    let (code, took, answer) = timed(
+        "POST",
+        "/v1/jobs",
+        Some(r#"{"id":"during","request":{"url":"http://127.0.0.1:9/x","method":"POST"}}"#),
+    );
+    println!("hung PostgreSQL: an enqueue answered {code} in {took:?}");
+    assert_eq!(code, 503, "{answer}");
+    pg.signal("CONT");
+    let give_up = std::time::Instant::now() + Duration::from_secs(120);
+    while status(&call(a, "GET", "/readyz", None)) != 200 {
+        assert!(std::time::Instant::now() < give_up, "never ready again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answer = call(
+        a,
+        "POST",
+        "/v1/jobs",
+        Some(r#"{"id":"after","request":{"url":"http://127.0.0.1:9/x","method":"POST"}}"#),
+    );
+    assert_eq!(status(&answer), 201, "{answer}");
+}
