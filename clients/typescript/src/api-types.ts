@@ -579,7 +579,7 @@ export interface components {
             priority?: number;
             /** @description At most 32 tags of 1 to 100 bytes. */
             tags?: string[];
-            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters, no control characters. */
+            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
@@ -701,7 +701,7 @@ export interface components {
             since?: string;
             /**
              * Format: date-time
-             * @description created before
+             * @description created before; not before since (422 invalid_range)
              */
             until?: string;
             /** @description true to act on every dead letter. */
@@ -857,7 +857,10 @@ export interface components {
         };
         /** @description Why, and until when: an instant (until) or a duration from now (for), not both; with neither, until resumed. The body may be empty. */
         PauseInput: {
-            /** @example provider maintenance */
+            /**
+             * @description One line of plain text: control characters (newlines, escapes, NUL), bidirectional overrides and line separators are refused (422 invalid_reason).
+             * @example provider maintenance
+             */
             reason?: string;
             /** Format: date-time */
             until?: string;
@@ -945,7 +948,7 @@ export interface components {
             priority?: number;
             /** @description At most 32 tags of 1 to 100 bytes. */
             tags?: string[];
-            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters, no control characters. */
+            /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
@@ -1132,7 +1135,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, empty_batch, filter_required. */
+        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, invalid_reason, invalid_range, invalid_schedule, empty_batch, filter_required. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1715,7 +1718,7 @@ export interface operations {
                 endpoint?: string;
                 /** @description Created at or after (RFC 3339) */
                 since?: string;
-                /** @description Created before (RFC 3339) */
+                /** @description Created before (RFC 3339); not before since (422 invalid_range) */
                 until?: string;
             };
             header?: never;
