@@ -207,6 +207,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A consistent copy of the embedded SQLite database, made while jobs run
+         * @description Copies the database as of one commit (SQLite's VACUUM INTO on a connection of its own: writers go on), fsyncs and checks the copy (quick_check), then sends it: a SQLite file that `redial serve --data-dir DIR` starts on once saved as DIR/redial.db. The copy is made beside the database first (its disk needs room for it) and removed once sent. `redial backup FILE` calls this, writes FILE under a temporary name, checks it again and renames it. The copy holds every job's request, credentials included: keep it as safe as the database. A PostgreSQL-backed server answers 501 not_supported: back that database up with pg_dump or the provider's backups.
+         */
+        post: operations["backup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -1606,6 +1626,43 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+        };
+    };
+    backup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The copy, a SQLite database file */
+            200: {
+                headers: {
+                    /** @description The jobs the copy holds */
+                    "X-Redial-Backup-Jobs"?: number;
+                    /** @description The copy's size in bytes */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.sqlite3": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            /** @description This server's store is not one file (PostgreSQL): back it up with its own tools. Code: not_supported. */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
         };
     };
     openapi: {

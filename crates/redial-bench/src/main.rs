@@ -12,6 +12,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod backup;
 mod groups;
 mod noop_nodes;
 mod plain;
@@ -37,8 +38,9 @@ struct Args {
     /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
     /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
-    /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) run only when
-    /// named.
+    /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `backup` (an
+    /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) run
+    /// only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -153,6 +155,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "schedules") {
             schedules::schedules(args.schedules, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "backup") {
+            backup::backup(args.big_backlog, args.concurrency, &mut report).await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;

@@ -62,6 +62,9 @@ impl From<StoreError> for ApiError {
             e @ (StoreError::LeaseLost(_) | StoreError::Backend(_)) => {
                 ApiError::internal("storage failure", e)
             }
+            StoreError::Unsupported(why) => {
+                ApiError::new(StatusCode::NOT_IMPLEMENTED, "not_supported", why)
+            }
             StoreError::Unavailable(why) => {
                 tracing::error!(error = %why, "storage unavailable");
                 ApiError::new(

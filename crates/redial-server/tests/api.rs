@@ -620,6 +620,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/schedules/{id}/pause"),
         ("post", "/v1/schedules/{id}/resume"),
         ("get", "/v1/openapi.json"),
+        ("post", "/v1/backup"),
         ("get", "/v1/alerts"),
         ("get", "/v1/series"),
         ("get", "/metrics"),

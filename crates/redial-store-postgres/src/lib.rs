@@ -654,6 +654,12 @@ impl Store for PgStore {
         with_conn!(self, c => sql::cleanup(c, &params).await)
     }
 
+    async fn backup(&self) -> StoreResult<BackupFile> {
+        Err(StoreError::Unsupported(
+            "this server keeps its jobs in PostgreSQL: back that database up with pg_dump or the provider's backups (the README's \"Backups\" says which tables matter); redial backup copies the embedded SQLite store".into(),
+        ))
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         // Ready means able to write: a standby or a server set read-only is not.
         let writable = with_conn!(self, PING_TIMEOUT, c => c

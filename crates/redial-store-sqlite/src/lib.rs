@@ -13,6 +13,7 @@
 //! Checkpoints (copying the WAL back into the database file) run on a second thread with its own
 //! connection, beside the writer, so a batch does not wait behind one.
 
+mod backup;
 mod counts;
 mod schema;
 mod sql;
@@ -23,6 +24,8 @@ use redial_store::*;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub use backup::{backup_file, check as check_backup, BackupReport};
 
 /// The SQLite store. Cheap to clone; clones share the storage thread.
 #[derive(Clone)]
@@ -351,6 +354,9 @@ impl SqliteStore {
         }
         create_private(path);
         let lock = hold_lock(path)?;
+        if let Some(folder) = path.parent() {
+            backup::sweep(folder);
+        }
         // One thread owns the connection, so SQLite's own locking is not needed.
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
@@ -812,6 +818,23 @@ impl Store for SqliteStore {
         let counts = self.inner.counts.clone();
         self.run(move |c| counts::check(c, &counts).map_err(StoreError::Backend))
             .await
+    }
+
+    async fn backup(&self) -> StoreResult<BackupFile> {
+        let source = self.inner.path.clone();
+        let dest = backup::scratch_name(&source);
+        let made = dest.clone();
+        let report = tokio::task::spawn_blocking(move || {
+            backup::backup_file(&source, &made, false, &mut |_, _| {})
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("the backup failed to run: {e}")))??;
+        Ok(BackupFile {
+            path: dest,
+            bytes: report.bytes,
+            jobs: report.jobs,
+            took: report.took,
+        })
     }
 
     async fn ping(&self) -> StoreResult<()> {

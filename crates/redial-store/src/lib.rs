@@ -45,6 +45,10 @@ pub enum StoreError {
     /// lost connection. The same request may succeed later; the message is for logs.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// This store cannot do what was asked (a PostgreSQL database is backed up with its own
+    /// tools, not through Redial); the message says what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -256,6 +260,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// at every maintenance tick). A shared store lets the others see when that node's session
     /// ends, so that its leases are rescued then rather than when they expire; a store that one
     /// process owns has nothing to tell.
+    /// Writes a consistent copy of the whole database, taken while jobs go on, to a file of its
+    /// own, makes it durable and checks it; the answer holds the copy (removed when dropped:
+    /// open it first to keep reading it). A store that is not one file answers
+    /// [`StoreError::Unsupported`], saying which tools back it up.
+    async fn backup(&self) -> StoreResult<BackupFile> {
+        Err(StoreError::Unsupported(
+            "this store is not one file: back it up with its database's own tools".into(),
+        ))
+    }
+
     async fn node_announce(&self, worker: &str) -> StoreResult<()> {
         let _ = worker;
         Ok(())
@@ -334,4 +348,23 @@ impl Admit for AdmitAll {
     }
 
     fn not_leased(&mut self, _: &Candidate) {}
+}
+
+/// A checked copy of a store's database ([`Store::backup`]). The file is removed when this is
+/// dropped; a reader that opened it first keeps reading it.
+#[derive(Debug)]
+pub struct BackupFile {
+    pub path: std::path::PathBuf,
+    /// The copy's size.
+    pub bytes: u64,
+    /// The jobs it holds.
+    pub jobs: u64,
+    /// How long making and checking it took.
+    pub took: std::time::Duration,
+}
+
+impl Drop for BackupFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }

@@ -20,14 +20,14 @@ pub struct Conn {
         default_value = "http://127.0.0.1:8080",
         global = true
     )]
-    server: String,
+    pub(crate) server: String,
     /// Bearer token. Prefer the environment variable: flags show in `ps`.
     #[arg(long, env = "REDIAL_TOKEN", hide_env_values = true, global = true)]
-    token: Option<String>,
+    pub(crate) token: Option<String>,
 }
 
 #[derive(Debug)]
-struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
@@ -74,6 +74,40 @@ impl Client {
         if status.is_success() {
             return Ok(value);
         }
+        Err(self.failure(status, &value))
+    }
+
+    /// A POST whose successful answer is not JSON (a backup): the response, to read as it comes,
+    /// with no bound on how long the whole takes (only on each wait for more).
+    pub(crate) async fn post_streamed(conn: &Conn, path: &str) -> Result<reqwest::Response> {
+        let client = Client::new(conn)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(600))
+            .no_proxy()
+            .build()
+            .context("building the HTTP client")?;
+        let mut req = http.post(format!("{}{path}", client.base));
+        if let Some(t) = &client.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.with_context(|| {
+            format!(
+                "cannot reach the server at {}: is `redial serve` running there? (--server or REDIAL_SERVER says where)",
+                client.base
+            )
+        })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().await.context("reading the server's answer")?;
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Err(client.failure(status, &value))
+    }
+
+    /// The error a non-2xx answer means, as the CLI says it.
+    fn failure(&self, status: reqwest::StatusCode, value: &Value) -> anyhow::Error {
         let code = value["error"]["code"].as_str().unwrap_or("error");
         let message = value["error"]["message"]
             .as_str()
@@ -90,11 +124,11 @@ impl Client {
             }
             _ => message,
         };
-        Err(anyhow!(ApiFailure {
+        anyhow!(ApiFailure {
             status: status.as_u16(),
             code: code.to_owned(),
             message,
-        }))
+        })
     }
 }
 

@@ -10,6 +10,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod backup;
 mod cli_args;
 mod client;
 mod config;
@@ -57,6 +58,9 @@ enum Command {
     /// The database's schema version and pending migrations; apply them (--dry-run: only show).
     /// Upgrade a cluster by running this once, then rolling the nodes.
     Migrate(migrate::Args),
+    /// A consistent copy of the embedded SQLite database while jobs run (from the server, or
+    /// --data-dir), checked before it is given FILE's name; serve the copy to restore it.
+    Backup(backup::Args),
     /// Print a completion script for your shell, e.g. `redial completions bash >
     /// ~/.local/share/bash-completion/completions/redial`.
     Completions(CompletionsArgs),
@@ -189,6 +193,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Queues(args) => client::queues(args).await,
             Command::Schedules(args) => client::schedules(args).await,
             Command::Migrate(args) => migrate::run(args).await,
+            Command::Backup(args) => backup::run(args).await,
             Command::Explain(_) | Command::Completions(_) => {
                 unreachable!("explain and completions run without the runtime")
             }

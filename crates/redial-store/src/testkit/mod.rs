@@ -123,7 +123,8 @@ fn by_seq(p: &mut RecordAttemptParams, job: &Job) {
     p.endpoint = job.endpoint.clone();
 }
 
-fn record(id: &str, owner: &str, number: u32, transition: Transition) -> RecordAttemptParams {
+/// An attempt of job `id` by `owner` that decides `transition` (recorded at `at(1)`).
+pub fn record(id: &str, owner: &str, number: u32, transition: Transition) -> RecordAttemptParams {
     let decision = match transition {
         Transition::Complete => "complete",
         Transition::Retry { .. } => "retry",

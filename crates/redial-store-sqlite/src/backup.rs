@@ -1,0 +1,228 @@
+//! Online backups: a consistent copy of the database while jobs go on.
+//!
+//! `VACUUM INTO` on a connection of its own reads the database in one read transaction, so the
+//! copy is the database as of one commit, and in WAL mode the writer never waits for it (the WAL
+//! only grows until the copy is done, since a checkpoint cannot pass the reader). The copy is
+//! written under a temporary name beside its destination, fsynced, checked (`quick_check`), and
+//! only then renamed to its name (and the folder fsynced): a copy that has its name is whole.
+
+use redial_store::{StoreError, StoreResult};
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What a finished backup holds.
+#[derive(Clone, Debug)]
+pub struct BackupReport {
+    /// The copy's size.
+    pub bytes: u64,
+    /// The jobs it holds.
+    pub jobs: u64,
+    /// How long copying and checking took.
+    pub took: Duration,
+}
+
+/// The prefix of a copy being written: such a file is not a backup yet (see [`sweep`]).
+const IN_PROGRESS: &str = ".redial-backup-in-progress-";
+
+/// How often `progress` is told how far the copy has got.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// Copies the database at `source` to `dest`, consistent as of one commit, while other
+/// connections (a running `redial serve`, in this process or another) go on writing. `dest` must
+/// not exist unless `replace`. `progress(written, total)` is called every 200 ms while the copy is
+/// written: `total` is the source's size, which the copy may not reach (free pages are left out).
+/// Nothing is left under `dest`'s name unless the whole copy was written, fsynced and checked.
+pub fn backup_file(
+    source: &Path,
+    dest: &Path,
+    replace: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> StoreResult<BackupReport> {
+    let started = Instant::now();
+    if !source.is_file() {
+        return Err(StoreError::Backend(format!(
+            "there is no database at {}: is the data folder right?",
+            source.display()
+        )));
+    }
+    if !replace && dest.exists() {
+        return Err(StoreError::Backend(format!(
+            "{} already exists: choose another name, or pass --force to replace it",
+            dest.display()
+        )));
+    }
+    let name = dest
+        .file_name()
+        .ok_or_else(|| StoreError::Backend(format!("{} is not a file's name", dest.display())))?;
+    let folder = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let partial = folder.join(format!(
+        "{IN_PROGRESS}{}-{}",
+        std::process::id(),
+        name.to_string_lossy()
+    ));
+    let _ = std::fs::remove_file(&partial);
+    let outcome = write_checked(source, &partial, progress).and_then(|(bytes, jobs)| {
+        if !replace && dest.exists() {
+            return Err(StoreError::Backend(format!(
+                "{} appeared while the copy was made: choose another name, or pass --force to replace it",
+                dest.display()
+            )));
+        }
+        std::fs::rename(&partial, dest).map_err(|e| {
+            StoreError::Backend(format!("cannot name the copy {}: {e}", dest.display()))
+        })?;
+        // The new name is durable once the folder is.
+        if let Ok(dir) = std::fs::File::open(&folder) {
+            let _ = dir.sync_all();
+        }
+        Ok((bytes, jobs))
+    });
+    match outcome {
+        Ok((bytes, jobs)) => Ok(BackupReport {
+            bytes,
+            jobs,
+            took: started.elapsed(),
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// Writes the copy to `partial` (created readable by its owner only: it holds every job's
+/// request, credentials included), fsyncs and checks it; answers its size and its jobs.
+fn write_checked(
+    source: &Path,
+    partial: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> StoreResult<(u64, u64)> {
+    let cannot_write = |e: &dyn std::fmt::Display| {
+        StoreError::Backend(format!(
+            "cannot write the copy beside {}: {e}",
+            partial.display()
+        ))
+    };
+    crate::create_private(partial);
+    if !partial.is_file() {
+        return Err(cannot_write(&"the folder cannot be written"));
+    }
+    let target = partial
+        .to_str()
+        .ok_or_else(|| StoreError::Backend(format!("{} is not UTF-8", partial.display())))?
+        .to_owned();
+    let conn = Connection::open_with_flags(
+        source,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| {
+        c.busy_timeout(Duration::from_secs(10))?;
+        Ok(c)
+    })
+    .map_err(|e| crate::refusal(source, &e))?;
+    let total: u64 = conn
+        .query_row(
+            "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(|e| crate::refusal(source, &e))?;
+    let copied = std::thread::scope(|scope| {
+        let copy = scope.spawn(move || conn.execute("VACUUM INTO ?1", [&target]));
+        let mut told = Instant::now();
+        while !copy.is_finished() {
+            std::thread::sleep(Duration::from_millis(5));
+            if told.elapsed() >= PROGRESS_EVERY {
+                progress(std::fs::metadata(partial).map_or(0, |m| m.len()), total);
+                told = Instant::now();
+            }
+        }
+        copy.join()
+    });
+    match copied {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            return Err(match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DiskFull) => {
+                    cannot_write(&"the disk is full; free some space or write elsewhere")
+                }
+                _ => StoreError::Backend(format!("copying {} failed: {e}", source.display())),
+            })
+        }
+        Err(_) => return Err(StoreError::Backend("the copy's thread panicked".into())),
+    }
+    let file = std::fs::File::open(partial).map_err(|e| cannot_write(&e))?;
+    file.sync_all().map_err(|e| cannot_write(&e))?;
+    let bytes = file.metadata().map_err(|e| cannot_write(&e))?.len();
+    progress(bytes, total.max(bytes));
+    let jobs = check(partial)?;
+    Ok((bytes, jobs))
+}
+
+/// Checks a copy as `redial serve` would a database it opens (`quick_check`: every page, b-tree
+/// and record) and counts its jobs.
+pub fn check(copy: &Path) -> StoreResult<u64> {
+    let damaged = |why: String| {
+        StoreError::Backend(format!(
+            "the copy {} failed its check ({why}): it was not kept",
+            copy.display()
+        ))
+    };
+    let conn = Connection::open_with_flags(
+        copy,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| damaged(e.to_string()))?;
+    let rows: Vec<String> = conn
+        .prepare("PRAGMA quick_check(10)")
+        .and_then(|mut s| {
+            s.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(|e| damaged(e.to_string()))?;
+    if rows != ["ok"] {
+        return Err(damaged(rows.join("; ")));
+    }
+    conn.query_row("SELECT count(*) FROM jobs", [], |r| r.get::<_, i64>(0))
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(|e| damaged(e.to_string()))
+}
+
+/// The name of a copy the store makes for [`redial_store::Store::backup`]: beside the
+/// database (the same disk, which has room for its growth), hidden, and told apart from a
+/// person's files by its prefix.
+pub(crate) fn scratch_name(database: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let folder = database.parent().unwrap_or(Path::new("."));
+    folder.join(format!("{IN_PROGRESS}{}-served-{n}.db", std::process::id()))
+}
+
+/// Removes the copies that processes which are gone left half-written in `folder` (a crash
+/// during a backup). Only names with the in-progress prefix, and only of processes that are not
+/// running, are touched.
+pub(crate) fn sweep(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(IN_PROGRESS)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let gone = pid != std::process::id()
+            && Path::new("/proc").is_dir()
+            && !Path::new("/proc").join(pid.to_string()).exists();
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
