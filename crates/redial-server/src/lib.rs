@@ -99,21 +99,42 @@ pub async fn schedules_from_config(
     state: &AppState,
     tables: Vec<serde_json::Value>,
 ) -> Result<(), String> {
-    let now = state.engine.clock().now();
-    let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
-    for (i, table) in tables.into_iter().enumerate() {
-        let input: input::ScheduleInput =
-            serde_json::from_value(table).map_err(|e| format!("schedules[{i}]: {e}"))?;
-        let (id, definition) = input::schedule_definition(state, input, None, "config", now)
-            .map_err(|e| format!("schedules[{i}]: {}", e.message))?;
-        if defined.iter().any(|(d, _)| d == &id) {
-            return Err(format!("schedules[{i}]: id {id:?} is given twice"));
-        }
-        defined.push((id, definition));
-    }
+    let defined = config_schedules(state, tables).map_err(|e| e.join("; "))?;
     state
         .engine
         .schedules_from_config(defined)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The configuration file's `[[schedules]]`, each checked as `POST /v1/schedules` checks one;
+/// or every problem found (`schedules[i]: why`). Writes nothing.
+pub fn config_schedules(
+    state: &AppState,
+    tables: Vec<serde_json::Value>,
+) -> Result<Vec<(String, redial_engine::ScheduleDefinition)>, Vec<String>> {
+    let now = state.engine.clock().now();
+    let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
+    let mut problems = Vec::new();
+    for (i, table) in tables.into_iter().enumerate() {
+        let input: input::ScheduleInput = match serde_json::from_value(table) {
+            Ok(input) => input,
+            Err(e) => {
+                problems.push(format!("schedules[{i}]: {e}"));
+                continue;
+            }
+        };
+        match input::schedule_definition(state, input, None, "config", now) {
+            Ok((id, _)) if defined.iter().any(|(d, _)| d == &id) => {
+                problems.push(format!("schedules[{i}]: id {id:?} is given twice"));
+            }
+            Ok(one) => defined.push(one),
+            Err(e) => problems.push(format!("schedules[{i}]: {}", e.message)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(defined)
+    } else {
+        Err(problems)
+    }
 }

@@ -386,46 +386,120 @@ impl QueueSection {
 }
 
 impl FileConfig {
-    /// Reads `path`; every problem is a usage error that names the file (and the line, for
-    /// syntax and type errors).
+    /// Reads `path`; every problem is a usage error that names the file, and each problem its
+    /// line when it has one (all the problems, not only the first).
+    #[cfg(test)]
     pub fn load(path: &Path) -> Result<(FileConfig, Resolved)> {
+        let parsed = FileConfig::read(path)?;
+        match parsed.resolved {
+            Some(resolved) if parsed.problems.is_empty() => Ok((parsed.config, resolved)),
+            _ => Err(UsageError(describe_problems(
+                &path.display().to_string(),
+                &parsed.problems,
+            ))
+            .into()),
+        }
+    }
+
+    /// Reads `path` as [`FileConfig::parse_all`] does; only a file that cannot be read is an
+    /// error here.
+    pub fn read(path: &Path) -> Result<Parsed> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("cannot read config file {}: {e}", path.display())))?;
-        let config: FileConfig = toml::from_str(&text).map_err(|e| {
-            UsageError(format!(
-                "invalid config file {}: {}",
-                path.display(),
-                e.to_string().trim_end()
-            ))
-        })?;
-        let resolved = config.resolve().map_err(|e| {
-            let at = locate(&text, &e).map_or_else(String::new, |line| format!(", line {line}"));
-            UsageError(format!("invalid config file {}{at}: {e}", path.display()))
-        })?;
-        Ok((config, resolved))
+        Ok(FileConfig::parse_all(&text))
+    }
+
+    /// Parses and checks a file's text: every problem found, in the order of the file's lines,
+    /// and as much of the configuration as could be read. A syntax error stops the reading
+    /// (nothing after it can be trusted: the defaults stand in); type errors are looked for
+    /// key by key, each section's keys apart, and the rest of the file is read without the keys
+    /// at fault; value errors are all collected.
+    pub fn parse_all(text: &str) -> Parsed {
+        let table: toml::Table = match toml::from_str(text) {
+            Ok(t) => t,
+            Err(e) => {
+                return Parsed {
+                    config: FileConfig::default(),
+                    resolved: None,
+                    problems: vec![Problem::of_toml(text, &e)],
+                }
+            }
+        };
+        let mut problems = Vec::new();
+        let config: FileConfig = match toml::from_str(text) {
+            Ok(c) => c,
+            Err(whole) => {
+                let (found, pruned) = type_problems(text, &table);
+                let config = toml::Value::Table(pruned).try_into::<FileConfig>().ok();
+                let Some(config) = config.filter(|_| !found.is_empty()) else {
+                    return Parsed {
+                        config: FileConfig::default(),
+                        resolved: None,
+                        problems: if found.is_empty() {
+                            vec![Problem::of_toml(text, &whole)]
+                        } else {
+                            found
+                        },
+                    };
+                };
+                problems = found;
+                config
+            }
+        };
+        let resolved = match config.resolve_all() {
+            Ok(resolved) => Some(resolved),
+            Err(errors) => {
+                problems.extend(errors.into_iter().map(|message| Problem {
+                    line: locate(text, &message),
+                    message,
+                }));
+                None
+            }
+        };
+        problems.sort_by_key(|p| p.line.unwrap_or(usize::MAX));
+        Parsed {
+            config,
+            resolved: resolved.filter(|_| problems.is_empty()),
+            problems,
+        }
+    }
+
+    /// [`FileConfig::resolve_all`], its problems on one line each.
+    pub fn resolve(&self) -> Result<Resolved, String> {
+        self.resolve_all().map_err(|e| e.join("\n"))
     }
 
     /// Checks every value and computes, once, what the engine takes from the file: the queues
-    /// with their effective policies, the endpoints' limits, the alert rules.
-    pub fn resolve(&self) -> Result<Resolved, String> {
-        let queues = self.queues()?;
-        let (endpoint_defaults, endpoints) = self.endpoint_settings()?;
-        let signing = self.signing()?;
+    /// with their effective policies, the endpoints' limits, the alert rules; or every problem.
+    pub fn resolve_all(&self) -> Result<Resolved, Vec<String>> {
+        let mut errors: Vec<String> = Vec::new();
+        let queues = self.queues().unwrap_or_else(|e| {
+            errors.extend(e);
+            BTreeMap::new()
+        });
+        let (endpoint_defaults, endpoints) = self.endpoint_settings().unwrap_or_else(|e| {
+            errors.extend(e);
+            Default::default()
+        });
+        let signing = self.signing().unwrap_or_else(|e| {
+            errors.extend(e);
+            Default::default()
+        });
         for (origin, settings) in &endpoints {
             if let Some(o) = &settings.policy {
-                self.policy
-                    .merged(o)
-                    .map_err(|e| format!("endpoints.{origin:?}.policy.{e}"))?;
+                if let Err(e) = self.policy.merged(o) {
+                    errors.push(format!("endpoints.{origin:?}.policy.{e}"));
+                }
             }
         }
         if self.engine.heartbeat >= self.engine.lease {
-            return Err("engine.heartbeat must be shorter than engine.lease".into());
+            errors.push("engine.heartbeat must be shorter than engine.lease".into());
         }
         if self.server.max_batch == 0 {
-            return Err("server.max_batch must be at least 1".into());
+            errors.push("server.max_batch must be at least 1".into());
         }
         if self.server.max_connections == 0 {
-            return Err("server.max_connections must be at least 1".into());
+            errors.push("server.max_connections must be at least 1".into());
         }
         for (name, d) in [
             ("header_timeout", self.server.header_timeout),
@@ -433,7 +507,7 @@ impl FileConfig {
             ("body_timeout", self.server.body_timeout),
         ] {
             if d.is_zero() {
-                return Err(format!("server.{name} must be more than 0s"));
+                errors.push(format!("server.{name} must be more than 0s"));
             }
         }
         for origin in &self.server.allowed_origins {
@@ -445,22 +519,26 @@ impl FileConfig {
                     && u.username().is_empty()
             });
             if !ok || origin.ends_with('/') {
-                return Err(format!(
+                errors.push(format!(
                     "server.allowed_origins: {origin:?} is not an origin: write scheme://host[:port], such as \"https://ops.example.com\""
                 ));
             }
         }
-        Ok(Resolved {
-            queues,
-            endpoint_defaults,
-            endpoints,
-            alerts: self.alerts.to_config()?,
-            signing,
-        })
+        let alerts = self.alerts.to_config().map_err(|e| errors.push(e));
+        match alerts {
+            Ok(alerts) if errors.is_empty() => Ok(Resolved {
+                queues,
+                endpoint_defaults,
+                endpoints,
+                alerts,
+                signing,
+            }),
+            _ => Err(errors),
+        }
     }
 
     /// The signing secrets of queues and endpoints, checked.
-    fn signing(&self) -> Result<redial_engine::signing::Signing, String> {
+    fn signing(&self) -> Result<redial_engine::signing::Signing, Vec<String>> {
         use redial_engine::signing::{Signing, SigningSecret};
         let parse = |list: &[String], at: &str| -> Result<Vec<SigningSecret>, String> {
             list.iter()
@@ -468,10 +546,15 @@ impl FileConfig {
                 .collect()
         };
         let mut signing = Signing::default();
+        let mut errors = Vec::new();
         for (name, q) in &self.queues {
             if !q.signing_secrets.is_empty() {
-                let secrets = parse(&q.signing_secrets, &format!("queues.{name}"))?;
-                signing.by_queue.insert(name.clone(), secrets);
+                match parse(&q.signing_secrets, &format!("queues.{name}")) {
+                    Ok(secrets) => {
+                        signing.by_queue.insert(name.clone(), secrets);
+                    }
+                    Err(e) => errors.push(e),
+                }
             }
         }
         for (origin, table) in &self.endpoints {
@@ -479,70 +562,115 @@ impl FileConfig {
                 continue;
             };
             let at = format!("endpoints.{origin:?}");
-            let list: Vec<String> = v
-                .clone()
-                .try_into()
-                .map_err(|_| format!("{at}.signing_secrets: a list of \"whsec_...\" strings"))?;
-            signing
-                .by_endpoint
-                .insert(origin.clone(), parse(&list, &at)?);
+            let list: Result<Vec<String>, _> = v.clone().try_into();
+            match list
+                .map_err(|_| format!("{at}.signing_secrets: a list of \"whsec_...\" strings"))
+                .and_then(|l| parse(&l, &at))
+            {
+                Ok(secrets) => {
+                    signing.by_endpoint.insert(origin.clone(), secrets);
+                }
+                Err(e) => errors.push(e),
+            }
         }
-        Ok(signing)
+        if errors.is_empty() {
+            Ok(signing)
+        } else {
+            Err(errors)
+        }
     }
 
     /// The endpoint defaults and each configured endpoint's limits and policy override.
+    #[allow(clippy::type_complexity)]
     fn endpoint_settings(
         &self,
-    ) -> Result<(EndpointConfig, BTreeMap<String, EndpointSettings>), String> {
-        let defaults: EndpointConfig = toml::Value::Table(self.endpoint_defaults.clone())
+    ) -> Result<(EndpointConfig, BTreeMap<String, EndpointSettings>), Vec<String>> {
+        let mut errors = Vec::new();
+        let defaults: Option<EndpointConfig> = toml::Value::Table(self.endpoint_defaults.clone())
             .try_into()
-            .map_err(|e| format!("endpoint_defaults: {}", one_line(&e)))?;
-        defaults
-            .validate()
-            .map_err(|e| format!("endpoint_defaults.{e}"))?;
+            .map_err(|e| format!("endpoint_defaults: {}", one_line(&e)))
+            .and_then(|d: EndpointConfig| {
+                d.validate().map_err(|e| format!("endpoint_defaults.{e}"))?;
+                Ok(d)
+            })
+            .map_err(|e| errors.push(e))
+            .ok();
         let mut out = BTreeMap::new();
         for (origin, table) in &self.endpoints {
-            let mut table = table.clone();
-            table.remove("signing_secrets");
-            let policy = match table.remove("policy") {
-                None => None,
-                Some(v) => Some(
-                    v.try_into::<PolicyOverride>()
-                        .map_err(|e| format!("endpoints.{origin:?}.policy: {}", one_line(&e)))?,
-                ),
-            };
-            let mut merged = self.endpoint_defaults.clone();
-            merge(&mut merged, table);
-            let limits: EndpointConfig = toml::Value::Table(merged)
-                .try_into()
-                .map_err(|e| format!("endpoints.{origin:?}: {}", one_line(&e)))?;
-            limits
-                .validate()
-                .map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
-            out.insert(origin.clone(), EndpointSettings { policy, limits });
+            match self.endpoint(origin, table) {
+                Ok(settings) => {
+                    out.insert(origin.clone(), settings);
+                }
+                Err(e) => errors.push(e),
+            }
         }
-        Ok((defaults, out))
+        match defaults {
+            Some(d) if errors.is_empty() => Ok((d, out)),
+            _ => Err(errors),
+        }
+    }
+
+    /// One configured endpoint's limits (over the defaults) and policy override.
+    fn endpoint(&self, origin: &str, table: &toml::Table) -> Result<EndpointSettings, String> {
+        let mut table = table.clone();
+        table.remove("signing_secrets");
+        let policy = match table.remove("policy") {
+            None => None,
+            Some(v) => Some(
+                v.try_into::<PolicyOverride>()
+                    .map_err(|e| format!("endpoints.{origin:?}.policy: {}", one_line(&e)))?,
+            ),
+        };
+        let mut merged = self.endpoint_defaults.clone();
+        merge(&mut merged, table);
+        let limits: EndpointConfig = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e| format!("endpoints.{origin:?}: {}", one_line(&e)))?;
+        limits
+            .validate()
+            .map_err(|e| format!("endpoints.{origin:?}.{e}"))?;
+        Ok(EndpointSettings { policy, limits })
     }
 
     /// The queues with their effective policies; `default` is added when the file has none.
-    fn queues(&self) -> Result<BTreeMap<String, redial_engine::QueueConfig>, String> {
+    fn queues(&self) -> Result<BTreeMap<String, redial_engine::QueueConfig>, Vec<String>> {
         let mut out = BTreeMap::new();
-        for (name, q) in &self.queues {
-            if q.concurrency == 0 || q.concurrency > 10_000 {
-                return Err(format!("queues.{name}.concurrency must be from 1 to 10000"));
+        let mut errors = Vec::new();
+        // A fault of the policy every queue starts from is told once, as its own.
+        let base_ok = match self.policy.merged(&PolicyOverride::default()) {
+            Ok(_) => true,
+            Err(e) => {
+                errors.push(format!("policy.{e}"));
+                false
             }
-            let policy = self
-                .policy
-                .merged(&q.policy)
-                .map_err(|e| format!("queues.{name}.policy.{e}"))?;
-            out.insert(
-                name.clone(),
-                redial_engine::QueueConfig {
+        };
+        for (name, q) in &self.queues {
+            let one = || -> Result<redial_engine::QueueConfig, String> {
+                if q.concurrency == 0 || q.concurrency > 10_000 {
+                    return Err(format!("queues.{name}.concurrency must be from 1 to 10000"));
+                }
+                let policy = if base_ok {
+                    self.policy
+                        .merged(&q.policy)
+                        .map_err(|e| format!("queues.{name}.policy.{e}"))?
+                } else {
+                    self.policy.clone()
+                };
+                Ok(redial_engine::QueueConfig {
                     concurrency: q.concurrency,
                     policy,
                     groups: q.groups(&format!("queues.{name}"))?,
-                },
-            );
+                })
+            };
+            match one() {
+                Ok(queue) => {
+                    out.insert(name.clone(), queue);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
         }
         out.entry("default".to_owned())
             .or_insert_with(|| redial_engine::QueueConfig {
@@ -562,6 +690,130 @@ pub struct Resolved {
     pub endpoints: BTreeMap<String, EndpointSettings>,
     pub alerts: redial_engine::alerts::AlertConfig,
     pub signing: redial_engine::signing::Signing,
+}
+
+/// A configuration file as read: as much of it as could be read, what it resolves to when it
+/// has no problem, and every problem.
+#[derive(Debug)]
+pub struct Parsed {
+    pub config: FileConfig,
+    pub resolved: Option<Resolved>,
+    pub problems: Vec<Problem>,
+}
+
+/// One thing wrong with a configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The line it is on, when it can be told.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Problem {
+    /// A problem the TOML reader found: its line from its place in `text`, its message alone.
+    fn of_toml(text: &str, e: &toml::de::Error) -> Problem {
+        Problem {
+            line: e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1),
+            message: one_line(&e.message()),
+        }
+    }
+}
+
+/// The problems of a file as one message: "invalid config file F, line N: what" for one, and a
+/// line for each under "invalid config file F: K problems" for several.
+pub fn describe_problems(file: &str, problems: &[Problem]) -> String {
+    let at = |p: &Problem| p.line.map_or_else(String::new, |l| format!("line {l}: "));
+    match problems {
+        [one] => format!(
+            "invalid config file {file}{}: {}",
+            one.line.map_or_else(String::new, |l| format!(", line {l}")),
+            one.message
+        ),
+        many => {
+            let mut out = format!("invalid config file {file}: {} problems", many.len());
+            for p in many {
+                out.push_str(&format!("\n  {}{}", at(p), p.message));
+            }
+            out
+        }
+    }
+}
+
+/// The type errors of a file that failed to read, each key apart: a section's keys one at a
+/// time (`[server]`'s `max_batch`, then its `listen`...), each table of `queues` and
+/// `endpoints` apart, so one wrong value does not hide the next.
+fn type_problems(text: &str, table: &toml::Table) -> (Vec<Problem>, toml::Table) {
+    let mut problems = Vec::new();
+    let mut pruned = table.clone();
+    let mut try_one = |top: &str, value: toml::Table| {
+        if let Err(e) = toml::Value::Table(value).try_into::<FileConfig>() {
+            let full = e.to_string();
+            let (what, within) = match full.trim_end().rsplit_once("\nin `") {
+                Some((what, path)) => {
+                    (what.to_owned(), Some(path.trim_end_matches('`').to_owned()))
+                }
+                None => (full.trim_end().to_owned(), None),
+            };
+            // "unknown field `x`": the place is the field's own key.
+            let unknown = what
+                .strip_prefix("unknown field `")
+                .and_then(|r| r.split('`').next());
+            let path = match (unknown, within) {
+                (Some(field), Some(within)) => format!("{within}.{field}"),
+                (Some(field), None) => field.to_owned(),
+                (None, Some(within)) => within,
+                (None, None) => top.to_owned(),
+            };
+            prune(&mut pruned, &segments(&path));
+            let message = format!("{path}: {}", one_line(&what));
+            let problem = Problem {
+                line: locate(text, &message),
+                message,
+            };
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    };
+    for (key, value) in table {
+        match value {
+            toml::Value::Table(section) if !section.is_empty() => {
+                for (sub, v) in section {
+                    let mut inner = toml::Table::new();
+                    inner.insert(sub.clone(), v.clone());
+                    let mut outer = toml::Table::new();
+                    outer.insert(key.clone(), toml::Value::Table(inner));
+                    try_one(key, outer);
+                }
+            }
+            v => {
+                let mut outer = toml::Table::new();
+                outer.insert(key.clone(), v.clone());
+                try_one(key, outer);
+            }
+        }
+    }
+    (problems, pruned)
+}
+
+/// Removes the key at `path` (a value at fault) from `table`; a path into an array removes the
+/// array's key.
+fn prune(table: &mut toml::Table, path: &[String]) {
+    match path {
+        [] => {}
+        [last] => {
+            table.remove(last);
+        }
+        [first, rest @ ..] => match table.get_mut(first) {
+            Some(toml::Value::Table(inner)) => prune(inner, rest),
+            Some(_) => {
+                table.remove(first);
+            }
+            None => {}
+        },
+    }
 }
 
 /// The line of the file a value error is about, from the dotted path it begins with

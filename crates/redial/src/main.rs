@@ -14,6 +14,7 @@ mod backup;
 mod cli_args;
 mod client;
 mod config;
+mod config_check;
 mod explain;
 mod human;
 mod migrate;
@@ -58,6 +59,10 @@ enum Command {
     /// The database's schema version and pending migrations; apply them (--dry-run: only show).
     /// Upgrade a cluster by running this once, then rolling the nodes.
     Migrate(migrate::Args),
+    /// Check a configuration before deploying it: `redial config check [--config FILE]
+    /// [--print]` resolves it as `serve` would and reports every problem.
+    #[command(subcommand)]
+    Config(config_check::ConfigCommand),
     /// A consistent copy of the embedded SQLite database while jobs run (from the server, or
     /// --data-dir), checked before it is given FILE's name; serve the copy to restore it.
     Backup(backup::Args),
@@ -194,6 +199,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Schedules(args) => client::schedules(args).await,
             Command::Migrate(args) => migrate::run(args).await,
             Command::Backup(args) => backup::run(args).await,
+            Command::Config(cmd) => config_check::run(cmd).await,
             Command::Explain(_) | Command::Completions(_) => {
                 unreachable!("explain and completions run without the runtime")
             }

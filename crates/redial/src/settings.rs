@@ -2,7 +2,7 @@
 //! configuration file over the defaults, every value checked, in the types the store, the engine
 //! and the API take. `serve.rs` only wires these together.
 
-use crate::config::{default_data_dir, FileConfig};
+use crate::config::{default_data_dir, describe_problems, FileConfig, Parsed, Problem};
 use crate::serve::Args;
 use crate::UsageError;
 use anyhow::Result;
@@ -38,47 +38,63 @@ pub struct Settings {
 
 impl Settings {
     pub fn resolve(args: &Args) -> Result<Settings> {
-        let (file, resolved) = match &args.config {
-            Some(p) => FileConfig::load(p)?,
+        let parsed = match &args.config {
+            Some(p) => FileConfig::read(p)?,
             None => {
-                let file = FileConfig::default();
-                let resolved = file.resolve().map_err(UsageError)?;
-                (file, resolved)
+                let config = FileConfig::default();
+                let resolved = Some(config.resolve().map_err(UsageError)?);
+                Parsed {
+                    config,
+                    resolved,
+                    problems: Vec::new(),
+                }
             }
         };
+        let file = parsed.config;
+        // Every problem is told, not only the first: the file's, then the flags' and variables'
+        // (read over what could be read of the file).
+        let file_problems = parsed.problems;
+        let mut problems: Vec<String> = Vec::new();
         let listen = args
             .listen
             .clone()
             .or(file.server.listen.clone())
             .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-        let listen: SocketAddr = listen.parse().map_err(|_| {
-            UsageError(format!(
+        let listen: SocketAddr = listen.parse().unwrap_or_else(|_| {
+            problems.push(format!(
                 "--listen {listen:?} is not ADDR:PORT, such as 127.0.0.1:8080"
-            ))
-        })?;
+            ));
+            SocketAddr::from(([127, 0, 0, 1], 8080))
+        });
         let token = checked_token(
             args.token.clone().or(file.server.token.clone()),
             "the token (REDIAL_TOKEN, --token or server.token)",
-        )?;
+        )
+        .unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
         let read_only_token = checked_token(
             args.read_only_token
                 .clone()
                 .or(file.server.read_only_token.clone()),
             "the read-only token (REDIAL_READ_ONLY_TOKEN, --read-only-token or server.read_only_token)",
-        )?;
+        )
+        .unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
         if read_only_token.is_some() && read_only_token == token {
-            return Err(UsageError(
+            problems.push(
                 "the read-only token is the same as the token: give it a value of its own".into(),
-            )
-            .into());
+            );
         }
         let allow_unauthenticated = args.allow_unauthenticated || file.server.allow_unauthenticated;
         if !listen.ip().is_loopback() && token.is_none() && !allow_unauthenticated {
-            return Err(UsageError(format!(
+            problems.push(format!(
                 "refusing to serve on {listen} without a token: set REDIAL_TOKEN (or server.token), \
                  listen on 127.0.0.1, or pass --allow-unauthenticated if something in front authenticates"
-            ))
-            .into());
+            ));
         }
         let database_url = args
             .database_url
@@ -87,13 +103,19 @@ impl Settings {
             .filter(|u| !u.is_empty());
         let store = match database_url {
             Some(url) if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) => {
-                return Err(UsageError(format!(
+                problems.push(format!(
                     "--database-url must start with postgres:// or postgresql://, not {:?}",
                     crate::serve::redact_url(&url)
-                ))
-                .into())
+                ));
+                StoreChoice::Postgres { url }
             }
-            Some(url) => StoreChoice::Postgres { url },
+            Some(url) => {
+                // Its TLS settings and form, read as the store will (nothing is connected).
+                if let Err(e) = redial_store_postgres::DbConfig::parse(&url) {
+                    problems.push(format!("--database-url: {e}"));
+                }
+                StoreChoice::Postgres { url }
+            }
             None => StoreChoice::Sqlite {
                 data_dir: args
                     .data_dir
@@ -101,6 +123,16 @@ impl Settings {
                     .or(file.data_dir.clone())
                     .unwrap_or_else(default_data_dir),
             },
+        };
+        let resolved = match parsed.resolved {
+            Some(r) if file_problems.is_empty() && problems.is_empty() => r,
+            _ => {
+                let file_name = args
+                    .config
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.display().to_string());
+                return Err(UsageError(describe_all(&file_name, &file_problems, &problems)).into());
+            }
         };
         let http = HttpConfig {
             allow_private_networks: args.allow_private_networks
@@ -173,19 +205,41 @@ impl Settings {
 /// The API's token: unset or empty is none; spaces around it are not part of it (a copy-paste,
 /// `REDIAL_TOKEN="abc "`: no client could send them); the rest must be a bearer token's
 /// characters.
-fn checked_token(given: Option<String>, what: &str) -> Result<Option<String>> {
+fn checked_token(given: Option<String>, what: &str) -> Result<Option<String>, String> {
     let Some(t) = given.filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
     let t = t.trim();
     if t.is_empty() {
-        return Err(UsageError(format!("{what} is only spaces: set a token or unset it")).into());
+        return Err(format!("{what} is only spaces: set a token or unset it"));
     }
     if !t.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(UsageError(format!(
+        return Err(format!(
             "{what} must be printable ASCII without spaces, as a bearer token is"
-        ))
-        .into());
+        ));
     }
     Ok(Some(t.to_owned()))
+}
+
+/// The file's problems and the flags' as one message: the file's as [`describe_problems`] says
+/// them; with the flags' too, a line for each.
+fn describe_all(file: &str, in_file: &[Problem], flags: &[String]) -> String {
+    match (in_file, flags) {
+        (_, []) => describe_problems(file, in_file),
+        ([], [one]) => one.clone(),
+        _ => {
+            let mut out = format!(
+                "invalid configuration: {} problems",
+                in_file.len() + flags.len()
+            );
+            for p in in_file {
+                let line = p.line.map_or_else(String::new, |l| format!(", line {l}"));
+                out.push_str(&format!("\n  {file}{line}: {}", p.message));
+            }
+            for f in flags {
+                out.push_str(&format!("\n  {f}"));
+            }
+            out
+        }
+    }
 }

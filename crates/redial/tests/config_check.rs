@@ -1,0 +1,258 @@
+//! `redial config check` (issue 31): the README's configuration examples and `deploy/redial.toml`
+//! pass it; a file with many problems gets every one of them, each with its line; flags and
+//! variables are resolved as `serve` resolves them; `--print` shows what is in force, secrets
+//! redacted, as a file that checks again to the same.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::BIN;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// `redial config check ARGS` with only the variables given (nothing inherited that would
+/// change what it resolves).
+fn check(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["config", "check"]).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("REDIAL_") || k.starts_with("OTEL_") || k.starts_with("PGSSL") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the CLI runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path.to_str().expect("utf-8").to_owned()
+}
+
+#[test]
+fn the_readme_and_deploy_examples_pass() {
+    let readme = std::fs::read_to_string(repo("README.md")).expect("README");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut blocks = 0;
+    for (i, block) in readme.split("```toml\n").skip(1).enumerate() {
+        let text = &block[..block.find("```").expect("block end")];
+        let file = write(dir.path(), &format!("readme-{i}.toml"), text);
+        let out = check(&["--config", &file], &[]);
+        assert_eq!(
+            out.code, 0,
+            "README's TOML block {i} fails the check:\n{text}\n{}",
+            out.stderr
+        );
+        assert!(out.stdout.starts_with("configuration ok"), "{}", out.stdout);
+        blocks += 1;
+    }
+    assert!(blocks >= 5, "the README has its TOML examples ({blocks})");
+
+    let deploy = repo("deploy/redial.toml");
+    let deploy = deploy.to_str().expect("utf-8");
+    let env = [
+        ("REDIAL_TOKEN", "a-long-random-token"),
+        (
+            "REDIAL_DATABASE_URL",
+            "postgres://redial:pw@db.internal/redial?sslmode=verify-full&sslrootcert=system",
+        ),
+    ];
+    let out = check(&["--config", deploy], &env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("listen on 0.0.0.0:8080")
+            && out
+                .stdout
+                .contains("PostgreSQL at postgres://redial:redacted@db.internal"),
+        "{}",
+        out.stdout
+    );
+    // As serve would: without the token it says which it needs.
+    let out = check(&["--config", deploy], &env[1..]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("without a token"), "{}", out.stderr);
+}
+
+#[test]
+fn every_problem_is_told_with_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "redial.toml",
+        r#"# several mistakes
+[server]
+max_batch = 0
+max_batchh = 3
+header_timeout = "zz"
+
+[engine]
+heartbeat = "1m"
+lease = "30s"
+
+[queues.mail]
+concurrency = 0
+
+[queues.sms]
+concurrency = "x"
+
+[endpoints."https://api.example.com"]
+rate = "fast"
+"#,
+    );
+    let out = check(&["--config", &file], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    for (line, what) in [
+        (3, "server.max_batch must be at least 1"),
+        (4, "server.max_batchh: unknown field"),
+        (5, "server.header_timeout: invalid duration \"zz\""),
+        (8, "engine.heartbeat must be shorter than engine.lease"),
+        (12, "queues.mail.concurrency must be from 1 to 10000"),
+        (15, "queues.sms.concurrency: invalid type"),
+        (18, "invalid rate \"fast\""),
+    ] {
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.contains(&format!("line {line}: ")) && l.contains(what)),
+            "line {line}, {what}:\n{}",
+            out.stderr
+        );
+    }
+    assert!(out.stderr.contains("7 problems"), "{}", out.stderr);
+
+    // The flags' problems beside the file's; a syntax error stops the reading there.
+    let out = check(&["--config", &file, "--listen", "nowhere"], &[]);
+    assert!(
+        out.stderr.contains("8 problems") && out.stderr.contains("--listen \"nowhere\""),
+        "{}",
+        out.stderr
+    );
+    let broken = write(dir.path(), "broken.toml", "[server]\nlisten = \"x\n");
+    let out = check(&["--config", &broken], &[]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains(", line 2: "), "{}", out.stderr);
+
+    // Schedules are checked as the API checks them, each named by its line.
+    let schedules = write(
+        dir.path(),
+        "schedules.toml",
+        r#"[[schedules]]
+id = "ok"
+every = "1m"
+job = { request = { method = "POST", url = "https://api.example.com/a" } }
+
+[[schedules]]
+id = "bad"
+every = "1s1m"
+job = { request = { method = "POST", url = "https://api.example.com/b" } }
+
+[[schedules]]
+id = "never"
+cron = "* * 2 * 3 0L"
+timezone = "Europe/Berlin"
+job = { request = { method = "POST", url = "https://api.example.com/c" } }
+"#,
+    );
+    let out = check(&["--config", &schedules], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("line 6: schedules[1]") && out.stderr.contains("line 11: schedules[2]"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("schedules[0]"), "{}", out.stderr);
+}
+
+#[test]
+fn print_shows_what_is_in_force_with_secrets_redacted_and_reads_back_the_same() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "redial.toml",
+        r#"[server]
+token = "file-token-abc"
+
+[queues.mail]
+concurrency = 4
+group_concurrency = 2
+signing_secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+policy = { max_attempts = 3 }
+
+[queues.mail.groups.big]
+weight = 5
+
+[endpoints."https://api.example.com"]
+rate = "5/s"
+
+[[alerts.rules]]
+name = "any"
+more_than = 3
+
+[[schedules]]
+id = "s"
+every = "1m"
+job = { request = { method = "POST", url = "https://user:pw@api.example.com/x", headers = { Authorization = "Bearer sched-secret" } } }
+"#,
+    );
+    let env = [
+        ("REDIAL_LISTEN", "127.0.0.1:9999"),
+        (
+            "REDIAL_DATABASE_URL",
+            "postgres://redial:db-password@db/redial",
+        ),
+    ];
+    let out = check(&["--config", &file, "--print"], &env);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let printed = out.stdout;
+    for secret in [
+        "file-token-abc",
+        "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "db-password",
+        "sched-secret",
+        ":pw@",
+    ] {
+        assert!(!printed.contains(secret), "{secret} shows:\n{printed}");
+    }
+    for shown in [
+        "listen = \"127.0.0.1:9999\"",
+        "token = \"[redacted]\"",
+        "signing_secrets = [\"[redacted]\"]",
+        "max_attempts = 3",
+        "group_concurrency = 2",
+        "[queues.mail.groups.big]",
+        "rate = \"5/1s\"",
+        "[queues.default]",
+        "lease = \"30s\"",
+    ] {
+        assert!(printed.contains(shown), "{shown} is not shown:\n{printed}");
+    }
+    // Without the secrets it cannot show, the printed file checks again to the same.
+    let again = printed
+        .replace("token = \"[redacted]\"\n", "")
+        .replace("signing_secrets = [\"[redacted]\"]", "signing_secrets = []")
+        .replace("Authorization = \"[redacted]\"\n", "")
+        .replace("%5Bredacted%5D@", "");
+    let file = write(dir.path(), "printed.toml", &again);
+    let out = check(&["--config", &file, "--print"], &[]);
+    assert_eq!(out.code, 0, "{}\n{again}", out.stderr);
+    assert_eq!(out.stdout, again);
+}
