@@ -43,14 +43,15 @@ pub(crate) const PRESENCE_LOCK_CLASS: i32 = 0x7264_6c32;
 /// Connections kept open by default.
 pub const DEFAULT_POOL_SIZE: usize = 8;
 
-/// The longest a store call waits for the database (a free connection, then its answer) before
+/// By default, the longest a store call waits for the database (a free connection, then its answer) before
 /// it says the database is unavailable: a server that hangs (its processes stopped, as in a
 /// network partition where the kernel still answers) would otherwise hold every API request
 /// and loop that asks it. The connection it waited on is dropped (it is mid-statement); the next
 /// call opens a new one, so the node recovers by itself when the server answers again.
 pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The readiness check's bound: `/readyz` turns 503 within this when the database hangs.
+/// By default, the readiness check's bound: `/readyz` turns 503 within this when the database hangs
+/// (`DbConfig::set_timeouts` sets both).
 pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What a call that waited past its bound says.
@@ -123,9 +124,10 @@ async fn recorder(
                 Err(_) => break,
             }
         }
-        let ready = tokio::time::timeout(OP_TIMEOUT, Conn::ready(&mut conn, &config))
+        let limit = config.call_timeout();
+        let ready = tokio::time::timeout(limit, Conn::ready(&mut conn, &config))
             .await
-            .unwrap_or_else(|_| Err(too_slow(OP_TIMEOUT)));
+            .unwrap_or_else(|_| Err(too_slow(limit)));
         let c = match ready {
             Ok(c) => c,
             Err(e) => {
@@ -156,13 +158,12 @@ async fn recorder(
         // A failed statement changed nothing: everything then takes the one-attempt path. One
         // that hangs leaves the connection dropped, and every attempt of the batch unrecorded
         // (the recording engine asks again).
-        let recorded = match tokio::time::timeout(OP_TIMEOUT, sql::record_many(c, &distinct)).await
-        {
+        let recorded = match tokio::time::timeout(limit, sql::record_many(c, &distinct)).await {
             Ok(r) => r.unwrap_or_default(),
             Err(_) => {
                 conn = None;
                 for r in batch {
-                    let _ = r.answer.send(Err(too_slow(OP_TIMEOUT)));
+                    let _ = r.answer.send(Err(too_slow(limit)));
                 }
                 continue;
             }
@@ -172,16 +173,14 @@ async fn recorder(
                 Ok(r.params.as_leased().0)
             } else {
                 let Some(c) = conn.as_mut() else {
-                    let _ = r.answer.send(Err(too_slow(OP_TIMEOUT)));
+                    let _ = r.answer.send(Err(too_slow(limit)));
                     continue;
                 };
-                match tokio::time::timeout(OP_TIMEOUT, sql::record_attempt(c, r.params, r.data))
-                    .await
-                {
+                match tokio::time::timeout(limit, sql::record_attempt(c, r.params, r.data)).await {
                     Ok(answer) => answer,
                     Err(_) => {
                         conn = None;
-                        Err(too_slow(OP_TIMEOUT))
+                        Err(too_slow(limit))
                     }
                 }
             };
@@ -463,12 +462,12 @@ async fn listen(config: DbConfig, channel: String, wakes: broadcast::Sender<Wake
     }
 }
 
-/// Runs `$body` on a pooled connection `$c`, within `$limit` ([`OP_TIMEOUT`] when not given)
+/// Runs `$body` on a pooled connection `$c`, within `$limit` (the configured call timeout when not given)
 /// for the connection and again for the body; a body that takes longer leaves its connection
 /// dropped and says the database is unavailable.
 macro_rules! with_conn {
     ($self:ident, $c:ident => $body:expr) => {
-        with_conn!($self, OP_TIMEOUT, $c => $body)
+        with_conn!($self, $self.inner.config.call_timeout(), $c => $body)
     };
     ($self:ident, $limit:expr, $c:ident => $body:expr) => {{
         let limit: std::time::Duration = $limit;
@@ -571,11 +570,12 @@ impl Store for PgStore {
     }
 
     async fn node_announce(&self, worker: &str) -> StoreResult<()> {
-        match tokio::time::timeout(OP_TIMEOUT, self.node_announce_unbounded(worker)).await {
+        let limit = self.inner.config.call_timeout();
+        match tokio::time::timeout(limit, self.node_announce_unbounded(worker)).await {
             Ok(r) => r,
             Err(_) => {
                 *self.inner.presence.lock().await = None;
-                Err(too_slow(OP_TIMEOUT))
+                Err(too_slow(limit))
             }
         }
     }
@@ -662,7 +662,7 @@ impl Store for PgStore {
 
     async fn ping(&self) -> StoreResult<()> {
         // Ready means able to write: a standby or a server set read-only is not.
-        let writable = with_conn!(self, PING_TIMEOUT, c => c
+        let writable = with_conn!(self, self.inner.config.ready_timeout(), c => c
             .client
             .query_one(
                 "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'",
@@ -747,12 +747,13 @@ impl Store for PgStore {
     }
 
     async fn try_lead(&self) -> StoreResult<bool> {
-        match tokio::time::timeout(OP_TIMEOUT, self.try_lead_unbounded()).await {
+        let limit = self.inner.config.call_timeout();
+        match tokio::time::timeout(limit, self.try_lead_unbounded()).await {
             Ok(r) => r,
             Err(_) => {
                 // Mid-statement: the session is dropped (and the role with it, if held).
                 *self.inner.leader.lock().await = None;
-                Err(too_slow(OP_TIMEOUT))
+                Err(too_slow(limit))
             }
         }
     }

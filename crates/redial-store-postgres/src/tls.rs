@@ -88,6 +88,10 @@ pub struct DbConfig {
     /// The root certificates' file, for messages (`system` for the bundled roots).
     root: Option<String>,
     tls: MakeRustls,
+    /// How long a store call waits for the database (a connection, then its answer).
+    call_timeout: std::time::Duration,
+    /// How long the readiness check waits.
+    ready_timeout: std::time::Duration,
 }
 
 impl fmt::Debug for DbConfig {
@@ -160,6 +164,8 @@ impl DbConfig {
                 mode: s.mode,
                 root: None,
                 tls: MakeRustls { config: None },
+                call_timeout: crate::OP_TIMEOUT,
+                ready_timeout: crate::PING_TIMEOUT,
             });
         }
         let (config, root) = client_config(&s)?;
@@ -170,7 +176,37 @@ impl DbConfig {
             tls: MakeRustls {
                 config: Some(Arc::new(config)),
             },
+            call_timeout: crate::OP_TIMEOUT,
+            ready_timeout: crate::PING_TIMEOUT,
         })
+    }
+
+    /// How long each store call waits for the database (a free connection, then its answer)
+    /// before it answers unavailable, and how long the readiness check waits ([`crate::OP_TIMEOUT`]
+    /// and [`crate::PING_TIMEOUT`] unless set). Both must be longer than zero.
+    pub fn set_timeouts(
+        &mut self,
+        call: std::time::Duration,
+        ready: std::time::Duration,
+    ) -> Result<(), String> {
+        if call.is_zero() || ready.is_zero() {
+            return Err(
+                "the database's call and readiness timeouts must be longer than zero".into(),
+            );
+        }
+        self.call_timeout = call;
+        self.ready_timeout = ready;
+        Ok(())
+    }
+
+    /// The bound on each store call ([`DbConfig::set_timeouts`]).
+    pub fn call_timeout(&self) -> std::time::Duration {
+        self.call_timeout
+    }
+
+    /// The bound on the readiness check ([`DbConfig::set_timeouts`]).
+    pub fn ready_timeout(&self) -> std::time::Duration {
+        self.ready_timeout
     }
 
     /// The settings tokio-postgres reads (user, host, options...), to change before connecting.

@@ -20,6 +20,7 @@ pub struct FileConfig {
     /// A PostgreSQL database to use instead (several nodes may share it).
     pub database_url: Option<String>,
     pub server: ServerSection,
+    pub postgres: PostgresSection,
     pub ui: UiSection,
     pub network: NetworkSection,
     pub http: HttpSection,
@@ -88,6 +89,28 @@ impl Default for ServerSection {
             header_timeout: d.header_timeout,
             idle_timeout: d.idle_timeout,
             body_timeout: d.body_timeout,
+        }
+    }
+}
+
+/// How long a node waits for its PostgreSQL database before it says the database is unavailable
+/// (503 `storage_unavailable`, readiness down); the node recovers by itself when it answers again.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PostgresSection {
+    /// Each store call: a free connection, then its answer.
+    #[serde(with = "serde_human")]
+    pub call_timeout: Duration,
+    /// The readiness check (`/readyz`).
+    #[serde(with = "serde_human")]
+    pub ready_timeout: Duration,
+}
+
+impl Default for PostgresSection {
+    fn default() -> Self {
+        PostgresSection {
+            call_timeout: redial_store_postgres::OP_TIMEOUT,
+            ready_timeout: redial_store_postgres::PING_TIMEOUT,
         }
     }
 }
@@ -494,6 +517,14 @@ impl FileConfig {
         }
         if self.engine.heartbeat >= self.engine.lease {
             errors.push("engine.heartbeat must be shorter than engine.lease".into());
+        }
+        for (name, d) in [
+            ("call_timeout", self.postgres.call_timeout),
+            ("ready_timeout", self.postgres.ready_timeout),
+        ] {
+            if d.is_zero() {
+                errors.push(format!("postgres.{name} must be more than 0s"));
+            }
         }
         if self.server.max_batch == 0 {
             errors.push("server.max_batch must be at least 1".into());

@@ -77,7 +77,7 @@ pub async fn run(command: ConfigCommand) -> Result<()> {
             StoreChoice::Sqlite { data_dir } => {
                 format!("SQLite in {}", data_dir.join("redial.db").display())
             }
-            StoreChoice::Postgres { url } => format!("PostgreSQL at {}", redact_url(url)),
+            StoreChoice::Postgres { url, .. } => format!("PostgreSQL at {}", redact_url(url)),
         };
         println!(
             "configuration ok ({source}): listen on {}, {store}, {} queues, {} endpoints configured, {} schedules",
@@ -159,8 +159,19 @@ fn resolved(s: &Settings) -> Value {
         StoreChoice::Sqlite { data_dir } => {
             doc.insert("data_dir".into(), json!(data_dir.display().to_string()));
         }
-        StoreChoice::Postgres { url } => {
+        StoreChoice::Postgres {
+            url,
+            call_timeout,
+            ready_timeout,
+        } => {
             doc.insert("database_url".into(), json!(redact_url(url)));
+            doc.insert(
+                "postgres".into(),
+                json!({
+                    "call_timeout": human(*call_timeout),
+                    "ready_timeout": human(*ready_timeout),
+                }),
+            );
         }
     }
     let server = &s.server;

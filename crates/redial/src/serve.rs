@@ -204,7 +204,11 @@ async fn open_store(
     migrate: Option<crate::migrate::Mode>,
 ) -> Result<(Arc<dyn Store>, String)> {
     match choice {
-        StoreChoice::Postgres { url } => {
+        StoreChoice::Postgres {
+            url,
+            call_timeout,
+            ready_timeout,
+        } => {
             let status = PgStore::schema_status(url)
                 .await
                 .with_context(|| format!("connecting to {}", redact_url(url)))?;
@@ -214,7 +218,11 @@ async fn open_store(
                 &status,
                 "redial migrate --database-url URL (or REDIAL_DATABASE_URL)",
             )?;
-            let store = PgStore::connect(url)
+            let mut config = redial_store_postgres::DbConfig::parse(url).map_err(UsageError)?;
+            config
+                .set_timeouts(*call_timeout, *ready_timeout)
+                .map_err(UsageError)?;
+            let store = PgStore::connect_with(config, redial_store_postgres::DEFAULT_POOL_SIZE)
                 .await
                 .with_context(|| format!("connecting to {}", redact_url(url)))?;
             Ok((Arc::new(store), redact_url(url)))

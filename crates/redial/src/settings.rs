@@ -18,8 +18,13 @@ use std::time::Duration;
 pub enum StoreChoice {
     /// The embedded default: `redial.db` in this folder.
     Sqlite { data_dir: PathBuf },
-    /// A PostgreSQL database several nodes may share.
-    Postgres { url: String },
+    /// A PostgreSQL database several nodes may share, and how long a call waits for it (each
+    /// store call, the readiness check).
+    Postgres {
+        url: String,
+        call_timeout: Duration,
+        ready_timeout: Duration,
+    },
 }
 
 #[derive(Debug)]
@@ -107,14 +112,22 @@ impl Settings {
                     "--database-url must start with postgres:// or postgresql://, not {:?}",
                     crate::serve::redact_url(&url)
                 ));
-                StoreChoice::Postgres { url }
+                StoreChoice::Postgres {
+                    url,
+                    call_timeout: file.postgres.call_timeout,
+                    ready_timeout: file.postgres.ready_timeout,
+                }
             }
             Some(url) => {
                 // Its TLS settings and form, read as the store will (nothing is connected).
                 if let Err(e) = redial_store_postgres::DbConfig::parse(&url) {
                     problems.push(format!("--database-url: {e}"));
                 }
-                StoreChoice::Postgres { url }
+                StoreChoice::Postgres {
+                    url,
+                    call_timeout: file.postgres.call_timeout,
+                    ready_timeout: file.postgres.ready_timeout,
+                }
             }
             None => StoreChoice::Sqlite {
                 data_dir: args
