@@ -29,6 +29,15 @@ struct Entry {
     shared: (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>),
 }
 
+/// What an endpoint asks of a finished attempt's job besides its decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sooner {
+    /// A bare 429's deferral ends at the endpoint's learned pace.
+    AtPace(Timestamp),
+    /// The retry goes at once: it tells whether the suspect endpoint is flaky or down.
+    Now,
+}
+
 #[derive(Debug)]
 pub(crate) struct Registry {
     defaults: EndpointConfig,
@@ -62,7 +71,7 @@ impl Admitted {
     /// The group's admission ends as a plain success: a group learns nothing from answers, it
     /// only counts what it started. Returns, for a bare 429 from an endpoint that keeps a pace
     /// learned from them, when the refused job may go again at that pace.
-    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Option<Timestamp> {
+    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Option<Sooner> {
         let mut release = None;
         if let Some(permit) = self.permit.take() {
             release = self.registry.finish(&self.endpoint, now, permit, observed);
@@ -76,6 +85,7 @@ impl Admitted {
                     server_wait: None,
                     quota: Default::default(),
                     others_in_flight: 0,
+                    safe_retry: false,
                 };
                 group.registry.finish(&group.endpoint, now, permit, plain);
             }
@@ -255,31 +265,37 @@ impl Registry {
     }
 
     /// Records a finished attempt; `observed.others_in_flight` is filled in here.
-    /// For a bare 429, returns when the refused job may go again at the endpoint's learned
-    /// pace, if it keeps one.
+    /// Returns what the endpoint asks of the job besides its decision: for a bare 429, to go
+    /// again at the endpoint's learned pace, if it keeps one; for the failure that made it
+    /// suspect, to retry at once.
     fn finish(
         &self,
         endpoint: &str,
         now: Timestamp,
         permit: Permit,
         mut observed: Observed,
-    ) -> Option<Timestamp> {
+    ) -> Option<Sooner> {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
-        e.state.record(cfg, now, permit, &observed);
+        let retry_now = e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
-        let release = observed
-            .is_bare_refusal()
-            .then(|| e.state.pace_release(cfg, now))
-            .flatten();
+        let sooner = if retry_now {
+            Some(Sooner::Now)
+        } else {
+            observed
+                .is_bare_refusal()
+                .then(|| e.state.pace_release(cfg, now))
+                .flatten()
+                .map(Sooner::AtPace)
+        };
         drop(entries);
         self.count_transition(endpoint, before, after);
-        release
+        sooner
     }
 
     /// What held a job of `endpoint` that was due at `run_at`, if something did.

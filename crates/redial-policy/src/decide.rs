@@ -207,6 +207,40 @@ impl Decision {
         }
     }
 
+    /// Whether this is a retry that may be sent at once: a transient failure, or an unknown
+    /// outcome of a request safe to repeat (an idempotent method or an idempotency key).
+    pub fn is_safe_retry(&self) -> bool {
+        matches!(self.action, Action::Retry { .. })
+            && match self.classification.category {
+                Category::Transient => true,
+                Category::Unknown => matches!(
+                    self.unknown_backoff,
+                    Some(UnknownBackoff::IdempotentMethod(_) | UnknownBackoff::IdempotencyKey)
+                ),
+                _ => false,
+            }
+    }
+
+    /// A retry sent at once instead of after its backoff, because its endpoint just became
+    /// suspect: its answer tells whether the endpoint is flaky or down, which the held first
+    /// attempts wait on. Only a retry [`Decision::is_safe_retry`] moves.
+    pub fn retry_at_once(&mut self, now: Timestamp) {
+        if !self.is_safe_retry() {
+            return;
+        }
+        if let Action::Retry { at, .. } = self.action {
+            if now < at {
+                self.action = Action::Retry {
+                    at: now,
+                    delay: Duration::ZERO,
+                };
+                self.reason.push_str(
+                    "; sent at once instead, as a probe: first attempts to this endpoint are held after failures in a row, and this retry tells whether it is flaky or down",
+                );
+            }
+        }
+    }
+
     /// The category to show: the dead-letter category for a dead job, the outcome's otherwise.
     pub fn category_str(&self) -> &'static str {
         match self.action {

@@ -201,6 +201,7 @@ fn run_nodes(
                     server_wait: wait.map(|w| (w, "429 Retry-After".to_owned())),
                     quota: Default::default(),
                     others_in_flight: node.in_flight.len() as u32,
+                    safe_retry: false,
                 };
                 node.state.record(&cfg, now, permit, &o);
                 if ok {

@@ -328,6 +328,7 @@ impl Sim {
                         server_wait: (!a.ok).then(|| (wait, "429 Retry-After".into())),
                         quota: quota(headers, now),
                         others_in_flight: self.in_flight(node),
+                        safe_retry: false,
                     }
                 } else {
                     Observed {
@@ -337,6 +338,7 @@ impl Sim {
                         server_wait: None,
                         quota: Default::default(),
                         others_in_flight: self.in_flight(node),
+                        safe_retry: false,
                     }
                 };
                 let cfg = self.cfg.clone();

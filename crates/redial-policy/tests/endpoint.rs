@@ -37,6 +37,7 @@ fn observed(class: ResultClass) -> Observed {
         server_wait: None,
         quota: Quota::default(),
         others_in_flight: 0,
+        safe_retry: false,
     }
 }
 
@@ -225,6 +226,47 @@ fn suspicion_holds_first_attempts_for_at_most_the_open_time() {
         BreakerState::Closed,
         "first failures never open it"
     );
+}
+
+/// The failure that makes an endpoint suspect has its retry sent at once, when that retry is
+/// safe to send at once: its answer tells flaky from down, which the held first attempts wait
+/// on, in one round trip rather than after a backoff. One per suspicion.
+#[test]
+fn the_failure_that_makes_an_endpoint_suspect_is_retried_at_once() {
+    let cfg = breaker_cfg();
+    let safe = Observed {
+        safe_retry: true,
+        ..observed(ResultClass::Failure)
+    };
+    // Nine first attempts fail: not suspect yet, nothing moves.
+    let mut s = EndpointState::default();
+    for _ in 0..9 {
+        let p = go(s.admit(&cfg, at(0), false, 0));
+        assert!(!s.record(&cfg, at(0), p, &safe));
+    }
+    // The tenth makes it suspect: its retry goes at once.
+    let p = go(s.admit(&cfg, at(0), false, 0));
+    assert!(s.record(&cfg, at(0), p, &safe), "the retry goes at once");
+    assert_eq!(kind(&s.admit(&cfg, at(1), false, 0)), "hold-firsts Suspect");
+    // Only once: further failures wait their backoff.
+    let p = go(s.admit(&cfg, at(1), true, 0));
+    assert!(!s.record(&cfg, at(2), p, &safe));
+    // The probe's success ends the suspicion; the next suspicion has a probe of its own.
+    let p = go(s.admit(&cfg, at(3), true, 0));
+    assert!(!s.record(&cfg, at(3), p, &observed(ResultClass::Success)));
+    assert_eq!(kind(&s.admit(&cfg, at(4), false, 0)), "go");
+    // A retry that is not safe to send at once (an unknown outcome of a POST without a key)
+    // keeps its backoff; a retry that fails again is not sent at once either (it has told).
+    let mut fresh = EndpointState::default();
+    for n in 0..10 {
+        let p = go(fresh.admit(&cfg, at(0), false, 0));
+        assert!(
+            !fresh.record(&cfg, at(0), p, &observed(ResultClass::Failure)),
+            "failure {n}"
+        );
+    }
+    let p = go(fresh.admit(&cfg, at(1), true, 0));
+    assert!(!fresh.record(&cfg, at(1), p, &safe));
 }
 
 #[test]

@@ -126,6 +126,8 @@ fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observe
         server_wait: wait_ms.map(|ms| (Duration::from_millis(ms), "server wait".to_owned())),
         quota: Quota::default(),
         others_in_flight: 0,
+        // A failure is retried, and its retry is safe to send at once.
+        safe_retry: class == ResultClass::Failure,
     }
 }
 

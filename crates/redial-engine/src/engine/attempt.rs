@@ -86,6 +86,7 @@ pub(super) fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> O
         server_wait: None,
         quota: Default::default(),
         others_in_flight: 0,
+        safe_retry: d.is_safe_retry(),
     };
     match &output.outcome {
         Outcome::Response(r) => {

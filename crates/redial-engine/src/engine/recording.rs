@@ -2,6 +2,7 @@
 //! write the result.
 
 use super::*;
+use crate::endpoints::Sooner;
 
 /// Where an attempt's result goes, in order: the policy decides; the endpoint learns (so a pause
 /// applies to the next lease at once) and the run slot frees; counters and histograms; a place
@@ -31,9 +32,11 @@ pub(super) async fn record(
         decide(&ran.output.outcome, &counters, &policy, now, &mut *jitter)
     };
     // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
-    // deferral backoff.
-    if let Some(release) = admission.finish(now, observe(&ran.output, &decision, now)) {
-        decision.defer_at_pace(release, now);
+    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell.
+    match admission.finish(now, observe(&ran.output, &decision, now)) {
+        Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
+        Some(Sooner::Now) => decision.retry_at_once(now),
+        None => {}
     }
     let after = counters.after(&decision);
     drop(slot.run.take());

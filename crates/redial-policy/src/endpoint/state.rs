@@ -41,6 +41,11 @@ pub struct EndpointState {
     pub first_failures: u32,
     /// While suspect: first attempts are held until then, retries go.
     pub firsts_held_until: Option<Timestamp>,
+    /// Suspicion began and no retry has yet been sent at once to end it: the next failed
+    /// attempt whose retry is safe to send at once is retried now ([`EndpointState::record`]),
+    /// so a flaky endpoint is told from a down one in one round trip, not after a backoff.
+    #[serde(skip)]
+    probe_wanted: bool,
     /// The request quota learned from responses.
     pub quota_limit: Option<u64>,
     pub quota_tokens: Option<u64>,
@@ -318,6 +323,9 @@ pub struct Observed {
     pub quota: Quota,
     /// Attempts of this endpoint still in flight, not counting this one.
     pub others_in_flight: u32,
+    /// The attempt failed and its job is to be retried, and that retry may be sent at once: the
+    /// failure is transient, or an unknown outcome of a request safe to repeat.
+    pub safe_retry: bool,
 }
 
 impl Observed {
@@ -831,7 +839,17 @@ impl EndpointState {
     }
 
     /// Takes in what a finished attempt taught, and hands back its permit.
-    pub fn record(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit, o: &Observed) {
+    /// Returns whether the job is to be retried at once rather than after its backoff: the
+    /// endpoint just became suspect (first attempts held), and this retry, safe to send at once,
+    /// tells whether it is flaky (the retry passes, and the held first attempts go) or down
+    /// (it fails; the first attempts wait on). One such retry per suspicion.
+    pub fn record(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        permit: Permit,
+        o: &Observed,
+    ) -> bool {
         self.answered = true;
         self.contact_answers = self.contact_answers.saturating_add(1).min(CONTACT_ANSWERS);
         if cfg.learn_pace {
@@ -846,6 +864,14 @@ impl EndpointState {
         self.count_budget(cfg, now, &permit, o.class);
         if cfg.breaker.enabled {
             self.suspect(cfg, now, &permit, o.class);
+        }
+        let retry_now = self.probe_wanted
+            && !permit.retry
+            && o.safe_retry
+            && o.class == ResultClass::Failure
+            && self.firsts_held_until.is_some_and(|t| now < t);
+        if retry_now {
+            self.probe_wanted = false;
         }
         if probe {
             self.record_probe(cfg, now, permit.retry, o.class);
@@ -986,6 +1012,7 @@ impl EndpointState {
                 );
             }
         }
+        retry_now
     }
 
     /// Failed first attempts with no success since make the endpoint suspect: first attempts
@@ -1002,6 +1029,7 @@ impl EndpointState {
             ResultClass::Success => {
                 self.first_failures = 0;
                 self.firsts_held_until = None;
+                self.probe_wanted = false;
             }
             ResultClass::Failure if !permit.retry && self.breaker_allows_firsts() => {
                 self.first_failures = self.first_failures.saturating_add(1);
@@ -1009,6 +1037,7 @@ impl EndpointState {
                     && self.firsts_held_until.is_none()
                 {
                     self.firsts_held_until = Some(now.saturating_add(cfg.breaker.open_for));
+                    self.probe_wanted = true;
                 }
             }
             _ => {}
@@ -1018,6 +1047,7 @@ impl EndpointState {
     fn clear_suspicion(&mut self) {
         self.first_failures = 0;
         self.firsts_held_until = None;
+        self.probe_wanted = false;
     }
 
     /// Whether first attempts are not already held by the breaker (closed or half-open).
