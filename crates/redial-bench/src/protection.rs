@@ -353,6 +353,17 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
         poll_interval: Duration::from_millis(100),
         ..EngineConfig::default()
     };
+    // REDIAL_BENCH_PROTECTION=off: every endpoint protection off, to tell what protection
+    // costs from what the durable queue costs beside the plain loop.
+    if std::env::var("REDIAL_BENCH_PROTECTION").is_ok_and(|v| v == "off") {
+        let d = &mut config.endpoint_defaults;
+        d.first_contact_ramp = false;
+        d.probe_first = false;
+        d.learn_pace = false;
+        d.learn_from_headers = false;
+        d.retry_budget.enabled = false;
+        d.breaker.enabled = false;
+    }
     config.queues.clear();
     config.queues.insert(
         "default".into(),
