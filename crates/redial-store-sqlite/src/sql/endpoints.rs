@@ -1,0 +1,175 @@
+//! Endpoints and controls: backlog from the kept counts, saved endpoint state, shared holds,
+//! hand pauses of queues and endpoints.
+
+use super::*;
+
+/// From the kept counts: ready jobs are due (and held, when their endpoint holds them); scheduled
+/// and deferred ones wait for later (one whose time came is promoted to ready within a
+/// maintenance tick, or leased).
+pub fn endpoint_backlog(counts: &counts::Shared) -> Vec<EndpointBacklog> {
+    let mut by: std::collections::BTreeMap<String, EndpointBacklog> = Default::default();
+    for key in counts::lock(counts).counts() {
+        let (due, later) = match key.state {
+            JobState::Ready => (key.n, 0),
+            JobState::Scheduled | JobState::Deferred => (0, key.n),
+            _ => continue,
+        };
+        let b = by
+            .entry(key.endpoint.to_string())
+            .or_insert_with(|| EndpointBacklog {
+                endpoint: key.endpoint.to_string(),
+                due: 0,
+                later: 0,
+            });
+        b.due += due;
+        b.later += later;
+    }
+    by.into_values().collect()
+}
+
+pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
+    let rows = query_rows(
+        c,
+        "SELECT name, state, updated_at FROM endpoints ORDER BY name",
+        [],
+        |r| {
+            Ok(EndpointRecord {
+                name: r.get(0)?,
+                state: r.get(1)?,
+                updated_at: Timestamp::from_unix_millis(r.get(2)?),
+            })
+        },
+    )?;
+    Ok(rows)
+}
+
+pub fn endpoint_save(c: &mut Connection, records: &[EndpointRecord]) -> StoreResult<()> {
+    let tx = Sp::begin(c)?;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO endpoints (name, state, updated_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (name) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            )
+            .map_err(backend)?;
+        for r in records {
+            stmt.execute(params![r.name, r.state, ms(r.updated_at)])
+                .map_err(backend)?;
+        }
+    }
+    tx.commit()
+}
+
+pub fn holds_share(c: &mut Connection, holds: &[SharedHold]) -> StoreResult<()> {
+    let tx = Sp::begin(c)?;
+    {
+        // Each half only lengthens: the later instant wins, with its reason.
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO endpoint_holds (name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET \
+                 pause_reason = CASE WHEN excluded.paused_until > COALESCE(paused_until, -1) \
+                     THEN excluded.pause_reason ELSE pause_reason END, \
+                 paused_until = MAX(COALESCE(paused_until, -1), COALESCE(excluded.paused_until, -1)), \
+                 breaker_reason = CASE WHEN excluded.breaker_until > COALESCE(breaker_until, -1) \
+                     THEN excluded.breaker_reason ELSE breaker_reason END, \
+                 breaker_until = MAX(COALESCE(breaker_until, -1), COALESCE(excluded.breaker_until, -1)), \
+                 paced_until = MAX(COALESCE(paced_until, -1), COALESCE(excluded.paced_until, -1))",
+            )
+            .map_err(backend)?;
+        for h in holds {
+            stmt.execute(params![
+                h.endpoint,
+                h.paused_until.map(ms),
+                h.pause_reason,
+                h.breaker_until.map(ms),
+                h.breaker_reason,
+                h.paced_until.map(ms)
+            ])
+            .map_err(backend)?;
+        }
+    }
+    tx.commit()
+}
+
+pub fn holds_load(c: &mut Connection, now: Timestamp) -> StoreResult<Vec<SharedHold>> {
+    let now = ms(now);
+    query_rows(
+        c,
+        "SELECT name, paused_until, pause_reason, breaker_until, breaker_reason, paced_until \
+         FROM endpoint_holds \
+         WHERE paused_until > ?1 OR breaker_until > ?1 OR paced_until > ?1 ORDER BY name",
+        [now],
+        |r| {
+            let pause: Option<i64> = r.get::<_, Option<i64>>(1)?.filter(|t| *t > now);
+            let breaker: Option<i64> = r.get::<_, Option<i64>>(3)?.filter(|t| *t > now);
+            let paced: Option<i64> = r.get::<_, Option<i64>>(5)?.filter(|t| *t > now);
+            Ok(SharedHold {
+                endpoint: r.get(0)?,
+                paused_until: ts(pause),
+                pause_reason: if pause.is_some() { r.get(2)? } else { None },
+                breaker_until: ts(breaker),
+                breaker_reason: if breaker.is_some() { r.get(4)? } else { None },
+                paced_until: ts(paced),
+            })
+        },
+    )
+}
+
+pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -> StoreResult<()> {
+    c.execute(
+        "UPDATE endpoint_holds SET \
+         paused_until = CASE WHEN ?2 THEN NULL ELSE paused_until END, \
+         pause_reason = CASE WHEN ?2 THEN NULL ELSE pause_reason END, \
+         breaker_until = CASE WHEN ?3 THEN NULL ELSE breaker_until END, \
+         breaker_reason = CASE WHEN ?3 THEN NULL ELSE breaker_reason END \
+         WHERE name = ?1",
+        params![name, pause, breaker],
+    )
+    .map(|_| ())
+    .map_err(backend)
+}
+
+pub fn controls_load(c: &mut Connection) -> StoreResult<Vec<Control>> {
+    query_rows(
+        c,
+        "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
+         FROM controls ORDER BY kind, name",
+        [],
+        |r| {
+            Ok(control(
+                &r.get::<_, String>(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        },
+    )?
+    .into_iter()
+    .collect()
+}
+
+pub fn control_save(c: &mut Connection, control: &Control) -> StoreResult<()> {
+    let pause = control.pause.as_ref();
+    c.execute(
+        "INSERT INTO controls (kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (kind, name) DO UPDATE SET \
+         paused_since = excluded.paused_since, paused_until = excluded.paused_until, \
+         pause_reason = excluded.pause_reason, resumed_at = excluded.resumed_at, \
+         breaker_reset_at = excluded.breaker_reset_at",
+        params![
+            control.kind.as_str(),
+            control.name,
+            pause.map(|p| ms(p.since)),
+            pause.and_then(|p| p.until).map(ms),
+            pause.map(|p| p.reason.as_str()),
+            control.resumed_at.map(ms),
+            control.breaker_reset_at.map(ms)
+        ],
+    )
+    .map(|_| ())
+    .map_err(backend)
+}

@@ -1,0 +1,115 @@
+//! Jobs in and out: insert (with its duplicate and conflict rules), get, list.
+
+use super::*;
+
+pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
+    let request = serde_json::to_string(&job.request).map_err(json_err)?;
+    let state = job.initial_state();
+    let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
+    let policy = job
+        .policy
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
+             deadline, tags, policy, created_at, updated_at, grp) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                job.id.0,
+                job.queue,
+                job.endpoint,
+                state.as_str(),
+                request,
+                job.idempotency_key,
+                job.priority,
+                ms(job.run_at),
+                job.deadline.map(ms),
+                tags,
+                policy,
+                ms(job.created_at),
+                job.group,
+            ])
+        })
+        .map_err(backend)?;
+    if inserted == 0 {
+        // The id exists: the same job again is a duplicate, anything else a conflict.
+        let existing = must_get(tx, &job.id)?;
+        let same = existing.queue == job.queue
+            && existing.request.same_as(&job.request)
+            && existing.idempotency_key == job.idempotency_key;
+        return Ok(if same {
+            InsertOutcome::Duplicate(existing)
+        } else {
+            InsertOutcome::Conflict(existing)
+        });
+    }
+    counts::moved(&job.queue, &job.endpoint, None, Some((state, None)), 1);
+    // The job as stored, built from what was written rather than read back.
+    Ok(InsertOutcome::Inserted(
+        job.into_stored(tx.last_insert_rowid()),
+    ))
+}
+
+pub fn get_with_attempts(
+    c: &mut Connection,
+    id: &JobId,
+) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+    let Some(job) = get(c, id)? else {
+        return Ok(None);
+    };
+    let rows = query_rows(
+        c,
+        "SELECT data FROM attempts WHERE id >= ?1 AND id < ?2 ORDER BY id",
+        [attempt_key(job.seq, 0)?, attempt_key(job.seq + 1, 0)?],
+        |r| r.get::<_, String>(0),
+    )?;
+    let attempts = rows
+        .iter()
+        .map(|d| serde_json::from_str(d).map_err(json_err))
+        .collect::<StoreResult<Vec<Attempt>>>()?;
+    Ok(Some((job, attempts)))
+}
+
+/// Appends the filter's conditions to `sql` and their values to `params`.
+pub(super) fn push_filter(sql: &mut String, params: &mut Vec<Value>, f: &JobFilter) {
+    if let Some(s) = f.state {
+        // A literal from the fixed set of state names, not a parameter: only then can SQLite use
+        // the partial index of that state (jobs_dead).
+        sql.push_str(&format!(" AND state = '{}'", s.as_str()));
+    }
+    push_conditions(sql, params, f.conditions());
+}
+
+pub(super) fn push_conditions(
+    sql: &mut String,
+    params: &mut Vec<Value>,
+    conditions: Vec<Condition>,
+) {
+    for c in conditions {
+        params.push(match c.value {
+            SqlValue::Text(t) => Value::Text(t),
+            SqlValue::Int(i) => Value::Integer(i),
+        });
+        sql.push_str(&format!(" AND {} ?{}", c.clause, params.len()));
+    }
+}
+
+pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
+    let mut sql = format!("SELECT {COLS} FROM jobs WHERE 1=1");
+    let mut params = Vec::new();
+    let state_only = JobFilter {
+        state: p.filter.state,
+        ..JobFilter::default()
+    };
+    push_filter(&mut sql, &mut params, &state_only);
+    push_conditions(&mut sql, &mut params, p.conditions());
+    params.push(Value::Integer(p.rows_to_read()));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
+    Ok(JobPage::from_rows(query_jobs(c, &sql, &params)?, p.limit))
+}

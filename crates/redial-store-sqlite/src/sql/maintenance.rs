@@ -1,0 +1,178 @@
+//! What maintenance runs every few seconds: rescuing expired leases, promoting due jobs,
+//! expiring deadlines, and retention's deletions. Each reads by index, never the whole table.
+
+use super::*;
+
+// Maintenance statements, named so that a test can check they read by index: each runs every
+// few seconds, and a scan of the jobs table would hold the one writer for as long as the table
+// is large.
+pub(super) const RESCUE_DEAD: &str =
+    "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
+     lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, \
+     last_reason = 'lease expired while running (the worker died or hung); stall ' \
+         || (stalls + 1) || ' over the limit of ' || ?2 \
+     WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint";
+pub(super) const RESCUE_READY: &str =
+    "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, \
+     run_at = MIN(run_at, ?1), updated_at = ?1, \
+     last_reason = 'lease expired while running (the worker died or hung); stall ' \
+         || (stalls + 1) || ' of ' || ?2 \
+     WHERE state = 'running' AND lease_until < ?1 RETURNING queue, endpoint";
+/// ?2: the state promoted (scheduled or deferred), one at a time so each job's is known.
+pub(super) const PROMOTE: &str = "UPDATE jobs SET state = 'ready', updated_at = ?1 \
+     WHERE state IN ('scheduled', 'deferred') AND run_at <= ?1 AND state = ?2 \
+     RETURNING queue, endpoint";
+pub(super) const CLEANUP_BY_AGE: &str =
+    "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished \
+     WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') \
+     AND finished_at < MAX(?1, ?2) \
+     AND CASE WHEN state = 'dead' THEN finished_at < ?2 ELSE finished_at < ?1 END \
+     LIMIT ?3) RETURNING queue, endpoint, state, category";
+pub(super) const CLEANUP_BY_COUNT: &str =
+    "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished \
+     WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') \
+     AND state <> 'dead' ORDER BY finished_at DESC, seq DESC LIMIT ?2 OFFSET ?1) \
+     RETURNING queue, endpoint, state, category";
+
+pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport> {
+    let tx = Sp::begin(c)?;
+    let now = ms(p.now);
+    let running = Some((JobState::Running, None));
+    let dead = run_moving(
+        &tx,
+        RESCUE_DEAD,
+        params![now, p.max_stalls],
+        running,
+        Some((JobState::Dead, Some(DeadCategory::UnknownExhausted))),
+    )?;
+    let ready = run_moving(
+        &tx,
+        RESCUE_READY,
+        params![now, p.max_stalls],
+        running,
+        Some((JobState::Ready, None)),
+    )?;
+    tx.commit()?;
+    Ok(RescueReport {
+        requeued: ready,
+        dead,
+    })
+}
+
+pub fn promote(c: &mut Connection, now: Timestamp) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let mut n = 0;
+    for from in [JobState::Scheduled, JobState::Deferred] {
+        n += run_moving(
+            &tx,
+            PROMOTE,
+            params![ms(now), from.as_str()],
+            Some((from, None)),
+            Some((JobState::Ready, None)),
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
+}
+
+pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let now = ms(p.now);
+    let mut n = 0;
+    let dead = Some((JobState::Dead, Some(DeadCategory::DeadlineExceeded)));
+    // One waiting state at a time, so that each job's is known for the counts.
+    for from in [JobState::Ready, JobState::Scheduled, JobState::Deferred] {
+        // Endpoints with a known hold first, so their jobs' reasons name it.
+        for (endpoint, why) in &p.reasons {
+            n += run_moving(
+                &tx,
+                concat!(
+                    "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', \
+                     finished_at = ?1, updated_at = ?1, \
+                     last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
+                     WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 AND ",
+                    waiting!(),
+                    " AND state = ?4 RETURNING queue, endpoint"
+                ),
+                params![now, endpoint, why, from.as_str()],
+                Some((from, None)),
+                dead,
+            )?;
+        }
+        n += run_moving(
+            &tx,
+            concat!(
+                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
+                 updated_at = ?1, last_reason = 'deadline passed before the job could run' \
+                 WHERE deadline IS NOT NULL AND deadline <= ?1 AND ",
+                waiting!(),
+                " AND state = ?2 RETURNING queue, endpoint"
+            ),
+            params![now, from.as_str()],
+            Some((from, None)),
+            dead,
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
+}
+
+/// Both deletions walk `jobs_finished` (finished jobs by age), never the whole table: with a
+/// large backlog a table scan would hold the one writer for a tenth of a second per million jobs.
+pub fn cleanup(c: &mut Connection, p: &CleanupParams) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let by_age = delete_counted(
+        &tx,
+        CLEANUP_BY_AGE,
+        params![ms(p.completed_before), ms(p.dead_before), p.limit],
+    )?;
+    let Some(keep) = p.completed_keep else {
+        tx.commit()?;
+        return Ok(by_age);
+    };
+    let room = u64::from(p.limit).saturating_sub(by_age);
+    let by_count = delete_counted(
+        &tx,
+        CLEANUP_BY_COUNT,
+        params![
+            keep.min(i64::MAX as u64) as i64,
+            room.min(i64::MAX as u64) as i64
+        ],
+    )?;
+    tx.commit()?;
+    Ok(by_age + by_count)
+}
+
+/// Runs a delete that ends in `RETURNING queue, endpoint, state, category`, taking each job it
+/// returns out of the counts; returns how many.
+pub(super) fn delete_counted<P: rusqlite::Params>(
+    c: &Connection,
+    sql: &str,
+    params: P,
+) -> StoreResult<u64> {
+    let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+    let mut rows = stmt.query(params).map_err(backend)?;
+    let mut by: std::collections::HashMap<(String, String, String, Option<String>), i64> =
+        Default::default();
+    while let Some(r) = rows.next().map_err(backend)? {
+        let key = (
+            r.get(0).map_err(backend)?,
+            r.get(1).map_err(backend)?,
+            r.get(2).map_err(backend)?,
+            r.get(3).map_err(backend)?,
+        );
+        *by.entry(key).or_default() += 1;
+    }
+    let mut n = 0;
+    for ((queue, endpoint, state, category), k) in by {
+        let state: JobState = state.parse().map_err(StoreError::Backend)?;
+        let category = category
+            .as_deref()
+            .map(parse_dead_category)
+            .transpose()
+            .map_err(StoreError::Backend)?;
+        counts::moved(&queue, &endpoint, Some((state, category)), None, k);
+        n += k as u64;
+    }
+    Ok(n)
+}

@@ -1,0 +1,221 @@
+//! Reads for people: stats, dead letters over time and by group, a queue's groups.
+
+use super::*;
+
+/// Counts from the kept counts; when each queue's longest-deferred job was deferred by index,
+/// one seek per queue that has deferred jobs.
+pub fn stats(c: &mut Connection, counts: &counts::Shared) -> StoreResult<Stats> {
+    let mut by_queue: std::collections::BTreeMap<(String, &str, Option<&str>), QueueCount> =
+        Default::default();
+    let mut by_endpoint: std::collections::BTreeMap<(String, &str), EndpointCount> =
+        Default::default();
+    for key in counts::lock(counts).counts() {
+        let n = key.n;
+        by_queue
+            .entry((
+                key.queue.to_string(),
+                key.state.as_str(),
+                key.category.map(|c| c.as_str()),
+            ))
+            .or_insert_with(|| QueueCount {
+                queue: key.queue.to_string(),
+                state: key.state,
+                category: key.category,
+                count: 0,
+            })
+            .count += n;
+        by_endpoint
+            .entry((key.endpoint.to_string(), key.state.as_str()))
+            .or_insert_with(|| EndpointCount {
+                endpoint: key.endpoint.to_string(),
+                state: key.state,
+                count: 0,
+            })
+            .count += n;
+    }
+    let by_queue: Vec<QueueCount> = by_queue.into_values().collect();
+    let mut oldest_deferred = Vec::new();
+    let mut deferred: Vec<&str> = by_queue
+        .iter()
+        .filter(|q| q.state == JobState::Deferred)
+        .map(|q| q.queue.as_str())
+        .collect();
+    deferred.dedup();
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT MIN(updated_at) FROM jobs INDEXED BY jobs_deferred \
+             WHERE state = 'deferred' AND queue = ?1",
+        )
+        .map_err(backend)?;
+    for queue in deferred {
+        let since: Option<i64> = stmt.query_row([queue], |r| r.get(0)).map_err(backend)?;
+        if let Some(since) = since {
+            oldest_deferred.push(QueueSince {
+                queue: queue.to_owned(),
+                since: Timestamp::from_unix_millis(since),
+            });
+        }
+    }
+    Ok(Stats {
+        by_queue,
+        by_endpoint: by_endpoint.into_values().collect(),
+        oldest_deferred,
+    })
+}
+
+pub fn dead_letters_since(c: &mut Connection, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+    // Spelled so that SQLite can read `jobs_finished` from `since` on.
+    let rows = query_rows(
+        c,
+        "SELECT queue, category, COUNT(*) FROM jobs INDEXED BY jobs_finished \
+         WHERE (state = 'completed' OR state = 'dead' OR state = 'cancelled') AND state = 'dead' \
+         AND finished_at >= ?1 GROUP BY queue, category ORDER BY queue, category",
+        [ms(since)],
+        |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        },
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(queue, category, count)| {
+            Some(DeadCount {
+                queue,
+                category: parse_dead_category(category.as_deref()?).ok()?,
+                count: count.max(0) as u64,
+            })
+        })
+        .collect())
+}
+
+/// Without a time range, the groups and their sizes come from the kept counts, and each
+/// group's first and last death and latest reason from two seeks in `jobs_dead_groups`: the
+/// cost follows the number of groups, not of dead letters. With one, the matching dead letters
+/// are read by `jobs_dead`.
+pub fn dead_letter_groups(
+    c: &mut Connection,
+    f: &JobFilter,
+    counts: &counts::Shared,
+) -> StoreResult<Vec<DeadGroup>> {
+    if f.since.is_some() || f.until.is_some() {
+        return dead_letter_groups_read(c, f);
+    }
+    let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)
+        .counts()
+        .filter(|k| {
+            k.state == JobState::Dead
+                && f.queue.as_deref().is_none_or(|q| q == &*k.queue)
+                && f.endpoint.as_deref().is_none_or(|e| e == &*k.endpoint)
+                && f.category.is_none_or(|c| Some(c) == k.category)
+        })
+        .filter_map(|k| {
+            Some((
+                k.queue.to_string(),
+                k.category?,
+                k.endpoint.to_string(),
+                k.n,
+            ))
+        })
+        .collect();
+    groups.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, &a.2).cmp(&(&b.0, &b.2))));
+    const END: &str = "SELECT finished_at, last_reason FROM jobs INDEXED BY jobs_dead_groups \
+         WHERE state = 'dead' AND queue = ?1 AND category = ?2 AND endpoint = ?3 \
+         ORDER BY finished_at";
+    let mut first = c
+        .prepare_cached(&format!("{END} LIMIT 1"))
+        .map_err(backend)?;
+    let mut last = c
+        .prepare_cached(&format!("{END} DESC LIMIT 1"))
+        .map_err(backend)?;
+    let mut out = Vec::with_capacity(groups.len());
+    for (queue, category, endpoint, count) in groups {
+        let end = |stmt: &mut rusqlite::CachedStatement<'_>| {
+            stmt.query_row(params![queue, category.as_str(), endpoint], |r| {
+                Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<String>>(1)?))
+            })
+            .optional()
+            .map_err(backend)
+        };
+        let (Some((started, _)), Some((ended, reason))) = (end(&mut first)?, end(&mut last)?)
+        else {
+            // Gone since the counts were read.
+            continue;
+        };
+        out.push(DeadGroup {
+            queue,
+            category,
+            endpoint,
+            count,
+            first: ts(started).unwrap_or(Timestamp::EPOCH),
+            last: ts(ended).unwrap_or(Timestamp::EPOCH),
+            reason,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn dead_letter_groups_read(
+    c: &mut Connection,
+    f: &JobFilter,
+) -> StoreResult<Vec<DeadGroup>> {
+    let mut sql =
+        "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \
+                   MAX(last_reason) FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
+            .to_owned();
+    let mut params = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY queue, category, endpoint ORDER BY 4 DESC, 1, 3");
+    let rows = query_rows(c, &sql, params_from_iter(params.iter()), |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, Option<i64>>(4)?,
+            r.get::<_, Option<i64>>(5)?,
+            r.get::<_, Option<String>>(6)?,
+        ))
+    })?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(queue, category, endpoint, count, first, last, reason)| {
+            Some(DeadGroup {
+                queue,
+                category: parse_dead_category(category.as_deref()?).ok()?,
+                endpoint,
+                count: count.max(0) as u64,
+                first: ts(first).unwrap_or(Timestamp::EPOCH),
+                last: ts(last).unwrap_or(Timestamp::EPOCH),
+                reason,
+            })
+        })
+        .collect())
+}
+
+/// [`Store::group_counts`]: the waiting ones off `jobs_grouped` (index only), the running ones
+/// off `jobs_leased`.
+pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+    const WAITING: &str = concat!(
+        "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_grouped WHERE queue = ?1 AND ",
+        grouped!(),
+        " GROUP BY grp"
+    );
+    const RUNNING: &str = "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_leased \
+         WHERE state = 'running' AND queue = ?1 AND grp IS NOT NULL GROUP BY grp";
+    let read = |sql: &str| {
+        query_rows(c, sql, [queue], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+            ))
+        })
+    };
+    Ok(GroupCounts::from_parts(
+        read(WAITING)?,
+        read(RUNNING)?,
+        limit,
+    ))
+}

@@ -1,0 +1,186 @@
+//! An attempt's end: heartbeats, recording an attempt (the batch path and the one-attempt
+//! path), and giving leases back.
+
+use super::*;
+
+/// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
+/// the lease owner; returns how many rows changed.
+pub(super) fn update_owned(
+    c: &mut Connection,
+    sql: &str,
+    value: i64,
+    ids: &[JobId],
+    owner: &str,
+) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let mut n = 0;
+    {
+        let mut stmt = tx.prepare_cached(sql).map_err(backend)?;
+        for id in ids {
+            n += stmt.execute(params![value, id.0, owner]).map_err(backend)? as u64;
+        }
+    }
+    tx.commit()?;
+    Ok(n)
+}
+
+pub fn heartbeat(c: &mut Connection, p: &HeartbeatParams) -> StoreResult<u64> {
+    update_owned(
+        c,
+        "UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND state = 'running' AND lease_owner = ?3",
+        ms(p.lease_until),
+        &p.ids,
+        &p.owner,
+    )
+}
+
+/// `data` is the attempt already serialised (off the storage thread) for the number the caller
+/// expects; if the job's count says otherwise, it is serialised again here. Returns the state the
+/// job was left in.
+pub fn record_attempt(
+    c: &mut Connection,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    // The common case takes no savepoint (each costs a copy of every page it touches) and reads
+    // nothing: the attempt goes in under the number the caller expects, then one update applies
+    // the decision only if the job is as the caller leased it (ours, that many runs before, no
+    // cancel waiting). Each statement is atomic; if the update finds the job otherwise, the
+    // attempt comes out again and the careful path decides. An I/O error fails the whole batch
+    // at commit.
+    let (Some(seq), Some(runs_before)) = (p.seq, p.attempt.number.checked_sub(1)) else {
+        return record_attempt_slow(c, p, data);
+    };
+    let (state, category, run_at, finished_at) = p.as_leased();
+    let number = p.attempt.number;
+    let key = attempt_key(seq, number)?;
+    let inserted = c
+        .prepare_cached("INSERT OR IGNORE INTO attempts (id, data) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![key, data]))
+        .map_err(backend)?;
+    if inserted == 0 {
+        // That number is taken: the job is not where the caller thinks.
+        return record_attempt_slow(c, p, data);
+    }
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
+    let updated = c
+        .prepare_cached(
+            "UPDATE jobs SET state = ?1, category = ?2, run_at = COALESCE(?3, run_at), \
+             finished_at = ?4, attempts = ?5, unknown_attempts = ?6, deferrals = ?7, \
+             last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
+             lease_until = NULL, updated_at = ?11 \
+             WHERE seq = ?12 AND id = ?13 AND state = 'running' AND lease_owner = ?14 \
+             AND cancel_requested = 0 AND runs = ?15",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                state.as_str(),
+                category_str(category),
+                run_at.map(ms),
+                finished_at.map(ms),
+                p.attempts,
+                p.unknown_attempts,
+                p.deferrals,
+                last_delay_ms,
+                p.attempt.reason,
+                number,
+                ms(p.now),
+                seq,
+                p.id.0,
+                p.owner,
+                runs_before,
+            ])
+        })
+        .map_err(backend)?;
+    if updated == 1 {
+        counts::moved(
+            &p.queue,
+            &p.endpoint,
+            Some((JobState::Running, None)),
+            Some((state, category)),
+            1,
+        );
+        return Ok(state);
+    }
+    c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
+        .and_then(|mut s| s.execute([key]))
+        .map_err(backend)?;
+    record_attempt_slow(c, p, data)
+}
+
+/// An attempt's rowid: its job's seq in the high bits, its number in the low ones.
+pub(super) fn attempt_key(seq: i64, number: u32) -> StoreResult<i64> {
+    if number >= 1 << ATTEMPT_KEY_BITS || !(0..1 << (63 - ATTEMPT_KEY_BITS)).contains(&seq) {
+        return Err(StoreError::Backend(format!(
+            "attempt {number} of job seq {seq} is beyond what the attempts table can number"
+        )));
+    }
+    Ok((seq << ATTEMPT_KEY_BITS) | i64::from(number))
+}
+
+pub(super) fn insert_attempt(c: &Connection, seq: i64, number: u32, data: &str) -> StoreResult<()> {
+    let key = attempt_key(seq, number)?;
+    c.prepare_cached("INSERT INTO attempts (id, data) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![key, data]))
+        .map(|_| ())
+        .map_err(backend)
+}
+
+/// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
+pub(super) fn record_attempt_slow(
+    c: &mut Connection,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let tx = Sp::begin(c)?;
+    let job = must_get(&tx, &p.id)?;
+    let r = p.recording(&job, data)?;
+    tx.prepare_cached(
+        "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
+         unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
+         lease_owner = NULL, lease_until = NULL, updated_at = ?10 WHERE seq = ?11",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            r.plan.state.as_str(),
+            category_str(r.plan.category),
+            ms(r.plan.run_at),
+            r.plan.finished_at.map(ms),
+            p.attempts,
+            p.unknown_attempts,
+            p.deferrals,
+            r.last_delay_ms,
+            r.plan.reason,
+            ms(p.now),
+            job.seq
+        ])
+    })
+    .map_err(backend)?;
+    counts::moved(
+        &job.queue,
+        &job.endpoint,
+        Some(place(&job)),
+        Some((r.plan.state, r.plan.category)),
+        1,
+    );
+    insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
+    tx.commit()?;
+    Ok(r.plan.state)
+}
+
+pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
+    let tx = Sp::begin(c)?;
+    let mut n = 0;
+    for id in &p.ids {
+        n += run_moving(
+            &tx,
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
+             WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 RETURNING queue, endpoint",
+            params![ms(p.now), id.0, p.owner],
+            Some((JobState::Running, None)),
+            Some((JobState::Ready, None)),
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
+}
