@@ -13,7 +13,7 @@
 //! vacuum.
 //!
 //! Owns the read bounds, the resume positions, the floors and the count of jobs chosen but
-//! taken by another node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql.rs`).
+//! taken by another node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql/lease.rs`).
 
 use crate::sql;
 use crate::Conn;

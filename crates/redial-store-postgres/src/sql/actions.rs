@@ -1,0 +1,118 @@
+//! What people do to jobs: replay, dismiss, cancel, one by one and by filter.
+
+use super::*;
+
+pub(super) const REPLAY_SET: &str =
+    "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
+    deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = $1, \
+    finished_at = NULL, updated_at = $1, cancel_requested = FALSE, \
+    last_reason = 'replayed from the dead letters'";
+
+pub(super) async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> StoreResult<Job> {
+    let row = tx
+        .query_opt(
+            concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
+            &[&id.0],
+        )
+        .await
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+    job_from_row(&row)
+}
+
+pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    may_replay(&job)?;
+    tx.execute(
+        &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = $2"),
+        &[&ms(now), &job.seq],
+    )
+    .await
+    .map_err(backend)?;
+    notify(&tx, channel, &job.queue).await?;
+    let job = must_get(&tx, id).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(job)
+}
+
+pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    may_dismiss(&job)?;
+    delete_counted(&tx, "DELETE FROM jobs WHERE seq = $1", &[&job.seq]).await?;
+    tx.commit().await.map_err(backend)
+}
+
+/// Runs `delete` (a `DELETE FROM jobs ...` without `RETURNING`) and deletes the deleted jobs'
+/// attempts in the same statement (no foreign key does it: keeping one cost every recorded
+/// attempt a row lock on its job). Returns how many jobs it deleted.
+pub(super) async fn delete_counted(
+    c: &impl tokio_postgres::GenericClient,
+    delete: &str,
+    params: &[Param<'_>],
+) -> StoreResult<u64> {
+    let sql = format!(
+        "WITH d AS ({delete} RETURNING seq), \
+         a AS (DELETE FROM attempts WHERE job_seq IN (SELECT seq FROM d)) \
+         SELECT count(*) FROM d"
+    );
+    let n: i64 = c
+        .query_one(sql.as_str(), params)
+        .await
+        .map_err(backend)?
+        .get(0);
+    Ok(n.max(0) as u64)
+}
+
+pub async fn cancel(c: &mut Conn, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, id).await?;
+    match redial_store::cancel(&job)? {
+        Cancel::Now => {
+            tx.execute(
+                "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
+                 last_reason = $3 WHERE seq = $2",
+                &[&ms(now), &job.seq, &CANCELLED],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        Cancel::WhenTheAttemptEnds => {
+            tx.execute(
+                "UPDATE jobs SET cancel_requested = TRUE, updated_at = $1 WHERE seq = $2",
+                &[&ms(now), &job.seq],
+            )
+            .await
+            .map_err(backend)?;
+        }
+    }
+    let job = must_get(&tx, id).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(job)
+}
+
+pub async fn bulk_replay(
+    c: &mut Conn,
+    channel: &str,
+    f: &JobFilter,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut sql = format!("UPDATE jobs SET {REPLAY_SET} WHERE state = 'dead'");
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(ms(now))];
+    push_filter(&mut sql, &mut params, f);
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let n = tx.execute(&sql, &refs(&params)).await.map_err(backend)?;
+    if n > 0 {
+        notify(&tx, channel, "").await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
+pub async fn bulk_dismiss(c: &mut Conn, f: &JobFilter) -> StoreResult<u64> {
+    let mut sql = "DELETE FROM jobs WHERE state = 'dead'".to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_filter(&mut sql, &mut params, f);
+    delete_counted(&c.client, &sql, &refs(&params)).await
+}

@@ -1,0 +1,194 @@
+//! Jobs in and out: insert (one, and batches in one statement), get, list.
+
+use super::*;
+
+pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult<InsertOutcome> {
+    insert_batch(c, channel, vec![job])
+        .await?
+        .pop()
+        .ok_or_else(|| StoreError::Backend("no outcome for the inserted job".into()))
+}
+
+/// One statement for the whole batch (arrays unnested into rows); ids that already exist are
+/// then read back and compared, as duplicates or conflicts.
+pub(super) const INSERT_MANY: &str =
+    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+     priority, run_at, deadline, tags, policy, created_at, updated_at, grp) \
+     SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
+         created_at, created_at, grp \
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+         $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
+         $13::text[]) \
+         WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
+             deadline, tags, policy, created_at, grp, n) \
+     ORDER BY n \
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+
+pub async fn insert_batch(
+    c: &mut Conn,
+    channel: &str,
+    jobs: Vec<NewJob>,
+) -> StoreResult<Vec<InsertOutcome>> {
+    let n = jobs.len();
+    let mut cols = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for job in &jobs {
+        let state = job.initial_state();
+        let request = serde_json::to_string(&job.request).map_err(json_err)?;
+        cols.0.push(job.id.0.as_str());
+        cols.1.push(job.queue.as_str());
+        cols.2.push(job.endpoint.as_str());
+        cols.3.push(state.as_str());
+        cols.4.push(request);
+        cols.5.push(job.idempotency_key.as_deref());
+        cols.6.push(job.priority);
+        cols.7.push(ms(job.run_at));
+        cols.8.push(job.deadline.map(ms));
+        cols.9
+            .push(serde_json::to_string(&job.tags).map_err(json_err)?);
+        cols.10.push(
+            job.policy
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(json_err)?,
+        );
+        cols.11.push(ms(job.created_at));
+        cols.12.push(job.group.as_deref());
+    }
+    let stmt = c.prepared(INSERT_MANY).await?;
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let rows = tx
+        .query(
+            &stmt,
+            &[
+                &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6, &cols.7, &cols.8,
+                &cols.9, &cols.10, &cols.11, &cols.12,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    let mut seqs = std::collections::HashMap::with_capacity(rows.len());
+    for r in &rows {
+        seqs.insert(get::<String>(r, 0)?, get::<i64>(r, 1)?);
+    }
+    let mut outs = Vec::with_capacity(n);
+    let mut queues: Vec<String> = Vec::new();
+    for job in jobs {
+        // An id inserted earlier in this same batch is a duplicate of that one, not new again.
+        match seqs.remove(&job.id.0) {
+            Some(seq) => {
+                if !queues.contains(&job.queue) {
+                    queues.push(job.queue.clone());
+                }
+                // The job as stored, built from what was written rather than read back.
+                outs.push(InsertOutcome::Inserted(job.into_stored(seq)));
+            }
+            None => {
+                let existing = must_get(&tx, &job.id).await?;
+                let same = existing.queue == job.queue
+                    && existing.request.same_as(&job.request)
+                    && existing.idempotency_key == job.idempotency_key;
+                outs.push(if same {
+                    InsertOutcome::Duplicate(existing)
+                } else {
+                    InsertOutcome::Conflict(existing)
+                });
+            }
+        }
+    }
+    if outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
+        tx.rollback().await.map_err(backend)?;
+        return Ok(outs);
+    }
+    for q in &queues {
+        notify(&tx, channel, q).await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(outs)
+}
+
+pub async fn get_with_attempts(
+    c: &mut Conn,
+    id: &JobId,
+) -> StoreResult<Option<(Job, Vec<Attempt>)>> {
+    let Some(job) = get_job(&c.client, id).await? else {
+        return Ok(None);
+    };
+    let rows = c
+        .client
+        .query(
+            "SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number",
+            &[&job.seq],
+        )
+        .await
+        .map_err(backend)?;
+    let attempts = rows
+        .iter()
+        .map(|r| serde_json::from_str(&get::<String>(r, 0)?).map_err(json_err))
+        .collect::<StoreResult<Vec<Attempt>>>()?;
+    Ok(Some((job, attempts)))
+}
+
+/// Appends the filter's conditions to `sql` and their values to `params`.
+pub(super) fn push_filter(
+    sql: &mut String,
+    params: &mut Vec<Box<dyn ToSql + Sync + Send>>,
+    f: &JobFilter,
+) {
+    if let Some(s) = f.state {
+        params.push(Box::new(s.as_str().to_owned()));
+        sql.push_str(&format!(" AND state = ${}", params.len()));
+    }
+    push_conditions(sql, params, f.conditions());
+}
+
+pub(super) fn push_conditions(
+    sql: &mut String,
+    params: &mut Vec<Box<dyn ToSql + Sync + Send>>,
+    conditions: Vec<Condition>,
+) {
+    for c in conditions {
+        params.push(match c.value {
+            SqlValue::Text(t) => Box::new(t),
+            SqlValue::Int(i) => Box::new(i),
+        });
+        sql.push_str(&format!(" AND {} ${}", c.clause, params.len()));
+    }
+}
+
+pub(super) fn refs(params: &[Box<dyn ToSql + Sync + Send>]) -> Vec<Param<'_>> {
+    params.iter().map(|p| p.as_ref() as Param<'_>).collect()
+}
+
+pub async fn list(c: &mut Conn, p: &JobListParams) -> StoreResult<JobPage> {
+    let mut sql = concat!("SELECT ", cols!(), " FROM jobs WHERE TRUE").to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    let state_only = JobFilter {
+        state: p.filter.state,
+        ..JobFilter::default()
+    };
+    push_filter(&mut sql, &mut params, &state_only);
+    push_conditions(&mut sql, &mut params, p.conditions());
+    params.push(Box::new(p.rows_to_read()));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ${}", params.len()));
+    let rows = c
+        .client
+        .query(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    Ok(JobPage::from_rows(jobs_from_rows(&rows)?, p.limit))
+}

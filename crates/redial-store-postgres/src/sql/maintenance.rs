@@ -1,0 +1,210 @@
+//! What maintenance runs: rescuing leases (expired, or of nodes gone silent), presence, promoting
+//! due jobs, expiring deadlines, retention's deletions.
+
+use super::*;
+
+pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let now = ms(p.now);
+    let max = int(p.max_stalls);
+    // The nodes that announced a presence lock. A free lock is a sign to look: the node died
+    // (its session ended), or its connection blinked (a database restart, a terminated backend)
+    // while it goes on sending its jobs. So the first rescue that finds it free notes when; a
+    // node that announces itself again (each maintenance tick, on a new connection if need be)
+    // takes its lock back, or at least says it is alive; one that stays silent for the grace
+    // has its leases ended now and is forgotten. The lock is taken for this transaction only,
+    // so a node that restarts under the same id takes it back after.
+    let grace = i64::try_from(p.presence_grace.as_millis()).unwrap_or(i64::MAX);
+    let nodes = tx
+        .query(
+            "SELECT worker, seen_at, free_since, \
+             (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM nodes",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let mut forgotten = 0;
+    for row in nodes {
+        let worker: String = get(&row, 0)?;
+        let seen_at: Option<i64> = get(&row, 1)?;
+        let free_since: Option<i64> = get(&row, 2)?;
+        let db_now: i64 = get(&row, 3)?;
+        let free: bool = tx
+            .query_one(
+                "SELECT pg_try_advisory_xact_lock($1, hashtext(current_schema() || ':' || $2))",
+                &[&crate::PRESENCE_LOCK_CLASS, &worker],
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        let dead = match (free, free_since) {
+            (false, None) => false,
+            (false, Some(_)) => {
+                tx.execute(
+                    "UPDATE nodes SET free_since = NULL WHERE worker = $1",
+                    &[&worker],
+                )
+                .await
+                .map_err(backend)?;
+                false
+            }
+            // Free, and alive since it was first found so (or never found so): look again later.
+            (true, None) => {
+                mark_free(&tx, &worker, db_now).await?;
+                false
+            }
+            (true, Some(since)) if seen_at.is_some_and(|s| s > since) => {
+                mark_free(&tx, &worker, db_now).await?;
+                false
+            }
+            (true, Some(since)) => db_now.saturating_sub(since) >= grace,
+        };
+        if dead {
+            tx.execute(
+                "UPDATE jobs SET lease_until = $1 - 1 \
+                 WHERE state = 'running' AND lease_owner = $2 AND lease_until >= $1",
+                &[&now, &worker],
+            )
+            .await
+            .map_err(backend)?;
+            tx.execute("DELETE FROM nodes WHERE worker = $1", &[&worker])
+                .await
+                .map_err(backend)?;
+            forgotten += 1;
+        }
+    }
+    if forgotten > 0 {
+        // The others divide the endpoints' limits again, at once.
+        notify(&tx, channel, ENDPOINTS_CHANGED).await?;
+    }
+    let dead = tx
+        .execute(
+            "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
+             lease_owner = NULL, lease_until = NULL, finished_at = $1, updated_at = $1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' over the limit of ' || $2::int \
+             WHERE state = 'running' AND lease_until < $1 AND stalls + 1 > $2::int",
+            &[&now, &max],
+        )
+        .await
+        .map_err(backend)?;
+    let ready = tx
+        .execute(
+            "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, \
+             lease_until = NULL, run_at = LEAST(run_at, $1), updated_at = $1, \
+             last_reason = 'lease expired while running (the worker died or hung); stall ' \
+                 || (stalls + 1) || ' of ' || $2::int \
+             WHERE state = 'running' AND lease_until < $1",
+            &[&now, &max],
+        )
+        .await
+        .map_err(backend)?;
+    if ready > 0 {
+        notify(&tx, channel, "").await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(RescueReport {
+        requeued: ready,
+        dead,
+    })
+}
+
+/// Notes that `worker`'s presence lock was found free at `db_now` (the database's clock).
+pub(super) async fn mark_free(
+    tx: &tokio_postgres::Transaction<'_>,
+    worker: &str,
+    db_now: i64,
+) -> StoreResult<()> {
+    tx.execute(
+        "UPDATE nodes SET free_since = $2 WHERE worker = $1",
+        &[&worker, &db_now],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
+}
+
+pub async fn nodes_live(c: &mut Conn) -> StoreResult<Vec<String>> {
+    c.client
+        .query(
+            "SELECT worker FROM nodes ORDER BY worker COLLATE \"C\"",
+            &[],
+        )
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(|r| get(r, 0))
+        .collect()
+}
+
+pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
+    c.client
+        .execute(
+            "UPDATE jobs SET state = 'ready', updated_at = $1 \
+             WHERE state IN ('scheduled', 'deferred') AND run_at <= $1",
+            &[&ms(now)],
+        )
+        .await
+        .map_err(backend)
+}
+
+pub async fn expire_deadlines(c: &mut Conn, p: &ExpireParams) -> StoreResult<u64> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let now = ms(p.now);
+    let mut n = 0;
+    // Endpoints with a known hold first, so their jobs' reasons name it.
+    for (endpoint, why) in &p.reasons {
+        n += tx
+            .execute(
+                &format!(
+                    "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
+                     updated_at = $1, last_reason = 'deadline passed while held by its endpoint: ' || $3 \
+                     WHERE deadline IS NOT NULL AND deadline <= $1 AND endpoint = $2 AND {WAITING}"
+                ),
+                &[&now, endpoint, why],
+            )
+            .await
+            .map_err(backend)?;
+    }
+    n += tx
+        .execute(
+            &format!(
+                "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
+                 updated_at = $1, last_reason = 'deadline passed before the job could run' \
+                 WHERE deadline IS NOT NULL AND deadline <= $1 AND {WAITING}"
+            ),
+            &[&now],
+        )
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
+pub async fn cleanup(c: &mut Conn, p: &CleanupParams) -> StoreResult<u64> {
+    let limit = i64::from(p.limit);
+    let by_age = delete_counted(
+        &c.client,
+        "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE \
+           (state IN ('completed', 'cancelled') AND finished_at < $1) \
+           OR (state = 'dead' AND finished_at < $2) LIMIT $3)",
+        &[&ms(p.completed_before), &ms(p.dead_before), &limit],
+    )
+    .await?;
+    let Some(keep) = p.completed_keep else {
+        return Ok(by_age);
+    };
+    let room = u64::from(p.limit).saturating_sub(by_age);
+    let by_count = delete_counted(
+        &c.client,
+        "DELETE FROM jobs WHERE seq IN (SELECT seq FROM (SELECT seq FROM jobs \
+           WHERE state IN ('completed', 'cancelled') ORDER BY finished_at DESC, seq DESC \
+           OFFSET $1) AS old LIMIT $2)",
+        &[
+            &(keep.min(i64::MAX as u64) as i64),
+            &(room.min(i64::MAX as u64) as i64),
+        ],
+    )
+    .await?;
+    Ok(by_age + by_count)
+}

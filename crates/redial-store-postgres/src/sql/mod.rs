@@ -1,0 +1,121 @@
+//! The SQL behind each store method. Each function is one transaction, most of them one
+//! statement; the hot ones (insert, lease, record, heartbeat) use statements prepared once per
+//! connection.
+//!
+//! Here: what every area shares (the column list, reading rows, NOTIFY). The areas, one file
+//! each, as the test kit's: jobs, lease, record, maintenance, actions, reads, endpoints (and
+//! controls), schedules. The rules they apply are `redial_store::rules`'.
+
+use crate::{backend, Conn};
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::*;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+/// The columns of a job, in the order `RawJob::read` reads them.
+use redial_store::job_columns as cols;
+
+/// The NOTIFY payload that says shared endpoint holds changed (other payloads are queue names;
+/// this one starts with a control character, which a queue name written in a config would not).
+pub const ENDPOINTS_CHANGED: &str = "\u{1}endpoints";
+
+const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
+
+type Param<'a> = &'a (dyn ToSql + Sync);
+
+use redial_store::{corrupt_json as json_err, instant as ts, millis as ms};
+
+fn int(v: u32) -> i32 {
+    v.min(i32::MAX as u32) as i32
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> StoreResult<T> {
+    r.try_get(i)
+        .map_err(|e| StoreError::Backend(format!("unexpected column {i}: {e}")))
+}
+
+/// A PostgreSQL row's columns, as the shared decoder reads them.
+struct Columns<'r>(&'r Row);
+
+impl JobColumns for Columns<'_> {
+    type Error = StoreError;
+    fn text(&self, i: usize) -> StoreResult<String> {
+        get(self.0, i)
+    }
+    fn opt_text(&self, i: usize) -> StoreResult<Option<String>> {
+        get(self.0, i)
+    }
+    fn int(&self, i: usize) -> StoreResult<i64> {
+        get(self.0, i)
+    }
+    fn opt_int(&self, i: usize) -> StoreResult<Option<i64>> {
+        get(self.0, i)
+    }
+    fn int32(&self, i: usize) -> StoreResult<i32> {
+        get(self.0, i)
+    }
+    fn flag(&self, i: usize) -> StoreResult<bool> {
+        get(self.0, i)
+    }
+}
+
+fn job_from_row(r: &Row) -> StoreResult<Job> {
+    RawJob::read(&Columns(r))?.decode()
+}
+
+fn jobs_from_rows(rows: &[Row]) -> StoreResult<Vec<Job>> {
+    rows.iter().map(job_from_row).collect()
+}
+
+fn category_str(c: Option<DeadCategory>) -> Option<&'static str> {
+    c.map(DeadCategory::as_str)
+}
+
+const GET: &str = concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1");
+
+async fn get_job(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreResult<Option<Job>> {
+    c.query_opt(GET, &[&id.0])
+        .await
+        .map_err(backend)?
+        .as_ref()
+        .map(job_from_row)
+        .transpose()
+}
+
+async fn must_get(c: &impl tokio_postgres::GenericClient, id: &JobId) -> StoreResult<Job> {
+    get_job(c, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(id.clone()))
+}
+
+/// Tells the other nodes that `queue` has new work (on commit). An empty queue name means any.
+async fn notify(
+    c: &impl tokio_postgres::GenericClient,
+    channel: &str,
+    payload: &str,
+) -> StoreResult<()> {
+    c.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+        .await
+        .map(|_| ())
+        .map_err(backend)
+}
+
+mod actions;
+mod endpoints;
+mod jobs;
+mod lease;
+mod maintenance;
+mod reads;
+mod record;
+mod schedules;
+
+pub use actions::*;
+// Named: `redial_store` has a `cancel` of its own (a rule), which the glob would make ambiguous.
+pub use actions::cancel;
+pub use endpoints::*;
+pub use jobs::*;
+pub use lease::*;
+pub use maintenance::*;
+pub use reads::*;
+pub use record::*;
+pub use schedules::*;

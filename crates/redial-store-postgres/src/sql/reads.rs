@@ -1,0 +1,161 @@
+//! Reads for people: stats, dead letters over time and by group, a queue's groups.
+
+use super::*;
+
+/// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
+/// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).
+pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
+    const WAITING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
+         AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp";
+    const RUNNING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE state = 'running' AND queue = $1 \
+         AND grp IS NOT NULL GROUP BY grp";
+    let mut parts = Vec::with_capacity(2);
+    for sql in [WAITING, RUNNING] {
+        let rows = c.client.query(sql, &[&queue]).await.map_err(backend)?;
+        parts.push(
+            rows.iter()
+                .map(|r| Ok((get(r, 0)?, u64::try_from(get::<i64>(r, 1)?).unwrap_or(0))))
+                .collect::<StoreResult<Vec<(String, u64)>>>()?,
+        );
+    }
+    let running = parts.pop().unwrap_or_default();
+    let waiting = parts.pop().unwrap_or_default();
+    Ok(GroupCounts::from_parts(waiting, running, limit))
+}
+
+pub(super) fn parse_state(s: &str) -> StoreResult<JobState> {
+    s.parse()
+        .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))
+}
+
+/// The counts in one pass over the jobs (it was three: by queue, by endpoint, and the oldest
+/// deferred job per queue), folded here.
+pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
+    use std::collections::BTreeMap;
+    let rows = c
+        .client
+        .query(
+            "SELECT queue, endpoint, state, category, COUNT(*), \
+               MIN(updated_at) FILTER (WHERE state = 'deferred') \
+             FROM jobs GROUP BY queue, endpoint, state, category",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    // Sorted by name (bytes, whatever the database's collation, as SQLite's counts are), then
+    // state, then category with jobs without one last.
+    let mut by_queue: BTreeMap<(String, String, (bool, String)), u64> = BTreeMap::new();
+    let mut by_endpoint: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut oldest: BTreeMap<String, i64> = BTreeMap::new();
+    for r in &rows {
+        let queue: String = get(r, 0)?;
+        let endpoint: String = get(r, 1)?;
+        let state: String = get(r, 2)?;
+        let category: Option<String> = get(r, 3)?;
+        let count = get::<i64>(r, 4)?.max(0) as u64;
+        let category = (category.is_none(), category.unwrap_or_default());
+        *by_queue
+            .entry((queue.clone(), state.clone(), category))
+            .or_default() += count;
+        *by_endpoint.entry((endpoint, state)).or_default() += count;
+        if let Some(since) = get::<Option<i64>>(r, 5)? {
+            let at = oldest.entry(queue).or_insert(since);
+            *at = (*at).min(since);
+        }
+    }
+    let by_queue = by_queue
+        .into_iter()
+        .map(|((queue, state, (_, category)), count)| {
+            Ok(QueueCount {
+                queue,
+                state: parse_state(&state)?,
+                category: parse_dead_category(&category).ok(),
+                count,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    let by_endpoint = by_endpoint
+        .into_iter()
+        .map(|((endpoint, state), count)| {
+            Ok(EndpointCount {
+                endpoint,
+                state: parse_state(&state)?,
+                count,
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    let oldest_deferred = oldest
+        .into_iter()
+        .map(|(queue, since)| QueueSince {
+            queue,
+            since: Timestamp::from_unix_millis(since),
+        })
+        .collect();
+    Ok(Stats {
+        by_queue,
+        by_endpoint,
+        oldest_deferred,
+    })
+}
+
+pub async fn dead_letter_groups(c: &mut Conn, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
+    let mut sql =
+        "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \
+                   MAX(last_reason) FROM jobs WHERE state = 'dead'"
+            .to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY queue, category, endpoint ORDER BY 4 DESC, 1, 3");
+    let rows = c
+        .client
+        .query(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for r in &rows {
+        let category: Option<String> = get(r, 1)?;
+        let Some(category) = category
+            .as_deref()
+            .and_then(|c| parse_dead_category(c).ok())
+        else {
+            continue;
+        };
+        out.push(DeadGroup {
+            queue: get(r, 0)?,
+            category,
+            endpoint: get(r, 2)?,
+            count: get::<i64>(r, 3)?.max(0) as u64,
+            first: ts(get(r, 4)?).unwrap_or(Timestamp::EPOCH),
+            last: ts(get(r, 5)?).unwrap_or(Timestamp::EPOCH),
+            reason: get(r, 6)?,
+        });
+    }
+    Ok(out)
+}
+
+pub async fn dead_letters_since(c: &mut Conn, since: Timestamp) -> StoreResult<Vec<DeadCount>> {
+    let rows = c
+        .client
+        .query(
+            "SELECT queue, category, COUNT(*) FROM jobs WHERE state = 'dead' AND finished_at >= $1 \
+             GROUP BY queue, category ORDER BY queue, category",
+            &[&ms(since)],
+        )
+        .await
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for r in &rows {
+        let category: Option<String> = get(r, 1)?;
+        if let Some(category) = category
+            .as_deref()
+            .and_then(|c| parse_dead_category(c).ok())
+        {
+            out.push(DeadCount {
+                queue: get(r, 0)?,
+                category,
+                count: get::<i64>(r, 2)?.max(0) as u64,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,234 @@
+//! An attempt's end: heartbeats, recording (one attempt, or a batch in one statement, and the
+//! slow path), and giving leases back.
+
+use super::*;
+
+pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_until = $1 \
+     WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3";
+
+pub async fn heartbeat(c: &mut Conn, p: &HeartbeatParams) -> StoreResult<u64> {
+    let stmt = c.prepared(HEARTBEAT).await?;
+    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
+    c.client
+        .execute(&stmt, &[&ms(p.lease_until), &ids, &p.owner])
+        .await
+        .map_err(backend)
+}
+
+/// The common case in one statement: the lease is ours and no cancel waits. The attempt's
+/// number is the job's new run count, written into the document as stored.
+pub(super) const RECORD: &str = "WITH u AS (UPDATE jobs SET state = $1, category = $2, \
+         run_at = COALESCE($3, run_at), finished_at = $4, attempts = $5, unknown_attempts = $6, \
+         deferrals = $7, last_delay_ms = $8, last_reason = $9, runs = runs + 1, \
+         lease_owner = NULL, lease_until = NULL, updated_at = $10 \
+     WHERE id = $11 AND state = 'running' AND lease_owner = $12 AND NOT cancel_requested \
+     RETURNING seq, runs) \
+     INSERT INTO attempts (job_seq, number, data) \
+     SELECT seq, runs, jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs))::text FROM u \
+     RETURNING number";
+
+pub async fn record_attempt(
+    c: &mut Conn,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let (state, category, run_at, finished_at) = p.as_leased();
+    let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
+    let stmt = c.prepared(RECORD).await?;
+    let done = c
+        .client
+        .query_opt(
+            &stmt,
+            &[
+                &state.as_str(),
+                &category_str(category),
+                &run_at.map(ms),
+                &finished_at.map(ms),
+                &int(p.attempts),
+                &int(p.unknown_attempts),
+                &int(p.deferrals),
+                &last_delay_ms,
+                &p.attempt.reason,
+                &ms(p.now),
+                &p.id.0,
+                &p.owner,
+                &data,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    if done.is_some() {
+        return Ok(state);
+    }
+    record_attempt_slow(c, p, data).await
+}
+
+/// Many attempts' common case in one statement (one round trip, one commit): each job found by
+/// its `seq` (and id), still leased by its recorder with the runs the caller expects before this
+/// attempt, no cancel waiting, is updated and its attempt inserted as serialised (its number is
+/// the caller's). Returns the ids recorded; the others go through [`record_attempt`] one by one.
+/// Ids must be distinct, and each request must carry its `seq` and a number of at least 1.
+pub(super) const RECORD_MANY: &str = "WITH i AS ( \
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         $6::bigint[], $7::bigint[], $8::int[], $9::int[], $10::int[], $11::bigint[], \
+         $12::text[], $13::bigint[], $14::int[], $15::text[]) \
+       AS t(seq, id, owner, state, category, run_at, finished_at, attempts, unknown_attempts, \
+         deferrals, last_delay_ms, reason, now, number, data)), \
+     u AS (UPDATE jobs j SET state = i.state, category = i.category, \
+         run_at = COALESCE(i.run_at, j.run_at), finished_at = i.finished_at, \
+         attempts = i.attempts, unknown_attempts = i.unknown_attempts, deferrals = i.deferrals, \
+         last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = i.number, \
+         lease_owner = NULL, lease_until = NULL, updated_at = i.now \
+       FROM i \
+       WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
+         AND NOT j.cancel_requested AND j.runs = i.number - 1 \
+       RETURNING j.seq), \
+     a AS (INSERT INTO attempts (job_seq, number, data) \
+       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq) \
+     SELECT i.id FROM u JOIN i ON i.seq = u.seq";
+
+/// Whether [`record_many`] can take this request (it knows the job's `seq` and the attempt's
+/// number).
+pub fn batchable(p: &RecordAttemptParams) -> bool {
+    p.seq.is_some() && p.attempt.number >= 1
+}
+
+pub async fn record_many(
+    c: &mut Conn,
+    batch: &[(&RecordAttemptParams, &str)],
+) -> StoreResult<std::collections::HashSet<String>> {
+    let n = batch.len();
+    let mut seqs = Vec::with_capacity(n);
+    let mut ids = Vec::with_capacity(n);
+    let mut owners = Vec::with_capacity(n);
+    let mut states = Vec::with_capacity(n);
+    let mut categories = Vec::with_capacity(n);
+    let mut run_ats = Vec::with_capacity(n);
+    let mut finished = Vec::with_capacity(n);
+    let mut attempts = Vec::with_capacity(n);
+    let mut unknown = Vec::with_capacity(n);
+    let mut deferrals = Vec::with_capacity(n);
+    let mut delays = Vec::with_capacity(n);
+    let mut reasons = Vec::with_capacity(n);
+    let mut nows = Vec::with_capacity(n);
+    let mut numbers = Vec::with_capacity(n);
+    let mut data = Vec::with_capacity(n);
+    for (p, d) in batch {
+        let Some(seq) = p.seq.filter(|_| batchable(p)) else {
+            continue;
+        };
+        let (state, category, run_at, finished_at) = p.as_leased();
+        seqs.push(seq);
+        ids.push(p.id.0.as_str());
+        owners.push(p.owner.as_str());
+        states.push(state.as_str());
+        categories.push(category_str(category));
+        run_ats.push(run_at.map(ms));
+        finished.push(finished_at.map(ms));
+        attempts.push(int(p.attempts));
+        unknown.push(int(p.unknown_attempts));
+        deferrals.push(int(p.deferrals));
+        delays.push(p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64));
+        reasons.push(p.attempt.reason.as_str());
+        nows.push(ms(p.now));
+        numbers.push(int(p.attempt.number));
+        data.push(*d);
+    }
+    if seqs.is_empty() {
+        return Ok(std::collections::HashSet::new());
+    }
+    let stmt = c.prepared(RECORD_MANY).await?;
+    let rows = c
+        .client
+        .query(
+            &stmt,
+            &[
+                &seqs,
+                &ids,
+                &owners,
+                &states,
+                &categories,
+                &run_ats,
+                &finished,
+                &attempts,
+                &unknown,
+                &deferrals,
+                &delays,
+                &reasons,
+                &nows,
+                &numbers,
+                &data,
+            ],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+}
+
+/// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
+pub async fn record_attempt_slow(
+    c: &mut Conn,
+    p: RecordAttemptParams,
+    data: String,
+) -> StoreResult<JobState> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let row = tx
+        .query_opt(
+            concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
+            &[&p.id.0],
+        )
+        .await
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
+    let job = job_from_row(&row)?;
+    let r = p.recording(&job, data)?;
+    tx.execute(
+        "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
+         unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
+         runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10 WHERE seq = $11",
+        &[
+            &r.plan.state.as_str(),
+            &category_str(r.plan.category),
+            &ms(r.plan.run_at),
+            &r.plan.finished_at.map(ms),
+            &int(p.attempts),
+            &int(p.unknown_attempts),
+            &int(p.deferrals),
+            &r.last_delay_ms,
+            &r.plan.reason,
+            &ms(p.now),
+            &job.seq,
+        ],
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
+        &[&job.seq, &int(r.plan.number), &r.data],
+    )
+    .await
+    .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(r.plan.state)
+}
+
+pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreResult<u64> {
+    let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let rows = tx
+        .query(
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = $1 \
+             WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING queue",
+            &[&ms(p.now), &ids, &p.owner],
+        )
+        .await
+        .map_err(backend)?;
+    let mut queues: Vec<String> = rows.iter().map(|r| get(r, 0)).collect::<StoreResult<_>>()?;
+    queues.sort();
+    queues.dedup();
+    for q in &queues {
+        notify(&tx, channel, q).await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(rows.len() as u64)
+}
