@@ -15,8 +15,10 @@
 
 mod backup;
 mod counts;
+mod files;
 mod schema;
 mod sql;
+mod threads;
 
 use async_trait::async_trait;
 use redial_policy::Timestamp;
@@ -26,6 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use backup::{backup_file, check as check_backup, BackupReport};
+use files::*;
+use threads::*;
 
 /// The SQLite store. Cheap to clone; clones share the storage thread.
 #[derive(Clone)]
@@ -33,177 +37,9 @@ pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
-/// A request to the storage thread: it runs inside the batch's transaction (or gets the error
-/// that kept the transaction from starting) and returns how to deliver its answer once the batch
-/// has committed (or failed to).
-type Op = Box<dyn FnOnce(Result<&mut Connection, StoreError>) -> Deliver + Send>;
-type Deliver = Box<dyn FnOnce(Option<StoreError>) + Send>;
-
-/// Bounds on one transaction: requests that keep arriving while a batch runs join it, up to this
-/// many or this long, so one commit (and its fsync) serves as many as possible without holding
-/// the first answers back for long.
-const MAX_BATCH: usize = 1024;
-const MAX_BATCH_TIME: std::time::Duration = std::time::Duration::from_millis(2);
-
-/// How long the checkpointer waits after the first commit it hears of, so one checkpoint copies
-/// the pages of many commits.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
-
 /// How long readiness stays "unavailable" after a request failed because the database could
 /// not serve (a full disk, say): a small probe can pass while real writes still fail.
 const UNAVAILABLE_FOR: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The background integrity check's state.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Integrity {
-    Checking,
-    Passed,
-    Failed(String),
-}
-
-/// Reads every page of the database (`PRAGMA quick_check`: b-trees, records, free lists; not
-/// index contents) on a connection of its own, beside the writer.
-fn check_integrity(path: &Path) -> Integrity {
-    let started = std::time::Instant::now();
-    let checked = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .and_then(|c| {
-        let mut stmt = c.prepare("PRAGMA quick_check(10)")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        rows.collect::<rusqlite::Result<Vec<String>>>()
-    });
-    let file = path.display();
-    let outcome = match checked {
-        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Integrity::Passed,
-        Ok(rows) => Integrity::Failed(format!(
-            "the database file {file} is damaged ({}): stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that",
-            rows.join("; ")
-        )),
-        Err(e) => Integrity::Failed(format!(
-            "the database file {file} could not be checked ({e}): stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db`"
-        )),
-    };
-    match &outcome {
-        Integrity::Passed => tracing::info!(
-            file = %file,
-            took_ms = started.elapsed().as_millis() as u64,
-            "database integrity check passed"
-        ),
-        Integrity::Failed(why) => tracing::error!(error = %why, "database integrity check failed"),
-        Integrity::Checking => {}
-    }
-    outcome
-}
-
-/// Creates a new database file readable by its owner only: it holds every job's request,
-/// credentials included. SQLite gives the `-wal` and `-shm` files the same mode. An existing file
-/// keeps its own; a failure here is left for SQLite's open to report.
-fn create_private(path: &Path) {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let _ = options.open(path);
-}
-
-/// What the readiness probe writes: the wall clock, for whoever reads the row.
-fn wall_clock_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Takes the file `<database>.lock` beside the database for this process, with our pid in it:
-/// a second process writing the same database would not see the first's jobs in its kept counts,
-/// nor lease with it, so it is refused (naming the process that holds it). The lock ends with
-/// the process, however it ends.
-///
-/// Within one process the lock is shared: a program (or a test) that opens the file again while
-/// an earlier store on it is still being dropped gets the same lock.
-fn hold_lock(path: &Path) -> StoreResult<Arc<std::fs::File>> {
-    static HELD: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<std::fs::File>)>> =
-        std::sync::Mutex::new(Vec::new());
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
-    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    held.retain(|(_, w)| w.strong_count() > 0);
-    if let Some(file) = held
-        .iter()
-        .find(|(p, _)| *p == key)
-        .and_then(|(_, w)| w.upgrade())
-    {
-        return Ok(file);
-    }
-    let file = Arc::new(lock_file(path, &lock_path)?);
-    held.push((key, Arc::downgrade(&file)));
-    Ok(file)
-}
-
-fn lock_file(path: &Path, lock_path: &Path) -> StoreResult<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(lock_path).map_err(|e| {
-        StoreError::Unavailable(format!(
-            "{} cannot be written: its lock file {} cannot be opened ({e}); the user running redial must be able to write the database, its folder and the files beside it",
-            path.display(),
-            lock_path.display()
-        ))
-    })?;
-    match file.try_lock() {
-        Ok(()) => {
-            use std::io::{Seek, Write};
-            let mut f = &file;
-            let _ = f.set_len(0);
-            let _ = f.seek(std::io::SeekFrom::Start(0));
-            let _ = writeln!(f, "{}", std::process::id());
-            Ok(file)
-        }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(lock_path)
-                .ok()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .map_or_else(String::new, |pid| format!(" (process {pid})"));
-            Err(StoreError::Unavailable(format!(
-                "{} is in use by another redial{holder}: two processes on one SQLite file would each count and lease on their own. Stop the other one, give this one its own --data-dir, or use PostgreSQL (REDIAL_DATABASE_URL) to run several nodes",
-                path.display()
-            )))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::Unavailable(format!(
-            "cannot lock {}: {e}",
-            lock_path.display()
-        ))),
-    }
-}
-
-/// Why a database could not be opened, and what to do about it.
-fn refusal(path: &Path, e: &rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::*;
-    let file = path.display();
-    let advice = match e.sqlite_error_code() {
-        Some(NotADatabase) => format!(
-            "{file} is not a SQLite database, or its first page is damaged: if it is Redial's, restore it from a backup; otherwise choose another --data-dir"
-        ),
-        Some(DatabaseCorrupt) => format!(
-            "the database file {file} is damaged: stop redial, then restore the file from a backup, or save what it still holds with `sqlite3 {file} .recover | sqlite3 recovered.db` and start on that"
-        ),
-        Some(ReadOnly | CannotOpen | PermissionDenied) => format!(
-            "{file} cannot be written: the user running redial must be able to write the file and its folder (SQLite keeps -wal and -shm files beside it), on a disk that is not read-only"
-        ),
-        Some(DiskFull) => format!("{file} cannot grow: the disk is full; free some space"),
-        Some(DatabaseBusy | DatabaseLocked) => format!(
-            "{file} is locked by another process (another redial serve on the same data folder?)"
-        ),
-        _ => format!("cannot open the database {file}"),
-    };
-    sql::classify(e.sqlite_error_code(), format!("{advice} ({e})"))
-}
 
 struct Inner {
     /// Requests to the storage thread, which owns the connection. The thread ends when every
@@ -229,114 +65,6 @@ impl std::fmt::Debug for SqliteStore {
         f.debug_struct("SqliteStore")
             .field("path", &self.inner.path)
             .finish()
-    }
-}
-
-/// Tells the checkpointer that commits are waiting to be copied back: one message per
-/// checkpoint at most, none while the store is idle.
-struct CheckpointDue {
-    pending: Arc<std::sync::atomic::AtomicBool>,
-    tx: std::sync::mpsc::SyncSender<()>,
-}
-
-impl CheckpointDue {
-    fn committed(&self) {
-        if !self.pending.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            let _ = self.tx.try_send(());
-        }
-    }
-}
-
-/// The checkpointer: after commits, waits [`CHECKPOINT_EVERY`], then copies what the WAL holds
-/// back into the database file (`PASSIVE`: it never blocks the writer, and the writer never waits
-/// for it). Checkpointing on the writer's thread took ~10% of its time and held each batch that
-/// came in meanwhile for a few milliseconds. The writer keeps SQLite's automatic checkpoint (at
-/// 1000 WAL pages) as a backstop: with this thread keeping up it only copies the last few
-/// commits' pages, and it is what lets the WAL start over from its beginning (SQLite restarts
-/// the WAL when a writer begins with every frame copied back). Ends when the store is dropped.
-fn checkpoint_thread(
-    conn: Connection,
-    due: std::sync::mpsc::Receiver<()>,
-    pending: Arc<std::sync::atomic::AtomicBool>,
-) {
-    let mut failing: Option<String> = None;
-    while due.recv().is_ok() {
-        std::thread::sleep(CHECKPOINT_EVERY);
-        pending.store(false, std::sync::atomic::Ordering::Release);
-        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            Ok(()) => {
-                if failing.take().is_some() {
-                    tracing::info!("WAL checkpoints work again");
-                }
-            }
-            Err(e) => {
-                let e = e.to_string();
-                if failing.as_deref() != Some(e.as_str()) {
-                    tracing::warn!(error = %e, "a WAL checkpoint failed; the writer's own checkpoints still bound the WAL");
-                }
-                failing = Some(e);
-            }
-        }
-    }
-}
-
-/// The storage thread: runs requests in one transaction for as long as they keep coming (within
-/// the bounds above), commits, then answers. An idle store commits each request at once.
-fn storage_thread(
-    mut conn: Connection,
-    ops: std::sync::mpsc::Receiver<Op>,
-    checkpoint: CheckpointDue,
-    counts: counts::Shared,
-) {
-    counts::attach(&counts);
-    while let Ok(first) = ops.recv() {
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            // Nothing runs outside a transaction: what is queued fails now, the next request
-            // tries again.
-            let code = e.sqlite_error_code();
-            let e = format!("cannot start a transaction: {e}");
-            first(Err(sql::classify(code, e.clone())))(None);
-            while let Ok(op) = ops.try_recv() {
-                op(Err(sql::classify(code, e.clone())))(None);
-            }
-            continue;
-        }
-        let started = std::time::Instant::now();
-        let mut deliveries = Vec::new();
-        let mut next = Some(first);
-        while let Some(op) = next.take() {
-            // A request that panics gets no answer (its caller sees the request dropped); what
-            // it wrote stays in the batch only if it wrote it with complete statements.
-            let mark = counts::mark();
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(Ok(&mut conn)))) {
-                Ok(d) => deliveries.push(d),
-                Err(_) => counts::failed_since(mark),
-            }
-            // SQLite rolls the whole transaction back by itself on some errors (a full disk, an
-            // I/O error): nothing more may run in this batch, or it would run outside any
-            // transaction and be committed while its caller is told it failed. The commit below
-            // then fails, and every request of the batch is answered with the failure.
-            if conn.is_autocommit() {
-                break;
-            }
-            if deliveries.len() < MAX_BATCH && started.elapsed() < MAX_BATCH_TIME {
-                next = ops.try_recv().ok();
-            }
-        }
-        let failure = conn.execute_batch("COMMIT").err().map(|e| {
-            let _ = conn.execute_batch("ROLLBACK");
-            (e.sqlite_error_code(), format!("commit failed: {e}"))
-        });
-        match failure {
-            None => counts::committed(&conn, &counts),
-            Some(_) => counts::rolled_back(),
-        }
-        checkpoint.committed();
-        for d in deliveries {
-            d(failure
-                .clone()
-                .map(|(code, message)| sql::classify(code, message)));
-        }
     }
 }
 
