@@ -15,11 +15,17 @@
 //!   batch runs is recorded by the next one, in one statement (one commit for all), and whatever
 //!   that statement leaves (a lease lost, a cancel waiting) takes the one-attempt path.
 
+mod conn;
 mod lease;
+mod listen;
+mod recorder;
 mod schema;
 mod sql;
 mod tls;
 
+use conn::*;
+use listen::*;
+use recorder::*;
 pub use tls::{DbConfig, SslMode};
 
 use async_trait::async_trait;
@@ -97,98 +103,6 @@ impl Drop for Inner {
     }
 }
 
-/// An attempt to record (its serialised data alongside) and where its answer goes.
-struct RecordRequest {
-    params: RecordAttemptParams,
-    data: String,
-    answer: tokio::sync::oneshot::Sender<StoreResult<JobState>>,
-}
-
-/// At most this many attempts in one statement.
-const MAX_RECORD_BATCH: usize = 512;
-
-/// Records attempts in batches: whatever arrived while the last batch ran goes in the next, as
-/// one statement, so that one commit serves them all (as the SQLite store's group commit does).
-/// What the batch statement does not record (a lease lost, a cancel waiting, an id twice in the
-/// batch), or a batch that fails, goes through the one-attempt path, each on its own.
-async fn recorder(
-    config: DbConfig,
-    mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
-) {
-    let mut conn: Option<Conn> = None;
-    while let Some(first) = requests.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_RECORD_BATCH {
-            match requests.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
-        let limit = config.call_timeout();
-        let ready = tokio::time::timeout(limit, Conn::ready(&mut conn, &config))
-            .await
-            .unwrap_or_else(|_| Err(too_slow(limit)));
-        let c = match ready {
-            Ok(c) => c,
-            Err(e) => {
-                // Each waiting recorder hears the same: the store cannot serve (it may try again).
-                for r in batch {
-                    let again = match &e {
-                        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-                        other => StoreError::Backend(other.to_string()),
-                    };
-                    let _ = r.answer.send(Err(again));
-                }
-                continue;
-            }
-        };
-        // The statement sees each id once: a second request for the same job waits for the
-        // one-attempt path.
-        let mut seen = std::collections::HashSet::new();
-        let first_of_id: Vec<bool> = batch
-            .iter()
-            .map(|r| seen.insert(r.params.id.0.clone()))
-            .collect();
-        let distinct: Vec<(&RecordAttemptParams, &str)> = batch
-            .iter()
-            .zip(&first_of_id)
-            .filter(|(_, first)| **first)
-            .map(|(r, _)| (&r.params, r.data.as_str()))
-            .collect();
-        // A failed statement changed nothing: everything then takes the one-attempt path. One
-        // that hangs leaves the connection dropped, and every attempt of the batch unrecorded
-        // (the recording engine asks again).
-        let recorded = match tokio::time::timeout(limit, sql::record_many(c, &distinct)).await {
-            Ok(r) => r.unwrap_or_default(),
-            Err(_) => {
-                conn = None;
-                for r in batch {
-                    let _ = r.answer.send(Err(too_slow(limit)));
-                }
-                continue;
-            }
-        };
-        for (r, first) in batch.into_iter().zip(first_of_id) {
-            let answer = if first && recorded.contains(&r.params.id.0) {
-                Ok(r.params.as_leased().0)
-            } else {
-                let Some(c) = conn.as_mut() else {
-                    let _ = r.answer.send(Err(too_slow(limit)));
-                    continue;
-                };
-                match tokio::time::timeout(limit, sql::record_attempt(c, r.params, r.data)).await {
-                    Ok(answer) => answer,
-                    Err(_) => {
-                        conn = None;
-                        Err(too_slow(limit))
-                    }
-                }
-            };
-            let _ = r.answer.send(answer);
-        }
-    }
-}
-
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
@@ -196,91 +110,6 @@ impl std::fmt::Debug for PgStore {
             .field("channel", &self.inner.channel)
             .finish()
     }
-}
-
-/// One pooled connection and the statements prepared on it.
-pub(crate) struct Conn {
-    pub client: Client,
-    pub stmts: HashMap<&'static str, Statement>,
-    /// A transaction was begun on it and not ended (its future was dropped midway): rolled back
-    /// before the connection is used again.
-    pub open_transaction: bool,
-}
-
-impl Conn {
-    /// The connection in `slot`, opened first if there is none or it broke.
-    async fn ready<'a>(slot: &'a mut Option<Conn>, config: &DbConfig) -> StoreResult<&'a mut Conn> {
-        if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
-            *slot = Some(Conn {
-                client: connect(config).await?,
-                stmts: HashMap::new(),
-                open_transaction: false,
-            });
-        }
-        Ok(slot.as_mut().expect("connected above"))
-    }
-
-    /// A statement prepared once per connection.
-    pub async fn prepared(&mut self, sql: &'static str) -> StoreResult<Statement> {
-        if let Some(s) = self.stmts.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql).await.map_err(backend)?;
-        self.stmts.insert(sql, s.clone());
-        Ok(s)
-    }
-}
-
-/// The server's message for a failure (tokio-postgres's own display says only "db error").
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => match std::error::Error::source(e) {
-            // "error connecting to server: Connection refused (os error 111)"
-            Some(cause) => format!("{e}: {cause}"),
-            None => e.to_string(),
-        },
-    }
-}
-
-pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
-    if unavailable(&e) {
-        StoreError::Unavailable(describe(&e))
-    } else {
-        StoreError::Backend(describe(&e))
-    }
-}
-
-/// Whether the failure says the database cannot serve now (a lost connection, a server shutting
-/// down or starting, a full disk, too many connections, a read-only server) rather than that the
-/// request was wrong.
-fn unavailable(e: &tokio_postgres::Error) -> bool {
-    match e.code() {
-        Some(code) => {
-            let c = code.code();
-            // 08: connection exception; 53: insufficient resources (disk full, out of memory,
-            // too many connections); 57P01-57P03: shutting down, starting; 25006: read-only.
-            c.starts_with("08")
-                || c.starts_with("53")
-                || matches!(c, "57P01" | "57P02" | "57P03" | "25006")
-        }
-        None => {
-            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-        }
-    }
-}
-
-async fn connect(config: &DbConfig) -> StoreResult<Client> {
-    let (client, connection) = config
-        .connect()
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %describe(&e), "a PostgreSQL connection ended");
-        }
-    });
-    Ok(client)
 }
 
 impl PgStore {
@@ -404,61 +233,6 @@ impl PgStore {
     /// The NOTIFY channel this store's writes use.
     pub fn channel(&self) -> &str {
         &self.inner.channel
-    }
-}
-
-/// Listens for other nodes' notifications and passes them on; reconnects when the connection
-/// drops, and then says `All` (notifications may have been missed meanwhile).
-async fn listen(config: DbConfig, channel: String, wakes: broadcast::Sender<Wake>) {
-    use futures_util::StreamExt;
-    let mut first = true;
-    loop {
-        match config.connect().await {
-            Ok((client, mut connection)) => {
-                let mut messages =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                let sql = format!("LISTEN \"{channel}\"");
-                let ok = {
-                    let listening = client.batch_execute(&sql);
-                    // The LISTEN is answered through the connection, which the stream drives.
-                    tokio::pin!(listening);
-                    loop {
-                        tokio::select! {
-                            r = &mut listening => break r.is_ok(),
-                            m = messages.next() => if m.is_none() { break false; },
-                        }
-                    }
-                };
-                if ok {
-                    if !first {
-                        let _ = wakes.send(Wake::All);
-                    }
-                    first = false;
-                    while let Some(m) = messages.next().await {
-                        match m {
-                            Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                                let wake = match n.payload() {
-                                    "" => Wake::All,
-                                    sql::ENDPOINTS_CHANGED => Wake::Endpoints,
-                                    queue => Wake::Queue(queue.to_owned()),
-                                };
-                                let _ = wakes.send(wake);
-                            }
-                            Ok(_) => {}
-                            Err(e) => {
-                                tracing::warn!(error = %describe(&e), "the PostgreSQL listener failed");
-                                break;
-                            }
-                        }
-                    }
-                }
-                drop(client);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot connect the PostgreSQL listener; retrying");
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 

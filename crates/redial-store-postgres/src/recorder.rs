@@ -1,0 +1,95 @@
+//! The recorder task: attempts recorded in batches, one statement each, on its own connection.
+
+use super::*;
+
+/// An attempt to record (its serialised data alongside) and where its answer goes.
+pub(crate) struct RecordRequest {
+    pub(crate) params: RecordAttemptParams,
+    pub(crate) data: String,
+    pub(crate) answer: tokio::sync::oneshot::Sender<StoreResult<JobState>>,
+}
+
+/// At most this many attempts in one statement.
+pub(crate) const MAX_RECORD_BATCH: usize = 512;
+
+/// Records attempts in batches: whatever arrived while the last batch ran goes in the next, as
+/// one statement, so that one commit serves them all (as the SQLite store's group commit does).
+/// What the batch statement does not record (a lease lost, a cancel waiting, an id twice in the
+/// batch), or a batch that fails, goes through the one-attempt path, each on its own.
+pub(crate) async fn recorder(
+    config: DbConfig,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
+) {
+    let mut conn: Option<Conn> = None;
+    while let Some(first) = requests.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_RECORD_BATCH {
+            match requests.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let limit = config.call_timeout();
+        let ready = tokio::time::timeout(limit, Conn::ready(&mut conn, &config))
+            .await
+            .unwrap_or_else(|_| Err(too_slow(limit)));
+        let c = match ready {
+            Ok(c) => c,
+            Err(e) => {
+                // Each waiting recorder hears the same: the store cannot serve (it may try again).
+                for r in batch {
+                    let again = match &e {
+                        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+                        other => StoreError::Backend(other.to_string()),
+                    };
+                    let _ = r.answer.send(Err(again));
+                }
+                continue;
+            }
+        };
+        // The statement sees each id once: a second request for the same job waits for the
+        // one-attempt path.
+        let mut seen = std::collections::HashSet::new();
+        let first_of_id: Vec<bool> = batch
+            .iter()
+            .map(|r| seen.insert(r.params.id.0.clone()))
+            .collect();
+        let distinct: Vec<(&RecordAttemptParams, &str)> = batch
+            .iter()
+            .zip(&first_of_id)
+            .filter(|(_, first)| **first)
+            .map(|(r, _)| (&r.params, r.data.as_str()))
+            .collect();
+        // A failed statement changed nothing: everything then takes the one-attempt path. One
+        // that hangs leaves the connection dropped, and every attempt of the batch unrecorded
+        // (the recording engine asks again).
+        let recorded = match tokio::time::timeout(limit, sql::record_many(c, &distinct)).await {
+            Ok(r) => r.unwrap_or_default(),
+            Err(_) => {
+                conn = None;
+                for r in batch {
+                    let _ = r.answer.send(Err(too_slow(limit)));
+                }
+                continue;
+            }
+        };
+        for (r, first) in batch.into_iter().zip(first_of_id) {
+            let answer = if first && recorded.contains(&r.params.id.0) {
+                Ok(r.params.as_leased().0)
+            } else {
+                let Some(c) = conn.as_mut() else {
+                    let _ = r.answer.send(Err(too_slow(limit)));
+                    continue;
+                };
+                match tokio::time::timeout(limit, sql::record_attempt(c, r.params, r.data)).await {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        conn = None;
+                        Err(too_slow(limit))
+                    }
+                }
+            };
+            let _ = r.answer.send(answer);
+        }
+    }
+}
