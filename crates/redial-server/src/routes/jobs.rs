@@ -1,0 +1,279 @@
+//! Jobs: enqueue (one, a batch), show, list, replay, dismiss, cancel; dead letters by filter
+//! and by group; the session.
+
+use super::*;
+
+pub(super) async fn enqueue(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: JobInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let mut job = input::new_job(&state, input, now)?;
+    join_trace(&mut job, caller_trace(&headers).as_deref());
+    match state.engine.enqueue(job).await? {
+        InsertOutcome::Inserted(j) => Ok(job_response(StatusCode::CREATED, &j, Some(false))),
+        InsertOutcome::Duplicate(j) => Ok(job_response(StatusCode::OK, &j, Some(true))),
+        InsertOutcome::Conflict(j) => Err(conflict(&j.id)),
+    }
+}
+
+pub(super) async fn enqueue_batch(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let trace = caller_trace(&headers);
+    let batch: BatchInput = input::parse_json(body)?;
+    if batch.jobs.is_empty() {
+        return Err(ApiError::unprocessable(
+            "empty_batch",
+            "jobs is empty: send at least one job",
+        ));
+    }
+    if batch.jobs.len() > state.config.max_batch {
+        return Err(ApiError::too_large(
+            "batch_too_large",
+            format!(
+                "{} jobs is over the batch limit of {}: split the batch",
+                batch.jobs.len(),
+                state.config.max_batch
+            ),
+        ));
+    }
+    let now = state.engine.clock().now();
+    let mut jobs = Vec::with_capacity(batch.jobs.len());
+    for (i, value) in batch.jobs.into_iter().enumerate() {
+        let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
+        let mut job = parsed
+            .and_then(|j| input::new_job(&state, j, now))
+            .map_err(|mut e| {
+                e.message = format!("jobs[{i}]: {}", e.message);
+                e
+            })?;
+        join_trace(&mut job, trace.as_deref());
+        jobs.push(job);
+    }
+    let outcomes = state.engine.enqueue_batch(jobs).await?;
+    if let Some((i, o)) = outcomes
+        .iter()
+        .enumerate()
+        .find(|(_, o)| matches!(o, InsertOutcome::Conflict(_)))
+    {
+        let mut e = conflict(&o.job().id);
+        e.message = format!("jobs[{i}]: {}; nothing in the batch was stored", e.message);
+        return Err(e);
+    }
+    let inserted = outcomes
+        .iter()
+        .filter(|o| matches!(o, InsertOutcome::Inserted(_)))
+        .count();
+    let views: Vec<_> = outcomes
+        .iter()
+        .map(|o| {
+            let mut v = view::job(o.job());
+            v.deduplicated = Some(matches!(o, InsertOutcome::Duplicate(_)));
+            v
+        })
+        .collect();
+    let status = if inserted > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(
+            json!({ "inserted": inserted, "deduplicated": views.len() - inserted, "jobs": views }),
+        ),
+    )
+        .into_response())
+}
+
+pub(super) async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let id = JobId(id);
+    let (job, attempts) = state.engine.store().job_get(&id).await?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("job {id} not found"),
+        )
+    })?;
+    let mut v = view::job(&job);
+    v.attempt_log = Some(&attempts);
+    Ok(Json(v).into_response())
+}
+
+/// Dead letters grouped by queue, category and endpoint (each group is what a bulk action with
+/// that filter acts on), largest first.
+pub(super) async fn dead_letter_groups(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut filter = JobFilter::default();
+    for (k, v) in q {
+        match k.as_str() {
+            "queue" => {
+                input::check_queue(&state, &v)?;
+                filter.queue = Some(v);
+            }
+            "category" => {
+                filter.category = Some(
+                    redial_store::parse_dead_category(&v)
+                        .map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                )
+            }
+            "endpoint" => filter.endpoint = Some(v),
+            "since" | "until" => {
+                let t = redial_policy::Timestamp::parse_rfc3339(&v).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "invalid_time",
+                        format!("{k} must be an RFC 3339 instant such as 2026-12-01T10:00:00Z"),
+                    )
+                })?;
+                if k == "since" {
+                    filter.since = Some(t);
+                } else {
+                    filter.until = Some(t);
+                }
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown query parameter {other:?}: use queue, category, endpoint, since, until"),
+                ))
+            }
+        }
+    }
+    input::check_range(filter.since, filter.until)?;
+    let groups = state.engine.store().dead_letter_groups(filter).await?;
+    let total: u64 = groups.iter().map(|g| g.count).sum();
+    Ok(Json(json!({ "groups": groups, "total": total })).into_response())
+}
+
+/// What the caller may do: whether it may only look (the read-only token, or a browser when the
+/// dashboard is read-only).
+pub(super) async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let read_only = auth::looks_only(&state, &headers);
+    Json(json!({
+        "read_only": read_only,
+        "token_required": state.config.token.is_some(),
+    }))
+    .into_response()
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut filter = JobFilter::default();
+    let mut after = None;
+    let mut limit = 50u32;
+    for (k, v) in q {
+        match k.as_str() {
+            "queue" => {
+                input::check_queue(&state, &v)?;
+                filter.queue = Some(v);
+            }
+            "state" => {
+                filter.state = Some(v.parse().map_err(|e: String| ApiError::bad_request("invalid_state", e))?)
+            }
+            "category" => {
+                filter.category = Some(
+                    redial_store::parse_dead_category(&v).map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                )
+            }
+            "endpoint" => filter.endpoint = Some(v),
+            "cursor" => {
+                after = Some(v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request("invalid_cursor", "cursor must be a next_cursor value from a previous page")
+                })?)
+            }
+            "limit" => {
+                limit = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=500).contains(n))
+                    .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit must be a number from 1 to 500"))?
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, cursor, limit"),
+                ))
+            }
+        }
+    }
+    let page = state
+        .engine
+        .store()
+        .job_list(JobListParams {
+            filter,
+            after,
+            limit,
+        })
+        .await?;
+    let jobs: Vec<_> = page.jobs.iter().map(view::job).collect();
+    Ok(
+        Json(json!({ "jobs": jobs, "next_cursor": page.next.map(|n| n.to_string()) }))
+            .into_response(),
+    )
+}
+
+pub(super) async fn replay(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let job = state.engine.replay(&JobId(id)).await?;
+    Ok(job_response(StatusCode::OK, &job, None))
+}
+
+pub(super) async fn dismiss(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let id = JobId(id);
+    state.engine.store().job_dismiss(&id).await?;
+    Ok(Json(json!({ "id": id, "dismissed": true })).into_response())
+}
+
+pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let job = state
+        .engine
+        .store()
+        .job_cancel(&JobId(id), state.engine.clock().now())
+        .await?;
+    Ok(job_response(StatusCode::OK, &job, None))
+}
+
+pub(super) fn bulk_filter(
+    state: &AppState,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<JobFilter, ApiError> {
+    let input: FilterInput = match body {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
+        other => input::parse_json(other)?,
+    };
+    // One empty request (a stray click, a page the user opened) must not reach every dead
+    // letter: that takes saying so.
+    if input.is_empty() && input.all != Some(true) {
+        return Err(ApiError::unprocessable(
+            "filter_required",
+            "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since or until",
+        ));
+    }
+    input.into_filter(state)
+}
+
+pub(super) async fn bulk_replay(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let filter = bulk_filter(&state, body)?;
+    let n = state.engine.replay_dead_letters(filter).await?;
+    Ok(Json(json!({ "affected": n })).into_response())
+}
+
+pub(super) async fn bulk_dismiss(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let filter = bulk_filter(&state, body)?;
+    let n = state.engine.store().dead_letter_dismiss(filter).await?;
+    Ok(Json(json!({ "affected": n })).into_response())
+}

@@ -1,0 +1,264 @@
+//! The routes, the middleware every answer passes, and what the handlers share; the handlers by
+//! area: jobs, endpoints (and queues), schedules, ops.
+
+use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
+use crate::view;
+use crate::{auth, ApiError, AppState, OPENAPI};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{middleware, Json, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams};
+use serde_json::json;
+use std::collections::HashMap;
+
+mod endpoints;
+mod jobs;
+mod ops;
+mod schedules;
+
+use endpoints::*;
+use jobs::*;
+use ops::*;
+use schedules::*;
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/jobs", post(enqueue).get(list))
+        .route("/v1/jobs/batch", post(enqueue_batch))
+        .route("/v1/jobs/{id}", get(show))
+        .route("/v1/jobs/{id}/replay", post(replay))
+        .route("/v1/jobs/{id}/dismiss", post(dismiss))
+        .route("/v1/jobs/{id}/cancel", post(cancel))
+        .route("/v1/dead-letters/replay", post(bulk_replay))
+        .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
+        .route("/v1/dead-letters/groups", get(dead_letter_groups))
+        .route("/v1/session", get(session))
+        .route("/v1/stats", get(stats))
+        .route("/v1/endpoints", get(endpoints))
+        .route("/v1/endpoints/{name}", get(endpoint))
+        .route("/v1/endpoints/{name}/pause", post(endpoint_pause))
+        .route("/v1/endpoints/{name}/resume", post(endpoint_resume))
+        .route(
+            "/v1/endpoints/{name}/reset-breaker",
+            post(endpoint_reset_breaker),
+        )
+        .route("/v1/queues", get(queues))
+        .route("/v1/queues/{name}/groups", get(queue_groups))
+        .route("/v1/queues/{name}/pause", post(queue_pause))
+        .route("/v1/queues/{name}/resume", post(queue_resume))
+        .route("/v1/schedules", post(schedule_create).get(schedule_list))
+        .route(
+            "/v1/schedules/{id}",
+            get(schedule_show).put(schedule_put).delete(schedule_delete),
+        )
+        .route("/v1/schedules/{id}/pause", post(schedule_pause))
+        .route("/v1/schedules/{id}/resume", post(schedule_resume))
+        .route("/v1/backup", post(backup))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/alerts", get(alerts))
+        .route("/v1/series", get(series))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), read_body))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    Router::new()
+        .merge(v1)
+        .route("/", get(crate::ui::to_ui))
+        .route("/ui", get(crate::ui::to_ui))
+        .route("/ui/", get(crate::ui::page))
+        .route("/ui/{file}", get(crate::ui::asset))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::refuse_foreign,
+        ))
+        .layer(middleware::map_response(json_errors))
+        .layer(middleware::map_response(json_newline))
+        .layer(DefaultBodyLimit::max(state.config.max_request_bytes))
+        .with_state(state)
+}
+
+/// A JSON answer ends with a newline, as a text file's last line does: `curl` output then leaves
+/// the shell's prompt on a line of its own, and answers can be concatenated as NDJSON. It says
+/// `X-Content-Type-Options: nosniff` (a browser never reads it as anything but JSON, whatever a
+/// job's body or reason holds) and `Cache-Control: no-store` (it holds requests, credentials
+/// included, and is stale at once: no cache keeps it).
+async fn json_newline(resp: Response) -> Response {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    parts.headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    parts.headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) if bytes.last() != Some(&b'\n') => {
+            let mut with = Vec::with_capacity(bytes.len() + 1);
+            with.extend_from_slice(&bytes);
+            with.push(b'\n');
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(with))
+        }
+        Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
+        Err(e) => ApiError::internal("finishing a JSON answer", e).into_response(),
+    }
+}
+
+/// Every error answer has the documented shape, `{"error": {"code", "message"}}`, including those
+/// the router and the extractors make themselves (a method a route does not take, a path that is
+/// not UTF-8), which come with an empty or plain-text body.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_FOUND => "no_route",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::URI_TOO_LONG => "uri_too_long",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        s if s.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let allow = resp.headers().get(header::ALLOW).cloned();
+    // The text the extractor wrote says what was wrong; it is short (a rejection's message).
+    let text = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let message = match (status, text) {
+        // The router sets `Allow` after this layer has run, so the message points at it.
+        (StatusCode::METHOD_NOT_ALLOWED, _) => {
+            "this route does not take that method: the Allow header lists those it takes (see /v1/openapi.json)".to_owned()
+        }
+        (s, _) if s.is_server_error() => "internal error".to_owned(),
+        (_, Some(text)) => text,
+        (s, None) => s
+            .canonical_reason()
+            .unwrap_or("the request was refused")
+            .to_lowercase(),
+    };
+    let mut out = ApiError::new(status, code, message).into_response();
+    if let Some(allow) = allow {
+        out.headers_mut().insert(header::ALLOW, allow);
+    }
+    out
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+/// Reads a request's body before its handler runs, within `body_timeout`: a client that
+/// declares a body and sends it slowly, or never, gets 408 (and the connection is closed) instead
+/// of holding a task and a connection for as long as it likes.
+async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    if !(h.contains_key(header::CONTENT_LENGTH) || h.contains_key(header::TRANSFER_ENCODING)) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let reading = Limited::new(body, state.config.max_request_bytes).collect();
+    match tokio::time::timeout(state.config.body_timeout, reading).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes.to_bytes())))
+                .await
+        }
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            input::body_too_large().into_response()
+        }
+        Ok(Err(e)) => ApiError::bad_request(
+            "invalid_body",
+            format!("the request body could not be read: {e}"),
+        )
+        .into_response(),
+        Err(_) => {
+            let mut resp = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!(
+                    "the request body did not arrive within {} s: send it at once",
+                    state.config.body_timeout.as_secs_f64()
+                ),
+            )
+            .into_response();
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            resp
+        }
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no_route",
+        "no such route: see /v1/openapi.json",
+    )
+}
+
+fn job_response(
+    status: StatusCode,
+    job: &redial_store::Job,
+    deduplicated: Option<bool>,
+) -> Response {
+    let mut v = view::job(job);
+    v.deduplicated = deduplicated;
+    (status, Json(v)).into_response()
+}
+
+fn conflict(id: &JobId) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!("job {id} already exists with a different request: use another id, or send the same request to get the existing job"),
+    )
+}
+
+/// The caller's W3C trace context, when the enqueue request carries a valid one: the job joins
+/// that trace (its request keeps it as a `traceparent` header unless it has its own).
+fn caller_trace(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("traceparent")?.to_str().ok()?.trim();
+    redial_engine::otel::parse_traceparent(v).map(|_| v.to_owned())
+}
+
+fn join_trace(job: &mut redial_store::NewJob, traceparent: Option<&str>) {
+    if let Some(tp) = traceparent {
+        let has_own = job
+            .request
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("traceparent"));
+        if !has_own {
+            job.request
+                .headers
+                .push(("traceparent".to_owned(), tp.to_owned()));
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Recurring schedules: create, replace, list, show, delete, pause, resume.
+
+use super::*;
+
+impl From<redial_engine::ScheduleError> for ApiError {
+    fn from(e: redial_engine::ScheduleError) -> Self {
+        use redial_engine::ScheduleError as E;
+        match e {
+            E::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string()),
+            E::Exists(_) => ApiError::new(StatusCode::CONFLICT, "schedule_exists", e.to_string()),
+            E::Invalid(m) => ApiError::unprocessable("invalid_schedule", m),
+            E::Store(e) => e.into(),
+        }
+    }
+}
+
+pub(super) fn schedule_response(status: StatusCode, s: &redial_engine::ScheduleView) -> Response {
+    (status, Json(s)).into_response()
+}
+
+pub(super) async fn schedule_create(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: input::ScheduleInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let (id, definition) = input::schedule_definition(&state, input, None, "api", now)?;
+    let saved = state.engine.schedule_save(&id, definition, false).await?;
+    Ok(schedule_response(StatusCode::CREATED, &saved))
+}
+
+pub(super) async fn schedule_put(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: input::ScheduleInput = input::parse_json(body)?;
+    let now = state.engine.clock().now();
+    let (id, definition) = input::schedule_definition(&state, input, Some(&id), "api", now)?;
+    let existed = state.engine.schedule(&id).await.is_ok();
+    let saved = state.engine.schedule_save(&id, definition, true).await?;
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(schedule_response(status, &saved))
+}
+
+pub(super) async fn schedule_list(State(state): State<AppState>) -> ApiResult {
+    let schedules = state.engine.schedules().await?;
+    Ok(Json(json!({ "schedules": schedules })).into_response())
+}
+
+pub(super) async fn schedule_show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    Ok(schedule_response(
+        StatusCode::OK,
+        &state.engine.schedule(&id).await?,
+    ))
+}
+
+pub(super) async fn schedule_delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    state.engine.schedule_delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub(super) async fn schedule_pause(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let s = state.engine.schedule_set_paused(&id, true).await?;
+    Ok(schedule_response(StatusCode::OK, &s))
+}
+
+pub(super) async fn schedule_resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let s = state.engine.schedule_set_paused(&id, false).await?;
+    Ok(schedule_response(StatusCode::OK, &s))
+}
