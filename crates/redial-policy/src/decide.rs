@@ -213,10 +213,7 @@ impl Decision {
         matches!(self.action, Action::Retry { .. })
             && match self.classification.category {
                 Category::Transient => true,
-                Category::Unknown => matches!(
-                    self.unknown_backoff,
-                    Some(UnknownBackoff::IdempotentMethod(_) | UnknownBackoff::IdempotencyKey)
-                ),
+                Category::Unknown => self.unknown_backoff.is_some_and(UnknownBackoff::is_safe),
                 _ => false,
             }
     }

@@ -123,7 +123,12 @@ impl PgStore {
     /// Where the schema at `url` stands, without changing anything.
     pub async fn schema_status(url: &str) -> StoreResult<SchemaStatus> {
         let config = DbConfig::parse(url).map_err(StoreError::Backend)?;
-        let client = connect(&config).await?;
+        PgStore::schema_status_with(&config).await
+    }
+
+    /// Where the schema of the database `config` names stands, without changing anything.
+    pub async fn schema_status_with(config: &DbConfig) -> StoreResult<SchemaStatus> {
+        let client = connect(config).await?;
         schema::status(&client).await.map_err(StoreError::Backend)
     }
 

@@ -46,61 +46,102 @@ pub fn backup_file(
             source.display()
         )));
     }
-    if !replace && dest.exists() {
-        return Err(StoreError::Backend(format!(
-            "{} already exists: choose another name, or pass --force to replace it",
-            dest.display()
-        )));
-    }
-    let name = dest
-        .file_name()
-        .ok_or_else(|| StoreError::Backend(format!("{} is not a file's name", dest.display())))?;
-    let folder = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let partial = folder.join(format!(
-        "{IN_PROGRESS}{}-{}",
-        std::process::id(),
-        name.to_string_lossy()
-    ));
-    let _ = std::fs::remove_file(&partial);
-    let outcome = write_checked(source, &partial, progress).and_then(|(bytes, jobs)| {
+    let destination = Destination::new(dest, replace)?;
+    let bytes = write(source, destination.partial(), progress)?;
+    let jobs = destination.finish()?;
+    Ok(BackupReport {
+        bytes,
+        jobs,
+        took: started.elapsed(),
+    })
+}
+
+/// Where a copy goes: its name, and the temporary name beside it that it is written under
+/// (hidden, told apart by its prefix). [`Destination::finish`] checks what was written there and
+/// gives it the name; dropped unfinished, the temporary file is removed.
+#[derive(Debug)]
+pub struct Destination {
+    dest: PathBuf,
+    partial: PathBuf,
+    folder: PathBuf,
+    replace: bool,
+    finished: bool,
+}
+
+impl Destination {
+    /// Refuses a `dest` that exists unless `replace`.
+    pub fn new(dest: &Path, replace: bool) -> StoreResult<Destination> {
         if !replace && dest.exists() {
             return Err(StoreError::Backend(format!(
-                "{} appeared while the copy was made: choose another name, or pass --force to replace it",
+                "{} already exists: choose another name, or pass --force to replace it",
                 dest.display()
             )));
         }
-        std::fs::rename(&partial, dest).map_err(|e| {
-            StoreError::Backend(format!("cannot name the copy {}: {e}", dest.display()))
+        let name = dest.file_name().ok_or_else(|| {
+            StoreError::Backend(format!("{} is not a file's name", dest.display()))
         })?;
+        let folder = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let partial = folder.join(format!(
+            "{IN_PROGRESS}{}-{}",
+            std::process::id(),
+            name.to_string_lossy()
+        ));
+        let _ = std::fs::remove_file(&partial);
+        Ok(Destination {
+            dest: dest.to_owned(),
+            partial,
+            folder,
+            replace,
+            finished: false,
+        })
+    }
+
+    /// The temporary name to write the copy under, readable by its owner only (its file is made
+    /// so by [`write`]; a writer of its own must make it so) and fsynced before `finish`.
+    pub fn partial(&self) -> &Path {
+        &self.partial
+    }
+
+    /// Checks the copy under the temporary name ([`check`]), then gives it its name and makes the
+    /// name durable; answers the jobs it holds.
+    pub fn finish(mut self) -> StoreResult<u64> {
+        let jobs = check(&self.partial)?;
+        if !self.replace && self.dest.exists() {
+            return Err(StoreError::Backend(format!(
+                "{} appeared while the copy was made: choose another name, or pass --force to replace it",
+                self.dest.display()
+            )));
+        }
+        std::fs::rename(&self.partial, &self.dest).map_err(|e| {
+            StoreError::Backend(format!("cannot name the copy {}: {e}", self.dest.display()))
+        })?;
+        self.finished = true;
         // The new name is durable once the folder is.
-        if let Ok(dir) = std::fs::File::open(&folder) {
+        if let Ok(dir) = std::fs::File::open(&self.folder) {
             let _ = dir.sync_all();
         }
-        Ok((bytes, jobs))
-    });
-    match outcome {
-        Ok((bytes, jobs)) => Ok(BackupReport {
-            bytes,
-            jobs,
-            took: started.elapsed(),
-        }),
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(e)
+        Ok(jobs)
+    }
+}
+
+impl Drop for Destination {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_file(&self.partial);
         }
     }
 }
 
 /// Writes the copy to `partial` (created readable by its owner only: it holds every job's
-/// request, credentials included), fsyncs and checks it; answers its size and its jobs.
-fn write_checked(
+/// request, credentials included) and fsyncs it; answers its size.
+pub(crate) fn write(
     source: &Path,
     partial: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> StoreResult<(u64, u64)> {
+) -> StoreResult<u64> {
     let cannot_write = |e: &dyn std::fmt::Display| {
         StoreError::Backend(format!(
             "cannot write the copy beside {}: {e}",
@@ -160,8 +201,7 @@ fn write_checked(
     file.sync_all().map_err(|e| cannot_write(&e))?;
     let bytes = file.metadata().map_err(|e| cannot_write(&e))?.len();
     progress(bytes, total.max(bytes));
-    let jobs = check(partial)?;
-    Ok((bytes, jobs))
+    Ok(bytes)
 }
 
 /// Checks a copy as `redial serve` would a database it opens (`quick_check`: every page, b-tree

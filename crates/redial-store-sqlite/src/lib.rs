@@ -27,7 +27,7 @@ use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use backup::{backup_file, check as check_backup, BackupReport};
+pub use backup::{backup_file, check as check_backup, BackupReport, Destination};
 use files::*;
 use threads::*;
 
@@ -550,19 +550,24 @@ impl Store for SqliteStore {
 
     async fn backup(&self) -> StoreResult<BackupFile> {
         let source = self.inner.path.clone();
-        let dest = backup::scratch_name(&source);
-        let made = dest.clone();
-        let report = tokio::task::spawn_blocking(move || {
-            backup::backup_file(&source, &made, false, &mut |_, _| {})
+        let started = std::time::Instant::now();
+        // Written and checked under its in-progress name; the caller removes it (or the sweep
+        // at the next open, if this process dies first).
+        tokio::task::spawn_blocking(move || {
+            // Dropped on an error: the half-written copy is removed.
+            let mut copy = BackupFile {
+                path: backup::scratch_name(&source),
+                bytes: 0,
+                jobs: 0,
+                took: std::time::Duration::ZERO,
+            };
+            copy.bytes = backup::write(&source, &copy.path, &mut |_, _| {})?;
+            copy.jobs = backup::check(&copy.path)?;
+            copy.took = started.elapsed();
+            Ok(copy)
         })
         .await
-        .map_err(|e| StoreError::Backend(format!("the backup failed to run: {e}")))??;
-        Ok(BackupFile {
-            path: dest,
-            bytes: report.bytes,
-            jobs: report.jobs,
-            took: report.took,
-        })
+        .map_err(|e| StoreError::Backend(format!("the backup failed to run: {e}")))?
     }
 
     async fn ping(&self) -> StoreResult<()> {

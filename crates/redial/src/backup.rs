@@ -39,7 +39,7 @@ pub async fn run(args: Args) -> Result<()> {
                         meter.show("copying", done, Some(total))
                     });
                 meter.done();
-                made.map_err(|e| anyhow::anyhow!("{}", plain(e)))
+                made.map_err(plain_error)
             })
             .await
             .context("the backup's thread failed")??
@@ -69,55 +69,25 @@ fn plain(e: redial_store::StoreError) -> String {
 }
 
 /// Asks the server for a copy and writes it to FILE as [`redial_store_sqlite::backup_file`]
-/// writes one: temporary name, fsync, check, rename.
+/// writes one (its [`redial_store_sqlite::Destination`]: temporary name, fsync, check, rename).
 async fn from_server(args: &Args, meter: &mut Meter) -> Result<redial_store_sqlite::BackupReport> {
     let started = Instant::now();
-    let dest = &args.file;
-    if !args.force && dest.exists() {
-        anyhow::bail!(
-            "{} already exists: choose another name, or pass --force to replace it",
-            dest.display()
-        );
-    }
-    let folder = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let name = dest
-        .file_name()
-        .with_context(|| format!("{} is not a file's name", dest.display()))?;
-    let partial = folder.join(format!(
-        ".redial-backup-in-progress-{}-{}",
-        std::process::id(),
-        name.to_string_lossy()
-    ));
+    let destination =
+        redial_store_sqlite::Destination::new(&args.file, args.force).map_err(plain_error)?;
     meter.note("the server is making the copy");
     let resp = Client::post_streamed(&args.conn, "/v1/backup").await?;
     let total = resp.content_length();
-    let written = receive(resp, &partial, meter, total).await;
-    let outcome = written.and_then(|bytes| {
-        let jobs = redial_store_sqlite::check_backup(&partial).map_err(|e| anyhow::anyhow!("{}", plain(e)))?;
-        if !args.force && dest.exists() {
-            anyhow::bail!(
-                "{} appeared while the copy was received: choose another name, or pass --force to replace it",
-                dest.display()
-            );
-        }
-        std::fs::rename(&partial, dest)
-            .with_context(|| format!("cannot name the copy {}", dest.display()))?;
-        if let Ok(dir) = std::fs::File::open(&folder) {
-            let _ = dir.sync_all();
-        }
-        Ok(redial_store_sqlite::BackupReport {
-            bytes,
-            jobs,
-            took: started.elapsed(),
-        })
-    });
-    if outcome.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    outcome
+    let bytes = receive(resp, destination.partial(), meter, total).await?;
+    let jobs = destination.finish().map_err(plain_error)?;
+    Ok(redial_store_sqlite::BackupReport {
+        bytes,
+        jobs,
+        took: started.elapsed(),
+    })
+}
+
+fn plain_error(e: redial_store::StoreError) -> anyhow::Error {
+    anyhow::anyhow!("{}", plain(e))
 }
 
 /// Writes the answer's body to `partial` (created for its owner only) and fsyncs it.

@@ -159,17 +159,13 @@ fn resolved(s: &Settings) -> Value {
         StoreChoice::Sqlite { data_dir } => {
             doc.insert("data_dir".into(), json!(data_dir.display().to_string()));
         }
-        StoreChoice::Postgres {
-            url,
-            call_timeout,
-            ready_timeout,
-        } => {
+        StoreChoice::Postgres { url, config } => {
             doc.insert("database_url".into(), json!(redact_url(url)));
             doc.insert(
                 "postgres".into(),
                 json!({
-                    "call_timeout": human(*call_timeout),
-                    "ready_timeout": human(*ready_timeout),
+                    "call_timeout": human(config.call_timeout()),
+                    "ready_timeout": human(config.ready_timeout()),
                 }),
             );
         }

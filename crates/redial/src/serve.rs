@@ -204,12 +204,8 @@ async fn open_store(
     migrate: Option<crate::migrate::Mode>,
 ) -> Result<(Arc<dyn Store>, String)> {
     match choice {
-        StoreChoice::Postgres {
-            url,
-            call_timeout,
-            ready_timeout,
-        } => {
-            let status = PgStore::schema_status(url)
+        StoreChoice::Postgres { url, config } => {
+            let status = PgStore::schema_status_with(config)
                 .await
                 .with_context(|| format!("connecting to {}", redact_url(url)))?;
             let mode = migrate.unwrap_or_else(|| crate::migrate::default_mode(true, &status));
@@ -218,13 +214,10 @@ async fn open_store(
                 &status,
                 "redial migrate --database-url URL (or REDIAL_DATABASE_URL)",
             )?;
-            let mut config = redial_store_postgres::DbConfig::parse(url).map_err(UsageError)?;
-            config
-                .set_timeouts(*call_timeout, *ready_timeout)
-                .map_err(UsageError)?;
-            let store = PgStore::connect_with(config, redial_store_postgres::DEFAULT_POOL_SIZE)
-                .await
-                .with_context(|| format!("connecting to {}", redact_url(url)))?;
+            let store =
+                PgStore::connect_with(*config.clone(), redial_store_postgres::DEFAULT_POOL_SIZE)
+                    .await
+                    .with_context(|| format!("connecting to {}", redact_url(url)))?;
             Ok((Arc::new(store), redact_url(url)))
         }
         StoreChoice::Sqlite { data_dir } => {

@@ -18,12 +18,11 @@ use std::time::Duration;
 pub enum StoreChoice {
     /// The embedded default: `redial.db` in this folder.
     Sqlite { data_dir: PathBuf },
-    /// A PostgreSQL database several nodes may share, and how long a call waits for it (each
-    /// store call, the readiness check).
+    /// A PostgreSQL database several nodes may share: its URL (for messages, no password shown
+    /// through `redact_url`) and its settings as read from it, with the file's timeouts.
     Postgres {
         url: String,
-        call_timeout: Duration,
-        ready_timeout: Duration,
+        config: Box<redial_store_postgres::DbConfig>,
     },
 }
 
@@ -112,33 +111,31 @@ impl Settings {
                     "--database-url must start with postgres:// or postgresql://, not {:?}",
                     crate::serve::redact_url(&url)
                 ));
-                StoreChoice::Postgres {
-                    url,
-                    call_timeout: file.postgres.call_timeout,
-                    ready_timeout: file.postgres.ready_timeout,
-                }
+                None
             }
-            Some(url) => {
-                // Its TLS settings and form, read as the store will (nothing is connected).
-                if let Err(e) = redial_store_postgres::DbConfig::parse(&url) {
-                    problems.push(format!("--database-url: {e}"));
-                }
-                StoreChoice::Postgres {
-                    url,
-                    call_timeout: file.postgres.call_timeout,
-                    ready_timeout: file.postgres.ready_timeout,
-                }
-            }
-            None => StoreChoice::Sqlite {
+            // Its form and TLS settings read once, as the store takes them (nothing is connected).
+            Some(url) => redial_store_postgres::DbConfig::parse(&url)
+                .map(|mut config| {
+                    // Zero is the one value refused, and the file's check says so already.
+                    let _ = config
+                        .set_timeouts(file.postgres.call_timeout, file.postgres.ready_timeout);
+                    StoreChoice::Postgres {
+                        url: url.clone(),
+                        config: Box::new(config),
+                    }
+                })
+                .map_err(|e| problems.push(format!("--database-url: {e}")))
+                .ok(),
+            None => Some(StoreChoice::Sqlite {
                 data_dir: args
                     .data_dir
                     .clone()
                     .or(file.data_dir.clone())
                     .unwrap_or_else(default_data_dir),
-            },
+            }),
         };
-        let resolved = match parsed.resolved {
-            Some(r) if file_problems.is_empty() && problems.is_empty() => r,
+        let (resolved, store) = match (parsed.resolved, store) {
+            (Some(r), Some(store)) if file_problems.is_empty() && problems.is_empty() => (r, store),
             _ => {
                 let file_name = args
                     .config
