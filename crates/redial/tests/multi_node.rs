@@ -58,11 +58,24 @@ async fn get_json(http: &reqwest::Client, url: String) -> Value {
     serde_json::from_str(&text).expect("JSON")
 }
 
+/// Jobs in `state` by the node's stats. A 503 `storage_unavailable` (the node's connection was
+/// just ended, as in the blink case: the README says to try again) is asked again, as a client
+/// does, for at most a minute.
 async fn count(http: &reqwest::Client, node: &Node, state: &str) -> u64 {
-    let stats = get_json(http, format!("{}/v1/stats", node.url)).await;
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    let stats = loop {
+        let stats = get_json(http, format!("{}/v1/stats", node.url)).await;
+        if stats["queues"].is_array()
+            || stats["error"]["code"] != "storage_unavailable"
+            || std::time::Instant::now() > give_up
+        {
+            break stats;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     stats["queues"]
         .as_array()
-        .expect("queues")
+        .unwrap_or_else(|| panic!("no queues in the stats: {stats}"))
         .iter()
         .filter(|c| c["state"] == state)
         .map(|c| c["count"].as_u64().unwrap_or(0))
