@@ -12,42 +12,24 @@
 //! the index's first entry, past which lie the entries of every job leased since the last
 //! vacuum.
 //!
-//! Owns the read bounds, the resume positions, the floors and the count of jobs chosen but
-//! taken by another node first. Does not own admission (the caller's [`Admit`]) nor the SQL (`sql/lease.rs`).
+//! The picker's decisions (what admission leaves out, the turns between groups, where the next
+//! lease starts, the bounds, handing admissions back on every path) are [`redial_store::pick`]'s,
+//! shared with the SQLite store. This file owns how PostgreSQL reads (chunks, locks, the floors)
+//! and the count of jobs chosen but taken by another node first; the SQL is `sql/lease.rs`.
 
 use crate::sql;
 use crate::Conn;
-use redial_store::{
-    Admit, AdmittedLease, Candidate, Job, LeaseAdmittedParams, LeaseIdsParams, ScanPos,
-    StoreResult, Verdict,
-};
+use redial_store::pick::{self, Choice, Leg, Offer, PickMemory, GROUP_VISITS};
+use redial_store::{Admit, AdmittedLease, Job, LeaseAdmittedParams, LeaseIdsParams, ScanPos};
+use redial_store::{Candidate, StoreResult};
 use std::collections::HashMap;
 
-/// How far one lease request reads past held endpoints' jobs, and where the deep part of the
-/// last request stopped, per queue.
-#[derive(Debug)]
+/// What leases keep between them, per queue: the picker's memory (bounds, where deep reads
+/// stopped, the round-robin's place) and the floors.
+#[derive(Debug, Default)]
 pub(crate) struct LeaseScan {
-    /// Skipped rows read from the head of the queue, every request.
-    pub top: usize,
-    /// Skipped rows read further on, from where the last request stopped.
-    pub deep: usize,
-    resume: HashMap<String, ScanPos>,
+    pick: PickMemory,
     floors: HashMap<String, Floor>,
-    /// Per queue, the last turn a lease served ("" for the ungrouped jobs): the next lease's
-    /// round-robin starts after it.
-    groups: HashMap<String, String>,
-}
-
-impl Default for LeaseScan {
-    fn default() -> Self {
-        LeaseScan {
-            top: 1024,
-            deep: 8192,
-            resume: HashMap::new(),
-            floors: HashMap::new(),
-            groups: HashMap::new(),
-        }
-    }
 }
 
 /// Why a read stopped.
@@ -65,13 +47,8 @@ enum ScanEnd {
 }
 
 /// Candidates chosen so far in one lease request.
-struct Picker {
-    max: usize,
-    taking: Vec<Candidate>,
-    failing: Vec<Candidate>,
-    exclude: Vec<String>,
-    exclude_retries: Vec<String>,
-    exclude_firsts: Vec<String>,
+struct Picker<'a> {
+    choice: Choice<'a, ()>,
     /// The last row considered.
     last: Option<ScanPos>,
     /// The transaction was begun (with the first read).
@@ -127,13 +104,7 @@ struct HeadRead {
     floored: bool,
 }
 
-impl Picker {
-    fn left_out(&self, c: &Candidate) -> bool {
-        self.exclude.contains(&c.endpoint)
-            || (c.is_retry && self.exclude_retries.contains(&c.endpoint))
-            || (!c.is_retry && self.exclude_firsts.contains(&c.endpoint))
-    }
-
+impl Picker<'_> {
     /// Reads from the head (`from` = None) or after `from`, asking admission of each job not
     /// left out, until enough are taken, `budget` rows were skipped, or rows run out.
     async fn read(
@@ -142,7 +113,6 @@ impl Picker {
         p: &LeaseAdmittedParams,
         from: Option<ScanPos>,
         budget: usize,
-        admit: &mut dyn Admit,
     ) -> StoreResult<ScanEnd> {
         let mut after = from;
         let mut skipped = 0;
@@ -151,12 +121,12 @@ impl Picker {
         // record, and a row locked but not leased is read again by the next lease), so it
         // reads no more than is wanted.
         let mut chunk = if from.is_none() {
-            self.max
+            self.choice.max
         } else {
-            self.max * 2 + 8
+            self.choice.max * 2 + 8
         };
         loop {
-            let want = self.max.saturating_sub(self.taking.len());
+            let want = self.choice.max.saturating_sub(self.choice.taking());
             if want == 0 {
                 return Ok(ScanEnd::Full);
             }
@@ -205,7 +175,7 @@ impl Picker {
                 return Ok(ScanEnd::Grouped);
             }
             for (candidate, pos) in rows {
-                if self.taking.len() >= self.max {
+                if self.choice.is_full() {
                     return Ok(ScanEnd::Full);
                 }
                 if skipped >= budget {
@@ -213,35 +183,25 @@ impl Picker {
                 }
                 self.last = Some(pos);
                 after = Some(pos);
-                if self.left_out(&candidate) {
+                if self
+                    .choice
+                    .left_out(&candidate.endpoint, candidate.is_retry)
+                {
                     skipped += 1;
                     continue;
                 }
-                let verdict = admit.admit(&candidate);
-                if !lock && matches!(verdict, Verdict::Take | Verdict::Fail) {
-                    self.unlocked += 1;
-                }
-                match verdict {
-                    Verdict::Take => self.taking.push(candidate),
-                    Verdict::Fail => self.failing.push(candidate),
-                    Verdict::HoldEndpoint => {
-                        skipped += 1;
-                        self.exclude.push(candidate.endpoint);
+                match self.choice.offer(candidate, ()) {
+                    Offer::Taken | Offer::Failed => {
+                        if !lock {
+                            self.unlocked += 1;
+                        }
                     }
-                    Verdict::HoldRetries => {
-                        skipped += 1;
-                        self.exclude_retries.push(candidate.endpoint);
-                    }
-                    Verdict::HoldFirsts => {
-                        skipped += 1;
-                        self.exclude_firsts.push(candidate.endpoint);
-                    }
-                    // Not given for an ungrouped job; skipped should it be.
-                    Verdict::HoldGroup => skipped += 1,
+                    // A group's hold is not given for an ungrouped job; skipped should it be.
+                    Offer::Held | Offer::GroupHeld => skipped += 1,
                 }
             }
             if read < n {
-                return Ok(if self.taking.len() >= self.max {
+                return Ok(if self.choice.is_full() {
                     ScanEnd::Full
                 } else {
                     ScanEnd::End
@@ -252,75 +212,67 @@ impl Picker {
     }
 }
 
-impl Picker {
+impl Picker<'_> {
     /// Round-robin across the queue's groups, the ungrouped jobs (`stash`) taking their turn as
-    /// one group: up to as many groups as the lease may take jobs, from the turn after the one
-    /// the last lease ended with. Each group's head is read at once, locked (share plus a few
-    /// rows each); then each turn offers its weight's share of what is left to admission, pass
-    /// after pass, until the lease is full or every turn is spent or holds. Past held
-    /// endpoints a turn reads no further than its head in this lease.
+    /// one group: up to as many groups as the lease may take jobs, in [`pick::legs`]'s order.
+    /// Each group's head is read at once, locked (share plus a few rows each); then each turn
+    /// offers its weight's share of what is left to admission ([`pick::share`]), pass after
+    /// pass, until the lease is full or every turn is spent or holds. Past held endpoints a
+    /// turn reads no further than its head in this lease.
     async fn fair(
         &mut self,
         c: &mut Conn,
         p: &LeaseAdmittedParams,
         scan: &std::sync::Mutex<LeaseScan>,
-        admit: &mut dyn Admit,
     ) -> StoreResult<bool> {
-        let max = self.max.max(1);
-        let cursor = scan
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .groups
-            .get(&p.queue)
-            .cloned();
-        // Turns in rotation order: None for the ungrouped jobs, then the groups by name. Only
-        // turns with a due job count (the ungrouped jobs' head, read with BEGIN, holds only
-        // due ones); groups whose jobs all wait for later are passed over, GROUP_VISITS looked
-        // at per lease at most.
+        let max = self.choice.max.max(1);
+        let legs = pick::legs(
+            scan.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pick
+                .cursor(&p.queue),
+        );
+        // Turns in rotation order. Only turns with a due job count (the ungrouped jobs' head,
+        // read with BEGIN, holds only due ones); groups whose jobs all wait for later are passed
+        // over, GROUP_VISITS looked at per lease at most.
         let ungrouped_due = !self.stash.is_empty();
         let mut turns: Vec<Option<String>> = Vec::new();
         let mut visited: Option<String> = None;
         let mut looked = 0;
-        let take = |found: Vec<(String, bool)>,
-                    turns: &mut Vec<Option<String>>,
-                    looked: &mut usize,
-                    visited: &mut Option<String>| {
-            *looked += found.len();
-            if let Some((last, _)) = found.last() {
-                *visited = Some(last.clone());
+        for (i, leg) in legs.into_iter().enumerate() {
+            if i > 0 && (turns.len() >= max || looked >= GROUP_VISITS) {
+                break;
             }
-            turns.extend(found.into_iter().filter(|f| f.1).map(|f| Some(f.0)));
-        };
-        match &cursor {
-            None => {
-                if ungrouped_due {
-                    turns.push(None);
+            match leg {
+                Leg::Ungrouped => {
+                    if ungrouped_due {
+                        turns.push(None);
+                    }
                 }
-                let want = max - turns.len();
-                let found =
-                    sql::groups_after(c, &p.queue, "", None, p.now, want, GROUP_VISITS).await?;
-                take(found, &mut turns, &mut looked, &mut visited);
-            }
-            Some(from) => {
-                let found =
-                    sql::groups_after(c, &p.queue, from, None, p.now, max, GROUP_VISITS).await?;
-                take(found, &mut turns, &mut looked, &mut visited);
-                let wrapped = turns.len() < max && looked < GROUP_VISITS;
-                if wrapped && ungrouped_due {
-                    turns.push(None);
-                }
-                if wrapped && turns.len() < max && !from.is_empty() {
+                Leg::Groups { after, upto } => {
                     let (want, visits) = (max - turns.len(), GROUP_VISITS - looked);
-                    let found =
-                        sql::groups_after(c, &p.queue, "", Some(from), p.now, want, visits).await?;
-                    take(found, &mut turns, &mut looked, &mut visited);
+                    let found = sql::groups_after(
+                        c,
+                        &p.queue,
+                        &after,
+                        upto.as_deref(),
+                        p.now,
+                        want,
+                        visits,
+                    )
+                    .await?;
+                    looked += found.len();
+                    if let Some((last, _)) = found.last() {
+                        visited = Some(last.clone());
+                    }
+                    turns.extend(found.into_iter().filter(|f| f.1).map(|f| Some(f.0)));
                 }
             }
         }
         let capped = turns.len() < max && looked >= GROUP_VISITS;
         let weights: Vec<usize> = turns
             .iter()
-            .map(|g| g.as_deref().map_or(1, |g| admit.weight(g).max(1) as usize))
+            .map(|g| g.as_deref().map_or(1, |g| self.choice.weight(g)))
             .collect();
         let groups: Vec<String> = turns.iter().flatten().cloned().collect();
         let heaviest = weights.iter().copied().max().unwrap_or(1);
@@ -351,20 +303,16 @@ impl Picker {
                 }
             }
             loop {
-                let left = max.saturating_sub(self.taking.len());
-                let total: usize = (0..turns.len())
-                    .filter(|&i| more[i])
-                    .map(|i| weights[i])
-                    .sum();
-                if left == 0 || total == 0 {
+                let left = max.saturating_sub(self.choice.taking());
+                let offered = (0..turns.len()).filter(|&i| more[i]).map(|i| weights[i]);
+                let Some(share) = pick::share(left, offered) else {
                     break;
-                }
-                let share = left.div_ceil(total);
+                };
                 for i in 0..turns.len() {
                     if !more[i] {
                         continue;
                     }
-                    if self.taking.len() >= max {
+                    if self.choice.taking() >= max {
                         break;
                     }
                     if first_pass {
@@ -376,26 +324,17 @@ impl Picker {
                     };
                     let want = share * weights[i];
                     let mut took = 0;
-                    while took < want && self.taking.len() < max {
+                    while took < want && self.choice.taking() < max {
                         let Some(cand) = queue.pop_front() else {
                             break;
                         };
-                        if self.left_out(&cand) {
+                        if self.choice.left_out(&cand.endpoint, cand.is_retry) {
                             continue;
                         }
-                        match admit.admit(&cand) {
-                            Verdict::Take => {
-                                took += 1;
-                                self.taking.push(cand);
-                            }
-                            Verdict::Fail => {
-                                took += 1;
-                                self.failing.push(cand);
-                            }
-                            Verdict::HoldEndpoint => self.exclude.push(cand.endpoint),
-                            Verdict::HoldRetries => self.exclude_retries.push(cand.endpoint),
-                            Verdict::HoldFirsts => self.exclude_firsts.push(cand.endpoint),
-                            Verdict::HoldGroup => {
+                        match self.choice.offer(cand, ()) {
+                            Offer::Taken | Offer::Failed => took += 1,
+                            Offer::Held => {}
+                            Offer::GroupHeld => {
                                 held[i] = true;
                                 break;
                             }
@@ -405,7 +344,7 @@ impl Picker {
                 }
                 first_pass = false;
             }
-            if self.taking.len() >= max {
+            if self.choice.taking() >= max {
                 break;
             }
             // Groups whose rows read ran out while their read came back full: read further.
@@ -421,43 +360,35 @@ impl Picker {
             if to_read.is_empty() {
                 break;
             }
-            each += max.saturating_sub(self.taking.len()) + 8;
+            each += max.saturating_sub(self.choice.taking()) + 8;
         }
         // The ungrouped jobs past their head (held endpoints' jobs there, say): when the groups
         // leave room, read on as a lease without groups does, within the same bounds.
-        if self.taking.len() < max && self.stash_full {
+        if self.choice.taking() < max && self.stash_full {
             if let Some(from) = self.stash_end {
-                let top = scan.lock().unwrap_or_else(|e| e.into_inner()).top;
-                self.max = max;
-                self.read(c, p, Some(from), top.max(1), admit).await?;
+                let top = scan.lock().unwrap_or_else(|e| e.into_inner()).pick.top;
+                self.choice.max = max;
+                self.read(c, p, Some(from), top).await?;
             }
         }
-        // The next lease starts after the last turn served; after the last group looked at
-        // when the looking stopped at its bound with room left (every due turn found was
-        // served), so that the next lease looks further on.
-        let full = self.taking.len() >= max;
-        let last = match (capped && !full, visited, served) {
-            (true, Some(v), _) => Some(v),
-            (_, _, Some(i)) => Some(turns[i].clone().unwrap_or_default()),
-            _ => None,
-        };
-        if let Some(last) = last {
-            scan.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .groups
-                .insert(p.queue.clone(), last);
-        }
+        // Where the next lease starts ([`pick::next_cursor`]): every due turn found was served
+        // when the looking stopped at its bound with room left.
+        let full = self.choice.taking() >= max;
+        let served = served.map(|i| turns[i].clone());
+        let next = pick::next_cursor(capped && !full, visited, served);
+        scan.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pick
+            .set_cursor(&p.queue, next);
         Ok(capped && !full)
     }
 }
 
-/// Groups looked at, at most, by one lease's round-robin for turns with a due job.
-const GROUP_VISITS: usize = 4096;
-
 /// [`redial_store::Store::job_lease_admitted`] on one connection, in one transaction: bounded
 /// reads (the first locking the rows it reads, skipping rows locked by other nodes), admission,
 /// the lease statement. Returns the jobs leased and how many chosen jobs another node took first
-/// (their admission handed back). A failure hands every admission back and rolls back.
+/// (their admission handed back). A failure rolls back, and every admission is handed back
+/// ([`Choice`]'s drop), as it is should this future be dropped.
 pub(crate) async fn lease_admitted(
     c: &mut Conn,
     scan: &std::sync::Mutex<LeaseScan>,
@@ -475,49 +406,46 @@ pub(crate) async fn lease_admitted(
     };
     c.open_transaction = false;
     match (leased, ended) {
-        (Ok(l), Ok(())) => Ok((l.lease, l.missed)),
-        (Ok(Leased { lease, .. }), Err(e)) => {
-            // Not leased after all.
-            hand_back(&lease, admit);
-            Err(crate::backend(e))
+        (Ok(l), Ok(())) => {
+            l.choice.keep();
+            Ok((l.lease, l.missed))
         }
+        // Not leased after all: dropping the choice hands every admission back.
+        (Ok(_), Err(e)) => Err(crate::backend(e)),
         (Err(e), _) => Err(e),
     }
 }
 
 /// What [`lease_in_transaction`] leased.
-struct Leased {
+struct Leased<'a> {
     lease: AdmittedLease,
     /// Jobs chosen that another node took first.
     missed: u64,
     /// The transaction was committed with the last lease statement, or never begun.
     ended: bool,
+    /// The admissions, kept once the transaction commits.
+    choice: Choice<'a, ()>,
 }
 
-async fn lease_in_transaction(
+async fn lease_in_transaction<'a>(
     c: &mut Conn,
     scan: &std::sync::Mutex<LeaseScan>,
     p: &LeaseAdmittedParams,
-    admit: &mut dyn Admit,
-) -> StoreResult<Leased> {
+    admit: &'a mut dyn Admit,
+) -> StoreResult<Leased<'a>> {
     let lock = || scan.lock().unwrap_or_else(|e| e.into_inner());
     let now = p.now.as_unix_millis();
-    let (top, deep, resume, floor) = {
+    let (top, deep, floor) = {
         let s = lock();
         let floor = s
             .floors
             .get(&p.queue)
             .copied()
             .filter(|f| (0..FLOOR_FOR_MS).contains(&now.saturating_sub(f.full_at)));
-        (s.top, s.deep, s.resume.get(&p.queue).copied(), floor)
+        (s.pick.top, s.pick.deep, floor)
     };
     let mut picker = Picker {
-        max: p.max,
-        taking: Vec::new(),
-        failing: Vec::new(),
-        exclude: Vec::new(),
-        exclude_retries: Vec::new(),
-        exclude_firsts: Vec::new(),
+        choice: Choice::new(admit, p.max),
         last: None,
         begun: false,
         unlocked: 0,
@@ -527,55 +455,22 @@ async fn lease_in_transaction(
         floor: floor.map(|f| f.pos),
         head: None,
     };
-    let read = picker.read(c, p, None, top.max(1), admit).await;
+    let read = picker.read(c, p, None, top).await;
     let head = picker.head.take();
     if read.is_err() {
         lock().floors.remove(&p.queue);
     }
-    // Admissions granted before a failed read are handed back.
-    let give_back = |picker: &Picker, admit: &mut dyn Admit| {
-        for x in picker.failing.iter().chain(&picker.taking) {
-            admit.not_leased(x);
-        }
-    };
-    let ended = match read {
-        Ok(e) => e,
-        Err(e) => {
-            give_back(&picker, admit);
-            return Err(e);
-        }
-    };
     let mut more_groups = false;
-    match (ended, picker.last) {
-        (ScanEnd::Grouped, _) => match picker.fair(c, p, scan, admit).await {
-            Ok(more) => more_groups = more,
-            Err(e) => {
-                give_back(&picker, admit);
-                return Err(e);
-            }
-        },
-        (ScanEnd::End, _) => {
-            lock().resume.remove(&p.queue);
-        }
+    match (read?, picker.last) {
+        (ScanEnd::Grouped, _) => more_groups = picker.fair(c, p, scan).await?,
+        (ScanEnd::End, _) => lock().pick.ran_out(&p.queue),
         (ScanEnd::Full, _) | (ScanEnd::Budget, None) => {}
         (ScanEnd::Budget, Some(last)) => {
-            // Onwards from where the last request's deep read stopped, if that is further.
-            let from = ScanPos::onwards(resume, last);
-            let ended = match picker.read(c, p, Some(from), deep, admit).await {
-                Ok(e) => e,
-                Err(e) => {
-                    give_back(&picker, admit);
-                    return Err(e);
-                }
-            };
-            match (ended, picker.last) {
-                (ScanEnd::End, _) | (_, None) => {
-                    lock().resume.remove(&p.queue);
-                }
-                (_, Some(stopped)) => {
-                    lock().resume.insert(p.queue.clone(), stopped);
-                }
-            }
+            let from = lock().pick.deep_start(&p.queue, last);
+            let ended = picker.read(c, p, Some(from), deep).await?;
+            lock()
+                .pick
+                .deep_read_ended(&p.queue, ended == ScanEnd::End, picker.last);
         }
     }
     // Lease what was chosen. Jobs another node took first (it read the same head of the queue)
@@ -589,68 +484,52 @@ async fn lease_in_transaction(
     // No BEGIN went out without a read: nothing to commit.
     let mut ended = !picker.begun;
     for round in 0..LEASE_ROUNDS {
-        if picker.taking.is_empty() && picker.failing.is_empty() {
+        if picker.choice.open() == 0 {
             break;
         }
-        let failing = std::mem::take(&mut picker.failing);
-        let taking = std::mem::take(&mut picker.taking);
         // Rows this transaction locked cannot be missed: this statement is the last, and the
         // COMMIT goes out with it.
         let last = std::mem::take(&mut picker.unlocked) == 0 && picker.begun;
         let params = LeaseIdsParams {
-            seqs: failing.iter().chain(&taking).map(|x| x.seq).collect(),
+            seqs: picker.choice.open_seqs(),
             owner: p.owner.clone(),
             now: p.now,
             lease_until: p.lease_until,
         };
-        let leased = if last {
+        // On an error the transaction is aborted: what earlier rounds leased is not leased
+        // either, and the picker's drop hands every admission back.
+        let jobs = if last {
             ended = true;
-            sql::lease_locked_and_commit(c, &params).await
+            sql::lease_locked_and_commit(c, &params).await?
         } else {
-            sql::lease_ids(c, &params).await
-        };
-        let jobs = match leased {
-            Ok(jobs) => jobs,
-            Err(e) => {
-                // The transaction is aborted: what earlier rounds leased is not leased either.
-                for x in failing.iter().chain(&taking) {
-                    admit.not_leased(x);
-                }
-                hand_back(&out, admit);
-                return Err(e);
-            }
+            sql::lease_ids(c, &params).await?
         };
         let mut by_seq: HashMap<i64, Job> = jobs.into_iter().map(|j| (j.seq, j)).collect();
         let mut missed_now = 0;
-        for (list, into) in [(&failing, &mut out.failed), (&taking, &mut out.taken)] {
-            for x in list {
-                match by_seq.remove(&x.seq) {
-                    Some(job) => into.push(job),
-                    None => {
-                        missed_now += 1;
-                        admit.not_leased(x);
-                    }
-                }
+        let (taken, failed) = (&mut out.taken, &mut out.failed);
+        let leasing = picker.choice.lease_each(|chosen, (), fail| {
+            let Some(job) = by_seq.remove(&chosen.seq) else {
+                missed_now += 1;
+                return Ok(false);
+            };
+            if fail {
+                failed.push(job);
+            } else {
+                taken.push(job);
             }
+            Ok::<_, std::convert::Infallible>(true)
+        });
+        if let Err(never) = leasing {
+            match never {}
         }
         missed += missed_now;
         if ended || missed_now == 0 || out.taken.len() >= p.max || round + 1 == LEASE_ROUNDS {
             break;
         }
-        picker.max = p.max - out.taken.len();
-        // An endpoint left out may have held only because of what was just handed back (its
-        // first request, its last place): every endpoint is asked again.
-        picker.exclude.clear();
-        picker.exclude_retries.clear();
-        picker.exclude_firsts.clear();
+        picker.choice.max = p.max - out.taken.len();
+        picker.choice.forget_holds();
         let from = picker.last;
-        if let Err(e) = picker.read(c, p, from, top.max(1), admit).await {
-            for x in picker.failing.iter().chain(&picker.taking) {
-                admit.not_leased(x);
-            }
-            hand_back(&out, admit);
-            return Err(e);
-        }
+        picker.read(c, p, from, top).await?;
     }
     // The next lease's floor: where this lease's read from the head began, when that read came
     // back full and the lease took all it had slots for (a queue being drained). A lease that
@@ -682,21 +561,8 @@ async fn lease_in_transaction(
         lease: out,
         missed,
         ended,
+        choice: picker.choice,
     })
-}
-
-/// Hands back the admissions of jobs a failed transaction did not lease after all.
-fn hand_back(lease: &AdmittedLease, admit: &mut dyn Admit) {
-    for job in lease.taken.iter().chain(&lease.failed) {
-        admit.not_leased(&Candidate {
-            seq: job.seq,
-            id: job.id.clone(),
-            endpoint: job.endpoint.clone(),
-            is_retry: job.attempts > 0,
-            run_at: job.run_at,
-            group: job.group.clone(),
-        });
-    }
 }
 
 /// Reads of the groups' heads in one lease at most: the first, and further reads of groups
@@ -707,10 +573,9 @@ const GROUP_READS: usize = 3;
 const LEASE_ROUNDS: usize = 4;
 
 impl LeaseScan {
+    /// Sets the read bounds and forgets where deep reads stopped and the floors.
     pub fn set(&mut self, top: usize, deep: usize) {
-        self.top = top;
-        self.deep = deep;
-        self.resume.clear();
+        self.pick.set_bounds(top, deep);
         self.floors.clear();
     }
 }

@@ -47,7 +47,7 @@ struct Inner {
     ops: std::sync::mpsc::Sender<Op>,
     path: PathBuf,
     /// Where leasing reads past held endpoints' jobs (used on the storage thread only).
-    lease_scan: Arc<std::sync::Mutex<sql::LeaseScan>>,
+    lease_scan: Arc<std::sync::Mutex<redial_store::pick::PickMemory>>,
     /// The integrity check's result, once it has one.
     integrity: tokio::sync::watch::Receiver<Integrity>,
     /// The last failure that said the database cannot serve, and when (for readiness).
@@ -228,15 +228,14 @@ impl SqliteStore {
     }
 
     /// How many rows of held endpoints' jobs one lease reads from the head of a queue, and how
-    /// many further on (defaults 1024 and 8192). For tests that need a deep backlog cheaply.
+    /// many further on (defaults 1024 and 8192); forgets where the deep reads stopped. For tests
+    /// that need a deep backlog cheaply.
     pub fn set_lease_scan(&self, top: usize, deep: usize) {
-        let mut scan = self
-            .inner
+        self.inner
             .lease_scan
             .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        scan.top = top.max(1);
-        scan.deep = deep.max(1);
+            .unwrap_or_else(|p| p.into_inner())
+            .set_bounds(top, deep);
     }
 
     /// Runs `f` on the storage thread, inside the next batch's transaction (`f` takes its own

@@ -6,6 +6,7 @@
 //! Knows nothing of HTTP, the engine's scheduling or the API: it keeps jobs, leases and attempts
 //! consistent under concurrent workers and crashes.
 
+pub mod pick;
 mod rules;
 mod types;
 

@@ -1,10 +1,11 @@
-//! Leasing: candidates, the lease picker over priority levels and groups (bounded reads past
-//! held endpoints, carried on from where the last lease stopped), and taking the chosen jobs.
-//!
-//! Over 800 lines is what issue 32's shared picker will cut; until then the picker's SQL and
-//! its walk stay side by side.
+//! Leasing: candidates, the reads of the lease picker over priority levels and groups (bounded
+//! reads past held endpoints, carried on from where the last lease stopped), and taking the
+//! chosen jobs. The picker's decisions (what admission leaves out, the turns between groups,
+//! where the next lease starts, the bounds, handing admissions back) are
+//! [`redial_store::pick`]'s, shared with the PostgreSQL store: this file only reads rows.
 
 use super::*;
+use redial_store::pick::{self, Choice, Leg, Offer, PickMemory, GROUP_VISITS};
 
 /// The highest priority level below `?2` with waiting ungrouped jobs in a queue.
 pub(super) const PRIORITY_BELOW: &str = concat!(
@@ -175,40 +176,10 @@ pub fn lease_ids(c: &mut Connection, p: &LeaseIdsParams) -> StoreResult<Vec<RawJ
     Ok(jobs)
 }
 
-/// How far one lease request reads past held endpoints' jobs, and where the deep part of the
-/// last request stopped, per queue. A held endpoint with a large backlog at the head of a queue
-/// would otherwise make every lease read all of it to reach the other endpoints' jobs.
-#[derive(Debug)]
-pub struct LeaseScan {
-    /// Skipped rows read from the head of the queue, every request.
-    pub top: usize,
-    /// Skipped rows read further on, from where the last request stopped.
-    pub deep: usize,
-    resume: std::collections::HashMap<String, ScanPos>,
-    /// Per queue, the last group a lease gave a turn to: the next lease's round starts after it.
-    groups: std::collections::HashMap<String, String>,
-}
-
-impl Default for LeaseScan {
-    fn default() -> Self {
-        LeaseScan {
-            top: 1024,
-            deep: 8192,
-            resume: std::collections::HashMap::new(),
-            groups: std::collections::HashMap::new(),
-        }
-    }
-}
-
 /// Candidates chosen so far in one lease request.
-pub(super) struct Picker<'a> {
-    read: rusqlite::CachedStatement<'a>,
-    max: usize,
-    taking: Vec<(Candidate, RawJob)>,
-    failing: Vec<(Candidate, RawJob)>,
-    exclude: Vec<String>,
-    exclude_retries: Vec<String>,
-    exclude_firsts: Vec<String>,
+pub(super) struct Picker<'c, 'a> {
+    read: rusqlite::CachedStatement<'c>,
+    choice: Choice<'a, RawJob>,
     last: Option<ScanPos>,
     /// The seqs taken or failed so far: a group read again in a later pass of the round-robin
     /// passes over them.
@@ -228,9 +199,7 @@ pub(super) enum ScanEnd {
     GroupHeld,
 }
 
-impl Picker<'_> {
-    /// Steps `stmt` (columns seq, endpoint, is retry, priority, run_at), asking admission of each
-    /// job not left out, until enough are taken, `budget` rows were skipped, or rows run out.
+impl Picker<'_, '_> {
     /// Steps `stmt` (columns seq, endpoint, is retry, priority, run_at), asking admission of each
     /// job not left out, until enough are taken, `budget` rows were skipped, or rows run out;
     /// says why it stopped and how many rows it skipped.
@@ -239,12 +208,11 @@ impl Picker<'_> {
         stmt: &mut Statement<'_>,
         params: impl rusqlite::Params,
         budget: usize,
-        admit: &mut dyn Admit,
     ) -> StoreResult<(ScanEnd, usize)> {
         let mut skipped = 0;
         let mut rows = stmt.query(params).map_err(backend)?;
         loop {
-            if self.taking.len() >= self.max {
+            if self.choice.is_full() {
                 return Ok((ScanEnd::Full, skipped));
             }
             if skipped >= budget {
@@ -267,10 +235,7 @@ impl Picker<'_> {
             if self.picked.contains(&seq) {
                 continue;
             }
-            if self.exclude.iter().any(|e| e == endpoint)
-                || (is_retry && self.exclude_retries.iter().any(|e| e == endpoint))
-                || (!is_retry && self.exclude_firsts.iter().any(|e| e == endpoint))
-            {
+            if self.choice.left_out(endpoint, is_retry) {
                 skipped += 1;
                 continue;
             }
@@ -287,28 +252,12 @@ impl Picker<'_> {
                 run_at: raw.job.run_at,
                 group: raw.job.group.clone(),
             };
-            match admit.admit(&candidate) {
-                Verdict::Take => {
+            match self.choice.offer(candidate, raw) {
+                Offer::Taken | Offer::Failed => {
                     self.picked.insert(seq);
-                    self.taking.push((candidate, raw))
                 }
-                Verdict::Fail => {
-                    self.picked.insert(seq);
-                    self.failing.push((candidate, raw))
-                }
-                Verdict::HoldEndpoint => {
-                    skipped += 1;
-                    self.exclude.push(candidate.endpoint)
-                }
-                Verdict::HoldRetries => {
-                    skipped += 1;
-                    self.exclude_retries.push(candidate.endpoint)
-                }
-                Verdict::HoldFirsts => {
-                    skipped += 1;
-                    self.exclude_firsts.push(candidate.endpoint)
-                }
-                Verdict::HoldGroup => return Ok((ScanEnd::GroupHeld, skipped + 1)),
+                Offer::Held => skipped += 1,
+                Offer::GroupHeld => return Ok((ScanEnd::GroupHeld, skipped + 1)),
             }
         }
     }
@@ -367,11 +316,10 @@ pub(super) const GROUP_AFTER: &str = concat!(
     " ORDER BY grp LIMIT 1"
 );
 
-impl Picker<'_> {
+impl Picker<'_, '_> {
     /// Reads the due jobs level by level, from the highest below `below` (all levels when
     /// `None`) down, until enough are taken, `budget` rows were skipped in all, or levels run out:
     /// the queue's ungrouped jobs, or one group's.
-    #[allow(clippy::too_many_arguments)]
     fn scan_levels(
         &mut self,
         c: &Connection,
@@ -380,7 +328,6 @@ impl Picker<'_> {
         now: i64,
         below: Option<i64>,
         budget: usize,
-        admit: &mut dyn Admit,
     ) -> StoreResult<ScanEnd> {
         let mut below = below;
         let mut left = budget;
@@ -414,11 +361,11 @@ impl Picker<'_> {
             let scanned = match group {
                 None => {
                     let mut due = c.prepare_cached(LEVEL_DUE).map_err(backend)?;
-                    self.scan(&mut due, params![queue, now, level], left, admit)?
+                    self.scan(&mut due, params![queue, now, level], left)?
                 }
                 Some(g) => {
                     let mut due = c.prepare_cached(GROUP_LEVEL_DUE).map_err(backend)?;
-                    self.scan(&mut due, params![queue, now, level, g], left, admit)?
+                    self.scan(&mut due, params![queue, now, level, g], left)?
                 }
             };
             match scanned {
@@ -431,15 +378,14 @@ impl Picker<'_> {
         }
     }
 
-    /// The queue's ungrouped jobs: from the head (`scan.top` skipped rows at most), then onwards
-    /// from where the last request's deep read stopped (`scan.deep`).
+    /// The queue's ungrouped jobs: from the head (`memory.top` skipped rows at most), then
+    /// onwards from where the last request's deep read stopped (`memory.deep`).
     fn scan_ungrouped(
         &mut self,
         c: &Connection,
         queue: &str,
         now: i64,
-        scan: &mut LeaseScan,
-        admit: &mut dyn Admit,
+        memory: &mut PickMemory,
     ) -> StoreResult<ScanEnd> {
         // Every column read while stepping is in `jobs_runnable`: rows skipped cost no table
         // lookup.
@@ -450,41 +396,25 @@ impl Picker<'_> {
             " AND run_at <= ?2 AND priority = ?3 AND (run_at, seq) > (?4, ?5) ORDER BY run_at, seq"
         );
         self.last = None;
-        let ended = self.scan_levels(c, queue, None, now, None, scan.top.max(1), admit)?;
+        let ended = self.scan_levels(c, queue, None, now, None, memory.top)?;
         match (ended, self.last) {
             (ScanEnd::End, _) => {
-                scan.resume.remove(queue);
+                memory.ran_out(queue);
                 Ok(ScanEnd::End)
             }
             (ScanEnd::Budget, Some(last)) => {
-                // Onwards from where the last request's deep read stopped, if that is further.
-                let from = ScanPos::onwards(scan.resume.get(queue).copied(), last);
+                let from = memory.deep_start(queue, last);
                 let mut same = c.prepare_cached(SAME_PRIORITY_AFTER).map_err(backend)?;
                 let (mut ended, _) = self.scan(
                     &mut same,
                     params![queue, now, from.priority, from.run_at, from.seq],
-                    scan.deep,
-                    admit,
+                    memory.deep,
                 )?;
                 if ended == ScanEnd::End {
-                    ended = self.scan_levels(
-                        c,
-                        queue,
-                        None,
-                        now,
-                        Some(from.priority),
-                        scan.deep,
-                        admit,
-                    )?;
+                    ended =
+                        self.scan_levels(c, queue, None, now, Some(from.priority), memory.deep)?;
                 }
-                match (ended, self.last) {
-                    (ScanEnd::End, _) | (_, None) => {
-                        scan.resume.remove(queue);
-                    }
-                    (_, Some(stopped)) => {
-                        scan.resume.insert(queue.to_owned(), stopped);
-                    }
-                }
+                memory.deep_read_ended(queue, ended == ScanEnd::End, self.last);
                 Ok(ended)
             }
             (end, _) => Ok(end),
@@ -492,139 +422,124 @@ impl Picker<'_> {
     }
 
     /// Round-robin across the queue's groups, the ungrouped jobs taking their turn as one
-    /// group, from the turn after the one the last lease ended with. The first pass goes round
-    /// once, each turn taking its weight in jobs (a group with nothing due takes none and does
-    /// not count), until the lease is full, every turn was visited, or GROUP_VISITS groups were
-    /// looked at; later passes share what is left among the turns that filled theirs, by
-    /// weight, until the lease is full or every turn is spent or holds. Returns whether the
-    /// first pass stopped at its bound with room left: more may be due further on.
+    /// group, in [`pick::legs`]'s order. The first pass goes round once, each turn taking its
+    /// weight in jobs (a group with nothing due takes none and does not count), until the lease
+    /// is full, every turn was visited, or GROUP_VISITS groups were looked at; later passes share
+    /// what is left among the turns that filled theirs, by weight ([`pick::share`]), until the
+    /// lease is full or every turn is spent or holds. Returns whether the first pass stopped at
+    /// its bound with room left: more may be due further on.
     fn scan_fair(
         &mut self,
         c: &Connection,
         queue: &str,
         now: i64,
-        scan: &mut LeaseScan,
-        admit: &mut dyn Admit,
+        memory: &mut PickMemory,
     ) -> StoreResult<bool> {
-        let max = self.max;
+        let max = self.choice.max;
         // Turns served in the first pass: (turn, weight, may have more).
         let mut turns: Vec<(Option<String>, usize, bool)> = Vec::new();
         let mut visited: Option<String> = None;
         let mut capped = false;
-        {
-            let cursor = scan.groups.get(queue).cloned();
-            let start = cursor.clone().unwrap_or_default();
-            let mut from = start.clone();
-            let mut wrapped = cursor.is_none();
-            let mut looked = 0;
-            // None first when starting afresh; then groups by name, wrapping once.
-            let mut pending: Option<Option<String>> = cursor.is_none().then_some(None);
-            loop {
-                if self.taking.len() >= max {
-                    break;
-                }
-                let turn = match pending.take() {
-                    Some(t) => t,
-                    None => {
-                        if looked >= GROUP_VISITS {
-                            capped = true;
-                            break;
-                        }
-                        let next: Option<String> = c
-                            .prepare_cached(GROUP_AFTER)
-                            .and_then(|mut st| {
-                                st.query_row(params![queue, from], |r| r.get(0)).optional()
-                            })
-                            .map_err(backend)?;
-                        match next {
-                            Some(g) if wrapped && cursor.is_some() && g > start => break,
-                            Some(g) => {
-                                looked += 1;
-                                from.clone_from(&g);
-                                visited = Some(g.clone());
-                                Some(g)
-                            }
-                            None if !wrapped => {
-                                wrapped = true;
-                                from = String::new();
-                                None
-                            }
-                            None => break,
-                        }
+        let mut looked = 0;
+        'legs: for leg in pick::legs(memory.cursor(queue)) {
+            let (mut from, upto) = match leg {
+                Leg::Ungrouped => {
+                    if self.choice.taking() >= max {
+                        break;
                     }
-                };
-                let weight = turn
-                    .as_deref()
-                    .map_or(1, |g| admit.weight(g).max(1) as usize);
-                self.max = (self.taking.len() + weight).min(max);
-                let before = self.taking.len() + self.failing.len();
-                let ended = self.take_turn(c, queue, turn.as_deref(), now, scan, admit)?;
-                let took = self.taking.len() + self.failing.len() - before;
-                if took > 0 {
-                    turns.push((turn, weight, ended == ScanEnd::Full));
+                    self.first_turn(c, queue, None, now, memory, max, &mut turns)?;
+                    continue;
                 }
+                Leg::Groups { after, upto } => (after, upto),
+            };
+            loop {
+                if self.choice.taking() >= max {
+                    break 'legs;
+                }
+                if looked >= GROUP_VISITS {
+                    capped = true;
+                    break 'legs;
+                }
+                let next: Option<String> = c
+                    .prepare_cached(GROUP_AFTER)
+                    .and_then(|mut st| st.query_row(params![queue, from], |r| r.get(0)).optional())
+                    .map_err(backend)?;
+                let Some(g) = next.filter(|g| !pick::past(upto.as_deref(), g)) else {
+                    break;
+                };
+                looked += 1;
+                from.clone_from(&g);
+                visited = Some(g.clone());
+                self.first_turn(c, queue, Some(g), now, memory, max, &mut turns)?;
             }
-            self.max = max;
         }
-        // The next lease starts after the last turn this one served ("" stands for the
-        // ungrouped jobs: no group is named so, and the next turn after it is the first group);
-        // after the last group looked at when the first pass stopped at its bound with room
-        // left, so that the next lease looks further on.
-        let full = self.taking.len() >= max;
-        let last = match (capped && !full, visited, turns.last()) {
-            (true, Some(v), _) => Some(v),
-            (_, _, Some((t, _, _))) => Some(t.clone().unwrap_or_default()),
-            _ => None,
-        };
-        if let Some(last) = last {
-            scan.groups.insert(queue.to_owned(), last);
-        }
+        self.choice.max = max;
+        let full = self.choice.taking() >= max;
+        let served = turns.last().map(|t| t.0.clone());
+        memory.set_cursor(queue, pick::next_cursor(capped && !full, visited, served));
         // Later passes: what is left, shared by weight among the turns that filled theirs.
         loop {
-            let left = max.saturating_sub(self.taking.len());
-            let weights: usize = turns.iter().filter(|t| t.2).map(|t| t.1).sum();
-            if left == 0 || weights == 0 {
+            let left = max.saturating_sub(self.choice.taking());
+            let Some(share) = pick::share(left, turns.iter().filter(|t| t.2).map(|t| t.1)) else {
                 break;
-            }
-            let share = left.div_ceil(weights);
+            };
             for (turn, weight, more) in turns.iter_mut() {
                 if !*more {
                     continue;
                 }
-                if self.taking.len() >= max {
+                if self.choice.taking() >= max {
                     break;
                 }
-                self.max = (self.taking.len() + share * *weight).min(max);
-                let before = self.taking.len() + self.failing.len();
-                let ended = self.take_turn(c, queue, turn.as_deref(), now, scan, admit)?;
+                self.choice.max = (self.choice.taking() + share * *weight).min(max);
+                let before = self.choice.open();
+                let ended = self.take_turn(c, queue, turn.as_deref(), now, memory)?;
                 // Only a turn that filled its share may have more.
-                *more = ended == ScanEnd::Full && self.taking.len() + self.failing.len() > before;
+                *more = ended == ScanEnd::Full && self.choice.open() > before;
             }
-            self.max = max;
+            self.choice.max = max;
         }
-        self.max = max;
+        self.choice.max = max;
         Ok(capped && !full)
     }
 
-    /// One turn: the ungrouped jobs, or one group's, up to `self.max` taken.
+    /// A turn of the round-robin's first pass: its weight in jobs at most; kept in `turns` when
+    /// it took any.
+    #[allow(clippy::too_many_arguments)]
+    fn first_turn(
+        &mut self,
+        c: &Connection,
+        queue: &str,
+        turn: Option<String>,
+        now: i64,
+        memory: &mut PickMemory,
+        max: usize,
+        turns: &mut Vec<(Option<String>, usize, bool)>,
+    ) -> StoreResult<()> {
+        let weight = turn.as_deref().map_or(1, |g| self.choice.weight(g));
+        self.choice.max = (self.choice.taking() + weight).min(max);
+        let before = self.choice.open();
+        let ended = self.take_turn(c, queue, turn.as_deref(), now, memory)?;
+        if self.choice.open() > before {
+            turns.push((turn, weight, ended == ScanEnd::Full));
+        }
+        Ok(())
+    }
+
+    /// One turn: the ungrouped jobs, or one group's, up to `self.choice.max` taken.
     fn take_turn(
         &mut self,
         c: &Connection,
         queue: &str,
         group: Option<&str>,
         now: i64,
-        scan: &mut LeaseScan,
-        admit: &mut dyn Admit,
+        memory: &mut PickMemory,
     ) -> StoreResult<ScanEnd> {
         match group {
-            None => self.scan_ungrouped(c, queue, now, scan, admit),
-            Some(g) => self.scan_levels(c, queue, Some(g), now, None, scan.top.max(1), admit),
+            None => self.scan_ungrouped(c, queue, now, memory),
+            Some(g) => self.scan_levels(c, queue, Some(g), now, None, memory.top),
         }
     }
 }
-
-/// Groups looked at, at most, by one lease's round-robin for turns with a due job.
-pub(super) const GROUP_VISITS: usize = 4096;
 
 /// Whether any of the queue's grouped jobs is due (one index seek).
 pub(super) fn grouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<bool> {
@@ -639,24 +554,21 @@ pub(super) fn grouped_due(c: &Connection, queue: &str, now: i64) -> StoreResult<
 /// the head of the queue, then onwards from where the last request stopped (so jobs behind a
 /// deep held backlog are reached over a few requests, each of bounded cost). Returns the rows to
 /// run and the rows to fail, undecoded, and the candidates leased (to hand back to admission
-/// should the transaction fail to commit).
+/// should the transaction fail to commit). Every other admission is handed back on every path
+/// ([`Choice`]).
 pub fn lease_admitted(
     c: &mut Connection,
     p: &LeaseAdmittedParams,
     admit: &mut dyn Admit,
-    scan: &mut LeaseScan,
+    memory: &mut PickMemory,
 ) -> StoreResult<LeasedRows> {
     static ROW: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("SELECT {COLS} FROM jobs WHERE seq = ?1"));
-    let (taking, failing, more) = {
+    let mut choice = Choice::new(admit, p.max);
+    let more = {
         let mut picker = Picker {
             read: c.prepare_cached(&ROW).map_err(backend)?,
-            max: p.max,
-            taking: Vec::new(),
-            failing: Vec::new(),
-            exclude: Vec::new(),
-            exclude_retries: Vec::new(),
-            exclude_firsts: Vec::new(),
+            choice,
             last: None,
             picked: std::collections::HashSet::new(),
         };
@@ -664,11 +576,12 @@ pub fn lease_admitted(
         // A queue none of whose due jobs has a group reads as it always did.
         let mut more = false;
         if grouped_due(c, &p.queue, now)? {
-            more = picker.scan_fair(c, &p.queue, now, scan, admit)?;
+            more = picker.scan_fair(c, &p.queue, now, memory)?;
         } else {
-            picker.scan_ungrouped(c, &p.queue, now, scan, admit)?;
+            picker.scan_ungrouped(c, &p.queue, now, memory)?;
         }
-        (picker.taking, picker.failing, more)
+        choice = picker.choice;
+        more
     };
     // No savepoint: each lease is one atomic update, and should one fail, those before it stand
     // and are handed out (what is leased and not handed out would wait for its lease to expire).
@@ -677,47 +590,43 @@ pub fn lease_admitted(
         ..LeasedRows::default()
     };
     let mut update = c.prepare_cached(LEASE_ONE).map_err(backend)?;
-    let mut failure = None;
-    for (chosen, into) in [(taking, &mut out.taken), (failing, &mut out.failed)] {
-        for (candidate, mut raw) in chosen {
-            let leased = match &failure {
-                Some(_) => Ok(0),
-                None => update.execute(params![
-                    p.owner,
-                    ms(p.lease_until),
-                    ms(p.now),
-                    candidate.seq
-                ]),
-            };
-            match leased {
-                Ok(1) => {
-                    // Candidates are waiting jobs: no dead category.
-                    let from = Some((raw.stored_state()?, None));
-                    counts::moved(
-                        &raw.job.queue,
-                        &raw.job.endpoint,
-                        from,
-                        Some((JobState::Running, None)),
-                        1,
-                    );
-                    // The row as the update left it.
-                    raw.set_state(JobState::Running);
-                    raw.job.lease_owner = Some(p.owner.clone());
-                    raw.job.lease_until = Some(p.lease_until);
-                    raw.job.updated_at = p.now;
-                    into.push(raw);
-                    out.admitted.push(candidate);
-                }
-                Ok(_) => admit.not_leased(&candidate),
-                Err(e) => {
-                    failure = Some(backend(e));
-                    admit.not_leased(&candidate);
-                }
-            }
+    let (taken, failed) = (&mut out.taken, &mut out.failed);
+    let leased = choice.lease_each(|candidate, mut raw, fail| {
+        let leased = update
+            .execute(params![
+                p.owner,
+                ms(p.lease_until),
+                ms(p.now),
+                candidate.seq
+            ])
+            .map_err(backend)?;
+        if leased != 1 {
+            return Ok(false);
         }
-    }
-    match failure {
-        Some(e) if out.admitted.is_empty() => Err(e),
+        // Candidates are waiting jobs: no dead category.
+        let from = Some((raw.stored_state()?, None));
+        counts::moved(
+            &raw.job.queue,
+            &raw.job.endpoint,
+            from,
+            Some((JobState::Running, None)),
+            1,
+        );
+        // The row as the update left it.
+        raw.set_state(JobState::Running);
+        raw.job.lease_owner = Some(p.owner.clone());
+        raw.job.lease_until = Some(p.lease_until);
+        raw.job.updated_at = p.now;
+        if fail {
+            failed.push(raw);
+        } else {
+            taken.push(raw);
+        }
+        Ok(true)
+    });
+    out.admitted = choice.keep();
+    match leased {
+        Err(e) if out.admitted.is_empty() => Err(e),
         _ => Ok(out),
     }
 }
