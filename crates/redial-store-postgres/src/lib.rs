@@ -435,7 +435,7 @@ impl Store for PgStore {
 
     async fn backup(&self) -> StoreResult<BackupFile> {
         Err(StoreError::Unsupported(
-            "this server keeps its jobs in PostgreSQL: back that database up with pg_dump or the provider's backups (the README's \"Backups\" says which tables matter); redial backup copies the embedded SQLite store".into(),
+            "this server keeps its jobs in PostgreSQL: back that database up with pg_dump or the provider's backups (docs/several-nodes.md, \"Backups\", says which tables matter); redial backup copies the embedded SQLite store".into(),
         ))
     }
 

@@ -2,7 +2,7 @@
 //! the running server (`POST /v1/backup`) or straight from the data folder (`--data-dir`).
 //! Either way the copy is written under a temporary name beside FILE, fsynced, checked
 //! (`quick_check`) and only then renamed to FILE: a file under that name is a whole, checked
-//! database. Restoring is starting `redial serve` on it (see the README).
+//! database. Restoring is starting `redial serve` on it (see docs/api.md, "Backups").
 
 use crate::client::{Client, Conn};
 use anyhow::{Context, Result};

@@ -1,7 +1,7 @@
-//! `redial config check` (issue 31): the README's configuration examples and `deploy/redial.toml`
-//! pass it; a file with many problems gets every one of them, each with its line; flags and
-//! variables are resolved as `serve` resolves them; `--print` shows what is in force, secrets
-//! redacted, as a file that checks again to the same.
+//! `redial config check` (issue 31): the configuration examples of the README and of `docs/`,
+//! and `deploy/redial.toml`, pass it; a file with many problems gets every one of them, each with
+//! its line; flags and variables are resolved as `serve` resolves them; `--print` shows what is in
+//! force, secrets redacted, as a file that checks again to the same.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,23 +49,40 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 #[test]
-fn the_readme_and_deploy_examples_pass() {
-    let readme = std::fs::read_to_string(repo("README.md")).expect("README");
+fn the_docs_and_deploy_examples_pass() {
+    // The README and every page of docs/ (the reference moved there, issue 32).
+    let mut pages = vec![repo("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("a docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
     let dir = tempfile::tempdir().expect("temp dir");
     let mut blocks = 0;
-    for (i, block) in readme.split("```toml\n").skip(1).enumerate() {
-        let text = &block[..block.find("```").expect("block end")];
-        let file = write(dir.path(), &format!("readme-{i}.toml"), text);
-        let out = check(&["--config", &file], &[]);
-        assert_eq!(
-            out.code, 0,
-            "README's TOML block {i} fails the check:\n{text}\n{}",
-            out.stderr
-        );
-        assert!(out.stdout.starts_with("configuration ok"), "{}", out.stdout);
-        blocks += 1;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).expect("a documentation page");
+        let name = page.file_stem().and_then(|s| s.to_str()).expect("utf-8");
+        for (i, block) in text.split("```toml\n").skip(1).enumerate() {
+            let text = &block[..block.find("```").expect("block end")];
+            let file = write(dir.path(), &format!("{name}-{i}.toml"), text);
+            let out = check(&["--config", &file], &[]);
+            assert_eq!(
+                out.code,
+                0,
+                "{}'s TOML block {i} fails the check:\n{text}\n{}",
+                page.display(),
+                out.stderr
+            );
+            assert!(out.stdout.starts_with("configuration ok"), "{}", out.stdout);
+            blocks += 1;
+        }
     }
-    assert!(blocks >= 5, "the README has its TOML examples ({blocks})");
+    assert!(
+        blocks >= 5,
+        "the README and docs/ have their TOML examples ({blocks})"
+    );
 
     let deploy = repo("deploy/redial.toml");
     let deploy = deploy.to_str().expect("utf-8");

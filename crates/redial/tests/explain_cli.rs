@@ -224,7 +224,7 @@ fn policy_file() {
     );
     let r = check(&["--status", "404", "--policy", p], "retry transient 779");
     assert_eq!(r.json["basis"], "policy rule 1");
-    // Without a rule, the built-in table decided, and the output says so in the README's words.
+    // Without a rule, the built-in table decided, and the output says so as docs/api.md does.
     let plain = explain(&["--status", "404"]);
     assert_eq!(plain.json["basis"], "built-in table");
 

@@ -1,16 +1,16 @@
-//! The configuration file's tests: the README's examples, every kind of problem, the defaults.
+//! The configuration file's tests: the examples in docs/, every kind of problem, the defaults.
 
 use super::*;
 
-/// The README's configuration reference must be a valid file.
+/// The configuration reference's file (docs/configuration.md) must be a valid file.
 #[test]
-fn readme_example_parses() {
-    let readme = include_str!("../../../../README.md");
-    let section = &readme[readme.find("## Configuration reference").expect("section")..];
+fn reference_example_parses() {
+    let page = include_str!("../../../../docs/configuration.md");
+    let section = &page[page.find("## The file").expect("section")..];
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let block = &section[start..start + section[start..].find("```").expect("block end")];
-    let config: FileConfig = toml::from_str(block).expect("the README's example parses");
-    config.resolve().expect("the README's example is valid");
+    let config: FileConfig = toml::from_str(block).expect("the reference's example parses");
+    config.resolve().expect("the reference's example is valid");
     let queues = config.queues().expect("queues");
     assert_eq!(queues["emails"].policy.max_attempts, 5);
     assert_eq!(queues["default"].policy.max_attempts, 10);
@@ -87,7 +87,6 @@ fn value_errors_name_their_line() {
     }
 }
 
-/// The README's endpoint defaults must be the defaults.
 #[test]
 fn alert_rules_are_checked() {
     let bad = |text: &str, want: &str| {
@@ -116,10 +115,11 @@ fn alert_rules_are_checked() {
     );
 }
 
+/// The endpoint defaults docs/protection.md shows must be the defaults.
 #[test]
-fn readme_endpoint_defaults_are_the_defaults() {
-    let readme = include_str!("../../../../README.md");
-    let section = &readme[readme.find("## Protecting endpoints").expect("section")..];
+fn documented_endpoint_defaults_are_the_defaults() {
+    let page = include_str!("../../../../docs/protection.md");
+    let section = &page[page.find("## Configuration").expect("section")..];
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let block = &section[start..start + section[start..].find("```").expect("block end")];
     let config: FileConfig = toml::from_str(block).expect("parses");
