@@ -6,6 +6,9 @@
 //! checked against it. Label values come from bounded sets: queue names (configured), states,
 //! categories, outcomes (status codes and error kinds), and endpoints, which fold into `other`
 //! beyond a configured number.
+//!
+//! Metric updates are one short lock each; measured, they cost no throughput within noise
+//! (BENCHMARKS.md).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;

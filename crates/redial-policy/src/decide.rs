@@ -5,6 +5,30 @@
 //! server-given wait and backoff (and, for an unknown outcome, which backoff: see `repeat`), and
 //! the one-line human reason. Does not own storage or time:
 //! the caller applies the decision and passes `now` in.
+//!
+//! Order of classification for a response: policy rules (first match) -> provider hints
+//! (`x-should-retry`, `Stripe-Should-Retry`, when trusted; never on a 2xx) -> the built-in table
+//! (docs/api.md, "How outcomes are classified"). Transport errors: rules with `error` -> the table.
+//! Handler results are taken as given.
+//!
+//! Then, by category:
+//! - success -> `Complete`.
+//! - permanent -> `Dead(permanent)`.
+//! - defer -> if `deferrals >= max_deferrals`, `Dead(deferral_exhausted)`; else wait for the
+//!   server-given instant plus up to `server_wait_jitter`, or without one the `deferral` backoff.
+//! - transient -> this is failure number `failures + 1`; at `max_attempts` it is
+//!   `Dead(transient_exhausted)`; else the server-given wait, or the `transient` backoff.
+//! - unknown -> the same, and dead (`unknown_exhausted`) also when the unknown count reaches
+//!   `max_unknown_attempts`; else the server-given wait, or a backoff chosen by whether a repeat is
+//!   safe (RFC 9110 section 9.2.2, `repeat.rs`): the `transient` backoff for an idempotent method
+//!   (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or a request with an idempotency key, the `unknown`
+//!   backoff otherwise (POST, PATCH or another method without a key) and for every request when
+//!   `safe_repeat_transient_backoff` is false. The reason names the rule;
+//!   `Decision::unknown_backoff` carries it for `redial explain`.
+//! - finally, a next run after the effective deadline -> `Dead(deadline_exceeded)`.
+//!
+//! Backoff exponents count the job's failures (transient and unknown together); the deferral
+//! backoff counts deferrals.
 
 use crate::classify::{classify, status_phrase, Basis, Category, Classification};
 use crate::duration::Human;

@@ -1,5 +1,15 @@
 //! Connections: a pooled connection with its prepared statements, opening one (TLS as
 //! configured), and what a PostgreSQL error means for the store (unavailable, or a fault).
+//!
+//! No call waits on the database forever. Every store call waits at most `postgres.call_timeout`
+//! (default `OP_TIMEOUT`, 10 s) for a connection and again for its answer (readiness
+//! `postgres.ready_timeout`, default `PING_TIMEOUT`, 3 s; `DbConfig::set_timeouts`); one that
+//! waited past it drops its connection (mid-statement) and answers `Unavailable` (503
+//! `storage_unavailable`), so a hung server holds no API request and no loop; the next call opens a
+//! new connection. Such an answer is ambiguous (the statement may still run when the server
+//! resumes): writes stay idempotent by job id. A recording that fails this way is asked again for
+//! as long as a lease lasts (the engine's `engine/recording.rs`), so a blink does not make a job
+//! run twice.
 
 use super::*;
 

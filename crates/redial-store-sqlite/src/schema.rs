@@ -1,4 +1,13 @@
 //! The schema and its migrations, applied in order and recorded in `PRAGMA user_version`.
+//!
+//! Indexes are chosen for the hot path, where every state change pays for each index on `state`:
+//! leasing reads `jobs_runnable` (a covering, partial index in lease order), a queue's next run
+//! time reads it too, one priority level at a time (two seeks per level; its own index
+//! `jobs_queue_waiting` cost a b-tree write per enqueue and lease and was dropped in migration 10),
+//! rescue reads `jobs_leased`, retention `jobs_finished` (a test checks that the maintenance
+//! statements read by index: a table scan there held the one writer for 110 ms per million jobs),
+//! dead-letter listings and bulk actions `jobs_dead`. Counts per queue, state, category and
+//! endpoint are kept in memory (`counts.rs`) rather than indexed.
 
 use rusqlite::Connection;
 

@@ -1,5 +1,20 @@
 //! The threads that own connections: the storage thread (one connection, every write, requests
 //! that arrive while a transaction runs join it: group commit) and the checkpointer beside it.
+//!
+//! The storage thread owns the one connection and is fed by a queue. Requests that arrive while a
+//! transaction runs join it (group commit, up to 1024 requests or 2 ms); a request that writes
+//! several statements takes a savepoint (prepared once) or orders its statements so that only the
+//! first can fail, so one failure rolls back only its own writes; answers go out only after the
+//! shared COMMIT is durable. That thread is the throughput ceiling today (BENCHMARKS.md says how
+//! far and why).
+//!
+//! WAL checkpoints run beside it, on a second thread with its own connection (`PASSIVE`, 10 ms
+//! after the first commit it hears of, never while the store is idle); the writer keeps SQLite's
+//! automatic checkpoint as the backstop that lets the WAL start over (SQLite restarts it only when
+//! a writer begins with every frame copied back), and a test (`tests/checkpoint.rs`) checks that
+//! the WAL stays bounded. The page cache is 8 MiB: a b-tree rebalance briefly numbers a page past
+//! the end of the file, and the next commit then walks the whole cache, so a larger cache costs
+//! every commit.
 
 use super::*;
 

@@ -1,5 +1,29 @@
 //! The lease pipeline: each queue's loop leases runnable jobs its endpoints admit, and starts
 //! their attempts; what cannot start is given back.
+//!
+//! Slots. A queue's concurrency bounds attempts running at once (run slots). Leasing takes lease
+//! slots, of which there are half as many again (`lease_ahead`: none for a queue of one), so up to
+//! half the concurrency is leased ahead and starts the moment a run slot frees instead of a lease
+//! round trip later (measured: +15% no-op and +10% HTTP jobs/s at concurrency 100). A job that had
+//! to wait checks its endpoint before it starts: a pause or open breaker that came down meanwhile
+//! sends it back unstarted, and after 100 ms of waiting (`FRESH_ADMISSION`) it is admitted afresh,
+//! so admissions spaced by a rate limit cannot pile up behind slow attempts and go out as a burst.
+//! A run slot frees only after the endpoint has learned from the attempt's result, so the job that
+//! takes it sees a pause that result brought. The lease slot frees once the outcome is decided;
+//! writing the result then takes a place in a recording line the size of the concurrency, so the
+//! next attempt does not wait for the previous one's commit. A queue may have two leases in flight:
+//! each reserves the lease slots free when it starts, and the second takes the slots that freed
+//! while the first waited for its commit. A queue loop ends only after its leases in flight, so the
+//! shutdown sees every job they took.
+//!
+//! Wake-ups. A wake-up is never lost, and an empty lease does not repeat itself. A queue's loop
+//! goes idle (until its next poll or the next run time it knows of) only on the word of a lease
+//! that started after the last wake-up, poll, and lease that took all it had slots for. One of
+//! those that comes while leases are out and can start none of its own (they hold every free slot,
+//! or two are out) makes the loop lease again when they end, since they may have read before the
+//! work it is for (`tests/engine.rs::a_wake_up_during_a_lease_is_not_lost`). Without one, a lease
+//! that found nothing starts no other while another is still out
+//! (`tests/engine.rs::an_empty_lease_starts_no_other_while_one_is_out`).
 
 use super::*;
 

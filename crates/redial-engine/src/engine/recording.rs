@@ -1,5 +1,24 @@
 //! Recording an attempt: decide, let the endpoint learn, count, tell (log event and span), and
 //! write the result.
+//!
+//! Where an attempt's result goes, in order (`attempt.rs` runs the handler; `record` then):
+//! 1. **decide**: `redial_policy::decide(outcome, counters, policy, now, jitter)`, pure;
+//! 2. **the endpoint learns** (`Admitted::finish` with what `observe` makes of the result): a pause
+//!    or an open breaker applies to the next lease at once; the run slot frees;
+//! 3. **counters and histograms** (`count_attempt`: attempts, decisions, deferrals, dead letters,
+//!    durations, latency);
+//! 4. **the recording line**: the lease slot is traded for a place in it, so the queue's next
+//!    attempt starts while this one is written; every queue is woken;
+//! 5. **the attempt record** (`attempt_record`: status or error, redacted headers, bounded body,
+//!    category, decision, delay, the reason line) and **`AttemptFacts`**, from which the log event
+//!    ("attempt decided") and the spans (the attempt's; the job's when it ends) are built;
+//! 6. **the store** (`job_record_attempt`): applied only if the recorder still holds the lease
+//!    (`RecordAttemptParams::recording` in `redial-store/src/rules.rs`), with the job's next state
+//!    (`plan`: a cancellation requested meanwhile wins over a retry).
+//!
+//! A recording that fails as `Unavailable` (a PostgreSQL call that timed out: it may still land)
+//! is asked again for as long as the lease lasts, so a database blink does not make a job run
+//! twice.
 
 use super::*;
 use crate::endpoints::Sooner;

@@ -1,5 +1,25 @@
 //! What maintenance runs: rescuing leases (expired, or of nodes gone silent), presence, promoting
 //! due jobs, expiring deadlines, retention's deletions.
+//!
+//! Presence and rescue. A node killed with SIGKILL leaves its jobs `running`. Each node holds a
+//! presence lock (a session advisory lock on its worker id, on a connection of its own,
+//! `Store::node_announce`, recorded in the `nodes` table) from before its first lease; when it dies
+//! its session ends and the lock frees, and the leader's next rescue (every maintenance tick) goes
+//! through the announced nodes and takes each one's lock for the length of its transaction. A lock
+//! found free is a sign to look, not a death: a node whose connection blinked (a database restart,
+//! a terminated backend) is still sending its jobs, and takes its lock back at its next tick (each
+//! tick, a node holding its lock writes `nodes.seen_at`). So the rescue notes since when it found
+//! the lock free (`nodes.free_since`), clears that when the lock is held again or the node was seen
+//! since, and ends a node's leases and forgets it only once the lock has been free for
+//! `RescueParams::presence_grace` (`EngineConfig::presence_grace`: three maintenance ticks, at
+//! least 3 s) with no sign of life. A node that stopped gracefully is forgotten the same way. A
+//! node cut off for longer than that is taken for dead (as in a partition: its late results are
+//! refused as `LeaseLost`). Before, the first free lock ended the leases: after a database restart,
+//! 96 of about 128 jobs in flight were sent twice. A node that hangs while connected keeps its
+//! lock, and its leases expire (`engine.lease`); a node that never announced (an older version
+//! during a rolling upgrade) is not in `nodes` and keeps its leases until they expire. The
+//! maintenance advisory lock also ends with the session, so another node takes maintenance over at
+//! its next tick.
 
 use super::*;
 

@@ -5,6 +5,12 @@
 //! indexes need, the column list; savepoints; reading rows; classifying errors). The areas, one
 //! file each, as the test kit's: jobs, lease, record, maintenance, actions, reads, endpoints
 //! (and controls), schedules. The rules they apply are `redial_store::rules`'.
+//!
+//! Partial indexes spell their state conditions as chains of `=` (`waiting!`), never as `IN` lists
+//! of three or more: SQLite evaluates those through a temporary b-tree built for the old and the
+//! new row of every update, which was the largest single cost of leasing and recording (a schema
+//! test checks that state changes build no temporary table). State filters are written as literals
+//! so that SQLite can use the partial index of that state.
 
 use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, Timestamp};

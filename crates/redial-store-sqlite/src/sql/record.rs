@@ -1,5 +1,15 @@
 //! An attempt's end: heartbeats, recording an attempt (the batch path and the one-attempt
 //! path), and giving leases back.
+//!
+//! Attempts are stored as one JSON document per row: they are written once, read whole, and their
+//! shape grows with observability work without migrations. Their rowid is the job's `seq` shifted
+//! left 20 bits plus the attempt's number (migration 9), so recording one writes one b-tree: no
+//! index on the job, no foreign-key lookup; a trigger deletes a job's attempts with it, and
+//! `job_seq`/`number` remain as computed columns for people reading the file. (As a WITHOUT ROWID
+//! table their ~500-byte rows had doubled the cost of recording an attempt.) Recording reads
+//! nothing first: the attempt goes in under the number the engine expects, then one UPDATE applies
+//! the decision only if the job is still as leased (owner, runs, no cancel waiting); otherwise the
+//! attempt comes out again and a careful path under a savepoint decides.
 
 use super::*;
 
