@@ -546,8 +546,11 @@ export interface components {
         /** @description Every error answer, whatever its status. */
         Error: {
             error: {
-                /** @description Machine-readable; stable. */
-                code: string;
+                /**
+                 * @description Machine-readable; stable. Clients match on it; the message is for people.
+                 * @enum {string}
+                 */
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };

@@ -1,12 +1,18 @@
 // Owns the client's error classes: API answers (RedialError), failures to reach the server
 // (RedialConnectionError, RedialTimeoutError) and rejected webhook deliveries (WebhookVerificationError).
+import type { components } from "./api-types.js";
+
+/** Every code the API's error answers carry: the OpenAPI document's enum, which the server's
+ * `ErrorCode` writes (a test fails when they drift). */
+export type ErrorCode = components["schemas"]["Error"]["error"]["code"];
 
 /** The server answered with an error status; `code` and `message` come from its {"error": {...}} body. */
 export class RedialError extends Error {
   override readonly name = "RedialError";
   constructor(
     readonly status: number,
-    readonly code: string,
+    /** One of {@link ErrorCode}; typed open so that a newer server's code still reads. */
+    readonly code: ErrorCode | (string & {}),
     message: string,
     /** Seconds the server asked to wait (Retry-After), when it said so. */
     readonly retryAfter?: number,

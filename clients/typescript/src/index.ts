@@ -5,6 +5,7 @@ export {
   RedialConnectionError,
   RedialTimeoutError,
   WebhookVerificationError,
+  type ErrorCode,
   type WebhookFailure,
 } from "./errors.js";
 export { verifyWebhook, signWebhook, type VerifyWebhookOptions, type VerifiedWebhook, type WebhookHeaders } from "./webhooks.js";

@@ -1,6 +1,6 @@
 //! Bearer-token authentication for the `/v1` routes.
 
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, ErrorCode};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -46,7 +46,7 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         }
         return ApiError::new(
             StatusCode::FORBIDDEN,
-            "read_only",
+            ErrorCode::ReadOnly,
             "this token may read but not change anything: use the server's full token",
         )
         .into_response();
@@ -58,14 +58,14 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
             None => Some("this server needs a token: send 'Authorization: Bearer <token>'"),
         };
         if let Some(message) = refusal {
-            return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+            return ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
                 .into_response();
         }
     }
     if state.config.ui_read_only && from_browser(req.headers()) && !reads {
         return ApiError::new(
             StatusCode::FORBIDDEN,
-            "read_only",
+            ErrorCode::ReadOnly,
             "the dashboard is read-only on this server (ui.read_only): act from the CLI or the API",
         )
         .into_response();
@@ -90,7 +90,7 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
     {
         return ApiError::new(
             StatusCode::FORBIDDEN,
-            "foreign_host",
+            ErrorCode::ForeignHost,
             format!("Host {host:?} is not this server's: it serves localhost, 127.0.0.1 and [::1] (and server.allowed_hosts)"),
         )
         .into_response();
@@ -118,7 +118,7 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
     if cross_site {
         return ApiError::new(
             StatusCode::FORBIDDEN,
-            "cross_site",
+            ErrorCode::CrossSite,
             "cross-site requests are refused: call the API from a program, not from another site's page",
         )
         .into_response();
@@ -133,7 +133,7 @@ pub async fn refuse_foreign(State(state): State<AppState>, req: Request, next: N
         if !json {
             return ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                ErrorCode::UnsupportedMediaType,
                 format!("the body must be JSON, sent with Content-Type: application/json (not {essence:?})"),
             )
             .into_response();

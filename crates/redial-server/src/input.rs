@@ -1,7 +1,7 @@
 //! What clients send, and its validation: every mistake becomes a 4xx with a precise code and a
 //! message that says what to fix, before anything is stored.
 
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
@@ -155,26 +155,26 @@ impl PauseInput {
         let reason = self.reason.unwrap_or_default();
         if reason.chars().count() > 500 {
             return Err(ApiError::unprocessable(
-                "invalid_reason",
+                ErrorCode::InvalidReason,
                 "reason must be at most 500 characters",
             ));
         }
         if !redial_store::plain_text(&reason) {
             return Err(ApiError::unprocessable(
-                "invalid_reason",
+                ErrorCode::InvalidReason,
                 "reason must be one line of plain text: no control characters (newlines, escapes, NUL), no bidirectional overrides or line separators",
             ));
         }
         let until = match (self.until, self.for_) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::unprocessable(
-                    "invalid_pause",
+                    ErrorCode::InvalidPause,
                     "give until or for, not both",
                 ))
             }
             (Some(u), None) if u <= now => {
                 return Err(ApiError::unprocessable(
-                    "invalid_pause",
+                    ErrorCode::InvalidPause,
                     format!("until {u} has passed: give a later instant, or leave it out to pause until resumed"),
                 ))
             }
@@ -184,7 +184,7 @@ impl PauseInput {
                     .filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
                     .ok_or_else(|| {
                         ApiError::unprocessable(
-                            "invalid_pause",
+                            ErrorCode::InvalidPause,
                             format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
                         )
                     })?;
@@ -205,7 +205,7 @@ pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> R
 
 pub fn body_too_large() -> ApiError {
     ApiError::too_large(
-        "body_too_large",
+        ErrorCode::BodyTooLarge,
         "the request body is over the server's limit: send fewer or smaller jobs",
     )
 }
@@ -215,7 +215,7 @@ pub fn body_error(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
         body_too_large()
     } else {
-        ApiError::bad_request("invalid_body", r.body_text())
+        ApiError::bad_request(ErrorCode::InvalidBody, r.body_text())
     }
 }
 
@@ -226,10 +226,11 @@ pub fn parse_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError
 pub fn json_error(e: serde_json::Error) -> ApiError {
     use serde_json::error::Category;
     match e.classify() {
-        Category::Syntax | Category::Eof | Category::Io => {
-            ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
-        }
-        Category::Data => ApiError::unprocessable("invalid_field", e.to_string()),
+        Category::Syntax | Category::Eof | Category::Io => ApiError::bad_request(
+            ErrorCode::InvalidJson,
+            format!("the body is not valid JSON: {e}"),
+        ),
+        Category::Data => ApiError::unprocessable(ErrorCode::InvalidField, e.to_string()),
     }
 }
 
@@ -238,7 +239,7 @@ pub fn json_error(e: serde_json::Error) -> ApiError {
 pub fn check_range(since: Option<Timestamp>, until: Option<Timestamp>) -> Result<(), ApiError> {
     match (since, until) {
         (Some(s), Some(u)) if s > u => Err(ApiError::unprocessable(
-            "invalid_range",
+            ErrorCode::InvalidRange,
             format!("since {s} is after until {u}: nothing could match (were they swapped?)"),
         )),
         _ => Ok(()),
@@ -259,7 +260,7 @@ impl FilterInput {
                 .as_deref()
                 .map(redial_store::parse_dead_category)
                 .transpose()
-                .map_err(|e| ApiError::unprocessable("invalid_category", e))?,
+                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidCategory, e))?,
             endpoint: self.endpoint,
             since: self.since,
             until: self.until,
@@ -279,7 +280,7 @@ pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
         .map(String::as_str)
         .collect();
     Err(ApiError::unprocessable(
-        "unknown_queue",
+        ErrorCode::UnknownQueue,
         format!(
             "queue {queue:?} is not configured: use one of {}",
             known.join(", ")
@@ -301,7 +302,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
             if !valid {
                 return Err(ApiError::unprocessable(
-                    "invalid_id",
+                    ErrorCode::InvalidId,
                     "id must be 1 to 200 characters of letters, digits and - _ . : @",
                 ));
             }
@@ -314,7 +315,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     let upper = r.method.to_ascii_uppercase();
     if !is_http_token(&upper) {
         return Err(ApiError::unprocessable(
-            "invalid_method",
+            ErrorCode::InvalidMethod,
             format!("{:?} is not an HTTP method", r.method),
         ));
     }
@@ -324,7 +325,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         r.method.clone()
     } else {
         return Err(ApiError::unprocessable(
-            "invalid_method",
+            ErrorCode::InvalidMethod,
             format!(
                 "{:?} is not a standard HTTP method ({}); methods are case-sensitive, so write a custom one in upper case, as the server expects it",
                 r.method,
@@ -334,19 +335,19 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     };
     if r.url.len() > MAX_URL_BYTES {
         return Err(ApiError::unprocessable(
-            "invalid_url",
+            ErrorCode::InvalidUrl,
             format!("request.url is over {MAX_URL_BYTES} bytes"),
         ));
     }
     let url = url::Url::parse(&r.url).map_err(|e| {
         ApiError::unprocessable(
-            "invalid_url",
+            ErrorCode::InvalidUrl,
             format!("request.url {:?} is not a valid URL: {e}", r.url),
         )
     })?;
     if url.port() == Some(0) {
         return Err(ApiError::unprocessable(
-            "invalid_url",
+            ErrorCode::InvalidUrl,
             format!(
                 "request.url {:?} has port 0, which nothing can be reached on",
                 r.url
@@ -355,7 +356,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     }
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(ApiError::unprocessable(
-            "invalid_url",
+            ErrorCode::InvalidUrl,
             format!(
                 "request.url {:?} must be an http or https URL with a host",
                 r.url
@@ -369,26 +370,26 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     };
     if headers.len() > 100 {
         return Err(ApiError::unprocessable(
-            "invalid_header",
+            ErrorCode::InvalidHeader,
             "at most 100 request headers",
         ));
     }
     for (name, value) in &headers {
         if !is_http_token(name) {
             return Err(ApiError::unprocessable(
-                "invalid_header",
+                ErrorCode::InvalidHeader,
                 format!("{name:?} is not a valid header name"),
             ));
         }
         if is_reserved_header(name) {
             return Err(ApiError::unprocessable(
-                "invalid_header",
+                ErrorCode::InvalidHeader,
                 format!("{name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"),
             ));
         }
         if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
             return Err(ApiError::unprocessable(
-                "invalid_header",
+                ErrorCode::InvalidHeader,
                 format!(
                     "the value of header {name:?} has control characters or is over 8192 bytes"
                 ),
@@ -413,7 +414,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         .is_some_and(|b| b.len() > state.config.max_job_body_bytes)
     {
         return Err(ApiError::too_large(
-            "job_body_too_large",
+            ErrorCode::JobBodyTooLarge,
             format!(
                 "request.body is over the limit of {} bytes",
                 state.config.max_job_body_bytes
@@ -427,7 +428,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
                 .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(600))
                 .ok_or_else(|| {
                     ApiError::unprocessable(
-                        "invalid_timeout",
+                        ErrorCode::InvalidTimeout,
                         format!("request.timeout {t:?} must be a duration from 1ms to 10m with a unit, such as \"10s\""),
                     )
                 })?;
@@ -439,7 +440,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         Some(k) => {
             if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
                 return Err(ApiError::unprocessable(
-                    "invalid_idempotency_key",
+                    ErrorCode::InvalidIdempotencyKey,
                     "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
                 ));
             }
@@ -451,13 +452,13 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     if let Some(d) = input.deadline {
         if d <= now {
             return Err(ApiError::unprocessable(
-                "invalid_deadline",
+                ErrorCode::InvalidDeadline,
                 format!("deadline {d} is already past"),
             ));
         }
         if let Some(run_at) = input.run_at.filter(|r| d <= *r) {
             return Err(ApiError::unprocessable(
-                "invalid_deadline",
+                ErrorCode::InvalidDeadline,
                 format!("deadline {d} is not after run_at {run_at}: the job could never run"),
             ));
         }
@@ -465,21 +466,21 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
     let tags = input.tags.unwrap_or_default();
     if tags.len() > 32 || tags.iter().any(|t| t.is_empty() || t.len() > 100) {
         return Err(ApiError::unprocessable(
-            "invalid_tags",
+            ErrorCode::InvalidTags,
             "at most 32 tags of 1 to 100 characters each",
         ));
     }
     if let Some(p) = &input.policy {
         let queue_policy = &state.engine.config().queues[&queue].policy;
-        queue_policy
-            .merged(p)
-            .map_err(|e| ApiError::unprocessable("invalid_policy", format!("policy.{e}")))?;
+        queue_policy.merged(p).map_err(|e| {
+            ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
+        })?;
     }
     let endpoint = match input.endpoint {
         Some(e) if !e.is_empty() && e.len() <= 200 => e,
         Some(_) => {
             return Err(ApiError::unprocessable(
-                "invalid_endpoint",
+                ErrorCode::InvalidEndpoint,
                 "endpoint must be 1 to 200 characters",
             ))
         }
@@ -489,7 +490,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         Some(g) if NewJob::valid_group(&g) => Some(g),
         Some(_) => {
             return Err(ApiError::unprocessable(
-                "invalid_group",
+                ErrorCode::InvalidGroup,
                 "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
             ))
         }
@@ -555,7 +556,7 @@ pub fn schedule_definition(
     let id = match (path_id, input.id) {
         (Some(p), Some(b)) if p != b => {
             return Err(ApiError::unprocessable(
-                "invalid_id",
+                ErrorCode::InvalidId,
                 format!(
                     "the body's id {b:?} is not the path's {p:?}: leave it out, or make them match"
                 ),
@@ -565,29 +566,30 @@ pub fn schedule_definition(
         (None, Some(b)) => b,
         (None, None) => {
             return Err(ApiError::unprocessable(
-                "invalid_id",
+                ErrorCode::InvalidId,
                 "id is required: a name for the schedule, such as \"nightly-report\"",
             ))
         }
     };
-    redial_engine::check_schedule_id(&id).map_err(|e| ApiError::unprocessable("invalid_id", e))?;
+    redial_engine::check_schedule_id(&id)
+        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidId, e))?;
     let rule = match (input.cron, input.every) {
         (Some(_), Some(_)) | (None, None) => {
             return Err(ApiError::unprocessable(
-                "invalid_schedule",
+                ErrorCode::InvalidSchedule,
                 "give cron (such as \"0 9 * * 1-5\") or every (such as \"5m\"), not both",
             ))
         }
         (Some(expr), None) => {
             let timezone = input.timezone.unwrap_or_else(|| "UTC".to_owned());
             let rule = redial_policy::schedule::CronRule::parse(&expr, Some(&timezone))
-                .map_err(|e| ApiError::unprocessable("invalid_schedule", e))?;
+                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidSchedule, e))?;
             // One that matched once but cannot again (only times a daylight-saving change
             // skips, such as 02:30 on the last Sunday of March in Europe/Berlin) would be saved
             // and never fire.
             if rule.next_after(now).is_none() {
                 return Err(ApiError::unprocessable(
-                    "invalid_schedule",
+                    ErrorCode::InvalidSchedule,
                     format!("cron expression {expr:?} in {timezone} matches no time from now on (times a daylight-saving change skips do not occur): it would never fire"),
                 ));
             }
@@ -596,7 +598,7 @@ pub fn schedule_definition(
         (None, Some(every)) => {
             if input.timezone.is_some() {
                 return Err(ApiError::unprocessable(
-                    "invalid_schedule",
+                    ErrorCode::InvalidSchedule,
                     "timezone goes with cron: an interval counts real time",
                 ));
             }
@@ -608,7 +610,7 @@ pub fn schedule_definition(
                 })
                 .ok_or_else(|| {
                     ApiError::unprocessable(
-                        "invalid_schedule",
+                        ErrorCode::InvalidSchedule,
                         format!("every {every:?} must be a whole number of seconds from 1s to 366d, with a unit, such as \"5m\" or \"90s\""),
                     )
                 })?;
@@ -624,7 +626,7 @@ pub fn schedule_definition(
             let max = max.unwrap_or(10);
             if !(1..=MAX_MISSED_MAX).contains(&max) {
                 return Err(ApiError::unprocessable(
-                    "invalid_missed",
+                    ErrorCode::InvalidMissed,
                     format!("missed_max must be from 1 to {MAX_MISSED_MAX}"),
                 ));
             }
@@ -632,7 +634,7 @@ pub fn schedule_definition(
         }
         (_, Some(_)) => {
             return Err(ApiError::unprocessable(
-                "invalid_missed",
+                ErrorCode::InvalidMissed,
                 "missed_max goes with missed = \"run_all\"",
             ))
         }
@@ -640,34 +642,34 @@ pub fn schedule_definition(
         (Some("skip"), None) => MissedRule::Skip,
         (Some(other), None) => {
             return Err(ApiError::unprocessable(
-                "invalid_missed",
+                ErrorCode::InvalidMissed,
                 format!("missed {other:?} must be skip, run_once or run_all"),
             ))
         }
     };
     if !input.job.is_object() {
         return Err(ApiError::unprocessable(
-            "invalid_job",
+            ErrorCode::InvalidJob,
             "job must be an object: the job each occurrence enqueues, such as {\"request\": {\"method\": \"POST\", \"url\": \"https://...\"}}",
         ));
     }
     for field in ["id", "idempotency_key", "run_at", "deadline"] {
         if input.job.get(field).is_some() {
             return Err(ApiError::unprocessable(
-                "invalid_job",
+                ErrorCode::InvalidJob,
                 format!("job.{field} is set by each occurrence (its id is <schedule id>@<instant>, its key derived from it): leave it out"),
             ));
         }
     }
     let job: JobInput = serde_json::from_value(input.job)
-        .map_err(|e| ApiError::unprocessable("invalid_job", format!("job: {e}")))?;
+        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidJob, format!("job: {e}")))?;
     if job
         .tags
         .as_ref()
         .is_some_and(|t| t.len() > redial_engine::MAX_TEMPLATE_TAGS)
     {
         return Err(ApiError::unprocessable(
-            "invalid_tags",
+            ErrorCode::InvalidTags,
             format!(
                 "job: at most {} tags (each occurrence adds schedule:<id>)",
                 redial_engine::MAX_TEMPLATE_TAGS

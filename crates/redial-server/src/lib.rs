@@ -13,7 +13,7 @@ mod routes;
 mod ui;
 mod view;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use listen::serve;
 
 use axum::Router;

@@ -11,7 +11,7 @@
 //! The request body's own timeout (`body_timeout`) is the router's (see `routes::read_body`): the
 //! body is read while a request is in progress.
 
-use crate::AppState;
+use crate::{AppState, ErrorCode};
 use axum::body::Body;
 use axum::extract::Request;
 use hyper::body::Incoming;
@@ -371,26 +371,27 @@ fn bare_error_answer(buf: &[u8]) -> Option<Vec<u8>> {
     let (reason, code, message) = match status {
         414 => (
             "URI Too Long",
-            "uri_too_long",
+            ErrorCode::UriTooLong,
             "the request's URL is over the server's limit (64 KiB): send data in the body",
         ),
         431 => (
             "Request Header Fields Too Large",
-            "headers_too_large",
+            ErrorCode::HeadersTooLarge,
             "the request's head (its URL and headers) is over the server's limit (64 KiB): send data in the body",
         ),
         408 => (
             "Request Timeout",
-            "request_timeout",
+            ErrorCode::RequestTimeout,
             "the request's head did not arrive in time",
         ),
         _ => (
             "Bad Request",
-            "bad_request",
+            ErrorCode::BadRequest,
             "the request is not valid HTTP/1.1",
         ),
     };
-    let body = serde_json::json!({ "error": { "code": code, "message": message } }).to_string();
+    let body =
+        serde_json::json!({ "error": { "code": code.as_str(), "message": message } }).to_string();
     Some(
         format!(
             "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -3,6 +3,7 @@
 //! person types (kept in the tab's session storage, never in a URL); the server gives the page
 //! nothing the API does not.
 
+use crate::ErrorCode;
 use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -26,7 +27,7 @@ pub async fn asset(Path(file): Path<String>) -> Response {
         "app.css" => with_headers(STYLE, "text/css; charset=utf-8"),
         _ => crate::ApiError::new(
             StatusCode::NOT_FOUND,
-            "no_route",
+            ErrorCode::NoRoute,
             "no such file in the dashboard",
         )
         .into_response(),

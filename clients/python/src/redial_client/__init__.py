@@ -3,13 +3,21 @@ verification helper for receivers of its signed deliveries. This module only re-
 
 from .async_client import AsyncRedial
 from .client import Redial
-from .errors import RedialConnectionError, RedialError, WebhookVerificationError
+from .errors import (
+    ERROR_CODES,
+    ErrorCode,
+    RedialConnectionError,
+    RedialError,
+    WebhookVerificationError,
+)
 from .webhooks import sign, verify_webhook
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ERROR_CODES",
     "AsyncRedial",
+    "ErrorCode",
     "Redial",
     "RedialConnectionError",
     "RedialError",

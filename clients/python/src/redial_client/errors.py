@@ -3,11 +3,70 @@ and a delivery that failed verification (WebhookVerificationError)."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
+# Every code the API's error answers carry: the OpenAPI document's enum, which the server's
+# ErrorCode writes (a test fails when they drift).
+ErrorCode = Literal[
+    "bad_request",
+    "batch_too_large",
+    "body_too_large",
+    "conflict",
+    "cross_site",
+    "empty_batch",
+    "filter_required",
+    "foreign_host",
+    "headers_too_large",
+    "internal",
+    "invalid_body",
+    "invalid_category",
+    "invalid_cursor",
+    "invalid_deadline",
+    "invalid_endpoint",
+    "invalid_field",
+    "invalid_group",
+    "invalid_header",
+    "invalid_id",
+    "invalid_idempotency_key",
+    "invalid_job",
+    "invalid_json",
+    "invalid_limit",
+    "invalid_method",
+    "invalid_missed",
+    "invalid_pause",
+    "invalid_policy",
+    "invalid_range",
+    "invalid_reason",
+    "invalid_schedule",
+    "invalid_state",
+    "invalid_tags",
+    "invalid_time",
+    "invalid_timeout",
+    "invalid_url",
+    "job_body_too_large",
+    "method_not_allowed",
+    "no_route",
+    "not_found",
+    "not_supported",
+    "read_only",
+    "request_timeout",
+    "schedule_exists",
+    "storage_unavailable",
+    "too_large",
+    "unauthorized",
+    "unknown_parameter",
+    "unknown_queue",
+    "unsupported_media_type",
+    "uri_too_long",
+]
+ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
+
 
 class RedialError(Exception):
     """The server answered with an error: its HTTP status and the body's code and message.
 
-    `code` is machine-readable and stable (e.g. "conflict", "unauthorized"); `message` says
+    `code` is machine-readable and stable, one of `ErrorCode` (e.g. "conflict",
+    "unauthorized"; a newer server's code reads as it is); `message` says
     what was wrong and what to do. `retry_after` is the Retry-After seconds when given.
     """
 

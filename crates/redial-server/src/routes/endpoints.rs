@@ -37,7 +37,7 @@ pub(super) async fn endpoint(State(state): State<AppState>, Path(name): Path<Str
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
-                "not_found",
+                ErrorCode::NotFound,
                 format!("endpoint {name:?} is not known: it has no jobs and no configuration (names are URL origins such as https://api.example.com, percent-encoded in the path)"),
             )
         })
@@ -47,7 +47,7 @@ pub(super) async fn endpoint(State(state): State<AppState>, Path(name): Path<Str
 pub(super) fn check_endpoint_name(name: &str) -> Result<(), ApiError> {
     if name.is_empty() || name.chars().count() > 200 {
         return Err(ApiError::unprocessable(
-            "invalid_endpoint",
+            ErrorCode::InvalidEndpoint,
             "endpoint must be 1 to 200 characters (names are URL origins such as https://api.example.com, percent-encoded in the path)",
         ));
     }
@@ -119,12 +119,15 @@ pub(super) async fn queue_groups(
                     .ok()
                     .filter(|l| (1..=1000).contains(l))
                     .ok_or_else(|| {
-                        ApiError::bad_request("invalid_limit", "limit must be from 1 to 1000")
+                        ApiError::bad_request(
+                            ErrorCode::InvalidLimit,
+                            "limit must be from 1 to 1000",
+                        )
                     })?
             }
             other => {
                 return Err(ApiError::bad_request(
-                    "unknown_parameter",
+                    ErrorCode::UnknownParameter,
                     format!("unknown query parameter {other:?}: use limit"),
                 ))
             }
@@ -134,7 +137,7 @@ pub(super) async fn queue_groups(
         Some(groups) => Ok(Json(groups).into_response()),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            ErrorCode::NotFound,
             format!("no queue {name:?} is configured"),
         )),
     }

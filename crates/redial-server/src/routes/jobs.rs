@@ -28,13 +28,13 @@ pub(super) async fn enqueue_batch(
     let batch: BatchInput = input::parse_json(body)?;
     if batch.jobs.is_empty() {
         return Err(ApiError::unprocessable(
-            "empty_batch",
+            ErrorCode::EmptyBatch,
             "jobs is empty: send at least one job",
         ));
     }
     if batch.jobs.len() > state.config.max_batch {
         return Err(ApiError::too_large(
-            "batch_too_large",
+            ErrorCode::BatchTooLarge,
             format!(
                 "{} jobs is over the batch limit of {}: split the batch",
                 batch.jobs.len(),
@@ -96,7 +96,7 @@ pub(super) async fn show(State(state): State<AppState>, Path(id): Path<String>) 
     let (job, attempts) = state.engine.store().job_get(&id).await?.ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            ErrorCode::NotFound,
             format!("job {id} not found"),
         )
     })?;
@@ -121,14 +121,14 @@ pub(super) async fn dead_letter_groups(
             "category" => {
                 filter.category = Some(
                     redial_store::parse_dead_category(&v)
-                        .map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidCategory, e))?,
                 )
             }
             "endpoint" => filter.endpoint = Some(v),
             "since" | "until" => {
                 let t = redial_policy::Timestamp::parse_rfc3339(&v).ok_or_else(|| {
                     ApiError::bad_request(
-                        "invalid_time",
+                        ErrorCode::InvalidTime,
                         format!("{k} must be an RFC 3339 instant such as 2026-12-01T10:00:00Z"),
                     )
                 })?;
@@ -140,7 +140,7 @@ pub(super) async fn dead_letter_groups(
             }
             other => {
                 return Err(ApiError::bad_request(
-                    "unknown_parameter",
+                    ErrorCode::UnknownParameter,
                     format!("unknown query parameter {other:?}: use queue, category, endpoint, since, until"),
                 ))
             }
@@ -177,17 +177,17 @@ pub(super) async fn list(
                 filter.queue = Some(v);
             }
             "state" => {
-                filter.state = Some(v.parse().map_err(|e: String| ApiError::bad_request("invalid_state", e))?)
+                filter.state = Some(v.parse().map_err(|e: String| ApiError::bad_request(ErrorCode::InvalidState, e))?)
             }
             "category" => {
                 filter.category = Some(
-                    redial_store::parse_dead_category(&v).map_err(|e| ApiError::bad_request("invalid_category", e))?,
+                    redial_store::parse_dead_category(&v).map_err(|e| ApiError::bad_request(ErrorCode::InvalidCategory, e))?,
                 )
             }
             "endpoint" => filter.endpoint = Some(v),
             "cursor" => {
                 after = Some(v.parse::<i64>().map_err(|_| {
-                    ApiError::bad_request("invalid_cursor", "cursor must be a next_cursor value from a previous page")
+                    ApiError::bad_request(ErrorCode::InvalidCursor, "cursor must be a next_cursor value from a previous page")
                 })?)
             }
             "limit" => {
@@ -195,11 +195,11 @@ pub(super) async fn list(
                     .parse::<u32>()
                     .ok()
                     .filter(|n| (1..=500).contains(n))
-                    .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit must be a number from 1 to 500"))?
+                    .ok_or_else(|| ApiError::bad_request(ErrorCode::InvalidLimit, "limit must be a number from 1 to 500"))?
             }
             other => {
                 return Err(ApiError::bad_request(
-                    "unknown_parameter",
+                    ErrorCode::UnknownParameter,
                     format!("unknown query parameter {other:?}: use queue, state, category, endpoint, cursor, limit"),
                 ))
             }
@@ -253,7 +253,7 @@ pub(super) fn bulk_filter(
     // letter: that takes saying so.
     if input.is_empty() && input.all != Some(true) {
         return Err(ApiError::unprocessable(
-            "filter_required",
+            ErrorCode::FilterRequired,
             "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since or until",
         ));
     }

@@ -3,7 +3,7 @@
 
 use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
 use crate::view;
-use crate::{auth, ApiError, AppState, OPENAPI};
+use crate::{auth, ApiError, AppState, ErrorCode, OPENAPI};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
@@ -138,14 +138,14 @@ async fn json_errors(resp: Response) -> Response {
         return resp;
     }
     let code = match status {
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_FOUND => "no_route",
-        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
-        StatusCode::URI_TOO_LONG => "uri_too_long",
-        StatusCode::REQUEST_TIMEOUT => "request_timeout",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        s if s.is_server_error() => "internal",
-        _ => "bad_request",
+        StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+        StatusCode::NOT_FOUND => ErrorCode::NoRoute,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::TooLarge,
+        StatusCode::URI_TOO_LONG => ErrorCode::UriTooLong,
+        StatusCode::REQUEST_TIMEOUT => ErrorCode::RequestTimeout,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+        s if s.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::BadRequest,
     };
     let allow = resp.headers().get(header::ALLOW).cloned();
     // The text the extractor wrote says what was wrong; it is short (a rejection's message).
@@ -194,14 +194,14 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
             input::body_too_large().into_response()
         }
         Ok(Err(e)) => ApiError::bad_request(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             format!("the request body could not be read: {e}"),
         )
         .into_response(),
         Err(_) => {
             let mut resp = ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
-                "request_timeout",
+                ErrorCode::RequestTimeout,
                 format!(
                     "the request body did not arrive within {} s: send it at once",
                     state.config.body_timeout.as_secs_f64()
@@ -218,7 +218,7 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
 async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "no_route",
+        ErrorCode::NoRoute,
         "no such route: see /v1/openapi.json",
     )
 }
@@ -236,7 +236,7 @@ fn job_response(
 fn conflict(id: &JobId) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
-        "conflict",
+        ErrorCode::Conflict,
         format!("job {id} already exists with a different request: use another id, or send the same request to get the existing job"),
     )
 }

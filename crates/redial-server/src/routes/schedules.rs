@@ -6,9 +6,15 @@ impl From<redial_engine::ScheduleError> for ApiError {
     fn from(e: redial_engine::ScheduleError) -> Self {
         use redial_engine::ScheduleError as E;
         match e {
-            E::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string()),
-            E::Exists(_) => ApiError::new(StatusCode::CONFLICT, "schedule_exists", e.to_string()),
-            E::Invalid(m) => ApiError::unprocessable("invalid_schedule", m),
+            E::NotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, e.to_string())
+            }
+            E::Exists(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                ErrorCode::ScheduleExists,
+                e.to_string(),
+            ),
+            E::Invalid(m) => ApiError::unprocessable(ErrorCode::InvalidSchedule, m),
             E::Store(e) => e.into(),
         }
     }
