@@ -12,6 +12,17 @@
 //! the index's first entry, past which lie the entries of every job leased since the last
 //! vacuum.
 //!
+//! **A job is leased to at most one owner at a time.** The lease is one transaction whose first
+//! read of the queue's head locks its rows `FOR UPDATE SKIP LOCKED` and whose UPDATE claims the
+//! chosen rows by `seq` the same way (rows all read under that lock are updated by their key,
+//! not locked again), so two nodes never both take a job, never wait on each other, and do not
+//! pick the same jobs at the head; a job chosen from a later, unlocked read that another node
+//! took first is handed back to admission and the read goes on. The head is read across
+//! priority levels (jobs scheduled for later at a higher priority are stepped over there), then
+//! within a level after the last row read, then the levels below. Grouped jobs: the groups are
+//! listed by one statement, each with whether one of its jobs is due (`jobs_grouped_ready`, due
+//! scheduled ones read from `jobs_waiting`), and each turn's head is read locked.
+//!
 //! The picker's decisions (what admission leaves out, the turns between groups, where the next
 //! lease starts, the bounds, handing admissions back on every path) are [`redial_store::pick`]'s,
 //! shared with the SQLite store. This file owns how PostgreSQL reads (chunks, locks, the floors)

@@ -10,6 +10,29 @@
 //! Invariant: an admission granted while leasing ends exactly once, leased (kept with
 //! [`Choice::keep`]) or handed back ([`Admit::not_leased`]), on every path, errors and early
 //! returns included.
+//!
+//! **An endpoint's limits are asked before every attempt, and a held endpoint holds only its own
+//! jobs.** Leasing goes through runnable jobs in lease order and asks each job's endpoint
+//! (through the engine's [`Admit`]); an endpoint that holds is left out for the rest of the
+//! request, so jobs of other endpoints behind it are reached (no head-of-line blocking); one that
+//! holds only its retries (budget spent) or only its first attempts (suspect) has those left out,
+//! and its other jobs behind them are reached. One request reads a bounded number of held
+//! endpoints' rows ([`TOP_SKIPS`] from the head of the queue, [`DEEP_SKIPS`] further on from
+//! where the previous request stopped, per queue and process: [`PickMemory`]), so a held
+//! endpoint with a deep backlog costs each lease a bounded time and other endpoints' jobs behind
+//! it are reached within a few leases. A held job is not leased, makes no request and spends no
+//! attempt. Admission is asked in Rust, per candidate, instead of one `UPDATE ... LIMIT`,
+//! because admission is per endpoint.
+//!
+//! **Groups take turns, and a queue without groups pays nothing for them.** A lease first asks
+//! whether a grouped job is due; if none is, it reads as it always did. Otherwise it goes
+//! round-robin: the turns are the ungrouped jobs and the groups by name, starting after the turn
+//! the last lease ended with ([`legs`], [`next_cursor`]); only turns with a due job count,
+//! [`GROUP_VISITS`] groups looked at at most (stopping there with room left, the lease says so,
+//! `AdmittedLease::more`, and the engine leases again at once, from where it stopped). What is
+//! left is shared by weight among the turns, pass after pass ([`share`]), until the lease is
+//! full or every turn is spent or holds. A group that holds (its own limits, asked before the
+//! endpoint's) is passed over for the lease ([`Offer::GroupHeld`]).
 
 use crate::{Admit, Candidate, ScanPos, Verdict};
 use std::collections::HashMap;

@@ -3,6 +3,16 @@
 //! chosen jobs. The picker's decisions (what admission leaves out, the turns between groups,
 //! where the next lease starts, the bounds, handing admissions back) are
 //! [`redial_store::pick`]'s, shared with the PostgreSQL store: this file only reads rows.
+//!
+//! A lease is one request on the storage thread: the admission callback runs there, inside the
+//! batch's transaction, while the candidates are stepped off `jobs_runnable` (index only; a
+//! candidate's row is read once, for admission and for the lease, and the lease's conditional
+//! UPDATE patches it instead of reading it back). It reads one priority level at a time, so jobs
+//! scheduled for later end each level's read (a range of the index) rather than being stepped
+//! over. Grouped jobs are in `jobs_grouped` (queue, group, lease order) instead of
+//! `jobs_runnable`, and `jobs_grouped_due` (queue, run time) serves the due probe and the next
+//! run time; the first pass of the round-robin takes each turn's weight in jobs, and a turn that
+//! takes none is passed over.
 
 use super::*;
 use redial_store::pick::{self, Choice, Leg, Offer, PickMemory, GROUP_VISITS};
