@@ -1,0 +1,114 @@
+//! The types of Redial's HTTP API, shared by the server and the Rust client (`redial-client`):
+//! the error codes ([`ErrorCode`], from which the OpenAPI document's enum and the other clients'
+//! error types are checked) and every schema of the OpenAPI document ([`types`], generated from
+//! it: `tests/types.rs` fails when they drift, and `REDIAL_BLESS=1` rewrites them).
+//!
+//! Serde only: no HTTP, no runtime.
+
+pub mod types;
+
+pub use types::*;
+
+macro_rules! error_codes {
+    ($($variant:ident = $code:literal: $doc:literal,)*) => {
+        /// Every machine-readable code an error answer carries (`{"error": {"code", "message"}}`).
+        /// Stable: clients match on them; a code this build does not know reads as
+        /// [`ErrorCode::from_code`]'s `None`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order of the OpenAPI document's enum.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The code as the API writes it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)*
+                }
+            }
+
+            /// What the code means, for people.
+            pub fn describe(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $doc,)*
+                }
+            }
+
+            /// The code the API wrote, if this build knows it.
+            pub fn from_code(code: &str) -> Option<ErrorCode> {
+                match code {
+                    $($code => Some(ErrorCode::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    BadRequest = "bad_request": "The request is not valid HTTP or was refused before it reached a route.",
+    BatchTooLarge = "batch_too_large": "A batch holds more jobs than one request may enqueue.",
+    BodyTooLarge = "body_too_large": "The request's body is over the server's limit.",
+    Conflict = "conflict": "A job with this id exists with a different request.",
+    CrossSite = "cross_site": "A browser sent a changing request from another site.",
+    EmptyBatch = "empty_batch": "A batch holds no job.",
+    FilterRequired = "filter_required": "A bulk action names no filter: it would act on every job.",
+    ForeignHost = "foreign_host": "The Host header names neither this server nor an allowed host.",
+    HeadersTooLarge = "headers_too_large": "The request's head (its URL and headers) is over the server's limit.",
+    Internal = "internal": "A server fault; the server log has the details.",
+    InvalidBody = "invalid_body": "The body does not have the shape the route takes.",
+    InvalidCategory = "invalid_category": "Not a dead-letter category.",
+    InvalidCursor = "invalid_cursor": "Not a next_cursor value from a previous page.",
+    InvalidDeadline = "invalid_deadline": "The deadline is not a valid time or duration.",
+    InvalidEndpoint = "invalid_endpoint": "The endpoint is not valid.",
+    InvalidField = "invalid_field": "A field of the body has a wrong type or value.",
+    InvalidGroup = "invalid_group": "The group name is not valid.",
+    InvalidHeader = "invalid_header": "A request header of the job is not valid or not allowed.",
+    InvalidId = "invalid_id": "The id is not valid.",
+    InvalidIdempotencyKey = "invalid_idempotency_key": "The idempotency key is not valid.",
+    InvalidJob = "invalid_job": "The job is not acceptable; the message says what to fix.",
+    InvalidJson = "invalid_json": "The body is not valid JSON.",
+    InvalidLimit = "invalid_limit": "The page limit is out of range.",
+    InvalidMethod = "invalid_method": "The job's HTTP method is not valid.",
+    InvalidMissed = "invalid_missed": "The schedule's rule for missed runs is not valid.",
+    InvalidPause = "invalid_pause": "The pause is not valid (its time or reason).",
+    InvalidPolicy = "invalid_policy": "The retry policy is not valid.",
+    InvalidRange = "invalid_range": "The time range is not valid.",
+    InvalidReason = "invalid_reason": "The reason is not valid.",
+    InvalidSchedule = "invalid_schedule": "The schedule is not valid.",
+    InvalidState = "invalid_state": "The job is not in a state that allows the action, or the state named is not one.",
+    InvalidTags = "invalid_tags": "The tags are not valid.",
+    InvalidTime = "invalid_time": "A time is not valid.",
+    InvalidTimeout = "invalid_timeout": "The timeout is not valid.",
+    InvalidUrl = "invalid_url": "The URL is not valid or is not allowed.",
+    JobBodyTooLarge = "job_body_too_large": "A job's request body is over the limit.",
+    MethodNotAllowed = "method_not_allowed": "The route does not take that method; the Allow header lists those it takes.",
+    NoRoute = "no_route": "No route has that path.",
+    NotFound = "not_found": "No such job, endpoint or schedule.",
+    NotSupported = "not_supported": "This server's store cannot do that.",
+    ReadOnly = "read_only": "The token may read, not change.",
+    RequestTimeout = "request_timeout": "The request did not arrive in time; the connection is closed.",
+    ScheduleExists = "schedule_exists": "A schedule of that name exists.",
+    StorageUnavailable = "storage_unavailable": "The store cannot serve now; nothing was done: try again after Retry-After.",
+    TooLarge = "too_large": "The request is over a limit of the server's.",
+    Unauthorized = "unauthorized": "No token, or a wrong one.",
+    UnknownParameter = "unknown_parameter": "A query parameter the route does not take.",
+    UnknownQueue = "unknown_queue": "The queue is not configured.",
+    UnsupportedMediaType = "unsupported_media_type": "The body's Content-Type is not JSON.",
+    UriTooLong = "uri_too_long": "The request's URL is over the server's limit.",
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,298 @@
+//! One method per route of the API, in the OpenAPI document's order of areas: jobs, dead letters,
+//! endpoints, queues, schedules, operations.
+
+use crate::transport::Call;
+use crate::{Client, Error};
+use redial_api::*;
+use reqwest::Method;
+
+/// Every route this client calls, as (method, path template): a test checks it against the
+/// OpenAPI document's paths, so a route added to the API and not here fails it.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/jobs"),
+    ("GET", "/v1/jobs"),
+    ("POST", "/v1/jobs/batch"),
+    ("GET", "/v1/jobs/{id}"),
+    ("POST", "/v1/jobs/{id}/replay"),
+    ("POST", "/v1/jobs/{id}/dismiss"),
+    ("POST", "/v1/jobs/{id}/cancel"),
+    ("POST", "/v1/dead-letters/replay"),
+    ("POST", "/v1/dead-letters/dismiss"),
+    ("GET", "/v1/dead-letters/groups"),
+    ("GET", "/v1/session"),
+    ("GET", "/v1/stats"),
+    ("GET", "/v1/endpoints"),
+    ("GET", "/v1/endpoints/{name}"),
+    ("POST", "/v1/endpoints/{name}/pause"),
+    ("POST", "/v1/endpoints/{name}/resume"),
+    ("POST", "/v1/endpoints/{name}/reset-breaker"),
+    ("GET", "/v1/queues"),
+    ("GET", "/v1/queues/{name}/groups"),
+    ("POST", "/v1/queues/{name}/pause"),
+    ("POST", "/v1/queues/{name}/resume"),
+    ("GET", "/v1/schedules"),
+    ("POST", "/v1/schedules"),
+    ("GET", "/v1/schedules/{id}"),
+    ("PUT", "/v1/schedules/{id}"),
+    ("DELETE", "/v1/schedules/{id}"),
+    ("POST", "/v1/schedules/{id}/pause"),
+    ("POST", "/v1/schedules/{id}/resume"),
+    ("POST", "/v1/backup"),
+    ("GET", "/v1/openapi.json"),
+    ("GET", "/v1/alerts"),
+    ("GET", "/v1/series"),
+    ("GET", "/metrics"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+];
+
+/// Which jobs [`Client::jobs`] lists, and the page.
+#[derive(Clone, Debug, Default)]
+pub struct JobsQuery {
+    pub queue: Option<String>,
+    pub state: Option<String>,
+    pub category: Option<String>,
+    pub endpoint: Option<String>,
+    /// A page's `next_cursor`.
+    pub cursor: Option<String>,
+    /// At most this many (1 to 500; the server's default when none).
+    pub limit: Option<u32>,
+}
+
+/// Which dead letters [`Client::dead_letter_groups`] groups.
+#[derive(Clone, Debug, Default)]
+pub struct DeadGroupsQuery {
+    pub queue: Option<String>,
+    pub category: Option<String>,
+    pub endpoint: Option<String>,
+    /// RFC 3339 times bounding when the jobs died.
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+impl Client {
+    /// Enqueues a job; an existing id with the same request answers the existing job
+    /// (`deduplicated`).
+    pub async fn enqueue(&self, job: &JobInput) -> Result<Job, Error> {
+        let call = Call::new(Method::POST, &["v1", "jobs"]).json(job)?;
+        self.transport.json(call).await
+    }
+
+    /// Enqueues several jobs in one transaction.
+    pub async fn enqueue_batch(&self, batch: &BatchInput) -> Result<BatchResult, Error> {
+        let call = Call::new(Method::POST, &["v1", "jobs", "batch"]).json(batch)?;
+        self.transport.json(call).await
+    }
+
+    /// One job, with its attempts.
+    pub async fn job(&self, id: &str) -> Result<Job, Error> {
+        self.transport
+            .json(Call::new(Method::GET, &["v1", "jobs", id]))
+            .await
+    }
+
+    /// One page of jobs.
+    pub async fn jobs(&self, q: &JobsQuery) -> Result<JobPage, Error> {
+        let call = Call::new(Method::GET, &["v1", "jobs"])
+            .query("queue", q.queue.as_ref())
+            .query("state", q.state.as_ref())
+            .query("category", q.category.as_ref())
+            .query("endpoint", q.endpoint.as_ref())
+            .query("cursor", q.cursor.as_ref())
+            .query("limit", q.limit);
+        self.transport.json(call).await
+    }
+
+    /// Runs a dead job again, from a fresh attempt count.
+    pub async fn replay(&self, id: &str) -> Result<Job, Error> {
+        self.job_action(id, "replay").await
+    }
+
+    /// Dismisses a dead job: it leaves the dead letters.
+    pub async fn dismiss(&self, id: &str) -> Result<Dismissed, Error> {
+        let call = Call::new(Method::POST, &["v1", "jobs", id, "dismiss"]);
+        self.transport.json(call).await
+    }
+
+    /// Cancels a job: at once if it waits; a running one ends when its attempt does.
+    pub async fn cancel(&self, id: &str) -> Result<Job, Error> {
+        self.job_action(id, "cancel").await
+    }
+
+    async fn job_action(&self, id: &str, action: &str) -> Result<Job, Error> {
+        let call = Call::new(Method::POST, &["v1", "jobs", id, action]);
+        self.transport.json(call).await
+    }
+
+    /// Replays every dead letter the filter matches.
+    pub async fn replay_dead_letters(&self, filter: &DeadLetterFilter) -> Result<Affected, Error> {
+        let call = Call::new(Method::POST, &["v1", "dead-letters", "replay"]).json(filter)?;
+        self.transport.json(call).await
+    }
+
+    /// Dismisses every dead letter the filter matches.
+    pub async fn dismiss_dead_letters(&self, filter: &DeadLetterFilter) -> Result<Affected, Error> {
+        let call = Call::new(Method::POST, &["v1", "dead-letters", "dismiss"]).json(filter)?;
+        self.transport.json(call).await
+    }
+
+    /// Dead letters grouped by queue, category, endpoint and reason.
+    pub async fn dead_letter_groups(&self, q: &DeadGroupsQuery) -> Result<DeadGroups, Error> {
+        let call = Call::new(Method::GET, &["v1", "dead-letters", "groups"])
+            .query("queue", q.queue.as_ref())
+            .query("category", q.category.as_ref())
+            .query("endpoint", q.endpoint.as_ref())
+            .query("since", q.since.as_ref())
+            .query("until", q.until.as_ref());
+        self.transport.json(call).await
+    }
+
+    /// What the caller's token may do.
+    pub async fn session(&self) -> Result<Session, Error> {
+        self.get(&["v1", "session"]).await
+    }
+
+    /// Jobs counted by queue, state and category, and by endpoint.
+    pub async fn stats(&self) -> Result<Stats, Error> {
+        self.get(&["v1", "stats"]).await
+    }
+
+    /// Every endpoint's protection state.
+    pub async fn endpoints(&self) -> Result<EndpointList, Error> {
+        self.get(&["v1", "endpoints"]).await
+    }
+
+    /// One endpoint's protection state.
+    pub async fn endpoint(&self, name: &str) -> Result<Endpoint, Error> {
+        self.get(&["v1", "endpoints", name]).await
+    }
+
+    /// Pauses an endpoint by hand (until a time, for a while, or until resumed).
+    pub async fn pause_endpoint(&self, name: &str, pause: &PauseInput) -> Result<Endpoint, Error> {
+        let call = Call::new(Method::POST, &["v1", "endpoints", name, "pause"]).json(pause)?;
+        self.transport.json(call).await
+    }
+
+    /// Ends a pause set by hand.
+    pub async fn resume_endpoint(&self, name: &str) -> Result<Endpoint, Error> {
+        self.post(&["v1", "endpoints", name, "resume"]).await
+    }
+
+    /// Closes an endpoint's breaker by hand.
+    pub async fn reset_breaker(&self, name: &str) -> Result<Endpoint, Error> {
+        self.post(&["v1", "endpoints", name, "reset-breaker"]).await
+    }
+
+    /// Every queue, with its concurrency, pause and group limits.
+    pub async fn queues(&self) -> Result<QueueList, Error> {
+        self.get(&["v1", "queues"]).await
+    }
+
+    /// A queue's groups with waiting or running jobs, busiest first.
+    pub async fn queue_groups(&self, name: &str, limit: Option<u32>) -> Result<QueueGroups, Error> {
+        let call = Call::new(Method::GET, &["v1", "queues", name, "groups"]).query("limit", limit);
+        self.transport.json(call).await
+    }
+
+    /// Pauses a queue by hand: none of its jobs is leased until it is resumed (or the pause ends).
+    pub async fn pause_queue(&self, name: &str, pause: &PauseInput) -> Result<Queue, Error> {
+        let call = Call::new(Method::POST, &["v1", "queues", name, "pause"]).json(pause)?;
+        self.transport.json(call).await
+    }
+
+    /// Ends a queue's pause.
+    pub async fn resume_queue(&self, name: &str) -> Result<Queue, Error> {
+        self.post(&["v1", "queues", name, "resume"]).await
+    }
+
+    /// Every schedule.
+    pub async fn schedules(&self) -> Result<ScheduleList, Error> {
+        self.get(&["v1", "schedules"]).await
+    }
+
+    /// One schedule.
+    pub async fn schedule(&self, id: &str) -> Result<Schedule, Error> {
+        self.get(&["v1", "schedules", id]).await
+    }
+
+    /// Creates a schedule (`input.id` names it); an existing id is refused (`schedule_exists`).
+    pub async fn create_schedule(&self, input: &ScheduleInput) -> Result<Schedule, Error> {
+        let call = Call::new(Method::POST, &["v1", "schedules"]).json(input)?;
+        self.transport.json(call).await
+    }
+
+    /// Creates or replaces the schedule `id`.
+    pub async fn put_schedule(&self, id: &str, input: &ScheduleInput) -> Result<Schedule, Error> {
+        let call = Call::new(Method::PUT, &["v1", "schedules", id]).json(input)?;
+        self.transport.json(call).await
+    }
+
+    /// Deletes a schedule (the jobs it made stay).
+    pub async fn delete_schedule(&self, id: &str) -> Result<(), Error> {
+        let call = Call::new(Method::DELETE, &["v1", "schedules", id]);
+        self.transport.send(&call, None).await.map(drop)
+    }
+
+    /// Pauses a schedule: it makes no job until resumed.
+    pub async fn pause_schedule(&self, id: &str) -> Result<Schedule, Error> {
+        self.post(&["v1", "schedules", id, "pause"]).await
+    }
+
+    /// Resumes a schedule.
+    pub async fn resume_schedule(&self, id: &str) -> Result<Schedule, Error> {
+        self.post(&["v1", "schedules", id, "resume"]).await
+    }
+
+    /// A checked copy of the server's SQLite database, to read as it comes (it can be large): no
+    /// timeout on the whole, and not retried. PostgreSQL servers refuse (`not_supported`).
+    pub async fn backup(&self) -> Result<reqwest::Response, Error> {
+        let mut once = self.transport.clone();
+        once.max_retries = 0;
+        let call = Call::new(Method::POST, &["v1", "backup"]);
+        once.send(&call, Some(std::time::Duration::ZERO)).await
+    }
+
+    /// The OpenAPI document the server serves.
+    pub async fn openapi(&self) -> Result<serde_json::Value, Error> {
+        self.get(&["v1", "openapi.json"]).await
+    }
+
+    /// The alert rules and whether each fires.
+    pub async fn alerts(&self) -> Result<AlertList, Error> {
+        self.get(&["v1", "alerts"]).await
+    }
+
+    /// The last hour's attempts, completions and deaths, per minute.
+    pub async fn series(&self) -> Result<Series, Error> {
+        self.get(&["v1", "series"]).await
+    }
+
+    /// The Prometheus metrics, as text.
+    pub async fn metrics(&self) -> Result<String, Error> {
+        let call = Call::new(Method::GET, &["metrics"]);
+        let resp = self.transport.send(&call, None).await?;
+        resp.text().await.map_err(|e| Error::Decode {
+            what: "GET /metrics".into(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Whether the process is up.
+    pub async fn health(&self) -> Result<Health, Error> {
+        self.get(&["healthz"]).await
+    }
+
+    /// Whether the server can serve (its store answers); a server that cannot answers 503,
+    /// an [`Error::Api`] once the retries are spent.
+    pub async fn ready(&self) -> Result<Ready, Error> {
+        self.get(&["readyz"]).await
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &[&str]) -> Result<T, Error> {
+        self.transport.json(Call::new(Method::GET, path)).await
+    }
+
+    async fn post<T: serde::de::DeserializeOwned>(&self, path: &[&str]) -> Result<T, Error> {
+        self.transport.json(Call::new(Method::POST, path)).await
+    }
+}
