@@ -9,21 +9,15 @@
 
 mod support;
 
-use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{
-    Clock, EndpointSettings, Engine, EngineConfig, ManualClock, QueueConfig, RunningEngine,
-};
+use redial_engine::{Clock, EndpointSettings, ManualClock, QueueConfig};
 use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 use redial_policy::{Backoff, DeadCategory, Policy, Strategy, Timestamp};
 use redial_store::{ControlKind, HttpRequest, JobId, JobState, NewJob, Store};
-use redial_store_sqlite::SqliteStore;
-use redial_test_receiver::{Behaviour, Receiver, Reply};
+use redial_test_receiver::{Behaviour, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{settle, Watched};
-
-const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+use support::{receiver_on, EngineBuilder, TestEngine, T0};
 
 /// The most clock steps a test takes before it gives up; a bound against a broken test hanging,
 /// far above what any test here needs.
@@ -49,88 +43,24 @@ fn manual_clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(T0))
 }
 
-/// A receiver whose time is `clock`'s.
-async fn receiver_on(clock: &Arc<ManualClock>) -> Receiver {
-    let clock = clock.clone();
-    Receiver::start_with_clock(move || clock.now().saturating_since(T0)).await
+/// These tests' engine: one queue, `default`, running `concurrency` at once on `policy`, on
+/// `clock` (the receivers' too).
+fn setup(clock: Arc<ManualClock>, concurrency: usize, policy: Policy) -> EngineBuilder {
+    TestEngine::builder()
+        .clock(clock)
+        .heartbeat(Duration::from_millis(500))
+        .queue(
+            "default",
+            QueueConfig {
+                concurrency,
+                policy,
+                groups: Default::default(),
+            },
+        )
 }
 
-struct Setup {
-    store: Arc<Watched>,
-    clock: Arc<ManualClock>,
-    engine: Engine,
-    running: Option<RunningEngine>,
-    dir: tempfile::TempDir,
-}
-
-async fn setup_in(
-    dir: tempfile::TempDir,
-    clock: Arc<ManualClock>,
-    concurrency: usize,
-    policy: Policy,
-    defaults: EndpointConfig,
-    endpoints: BTreeMap<String, EndpointSettings>,
-) -> Setup {
-    let store = Watched::new(Arc::new(
-        SqliteStore::open(&dir.path().join("redial.db")).expect("open"),
-    ));
-    let mut config = EngineConfig {
-        worker_id: "w".into(),
-        poll_interval: Duration::from_millis(50),
-        maintenance_interval: Duration::from_millis(50),
-        heartbeat: Duration::from_millis(500),
-        endpoint_defaults: defaults,
-        endpoints,
-        ..EngineConfig::default()
-    };
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            concurrency,
-            policy,
-            groups: Default::default(),
-        },
-    );
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        ..HttpConfig::default()
-    })
-    .expect("client");
-    let engine = Engine::new(
-        store.clone() as Arc<dyn Store>,
-        config,
-        clock.clone(),
-        Arc::new(http),
-    );
-    let running = Some(engine.start().await.expect("start"));
-    Setup {
-        store,
-        clock,
-        engine,
-        running,
-        dir,
-    }
-}
-
-async fn setup(
-    clock: Arc<ManualClock>,
-    concurrency: usize,
-    policy: Policy,
-    defaults: EndpointConfig,
-    endpoints: BTreeMap<String, EndpointSettings>,
-) -> Setup {
-    setup_in(
-        tempfile::tempdir().expect("dir"),
-        clock,
-        concurrency,
-        policy,
-        defaults,
-        endpoints,
-    )
-    .await
-}
-
-impl Setup {
+/// How these tests enqueue, count and run virtual time.
+impl TestEngine {
     async fn enqueue(&self, jobs: impl IntoIterator<Item = (String, String, Option<Duration>)>) {
         let now = self.clock.now();
         let batch: Vec<NewJob> = jobs
@@ -174,11 +104,6 @@ impl Setup {
             *out.entry(key).or_default() += c.count as usize;
         }
         out
-    }
-
-    /// Lets the engine do everything it can at the current instant.
-    async fn settle(&self) {
-        settle(&self.engine, &self.store, self.clock.now()).await;
     }
 
     /// The next instant after `now` at which something is due: a job's run time, or the end of
@@ -227,12 +152,6 @@ impl Setup {
             self.census().await
         );
     }
-
-    async fn stop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown(Duration::from_secs(5)).await;
-        }
-    }
 }
 
 /// 429 answers by the receiver's window index.
@@ -263,14 +182,7 @@ async fn a_rate_limited_api_sees_at_most_one_429_per_window_and_every_job_comple
             window: Duration::from_millis(100),
         },
     );
-    let mut s = setup(
-        clock,
-        32,
-        quick_policy(),
-        EndpointConfig::default(),
-        BTreeMap::new(),
-    )
-    .await;
+    let s = setup(clock, 32, quick_policy()).start().await;
     s.enqueue((0..1000).map(|i| (format!("r{i}"), rx.url("/limited"), None)))
         .await;
     let c = s
@@ -309,14 +221,7 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
             window: Duration::from_millis(100),
         },
     );
-    let mut s = setup(
-        clock,
-        32,
-        quick_policy(),
-        EndpointConfig::default(),
-        BTreeMap::new(),
-    )
-    .await;
+    let s = setup(clock, 32, quick_policy()).start().await;
     s.enqueue((0..1000).map(|i| (format!("q{i}"), rx.url("/quiet"), None)))
         .await;
     let c = s
@@ -396,14 +301,10 @@ async fn an_outage_opens_the_breaker_then_traffic_returns_at_the_configured_rate
         },
     )]);
     let jobs = 200;
-    let mut s = setup(
-        clock,
-        16,
-        quick_policy(),
-        EndpointConfig::default(),
-        endpoints,
-    )
-    .await;
+    let s = setup(clock, 16, quick_policy())
+        .endpoints(endpoints)
+        .start()
+        .await;
     s.enqueue((0..jobs).map(|i| (format!("o{i}"), rx.url("/flaky"), None)))
         .await;
     let c = s
@@ -465,7 +366,10 @@ async fn a_hard_down_api_gets_few_requests_and_jobs_end_in_the_right_category() 
         breaker: breaker(20, 500),
         ..EndpointConfig::default()
     };
-    let mut s = setup(clock, 32, policy, defaults, BTreeMap::new()).await;
+    let s = setup(clock, 32, policy)
+        .endpoint_defaults(defaults)
+        .start()
+        .await;
     s.enqueue((0..jobs).map(|i| {
         (
             format!("h{i}"),
@@ -534,7 +438,10 @@ async fn one_endpoint_down_does_not_hold_up_another() {
         breaker: breaker(10, 60_000),
         ..EndpointConfig::default()
     };
-    let mut s = setup(clock, 8, quick_policy(), defaults, BTreeMap::new()).await;
+    let s = setup(clock, 8, quick_policy())
+        .endpoint_defaults(defaults)
+        .start()
+        .await;
     // The down endpoint's jobs come first in line.
     s.enqueue((0..200).map(|i| (format!("d{i}"), down.url("/x"), None)))
         .await;
@@ -568,16 +475,7 @@ async fn pause_and_breaker_survive_a_restart() {
         vec![Reply::status(429).header("Retry-After", "3600")],
     );
     let origin = format!("http://{}", rx.addr());
-    let dir = tempfile::tempdir().expect("dir");
-    let mut s = setup_in(
-        dir,
-        clock.clone(),
-        4,
-        quick_policy(),
-        EndpointConfig::default(),
-        BTreeMap::new(),
-    )
-    .await;
+    let s = setup(clock.clone(), 4, quick_policy()).start().await;
     s.enqueue([("p1".to_owned(), rx.url("/slow-down"), None)])
         .await;
     s.run_until("deferred", STEP, |c| count(c, "deferred") == 1)
@@ -585,18 +483,9 @@ async fn pause_and_breaker_survive_a_restart() {
     let paused = s.engine.endpoint_views(&[])[&origin]
         .paused_until
         .expect("paused");
-    s.stop().await;
+    let dir = s.stop().await;
 
-    let Setup { dir, .. } = s;
-    let mut s = setup_in(
-        dir,
-        clock,
-        4,
-        quick_policy(),
-        EndpointConfig::default(),
-        BTreeMap::new(),
-    )
-    .await;
+    let s = setup(clock, 4, quick_policy()).in_dir(dir).start().await;
     let view = &s.engine.endpoint_views(&[])[&origin];
     assert_eq!(view.paused_until, Some(paused));
     assert!(
@@ -629,7 +518,10 @@ async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
         },
         ..EndpointConfig::default()
     };
-    let mut s = setup(clock, 4, quick_policy(), defaults, BTreeMap::new()).await;
+    let s = setup(clock, 4, quick_policy())
+        .endpoint_defaults(defaults)
+        .start()
+        .await;
     s.enqueue([("b1".to_owned(), rx.url("/err"), None)]).await;
     s.run_until("dead", STEP, |c| count(c, "dead:budget_exhausted") == 1)
         .await;
@@ -649,7 +541,6 @@ async fn a_spent_budget_fails_retries_fast_when_the_policy_says_so() {
         attempts[1].reason
     );
     s.stop().await;
-    drop(s.dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -669,14 +560,10 @@ async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_i
             limits,
         },
     )]);
-    let mut s = setup(
-        clock,
-        4,
-        quick_policy(),
-        EndpointConfig::default(),
-        endpoints,
-    )
-    .await;
+    let s = setup(clock, 4, quick_policy())
+        .endpoints(endpoints)
+        .start()
+        .await;
     s.engine
         .pause(
             ControlKind::Endpoint,
@@ -778,14 +665,7 @@ async fn against_a_silent_limiter(
     let clock = manual_clock();
     let rx = receiver_on(&clock).await;
     rx.behave("/limited", behaviour);
-    let mut s = setup(
-        clock.clone(),
-        32,
-        Policy::default(),
-        EndpointConfig::default(),
-        BTreeMap::new(),
-    )
-    .await;
+    let s = setup(clock.clone(), 32, Policy::default()).start().await;
     s.enqueue((0..1000).map(|i| (format!("b{i}"), rx.url("/limited"), None)))
         .await;
     let c = s

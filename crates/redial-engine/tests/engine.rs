@@ -7,28 +7,16 @@
 mod support;
 
 use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{
-    AttemptOutput, Clock, Engine, EngineConfig, Handler, ManualClock, QueueConfig, RunningEngine,
-};
-use redial_policy::{DeadCategory, HandlerOutcome, Outcome, Policy, Timestamp};
+use redial_engine::{AttemptOutput, Clock, Handler, QueueConfig};
+use redial_policy::endpoint::EndpointConfig;
+use redial_policy::{DeadCategory, HandlerOutcome, Outcome, Policy};
 use redial_store::{
     Attempt, ControlKind, HttpRequest, InsertOutcome, Job, JobId, JobState, NewJob, Store,
 };
-use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Misbehaviour, RawServer, Receiver, Reply};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{settle, Watched};
-
-const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
-
-struct Harness {
-    running: Option<RunningEngine>,
-    engine: Engine,
-    clock: Arc<ManualClock>,
-    store: Arc<Watched>,
-    _dir: tempfile::TempDir,
-}
+use support::{EngineBuilder, TestEngine, T0};
 
 fn policy() -> Policy {
     Policy {
@@ -38,82 +26,27 @@ fn policy() -> Policy {
     }
 }
 
-async fn harness_with(allow_private: bool, handler: Option<Arc<dyn Handler>>) -> Harness {
-    harness_built(allow_private, handler, Duration::from_millis(50), |_| {}).await
-}
-
-/// The harness with its queues' poll interval, and `before_start` given the store before the
-/// engine starts.
-async fn harness_built(
-    allow_private: bool,
-    handler: Option<Arc<dyn Handler>>,
-    poll_interval: Duration,
-    before_start: impl FnOnce(&Watched),
-) -> Harness {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Watched::new(Arc::new(
-        SqliteStore::open(&dir.path().join("redial.db")).expect("open"),
-    ));
-    before_start(&store);
-    let clock = Arc::new(ManualClock::new(T0));
-    let mut config = EngineConfig {
-        worker_id: "test-worker".into(),
-        poll_interval,
-        maintenance_interval: Duration::from_millis(50),
-        heartbeat: Duration::from_millis(100),
+/// These tests' engine: queue `default` runs 4 at once and `custom` 2 (where a test's own
+/// handler runs), both on [`policy`].
+fn harness() -> EngineBuilder {
+    let queue = |concurrency| QueueConfig {
+        concurrency,
+        policy: policy(),
+        groups: Default::default(),
+    };
+    TestEngine::builder()
+        .queue("default", queue(4))
+        .queue("custom", queue(2))
         // These tests count runs, leases and slots from the first job on; the first contact's
         // ramp (a few in flight until an endpoint has answered) has tests of its own.
-        endpoint_defaults: redial_policy::endpoint::EndpointConfig {
+        .endpoint_defaults(EndpointConfig {
             first_contact_ramp: false,
             ..Default::default()
-        },
-        ..EngineConfig::default()
-    };
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            concurrency: 4,
-            policy: policy(),
-            groups: Default::default(),
-        },
-    );
-    config.queues.insert(
-        "custom".into(),
-        QueueConfig {
-            concurrency: 2,
-            policy: policy(),
-            groups: Default::default(),
-        },
-    );
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: allow_private,
-        ..HttpConfig::default()
-    })
-    .expect("http client");
-    let mut engine = Engine::new(
-        store.clone() as Arc<dyn Store>,
-        config,
-        clock.clone(),
-        Arc::new(http),
-    );
-    if let Some(h) = handler {
-        engine = engine.with_handler("custom", h);
-    }
-    let running = engine.start().await.expect("engine starts");
-    Harness {
-        running: Some(running),
-        engine,
-        clock,
-        store,
-        _dir: dir,
-    }
+        })
 }
 
-async fn harness() -> Harness {
-    harness_with(true, None).await
-}
-
-impl Harness {
+/// How these tests enqueue and wait for a job.
+impl TestEngine {
     async fn enqueue(
         &self,
         id: &str,
@@ -173,11 +106,6 @@ impl Harness {
             .await
     }
 
-    /// Waits until the engine has done all it can at the clock's instant.
-    async fn settle(&self) {
-        settle(&self.engine, &self.store, self.clock.now()).await;
-    }
-
     /// Moves the clock to the job's next run and wakes the engine.
     async fn run_next(&self, id: &str) {
         let (job, _) = self
@@ -191,12 +119,6 @@ impl Harness {
         }
         self.engine.wake_all();
     }
-
-    async fn stop(mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown(Duration::from_secs(5)).await;
-        }
-    }
 }
 
 #[tokio::test]
@@ -209,7 +131,7 @@ async fn rate_limited_job_is_deferred_without_spending_an_attempt() {
             Reply::status(200),
         ],
     );
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("j1", "default", "POST", &rx.url("/send"), None)
         .await;
     let (job, attempts) = h.wait_state("j1", JobState::Deferred).await;
@@ -257,7 +179,7 @@ async fn outage_then_recovery_retries_with_backoff_and_the_same_idempotency_key(
         "/charge",
         vec![Reply::status(503), Reply::status(502), Reply::status(201)],
     );
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("pay", "default", "POST", &rx.url("/charge"), None)
         .await;
     // Full jitter may choose no delay at all, so a retry can already have run when the test
@@ -303,7 +225,7 @@ async fn permanent_and_exhausted_failures_land_in_their_categories() {
         vec![Reply::status(400).body("{\"error\":\"invalid amount\"}")],
     );
     rx.script("/flaky", vec![Reply::status(500)]);
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("bad", "default", "POST", &rx.url("/bad"), None)
         .await;
     h.enqueue("flaky", "default", "POST", &rx.url("/flaky"), None)
@@ -356,7 +278,7 @@ async fn transport_failures_are_told_apart() {
         // must not.
         format!("http://{a}/?api_key=SECRET-IN-QUERY")
     };
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("reset", "default", "GET", &reset.url("/"), None)
         .await;
     h.enqueue("garbage", "default", "GET", &garbage.url("/"), None)
@@ -397,7 +319,7 @@ async fn transport_failures_are_told_apart() {
 async fn redirects_are_not_followed() {
     let rx = Receiver::start().await;
     rx.script("/old", vec![Reply::status(302).header("Location", "/new")]);
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("redir", "default", "GET", &rx.url("/old"), None)
         .await;
     let (_, attempts) = h.wait_for("redir", "attempted", |j| j.runs >= 1).await;
@@ -417,7 +339,7 @@ async fn redirects_are_not_followed() {
 #[tokio::test]
 async fn private_destinations_are_refused_unless_allowed() {
     let rx = Receiver::start().await;
-    let h = harness_with(false, None).await;
+    let h = harness().allow_private_networks(false).start().await;
     h.enqueue("ssrf", "default", "POST", &rx.url("/internal"), None)
         .await;
     h.enqueue(
@@ -486,7 +408,11 @@ impl Handler for Typed {
 
 #[tokio::test]
 async fn custom_handlers_return_typed_outcomes() {
-    let h = harness_with(false, Some(Arc::new(Typed))).await;
+    let h = harness()
+        .allow_private_networks(false)
+        .handler("custom", Arc::new(Typed))
+        .start()
+        .await;
     h.enqueue("ok", "custom", "RUN", "task:ok", None).await;
     h.enqueue("later", "custom", "RUN", "task:later", None)
         .await;
@@ -507,7 +433,7 @@ async fn cancel_while_running_ends_cancelled() {
     let rx = Receiver::start().await;
     rx.script("/fail", vec![Reply::status(503)]);
     let (gated, mut entered) = gated();
-    let h = harness_with(true, Some(gated.clone())).await;
+    let h = harness().handler("custom", gated.clone()).start().await;
     h.enqueue("c", "custom", "POST", &rx.url("/fail"), None)
         .await;
     // The attempt is running, held at its gate, when the cancellation comes; a 503 would
@@ -531,7 +457,7 @@ async fn cancel_while_running_ends_cancelled() {
 #[tokio::test]
 async fn shutdown_gives_back_leases_of_attempts_that_do_not_finish() {
     let hang = RawServer::start(Misbehaviour::Hang).await;
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("stuck", "default", "POST", &hang.url("/"), Some(60_000))
         .await;
     h.wait_state("stuck", JobState::Running).await;
@@ -550,7 +476,7 @@ async fn shutdown_gives_back_leases_of_attempts_that_do_not_finish() {
 #[tokio::test]
 async fn expired_leases_are_rescued_and_run_again() {
     let rx = Receiver::start().await;
-    let h = harness().await;
+    let h = harness().start().await;
     // Another worker leased the job and died: its lease runs out at T0 + 30s.
     let job = NewJob {
         id: JobId::from("orphan"),
@@ -635,7 +561,7 @@ impl Handler for Gated {
 /// One job through the endpoint first: its first request goes alone (probe first), and these
 /// tests are about what comes after.
 async fn warm_up(
-    h: &Harness,
+    h: &TestEngine,
     g: &Gated,
     rx: &Receiver,
     entered: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -672,12 +598,9 @@ fn gated() -> (Arc<Gated>, tokio::sync::mpsc::UnboundedReceiver<String>) {
 #[tokio::test(flavor = "current_thread")]
 async fn a_wake_up_during_a_lease_is_not_lost() {
     let rx = Receiver::start().await;
-    let mut hold = None;
-    let h = harness_built(true, None, Duration::from_secs(3600), |s| {
-        hold = Some(s.hold_next_lease("default"));
-    })
-    .await;
-    let (reached, go) = hold.expect("held");
+    let mut h = harness().poll_interval(Duration::from_secs(3600)).build();
+    let (reached, go) = h.store.hold_next_lease("default");
+    h.start().await;
     // The queue's first lease found nothing and waits before it returns.
     reached.await.expect("the first lease");
     h.enqueue("j1", "default", "POST", &rx.url("/ok"), None)
@@ -704,7 +627,11 @@ async fn an_empty_lease_starts_no_other_while_one_is_out() {
     let rx = Receiver::start().await;
     let (gated, mut entered) = gated();
     // Polls an hour apart: every lease here follows a wake-up or another lease.
-    let h = harness_built(true, Some(gated.clone()), Duration::from_secs(3600), |_| {}).await;
+    let h = harness()
+        .handler("custom", gated.clone())
+        .poll_interval(Duration::from_secs(3600))
+        .start()
+        .await;
     warm_up(&h, &gated, &rx, &mut entered).await;
     // g runs and waits at its gate, holding one of the queue's three lease slots.
     h.enqueue("g", "custom", "POST", &rx.url("/ok"), None).await;
@@ -748,7 +675,7 @@ async fn an_empty_lease_starts_no_other_while_one_is_out() {
 async fn jobs_leased_ahead_wait_for_a_run_slot() {
     let rx = Receiver::start().await;
     let (gated, mut entered) = gated();
-    let h = harness_with(true, Some(gated.clone())).await;
+    let h = harness().handler("custom", gated.clone()).start().await;
     warm_up(&h, &gated, &rx, &mut entered).await;
     for id in ["a", "b"] {
         h.enqueue(id, "custom", "POST", &rx.url("/ok"), None).await;
@@ -789,7 +716,7 @@ async fn a_job_leased_ahead_is_given_back_when_its_endpoint_pauses() {
         ],
     );
     let (gated, mut entered) = gated();
-    let h = harness_with(true, Some(gated.clone())).await;
+    let h = harness().handler("custom", gated.clone()).start().await;
     warm_up(&h, &gated, &rx, &mut entered).await;
     h.enqueue("limited", "custom", "POST", &rx.url("/limited"), None)
         .await;
@@ -828,7 +755,7 @@ async fn a_job_leased_ahead_is_given_back_when_its_endpoint_pauses() {
 async fn shutdown_gives_back_jobs_leased_ahead_unstarted() {
     let rx = Receiver::start().await;
     let (gated, mut entered) = gated();
-    let mut h = harness_with(true, Some(gated.clone())).await;
+    let mut h = harness().handler("custom", gated.clone()).start().await;
     warm_up(&h, &gated, &rx, &mut entered).await;
     for id in ["a", "b"] {
         h.enqueue(id, "custom", "POST", &rx.url("/ok"), None).await;
@@ -855,7 +782,7 @@ async fn shutdown_gives_back_jobs_leased_ahead_unstarted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_paused_by_hand_leases_nothing_until_resumed() {
     let rx = Receiver::start().await;
-    let h = harness().await;
+    let h = harness().start().await;
     let pause = h
         .engine
         .pause(
@@ -905,7 +832,7 @@ async fn a_queue_paused_by_hand_leases_nothing_until_resumed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_pause_with_an_end_ends_by_itself() {
     let rx = Receiver::start().await;
-    let h = harness().await;
+    let h = harness().start().await;
     let until = T0.saturating_add(Duration::from_secs(60));
     h.engine
         .pause(ControlKind::Queue, "custom", Some(until), String::new())
@@ -924,7 +851,7 @@ async fn a_queue_pause_with_an_end_ends_by_itself() {
 async fn the_series_count_attempts_by_category_on_the_engines_clock() {
     let rx = Receiver::start().await;
     rx.script("/flaky", vec![Reply::status(503), Reply::status(200)]);
-    let h = harness().await;
+    let h = harness().start().await;
     h.enqueue("j", "default", "POST", &rx.url("/flaky"), None)
         .await;
     h.wait_for("j", "retrying", |j| j.attempts >= 1).await;

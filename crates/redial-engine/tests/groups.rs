@@ -8,72 +8,33 @@
 
 mod support;
 
-use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{
-    Clock, Engine, EngineConfig, GroupLimits, Groups, ManualClock, QueueConfig, RunningEngine,
-};
+use redial_engine::{Clock, GroupLimits, Groups, ManualClock, QueueConfig};
 use redial_policy::endpoint::Rate;
-use redial_policy::Timestamp;
 use redial_store::{HttpRequest, JobId, JobState, NewJob, Store};
-use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Receiver, Reply};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{settle, Watched};
+use support::{receiver_on, EngineBuilder, TestEngine, T0};
 
-const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
-
-struct Setup {
-    store: Arc<Watched>,
-    clock: Arc<ManualClock>,
-    engine: Engine,
-    running: Option<RunningEngine>,
-    _dir: tempfile::TempDir,
+/// These tests' engine: one queue, `default`, running `concurrency` at once with `groups`, on
+/// `clock`.
+fn setup(clock: Arc<ManualClock>, concurrency: usize, groups: Groups) -> EngineBuilder {
+    TestEngine::builder()
+        .clock(clock)
+        .heartbeat(Duration::from_millis(500))
+        .queue(
+            "default",
+            QueueConfig {
+                concurrency,
+                groups,
+                ..QueueConfig::default()
+            },
+        )
 }
 
-async fn setup(clock: Arc<ManualClock>, concurrency: usize, groups: Groups) -> Setup {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = Watched::new(Arc::new(
-        SqliteStore::open(&dir.path().join("redial.db")).expect("open"),
-    ));
-    let mut config = EngineConfig {
-        worker_id: "w".into(),
-        poll_interval: Duration::from_millis(50),
-        maintenance_interval: Duration::from_millis(50),
-        heartbeat: Duration::from_millis(500),
-        ..EngineConfig::default()
-    };
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            concurrency,
-            groups,
-            ..QueueConfig::default()
-        },
-    );
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        ..HttpConfig::default()
-    })
-    .expect("client");
-    let engine = Engine::new(
-        store.clone() as Arc<dyn Store>,
-        config,
-        clock.clone(),
-        Arc::new(http),
-    );
-    let running = Some(engine.start().await.expect("start"));
-    Setup {
-        store,
-        clock,
-        engine,
-        running,
-        _dir: dir,
-    }
-}
-
-impl Setup {
+/// How these tests enqueue a group's jobs and count them done.
+impl TestEngine {
     /// Enqueues `count` jobs of `group` (ids `<group><n>`) to `url`.
     async fn enqueue(&self, group: Option<&str>, prefix: &str, count: usize, url: &str) {
         let now = self.clock.now();
@@ -118,7 +79,7 @@ impl Setup {
     /// Runs virtual time in `step`s until `n` jobs completed.
     async fn run_until_completed(&self, n: usize, step: Duration) {
         for _ in 0..20_000 {
-            settle(&self.engine, &self.store, self.clock.now()).await;
+            self.settle().await;
             if self.completed().await >= n {
                 return;
             }
@@ -126,18 +87,6 @@ impl Setup {
         }
         panic!("never completed {n}: {}", self.completed().await);
     }
-
-    async fn stop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown(Duration::from_secs(5)).await;
-        }
-    }
-}
-
-/// A receiver whose time is `clock`'s.
-async fn receiver_on(clock: &Arc<ManualClock>) -> Receiver {
-    let clock = clock.clone();
-    Receiver::start_with_clock(move || clock.now().saturating_since(T0)).await
 }
 
 /// The shortest gap between two requests that arrived at `path`, on the receiver's clock.
@@ -167,7 +116,7 @@ async fn each_group_keeps_its_rate_and_a_named_group_its_own() {
             },
         )]),
     };
-    let mut s = setup(clock.clone(), 32, groups).await;
+    let s = setup(clock.clone(), 32, groups).start().await;
     s.enqueue(Some("a"), "a", 20, &rx.url("/a")).await;
     s.enqueue(Some("b"), "b", 20, &rx.url("/b")).await;
     s.enqueue(Some("vip"), "v", 40, &rx.url("/vip")).await;
@@ -226,7 +175,7 @@ async fn each_group_keeps_its_concurrency_counted_at_the_receiver() {
             },
         )]),
     };
-    let mut s = setup(clock.clone(), 16, groups).await;
+    let s = setup(clock.clone(), 16, groups).start().await;
     s.enqueue(Some("a"), "a", 30, &rx.url("/a")).await;
     s.enqueue(Some("b"), "b", 30, &rx.url("/b")).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -252,7 +201,7 @@ async fn a_small_group_runs_at_once_behind_a_big_one() {
     let clock = Arc::new(ManualClock::new(T0));
     let rx = receiver_on(&clock).await;
     // One job at a time: the order the queue hands jobs out is the order they arrive.
-    let mut s = setup(clock.clone(), 1, Groups::default()).await;
+    let s = setup(clock.clone(), 1, Groups::default()).start().await;
     s.enqueue(Some("big"), "big", 200, &rx.url("/big")).await;
     s.enqueue(Some("small"), "small", 10, &rx.url("/small"))
         .await;

@@ -8,80 +8,29 @@ mod support;
 
 use async_trait::async_trait;
 use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{
-    AttemptOutput, Clock, Engine, EngineConfig, Handler, ManualClock, QueueConfig, RunningEngine,
-};
+use redial_engine::{AttemptOutput, Clock, Handler, QueueConfig};
 use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, WhenExhausted};
 use redial_policy::{DeadCategory, Policy, Timestamp};
 use redial_store::*;
-use redial_store_sqlite::SqliteStore;
 use redial_test_receiver::{Receiver, Reply};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{settle, Watched};
+use support::{EngineBuilder, TestEngine, T0};
 
-const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
-
-struct Harness {
-    running: Option<RunningEngine>,
-    engine: Engine,
-    clock: Arc<ManualClock>,
-    store: Arc<dyn Store>,
-    /// The same store, keeping account of the engine's leases and writes for `settle`.
-    watched: Arc<Watched>,
-    _dir: tempfile::TempDir,
-}
-
-/// A queue of 8 with `limits` on every endpoint, over a SQLite file, with `handler` (the HTTP
-/// executor when `None`).
-async fn harness(
-    limits: EndpointConfig,
-    policy: Policy,
-    handler: Option<Arc<dyn Handler>>,
-) -> Harness {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
-    let watched = Watched::new(store);
-    let store: Arc<dyn Store> = watched.clone();
-    let clock = Arc::new(ManualClock::new(T0));
-    let mut config = EngineConfig {
-        worker_id: "test-worker".into(),
-        poll_interval: Duration::from_millis(20),
-        maintenance_interval: Duration::from_millis(50),
-        heartbeat: Duration::from_millis(100),
-        endpoint_defaults: limits,
-        ..EngineConfig::default()
-    };
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            concurrency: 8,
-            policy,
-            groups: Default::default(),
-        },
-    );
-    let http: Arc<dyn Handler> = match handler {
-        Some(h) => h,
-        None => Arc::new(
-            HttpExecutor::new(HttpConfig {
-                allow_private_networks: true,
-                ..HttpConfig::default()
-            })
-            .expect("http client"),
-        ),
-    };
-    let engine = Engine::new(store.clone(), config, clock.clone(), http);
-    let running = engine.start().await.expect("engine starts");
-    Harness {
-        running: Some(running),
-        engine,
-        clock,
-        store,
-        watched,
-        _dir: dir,
-    }
+/// These tests' engine: one queue of 8 on [`policy`], with `limits` on every endpoint.
+fn harness(limits: EndpointConfig) -> EngineBuilder {
+    TestEngine::builder()
+        .poll_interval(Duration::from_millis(20))
+        .endpoint_defaults(limits)
+        .queue(
+            "default",
+            QueueConfig {
+                concurrency: 8,
+                policy: policy(),
+                groups: Default::default(),
+            },
+        )
 }
 
 fn policy() -> Policy {
@@ -92,7 +41,8 @@ fn policy() -> Policy {
     }
 }
 
-impl Harness {
+/// How these tests enqueue, count and drain jobs.
+impl TestEngine {
     async fn enqueue(&self, id: &str, method: &str, url: &str) {
         self.enqueue_at(id, method, url, self.clock.now()).await;
     }
@@ -132,11 +82,6 @@ impl Harness {
         out
     }
 
-    /// Waits until the engine has done all it can at the clock's instant.
-    async fn settle(&self) {
-        settle(&self.engine, &self.watched, self.clock.now()).await;
-    }
-
     /// Lets the engine do all it can at each instant, then moves the clock forward a second,
     /// until no job is left to run. Returns the virtual time it took. Not a timing assertion:
     /// the bound on rounds only stops a broken test from hanging.
@@ -172,12 +117,6 @@ impl Harness {
             .remove("api")
             .expect("the endpoint has a view")
     }
-
-    async fn stop(mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown(Duration::from_secs(5)).await;
-        }
-    }
 }
 
 /// Issue 12, observation 2: every job's first call fails (500 or a reset), every retry succeeds.
@@ -186,7 +125,7 @@ impl Harness {
 #[tokio::test]
 async fn a_flaky_endpoint_drains_with_its_breaker_closed() {
     let rx = Receiver::start().await;
-    let h = harness(EndpointConfig::default(), policy(), None).await;
+    let h = harness(EndpointConfig::default()).start().await;
     let n = 120;
     for i in 0..n {
         let path = format!("/flaky/{i}");
@@ -246,7 +185,7 @@ async fn a_probe_answered_with_a_400_frees_its_place_and_the_breaker_closes() {
         ..EndpointConfig::default()
     };
     let rx = Receiver::start().await;
-    let h = harness(limits, policy(), None).await;
+    let h = harness(limits).start().await;
     // Two jobs whose retries fail again open the breaker.
     for i in 0..2 {
         let path = format!("/down/{i}");
@@ -313,12 +252,10 @@ impl Handler for PanicsOnce {
 /// endpoint's admission given back (with probe_first, a lost admission would hold the endpoint).
 #[tokio::test]
 async fn a_panicking_handler_is_an_unknown_outcome_and_gives_its_admission_back() {
-    let h = harness(
-        EndpointConfig::default(),
-        policy(),
-        Some(Arc::new(PanicsOnce::default())),
-    )
-    .await;
+    let h = harness(EndpointConfig::default())
+        .executor(Arc::new(PanicsOnce::default()))
+        .start()
+        .await;
     h.enqueue("p", "POST", "task:panic").await;
     h.drain(1).await;
     let (job, attempts) = h
@@ -358,7 +295,7 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
         ..EndpointConfig::default()
     };
     let rx = Receiver::start().await;
-    let h = harness(limits, policy(), None).await;
+    let h = harness(limits).start().await;
     // A job whose first call fails: its retry is what the spent budget fails fast.
     rx.script("/r", vec![Reply::status(503)]);
     h.enqueue("retry", "GET", &rx.url("/r")).await;
@@ -385,10 +322,10 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
         h.enqueue_at(&format!("f{i}"), "GET", &rx.url(&path), due)
             .await;
     }
-    h.watched.fail_next_record();
+    h.store.fail_next_record();
     h.clock.set(due);
     h.drain(4).await;
-    assert_eq!(h.watched.records_failed(), 1, "the failure happened");
+    assert_eq!(h.store.records_failed(), 1, "the failure happened");
     let c = h.counts().await;
     assert_eq!(
         (c.get("completed"), c.get("dead")),
@@ -427,7 +364,7 @@ async fn a_store_error_while_failing_retries_strands_no_lease() {
 /// outcome is not safe to repeat, whatever key the job has.
 #[tokio::test]
 async fn an_idempotency_key_that_is_never_sent_makes_nothing_safe_to_repeat() {
-    let h = harness(EndpointConfig::default(), policy(), None).await;
+    let h = harness(EndpointConfig::default()).start().await;
     h.enqueue_at(
         "k",
         "POST",

@@ -1,5 +1,5 @@
-//! What the engine's test files share: a way to run the engine on a manual clock without
-//! sleeping.
+//! What the engine's test files share: the engine they start ([`TestEngine::builder`], in
+//! `harness.rs`), and a way to run it on a manual clock without sleeping.
 //!
 //! A test that moves the clock must know when the engine has done everything it can at the
 //! current instant before it moves the clock on, or asserts that something did not happen.
@@ -17,6 +17,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
+
+mod harness;
+#[allow(unused_imports)] // used by the files whose receivers keep the manual clock's time
+pub use harness::receiver_on;
+pub use harness::{EngineBuilder, TestEngine, T0};
 
 /// The longest [`settle`] waits. Not a timing assertion: it only keeps a broken test from
 /// hanging.
