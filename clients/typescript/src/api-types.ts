@@ -1034,7 +1034,16 @@ export interface components {
             job: {
                 queue: string;
                 endpoint: string;
-                request: Record<string, never>;
+                /** @description The request each occurrence's job makes. */
+                request: {
+                    method: string;
+                    url: string;
+                    /** @description [name, value] pairs. */
+                    headers: string[][];
+                    body?: string;
+                    /** @description Each attempt's time limit; the engine's default when absent. */
+                    timeout_ms?: number;
+                };
                 priority: number;
                 tags: string[];
                 policy?: Record<string, never>;

@@ -538,8 +538,23 @@ pub struct ScheduleJob {
     pub policy: Option<serde_json::Value>,
     pub priority: i64,
     pub queue: String,
-    pub request: serde_json::Value,
+    /// The request each occurrence's job makes.
+    pub request: ScheduleJobRequest,
     pub tags: Vec<String>,
+}
+
+/// The request each occurrence's job makes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleJobRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// [name, value] pairs.
+    pub headers: Vec<Vec<String>>,
+    pub method: String,
+    /// Each attempt's time limit; the engine's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<i64>,
+    pub url: String,
 }
 
 /// A recurring schedule: a cron expression (with a time zone) or an interval, and the job each

@@ -72,8 +72,11 @@ impl ClientBuilder {
 
     pub fn build(self) -> Result<Client, Error> {
         let base = base_url(&self.base)?;
+        // A call's whole time is bounded per call (`timeout`); a backup's, which has none, by
+        // how long one wait for more of it may take.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(600))
             .no_proxy()
             .build()
             .map_err(|e| Error::Invalid(format!("cannot build the HTTP client: {e}")))?;

@@ -78,9 +78,14 @@ impl Client {
         self.transport.json(call).await
     }
 
-    /// Enqueues several jobs in one transaction.
-    pub async fn enqueue_batch(&self, batch: &BatchInput) -> Result<BatchResult, Error> {
-        let call = Call::new(Method::POST, &["v1", "jobs", "batch"]).json(batch)?;
+    /// Enqueues several jobs in one transaction: [`JobInput`]s, or JSON of their shape (jobs
+    /// read from a file, say, which the server checks: a refusal names the job by its index).
+    pub async fn enqueue_batch(
+        &self,
+        jobs: &[impl serde::Serialize],
+    ) -> Result<BatchResult, Error> {
+        let body = serde_json::json!({ "jobs": jobs });
+        let call = Call::new(Method::POST, &["v1", "jobs", "batch"]).json(&body)?;
         self.transport.json(call).await
     }
 
@@ -216,13 +221,19 @@ impl Client {
     }
 
     /// Creates a schedule (`input.id` names it); an existing id is refused (`schedule_exists`).
-    pub async fn create_schedule(&self, input: &ScheduleInput) -> Result<Schedule, Error> {
+    /// A [`ScheduleInput`], or JSON of its shape.
+    pub async fn create_schedule(&self, input: &impl serde::Serialize) -> Result<Schedule, Error> {
         let call = Call::new(Method::POST, &["v1", "schedules"]).json(input)?;
         self.transport.json(call).await
     }
 
-    /// Creates or replaces the schedule `id`.
-    pub async fn put_schedule(&self, id: &str, input: &ScheduleInput) -> Result<Schedule, Error> {
+    /// Creates or replaces the schedule `id`: a [`ScheduleInput`] (without an id), or JSON of
+    /// its shape.
+    pub async fn put_schedule(
+        &self,
+        id: &str,
+        input: &impl serde::Serialize,
+    ) -> Result<Schedule, Error> {
         let call = Call::new(Method::PUT, &["v1", "schedules", id]).json(input)?;
         self.transport.json(call).await
     }

@@ -3,8 +3,8 @@
 //! lose nothing the server said, typed errors, and retries of what is safe to retry.
 
 use redial_client::{
-    BatchInput, Client, DeadGroupsQuery, DeadLetterFilter, Error, ErrorCode, JobInput,
-    JobInputRequest, JobTemplateInput, JobsQuery, PauseInput, ScheduleInput, ROUTES,
+    Client, DeadGroupsQuery, DeadLetterFilter, Error, ErrorCode, JobInput, JobInputRequest,
+    JobTemplateInput, JobsQuery, PauseInput, ScheduleInput, ROUTES,
 };
 use redial_engine::http::{HttpConfig, HttpExecutor};
 use redial_engine::{Engine, EngineConfig, ManualClock};
@@ -158,9 +158,7 @@ async fn jobs_are_enqueued_read_listed_and_acted_on_with_typed_answers() {
     assert_eq!(again.deduplicated, Some(true));
 
     let batch = c
-        .enqueue_batch(&BatchInput {
-            jobs: vec![job("job-2"), job("job-3")],
-        })
+        .enqueue_batch(&[job("job-2"), job("job-3")])
         .await
         .expect("a batch");
     assert_eq!(batch.inserted, 2);

@@ -4,7 +4,7 @@
 //! (`quick_check`) and only then renamed to FILE: a file under that name is a whole, checked
 //! database. Restoring is starting `redial serve` on it (see docs/api.md, "Backups").
 
-use crate::client::{Client, Conn};
+use crate::client::Conn;
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,8 @@ async fn from_server(args: &Args, meter: &mut Meter) -> Result<redial_store_sqli
     let destination =
         redial_store_sqlite::Destination::new(&args.file, args.force).map_err(plain_error)?;
     meter.note("the server is making the copy");
-    let resp = Client::post_streamed(&args.conn, "/v1/backup").await?;
+    let server = args.conn.connect()?;
+    let resp = server.ask(server.client.backup()).await?;
     let total = resp.content_length();
     let bytes = receive(resp, destination.partial(), meter, total).await?;
     let jobs = destination.finish().map_err(plain_error)?;

@@ -4,7 +4,7 @@
 //! through [`printable`] (or [`printable_json`]), so text from outside (a response body, a
 //! reason, an id) cannot drive the terminal.
 
-use serde_json::Value;
+use redial_client::{Endpoint, Job};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -100,13 +100,9 @@ impl OutputArgs {
     }
 }
 
-/// A string value of `v[key]`, or `-`.
-pub fn s(v: &Value, key: &str) -> String {
-    match &v[key] {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A value, or `-` when there is none.
+fn or_dash(v: Option<impl ToString>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
 /// `text` on one line, cut to `max` characters with an ellipsis.
@@ -161,15 +157,15 @@ pub fn table(headers: &[&str], rows: &[Vec<String>], right: &[&str]) -> String {
 }
 
 /// "dead (permanent)", "ready".
-fn state(j: &Value) -> String {
-    match j["category"].as_str() {
-        Some(c) => format!("{} ({c})", s(j, "state")),
-        None => s(j, "state"),
+fn state(j: &Job) -> String {
+    match &j.category {
+        Some(c) => format!("{} ({c})", j.state),
+        None => j.state.clone(),
     }
 }
 
-fn ms(v: &Value) -> String {
-    match v.as_u64() {
+fn ms(v: Option<i64>) -> String {
+    match v.and_then(|n| u64::try_from(n).ok()) {
         None => "-".to_owned(),
         Some(n) if n < 1000 => format!("{n} ms"),
         Some(n) => format!("{:.1} s", n as f64 / 1000.0),
@@ -177,55 +173,47 @@ fn ms(v: &Value) -> String {
 }
 
 /// A job for people: what it is, where it stands and why, then its attempts as a table.
-pub fn job(j: &Value) -> String {
-    let mut out = format!("job {}  {}\n", s(j, "id"), state(j));
-    let finished = matches!(
-        j["state"].as_str(),
-        Some("completed" | "dead" | "cancelled")
-    );
-    let body = j["request"]["body_bytes"].as_u64().unwrap_or(0);
+pub fn job(j: &Job) -> String {
+    let mut out = format!("job {}  {}\n", j.id, state(j));
+    let finished = matches!(j.state.as_str(), "completed" | "dead" | "cancelled");
     let facts = [
-        ("why", cut(&s(j, "last_reason"), 200)),
-        ("queue", s(j, "queue")),
-        ("endpoint", s(j, "endpoint")),
+        ("why", cut(&or_dash(j.last_reason.as_ref()), 200)),
+        ("queue", j.queue.clone()),
+        ("endpoint", j.endpoint.clone()),
         (
             "request",
             format!(
-                "{} {} ({body} bytes of body)",
-                s(&j["request"], "method"),
-                s(&j["request"], "url")
+                "{} {} ({} bytes of body)",
+                j.request.method, j.request.url, j.request.body_bytes
             ),
         ),
-        ("key", s(j, "idempotency_key")),
-        ("created", s(j, "created_at")),
+        ("key", or_dash(j.idempotency_key.as_ref())),
+        ("created", j.created_at.clone()),
         (
             "next run",
             if finished {
                 "none".to_owned()
             } else {
-                s(j, "run_at")
+                j.run_at.clone()
             },
         ),
         (
             "counts",
             format!(
                 "{} requests, {} failed, {} deferrals, {} replays",
-                s(j, "runs"),
-                s(j, "attempts"),
-                s(j, "deferrals"),
-                s(j, "replays")
+                j.runs, j.attempts, j.deferrals, j.replays
             ),
         ),
     ];
     for (k, v) in facts {
         out.push_str(&format!("  {k:<9} {v}\n"));
         if k == "endpoint" {
-            if let Some(g) = j["group"].as_str() {
+            if let Some(g) = &j.group {
                 out.push_str(&format!("  {:<9} {g}\n", "group"));
             }
         }
     }
-    let attempts = j["attempt_log"].as_array().cloned().unwrap_or_default();
+    let attempts = j.attempt_log.as_deref().unwrap_or_default();
     if attempts.is_empty() {
         out.push_str("\nno attempt yet\n");
         return out;
@@ -233,33 +221,33 @@ pub fn job(j: &Value) -> String {
     let rows: Vec<Vec<String>> = attempts
         .iter()
         .map(|a| {
-            let result = match (a["status"].as_u64(), a["error"].as_str()) {
+            let result = match (a.status, &a.error) {
                 (Some(st), _) => st.to_string(),
-                (None, Some(e)) => e.to_owned(),
+                (None, Some(e)) => e.clone(),
                 _ => "-".to_owned(),
             };
-            let decision = match a["dead_category"].as_str() {
-                Some(c) => format!("{} ({c})", s(a, "decision")),
-                None => s(a, "decision"),
+            let decision = match &a.dead_category {
+                Some(c) => format!("{} ({c})", a.decision),
+                None => a.decision.clone(),
             };
-            let wait = match a["server_wait_ms"].as_u64() {
-                Some(_) => format!(
+            let wait = match a.server_wait_ms {
+                Some(w) => format!(
                     "{} ({})",
-                    ms(&a["server_wait_ms"]),
-                    s(a, "server_wait_source")
+                    ms(Some(w)),
+                    or_dash(a.server_wait_source.as_ref())
                 ),
                 None => "-".to_owned(),
             };
             vec![
-                s(a, "number"),
-                s(a, "started_at"),
-                ms(&a["duration_ms"]),
+                a.number.to_string(),
+                a.started_at.clone(),
+                ms(Some(a.duration_ms)),
                 result,
-                s(a, "category"),
+                a.category.clone(),
                 decision,
-                ms(&a["delay_ms"]),
+                ms(a.delay_ms),
                 wait,
-                cut(&s(a, "reason"), 120),
+                cut(&a.reason, 120),
             ]
         })
         .collect();
@@ -276,7 +264,7 @@ pub fn job(j: &Value) -> String {
     if let Some(body) = attempts
         .iter()
         .rev()
-        .find_map(|a| a["response_body"].as_str())
+        .find_map(|a| a.response_body.as_deref())
         .filter(|b| !b.trim().is_empty())
     {
         out.push_str(&format!("\nlast response body: {}\n", cut(body, 200)));
@@ -286,18 +274,18 @@ pub fn job(j: &Value) -> String {
 
 /// Jobs as a table: requests made (every attempt, across replays), failed attempts counted
 /// against the ceilings, and deferrals.
-pub fn jobs(list: &[Value]) -> String {
+pub fn jobs(list: &[Job]) -> String {
     let rows: Vec<Vec<String>> = list
         .iter()
         .map(|j| {
             vec![
-                s(j, "id"),
-                s(j, "queue"),
+                j.id.clone(),
+                j.queue.clone(),
                 state(j),
-                s(j, "runs"),
-                s(j, "attempts"),
-                s(j, "deferrals"),
-                cut(&s(j, "last_reason"), 80),
+                j.runs.to_string(),
+                j.attempts.to_string(),
+                j.deferrals.to_string(),
+                cut(&or_dash(j.last_reason.as_ref()), 80),
             ]
         })
         .collect();
@@ -311,29 +299,31 @@ pub fn jobs(list: &[Value]) -> String {
 }
 
 /// One endpoint in full, for people.
-pub fn endpoint(e: &Value) -> String {
-    let mut out = format!("endpoint {}\n", s(e, "name"));
-    let paused_by_hand = match &e["paused_by_hand"] {
-        Value::Null => "no".to_owned(),
-        p => format!(
+pub fn endpoint(e: &Endpoint) -> String {
+    let mut out = format!("endpoint {}\n", e.name);
+    let paused_by_hand = match &e.paused_by_hand {
+        None => "no".to_owned(),
+        Some(p) => format!(
             "{} (since {}){}",
-            p["until"]
-                .as_str()
+            p.until
+                .as_ref()
                 .map_or("until resumed".to_owned(), |u| format!("until {u}")),
-            s(p, "since"),
-            p["reason"]
-                .as_str()
+            p.since,
+            Some(p.reason.as_str())
                 .filter(|r| !r.is_empty())
                 .map_or(String::new(), |r| format!(": {r}"))
         ),
     };
     let facts = [
-        ("holding", s(e, "holding").replace('-', "nothing")),
+        (
+            "holding",
+            e.holding.clone().unwrap_or_else(|| "nothing".into()),
+        ),
         ("paused by hand", paused_by_hand),
         (
             "paused by answers",
-            match e["paused_until"].as_str() {
-                Some(u) => format!("until {u}: {}", s(e, "pause_reason")),
+            match &e.paused_until {
+                Some(u) => format!("until {u}: {}", or_dash(e.pause_reason.as_ref())),
                 None => "no".to_owned(),
             },
         ),
@@ -341,78 +331,76 @@ pub fn endpoint(e: &Value) -> String {
             "jobs",
             format!(
                 "{} due and held, {} scheduled later",
-                s(e, "held"),
-                s(e, "waiting_later")
+                e.held, e.waiting_later
             ),
         ),
         (
             "breaker",
-            match e["breaker_until"].as_str() {
-                Some(u) => format!("{} until {u}", s(e, "breaker")),
-                None => s(e, "breaker"),
+            match &e.breaker_until {
+                Some(u) => format!("{} until {u}", e.breaker),
+                None => e.breaker.clone(),
             },
         ),
         (
             "window",
             format!(
                 "{} failures ({} of retries) in {} calls",
-                s(e, "breaker_window_failures"),
-                s(e, "breaker_window_retry_failures"),
-                s(e, "breaker_window_calls")
+                e.breaker_window_failures, e.breaker_window_retry_failures, e.breaker_window_calls
             ),
         ),
         (
             "retry budget",
             format!(
                 "{} used of {}, {} left",
-                s(e, "budget_used"),
-                s(e, "budget_allowed"),
-                s(e, "budget_remaining")
+                e.budget_used, e.budget_allowed, e.budget_remaining
             ),
         ),
-        ("rate", s(e, "rate")),
+        ("rate", or_dash(e.rate.as_ref())),
         (
             "learned pace",
-            match e["learned_pace"].as_f64() {
+            match e.learned_pace {
                 Some(p) => format!("{p:.1} requests/s (from 429s without Retry-After)"),
                 None => "none".to_owned(),
             },
         ),
         (
             "learned quota",
-            match e["learned_limit"].as_u64() {
+            match e.learned_limit {
                 Some(l) => format!(
                     "{} of {l} left, resets {}",
-                    s(e, "learned_remaining"),
-                    s(e, "learned_reset_at")
+                    or_dash(e.learned_remaining),
+                    or_dash(e.learned_reset_at.as_ref())
                 ),
                 None => "none".to_owned(),
             },
         ),
         (
             "in flight",
-            match e["concurrency_limit"].as_u64() {
-                Some(l) => format!("{} of {l}", s(e, "in_flight")),
-                None => s(e, "in_flight"),
+            match e.concurrency_limit {
+                Some(l) => format!("{} of {l}", e.in_flight),
+                None => e.in_flight.to_string(),
             },
         ),
     ];
     let mut facts = facts.to_vec();
-    if let Some(n) = e["nodes"].as_u64().filter(|n| *n > 1) {
+    if e.nodes > 1 {
         facts.push((
             "nodes",
-            format!("{n}: limits are divided among them; the counts above are this node's part"),
+            format!(
+                "{}: limits are divided among them; the counts above are this node's part",
+                e.nodes
+            ),
         ));
     }
     for (k, v) in facts {
         out.push_str(&format!("  {k:<17} {v}\n"));
     }
-    let history = e["breaker_history"].as_array().cloned().unwrap_or_default();
-    if !history.is_empty() {
-        let rows: Vec<Vec<String>> = history
+    if !e.breaker_history.is_empty() {
+        let rows: Vec<Vec<String>> = e
+            .breaker_history
             .iter()
             .rev()
-            .map(|h| vec![s(h, "at"), s(h, "to"), cut(&s(h, "reason"), 120)])
+            .map(|h| vec![h.at.clone(), h.to.clone(), cut(&h.reason, 120)])
             .collect();
         out.push_str("\nbreaker history, newest first\n");
         out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
@@ -424,7 +412,7 @@ pub fn endpoint(e: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn text_from_outside_cannot_drive_the_terminal() {
@@ -450,9 +438,17 @@ mod tests {
         let back: Value = serde_json::from_str(&shown).expect("still JSON");
         assert_eq!(back, v);
         // What the job view prints of a hostile body.
-        let job = serde_json::json!({
-            "id": "j1", "state": "dead", "attempt_log": [{ "number": 1, "status": 200, "response_body": hostile }]
-        });
+        let job = Job {
+            id: "j1".into(),
+            state: "dead".into(),
+            attempt_log: Some(vec![redial_client::Attempt {
+                number: 1,
+                status: Some(200),
+                response_body: Some(hostile.into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
         assert!(!printable(&super::job(&job))
             .chars()
             .any(|c| unsafe_char(c) && c != '\n'));
@@ -481,17 +477,24 @@ mod tests {
 
     #[test]
     fn a_job_reads_as_a_summary_and_a_timeline() {
-        let j = json!({
+        let j: Job = serde_json::from_value(json!({
             "id": "missing", "queue": "default", "endpoint": "http://127.0.0.1:9000",
             "state": "dead", "category": "permanent", "attempts": 0, "deferrals": 0, "runs": 1,
             "replays": 0, "last_reason": "404 not found; permanent, not retried",
             "idempotency_key": "k", "created_at": "2026-12-01T00:00:00Z", "run_at": "2026-12-01T00:00:00Z",
-            "request": {"method": "GET", "url": "http://127.0.0.1:9000/nope", "body_bytes": 0},
+            "updated_at": "2026-12-01T00:00:00Z", "finished_at": "2026-12-01T00:00:00Z",
+            "deadline": null, "group": null, "priority": 0, "tags": [], "unknown_attempts": 0,
+            "stalls": 0, "cancel_requested": false,
+            "request": {"method": "GET", "url": "http://127.0.0.1:9000/nope", "body_bytes": 0,
+                "headers": [], "timeout_ms": null},
             "attempt_log": [{"number": 1, "started_at": "2026-12-01T00:00:00Z", "duration_ms": 3,
-                "status": 404, "category": "permanent", "decision": "dead", "dead_category": "permanent",
-                "delay_ms": null, "server_wait_ms": null, "reason": "404 not found; permanent, not retried",
+                "status": 404, "error": null, "category": "permanent", "decision": "dead",
+                "dead_category": "permanent", "delay_ms": null, "server_wait_ms": null,
+                "server_wait_source": null, "reason": "404 not found; permanent, not retried",
+                "response_headers": [], "worker": "w1",
                 "response_body": format!("<html>{}</html>", "x".repeat(5000))}]
-        });
+        }))
+        .expect("a job as the API writes it");
         let text = job(&j);
         assert!(
             text.starts_with("job missing  dead (permanent)\n"),

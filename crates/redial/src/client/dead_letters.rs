@@ -1,0 +1,109 @@
+//! `redial dead-letters`: replay or dismiss every dead job a filter matches.
+
+use super::{print_json, Conn};
+use crate::cli_args;
+use crate::human::{self, say, OutputArgs};
+use crate::UsageError;
+use anyhow::Result;
+use redial_client::{DeadGroupsQuery, DeadLetterFilter};
+use redial_policy::Timestamp;
+use std::io::IsTerminal;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DeadLettersCommand {
+    /// Replay every dead job matching the filter.
+    Replay(FilterArgs),
+    /// Dismiss (delete) every dead job matching the filter.
+    Dismiss(FilterArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Only dead jobs of this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only this dead-letter category: permanent, transient_exhausted, unknown_exhausted,
+    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only dead jobs of this endpoint (a URL origin such as https://api.example.com).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    since: Option<Timestamp>,
+    /// Created before (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    until: Option<Timestamp>,
+    /// Act on every dead letter (needed when no filter is given).
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
+    let (a, replay) = match cmd {
+        DeadLettersCommand::Replay(a) => (a, true),
+        DeadLettersCommand::Dismiss(a) => (a, false),
+    };
+    let verb = if replay { "replay" } else { "dismiss" };
+    let mut filter = DeadLetterFilter {
+        queue: a.queue.clone(),
+        category: a.category.clone(),
+        endpoint: a.endpoint.clone(),
+        since: a.since.map(|t| t.to_string()),
+        until: a.until.map(|t| t.to_string()),
+        all: None,
+    };
+    if filter == DeadLetterFilter::default() && !a.all {
+        return Err(UsageError(format!(
+            "no filter: give --queue, --category, --endpoint, --since or --until, or --all to {verb} every dead letter"
+        ))
+        .into());
+    }
+    if a.all {
+        filter.all = Some(true);
+    }
+    let server = a.conn.connect()?;
+    // On a terminal, say how many first: a bulk action over many jobs takes a moment.
+    let started = std::time::Instant::now();
+    let terminal = std::io::stderr().is_terminal() && !a.out.json();
+    if terminal {
+        let query = DeadGroupsQuery {
+            queue: filter.queue.clone(),
+            category: filter.category.clone(),
+            endpoint: filter.endpoint.clone(),
+            since: filter.since.clone(),
+            until: filter.until.clone(),
+        };
+        if let Ok(groups) = server.client.dead_letter_groups(&query).await {
+            let doing = if replay { "replaying" } else { "dismissing" };
+            let n = u64::try_from(groups.total).unwrap_or(0);
+            eprint!("{doing} {} dead jobs...", human::thousands(n));
+        }
+    }
+    let out = if replay {
+        server.ask(server.client.replay_dead_letters(&filter)).await
+    } else {
+        server
+            .ask(server.client.dismiss_dead_letters(&filter))
+            .await
+    };
+    if terminal {
+        eprintln!(" done in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let out = out?;
+    if a.out.json() {
+        return print_json(&out);
+    }
+    let done = if replay {
+        "replayed (back to ready, same idempotency keys)"
+    } else {
+        "dismissed"
+    };
+    say!("{} dead jobs {done}", out.affected);
+    Ok(())
+}

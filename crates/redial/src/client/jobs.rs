@@ -1,0 +1,138 @@
+//! `redial jobs`: list, show, replay, dismiss, cancel.
+
+use super::{print_json, Conn};
+use crate::human::{self, say, say_part, OutputArgs};
+use anyhow::Result;
+use redial_client::{Job, JobsQuery};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum JobsCommand {
+    /// List jobs, oldest first.
+    List(ListArgs),
+    /// Show a job with its attempt log.
+    Show(IdArgs),
+    /// Replay a dead job: back to ready, counters reset, same idempotency key.
+    Replay(IdArgs),
+    /// Dismiss a dead job: it and its attempts are deleted.
+    Dismiss(IdArgs),
+    /// Cancel a job that has not finished.
+    Cancel(IdArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The job's id.
+    id: String,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Only jobs of this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// scheduled, ready, running, deferred, completed, dead or cancelled.
+    #[arg(long)]
+    state: Option<String>,
+    /// A dead-letter category: permanent, transient_exhausted, unknown_exhausted,
+    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only jobs of this endpoint (a URL origin such as https://api.example.com).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Jobs to show at most.
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+pub async fn jobs(cmd: JobsCommand) -> Result<()> {
+    match cmd {
+        JobsCommand::List(a) => list(a).await,
+        JobsCommand::Show(a) => {
+            let server = a.conn.connect()?;
+            let job = server.ask(server.client.job(&a.id)).await?;
+            if a.out.json() {
+                return print_json(&job);
+            }
+            say_part!("{}", human::job(&job));
+            Ok(())
+        }
+        JobsCommand::Replay(a) => {
+            let server = a.conn.connect()?;
+            let job = server.ask(server.client.replay(&a.id)).await?;
+            if a.out.json() {
+                return print_json(&job);
+            }
+            say!(
+                "job {} replayed: {}, runs again from {} with the same idempotency key",
+                a.id,
+                job.state,
+                job.run_at
+            );
+            Ok(())
+        }
+        JobsCommand::Dismiss(a) => {
+            let server = a.conn.connect()?;
+            let out = server.ask(server.client.dismiss(&a.id)).await?;
+            if a.out.json() {
+                return print_json(&out);
+            }
+            say!("job {} dismissed (deleted with its attempts)", a.id);
+            Ok(())
+        }
+        JobsCommand::Cancel(a) => {
+            let server = a.conn.connect()?;
+            let job = server.ask(server.client.cancel(&a.id)).await?;
+            if a.out.json() {
+                return print_json(&job);
+            }
+            if job.cancel_requested && job.state == "running" {
+                say!(
+                    "job {}: cancel requested; it ends cancelled when its running attempt returns (unless that attempt completes it)",
+                    a.id
+                );
+            } else {
+                say!("job {} {}", a.id, job.state);
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn list(a: ListArgs) -> Result<()> {
+    let server = a.conn.connect()?;
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut query = JobsQuery {
+        queue: a.queue.clone(),
+        state: a.state.clone(),
+        category: a.category.clone(),
+        endpoint: a.endpoint.clone(),
+        ..JobsQuery::default()
+    };
+    while jobs.len() < a.limit as usize {
+        query.limit = Some((a.limit - jobs.len() as u32).min(500));
+        let page = server.ask(server.client.jobs(&query)).await?;
+        jobs.extend(page.jobs);
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    if a.out.json() {
+        return print_json(&jobs);
+    }
+    if jobs.is_empty() {
+        say!("no job matches");
+        return Ok(());
+    }
+    say!("{}", human::jobs(&jobs));
+    Ok(())
+}
