@@ -103,6 +103,20 @@ impl Client {
         }
     }
 
+    /// A client of the server `REDIAL_SERVER` names (`http://127.0.0.1:8080` when unset), with
+    /// the token in `REDIAL_TOKEN` (if any), as the CLI and the other clients read them.
+    pub fn from_env() -> Result<Client, Error> {
+        let base = std::env::var("REDIAL_SERVER")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "http://127.0.0.1:8080".to_owned());
+        let mut builder = Client::builder(base);
+        if let Ok(token) = std::env::var("REDIAL_TOKEN") {
+            builder = builder.token(token);
+        }
+        builder.build()
+    }
+
     /// The server's base URL, as the client uses it.
     pub fn base(&self) -> &str {
         self.transport.base.as_str().trim_end_matches('/')

@@ -434,3 +434,16 @@ async fn a_server_that_is_not_there_is_a_connection_error() {
     assert!(matches!(err, Error::Connection { .. }), "{err}");
     assert_eq!(err.status(), None);
 }
+
+#[tokio::test]
+async fn from_env_reads_the_server_and_the_token_as_the_cli_does() {
+    let s = server().await;
+    // The only test in this file that sets the environment, so no other reads it meanwhile.
+    std::env::set_var("REDIAL_SERVER", &s.base);
+    std::env::set_var("REDIAL_TOKEN", TOKEN);
+    let c = Client::from_env().expect("a client");
+    std::env::remove_var("REDIAL_SERVER");
+    std::env::remove_var("REDIAL_TOKEN");
+    assert_eq!(c.base(), s.base);
+    c.stats().await.expect("authorized");
+}
