@@ -9,10 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 mod common;
-use common::{serve_command, Server, BIN};
+use common::{eventually, serve_command, within_patience, Server, BIN};
 
 struct Out {
     code: i32,
@@ -112,9 +111,10 @@ async fn a_backup_taken_while_jobs_run_is_served_as_it_is() {
             }
         }
     });
-    while acked.lock().expect("not poisoned").len() < 200 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("200 jobs acknowledged", || async {
+        acked.lock().expect("not poisoned").len() >= 200
+    })
+    .await;
     let acked_before = acked.lock().expect("not poisoned").clone();
     let copy = dir.path().join("copy.db");
     let out = {
@@ -178,15 +178,14 @@ async fn a_backup_taken_while_jobs_run_is_served_as_it_is() {
     // The restored server runs what was waiting to run: every job acknowledged before the
     // backup ends completed (those sent before it, or sent again by it: their idempotency key
     // is the same).
-    let give_up = Instant::now() + Duration::from_secs(120);
     for id in &acked_before {
-        loop {
+        let completed = within_patience(|| async {
+            job(&http, &r.url, id).await.expect("in the copy")["state"] == "completed"
+        })
+        .await;
+        if completed.is_none() {
             let j = job(&http, &r.url, id).await.expect("in the copy");
-            if j["state"] == "completed" {
-                break;
-            }
-            assert!(Instant::now() < give_up, "{id} did not complete: {j}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            panic!("{id} did not complete: {j}");
         }
     }
     r.terminate();

@@ -10,7 +10,10 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 mod common;
-use common::{copy_env, exchange, serve_command, serve_command_after, status, Server};
+use common::{
+    copy_env, eventually_blocking, exchange, serve_command, serve_command_after, status,
+    within_patience_blocking, Server,
+};
 
 /// One request on its own connection; the whole answer.
 fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> String {
@@ -167,15 +170,10 @@ fn a_full_disk_answers_503_and_readiness_says_so() {
     cmd.arg("--data-dir").arg(dir.path().join("data"));
     let server = Server::start(cmd);
     let a = server.addr();
-    let ready = call(a, "GET", "/readyz", None);
-    let mut tries = 0;
-    let mut ready = ready;
-    while status(&ready) != 200 {
-        // The integrity check of a new database ends at once; only a broken one waits this out.
-        tries += 1;
-        assert!(tries < 3000, "never ready: {ready}");
-        std::thread::sleep(Duration::from_millis(20));
-        ready = call(a, "GET", "/readyz", None);
+    // The integrity check of a new database ends at once; only a broken one waits this out.
+    let ready = within_patience_blocking(|| status(&call(a, "GET", "/readyz", None)) == 200);
+    if ready.is_none() {
+        panic!("never ready: {}", call(a, "GET", "/readyz", None));
     }
     let body = "y".repeat(200_000);
     let mut acknowledged = 0;
@@ -362,11 +360,9 @@ fn a_hung_postgres_answers_503_within_a_bound_and_the_node_recovers() {
         assert!(logs.contains(bound), "no {bound:?} in the logs:\n{logs}");
     }
     pg.signal("CONT");
-    let give_up = std::time::Instant::now() + Duration::from_secs(120);
-    while status(&call(a, "GET", "/readyz", None)) != 200 {
-        assert!(std::time::Instant::now() < give_up, "never ready again");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually_blocking("ready again", || {
+        status(&call(a, "GET", "/readyz", None)) == 200
+    });
     let answer = call(
         a,
         "POST",

@@ -9,18 +9,13 @@ use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
-use common::{serve_command, Server};
+use common::{eventually, serve_command, within_patience, Server};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-/// How long any wait may take before the test gives up: only a broken build waits this out, a
-/// slow or busy machine does not.
-const PATIENCE: Duration = Duration::from_secs(180);
-
 /// A chromedriver process and one browser session in it.
 struct Browser {
     driver: Child,
@@ -141,20 +136,11 @@ impl Browser {
 
     /// Waits until the element `css` matches shows text for which `want` holds.
     async fn wait_text(&self, css: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let give_up = Instant::now() + PATIENCE;
-        loop {
-            if let Some(t) = self.text(css).await {
-                if want(&t) {
-                    return t;
-                }
-            }
-            assert!(
-                Instant::now() < give_up,
-                "{what}: {css} shows {:?}",
-                self.text(css).await
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let shown = within_patience(|| async { self.text(css).await.filter(|t| want(t)) }).await;
+        let Some(text) = shown else {
+            panic!("{what}: {css} shows {:?}", self.text(css).await);
+        };
+        text
     }
 
     /// The WebDriver id of the first element `css` matches.
@@ -187,12 +173,11 @@ impl Browser {
     /// button between the two (a WebDriver click on the old one does nothing); waits for it to
     /// be there first.
     async fn press(&self, css: &str) {
-        let give_up = Instant::now() + PATIENCE;
         let script = "const e = document.querySelector(arguments[0]); if (!e) return false; e.click(); return true;";
-        while self.js(script, css).await != Value::Bool(true) {
-            assert!(Instant::now() < give_up, "{css} never showed");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(&format!("{css} showed and was pressed"), || async {
+            self.js(script, css).await == Value::Bool(true)
+        })
+        .await;
     }
 
     async fn type_into(&self, css: &str, text: &str) {
@@ -215,18 +200,6 @@ impl Drop for Browser {
             .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
-    }
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let give_up = Instant::now() + PATIENCE;
-    while !check().await {
-        assert!(Instant::now() < give_up, "never happened: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -340,15 +313,12 @@ async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
     .await;
     b.click("#confirm-ok").await;
     // The result stays in the toast after it fades (its text is read, not its visibility).
-    let give_up = Instant::now() + PATIENCE;
-    while b
-        .js("return document.getElementById('toast').textContent;", "")
-        .await
-        != json!("3 replayed")
-    {
-        assert!(Instant::now() < give_up, "the result was never shown");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the result was shown", || async {
+        b.js("return document.getElementById('toast').textContent;", "")
+            .await
+            == json!("3 replayed")
+    })
+    .await;
     // The jobs leave the dead letters: the page says so once they ran again.
     eventually("the replayed jobs complete", || async {
         dead_count(&http, &server.url, None).await == 1

@@ -5,10 +5,10 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
-use common::{exchange, serve_command, serve_command_after, status, Server};
+use common::{eventually_blocking, exchange, serve_command, serve_command_after, status, Server};
 
 /// `redial serve` with `config` as its configuration file.
 fn start(dir: &Path, config: &str) -> (Server, SocketAddr) {
@@ -57,15 +57,6 @@ fn closed(s: &mut TcpStream) -> bool {
     }
 }
 
-/// Waits until `pred` holds; the bound only keeps a broken server from hanging the test.
-fn eventually(what: &str, mut pred: impl FnMut() -> bool) {
-    let give_up = Instant::now() + Duration::from_secs(90);
-    while !pred() {
-        assert!(Instant::now() < give_up, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The observation: with the open-file limit at 1,024, 1,100 sockets that send half a request
 /// head and stop made `/healthz` and every call time out, and were never closed. Here the limit
 /// is 256 and 400 such sockets connect: the connection cap is lowered to fit the limit, and at
@@ -101,7 +92,7 @@ fn sockets_that_send_nothing_cannot_lock_out_a_real_client() {
     let answer = get(addr, "/v1/stats");
     assert_eq!(status(&answer), 200, "{answer}");
     // Everything beyond the cap was closed to make room: 256 files hold at most 256 sockets.
-    eventually("the idle sockets beyond the cap are closed", || {
+    eventually_blocking("the idle sockets beyond the cap are closed", || {
         hogs.iter_mut().map(closed).filter(|c| *c).count() >= hogs_count - 256
     });
     assert!(
@@ -137,9 +128,9 @@ fn slow_heads_slow_bodies_and_idle_connections_are_closed() {
     let mut first = [0u8; 12];
     kept.read_exact(&mut first).expect("the answer begins");
     assert_eq!(&first, b"HTTP/1.1 200");
-    eventually("the silent connection is closed", || closed(&mut silent));
-    eventually("the half head is closed", || closed(&mut half_head));
-    eventually("the idle keep-alive connection is closed", || {
+    eventually_blocking("the silent connection is closed", || closed(&mut silent));
+    eventually_blocking("the half head is closed", || closed(&mut half_head));
+    eventually_blocking("the idle keep-alive connection is closed", || {
         closed(&mut kept)
     });
 

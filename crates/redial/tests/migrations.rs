@@ -5,10 +5,9 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
-use common::{serve_command, Server, BIN};
+use common::{serve_command, within_patience_blocking, Server, BIN, PATIENCE};
 
 struct Out {
     code: i32,
@@ -39,21 +38,19 @@ fn refused(mut cmd: Command) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("serve starts");
-    let give_up = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert!(!status.success(), "serve exited 0");
-            let mut err = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut err)
-                .expect("read stderr");
-            return err;
-        }
-        if Instant::now() > give_up {
-            let _ = child.kill();
-            panic!("serve did not refuse to start within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let exited = within_patience_blocking(|| child.try_wait().expect("wait"));
+    let Some(status) = exited else {
+        let _ = child.kill();
+        panic!(
+            "serve did not refuse to start within {} s",
+            PATIENCE.as_secs()
+        );
+    };
+    assert!(!status.success(), "serve exited 0");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut err)
+        .expect("read stderr");
+    err
 }
 
 fn user_version(db: &Path) -> i64 {

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 mod common;
-use common::{serve_command, Server};
+use common::{eventually, serve_command, Server};
 
 /// Jobs that succeed at once, and jobs whose first attempt fails (503) and is retried, perhaps
 /// by another node.
@@ -103,23 +103,6 @@ async fn endpoint_pause(http: &reqwest::Client, node: &Node, name: &str) -> Opti
         .find(|e| e["name"] == name)?["paused_until"]
         .as_str()
         .map(str::to_owned)
-}
-
-/// Polls until `pred` holds. The deadline (180 s, however long each poll takes) only keeps a
-/// broken build from hanging: a slow or busy machine does not wait it out.
-async fn eventually<F, Fut>(what: &str, mut pred: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let give_up = std::time::Instant::now() + Duration::from_secs(180);
-    while std::time::Instant::now() < give_up {
-        if pred().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never happened in 180 s: {what}");
 }
 
 /// The process id in a worker id (`host-pid-random`).
@@ -341,21 +324,17 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
     )
     .await;
     let (a, c) = (&nodes[0], &nodes[2]);
-    let mut paused_until = None;
-    for _ in 0..1200 {
+    let paused_until = eventually("both live nodes see the same pause", || async {
         let seen = (
             endpoint_pause(&http, a, &origin).await,
             endpoint_pause(&http, c, &origin).await,
         );
-        if let (Some(x), Some(y)) = seen {
-            if x == y {
-                paused_until = Some(x);
-                break;
-            }
+        match seen {
+            (Some(x), Some(y)) if x == y => Some(x),
+            _ => None,
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let paused_until = paused_until.expect("both live nodes see the same pause");
+    })
+    .await;
     let until = Timestamp::parse_rfc3339(&paused_until).expect("an instant");
     let more = (0..10)
         .map(|n| job(&format!("later{n}"), &limited.url("/limited")))

@@ -4,10 +4,9 @@
 
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
-use std::time::Duration;
 
 mod common;
-use common::{serve_command, Server};
+use common::{eventually, serve_command, within_patience, Server};
 
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
@@ -55,32 +54,6 @@ async fn state(http: &reqwest::Client, s: &Server, id: &str) -> String {
     let j: Value = serde_json::from_str(&get(http, format!("{}/v1/jobs/{id}", s.url)).await)
         .expect("job JSON");
     j["state"].as_str().unwrap_or_default().to_owned()
-}
-
-/// Polls until `pred` holds; the bound only keeps a broken test from hanging.
-async fn eventually<F, Fut>(what: &str, pred: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    if !holds_within_bound(pred).await {
-        panic!("never happened: {what}");
-    }
-}
-
-/// Whether `pred` came to hold, polled within the bound [`eventually`] keeps.
-async fn holds_within_bound<F, Fut>(mut pred: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..600 {
-        if pred().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
 }
 
 /// Every span the OTLP receiver got, flattened, attributes as a key -> JSON value map.
@@ -193,14 +166,19 @@ within = "10s"
 
     // Metrics: the story by outcome and category, the dead letter, the deferral and its reason.
     let endpoint = format!("http://{}", api.addr());
-    let mut text = String::new();
-    for _ in 0..600 {
-        text = get(&http, format!("{}/metrics", s.url)).await;
-        if metric(&text, "redial_jobs{queue=\"default\",state=\"completed\"}") == Some(2.0) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Once the gauge counts both completed jobs; if it never does, the assertions below say what
+    // the text lacks.
+    let metrics = || get(&http, format!("{}/metrics", s.url));
+    let counted = within_patience(|| async {
+        let text = metrics().await;
+        let completed = metric(&text, "redial_jobs{queue=\"default\",state=\"completed\"}");
+        (completed == Some(2.0)).then_some(text)
+    })
+    .await;
+    let text = match counted {
+        Some(text) => text,
+        None => metrics().await,
+    };
     let attempts = |outcome: &str, category: &str| {
         metric(
             &text,
@@ -352,13 +330,13 @@ within = "10s"
 
     // The alert fired on the permanent dead letter and told the webhook; it clears once the
     // dead letter is older than the rule's window.
-    let heard = holds_within_bound(|| async {
+    let heard = within_patience(|| async {
         hook.received("/hook")
             .iter()
             .any(|r| r.body.contains("\"status\":\"firing\""))
     })
     .await;
-    if !heard {
+    if heard.is_none() {
         // What the server said about its alerts tells a rule that never fired from a
         // notification that was not delivered.
         let said: Vec<String> = s

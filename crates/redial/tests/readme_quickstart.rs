@@ -8,10 +8,9 @@
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
-use common::{Server, BIN};
+use common::{eventually_blocking, within_patience_blocking, Server, BIN};
 
 const README: &str = include_str!("../../../README.md");
 
@@ -103,43 +102,28 @@ fn the_quick_start_works_as_written() {
                 .spawn()
                 .expect("a background command starts");
             background.push(child);
-            // Wait until it listens.
-            let give_up = Instant::now() + Duration::from_secs(60);
-            while std::net::TcpStream::connect((
-                "127.0.0.1",
-                receiver_port.parse::<u16>().expect("port"),
-            ))
-            .is_err()
-            {
-                assert!(
-                    Instant::now() < give_up,
-                    "the receiver never listened: {bg}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            let port = receiver_port.parse::<u16>().expect("port");
+            eventually_blocking(&format!("the receiver listens: {bg}"), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            });
             continue;
         }
         if line.contains(" jobs ") && !waited {
             // Both jobs have ended before anyone looks.
-            let give_up = Instant::now() + Duration::from_secs(120);
-            loop {
-                let state = |id: &str| {
-                    get(&format!("{}/v1/jobs/{id}", server.url))
-                        .and_then(|j| j["state"].as_str().map(str::to_owned))
-                };
-                if state("hello").as_deref() == Some("completed")
+            let state = |id: &str| {
+                get(&format!("{}/v1/jobs/{id}", server.url))
+                    .and_then(|j| j["state"].as_str().map(str::to_owned))
+            };
+            let ended = within_patience_blocking(|| {
+                state("hello").as_deref() == Some("completed")
                     && state("missing").as_deref() == Some("dead")
-                {
-                    break;
-                }
-                assert!(
-                    Instant::now() < give_up,
-                    "the quick start's jobs never ended: hello {:?}, missing {:?}",
-                    state("hello"),
-                    state("missing")
-                );
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            });
+            assert!(
+                ended.is_some(),
+                "the quick start's jobs never ended: hello {:?}, missing {:?}",
+                state("hello"),
+                state("missing")
+            );
             waited = true;
         }
         let out = Command::new("sh")

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::{serve_command, Server, BIN};
+use common::{eventually, serve_command, within_patience_blocking, Server, BIN};
 
 /// `redial serve` on `data`, with `extra` arguments and `env` variables.
 fn start(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
@@ -60,19 +60,13 @@ fn show(server: &str, id: &str) -> Value {
     out.json
 }
 
-/// Polls until the job satisfies `pred`; the bound only keeps a broken test from hanging.
-/// The bound is generous (a slow, busy machine spawns each CLI call slowly); only a broken test
-/// waits it out.
+/// Waits until the job, as `redial jobs show` prints it, satisfies `pred`.
 fn wait_for(server: &str, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let give_up = std::time::Instant::now() + Duration::from_secs(180);
-    while std::time::Instant::now() < give_up {
+    let shown = within_patience_blocking(|| {
         let j = show(server, id);
-        if pred(&j) {
-            return j;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("job {id} never became {what}: {}", show(server, id));
+        pred(&j).then_some(j)
+    });
+    shown.unwrap_or_else(|| panic!("job {id} never became {what}: {}", show(server, id)))
 }
 
 fn temp() -> (tempfile::TempDir, PathBuf) {
@@ -214,9 +208,10 @@ async fn a_job_whose_process_is_killed_mid_attempt_is_rescued() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     wait_for(&a.url, "k", "running", |j| j["state"] == "running");
-    while rx.count("/slow") == 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the attempt reached the receiver", || async {
+        rx.count("/slow") > 0
+    })
+    .await;
     a.kill9();
 
     let b = start(&data, &["--config", config], &[]);
@@ -784,14 +779,10 @@ async fn schedules_from_the_config_file_and_the_cli() {
         .collect();
     assert_eq!(ids, [("nightly", "config"), ("tick", "config")]);
     // Occurrences arrive at the receiver as ordinary jobs, each with its own key.
-    let give_up = std::time::Instant::now() + Duration::from_secs(180);
-    while rx.count("/tick") < 2 {
-        assert!(
-            std::time::Instant::now() < give_up,
-            "no occurrences arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("two occurrences arrived", || async {
+        rx.count("/tick") >= 2
+    })
+    .await;
     let keys: std::collections::HashSet<String> = rx
         .received("/tick")
         .iter()

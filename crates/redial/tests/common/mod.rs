@@ -1,5 +1,6 @@
 //! Running the real `redial serve` in tests: start it on a free loopback port, wait for its
-//! address, keep its standard error (the logs), stop it gracefully or kill it.
+//! address, keep its standard error (the logs), stop it gracefully or kill it; and waiting,
+//! bounded, for what it does in its own time (`wait.rs`).
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -7,6 +8,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+
+mod wait;
+#[allow(unused_imports)] // each test file uses its own part
+pub use wait::{
+    eventually, eventually_blocking, within_patience, within_patience_blocking, PATIENCE,
+};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_redial");
 
