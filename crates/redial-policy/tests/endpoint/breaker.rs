@@ -1,0 +1,242 @@
+//! The breaker, its probes, and suspicion (first attempts held while retries tell flaky from down).
+
+use super::*;
+
+#[test]
+fn a_flaky_endpoint_whose_retries_succeed_keeps_its_breaker_closed() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    // Ten first attempts failed, nothing succeeded: down or flaky? First attempts wait, retries
+    // go and tell.
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    assert_eq!(kind(&s.admit(&cfg, at(0), false, 0)), "hold-firsts Suspect");
+    let retry = go(s.admit(&cfg, at(0), true, 0));
+    s.record(&cfg, at(1), retry, &observed(ResultClass::Success));
+    assert!(
+        s.admit(&cfg, at(1), false, 0).is_go(),
+        "a success cleared it"
+    );
+
+    // A backlog where every first call fails and every retry succeeds drains without time
+    // passing: no hold waits for a clock, and the breaker never opens.
+    let mut s = EndpointState::default();
+    let (mut firsts, mut retries, mut done) = (300, 0, 0);
+    for _ in 0..1_000 {
+        if done == 300 {
+            break;
+        }
+        while firsts > 0 {
+            match s.admit(&cfg, at(0), false, 0) {
+                Admission::Go(p) => {
+                    s.record(&cfg, at(0), p, &observed(ResultClass::Failure));
+                    firsts -= 1;
+                    retries += 1;
+                }
+                _ => break,
+            }
+        }
+        while retries > 0 {
+            match s.admit(&cfg, at(0), true, 0) {
+                Admission::Go(p) => {
+                    s.record(&cfg, at(0), p, &observed(ResultClass::Success));
+                    retries -= 1;
+                    done += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+    assert_eq!(done, 300);
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert!(s.breaker_history.is_empty());
+
+    // Retries failing now and then among successes: under the ratio, still closed.
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 1_000, 300, true, ResultClass::Success);
+    feed(&mut s, &cfg, 2_000, 200, true, ResultClass::Failure);
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "200 failed retries against 300 successes"
+    );
+}
+
+#[test]
+fn suspicion_holds_first_attempts_for_at_most_the_open_time() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    let a = s.admit(&cfg, at(5), false, 0);
+    let Admission::HoldFirsts(h) = &a else {
+        panic!("{a:?}")
+    };
+    assert_eq!(
+        h.until,
+        Some(at(30_000)),
+        "open_for after the tenth failure"
+    );
+    assert_eq!(s.next_change(at(5)), Some(at(30_000)));
+    // No retry came to tell (jobs that are not retried): first attempts go again, one at a time.
+    let p = go(s.admit(&cfg, at(30_000), false, 0));
+    s.record(&cfg, at(30_001), p, &observed(ResultClass::Failure));
+    assert_eq!(
+        kind(&s.admit(&cfg, at(30_002), false, 0)),
+        "hold-firsts Suspect"
+    );
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "first failures never open it"
+    );
+}
+
+/// The failure that makes an endpoint suspect has its retry sent at once, when that retry is
+/// safe to send at once: its answer tells flaky from down, which the held first attempts wait
+/// on, in one round trip rather than after a backoff. One per suspicion.
+#[test]
+fn the_failure_that_makes_an_endpoint_suspect_is_retried_at_once() {
+    let cfg = breaker_cfg();
+    let safe = Observed {
+        safe_retry: true,
+        ..observed(ResultClass::Failure)
+    };
+    // Nine first attempts fail: not suspect yet, nothing moves.
+    let mut s = EndpointState::default();
+    for _ in 0..9 {
+        let p = go(s.admit(&cfg, at(0), false, 0));
+        assert!(!s.record(&cfg, at(0), p, &safe));
+    }
+    // The tenth makes it suspect: its retry goes at once.
+    let p = go(s.admit(&cfg, at(0), false, 0));
+    assert!(s.record(&cfg, at(0), p, &safe), "the retry goes at once");
+    assert_eq!(kind(&s.admit(&cfg, at(1), false, 0)), "hold-firsts Suspect");
+    // Only once: further failures wait their backoff.
+    let p = go(s.admit(&cfg, at(1), true, 0));
+    assert!(!s.record(&cfg, at(2), p, &safe));
+    // The probe's success ends the suspicion; the next suspicion has a probe of its own.
+    let p = go(s.admit(&cfg, at(3), true, 0));
+    assert!(!s.record(&cfg, at(3), p, &observed(ResultClass::Success)));
+    assert_eq!(kind(&s.admit(&cfg, at(4), false, 0)), "go");
+    // A retry that is not safe to send at once (an unknown outcome of a POST without a key)
+    // keeps its backoff; a retry that fails again is not sent at once either (it has told).
+    let mut fresh = EndpointState::default();
+    for n in 0..10 {
+        let p = go(fresh.admit(&cfg, at(0), false, 0));
+        assert!(
+            !fresh.record(&cfg, at(0), p, &observed(ResultClass::Failure)),
+            "failure {n}"
+        );
+    }
+    let p = go(fresh.admit(&cfg, at(1), true, 0));
+    assert!(!fresh.record(&cfg, at(1), p, &safe));
+}
+
+#[test]
+fn retries_that_fail_again_open_the_breaker() {
+    let cfg = breaker_cfg();
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 10, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 1, 9, true, ResultClass::Failure);
+    assert_eq!(
+        s.breaker,
+        BreakerState::Closed,
+        "9 is under the minimum throughput"
+    );
+    feed(&mut s, &cfg, 20, 1, true, ResultClass::Failure);
+    assert_eq!(s.breaker, BreakerState::Open { until: at(30_020) });
+    let why = &s.breaker_history.back().expect("event").reason;
+    assert_eq!(why, "10 retries failed again against 0 successes in 30s");
+    assert_eq!(kind(&s.admit(&cfg, at(30_019), false, 0)), "hold Breaker");
+    // Neutral answers (a 400, a deferral) count for nothing.
+    let mut n = EndpointState::default();
+    feed(&mut n, &cfg, 0, 10, true, ResultClass::Neutral);
+    feed(&mut n, &cfg, 0, 9, true, ResultClass::Failure);
+    assert_eq!(n.breaker, BreakerState::Closed);
+}
+
+#[test]
+fn half_open_decides_on_the_probes_failure_ratio() {
+    let cfg = breaker_cfg();
+    // Three probes, then hold; one failure among them does not reopen it, two successes close.
+    let mut s = half_open(&cfg);
+    let [p0, p1, p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    assert!([&p0, &p1, &p2].iter().all(|p| p.is_probe()));
+    let a = s.admit(&cfg, at(30_000), false, 3);
+    assert_eq!(kind(&a), "hold Breaker");
+    s.record(&cfg, at(30_100), p0, &observed(ResultClass::Failure));
+    assert!(
+        matches!(s.breaker, BreakerState::HalfOpen { .. }),
+        "one failed probe of three"
+    );
+    s.record(&cfg, at(30_100), p1, &observed(ResultClass::Success));
+    assert!(matches!(s.breaker, BreakerState::HalfOpen { .. }));
+    s.record(&cfg, at(30_100), p2, &observed(ResultClass::Success));
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert!(s.ramp_started.is_some(), "traffic ramps back up");
+    let names: Vec<_> = s.breaker_history.iter().map(|e| e.to.as_str()).collect();
+    assert_eq!(names, ["open", "half_open", "closed"]);
+    assert_eq!(s.breaker_opens, 0);
+
+    // Two failed probes of three reopen it, for twice as long.
+    let mut s = half_open(&cfg);
+    let p1 = go(s.admit(&cfg, at(30_000), true, 0));
+    let p2 = go(s.admit(&cfg, at(30_000), true, 0));
+    s.record(&cfg, at(30_001), p1, &observed(ResultClass::Failure));
+    s.record(&cfg, at(30_001), p2, &observed(ResultClass::Failure));
+    assert_eq!(s.breaker, BreakerState::Open { until: at(90_001) });
+    let why = &s.breaker_history.back().expect("event").reason;
+    assert_eq!(why, "2 of 3 probes failed (0 succeeded)");
+}
+
+#[test]
+fn every_probe_ends_whatever_its_outcome() {
+    let cfg = breaker_cfg();
+    // The observed case: probes answered 200, 400, 200. The 400 counts for nothing and frees
+    // its place; another probe goes; two successes close the breaker.
+    let mut s = half_open(&cfg);
+    let [p0, p1, p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    s.record(&cfg, at(30_010), p0, &observed(ResultClass::Success));
+    s.record(&cfg, at(30_010), p1, &observed(ResultClass::Neutral));
+    let fourth = go(s.admit(&cfg, at(30_010), false, 1));
+    assert!(fourth.is_probe(), "the 400's place went to another probe");
+    s.record(&cfg, at(30_020), p2, &observed(ResultClass::Success));
+    assert_eq!(s.breaker, BreakerState::Closed);
+    // The fourth probe ends after the close: it counts as an ordinary result.
+    s.record(&cfg, at(30_030), fourth, &observed(ResultClass::Failure));
+    assert_eq!(s.breaker, BreakerState::Closed);
+
+    // A probe that never ran (given back, lease lost, shutdown) frees its place too.
+    let mut s = half_open(&cfg);
+    let [p0, _p1, _p2]: [Permit; 3] =
+        std::array::from_fn(|_| go(s.admit(&cfg, at(30_000), false, 0)));
+    assert_eq!(kind(&s.admit(&cfg, at(30_000), false, 3)), "hold Breaker");
+    s.release(&cfg, at(30_000), p0);
+    assert!(s.admit(&cfg, at(30_000), false, 2).is_go());
+
+    // A result of an attempt admitted before the breaker opened does not count as a probe.
+    let mut s = EndpointState::default();
+    let early = go(s.admit(&cfg, at(0), true, 0));
+    feed(&mut s, &cfg, 0, 10, true, ResultClass::Failure);
+    let probe = go(s.admit(&cfg, at(30_000), false, 1));
+    s.record(&cfg, at(30_001), early, &observed(ResultClass::Failure));
+    assert_eq!(
+        s.breaker,
+        BreakerState::HalfOpen {
+            in_flight: 1,
+            succeeded: 0,
+            failed: 0
+        }
+    );
+    s.release(&cfg, at(30_002), probe);
+
+    // After a restart no probe is in flight, whatever was saved.
+    let mut s = half_open(&cfg);
+    for _ in 0..3 {
+        let _ = go(s.admit(&cfg, at(30_000), false, 0));
+    }
+    let json = serde_json::to_string(&s).expect("serialises");
+    let mut back: EndpointState = serde_json::from_str(&json).expect("reads back");
+    assert!(back.admit(&cfg, at(30_000), false, 0).is_go());
+}
