@@ -21,9 +21,9 @@
 //! that started after the last wake-up, poll, and lease that took all it had slots for. One of
 //! those that comes while leases are out and can start none of its own (they hold every free slot,
 //! or two are out) makes the loop lease again when they end, since they may have read before the
-//! work it is for (`tests/engine.rs::a_wake_up_during_a_lease_is_not_lost`). Without one, a lease
+//! work it is for (`tests/engine/`: `a_wake_up_during_a_lease_is_not_lost`). Without one, a lease
 //! that found nothing starts no other while another is still out
-//! (`tests/engine.rs::an_empty_lease_starts_no_other_while_one_is_out`).
+//! (`tests/engine/`: `an_empty_lease_starts_no_other_while_one_is_out`).
 
 use super::*;
 

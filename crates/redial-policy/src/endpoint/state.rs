@@ -11,7 +11,7 @@
 //!
 //! The fields stay in this one struct because its serde form is the saved state: fields are
 //! saved in the order they are declared, so the saved ones keep the order they have always had
-//! (`tests/saved_state.rs` loads states saved by earlier releases and saves them byte for byte).
+//! (`tests/saved_state/` loads states saved by earlier releases and saves them byte for byte).
 //! Fields never saved sit with their mechanism's.
 
 use super::admission::{Admission, HoldKind, Observed, Permit};
