@@ -60,3 +60,19 @@ def test_async_token_error(token_server: Server, monkeypatch: pytest.MonkeyPatch
             assert err.value.status == 404
 
     asyncio.run(main())
+
+
+def test_async_wait_for_job(server: Server, receiver: Receiver) -> None:
+    async def main() -> None:
+        async with AsyncRedial(server.url) as c:
+            job = {"request": {"method": "POST", "url": receiver.origin + "/w"}}
+            later = await c.enqueue({**job, "run_at": "2999-01-01T00:00:00Z"})
+            assert (await c.wait_for_job(later["id"], timeout=0.2))["state"] == "scheduled"
+            waiting = asyncio.ensure_future(c.wait_for_job(later["id"], timeout=60))
+            await c.cancel(later["id"])
+            assert (await waiting)["state"] == "cancelled"
+            done = await c.enqueue(job)
+            assert (await c.get_job_after(done["id"], 0))["id"] == done["id"]
+            assert (await c.wait_for_job(done["id"], timeout=120))["state"] == "completed"
+
+    asyncio.run(main())

@@ -196,3 +196,23 @@ def test_schedules_round_trip(server: Server) -> None:
         with pytest.raises(RedialError) as err:
             c.schedule(sid)
         assert err.value.status == 404
+
+
+def test_wait_for_job(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        later = c.enqueue(job_for(receiver, run_at="2999-01-01T00:00:00Z"))
+        assert c.wait_for_job(later["id"], timeout=0.2)["state"] == "scheduled"
+        assert c.get_job_after(later["id"], 0.1)["state"] == "scheduled"
+        c.cancel(later["id"])
+        assert c.wait_for_job(later["id"], timeout=60)["state"] == "cancelled"
+        done = c.enqueue(job_for(receiver))
+        finished = c.wait_for_job(done["id"], timeout=120)
+        assert finished["state"] == "completed"
+        assert len(finished["attempt_log"]) == 1
+        receiver.status = 400
+        dead = c.enqueue(job_for(receiver))
+        assert c.wait_for_job(dead["id"], timeout=120)["state"] == "dead"
+        receiver.status = 200
+        with pytest.raises(RedialError) as err:
+            c.get_job_after("no-such-job", 1)
+        assert err.value.code == "not_found"

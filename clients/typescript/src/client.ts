@@ -36,16 +36,21 @@ export interface RedialOptions {
 }
 
 const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
+/** The longest one waiting request may wait (the server's bound). */
+const MAX_WAIT_MS = 60_000;
+const FINISHED = new Set(["completed", "dead", "cancelled"]);
 
 export class Redial {
   private readonly transport: Transport;
+  private readonly timeoutMs: number;
 
   constructor(options: RedialOptions = {}) {
     const token = options.token ?? process.env.REDIAL_TOKEN;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
     this.transport = new Transport({
       baseUrl: options.baseUrl ?? process.env.REDIAL_SERVER ?? DEFAULT_BASE_URL,
       token: token ? token : undefined,
-      timeoutMs: options.timeoutMs ?? 30_000,
+      timeoutMs: this.timeoutMs,
       maxRetries: options.maxRetries ?? 3,
     });
   }
@@ -67,6 +72,33 @@ export class Redial {
   /** One job, with its attempt_log. */
   getJob(id: string): Promise<Job> {
     return this.transport.request<Job>({ method: "GET", path: `/v1/jobs/${enc(id)}` });
+  }
+
+  /**
+   * The job once it has finished (completed, dead or cancelled), or as it stands when `waitMs` ends
+   * (at most 60 000): one request, answered by the server when the job changes.
+   */
+  getJobAfter(id: string, waitMs: number): Promise<Job> {
+    const wait = Math.max(0, Math.min(Math.round(waitMs), MAX_WAIT_MS));
+    return this.transport.request<Job>({
+      method: "GET",
+      path: `/v1/jobs/${enc(id)}`,
+      query: { wait: `${wait}ms` },
+      timeoutMs: wait + Math.max(this.timeoutMs, 5_000),
+    });
+  }
+
+  /**
+   * Waits up to `timeoutMs` (default 60 000) for the job to finish, in waits of at most 60 s, and
+   * returns it as it stands then: finished, unless the time ran out (check `state`).
+   */
+  async waitForJob(id: string, options: { timeoutMs?: number } = {}): Promise<Job> {
+    const end = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const left = Math.max(0, end - Date.now());
+      const job = await this.getJobAfter(id, left);
+      if (FINISHED.has(job.state) || left <= MAX_WAIT_MS) return job;
+    }
   }
 
   /** One page of jobs; pass the previous page's next_cursor as cursor. */

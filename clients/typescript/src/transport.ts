@@ -14,6 +14,8 @@ export interface RequestSpec {
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
+  /** This request's own timeout (a request that waits on the server), instead of the client's. */
+  timeoutMs?: number;
 }
 
 const RETRY_STATUSES = new Set([429, 503]);
@@ -46,14 +48,14 @@ export class Transport {
           method: spec.method,
           headers,
           body,
-          signal: AbortSignal.timeout(this.options.timeoutMs),
+          signal: AbortSignal.timeout(spec.timeoutMs ?? this.options.timeoutMs),
         });
       } catch (err) {
         if (retriesLeft) {
           await sleep(backoff(attempt));
           continue;
         }
-        throw connectionError(err, spec, url, this.options.timeoutMs);
+        throw connectionError(err, spec, url, spec.timeoutMs ?? this.options.timeoutMs);
       }
 
       if (response.ok) {

@@ -230,6 +230,24 @@ describe("Redial against a real server", () => {
     assert.ok(gone instanceof RedialError && gone.status === 404, String(gone));
   });
 
+  test("waitForJob answers once the job finishes, and with the job as it stands when time runs out", async () => {
+    const r = await receiver((path) => (path === "/refuse" ? 400 : 200));
+    await redial.pauseQueue("default");
+    const held = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/ok` } });
+    const notYet = await redial.waitForJob(held.id, { timeoutMs: 200 });
+    assert.equal(notYet.state, "ready");
+    const waiting = redial.waitForJob(held.id, { timeoutMs: 60_000 });
+    await redial.resumeQueue("default");
+    const done = await waiting;
+    assert.equal(done.state, "completed");
+    assert.equal(done.attempt_log?.length, 1);
+    const refused = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/refuse` } });
+    const dead = await redial.waitForJob(refused.id, { timeoutMs: 120_000 });
+    assert.equal(dead.state, "dead");
+    const err = await redial.getJobAfter("no-such-job", 1_000).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError && err.code === "not_found", String(err));
+  });
+
   test("a server that is not there is a RedialConnectionError after the retries", async () => {
     const gone = await startServer();
     const url = gone.url;

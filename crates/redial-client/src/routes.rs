@@ -5,6 +5,7 @@ use crate::transport::Call;
 use crate::{Client, Error};
 use redial_api::*;
 use reqwest::Method;
+use std::time::Duration;
 
 /// Every route this client calls, as (method, path template): a test checks it against the
 /// OpenAPI document's paths, so a route added to the API and not here fails it.
@@ -45,6 +46,14 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),
 ];
+
+/// The longest one waiting request may wait (the server's bound).
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// Whether a job in `state` has finished: completed, dead or cancelled.
+pub fn is_finished(state: &str) -> bool {
+    matches!(state, "completed" | "dead" | "cancelled")
+}
 
 /// Which jobs [`Client::jobs`] lists, and the page.
 #[derive(Clone, Debug, Default)]
@@ -94,6 +103,30 @@ impl Client {
         self.transport
             .json(Call::new(Method::GET, &["v1", "jobs", id]))
             .await
+    }
+
+    /// The job once it has finished (completed, dead or cancelled), or as it stands when `wait`
+    /// ends (at most 60 s; the server refuses more): one request, answered when the job
+    /// changes.
+    pub async fn job_after(&self, id: &str, wait: Duration) -> Result<Job, Error> {
+        let call = Call::new(Method::GET, &["v1", "jobs", id])
+            .query("wait", Some(format!("{}ms", wait.as_millis())));
+        // The call lasts as long as the wait, and then some.
+        let timeout = wait + self.transport.timeout.max(Duration::from_secs(5));
+        self.transport.json_within(call, Some(timeout)).await
+    }
+
+    /// Waits up to `timeout` for the job to finish, in waits of at most 60 s, and returns it as
+    /// it stands then: finished, unless the time ran out (check `state`).
+    pub async fn wait_for_job(&self, id: &str, timeout: Duration) -> Result<Job, Error> {
+        let end = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            let job = self.job_after(id, left.min(MAX_WAIT)).await?;
+            if is_finished(&job.state) || left <= MAX_WAIT {
+                return Ok(job);
+            }
+        }
     }
 
     /// One page of jobs.

@@ -132,7 +132,16 @@ impl Transport {
 
     /// Sends `call` and reads its JSON answer as `T`.
     pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, Error> {
-        let resp = self.send(&call, None).await?;
+        self.json_within(call, None).await
+    }
+
+    /// [`Transport::json`], with its own timeout for the call (`None`: the client's).
+    pub async fn json_within<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        timeout: Option<Duration>,
+    ) -> Result<T, Error> {
+        let resp = self.send(&call, timeout).await?;
         let what = format!("{} /{}", call.method, call.path.join("/"));
         let bytes = resp.bytes().await.map_err(|e| Error::Decode {
             what: what.clone(),

@@ -26,7 +26,7 @@ pub use engine::{
     check_schedule_id, derived_idempotency_key, random_u64, Engine, EngineConfig, GroupLimits,
     GroupView, Groups, JobTemplate, MissedRule, QueueConfig, QueueGroups, QueueView, Retention,
     RunningEngine, ScheduleCheck, ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView,
-    ShutdownReport, MAX_TEMPLATE_TAGS,
+    ShutdownReport, WaitError, MAX_TEMPLATE_TAGS,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

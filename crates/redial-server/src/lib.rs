@@ -55,6 +55,9 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// From a request's head to the end of its body.
     pub body_timeout: Duration,
+    /// Requests waiting for a job to finish (`GET /v1/jobs/{id}?wait=`) at once; more are
+    /// answered 503 `too_many_waiters`.
+    pub max_waiters: usize,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +76,7 @@ impl Default for ServerConfig {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(30),
+            max_waiters: 1000,
         }
     }
 }

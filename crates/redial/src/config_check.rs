@@ -186,6 +186,7 @@ fn resolved(s: &Settings) -> Value {
             "header_timeout": human(server.header_timeout),
             "idle_timeout": human(server.idle_timeout),
             "body_timeout": human(server.body_timeout),
+            "max_waiters": server.max_waiters,
         }),
     );
     doc.insert("ui".into(), json!({ "read_only": server.ui_read_only }));

@@ -195,6 +195,7 @@ impl Settings {
             header_timeout: s.header_timeout,
             idle_timeout: s.idle_timeout,
             body_timeout: s.body_timeout,
+            max_waiters: s.max_waiters,
         };
         Ok(Settings {
             listen,

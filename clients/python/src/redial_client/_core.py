@@ -31,6 +31,8 @@ class Call:
     params: dict[str, str] = field(default_factory=dict)
     body: Any = None
     has_body: bool = False
+    # This call's own timeout in seconds (a call that waits on the server), else the client's.
+    timeout: float | None = None
 
 
 def resolve_base_url(base_url: str | None) -> str:
@@ -93,6 +95,22 @@ def enqueue_batch(jobs: list[Mapping[str, Any]]) -> Call:
 
 def get_job(job_id: str) -> Call:
     return Call("GET", f"/v1/jobs/{segment(job_id)}")
+
+
+MAX_WAIT = 60.0  # seconds: the longest one waiting request may wait (the server's bound)
+FINISHED = frozenset({"completed", "dead", "cancelled"})
+
+
+def get_job_after(job_id: str, wait: float, client_timeout: float) -> Call:
+    """The job once it has finished, or as it stands when `wait` seconds end (at most 60):
+    the call lasts as long as the wait, and then some."""
+    wait = max(0.0, min(wait, MAX_WAIT))
+    return Call(
+        "GET",
+        f"/v1/jobs/{segment(job_id)}",
+        params={"wait": f"{round(wait * 1000)}ms"},
+        timeout=wait + max(client_timeout, 5.0),
+    )
 
 
 def list_jobs_page(filters: Mapping[str, Any], cursor: str | None) -> Call:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, AsyncIterator, Mapping, cast
 
 import httpx
@@ -31,6 +32,7 @@ class AsyncRedial:
     ) -> None:
         self.base_url = _core.resolve_base_url(base_url)
         self.max_retries = max(0, max_retries)
+        self._timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=_core.default_headers(_core.resolve_token(token)),
@@ -52,7 +54,12 @@ class AsyncRedial:
         while True:
             try:
                 r = await self._http.request(
-                    call.method, call.path, params=call.params, content=content, headers=headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    content=content,
+                    headers=headers,
+                    timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
                 )
             except httpx.TransportError as e:
                 if retry >= self.max_retries:
@@ -76,6 +83,21 @@ class AsyncRedial:
 
     async def get_job(self, id: str) -> Job:
         return cast(Job, await self._send(_core.get_job(id)))
+
+    async def get_job_after(self, id: str, wait: float) -> Job:
+        """The job once it has finished (completed, dead or cancelled), or as it stands when
+        `wait` seconds end (at most 60): one request, answered when the job changes."""
+        return cast(Job, await self._send(_core.get_job_after(id, wait, self._timeout)))
+
+    async def wait_for_job(self, id: str, timeout: float = 60.0) -> Job:
+        """Waits up to `timeout` seconds for the job to finish, in waits of at most 60 s, and
+        returns it as it stands then: finished, unless the time ran out (check its state)."""
+        end = time.monotonic() + timeout
+        while True:
+            left = max(0.0, end - time.monotonic())
+            job = await self.get_job_after(id, min(left, _core.MAX_WAIT))
+            if job["state"] in _core.FINISHED or left <= _core.MAX_WAIT:
+                return job
 
     async def list_jobs(self, **filters: Any) -> AsyncIterator[Job]:
         """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""

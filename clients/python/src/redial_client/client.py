@@ -31,6 +31,7 @@ class Redial:
     ) -> None:
         self.base_url = _core.resolve_base_url(base_url)
         self.max_retries = max(0, max_retries)
+        self._timeout = timeout
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=_core.default_headers(_core.resolve_token(token)),
@@ -52,7 +53,12 @@ class Redial:
         while True:
             try:
                 r = self._http.request(
-                    call.method, call.path, params=call.params, content=content, headers=headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    content=content,
+                    headers=headers,
+                    timeout=httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout,
                 )
             except httpx.TransportError as e:
                 if retry >= self.max_retries:
@@ -76,6 +82,21 @@ class Redial:
 
     def get_job(self, id: str) -> Job:
         return cast(Job, self._send(_core.get_job(id)))
+
+    def get_job_after(self, id: str, wait: float) -> Job:
+        """The job once it has finished (completed, dead or cancelled), or as it stands when
+        `wait` seconds end (at most 60): one request, answered when the job changes."""
+        return cast(Job, self._send(_core.get_job_after(id, wait, self._timeout)))
+
+    def wait_for_job(self, id: str, timeout: float = 60.0) -> Job:
+        """Waits up to `timeout` seconds for the job to finish, in waits of at most 60 s, and
+        returns it as it stands then: finished, unless the time ran out (check its state)."""
+        end = time.monotonic() + timeout
+        while True:
+            left = max(0.0, end - time.monotonic())
+            job = self.get_job_after(id, min(left, _core.MAX_WAIT))
+            if job["state"] in _core.FINISHED or left <= _core.MAX_WAIT:
+                return job
 
     def list_jobs(self, **filters: Any) -> Iterator[Job]:
         """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""

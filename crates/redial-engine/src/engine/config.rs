@@ -149,6 +149,9 @@ pub struct EngineConfig {
     /// Run the scheduler's loop (on; off for tests that call `Engine::schedules_check`
     /// themselves, on a manual clock).
     pub schedules: bool,
+    /// How often a request waiting for a job to finish reads it again when nothing told it of a
+    /// change (a finish made by another node, a deadline ended by maintenance); 2 s.
+    pub wait_recheck: Duration,
 }
 
 impl EngineConfig {
@@ -187,6 +190,7 @@ impl Default for EngineConfig {
             tracer: None,
             count_metrics: true,
             schedules: true,
+            wait_recheck: Duration::from_secs(2),
         }
     }
 }

@@ -37,6 +37,7 @@ mod lease;
 mod loops;
 mod recording;
 mod schedules;
+mod waiting;
 
 use attempt::*;
 pub use config::{EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
@@ -49,6 +50,7 @@ pub use schedules::{
     check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,
 };
+pub use waiting::WaitError;
 
 /// Refuses a job whose group's name is not one ([`NewJob::valid_group`]).
 fn check_group(job: &NewJob) -> Result<(), StoreError> {
@@ -117,6 +119,8 @@ struct Inner {
     controls_version: std::sync::atomic::AtomicU64,
     /// Queues paused by hand, from the shared controls.
     queue_pauses: Mutex<HashMap<String, redial_policy::endpoint::HandPause>>,
+    /// Jobs this node finished, told to those waiting for them (`waiting.rs`).
+    finishes: waiting::Finishes,
     /// The store's counts as last read for the gauges, and when.
     stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
 }
@@ -203,6 +207,7 @@ impl Engine {
                 schedules_skipped: Mutex::new(HashMap::new()),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
+                finishes: waiting::Finishes::default(),
                 queue_pauses: Mutex::new(HashMap::new()),
                 control_changes: tokio::sync::Mutex::new(()),
                 controls_version: std::sync::atomic::AtomicU64::new(0),

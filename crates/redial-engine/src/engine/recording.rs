@@ -114,7 +114,10 @@ pub(super) async fn record(
     loop {
         tries += 1;
         match inner.store.job_record_attempt(params.clone()).await {
-            Ok(_) => {
+            Ok(state) => {
+                if state.is_finished() {
+                    inner.finishes.tell(&job.id);
+                }
                 if tries > 1 {
                     tracing::info!(job = %job.id, tries, "recorded the attempt once the store could serve again");
                 }

@@ -91,9 +91,55 @@ pub(super) async fn enqueue_batch(
         .into_response())
 }
 
-pub(super) async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+/// The longest a `GET /v1/jobs/{id}?wait=` waits.
+const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// One job with its attempts. With `wait` (a duration, at most 60 s), the answer comes once the
+/// job is completed, dead or cancelled, or when the wait ends with the job as it stands then.
+pub(super) async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let mut wait = None;
+    for (k, v) in q {
+        match k.as_str() {
+            "wait" => {
+                let d = redial_policy::parse_duration(&v)
+                    .filter(|d| *d <= MAX_WAIT)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            ErrorCode::InvalidWait,
+                            format!("wait {v:?} is not a duration of at most 60 s, such as 30s"),
+                        )
+                    })?;
+                wait = Some(d);
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::UnknownParameter,
+                    format!("unknown query parameter {other:?}: this route takes wait"),
+                ))
+            }
+        }
+    }
     let id = JobId(id);
-    let (job, attempts) = state.engine.store().job_get(&id).await?.ok_or_else(|| {
+    let got = match wait {
+        Some(wait) => state
+            .engine
+            .wait_finished(&id, wait, state.config.max_waiters)
+            .await
+            .map_err(|e| match e {
+                redial_engine::WaitError::Busy(n) => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::TooManyWaiters,
+                    format!("{n} requests already wait for jobs on this server (server.max_waiters): try again after Retry-After, or ask without wait"),
+                ),
+                redial_engine::WaitError::Store(e) => e.into(),
+            })?,
+        None => state.engine.store().job_get(&id).await?,
+    };
+    let (job, attempts) = got.ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::NotFound,
@@ -233,11 +279,7 @@ pub(super) async fn dismiss(State(state): State<AppState>, Path(id): Path<String
 }
 
 pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    let job = state
-        .engine
-        .store()
-        .job_cancel(&JobId(id), state.engine.clock().now())
-        .await?;
+    let job = state.engine.cancel(&JobId(id)).await?;
     Ok(job_response(StatusCode::OK, &job, None))
 }
 

@@ -17,6 +17,22 @@ pub enum JobsCommand {
     Dismiss(IdArgs),
     /// Cancel a job that has not finished.
     Cancel(IdArgs),
+    /// Wait for a job to finish: exits 0 when it completed, 1 when it ended dead or cancelled or
+    /// the time ran out (for shell scripts).
+    Wait(WaitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WaitArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The job's id.
+    id: String,
+    /// How long to wait at most, with a unit: 5m.
+    #[arg(long, default_value = "60s", value_parser = crate::cli_args::duration)]
+    timeout: std::time::Duration,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,6 +104,33 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             say!("job {} dismissed (deleted with its attempts)", a.id);
             Ok(())
         }
+        JobsCommand::Wait(a) => {
+            let server = a.conn.connect()?;
+            let job = server
+                .ask(server.client.wait_for_job(&a.id, a.timeout))
+                .await?;
+            if a.out.json() {
+                print_json(&job)?;
+            } else if job.state == "completed" {
+                say!("job {} completed", a.id);
+            }
+            match job.state.as_str() {
+                "completed" => Ok(()),
+                "dead" | "cancelled" => Err(anyhow::anyhow!(
+                    "job {} is {}{}",
+                    a.id,
+                    job.state,
+                    job.last_reason
+                        .as_deref()
+                        .map_or_else(String::new, |r| format!(": {r}"))
+                )),
+                state => Err(anyhow::anyhow!(
+                    "job {} is still {state} after {}",
+                    a.id,
+                    humantime(a.timeout)
+                )),
+            }
+        }
         JobsCommand::Cancel(a) => {
             let server = a.conn.connect()?;
             let job = server.ask(server.client.cancel(&a.id)).await?;
@@ -104,6 +147,16 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// "60 s", "5 min".
+fn humantime(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 && s.is_multiple_of(60) {
+        format!("{} min", s / 60)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

@@ -76,6 +76,8 @@ pub struct ServerSection {
     /// How long a request's body may take to arrive once its head has.
     #[serde(with = "serde_human")]
     pub body_timeout: Duration,
+    /// Requests waiting for a job to finish at once (`GET /v1/jobs/{id}?wait=`).
+    pub max_waiters: usize,
 }
 
 impl Default for ServerSection {
@@ -95,6 +97,7 @@ impl Default for ServerSection {
             header_timeout: d.header_timeout,
             idle_timeout: d.idle_timeout,
             body_timeout: d.body_timeout,
+            max_waiters: d.max_waiters,
         }
     }
 }
@@ -537,6 +540,9 @@ impl FileConfig {
         }
         if self.server.max_connections == 0 {
             errors.push("server.max_connections must be at least 1".into());
+        }
+        if self.server.max_waiters == 0 {
+            errors.push("server.max_waiters must be at least 1".into());
         }
         for (name, d) in [
             ("header_timeout", self.server.header_timeout),

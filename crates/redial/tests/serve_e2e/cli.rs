@@ -507,3 +507,55 @@ async fn a_hostile_response_body_reaches_the_terminal_as_escapes() {
     assert!(out.stderr.contains("plain text"), "{}", out.stderr);
     assert!(!out.stderr.chars().any(unsafe_char), "{:?}", out.stderr);
 }
+
+/// `redial jobs wait` (issue 33): for shell scripts, exit 0 when the job completed and non-zero
+/// when it ended otherwise or the time ran out.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_wait_exits_zero_only_for_a_completed_job() {
+    let rx = Receiver::start().await;
+    rx.script("/refuse", vec![Reply::status(400).body("bad order")]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    for (id, path) in [("w-ok", "/ok"), ("w-bad", "/refuse")] {
+        let out = cli(
+            &s.url,
+            &["enqueue", "--id", id, "--url", &rx.url(path)],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let ok = cli_text(&s.url, &["jobs", "wait", "w-ok", "--timeout", "2m"], None);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert_eq!(ok.stdout.trim(), "job w-ok completed");
+    let bad = cli_text(&s.url, &["jobs", "wait", "w-bad", "--timeout", "2m"], None);
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(bad.stderr.contains("job w-bad is dead"), "{}", bad.stderr);
+    let json = cli(&s.url, &["jobs", "wait", "w-bad"], None);
+    assert_eq!(json.code, 1);
+    assert_eq!(json.json["state"], "dead", "--json prints the job too");
+
+    // A job that cannot finish in time: a queue paused by hand holds it.
+    let out = cli(&s.url, &["queues", "pause", "default"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = cli(
+        &s.url,
+        &["enqueue", "--id", "w-held", "--url", &rx.url("/ok")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let held = cli_text(
+        &s.url,
+        &["jobs", "wait", "w-held", "--timeout", "300ms"],
+        None,
+    );
+    assert_eq!(held.code, 1);
+    assert!(
+        held.stderr
+            .contains("job w-held is still ready after 0.3 s"),
+        "{}",
+        held.stderr
+    );
+    let missing = cli_text(&s.url, &["jobs", "wait", "no-such-job"], None);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("not_found"), "{}", missing.stderr);
+}

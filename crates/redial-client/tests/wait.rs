@@ -1,0 +1,266 @@
+//! Waiting for a job to finish (`GET /v1/jobs/{id}?wait=`, issue 33) through the Rust client,
+//! against a real server with its engine running on a SQLite file and a real receiver. Woken by
+//! the change: the engine here reads a waiting job again only once an hour, so a waiter that
+//! answers before its wait ends was told.
+
+use redial_client::{Client, ErrorCode, JobInput, JobInputRequest, PauseInput};
+use redial_engine::http::{HttpConfig, HttpExecutor};
+use redial_engine::{Engine, EngineConfig, RunningEngine, SystemClock};
+use redial_server::{AppState, ServerConfig};
+use redial_store_sqlite::SqliteStore;
+use redial_test_receiver::{Receiver, Reply};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Server {
+    base: String,
+    running: Option<RunningEngine>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+    _dir: tempfile::TempDir,
+}
+
+async fn server(max_waiters: usize) -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
+    let http = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    })
+    .expect("client");
+    let engine = Engine::new(
+        store,
+        EngineConfig {
+            // Only being told wakes a waiter within a test.
+            wait_recheck: Duration::from_secs(3600),
+            ..EngineConfig::default()
+        },
+        Arc::new(SystemClock),
+        Arc::new(http),
+    );
+    let running = engine.start().await.expect("the engine starts");
+    let state = AppState {
+        engine,
+        config: Arc::new(ServerConfig {
+            max_waiters,
+            ..ServerConfig::default()
+        }),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(redial_server::serve(listener, state, async {
+        let _ = stopped.await;
+    }));
+    Server {
+        base,
+        running: Some(running),
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+impl Server {
+    async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+fn job(id: &str, url: String) -> JobInput {
+    JobInput {
+        id: Some(id.into()),
+        request: JobInputRequest {
+            method: "POST".into(),
+            url,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The queue "default", paused by hand, so that a job enqueued waits until it is resumed.
+async fn paused(c: &Client) {
+    c.pause_queue("default", &PauseInput::default())
+        .await
+        .expect("paused");
+}
+
+#[tokio::test]
+async fn a_waiter_is_answered_when_its_job_completes_told_by_the_change() {
+    let s = server(100).await;
+    let rx = Receiver::start().await;
+    let c = Client::builder(&s.base).build().expect("a client");
+    paused(&c).await;
+    c.enqueue(&job("done-soon", rx.url("/ok")))
+        .await
+        .expect("enqueued");
+
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let asked = Instant::now();
+            let job = c
+                .job_after("done-soon", Duration::from_secs(60))
+                .await
+                .expect("an answer");
+            (job, asked.elapsed())
+        })
+    };
+    // The job is still waiting in its paused queue: the waiter waits with it.
+    let before = c.job("done-soon").await.expect("the job");
+    assert_eq!(before.state, "ready");
+    c.resume_queue("default").await.expect("resumed");
+    let (job, took) = waiting.await.expect("the waiter");
+    assert_eq!(job.state, "completed", "{job:?}");
+    assert_eq!(
+        job.attempt_log.map(|l| l.len()),
+        Some(1),
+        "with its attempts"
+    );
+    // Told, not found by a read: the next read would have been an hour later, and the wait
+    // would have ended after 60 s with the job as it stood.
+    assert!(took < Duration::from_secs(30), "answered after {took:?}");
+    eprintln!("answered {took:?} after the request (the job ran in between)");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_wait_that_ends_answers_with_the_job_as_it_stands_and_a_cancel_wakes_waiters() {
+    let s = server(100).await;
+    let rx = Receiver::start().await;
+    let c = Client::builder(&s.base).build().expect("a client");
+    paused(&c).await;
+    c.enqueue(&job("held", rx.url("/ok")))
+        .await
+        .expect("enqueued");
+    let still = c
+        .job_after("held", Duration::from_millis(200))
+        .await
+        .expect("an answer");
+    assert_eq!(still.state, "ready", "not finished when the wait ended");
+    let not_yet = c
+        .wait_for_job("held", Duration::from_millis(300))
+        .await
+        .expect("an answer");
+    assert_eq!(not_yet.state, "ready");
+
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move { c.wait_for_job("held", Duration::from_secs(60)).await })
+    };
+    // A cancel through the API finishes the job and tells its waiters.
+    let cancelled = c.cancel("held").await.expect("cancelled");
+    assert_eq!(cancelled.state, "cancelled");
+    let job = waiting.await.expect("the waiter").expect("an answer");
+    assert_eq!(job.state, "cancelled");
+    assert_eq!(rx.count("/ok"), 0, "a cancelled job makes no request");
+
+    // A finished job answers at once; one that does not exist, 404.
+    let again = c
+        .job_after("held", Duration::from_secs(60))
+        .await
+        .expect("an answer");
+    assert_eq!(again.state, "cancelled");
+    let err = c
+        .job_after("no-such-job", Duration::from_secs(60))
+        .await
+        .expect_err("not found");
+    assert_eq!(err.code(), Some(ErrorCode::NotFound), "{err}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_dead_job_answers_its_waiter_and_bad_waits_are_refused() {
+    let s = server(100).await;
+    let rx = Receiver::start().await;
+    rx.script("/bad", vec![Reply::status(400).body("no")]);
+    let c = Client::builder(&s.base).build().expect("a client");
+    c.enqueue(&job("refused", rx.url("/bad")))
+        .await
+        .expect("enqueued");
+    let job = c
+        .wait_for_job("refused", Duration::from_secs(120))
+        .await
+        .expect("an answer");
+    assert_eq!(job.state, "dead");
+    assert_eq!(job.category.as_deref(), Some("permanent"));
+
+    for bad in ["61s", "soon", "-1s"] {
+        let resp = reqwest::get(format!("{}/v1/jobs/refused?wait={bad}", s.base))
+            .await
+            .expect("an answer");
+        assert_eq!(resp.status().as_u16(), 400, "wait={bad}");
+        let body = resp.text().await.expect("a body");
+        assert!(body.contains("invalid_wait"), "{body}");
+    }
+    let resp = reqwest::get(format!("{}/v1/jobs/refused?after=1", s.base))
+        .await
+        .expect("an answer");
+    assert_eq!(resp.status().as_u16(), 400);
+    assert!(resp
+        .text()
+        .await
+        .expect("a body")
+        .contains("unknown_parameter"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn waiters_beyond_the_servers_bound_are_refused_at_once_with_retry_after() {
+    let s = server(1).await;
+    let rx = Receiver::start().await;
+    let c = Client::builder(&s.base)
+        .max_retries(0)
+        .build()
+        .expect("a client");
+    paused(&c).await;
+    c.enqueue(&job("slow", rx.url("/ok")))
+        .await
+        .expect("enqueued");
+    let first = {
+        let c = c.clone();
+        // Asked again while the probes below hold the one place.
+        tokio::spawn(async move {
+            loop {
+                match c.job_after("slow", Duration::from_secs(60)).await {
+                    Err(e) if e.code() == Some(ErrorCode::TooManyWaiters) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    other => return other,
+                }
+            }
+        })
+    };
+    // Once the first waits, a probe is refused (until then it waits a millisecond and answers:
+    // asked again).
+    let mut refused = None;
+    for _ in 0..6000 {
+        match c.job_after("slow", Duration::from_millis(1)).await {
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+            Ok(j) => assert_eq!(j.state, "ready"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let refused = refused.expect("the second waiter refused once the first waits");
+    assert_eq!(refused.code(), Some(ErrorCode::TooManyWaiters), "{refused}");
+    assert!(matches!(
+        refused,
+        redial_client::Error::Api {
+            status: 503,
+            retry_after: Some(_),
+            ..
+        }
+    ));
+    // Without wait, the job is read as always.
+    assert_eq!(c.job("slow").await.expect("read").state, "ready");
+    c.resume_queue("default").await.expect("resumed");
+    let job = first.await.expect("the waiter").expect("an answer");
+    assert_eq!(job.state, "completed");
+    s.stop().await;
+}
