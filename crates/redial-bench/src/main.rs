@@ -20,6 +20,7 @@ mod protection;
 mod protection_nodes;
 mod schedules;
 mod shapes;
+mod waiters;
 mod workloads;
 
 use anyhow::Result;
@@ -39,8 +40,9 @@ struct Args {
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
     /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
     /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `backup` (an
-    /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) run
-    /// only when named.
+    /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
+    /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
+    /// alternated rounds) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -56,7 +58,7 @@ struct Args {
     /// this process when absent.
     #[arg(long)]
     receiver_base: Option<String>,
-    /// Alternated rounds of the `groups` workload's no-op runs.
+    /// Alternated rounds of the `groups` workload's no-op runs and of `waiters`.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Schedules in the `schedules` workload.
@@ -158,6 +160,15 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "backup") {
             backup::backup(args.big_backlog, args.concurrency, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "waiters") {
+            waiters::waiters(
+                args.jobs.min(50_000),
+                args.concurrency,
+                args.rounds,
+                &mut report,
+            )
+            .await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;

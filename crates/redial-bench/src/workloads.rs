@@ -463,7 +463,7 @@ pub async fn serve_receiver(port: u16) -> Result<()> {
 }
 
 /// Starts the receiver in this process on a free port; returns its base URL.
-async fn local_receiver() -> Result<String> {
+pub(crate) async fn local_receiver() -> Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move {
@@ -478,6 +478,24 @@ pub async fn http(
     base: Option<String>,
     report: &mut Report<'_>,
 ) -> Result<()> {
+    let rate = http_rate(jobs, concurrency, base, 0).await?;
+    report(
+        &format!("HTTP dispatch to a loopback receiver, concurrency {concurrency}"),
+        rate,
+        "jobs/s",
+    );
+    Ok(())
+}
+
+/// The HTTP dispatch workload's rate, with `waiters` requests waiting meanwhile (in process,
+/// through `Engine::wait_finished`) for jobs that do not finish during the run: what waiting
+/// requests cost dispatch (`--only waiters`).
+pub(crate) async fn http_rate(
+    jobs: usize,
+    concurrency: usize,
+    base: Option<String>,
+    waiters: usize,
+) -> Result<f64> {
     let base = match base {
         Some(b) => b,
         None => local_receiver().await?,
@@ -486,6 +504,15 @@ pub async fn http(
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", &url, "h").await?;
+    // Jobs for the waiters: due in a day, so they do not finish during the run.
+    let later = SystemClock
+        .now()
+        .saturating_add(Duration::from_secs(86_400));
+    for k in 0..waiters {
+        store
+            .job_insert(job(format!("waited{k}"), "default", &url, later))
+            .await?;
+    }
     let http = HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
         ..HttpConfig::default()
@@ -512,18 +539,28 @@ pub async fn http(
         Arc::new(SystemClock),
         counting.clone(),
     );
-    let start = Instant::now();
     let running = e.start().await?;
+    let mut waiting = Vec::new();
+    for k in 0..waiters {
+        let e = e.clone();
+        waiting.push(tokio::spawn(async move {
+            let id = JobId(format!("waited{k}"));
+            loop {
+                let _ = e
+                    .wait_finished(&id, Duration::from_secs(60), usize::MAX)
+                    .await;
+            }
+        }));
+    }
+    let start = Instant::now();
     wait_recorded(&running, &counting.calls, jobs as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    for w in &waiting {
+        w.abort();
+    }
     wait_completed(&store, "default", jobs as u64).await?;
     running.shutdown(Duration::from_secs(5)).await;
-    report(
-        &format!("HTTP dispatch to a loopback receiver, concurrency {concurrency}"),
-        rate,
-        "jobs/s",
-    );
-    Ok(())
+    Ok(rate)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -2,46 +2,89 @@
 //! completed, dead or cancelled, or when the wait ends, whichever is first.
 //!
 //! Woken by the change, not by reading the job in a loop: each finish this node makes (an
-//! attempt's result recorded, a cancel through the engine) is told on a broadcast channel that
-//! every waiter listens to, subscribed before its first read so that no finish falls between
-//! the read and the wait. A finish this node does not see (another node's attempt, a deadline
-//! ended by the maintenance leader) is found by one read every `EngineConfig::wait_recheck` (2 s)
-//! at most; a waiter whose channel lagged reads at once.
+//! attempt's result recorded, a cancel through the engine) wakes the requests waiting for that
+//! job, and only them (one map lookup per finish while anyone waits, none otherwise). A waiter
+//! arms its wake-up before each read, so that no finish falls between the read and the wait. A
+//! finish this node does not see (another node's attempt, a deadline ended by the maintenance
+//! leader) is found by one read every `EngineConfig::wait_recheck` (2 s) at most.
 //!
 //! Invariants: at most `max` waiters at once on this node, the rest refused at once
 //! ([`WaitError::Busy`]) rather than queued; a waiter holds no lease, no lock and no connection
-//! while it waits.
+//! while it waits; a job's entry in the map lives exactly as long as someone waits for it.
 
 use super::Engine;
 use redial_store::{Attempt, Job, JobId, StoreError};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::Notify;
 
-/// The finishes this node makes, for waiters; and how many wait.
-#[derive(Debug)]
+/// The requests waiting for jobs on this node: per job, what wakes them and how many they are.
+#[derive(Debug, Default)]
 pub(super) struct Finishes {
-    tx: broadcast::Sender<JobId>,
+    waiting: Mutex<HashMap<JobId, (Arc<Notify>, usize)>>,
+    /// Waiters in all (read without the lock: a finish with nobody waiting takes no lock).
     waiters: AtomicUsize,
 }
 
-impl Default for Finishes {
-    fn default() -> Self {
-        // A waiter that falls this far behind reads its job at once (a lagged receiver).
-        let (tx, _) = broadcast::channel(1024);
-        Finishes {
-            tx,
-            waiters: AtomicUsize::new(0),
+impl Finishes {
+    /// Wakes the requests waiting for `id`, if any.
+    pub(super) fn tell(&self, id: &JobId) {
+        if self.waiters.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((notify, _)) = waiting.get(id) {
+            notify.notify_waiters();
         }
     }
 }
 
-impl Finishes {
-    /// Tells the waiters that `id` finished, if any wait.
-    pub(super) fn tell(&self, id: &JobId) {
-        if self.waiters.load(Ordering::Relaxed) > 0 {
-            let _ = self.tx.send(id.clone());
+/// One waiter for one job, counted while it lives.
+struct Waiter<'a> {
+    finishes: &'a Finishes,
+    id: JobId,
+    notify: Arc<Notify>,
+}
+
+impl<'a> Waiter<'a> {
+    fn new(finishes: &'a Finishes, id: &JobId) -> Waiter<'a> {
+        let mut waiting = finishes.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = waiting
+            .entry(id.clone())
+            .or_insert_with(|| (Arc::new(Notify::new()), 0));
+        entry.1 += 1;
+        Waiter {
+            finishes,
+            id: id.clone(),
+            notify: entry.0.clone(),
         }
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self
+            .finishes
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(entry) = waiting.get_mut(&self.id) {
+            entry.1 -= 1;
+            if entry.1 == 0 {
+                waiting.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// The count of waiters, released when dropped.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -55,15 +98,6 @@ pub enum WaitError {
     Store(#[from] StoreError),
 }
 
-/// One waiter, counted while it lives.
-struct Waiter<'a>(&'a AtomicUsize);
-
-impl Drop for Waiter<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 impl Engine {
     /// The job (with its attempts) once it has finished, or as it stands when `wait` ends; `None`
     /// when there is no such job (or it was dismissed meanwhile). At most `max` wait at once.
@@ -75,33 +109,26 @@ impl Engine {
     ) -> Result<Option<(Job, Vec<Attempt>)>, WaitError> {
         let finishes = &self.inner.finishes;
         let before = finishes.waiters.fetch_add(1, Ordering::Relaxed);
-        let _waiter = Waiter(&finishes.waiters);
+        let _counted = Counted(&finishes.waiters);
         if before >= max {
             return Err(WaitError::Busy(before));
         }
-        // Subscribed before the first read: a finish after it is heard.
-        let mut told = finishes.tx.subscribe();
+        let waiter = Waiter::new(finishes, id);
         let end = tokio::time::Instant::now() + wait;
         loop {
+            // Armed before the read: a finish after it wakes this wait.
+            let told = waiter.notify.notified();
+            tokio::pin!(told);
+            told.as_mut().enable();
             let got = self.inner.store.job_get(id).await?;
             let finished = got.as_ref().is_none_or(|(job, _)| job.state.is_finished());
             if finished || tokio::time::Instant::now() >= end {
                 return Ok(got);
             }
             let recheck = end.min(tokio::time::Instant::now() + self.inner.config.wait_recheck);
-            loop {
-                tokio::select! {
-                    heard = told.recv() => match heard {
-                        Ok(done) if done == *id => break,
-                        Ok(_) => {}
-                        Err(broadcast::error::RecvError::Lagged(_)) => break,
-                        Err(broadcast::error::RecvError::Closed) => {
-                            tokio::time::sleep_until(recheck).await;
-                            break;
-                        }
-                    },
-                    () = tokio::time::sleep_until(recheck) => break,
-                }
+            tokio::select! {
+                () = told => {}
+                () = tokio::time::sleep_until(recheck) => {}
             }
         }
     }
@@ -118,5 +145,44 @@ impl Engine {
             self.inner.finishes.tell(&job.id);
         }
         Ok(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_finish_wakes_the_waiters_of_its_job_only_and_entries_end_with_their_waiters() {
+        let finishes = Finishes::default();
+        let a = JobId("a".into());
+        let b = JobId("b".into());
+        let first = Waiter::new(&finishes, &a);
+        let second = Waiter::new(&finishes, &a);
+        let other = Waiter::new(&finishes, &b);
+        finishes.waiters.store(3, Ordering::Relaxed);
+        let (notify_a, notify_b) = (first.notify.clone(), other.notify.clone());
+        let told_a = notify_a.notified();
+        let told_b = notify_b.notified();
+        tokio::pin!(told_a, told_b);
+        told_a.as_mut().enable();
+        told_b.as_mut().enable();
+        finishes.tell(&a);
+        // `a`'s wait is over; `b`'s is not.
+        tokio::time::timeout(Duration::from_secs(60), told_a)
+            .await
+            .expect("a's waiters are woken");
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            std::future::Future::poll(told_b.as_mut(), &mut cx).is_pending(),
+            "b's waiter is not woken by a's finish"
+        );
+        let len = |f: &Finishes| f.waiting.lock().expect("lock").len();
+        assert_eq!(len(&finishes), 2);
+        drop(first);
+        assert_eq!(len(&finishes), 2, "a still has a waiter");
+        drop(second);
+        drop(other);
+        assert_eq!(len(&finishes), 0, "no entry outlives its waiters");
     }
 }
