@@ -9,46 +9,12 @@ mod limits;
 mod nodes;
 mod pauses;
 
+#[path = "../support/endpoint.rs"]
+mod support;
 use redial_policy::endpoint::*;
-use redial_policy::{quota, Quota, Timestamp};
+use redial_policy::{quota, Timestamp};
 use std::time::Duration;
-
-pub(crate) const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
-
-pub(crate) fn at(ms: i64) -> Timestamp {
-    Timestamp::from_unix_millis(T0.as_unix_millis() + ms)
-}
-
-/// A config with every mechanism off, so that each test turns on only its own.
-pub(crate) fn bare() -> EndpointConfig {
-    EndpointConfig {
-        probe_first: false,
-        first_contact_ramp: false,
-        learn_pace: false,
-        learn_from_headers: false,
-        retry_budget: BudgetConfig {
-            enabled: false,
-            ..BudgetConfig::default()
-        },
-        breaker: BreakerConfig {
-            enabled: false,
-            ..BreakerConfig::default()
-        },
-        ..EndpointConfig::default()
-    }
-}
-
-pub(crate) fn observed(class: ResultClass) -> Observed {
-    Observed {
-        class,
-        overload: false,
-        rate_limited: false,
-        server_wait: None,
-        quota: Quota::default(),
-        others_in_flight: 0,
-        safe_retry: false,
-    }
-}
+use support::*;
 
 pub(crate) fn kind(a: &Admission) -> String {
     match a {
@@ -57,24 +23,6 @@ pub(crate) fn kind(a: &Admission) -> String {
         Admission::HoldRetries(h) => format!("hold-retries {:?}", h.kind),
         Admission::HoldFirsts(h) => format!("hold-firsts {:?}", h.kind),
         Admission::FailRetry(h) => format!("fail-retry {:?}", h.kind),
-    }
-}
-
-/// The permit of an admission that must go.
-pub(crate) fn go(a: Admission) -> Permit {
-    match a {
-        Admission::Go(p) => p,
-        other => panic!("expected go, got {other:?}"),
-    }
-}
-
-pub(crate) fn breaker_cfg() -> EndpointConfig {
-    EndpointConfig {
-        breaker: BreakerConfig {
-            open_for: Duration::from_secs(30),
-            ..BreakerConfig::default()
-        },
-        ..bare()
     }
 }
 
@@ -99,16 +47,6 @@ pub(crate) fn half_open(cfg: &EndpointConfig) -> EndpointState {
     feed(&mut s, cfg, 0, 10, true, ResultClass::Failure);
     assert_eq!(s.breaker, BreakerState::Open { until: at(30_000) });
     s
-}
-
-/// A 429 with only `Retry-After`: the wait ends the server's window.
-pub(crate) fn refused(wait_ms: u64) -> Observed {
-    Observed {
-        overload: true,
-        rate_limited: true,
-        server_wait: Some((Duration::from_millis(wait_ms), "429 Retry-After".into())),
-        ..observed(ResultClass::Neutral)
-    }
 }
 
 /// Admits `n` attempts at `now` (each answered before the next) and records them as successes.

@@ -15,57 +15,12 @@
 mod breaker_and_limits;
 mod pauses_and_quotas;
 
+#[path = "../support/endpoint.rs"]
+mod support;
 use redial_policy::endpoint::*;
-use redial_policy::{quota, Quota, Timestamp};
+use redial_policy::{quota, Timestamp};
 use std::path::PathBuf;
-use std::time::Duration;
-
-pub(crate) const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
-
-pub(crate) fn at(ms: i64) -> Timestamp {
-    Timestamp::from_unix_millis(T0.as_unix_millis() + ms)
-}
-
-/// A config with every mechanism off, so that each case turns on only its own.
-pub(crate) fn bare() -> EndpointConfig {
-    EndpointConfig {
-        probe_first: false,
-        first_contact_ramp: false,
-        learn_pace: false,
-        learn_from_headers: false,
-        retry_budget: BudgetConfig {
-            enabled: false,
-            ..BudgetConfig::default()
-        },
-        breaker: BreakerConfig {
-            enabled: false,
-            ..BreakerConfig::default()
-        },
-        ..EndpointConfig::default()
-    }
-}
-
-pub(crate) fn observed(class: ResultClass) -> Observed {
-    Observed {
-        class,
-        overload: false,
-        rate_limited: false,
-        server_wait: None,
-        quota: Quota::default(),
-        others_in_flight: 0,
-        safe_retry: false,
-    }
-}
-
-/// A 429 with only `Retry-After`.
-pub(crate) fn refused(wait_ms: u64) -> Observed {
-    Observed {
-        overload: true,
-        rate_limited: true,
-        server_wait: Some((Duration::from_millis(wait_ms), "429 Retry-After".into())),
-        ..observed(ResultClass::Neutral)
-    }
-}
+use support::*;
 
 /// A 429 that says nothing.
 pub(crate) fn bare_429() -> Observed {
@@ -73,13 +28,6 @@ pub(crate) fn bare_429() -> Observed {
         overload: true,
         rate_limited: true,
         ..observed(ResultClass::Neutral)
-    }
-}
-
-pub(crate) fn go(a: Admission) -> Permit {
-    match a {
-        Admission::Go(p) => p,
-        other => panic!("expected go, got {other:?}"),
     }
 }
 
@@ -256,16 +204,6 @@ pub(crate) fn check(case: Case, asks: &[Ask], expected: &[&str]) {
             got.join("\n"),
             expected.join("\n")
         );
-    }
-}
-
-pub(crate) fn breaker_cfg() -> EndpointConfig {
-    EndpointConfig {
-        breaker: BreakerConfig {
-            open_for: Duration::from_secs(30),
-            ..BreakerConfig::default()
-        },
-        ..bare()
     }
 }
 
