@@ -6,56 +6,27 @@ use redial_client::{
     Client, DeadGroupsQuery, DeadLetterFilter, Error, ErrorCode, JobInput, JobInputRequest,
     JobTemplateInput, JobsQuery, PauseInput, ScheduleInput, ROUTES,
 };
-use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{Engine, EngineConfig, ManualClock};
+use redial_engine::ManualClock;
 use redial_policy::Timestamp;
-use redial_server::{AppState, ServerConfig, OPENAPI};
-use redial_store_sqlite::SqliteStore;
+use redial_server::{ServerConfig, OPENAPI};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
+use support::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod support;
 
 const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
 const TOKEN: &str = "client-test-token";
 
-struct Server {
-    base: String,
-    _stop: tokio::sync::oneshot::Sender<()>,
-    _dir: tempfile::TempDir,
-}
-
 async fn server() -> Server {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
-    let http = HttpExecutor::new(HttpConfig::default()).expect("client");
-    let engine = Engine::new(
-        store,
-        EngineConfig::default(),
-        Arc::new(ManualClock::new(T0)),
-        Arc::new(http),
-    );
-    let state = AppState {
-        engine,
-        config: Arc::new(ServerConfig {
-            token: Some(TOKEN.into()),
-            ..ServerConfig::default()
-        }),
+    let config = ServerConfig {
+        token: Some(TOKEN.into()),
+        ..ServerConfig::default()
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(redial_server::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
-    Server {
-        base,
-        _stop: stop,
-        _dir: dir,
-    }
+    Server::start(config, Arc::new(ManualClock::new(T0)), None).await
 }
 
 fn client(base: &str) -> Client {

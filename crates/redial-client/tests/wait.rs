@@ -4,69 +4,26 @@
 //! answers before its wait ends was told.
 
 use redial_client::{Client, ErrorCode, JobInput, JobInputRequest, PauseInput};
-use redial_engine::http::{HttpConfig, HttpExecutor};
-use redial_engine::{Engine, EngineConfig, RunningEngine, SystemClock};
-use redial_server::{AppState, ServerConfig};
-use redial_store_sqlite::SqliteStore;
+use redial_engine::{EngineConfig, SystemClock};
+use redial_server::ServerConfig;
 use redial_test_receiver::{Receiver, Reply};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Server;
 
-struct Server {
-    base: String,
-    running: Option<RunningEngine>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-    _dir: tempfile::TempDir,
-}
+mod support;
 
 async fn server(max_waiters: usize) -> Server {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Arc::new(SqliteStore::open(&dir.path().join("redial.db")).expect("open"));
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        ..HttpConfig::default()
-    })
-    .expect("client");
-    let engine = Engine::new(
-        store,
-        EngineConfig {
-            // Only being told wakes a waiter within a test.
-            wait_recheck: Duration::from_secs(3600),
-            ..EngineConfig::default()
-        },
-        Arc::new(SystemClock),
-        Arc::new(http),
-    );
-    let running = engine.start().await.expect("the engine starts");
-    let state = AppState {
-        engine,
-        config: Arc::new(ServerConfig {
-            max_waiters,
-            ..ServerConfig::default()
-        }),
+    let config = ServerConfig {
+        max_waiters,
+        ..ServerConfig::default()
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(redial_server::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
-    Server {
-        base,
-        running: Some(running),
-        _stop: stop,
-        _dir: dir,
-    }
-}
-
-impl Server {
-    async fn stop(mut self) {
-        if let Some(r) = self.running.take() {
-            r.shutdown(Duration::from_secs(5)).await;
-        }
-    }
+    let engine = EngineConfig {
+        // Only being told wakes a waiter within a test.
+        wait_recheck: Duration::from_secs(3600),
+        ..EngineConfig::default()
+    };
+    Server::start(config, Arc::new(SystemClock), Some(engine)).await
 }
 
 fn job(id: &str, url: String) -> JobInput {
