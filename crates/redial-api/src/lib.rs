@@ -9,6 +9,10 @@ pub mod types;
 
 pub use types::*;
 
+/// The longest one `GET /v1/jobs/{id}?wait=` request may wait: the server refuses more
+/// (`invalid_wait`), and the clients wait longer in several requests.
+pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 macro_rules! error_codes {
     ($($variant:ident = $code:literal: $doc:literal,)*) => {
         /// Every machine-readable code an error answer carries (`{"error": {"code", "message"}}`).

@@ -47,9 +47,6 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/readyz"),
 ];
 
-/// The longest one waiting request may wait (the server's bound).
-pub const MAX_WAIT: Duration = Duration::from_secs(60);
-
 /// Whether a job in `state` has finished: completed, dead or cancelled.
 pub fn is_finished(state: &str) -> bool {
     matches!(state, "completed" | "dead" | "cancelled")

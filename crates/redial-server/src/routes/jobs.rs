@@ -91,9 +91,6 @@ pub(super) async fn enqueue_batch(
         .into_response())
 }
 
-/// The longest a `GET /v1/jobs/{id}?wait=` waits.
-const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// One job with its attempts. With `wait` (a duration, at most 60 s), the answer comes once the
 /// job is completed, dead or cancelled, or when the wait ends with the job as it stands then.
 pub(super) async fn show(
@@ -106,7 +103,7 @@ pub(super) async fn show(
         match k.as_str() {
             "wait" => {
                 let d = redial_policy::parse_duration(&v)
-                    .filter(|d| *d <= MAX_WAIT)
+                    .filter(|d| *d <= redial_api::MAX_WAIT)
                     .ok_or_else(|| {
                         ApiError::bad_request(
                             ErrorCode::InvalidWait,

@@ -127,7 +127,7 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
                 state => Err(anyhow::anyhow!(
                     "job {} is still {state} after {}",
                     a.id,
-                    humantime(a.timeout)
+                    redial_policy::Human(a.timeout)
                 )),
             }
         }
@@ -147,16 +147,6 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             }
             Ok(())
         }
-    }
-}
-
-/// "60 s", "5 min".
-fn humantime(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    if s >= 60 && s.is_multiple_of(60) {
-        format!("{} min", s / 60)
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

@@ -551,7 +551,7 @@ async fn jobs_wait_exits_zero_only_for_a_completed_job() {
     assert_eq!(held.code, 1);
     assert!(
         held.stderr
-            .contains("job w-held is still ready after 0.3 s"),
+            .contains("job w-held is still ready after 300ms"),
         "{}",
         held.stderr
     );
