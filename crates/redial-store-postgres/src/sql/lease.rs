@@ -37,18 +37,20 @@ pub async fn candidates(c: &mut Conn, p: &CandidateParams) -> StoreResult<Vec<Ca
         )
         .await
         .map_err(backend)?;
-    rows.iter()
-        .map(|r| {
-            Ok(Candidate {
-                seq: get(r, 0)?,
-                id: JobId(get(r, 1)?),
-                endpoint: get(r, 2)?,
-                is_retry: get(r, 3)?,
-                run_at: Timestamp::from_unix_millis(get(r, 4)?),
-                group: get(r, 5)?,
-            })
-        })
-        .collect()
+    rows.iter().map(|r| candidate(r, 5)).collect()
+}
+
+/// A candidate from a row whose first columns are seq, id, endpoint, is retry, run_at, and
+/// whose group is in column `group`.
+fn candidate(r: &tokio_postgres::Row, group: usize) -> StoreResult<Candidate> {
+    Ok(Candidate {
+        seq: get(r, 0)?,
+        id: JobId(get(r, 1)?),
+        endpoint: get(r, 2)?,
+        is_retry: get(r, 3)?,
+        run_at: Timestamp::from_unix_millis(get(r, 4)?),
+        group: get(r, group)?,
+    })
 }
 
 /// The runnable jobs of a queue in lease order: from the head, then after a place within its
@@ -175,18 +177,7 @@ pub async fn group_heads(
         .query(&stmt, &[&queue, &groups, &ms(now), &each])
         .await
         .map_err(backend)?;
-    rows.iter()
-        .map(|r| {
-            Ok(Candidate {
-                seq: get(r, 0)?,
-                id: JobId(get(r, 1)?),
-                endpoint: get(r, 2)?,
-                is_retry: get(r, 3)?,
-                run_at: Timestamp::from_unix_millis(get(r, 4)?),
-                group: get(r, 6)?,
-            })
-        })
-        .collect()
+    rows.iter().map(|r| candidate(r, 6)).collect()
 }
 
 /// How a read from the head of the queue goes: it locks the rows read for the transaction,
