@@ -39,6 +39,7 @@ pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> 
 
 pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
     NewJob {
+        callback: None,
         idempotency_key: Some(id.clone()),
         id: JobId(id),
         queue: queue.into(),
@@ -868,6 +869,8 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
         tasks.spawn(async move {
             for job in chunk {
                 let attempt = Attempt {
+                    response_body_base64: false,
+                    response_body_truncated: false,
                     number: job.runs + 1,
                     started_at: now,
                     duration_ms: 1,
@@ -887,6 +890,7 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                     worker: "w".into(),
                 };
                 let p = RecordAttemptParams {
+                    callback: None,
                     id: job.id.clone(),
                     seq: Some(job.seq),
                     queue: job.queue.clone(),

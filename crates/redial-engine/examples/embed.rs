@@ -95,6 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Stored durably, and the queue woken.
         engine
             .enqueue(NewJob {
+                callback: None,
                 id: JobId::from(id),
                 queue: "emails".into(),
                 endpoint: "mailer".into(),

@@ -66,6 +66,7 @@ impl TestEngine {
         let batch: Vec<NewJob> = jobs
             .into_iter()
             .map(|(id, url, deadline)| NewJob {
+                callback: None,
                 id: JobId(id.clone()),
                 queue: "default".into(),
                 endpoint: url::Url::parse(&url)

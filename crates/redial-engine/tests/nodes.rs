@@ -67,6 +67,7 @@ async fn enqueue(store: &Arc<dyn Store>, queue: &str, ids: &[String], url: &str,
     let jobs = ids
         .iter()
         .map(|id| NewJob {
+            callback: None,
             id: JobId(id.clone()),
             queue: queue.into(),
             endpoint: endpoint.clone(),

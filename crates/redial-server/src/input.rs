@@ -497,6 +497,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         None => None,
     };
     Ok(NewJob {
+        callback: None,
         id: JobId(id),
         queue,
         endpoint,

@@ -169,7 +169,7 @@ impl PgStore {
         let (wakes, _) = broadcast::channel(1024);
         let listener = tokio::spawn(listen(config.clone(), channel.clone(), wakes.clone()));
         let (records, queued) = tokio::sync::mpsc::unbounded_channel();
-        let recorder = tokio::spawn(recorder(config.clone(), queued));
+        let recorder = tokio::spawn(recorder(config.clone(), channel.clone(), queued));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
@@ -376,7 +376,8 @@ impl Store for PgStore {
     }
 
     async fn job_expire_deadlines(&self, params: ExpireParams) -> StoreResult<u64> {
-        with_conn!(self, c => sql::expire_deadlines(c, &params).await)
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::expire_deadlines(c, &channel, &params).await)
     }
 
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
@@ -401,7 +402,8 @@ impl Store for PgStore {
     }
 
     async fn job_cancel(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
-        with_conn!(self, c => sql::cancel(c, id, now).await)
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::cancel(c, &channel, id, now).await)
     }
 
     async fn dead_letter_replay(&self, filter: JobFilter, now: Timestamp) -> StoreResult<u64> {

@@ -18,6 +18,7 @@ pub(crate) const MAX_RECORD_BATCH: usize = 512;
 /// batch), or a batch that fails, goes through the one-attempt path, each on its own.
 pub(crate) async fn recorder(
     config: DbConfig,
+    channel: String,
     mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
 ) {
     let mut conn: Option<Conn> = None;
@@ -63,16 +64,17 @@ pub(crate) async fn recorder(
         // A failed statement changed nothing: everything then takes the one-attempt path. One
         // that hangs leaves the connection dropped, and every attempt of the batch unrecorded
         // (the recording engine asks again).
-        let recorded = match tokio::time::timeout(limit, sql::record_many(c, &distinct)).await {
-            Ok(r) => r.unwrap_or_default(),
-            Err(_) => {
-                conn = None;
-                for r in batch {
-                    let _ = r.answer.send(Err(too_slow(limit)));
+        let recorded =
+            match tokio::time::timeout(limit, sql::record_many(c, &channel, &distinct)).await {
+                Ok(r) => r.unwrap_or_default(),
+                Err(_) => {
+                    conn = None;
+                    for r in batch {
+                        let _ = r.answer.send(Err(too_slow(limit)));
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         for (r, first) in batch.into_iter().zip(first_of_id) {
             let answer = if first && recorded.contains(&r.params.id.0) {
                 Ok(r.params.as_leased().0)
@@ -81,7 +83,12 @@ pub(crate) async fn recorder(
                     let _ = r.answer.send(Err(too_slow(limit)));
                     continue;
                 };
-                match tokio::time::timeout(limit, sql::record_attempt(c, r.params, r.data)).await {
+                match tokio::time::timeout(
+                    limit,
+                    sql::record_attempt(c, &channel, r.params, r.data),
+                )
+                .await
+                {
                     Ok(answer) => answer,
                     Err(_) => {
                         conn = None;

@@ -160,6 +160,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE nodes ADD COLUMN seen_at BIGINT, ADD COLUMN free_since BIGINT;
     "#,
+    // 10: completion callbacks: what a job asks to be told when it finishes (JSON), read with
+    // the job. The deliveries are jobs of their own.
+    r#"
+    ALTER TABLE jobs ADD COLUMN callback TEXT;
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

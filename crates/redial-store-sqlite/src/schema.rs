@@ -220,6 +220,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE endpoint_holds ADD COLUMN paced_until INTEGER;
     "#,
+    // 17: completion callbacks: what a job asks to be told when it finishes (JSON), read with
+    // the job. The deliveries are jobs of their own.
+    r#"
+    ALTER TABLE jobs ADD COLUMN callback TEXT;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

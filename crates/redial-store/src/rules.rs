@@ -17,7 +17,7 @@ macro_rules! job_columns {
         "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
          run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
          unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
-         lease_owner, lease_until, cancel_requested, grp"
+         lease_owner, lease_until, cancel_requested, grp, callback"
     };
 }
 
@@ -45,6 +45,7 @@ pub struct RawJob {
     request: String,
     tags: String,
     policy: Option<String>,
+    callback: Option<String>,
 }
 
 impl RawJob {
@@ -58,6 +59,7 @@ impl RawJob {
             request: r.text(6)?,
             tags: r.text(11)?,
             policy: r.opt_text(12)?,
+            callback: r.opt_text(28)?,
             job: Job {
                 seq: r.int(0)?,
                 id: JobId(r.text(1)?),
@@ -78,6 +80,7 @@ impl RawJob {
                 deadline: ts(r.opt_int(10)?),
                 tags: Vec::new(),
                 group: r.opt_text(27)?,
+                callback: None,
                 policy: None,
                 created_at: Timestamp::from_unix_millis(r.int(13)?),
                 updated_at: Timestamp::from_unix_millis(r.int(14)?),
@@ -127,6 +130,12 @@ impl RawJob {
             .policy
             .as_deref()
             .map(serde_json::from_str::<PolicyOverride>)
+            .transpose()
+            .map_err(json)?;
+        job.callback = self
+            .callback
+            .as_deref()
+            .map(serde_json::from_str::<crate::Callback>)
             .transpose()
             .map_err(json)?;
         Ok(job)
@@ -189,6 +198,9 @@ pub struct Recording {
     pub data: String,
     /// `last_delay_ms` as the column holds it.
     pub last_delay_ms: Option<i64>,
+    /// The callback delivery the job owes once the plan is applied: inserted in the same
+    /// transaction.
+    pub delivery: Option<crate::NewJob>,
 }
 
 impl RecordAttemptParams {
@@ -211,6 +223,7 @@ impl RecordAttemptParams {
                 .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?
         };
         Ok(Recording {
+            delivery: self.delivery(job, &plan),
             plan,
             data,
             last_delay_ms: self.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),

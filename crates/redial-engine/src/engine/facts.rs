@@ -250,6 +250,7 @@ mod tests {
     fn every_fact() -> (Job, Attempt, Decision) {
         let t0 = Timestamp::from_unix_secs(1_800_000_000);
         let job = NewJob {
+            callback: None,
             id: JobId::from("j1"),
             queue: "default".into(),
             endpoint: "https://api.example.com".into(),
@@ -294,6 +295,8 @@ mod tests {
         // Whatever the policy made of it: this attempt ends the job.
         decision.action = Action::Dead(DeadCategory::TransientExhausted);
         let attempt = Attempt {
+            response_body_base64: false,
+            response_body_truncated: false,
             number: 3,
             started_at: t0,
             duration_ms: 12,

@@ -390,6 +390,8 @@ pub(super) async fn fail_retries(
             hold.reason
         );
         let attempt = Attempt {
+            response_body_base64: false,
+            response_body_truncated: false,
             number: job.runs + 1,
             started_at: now,
             duration_ms: 0,
@@ -409,6 +411,7 @@ pub(super) async fn fail_retries(
             worker: inner.config.worker_id.clone(),
         };
         let params = RecordAttemptParams {
+            callback: None,
             id: job.id.clone(),
             seq: Some(job.seq),
             queue: job.queue.clone(),

@@ -91,6 +91,7 @@ pub(super) async fn record(
     }
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let params = RecordAttemptParams {
+        callback: None,
         id: job.id.clone(),
         seq: Some(job.seq),
         queue: job.queue.clone(),
@@ -175,6 +176,8 @@ fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> At
     };
     let wait = decision.classification.server_wait;
     Attempt {
+        response_body_base64: false,
+        response_body_truncated: false,
         number: job.runs + 1,
         started_at: ran.started_at,
         duration_ms: ran.duration_ms,

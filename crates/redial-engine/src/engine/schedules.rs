@@ -517,6 +517,7 @@ fn occurrence_job(
     let mut tags = template.tags.clone();
     tags.push(format!("schedule:{schedule}"));
     NewJob {
+        callback: None,
         idempotency_key: Some(derived_idempotency_key(&template.queue, &id)),
         id: JobId(id),
         queue: template.queue.clone(),

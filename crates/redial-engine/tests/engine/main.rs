@@ -71,6 +71,7 @@ impl TestEngine {
         timeout_ms: Option<u64>,
     ) {
         let job = NewJob {
+            callback: None,
             id: JobId::from(id),
             queue: queue.into(),
             endpoint: "test".into(),

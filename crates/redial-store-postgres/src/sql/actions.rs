@@ -65,10 +65,13 @@ pub(super) async fn delete_counted(
     Ok(n.max(0) as u64)
 }
 
-pub async fn cancel(c: &mut Conn, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+pub async fn cancel(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
+    let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
     let job = locked(&tx, id).await?;
-    match redial_store::cancel(&job)? {
+    let how = redial_store::cancel(&job)?;
+    let now_cancelled = matches!(how, Cancel::Now);
+    match how {
         Cancel::Now => {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
@@ -86,6 +89,9 @@ pub async fn cancel(c: &mut Conn, id: &JobId, now: Timestamp) -> StoreResult<Job
             .await
             .map_err(backend)?;
         }
+    }
+    if now_cancelled {
+        insert_owed(&tx, &insert, channel, std::slice::from_ref(id), now).await?;
     }
     let job = must_get(&tx, id).await?;
     tx.commit().await.map_err(backend)?;

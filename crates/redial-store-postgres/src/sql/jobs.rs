@@ -13,22 +13,24 @@ pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult
 /// then read back and compared, as duplicates or conflicts.
 pub(super) const INSERT_MANY: &str =
     "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
-     priority, run_at, deadline, tags, policy, created_at, updated_at, grp) \
+     priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
-         created_at, created_at, grp \
+         created_at, created_at, grp, callback \
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
          $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
-         $13::text[]) \
+         $13::text[], $14::text[]) \
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-             deadline, tags, policy, created_at, grp, n) \
+             deadline, tags, policy, created_at, grp, callback, n) \
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
-pub async fn insert_batch(
-    c: &mut Conn,
-    channel: &str,
-    jobs: Vec<NewJob>,
-) -> StoreResult<Vec<InsertOutcome>> {
+/// Inserts the jobs whose ids are new, in one statement (`insert`: [`INSERT_MANY`] prepared);
+/// returns their seqs by id.
+pub(super) async fn insert_rows(
+    c: &impl tokio_postgres::GenericClient,
+    insert: &tokio_postgres::Statement,
+    jobs: &[NewJob],
+) -> StoreResult<std::collections::HashMap<String, i64>> {
     let n = jobs.len();
     let mut cols = (
         Vec::with_capacity(n),
@@ -44,8 +46,9 @@ pub async fn insert_batch(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
+        Vec::with_capacity(n),
     );
-    for job in &jobs {
+    for job in jobs {
         let state = job.initial_state();
         let request = serde_json::to_string(&job.request).map_err(json_err)?;
         cols.0.push(job.id.0.as_str());
@@ -68,15 +71,20 @@ pub async fn insert_batch(
         );
         cols.11.push(ms(job.created_at));
         cols.12.push(job.group.as_deref());
+        cols.13.push(
+            job.callback
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(json_err)?,
+        );
     }
-    let stmt = c.prepared(INSERT_MANY).await?;
-    let tx = c.client.transaction().await.map_err(backend)?;
-    let rows = tx
+    let rows = c
         .query(
-            &stmt,
+            insert,
             &[
                 &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6, &cols.7, &cols.8,
-                &cols.9, &cols.10, &cols.11, &cols.12,
+                &cols.9, &cols.10, &cols.11, &cols.12, &cols.13,
             ],
         )
         .await
@@ -85,6 +93,18 @@ pub async fn insert_batch(
     for r in &rows {
         seqs.insert(get::<String>(r, 0)?, get::<i64>(r, 1)?);
     }
+    Ok(seqs)
+}
+
+pub async fn insert_batch(
+    c: &mut Conn,
+    channel: &str,
+    jobs: Vec<NewJob>,
+) -> StoreResult<Vec<InsertOutcome>> {
+    let n = jobs.len();
+    let insert = c.prepared(INSERT_MANY).await?;
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let mut seqs = insert_rows(&tx, &insert, &jobs).await?;
     let mut outs = Vec::with_capacity(n);
     let mut queues: Vec<String> = Vec::new();
     for job in jobs {
@@ -101,7 +121,8 @@ pub async fn insert_batch(
                 let existing = must_get(&tx, &job.id).await?;
                 let same = existing.queue == job.queue
                     && existing.request.same_as(&job.request)
-                    && existing.idempotency_key == job.idempotency_key;
+                    && existing.idempotency_key == job.idempotency_key
+                    && existing.callback == job.callback;
                 outs.push(if same {
                     InsertOutcome::Duplicate(existing)
                 } else {
@@ -119,6 +140,57 @@ pub async fn insert_batch(
     }
     tx.commit().await.map_err(backend)?;
     Ok(outs)
+}
+
+/// Inserts callback deliveries in the caller's transaction (one made before under the same id
+/// is left as it is), and tells the nodes their queues have work.
+pub(super) async fn insert_deliveries(
+    c: &impl tokio_postgres::GenericClient,
+    insert: &tokio_postgres::Statement,
+    channel: &str,
+    deliveries: &[NewJob],
+) -> StoreResult<()> {
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    let seqs = insert_rows(c, insert, deliveries).await?;
+    let mut queues: Vec<&str> = deliveries
+        .iter()
+        .filter(|d| seqs.contains_key(&d.id.0))
+        .map(|d| d.queue.as_str())
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    for q in queues {
+        notify(c, channel, q).await?;
+    }
+    Ok(())
+}
+
+/// The deliveries the jobs of `ids`, as they now stand, owe (with their last attempts'
+/// responses), inserted in the caller's transaction.
+pub(super) async fn insert_owed(
+    c: &impl tokio_postgres::GenericClient,
+    insert: &tokio_postgres::Statement,
+    channel: &str,
+    ids: &[JobId],
+    now: Timestamp,
+) -> StoreResult<()> {
+    let mut deliveries = Vec::new();
+    for id in ids {
+        let job = must_get(c, id).await?;
+        let last = c
+            .query_opt(
+                "SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number DESC LIMIT 1",
+                &[&job.seq],
+            )
+            .await
+            .map_err(backend)?
+            .map(|r| serde_json::from_str::<Attempt>(&get::<String>(&r, 0)?).map_err(json_err))
+            .transpose()?;
+        deliveries.extend(Callback::delivery(&job, last.as_ref(), now));
+    }
+    insert_deliveries(c, insert, channel, &deliveries).await
 }
 
 pub async fn get_with_attempts(

@@ -24,6 +24,7 @@
 use super::*;
 
 pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
+    let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
     let now = ms(p.now);
     let max = int(p.max_stalls);
@@ -97,17 +98,19 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
         // The others divide the endpoints' limits again, at once.
         notify(&tx, channel, ENDPOINTS_CHANGED).await?;
     }
-    let dead = tx
-        .execute(
-            "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
-             lease_owner = NULL, lease_until = NULL, finished_at = $1, updated_at = $1, \
-             last_reason = 'lease expired while running (the worker died or hung); stall ' \
-                 || (stalls + 1) || ' over the limit of ' || $2::int \
-             WHERE state = 'running' AND lease_until < $1 AND stalls + 1 > $2::int",
-            &[&now, &max],
-        )
-        .await
-        .map_err(backend)?;
+    let dead = finishing(
+        &tx,
+        &insert,
+        channel,
+        "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
+         lease_owner = NULL, lease_until = NULL, finished_at = $1, updated_at = $1, \
+         last_reason = 'lease expired while running (the worker died or hung); stall ' \
+             || (stalls + 1) || ' over the limit of ' || $2::int \
+         WHERE state = 'running' AND lease_until < $1 AND stalls + 1 > $2::int",
+        &[&now, &max],
+        p.now,
+    )
+    .await?;
     let ready = tx
         .execute(
             "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, \
@@ -168,37 +171,68 @@ pub async fn promote(c: &mut Conn, now: Timestamp) -> StoreResult<u64> {
         .map_err(backend)
 }
 
-pub async fn expire_deadlines(c: &mut Conn, p: &ExpireParams) -> StoreResult<u64> {
+pub async fn expire_deadlines(c: &mut Conn, channel: &str, p: &ExpireParams) -> StoreResult<u64> {
+    let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
     let now = ms(p.now);
     let mut n = 0;
     // Endpoints with a known hold first, so their jobs' reasons name it.
     for (endpoint, why) in &p.reasons {
-        n += tx
-            .execute(
-                &format!(
-                    "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
-                     updated_at = $1, last_reason = 'deadline passed while held by its endpoint: ' || $3 \
-                     WHERE deadline IS NOT NULL AND deadline <= $1 AND endpoint = $2 AND {WAITING}"
-                ),
-                &[&now, endpoint, why],
-            )
-            .await
-            .map_err(backend)?;
-    }
-    n += tx
-        .execute(
+        n += finishing(
+            &tx,
+            &insert,
+            channel,
             &format!(
                 "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
-                 updated_at = $1, last_reason = 'deadline passed before the job could run' \
-                 WHERE deadline IS NOT NULL AND deadline <= $1 AND {WAITING}"
+                 updated_at = $1, last_reason = 'deadline passed while held by its endpoint: ' || $3 \
+                 WHERE deadline IS NOT NULL AND deadline <= $1 AND endpoint = $2 AND {WAITING}"
             ),
-            &[&now],
+            &[&now, endpoint, why],
+            p.now,
+        )
+        .await?;
+    }
+    n += finishing(
+        &tx,
+        &insert,
+        channel,
+        &format!(
+            "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = $1, \
+             updated_at = $1, last_reason = 'deadline passed before the job could run' \
+             WHERE deadline IS NOT NULL AND deadline <= $1 AND {WAITING}"
+        ),
+        &[&now],
+        p.now,
+    )
+    .await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
+/// Runs an UPDATE that finishes jobs (`sql`, without a RETURNING clause), then inserts the
+/// callback deliveries they owe, in the same transaction; returns how many it finished.
+async fn finishing(
+    tx: &tokio_postgres::Transaction<'_>,
+    insert: &tokio_postgres::Statement,
+    channel: &str,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let rows = tx
+        .query(
+            &format!("{sql} RETURNING CASE WHEN callback IS NULL THEN NULL ELSE id END"),
+            params,
         )
         .await
         .map_err(backend)?;
-    tx.commit().await.map_err(backend)?;
-    Ok(n)
+    let owing: Vec<JobId> = rows
+        .iter()
+        .filter_map(|r| r.get::<_, Option<String>>(0))
+        .map(JobId)
+        .collect();
+    insert_owed(tx, insert, channel, &owing, now).await?;
+    Ok(rows.len() as u64)
 }
 
 pub async fn cleanup(c: &mut Conn, p: &CleanupParams) -> StoreResult<u64> {

@@ -29,38 +29,50 @@ pub(super) const RECORD: &str = "WITH u AS (UPDATE jobs SET state = $1, category
 
 pub async fn record_attempt(
     c: &mut Conn,
+    channel: &str,
     p: RecordAttemptParams,
     data: String,
 ) -> StoreResult<JobState> {
     let (state, category, run_at, finished_at) = p.as_leased();
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     let stmt = c.prepared(RECORD).await?;
-    let done = c
-        .client
-        .query_opt(
-            &stmt,
-            &[
-                &state.as_str(),
-                &category_str(category),
-                &run_at.map(ms),
-                &finished_at.map(ms),
-                &int(p.attempts),
-                &int(p.unknown_attempts),
-                &int(p.deferrals),
-                &last_delay_ms,
-                &p.attempt.reason,
-                &ms(p.now),
-                &p.id.0,
-                &p.owner,
-                &data,
-            ],
-        )
-        .await
-        .map_err(backend)?;
+    // A callback delivery goes in with the update, in one transaction (only jobs that have
+    // one pay for it).
+    let insert = match p.callback {
+        Some(_) => Some(c.prepared(INSERT_MANY).await?),
+        None => None,
+    };
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
+        &state.as_str(),
+        &category_str(category),
+        &run_at.map(ms),
+        &finished_at.map(ms),
+        &int(p.attempts),
+        &int(p.unknown_attempts),
+        &int(p.deferrals),
+        &last_delay_ms,
+        &p.attempt.reason,
+        &ms(p.now),
+        &p.id.0,
+        &p.owner,
+        &data,
+    ];
+    let (Some(insert), Some(delivery)) = (insert, &p.callback) else {
+        let done = c.client.query_opt(&stmt, &params).await.map_err(backend)?;
+        if done.is_some() {
+            return Ok(state);
+        }
+        return record_attempt_slow(c, channel, p, data).await;
+    };
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let done = tx.query_opt(&stmt, &params).await.map_err(backend)?;
     if done.is_some() {
+        insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
+        tx.commit().await.map_err(backend)?;
         return Ok(state);
     }
-    record_attempt_slow(c, p, data).await
+    tx.rollback().await.map_err(backend)?;
+    record_attempt_slow(c, channel, p, data).await
 }
 
 /// Many attempts' common case in one statement (one round trip, one commit): each job found by
@@ -95,6 +107,7 @@ pub fn batchable(p: &RecordAttemptParams) -> bool {
 
 pub async fn record_many(
     c: &mut Conn,
+    channel: &str,
     batch: &[(&RecordAttemptParams, &str)],
 ) -> StoreResult<std::collections::HashSet<String>> {
     let n = batch.len();
@@ -138,39 +151,59 @@ pub async fn record_many(
         return Ok(std::collections::HashSet::new());
     }
     let stmt = c.prepared(RECORD_MANY).await?;
-    let rows = c
-        .client
-        .query(
-            &stmt,
-            &[
-                &seqs,
-                &ids,
-                &owners,
-                &states,
-                &categories,
-                &run_ats,
-                &finished,
-                &attempts,
-                &unknown,
-                &deferrals,
-                &delays,
-                &reasons,
-                &nows,
-                &numbers,
-                &data,
-            ],
-        )
-        .await
-        .map_err(backend)?;
-    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    // The callback deliveries of the jobs recorded go in with them, in one transaction (a batch
+    // without any is one statement, committed alone).
+    let owing = batch
+        .iter()
+        .any(|(p, _)| p.callback.is_some() && batchable(p));
+    let insert = match owing {
+        true => Some(c.prepared(INSERT_MANY).await?),
+        false => None,
+    };
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 15] = [
+        &seqs,
+        &ids,
+        &owners,
+        &states,
+        &categories,
+        &run_ats,
+        &finished,
+        &attempts,
+        &unknown,
+        &deferrals,
+        &delays,
+        &reasons,
+        &nows,
+        &numbers,
+        &data,
+    ];
+    let recorded = |rows: Vec<tokio_postgres::Row>| -> std::collections::HashSet<String> {
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    };
+    let Some(insert) = insert else {
+        let rows = c.client.query(&stmt, &params).await.map_err(backend)?;
+        return Ok(recorded(rows));
+    };
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let recorded = recorded(tx.query(&stmt, &params).await.map_err(backend)?);
+    let deliveries: Vec<NewJob> = batch
+        .iter()
+        .filter(|(p, _)| recorded.contains(&p.id.0))
+        .filter_map(|(p, _)| p.callback.clone())
+        .collect();
+    insert_deliveries(&tx, &insert, channel, &deliveries).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(recorded)
 }
 
 /// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.
 pub async fn record_attempt_slow(
     c: &mut Conn,
+    channel: &str,
     p: RecordAttemptParams,
     data: String,
 ) -> StoreResult<JobState> {
+    let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
     let row = tx
         .query_opt(
@@ -208,6 +241,9 @@ pub async fn record_attempt_slow(
     )
     .await
     .map_err(backend)?;
+    if let Some(delivery) = &r.delivery {
+        insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
+    }
     tx.commit().await.map_err(backend)?;
     Ok(r.plan.state)
 }

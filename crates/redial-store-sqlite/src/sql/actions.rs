@@ -42,7 +42,9 @@ pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
 pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;
-    match redial_store::cancel(&job)? {
+    let how = redial_store::cancel(&job)?;
+    let now_cancelled = matches!(how, Cancel::Now);
+    match how {
         Cancel::Now => {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', finished_at = ?1, updated_at = ?1, \
@@ -67,6 +69,9 @@ pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
         }
     }
     let job = must_get(&tx, id)?;
+    if now_cancelled {
+        jobs::insert_delivery(&tx, &job, now)?;
+    }
     tx.commit()?;
     Ok(job)
 }

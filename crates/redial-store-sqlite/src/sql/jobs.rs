@@ -12,11 +12,17 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
         .map(serde_json::to_string)
         .transpose()
         .map_err(json_err)?;
+    let callback = job
+        .callback
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
     let inserted = tx
         .prepare_cached(
             "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
-             deadline, tags, policy, created_at, updated_at, grp) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
+             deadline, tags, policy, created_at, updated_at, grp, callback) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) \
              ON CONFLICT (id) DO NOTHING",
         )
         .and_then(|mut s| {
@@ -34,6 +40,7 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
                 policy,
                 ms(job.created_at),
                 job.group,
+                callback,
             ])
         })
         .map_err(backend)?;
@@ -42,7 +49,8 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
         let existing = must_get(tx, &job.id)?;
         let same = existing.queue == job.queue
             && existing.request.same_as(&job.request)
-            && existing.idempotency_key == job.idempotency_key;
+            && existing.idempotency_key == job.idempotency_key
+            && existing.callback == job.callback;
         return Ok(if same {
             InsertOutcome::Duplicate(existing)
         } else {
@@ -112,4 +120,31 @@ pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
     params.push(Value::Integer(p.rows_to_read()));
     sql.push_str(&format!(" ORDER BY seq LIMIT ?{}", params.len()));
     Ok(JobPage::from_rows(query_jobs(c, &sql, &params)?, p.limit))
+}
+
+/// The last attempt of the job of `seq`, if it has one.
+pub(super) fn last_attempt(c: &Connection, seq: i64) -> StoreResult<Option<Attempt>> {
+    let rows = query_rows(
+        c,
+        "SELECT data FROM attempts WHERE id >= ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
+        [attempt_key(seq, 0)?, attempt_key(seq + 1, 0)?],
+        |r| r.get::<_, String>(0),
+    )?;
+    rows.first()
+        .map(|d| serde_json::from_str(d).map_err(json_err))
+        .transpose()
+}
+
+/// Inserts the callback delivery `job`, as it now stands, owes (with its last attempt's
+/// response), in the caller's transaction. A delivery made before under the same id is left
+/// as it is.
+pub(super) fn insert_delivery(c: &Connection, job: &Job, now: Timestamp) -> StoreResult<()> {
+    if job.callback.is_none() {
+        return Ok(());
+    }
+    let last = last_attempt(c, job.seq)?;
+    if let Some(delivery) = Callback::delivery(job, last.as_ref(), now) {
+        insert(c, delivery)?;
+    }
+    Ok(())
 }

@@ -11,7 +11,8 @@ pub(super) const RESCUE_DEAD: &str =
      lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' over the limit of ' || ?2 \
-     WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint";
+     WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint, \
+     CASE WHEN callback IS NULL THEN NULL ELSE id END";
 pub(super) const RESCUE_READY: &str =
     "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, \
      run_at = MIN(run_at, ?1), updated_at = ?1, \
@@ -38,12 +39,13 @@ pub fn rescue(c: &mut Connection, p: &RescueParams) -> StoreResult<RescueReport>
     let tx = Sp::begin(c)?;
     let now = ms(p.now);
     let running = Some((JobState::Running, None));
-    let dead = run_moving(
+    let dead = run_finishing(
         &tx,
         RESCUE_DEAD,
         params![now, p.max_stalls],
         running,
         Some((JobState::Dead, Some(DeadCategory::UnknownExhausted))),
+        p.now,
     )?;
     let ready = run_moving(
         &tx,
@@ -84,7 +86,7 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
     for from in [JobState::Ready, JobState::Scheduled, JobState::Deferred] {
         // Endpoints with a known hold first, so their jobs' reasons name it.
         for (endpoint, why) in &p.reasons {
-            n += run_moving(
+            n += run_finishing(
                 &tx,
                 concat!(
                     "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', \
@@ -92,25 +94,29 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
                      last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
                      WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 AND ",
                     waiting!(),
-                    " AND state = ?4 RETURNING queue, endpoint"
+                    " AND state = ?4 RETURNING queue, endpoint, \
+                     CASE WHEN callback IS NULL THEN NULL ELSE id END"
                 ),
                 params![now, endpoint, why, from.as_str()],
                 Some((from, None)),
                 dead,
+                p.now,
             )?;
         }
-        n += run_moving(
+        n += run_finishing(
             &tx,
             concat!(
                 "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
                  updated_at = ?1, last_reason = 'deadline passed before the job could run' \
                  WHERE deadline IS NOT NULL AND deadline <= ?1 AND ",
                 waiting!(),
-                " AND state = ?2 RETURNING queue, endpoint"
+                " AND state = ?2 RETURNING queue, endpoint, \
+                 CASE WHEN callback IS NULL THEN NULL ELSE id END"
             ),
             params![now, from.as_str()],
             Some((from, None)),
             dead,
+            p.now,
         )?;
     }
     tx.commit()?;

@@ -138,6 +138,43 @@ fn run_moving<P: rusqlite::Params>(
     Ok(n)
 }
 
+/// Runs a statement that finishes jobs and ends in `RETURNING queue, endpoint, <the id of a
+/// job with a callback, else NULL>`: moves them in the counts as [`run_moving`] does, then
+/// inserts the callback deliveries they owe, in the same transaction.
+fn run_finishing<P: rusqlite::Params>(
+    c: &Connection,
+    sql: &str,
+    params: P,
+    from: Option<Place>,
+    to: Option<Place>,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut owing = Vec::new();
+    let n = {
+        let mut stmt = c.prepare_cached(sql).map_err(backend)?;
+        let mut rows = stmt.query(params).map_err(backend)?;
+        let mut by: std::collections::HashMap<(String, String), i64> = Default::default();
+        while let Some(r) = rows.next().map_err(backend)? {
+            let key = (r.get(0).map_err(backend)?, r.get(1).map_err(backend)?);
+            *by.entry(key).or_default() += 1;
+            if let Some(id) = r.get::<_, Option<String>>(2).map_err(backend)? {
+                owing.push(JobId(id));
+            }
+        }
+        let mut n = 0;
+        for ((queue, endpoint), k) in by {
+            counts::moved(&queue, &endpoint, from, to, k);
+            n += k as u64;
+        }
+        n
+    };
+    for id in owing {
+        let job = must_get(c, &id)?;
+        jobs::insert_delivery(c, &job, now)?;
+    }
+    Ok(n)
+}
+
 /// A job's place as stored: its state and dead category.
 fn place(job: &Job) -> Place {
     (job.state, job.category)

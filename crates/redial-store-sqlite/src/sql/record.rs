@@ -61,6 +61,35 @@ pub fn record_attempt(
     let (Some(seq), Some(runs_before)) = (p.seq, p.attempt.number.checked_sub(1)) else {
         return record_attempt_slow(c, p, data);
     };
+    // A callback delivery goes in with the update or not at all: under a savepoint, so that
+    // a failed insert takes the update back with it (only jobs that have one pay for it).
+    if p.callback.is_some() {
+        let tx = Sp::begin(c)?;
+        if let Some(state) = record_leased(&tx, &p, seq, runs_before, &data)? {
+            if let Some(delivery) = p.callback.clone() {
+                jobs::insert(&tx, delivery)?;
+            }
+            tx.commit()?;
+            return Ok(state);
+        }
+        drop(tx);
+        return record_attempt_slow(c, p, data);
+    }
+    match record_leased(c, &p, seq, runs_before, &data)? {
+        Some(state) => Ok(state),
+        None => record_attempt_slow(c, p, data),
+    }
+}
+
+/// The common case's two statements: the attempt in, then the decision applied if the job is
+/// as the caller leased it. `None` (the attempt taken out again) when it is not.
+fn record_leased(
+    c: &Connection,
+    p: &RecordAttemptParams,
+    seq: i64,
+    runs_before: u32,
+    data: &str,
+) -> StoreResult<Option<JobState>> {
     let (state, category, run_at, finished_at) = p.as_leased();
     let number = p.attempt.number;
     let key = attempt_key(seq, number)?;
@@ -70,7 +99,7 @@ pub fn record_attempt(
         .map_err(backend)?;
     if inserted == 0 {
         // That number is taken: the job is not where the caller thinks.
-        return record_attempt_slow(c, p, data);
+        return Ok(None);
     }
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     let updated = c
@@ -110,12 +139,12 @@ pub fn record_attempt(
             Some((state, category)),
             1,
         );
-        return Ok(state);
+        return Ok(Some(state));
     }
     c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
         .and_then(|mut s| s.execute([key]))
         .map_err(backend)?;
-    record_attempt_slow(c, p, data)
+    Ok(None)
 }
 
 /// An attempt's rowid: its job's seq in the high bits, its number in the low ones.
@@ -174,6 +203,9 @@ pub(super) fn record_attempt_slow(
         1,
     );
     insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
+    if let Some(delivery) = r.delivery {
+        jobs::insert(&tx, delivery)?;
+    }
     tx.commit()?;
     Ok(r.plan.state)
 }

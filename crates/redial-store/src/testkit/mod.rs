@@ -5,6 +5,7 @@
 //! Extend this suite whenever store behaviour changes. The cases live by area (inserting,
 //! leasing, recording, dead letters, reads, endpoints); the helpers they share are here.
 
+mod callbacks;
 mod dead_letters;
 mod endpoints;
 mod groups;
@@ -15,6 +16,7 @@ mod record;
 mod scan;
 mod schedules;
 
+pub use callbacks::*;
 pub use dead_letters::*;
 pub use endpoints::*;
 pub use groups::*;
@@ -48,7 +50,8 @@ macro_rules! store_suite {
             schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
             grouped_jobs_wait_for_their_time, groups_are_counted,
-            groups_with_nothing_due_take_no_turn);
+            groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
+            callbacks_of_cancels_replays_and_maintenance);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -73,6 +76,7 @@ pub fn at(secs: i64) -> Timestamp {
 /// A job for the suite: a POST to an example endpoint, created at `T0`.
 pub fn new_job(id: &str, queue: &str) -> NewJob {
     NewJob {
+        callback: None,
         id: JobId::from(id),
         queue: queue.to_owned(),
         endpoint: "https://api.example.com".to_owned(),
@@ -96,6 +100,8 @@ pub fn new_job(id: &str, queue: &str) -> NewJob {
 
 fn attempt(number: u32, status: u16, decision: &str) -> Attempt {
     Attempt {
+        response_body_base64: false,
+        response_body_truncated: false,
         number,
         started_at: T0,
         duration_ms: 12,
@@ -132,6 +138,7 @@ pub fn record(id: &str, owner: &str, number: u32, transition: Transition) -> Rec
         Transition::Dead { .. } => "dead",
     };
     RecordAttemptParams {
+        callback: None,
         id: JobId::from(id),
         seq: None,
         queue: String::new(),

@@ -30,8 +30,15 @@ pub struct Attempt {
     pub held: Option<String>,
     /// A bounded excerpt of the response headers, secrets redacted.
     pub response_headers: Vec<(String, String)>,
-    /// A bounded excerpt of the response body.
+    /// A bounded excerpt of the response body: its text, or its bytes in base64 when they are
+    /// not UTF-8 ([`Attempt::response_body_base64`]).
     pub response_body: Option<String>,
+    /// Whether `response_body` is base64 (the body was not UTF-8 text).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub response_body_base64: bool,
+    /// Whether the body was cut at the bound (the rest was not read).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub response_body_truncated: bool,
     /// Which worker (node and process) made the attempt.
     pub worker: String,
 }
@@ -128,4 +135,8 @@ impl std::fmt::Display for AttemptDecision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

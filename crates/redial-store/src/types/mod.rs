@@ -8,11 +8,13 @@ use std::fmt;
 use std::str::FromStr;
 
 mod attempt;
+mod callback;
 mod params;
 mod schedules;
 mod schema;
 
 pub use attempt::*;
+pub use callback::*;
 pub use params::*;
 pub use schedules::*;
 pub use schema::*;
@@ -167,6 +169,8 @@ pub struct NewJob {
     /// with due work, and groups may have limits of their own. None: the queue's ungrouped jobs,
     /// which take their turn as one group.
     pub group: Option<String>,
+    /// What to tell when the job finishes ([`Callback`]).
+    pub callback: Option<Callback>,
 }
 
 /// Whether `text` is one line of plain text, fit for a name or a reason that people read in a
@@ -223,6 +227,7 @@ impl NewJob {
             deadline: self.deadline,
             tags: self.tags,
             group: self.group,
+            callback: self.callback,
             policy: self.policy,
             created_at: self.created_at,
             updated_at: self.created_at,
@@ -260,6 +265,8 @@ pub struct Job {
     pub tags: Vec<String>,
     /// Its group ([`NewJob::group`]).
     pub group: Option<String>,
+    /// What to tell when it finishes ([`Callback`]).
+    pub callback: Option<Callback>,
     pub policy: Option<PolicyOverride>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,

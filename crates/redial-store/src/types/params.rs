@@ -75,6 +75,11 @@ pub struct RecordAttemptParams {
     pub unknown_attempts: u32,
     pub deferrals: u32,
     pub last_delay_ms: Option<u64>,
+    /// The callback delivery the job owes if the attempt leaves it as leased expects
+    /// ([`RecordAttemptParams::as_leased`]): inserted with the update, in the same transaction.
+    /// When the job is found otherwise (a cancel waiting), the store makes the delivery from
+    /// the job as stored instead ([`RecordAttemptParams::delivery`]).
+    pub callback: Option<NewJob>,
 }
 
 /// What recording an attempt writes to the job, worked out from the job as stored.
@@ -107,6 +112,24 @@ impl RecordAttemptParams {
             Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
             Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(self.now)),
         }
+    }
+
+    /// The callback delivery `job` (as read before the attempt is recorded) owes once `plan`
+    /// is applied to it; none when it has no callback or does not finish.
+    pub fn delivery(&self, job: &Job, plan: &RecordPlan) -> Option<NewJob> {
+        job.callback.as_ref()?;
+        CallbackEvent::of(plan.state)?;
+        let mut after = job.clone();
+        after.state = plan.state;
+        after.category = plan.category;
+        after.finished_at = plan.finished_at;
+        after.last_reason = Some(plan.reason.clone());
+        after.attempts = self.attempts;
+        after.unknown_attempts = self.unknown_attempts;
+        after.deferrals = self.deferrals;
+        after.runs = plan.number;
+        after.updated_at = self.now;
+        Callback::delivery(&after, Some(&self.attempt), self.now)
     }
 
     /// The job's next state: the transition's, except that a job whose cancellation was

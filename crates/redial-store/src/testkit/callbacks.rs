@@ -1,0 +1,263 @@
+//! Completion callbacks: a job that finishes in one of its callback's events has its delivery
+//! written with the state change, whatever path finished it; nothing else makes one.
+
+use super::*;
+
+/// The callback queue of the suite.
+const CB_QUEUE: &str = "callbacks";
+
+fn with_callback(mut job: NewJob, on: &[CallbackEvent]) -> NewJob {
+    job.callback = Some(Callback {
+        url: "https://hooks.example.com/done".into(),
+        on: on.to_vec(),
+        headers: vec![("authorization".into(), "Bearer app-secret".into())],
+        queue: CB_QUEUE.into(),
+        endpoint: "https://hooks.example.com".into(),
+    });
+    job
+}
+
+/// The deliveries in the callback queue, by id.
+async fn deliveries(store: &Arc<dyn Store>) -> Vec<Job> {
+    let page = store
+        .job_list(JobListParams {
+            filter: JobFilter {
+                queue: Some(CB_QUEUE.into()),
+                ..JobFilter::default()
+            },
+            after: None,
+            limit: 100,
+        })
+        .await
+        .expect("list");
+    let mut jobs = page.jobs;
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    jobs
+}
+
+/// The delivery's body, as JSON.
+fn body(d: &Job) -> serde_json::Value {
+    serde_json::from_str(d.request.body.as_deref().expect("a body")).expect("JSON body")
+}
+
+/// Records `transition` for the leased `job` as the engine does: by seq, with the delivery the
+/// attempt's expected outcome owes.
+async fn record_as_engine(
+    store: &Arc<dyn Store>,
+    job: &Job,
+    owner: &str,
+    transition: Transition,
+    status: u16,
+) -> StoreResult<JobState> {
+    let mut p = record(&job.id.0, owner, job.runs + 1, transition);
+    by_seq(&mut p, job);
+    p.attempt.status = Some(status);
+    p.attempt.response_body = Some("{\"charge\":\"ch_1\"}".into());
+    p.attempt.response_headers = vec![
+        ("content-type".into(), "application/json".into()),
+        ("set-cookie".into(), "[redacted]".into()),
+    ];
+    p.callback = p.delivery(job, &p.plan(job));
+    store.job_record_attempt(p).await
+}
+
+pub async fn callbacks_are_written_with_the_state_change(store: Arc<dyn Store>) {
+    let all = CallbackEvent::ALL;
+    store
+        .job_insert(with_callback(new_job("ok", "q"), &CallbackEvent::DEFAULT))
+        .await
+        .expect("insert");
+    store
+        .job_insert(with_callback(
+            new_job("only-ok", "q"),
+            &[CallbackEvent::Completed],
+        ))
+        .await
+        .expect("insert");
+    store
+        .job_insert(with_callback(new_job("slow", "q"), &all))
+        .await
+        .expect("insert");
+    store
+        .job_insert(new_job("plain", "q"))
+        .await
+        .expect("insert");
+    let leased = lease(&store, "q", "w1", at(0), 10).await;
+    let job = |id: &str| {
+        leased
+            .iter()
+            .find(|j| j.id.0 == id)
+            .expect("leased")
+            .clone()
+    };
+
+    // Completed on the fast path: its delivery is there, with the response.
+    let ok = job("ok");
+    let state = record_as_engine(&store, &ok, "w1", Transition::Complete, 201)
+        .await
+        .expect("record");
+    assert_eq!(state, JobState::Completed);
+    let d = deliveries(&store).await;
+    assert_eq!(d.len(), 1, "one delivery: {d:?}");
+    assert_eq!(
+        d[0].id,
+        Callback::delivery_id(&ok, CallbackEvent::Completed, 0)
+    );
+    assert_eq!(d[0].idempotency_key.as_deref(), Some(d[0].id.0.as_str()));
+    assert_eq!(
+        (d[0].state, d[0].callback.as_ref()),
+        (JobState::Ready, None),
+        "a delivery has no callback of its own"
+    );
+    assert_eq!(d[0].request.method, "POST");
+    assert_eq!(d[0].request.url, "https://hooks.example.com/done");
+    assert!(d[0]
+        .request
+        .headers
+        .contains(&("authorization".into(), "Bearer app-secret".into())));
+    let b = body(&d[0]);
+    assert_eq!(b["type"], "job.completed");
+    assert_eq!(b["data"]["id"], "ok");
+    assert_eq!(b["data"]["state"], "completed");
+    assert_eq!(b["data"]["idempotency_key"], "key-ok");
+    assert_eq!(b["data"]["runs"], 1);
+    assert_eq!(b["data"]["response"]["status"], 201);
+    assert_eq!(b["data"]["response"]["body"], "{\"charge\":\"ch_1\"}");
+    assert_eq!(b["data"]["response"]["body_encoding"], "text");
+    assert_eq!(b["data"]["response"]["content_type"], "application/json");
+    assert!(
+        b["data"]["response"]["headers"].get("set-cookie").is_none(),
+        "secret headers stay out: {b}"
+    );
+    assert_eq!(
+        Callback::delivered_for(&d[0].id),
+        Some((JobId::from("ok"), CallbackEvent::Completed))
+    );
+
+    // The same result again finds the lease gone: no second delivery.
+    let again = record_as_engine(&store, &ok, "w1", Transition::Complete, 201).await;
+    assert!(matches!(again, Err(StoreError::LeaseLost(_))), "{again:?}");
+    assert_eq!(deliveries(&store).await.len(), 1);
+
+    // Dead, but the callback is for completions only; a job without a callback makes none.
+    let dead = Transition::Dead {
+        category: DeadCategory::Permanent,
+    };
+    record_as_engine(&store, &job("only-ok"), "w1", dead, 400)
+        .await
+        .expect("record");
+    record_as_engine(&store, &job("plain"), "w1", Transition::Complete, 200)
+        .await
+        .expect("record");
+    assert_eq!(deliveries(&store).await.len(), 1);
+
+    // A cancel waits while "slow" runs; its retry ends it cancelled, through the careful path,
+    // which makes the delivery of what did happen.
+    store
+        .job_cancel(&JobId::from("slow"), at(1))
+        .await
+        .expect("cancel");
+    let state = record_as_engine(
+        &store,
+        &job("slow"),
+        "w1",
+        Transition::Retry { at: at(30) },
+        503,
+    )
+    .await
+    .expect("record");
+    assert_eq!(state, JobState::Cancelled);
+    let d = deliveries(&store).await;
+    assert_eq!(d.len(), 2, "{d:?}");
+    let slow = d
+        .iter()
+        .find(|d| d.id == Callback::delivery_id(&job("slow"), CallbackEvent::Cancelled, 0))
+        .expect("the cancelled delivery");
+    assert_eq!(body(slow)["type"], "job.cancelled");
+    assert_eq!(body(slow)["data"]["response"]["status"], 503);
+
+    // Deliveries finishing make nothing more (no loops), whatever they carry.
+    let leased = lease(&store, CB_QUEUE, "w2", at(2), 10).await;
+    assert_eq!(leased.len(), 2);
+    for d in &leased {
+        record_as_engine(&store, d, "w2", Transition::Complete, 204)
+            .await
+            .expect("record");
+    }
+    assert_eq!(deliveries(&store).await.len(), 2);
+}
+
+pub async fn callbacks_of_cancels_replays_and_maintenance(store: Arc<dyn Store>) {
+    let all = CallbackEvent::ALL;
+    // Cancelled while waiting: at once, with no response to show.
+    store
+        .job_insert(with_callback(new_job("waiting", "q"), &all))
+        .await
+        .expect("insert");
+    store
+        .job_cancel(&JobId::from("waiting"), at(1))
+        .await
+        .expect("cancel");
+    let d = deliveries(&store).await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(body(&d[0])["type"], "job.cancelled");
+    assert!(body(&d[0])["data"]["response"].is_null());
+
+    // Dead by its deadline, then replayed and dead again: a delivery per run.
+    let mut late = with_callback(new_job("late", "q"), &CallbackEvent::DEFAULT);
+    late.deadline = Some(at(10));
+    store.job_insert(late).await.expect("insert");
+    store
+        .job_expire_deadlines(ExpireParams {
+            now: at(10),
+            reasons: vec![],
+        })
+        .await
+        .expect("expire");
+    let (late, _) = get(&store, "late").await;
+    assert_eq!(late.state, JobState::Dead);
+    store
+        .job_replay(&JobId::from("late"), at(11))
+        .await
+        .expect("replay");
+    let leased = lease(&store, "q", "w1", at(11), 10).await;
+    let late = leased.iter().find(|j| j.id.0 == "late").expect("leased");
+    record_as_engine(
+        &store,
+        late,
+        "w1",
+        Transition::Dead {
+            category: DeadCategory::Permanent,
+        },
+        422,
+    )
+    .await
+    .expect("record");
+    let ids: Vec<JobId> = deliveries(&store).await.into_iter().map(|d| d.id).collect();
+    assert!(ids.contains(&Callback::delivery_id(late, CallbackEvent::Dead, 0)));
+    assert!(ids.contains(&Callback::delivery_id(late, CallbackEvent::Dead, 1)));
+    assert_eq!(ids.len(), 3, "{ids:?}");
+
+    // Dead by stalls: the rescue makes its delivery.
+    store
+        .job_insert(with_callback(new_job("stuck", "q2"), &all))
+        .await
+        .expect("insert");
+    lease(&store, "q2", "w1", at(20), 1).await;
+    let report = store
+        .job_rescue_expired(RescueParams {
+            now: at(60),
+            max_stalls: 0,
+            presence_grace: std::time::Duration::ZERO,
+        })
+        .await
+        .expect("rescue");
+    assert_eq!(report.dead, 1);
+    let d = deliveries(&store).await;
+    assert_eq!(d.len(), 4);
+    let stuck = d
+        .iter()
+        .find(|d| body(d)["data"]["id"] == "stuck")
+        .expect("the stalled job's delivery");
+    assert_eq!(body(stuck)["data"]["category"], "unknown_exhausted");
+}
