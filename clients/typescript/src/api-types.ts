@@ -553,7 +553,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -611,6 +611,7 @@ export interface components {
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
             policy?: Record<string, never> | null;
+            callback?: components["schemas"]["CallbackInput"];
         };
         Job: {
             id: string;
@@ -654,6 +655,12 @@ export interface components {
             deduplicated?: boolean;
             /** @description On GET /v1/jobs/{id} only. */
             attempt_log?: components["schemas"]["Attempt"][];
+            /** @description Where the job tells when it finishes; null when it has no callback. */
+            callback: components["schemas"]["CallbackView"] | null;
+            /** @description The id of the delivery its finish made (a job of the callback queue), when its callback is for the state it finished in. */
+            callback_delivery: string | null;
+            /** @description For a delivery: the id of the job it tells about. */
+            callback_for: string | null;
         };
         /** @description The request the job sends. Secrets in headers and URL query values are redacted; the body is not shown, only its size. */
         RequestView: {
@@ -687,8 +694,13 @@ export interface components {
             /** @description What held the job before this attempt, if anything. */
             held?: string;
             response_headers: string[][];
+            /** @description Text, or base64 when the body is not UTF-8 (response_body_base64). */
             response_body: string | null;
             worker: string;
+            /** @description Present and true when response_body is the body's bytes in base64. */
+            response_body_base64?: boolean;
+            /** @description Present and true when the body was cut at the bound. */
+            response_body_truncated?: boolean;
         };
         JobPage: {
             jobs: components["schemas"]["Job"][];
@@ -980,6 +992,7 @@ export interface components {
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
             policy?: Record<string, never> | null;
+            callback?: components["schemas"]["CallbackInput"];
         };
         /** @description A recurring schedule: a cron expression (with a time zone) or an interval, and the job each occurrence enqueues. Give cron or every, not both. */
         ScheduleInput: {
@@ -1104,6 +1117,32 @@ export interface components {
                 in_flight_here: number;
                 limits: components["schemas"]["GroupLimits"];
             }[];
+        };
+        /** @description Where Redial tells when the job finishes: a POST of a JSON event (type job.completed, job.dead or job.cancelled; data: the job's id, queue, group, tags, idempotency key, state, category, reason, counts, times, and the final response: status, headers that are not secrets, body as text or base64, content type, whether it was cut). The delivery is a job of its own in the callback queue (callbacks), with the whole policy, signed like any job of that queue or endpoint; its webhook-id (and idempotency key) is the same on every attempt of one event. The queue's callback applies when absent; a job of the callback queue has none (422 invalid_callback). */
+        CallbackInput: {
+            /**
+             * Format: uri
+             * @description An http or https URL with a host and a port other than 0.
+             */
+            url: string;
+            /** @description The events that make a delivery; completed and dead when absent. */
+            on?: ("completed" | "dead" | "cancelled")[];
+            /** @description Headers the delivery carries, as a job's request headers (Content-Type is Redial's: application/json). */
+            headers?: {
+                [key: string]: string;
+            } | [
+                string,
+                string
+            ][];
+        };
+        CallbackView: {
+            /** @description Secrets in the URL redacted. */
+            url: string;
+            on: ("completed" | "dead" | "cancelled")[];
+            /** @description Secret values redacted. */
+            headers: string[][];
+            /** @description The queue its deliveries run in. */
+            queue: string;
         };
     };
     responses: {

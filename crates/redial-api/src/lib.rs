@@ -64,6 +64,7 @@ error_codes! {
     HeadersTooLarge = "headers_too_large": "The request's head (its URL and headers) is over the server's limit.",
     Internal = "internal": "A server fault; the server log has the details.",
     InvalidBody = "invalid_body": "The body does not have the shape the route takes.",
+    InvalidCallback = "invalid_callback": "The callback is not acceptable (its URL, events or headers; a job of the callback queue has none); the message says what to fix.",
     InvalidCategory = "invalid_category": "Not a dead-letter category.",
     InvalidCursor = "invalid_cursor": "Not a next_cursor value from a previous page.",
     InvalidDeadline = "invalid_deadline": "The deadline is not a valid time or duration.",

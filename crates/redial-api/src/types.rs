@@ -50,7 +50,14 @@ pub struct Attempt {
     /// 1 for the job's first attempt, counting across replays.
     pub number: i64,
     pub reason: String,
+    /// Text, or base64 when the body is not UTF-8 (response_body_base64).
     pub response_body: Option<String>,
+    /// Present and true when response_body is the body's bytes in base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_body_base64: Option<bool>,
+    /// Present and true when the body was cut at the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_body_truncated: Option<bool>,
     pub response_headers: Vec<Vec<String>>,
     pub server_wait_ms: Option<i64>,
     pub server_wait_source: Option<String>,
@@ -73,6 +80,38 @@ pub struct BatchResult {
     pub inserted: i64,
     /// In the order sent, each with deduplicated.
     pub jobs: Vec<Job>,
+}
+
+/// Where Redial tells when the job finishes: a POST of a JSON event (type job.completed,
+/// job.dead or job.cancelled; data: the job's id, queue, group, tags, idempotency key, state,
+/// category, reason, counts, times, and the final response: status, headers that are not
+/// secrets, body as text or base64, content type, whether it was cut). The delivery is a job of
+/// its own in the callback queue (callbacks), with the whole policy, signed like any job of
+/// that queue or endpoint; its webhook-id (and idempotency key) is the same on every attempt of
+/// one event. The queue's callback applies when absent; a job of the callback queue has none
+/// (422 invalid_callback).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallbackInput {
+    /// Headers the delivery carries, as a job's request headers (Content-Type is Redial's:
+    /// application/json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<serde_json::Value>,
+    /// The events that make a delivery; completed and dead when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Vec<String>>,
+    /// An http or https URL with a host and a port other than 0.
+    pub url: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallbackView {
+    /// Secret values redacted.
+    pub headers: Vec<Vec<String>>,
+    pub on: Vec<String>,
+    /// The queue its deliveries run in.
+    pub queue: String,
+    /// Secrets in the URL redacted.
+    pub url: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -231,6 +270,13 @@ pub struct Job {
     pub attempt_log: Option<Vec<Attempt>>,
     /// Failed attempts (transient and unknown) since creation or the last replay.
     pub attempts: i64,
+    /// Where the job tells when it finishes; null when it has no callback.
+    pub callback: Option<CallbackView>,
+    /// The id of the delivery its finish made (a job of the callback queue), when its callback
+    /// is for the state it finished in.
+    pub callback_delivery: Option<String>,
+    /// For a delivery: the id of the job it tells about.
+    pub callback_for: Option<String>,
     pub cancel_requested: bool,
     /// The dead-letter category, for dead jobs.
     pub category: Option<String>,
@@ -264,6 +310,8 @@ pub struct Job {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<CallbackInput>,
     /// Give up (dead, deadline_exceeded) after this instant; it must be in the future and after
     /// run_at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,6 +392,8 @@ pub struct JobPage {
 /// deadline (each occurrence's id is <schedule id>@<instant>, its key derived from it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobTemplateInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<CallbackInput>,
     /// Endpoint grouping (1-200 bytes); the URL's origin by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,

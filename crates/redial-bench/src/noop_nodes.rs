@@ -70,6 +70,7 @@ async fn start(
         engine_config.queues.insert(
             "default".into(),
             QueueConfig {
+                callback: None,
                 concurrency,
                 policy: Policy::default(),
                 groups: Default::default(),

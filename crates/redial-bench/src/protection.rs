@@ -368,6 +368,7 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            callback: None,
             concurrency: CONCURRENCY,
             policy: policy(),
             groups: Default::default(),

@@ -185,6 +185,7 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            callback: None,
             concurrency: CONCURRENCY,
             policy: policy(),
             groups: Default::default(),

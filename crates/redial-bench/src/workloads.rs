@@ -138,6 +138,7 @@ fn engine_with(
         config.queues.insert(
             (*q).into(),
             QueueConfig {
+                callback: None,
                 concurrency: *c,
                 policy: Policy::default(),
                 groups: Default::default(),
@@ -525,6 +526,7 @@ pub(crate) async fn http_rate(
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            callback: None,
             concurrency,
             policy: Policy::default(),
             groups: Default::default(),
@@ -736,6 +738,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
         config.queues.insert(
             "default".into(),
             QueueConfig {
+                callback: None,
                 concurrency: 32,
                 policy: Policy::default(),
                 groups: Default::default(),

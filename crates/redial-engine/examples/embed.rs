@@ -75,6 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.queues.insert(
         "emails".into(),
         QueueConfig {
+            callback: None,
             concurrency: 4,
             policy,
             groups: Default::default(),

@@ -11,8 +11,13 @@ pub struct AttemptOutput {
     pub outcome: Outcome,
     /// Response headers, as received; the engine redacts and bounds them before storing.
     pub response_headers: Vec<(String, String)>,
-    /// The start of the response body, already bounded by the handler.
+    /// The start of the response body, already bounded by the handler: its text, or its bytes
+    /// in base64 when they are not UTF-8 (`response_body_base64`).
     pub response_body: Option<String>,
+    /// Whether `response_body` is base64.
+    pub response_body_base64: bool,
+    /// Whether the body was cut at the bound.
+    pub response_body_truncated: bool,
     /// A transport error's own message, or a handler's explanation.
     pub error_detail: Option<String>,
 }
@@ -24,6 +29,8 @@ impl AttemptOutput {
             outcome,
             response_headers: Vec::new(),
             response_body: None,
+            response_body_base64: false,
+            response_body_truncated: false,
             error_detail: None,
         }
     }

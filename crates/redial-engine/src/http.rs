@@ -212,8 +212,12 @@ impl HttpExecutor {
                 }
             }
         }
+        // Cut: more arrived than the bound, or the response said it was longer.
+        let declared = response.content_length().unwrap_or(0);
+        let truncated =
+            body.len() > self.config.max_body_bytes || declared > self.config.max_body_bytes as u64;
         body.truncate(self.config.max_body_bytes);
-        let body_text = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
+        let (body_text, base64) = body_excerpt(body, truncated);
         if let Some(e) = body_error {
             // The status line arrived but the body broke off: the request may have taken effect.
             let mut out = transport_failure(&e);
@@ -225,6 +229,8 @@ impl HttpExecutor {
             }
             out.response_headers = headers;
             out.response_body = body_text;
+            out.response_body_base64 = base64;
+            out.response_body_truncated = truncated;
             return out;
         }
         AttemptOutput {
@@ -234,7 +240,35 @@ impl HttpExecutor {
             }),
             response_headers: headers,
             response_body: body_text,
+            response_body_base64: base64,
+            response_body_truncated: truncated,
             error_detail: None,
+        }
+    }
+}
+
+/// A kept body as the attempt stores it: its text when it is UTF-8 (a body cut inside a
+/// character keeps the whole characters before it), else its bytes in base64 (`true`).
+fn body_excerpt(body: Vec<u8>, truncated: bool) -> (Option<String>, bool) {
+    use base64::Engine as _;
+    if body.is_empty() {
+        return (None, false);
+    }
+    match String::from_utf8(body) {
+        Ok(text) => (Some(text), false),
+        Err(e) => {
+            let cut_inside_a_char = truncated && e.utf8_error().error_len().is_none();
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            if cut_inside_a_char {
+                bytes.truncate(valid);
+                let text = String::from_utf8(bytes).unwrap_or_default();
+                return ((!text.is_empty()).then_some(text), false);
+            }
+            (
+                Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                true,
+            )
         }
     }
 }

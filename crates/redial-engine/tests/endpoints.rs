@@ -52,6 +52,7 @@ fn setup(clock: Arc<ManualClock>, concurrency: usize, policy: Policy) -> EngineB
         .queue(
             "default",
             QueueConfig {
+                callback: None,
                 concurrency,
                 policy,
                 groups: Default::default(),

@@ -44,6 +44,7 @@ async fn node(
     config.queues.insert(
         queue.into(),
         QueueConfig {
+            callback: None,
             concurrency: 4,
             policy: Policy::default(),
             groups: Default::default(),

@@ -26,6 +26,7 @@ fn harness(limits: EndpointConfig) -> EngineBuilder {
         .queue(
             "default",
             QueueConfig {
+                callback: None,
                 concurrency: 8,
                 policy: policy(),
                 groups: Default::default(),

@@ -36,6 +36,7 @@ fn hourly(missed: MissedRule) -> ScheduleDefinition {
         },
         missed,
         job: JobTemplate {
+            callback: None,
             queue: "default".into(),
             endpoint: "https://api.example.com".into(),
             request: HttpRequest {

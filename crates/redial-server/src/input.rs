@@ -31,6 +31,111 @@ pub struct JobInput {
     /// field in order, `[1]` as `max_attempts = 1`).
     #[serde(default, deserialize_with = "object_only")]
     pub policy: Option<PolicyOverride>,
+    /// Where to tell when the job finishes; the queue's callback when absent.
+    pub callback: Option<CallbackInput>,
+}
+
+/// A job's or a queue's callback as clients and the configuration file write it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallbackInput {
+    pub url: String,
+    /// completed, dead, cancelled; completed and dead when absent.
+    pub on: Option<Vec<String>>,
+    pub headers: Option<HeadersInput>,
+}
+
+impl CallbackInput {
+    /// The callback checked: an http or https URL, one or more known events, headers as a
+    /// job's may be (no `content-type`: a delivery is JSON). The message names the field.
+    pub fn target(self) -> Result<redial_engine::CallbackTarget, String> {
+        check_url("callback.url", &self.url)?;
+        let on = match self.on {
+            None => redial_store::CallbackEvent::DEFAULT.to_vec(),
+            Some(list) if list.is_empty() => {
+                return Err(
+                    "callback.on must name at least one event: completed, dead or cancelled".into(),
+                )
+            }
+            Some(list) => {
+                let mut on = Vec::new();
+                for e in list {
+                    let event: redial_store::CallbackEvent =
+                        e.parse().map_err(|m| format!("callback.on: {m}"))?;
+                    if !on.contains(&event) {
+                        on.push(event);
+                    }
+                }
+                on
+            }
+        };
+        let headers = headers_list(self.headers);
+        check_headers("callback.headers", &headers)?;
+        if let Some((name, _)) = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            return Err(format!(
+                "callback.headers: {name:?} is set by Redial (a delivery is application/json); leave it out"
+            ));
+        }
+        Ok(redial_engine::CallbackTarget {
+            url: self.url,
+            on,
+            headers,
+        })
+    }
+}
+
+fn headers_list(h: Option<HeadersInput>) -> Vec<(String, String)> {
+    match h {
+        None => Vec::new(),
+        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
+        Some(HeadersInput::Pairs(p)) => p,
+    }
+}
+
+/// A URL a job may send to: at most [`MAX_URL_BYTES`], http or https with a host and a port
+/// other than 0. The message names `field`.
+fn check_url(field: &str, raw: &str) -> Result<url::Url, String> {
+    if raw.len() > MAX_URL_BYTES {
+        return Err(format!("{field} is over {MAX_URL_BYTES} bytes"));
+    }
+    let url =
+        url::Url::parse(raw).map_err(|e| format!("{field} {raw:?} is not a valid URL: {e}"))?;
+    if url.port() == Some(0) {
+        return Err(format!(
+            "{field} {raw:?} has port 0, which nothing can be reached on"
+        ));
+    }
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "{field} {raw:?} must be an http or https URL with a host"
+        ));
+    }
+    Ok(url)
+}
+
+/// Headers a job may send: at most 100, valid names, no framing or hop-by-hop header, values
+/// without control characters of at most 8192 bytes. The message names `field`.
+fn check_headers(field: &str, headers: &[(String, String)]) -> Result<(), String> {
+    if headers.len() > 100 {
+        return Err(format!("{field}: at most 100 headers"));
+    }
+    for (name, value) in headers {
+        if !is_http_token(name) {
+            return Err(format!("{field}: {name:?} is not a valid header name"));
+        }
+        if is_reserved_header(name) {
+            return Err(format!("{field}: {name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"));
+        }
+        if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            return Err(format!(
+                "{field}: the value of header {name:?} has control characters or is over 8192 bytes"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
@@ -93,7 +198,7 @@ pub struct RequestInput {
 
 /// Headers as an object (`{"Name": "value"}`) or as pairs (`[["Name", "value"]]`, which allows
 /// repeats).
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum HeadersInput {
     Map(BTreeMap<String, String>),
@@ -333,69 +438,11 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             ),
         ));
     };
-    if r.url.len() > MAX_URL_BYTES {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidUrl,
-            format!("request.url is over {MAX_URL_BYTES} bytes"),
-        ));
-    }
-    let url = url::Url::parse(&r.url).map_err(|e| {
-        ApiError::unprocessable(
-            ErrorCode::InvalidUrl,
-            format!("request.url {:?} is not a valid URL: {e}", r.url),
-        )
-    })?;
-    if url.port() == Some(0) {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidUrl,
-            format!(
-                "request.url {:?} has port 0, which nothing can be reached on",
-                r.url
-            ),
-        ));
-    }
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidUrl,
-            format!(
-                "request.url {:?} must be an http or https URL with a host",
-                r.url
-            ),
-        ));
-    }
-    let mut headers = match r.headers {
-        None => Vec::new(),
-        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
-        Some(HeadersInput::Pairs(p)) => p,
-    };
-    if headers.len() > 100 {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidHeader,
-            "at most 100 request headers",
-        ));
-    }
-    for (name, value) in &headers {
-        if !is_http_token(name) {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidHeader,
-                format!("{name:?} is not a valid header name"),
-            ));
-        }
-        if is_reserved_header(name) {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidHeader,
-                format!("{name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"),
-            ));
-        }
-        if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidHeader,
-                format!(
-                    "the value of header {name:?} has control characters or is over 8192 bytes"
-                ),
-            ));
-        }
-    }
+    let url = check_url("request.url", &r.url)
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidUrl, m))?;
+    let mut headers = headers_list(r.headers);
+    check_headers("request.headers", &headers)
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidHeader, m))?;
     let body = match r.body {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
@@ -496,8 +543,14 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         }
         None => None,
     };
+    let callback = input
+        .callback
+        .map(CallbackInput::target)
+        .transpose()
+        .and_then(|t| state.engine.callback(&queue, t))
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
     Ok(NewJob {
-        callback: None,
+        callback,
         id: JobId(id),
         queue,
         endpoint,
@@ -695,6 +748,7 @@ pub fn schedule_definition(
                 tags: job.tags,
                 policy: job.policy,
                 group: job.group,
+                callback: job.callback,
             },
             source: source.to_owned(),
         },

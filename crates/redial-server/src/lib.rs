@@ -14,6 +14,7 @@ mod ui;
 mod view;
 
 pub use error::{ApiError, ErrorCode};
+pub use input::CallbackInput;
 pub use listen::serve;
 
 use axum::Router;

@@ -2,7 +2,7 @@
 
 use redial_engine::redact;
 use redial_policy::{DeadCategory, Timestamp};
-use redial_store::{Attempt, Job, JobState};
+use redial_store::{Attempt, Callback, CallbackEvent, Job, JobState};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -34,6 +34,13 @@ pub struct JobView<'a> {
     pub last_reason: Option<&'a str>,
     pub cancel_requested: bool,
     pub request: RequestView<'a>,
+    /// Where the job tells when it finishes; null when it has no callback.
+    pub callback: Option<CallbackView<'a>>,
+    /// The id of the delivery its finish made (a job of the callback queue), when its callback
+    /// is for the state it finished in.
+    pub callback_delivery: Option<String>,
+    /// For a delivery: the id of the job it tells about.
+    pub callback_for: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deduplicated: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +54,15 @@ pub struct RequestView<'a> {
     pub headers: Vec<(String, String)>,
     pub body_bytes: usize,
     pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CallbackView<'a> {
+    pub url: String,
+    pub on: &'a [CallbackEvent],
+    pub headers: Vec<(String, String)>,
+    /// The queue its deliveries run in.
+    pub queue: &'a str,
 }
 
 pub fn job(j: &Job) -> JobView<'_> {
@@ -80,6 +96,17 @@ pub fn job(j: &Job) -> JobView<'_> {
             body_bytes: j.request.body.as_ref().map_or(0, String::len),
             timeout_ms: j.request.timeout_ms,
         },
+        callback: j.callback.as_ref().map(|c| CallbackView {
+            url: redact::url(&c.url),
+            on: &c.on,
+            headers: redact::headers(&c.headers, usize::MAX),
+            queue: &c.queue,
+        }),
+        callback_delivery: j.callback.as_ref().and_then(|c| {
+            let event = CallbackEvent::of(j.state).filter(|e| c.on.contains(e))?;
+            Some(Callback::delivery_id(j, event, j.replays).0)
+        }),
+        callback_for: Callback::delivered_for(&j.id).map(|(id, _)| id.0),
         deduplicated: None,
         attempt_log: None,
     }

@@ -94,7 +94,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     {
         let c = rusqlite::Connection::open(&db).expect("open");
         c.execute_batch(&format!(
-            "ALTER TABLE endpoint_holds DROP COLUMN paced_until; PRAGMA user_version = {};",
+            "ALTER TABLE jobs DROP COLUMN callback; PRAGMA user_version = {};",
             latest - 1
         ))
         .expect("roll back the last migration");
@@ -111,9 +111,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     let out = migrate(&["--data-dir", data_arg, "--dry-run"]);
     assert!(
         out.stdout.contains(&format!("migration {latest}:"))
-            && out
-                .stdout
-                .contains("ALTER TABLE endpoint_holds ADD COLUMN paced_until"),
+            && out.stdout.contains("ALTER TABLE jobs ADD COLUMN callback"),
         "{}",
         out.stdout
     );

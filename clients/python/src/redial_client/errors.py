@@ -19,6 +19,7 @@ ErrorCode = Literal[
     "headers_too_large",
     "internal",
     "invalid_body",
+    "invalid_callback",
     "invalid_category",
     "invalid_cursor",
     "invalid_deadline",

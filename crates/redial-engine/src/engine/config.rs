@@ -5,6 +5,7 @@ use crate::endpoints::EndpointSettings;
 use crate::otel::Tracer;
 use redial_policy::endpoint::{EndpointConfig, Rate};
 use redial_policy::Policy;
+use redial_store::CallbackEvent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,18 @@ pub struct QueueConfig {
     pub concurrency: usize,
     pub policy: Policy,
     pub groups: Groups,
+    /// The callback of the queue's jobs that name none.
+    pub callback: Option<CallbackTarget>,
+}
+
+/// Where a finished job's callback goes and for which events, as a job or a queue gives it
+/// (the delivery's queue and endpoint are the engine's to fix: [`crate::Engine::callback`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CallbackTarget {
+    /// An http or https URL.
+    pub url: String,
+    pub on: Vec<CallbackEvent>,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for QueueConfig {
@@ -26,6 +39,7 @@ impl Default for QueueConfig {
             concurrency: 32,
             policy: Policy::default(),
             groups: Groups::default(),
+            callback: None,
         }
     }
 }
@@ -152,6 +166,9 @@ pub struct EngineConfig {
     /// How often a request waiting for a job to finish reads it again when nothing told it of a
     /// change (a finish made by another node, a deadline ended by maintenance); 2 s.
     pub wait_recheck: Duration,
+    /// The queue callback deliveries run in ("callbacks"); added to `queues` with the defaults
+    /// when they do not name it. Its jobs never have callbacks.
+    pub callback_queue: String,
 }
 
 impl EngineConfig {
@@ -191,6 +208,7 @@ impl Default for EngineConfig {
             count_metrics: true,
             schedules: true,
             wait_recheck: Duration::from_secs(2),
+            callback_queue: "callbacks".to_owned(),
         }
     }
 }

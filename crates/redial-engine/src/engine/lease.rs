@@ -426,12 +426,16 @@ pub(super) async fn fail_retries(
             unknown_attempts: job.unknown_attempts,
             deferrals: job.deferrals,
             last_delay_ms: job.last_delay_ms,
-        };
-        if let Err(e) = inner.store.job_record_attempt(params).await {
-            // This job and the rest go back to the queue rather than wait to be rescued.
-            let ids = std::iter::once(job.id).chain(jobs.map(|j| j.id)).collect();
-            release(inner, ids).await;
-            return Err(e);
+        }
+        .with_delivery(&job);
+        match inner.store.job_record_attempt(params).await {
+            Ok(state) => inner.finished(&job, state),
+            Err(e) => {
+                // This job and the rest go back to the queue rather than wait to be rescued.
+                let ids = std::iter::once(job.id).chain(jobs.map(|j| j.id)).collect();
+                release(inner, ids).await;
+                return Err(e);
+            }
         }
         inner.metrics.inc(
             &crate::metrics::DEAD_LETTERS,

@@ -284,7 +284,9 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
                     &[("category", DeadCategory::DeadlineExceeded.as_str())],
                     n,
                 );
-                tracing::warn!(dead = n, "jobs passed their deadline while waiting")
+                tracing::warn!(dead = n, "jobs passed their deadline while waiting");
+                // Their callback deliveries, if they have any, are due now.
+                inner.wake(&inner.config.callback_queue);
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),

@@ -16,9 +16,10 @@ use redial_policy::{
     JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
-    Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, CleanupParams, ExpireParams,
-    HeartbeatParams, InsertOutcome, Job, JobFilter, JobId, LeaseAdmittedParams, NewJob,
-    RecordAttemptParams, ReleaseParams, RescueParams, Store, StoreError, Transition, Verdict, Wake,
+    Admit, Attempt, AttemptCategory, AttemptDecision, Callback, Candidate, CleanupParams,
+    ExpireParams, HeartbeatParams, InsertOutcome, Job, JobFilter, JobId, JobState,
+    LeaseAdmittedParams, NewJob, RecordAttemptParams, ReleaseParams, RescueParams, Store,
+    StoreError, Transition, Verdict, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -40,7 +41,7 @@ mod schedules;
 mod waiting;
 
 use attempt::*;
-pub use config::{EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
+pub use config::{CallbackTarget, EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
 pub use controls::{GroupView, QueueGroups, QueueView};
 use facts::*;
 use lease::*;
@@ -140,6 +141,13 @@ impl Engine {
         clock: Arc<dyn Clock>,
         handler: Arc<dyn Handler>,
     ) -> Engine {
+        // Callback deliveries run in a queue of their own, there whatever the configuration
+        // names.
+        let mut config = config;
+        config
+            .queues
+            .entry(config.callback_queue.clone())
+            .or_default();
         let wakers = config
             .queues
             .keys()
@@ -246,13 +254,43 @@ impl Engine {
 
     /// Tells a queue's loop to look for work now (after an enqueue or a replay).
     pub fn wake(&self, queue: &str) {
-        if let Some(n) = self.inner.wakers.get(queue) {
-            n.notify_one();
-        }
+        self.inner.wake(queue);
     }
 
     pub fn wake_all(&self) {
         self.inner.wake_all();
+    }
+
+    /// The callback a job of `queue` carries: the one it gives, else its queue's, delivered in
+    /// the callback queue to the URL's origin. A job of the callback queue has none (a delivery
+    /// never makes another): one it gives is refused, its queue's ignored.
+    pub fn callback(
+        &self,
+        queue: &str,
+        given: Option<CallbackTarget>,
+    ) -> Result<Option<Callback>, String> {
+        let callbacks = &self.inner.config.callback_queue;
+        if queue == callbacks {
+            return match given {
+                Some(_) => Err(format!(
+                    "jobs of the queue {callbacks:?} deliver callbacks and never have one of their own"
+                )),
+                None => Ok(None),
+            };
+        }
+        let Some(target) = given.or_else(|| self.inner.config.queues.get(queue)?.callback.clone())
+        else {
+            return Ok(None);
+        };
+        let url = url::Url::parse(&target.url)
+            .map_err(|e| format!("callback url {:?} is not a valid URL: {e}", target.url))?;
+        Ok(Some(Callback {
+            endpoint: url.origin().ascii_serialization(),
+            url: target.url,
+            on: target.on,
+            headers: target.headers,
+            queue: callbacks.clone(),
+        }))
     }
 
     /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an
@@ -480,6 +518,23 @@ impl Inner {
     fn wake_all(&self) {
         for n in self.wakers.values() {
             n.notify_one();
+        }
+    }
+
+    fn wake(&self, queue: &str) {
+        if let Some(n) = self.wakers.get(queue) {
+            n.notify_one();
+        }
+    }
+
+    /// `job`, as leased, was left in `state`: when that finished it, those waiting for it are
+    /// told, and the callback queue looks for the delivery it may have made.
+    fn finished(&self, job: &Job, state: JobState) {
+        if state.is_finished() {
+            self.finishes.tell(&job.id);
+            if job.callback.is_some() {
+                self.wake(&self.config.callback_queue);
+            }
         }
     }
 

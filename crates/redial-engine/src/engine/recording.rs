@@ -104,7 +104,8 @@ pub(super) async fn record(
         unknown_attempts: after.unknown_failures,
         deferrals: after.deferrals,
         last_delay_ms: after.last_delay.map(millis),
-    };
+    }
+    .with_delivery(job);
     // The request was sent: its result must be recorded, or the job runs again when its lease
     // ends. A store that cannot serve for a moment (a connection that blinked, a database
     // restarting) is asked again, on a fresh connection, for as long as a lease lasts (the
@@ -116,9 +117,7 @@ pub(super) async fn record(
         tries += 1;
         match inner.store.job_record_attempt(params.clone()).await {
             Ok(state) => {
-                if state.is_finished() {
-                    inner.finishes.tell(&job.id);
-                }
+                inner.finished(job, state);
                 if tries > 1 {
                     tracing::info!(job = %job.id, tries, "recorded the attempt once the store could serve again");
                 }
@@ -176,8 +175,6 @@ fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> At
     };
     let wait = decision.classification.server_wait;
     Attempt {
-        response_body_base64: false,
-        response_body_truncated: false,
         number: job.runs + 1,
         started_at: ran.started_at,
         duration_ms: ran.duration_ms,
@@ -200,6 +197,8 @@ fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> At
         held: ran.held,
         response_headers: redact::headers(&ran.output.response_headers, 32),
         response_body: ran.output.response_body,
+        response_body_base64: ran.output.response_body_base64,
+        response_body_truncated: ran.output.response_body_truncated,
         worker: inner.config.worker_id.clone(),
     }
 }

@@ -101,6 +101,9 @@ pub struct JobTemplate {
     /// The group each occurrence's job belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// What each occurrence's job tells when it finishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<redial_store::Callback>,
 }
 
 /// A schedule as defined by the API or the configuration file.
@@ -517,7 +520,7 @@ fn occurrence_job(
     let mut tags = template.tags.clone();
     tags.push(format!("schedule:{schedule}"));
     NewJob {
-        callback: None,
+        callback: template.callback.clone(),
         idempotency_key: Some(derived_idempotency_key(&template.queue, &id)),
         id: JobId(id),
         queue: template.queue.clone(),

@@ -141,9 +141,7 @@ impl Engine {
             .store
             .job_cancel(id, self.inner.clock.now())
             .await?;
-        if job.state.is_finished() {
-            self.inner.finishes.tell(&job.id);
-        }
+        self.inner.finished(&job, job.state);
         Ok(job)
     }
 }

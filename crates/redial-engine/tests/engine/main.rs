@@ -45,6 +45,7 @@ pub(crate) fn policy() -> Policy {
 /// handler runs), both on [`policy`].
 pub(crate) fn harness() -> EngineBuilder {
     let queue = |concurrency| QueueConfig {
+        callback: None,
         concurrency,
         policy: policy(),
         groups: Default::default(),

@@ -62,8 +62,8 @@ struct Account {
     leases: std::collections::HashMap<String, (u64, usize)>,
     /// Jobs leased and not yet recorded or given back: attempts under way.
     out: HashSet<JobId>,
-    /// The last lease that took nothing: its tick and the instant it leased at.
-    last_empty: Option<(u64, Timestamp)>,
+    /// Per queue, the last lease that took nothing: its tick and the instant it leased at.
+    last_empty: std::collections::HashMap<String, (u64, Timestamp)>,
 }
 
 impl Watched {
@@ -148,13 +148,19 @@ impl Watched {
         });
     }
 
-    /// Whether the engine has done all it can at `now`.
-    fn settled_at(&self, now: Timestamp) -> bool {
+    /// Whether the engine has done all it can at `now`, its queues not in `paused` (which
+    /// lease nothing) having each looked and found nothing since the last write.
+    fn settled_at(&self, now: Timestamp, paused: &[String]) -> bool {
         let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
         a.leasing == 0
             && a.out.is_empty()
-            && a.last_empty
-                .is_some_and(|(tick, at)| at == now && tick > a.last_write)
+            // Every queue that leases (the callback queue's too) found nothing at `now` after
+            // the last write.
+            && a.leases.keys().filter(|q| !paused.contains(q)).all(|q| {
+                a.last_empty
+                    .get(q)
+                    .is_some_and(|&(tick, at)| at == now && tick > a.last_write)
+            })
     }
 
     /// Whether nothing is under way: no lease call, no attempt.
@@ -180,7 +186,13 @@ pub async fn settle(engine: &Engine, store: &Watched, now: Timestamp) {
     let give_up = tokio::time::Instant::now() + SETTLE_BOUND;
     loop {
         ticks.borrow_and_update();
-        if store.settled_at(now) {
+        let paused: Vec<String> = engine
+            .queue_views()
+            .into_iter()
+            .filter(|q| q.paused_by_hand.is_some())
+            .map(|q| q.name)
+            .collect();
+        if store.settled_at(now, &paused) {
             return;
         }
         if store.idle() {
@@ -268,7 +280,7 @@ impl Store for Watched {
             }
             match &out {
                 Ok(lease) if lease.taken.is_empty() && lease.failed.is_empty() => {
-                    a.last_empty = Some((began, now));
+                    a.last_empty.insert(queue.clone(), (began, now));
                 }
                 Ok(lease) => {
                     let ids = lease.taken.iter().chain(&lease.failed);

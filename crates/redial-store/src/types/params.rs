@@ -132,6 +132,15 @@ impl RecordAttemptParams {
         Callback::delivery(&after, Some(&self.attempt), self.now)
     }
 
+    /// These parameters with the delivery `job` (as leased) owes if the attempt leaves it as
+    /// leased expects ([`RecordAttemptParams::callback`]).
+    pub fn with_delivery(mut self, job: &Job) -> Self {
+        if job.callback.is_some() {
+            self.callback = self.delivery(job, &self.plan(job));
+        }
+        self
+    }
+
     /// The job's next state: the transition's, except that a job whose cancellation was
     /// requested while it ran ends cancelled unless the attempt completed it or made it dead.
     pub fn plan(&self, job: &Job) -> RecordPlan {

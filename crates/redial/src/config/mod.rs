@@ -331,6 +331,10 @@ impl Default for RetentionSection {
     }
 }
 
+/// The queue callback deliveries run in (`[queues.callbacks]` sets its concurrency, policy and
+/// signing secrets).
+pub const CALLBACK_QUEUE: &str = "callbacks";
+
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueSection {
@@ -346,6 +350,8 @@ pub struct QueueSection {
     pub group_rate: Option<String>,
     /// Named groups' own limits and weights, over `group_concurrency` and `group_rate`.
     pub groups: BTreeMap<String, GroupSection>,
+    /// The callback of the queue's jobs that name none (`url`, `on`, `headers`).
+    pub callback: Option<redial_server::CallbackInput>,
 }
 
 impl Default for QueueSection {
@@ -357,6 +363,7 @@ impl Default for QueueSection {
             group_concurrency: None,
             group_rate: None,
             groups: BTreeMap::new(),
+            callback: None,
         }
     }
 }
@@ -699,7 +706,21 @@ impl FileConfig {
                 } else {
                     self.policy.clone()
                 };
+                let callback = match &q.callback {
+                    Some(_) if name == CALLBACK_QUEUE => {
+                        return Err(format!(
+                            "queues.{name}.callback: the jobs of {CALLBACK_QUEUE:?} deliver callbacks and never have one of their own"
+                        ))
+                    }
+                    Some(c) => Some(
+                        c.clone()
+                            .target()
+                            .map_err(|e| format!("queues.{name}.{e}"))?,
+                    ),
+                    None => None,
+                };
                 Ok(redial_engine::QueueConfig {
+                    callback,
                     concurrency: q.concurrency,
                     policy,
                     groups: q.groups(&format!("queues.{name}"))?,
@@ -715,12 +736,16 @@ impl FileConfig {
         if !errors.is_empty() {
             return Err(errors);
         }
-        out.entry("default".to_owned())
-            .or_insert_with(|| redial_engine::QueueConfig {
-                concurrency: QueueSection::default().concurrency,
-                policy: self.policy.clone(),
-                groups: Default::default(),
-            });
+        // The default queue and the callback deliveries' own are there whatever the file says.
+        for name in ["default", CALLBACK_QUEUE] {
+            out.entry(name.to_owned())
+                .or_insert_with(|| redial_engine::QueueConfig {
+                    callback: None,
+                    concurrency: QueueSection::default().concurrency,
+                    policy: self.policy.clone(),
+                    groups: Default::default(),
+                });
+        }
         Ok(out)
     }
 }
