@@ -1,5 +1,6 @@
 // Owns the client's error classes: API answers (RedialError), failures to reach the server
-// (RedialConnectionError, RedialTimeoutError) and rejected webhook deliveries (WebhookVerificationError).
+// (RedialConnectionError, RedialTimeoutError), rejected webhook deliveries (WebhookVerificationError) and
+// verified deliveries that are not callback events (CallbackParseError).
 import type { components } from "./api-types.js";
 
 /** Every code the API's error answers carry: the OpenAPI document's enum, which the server's
@@ -50,4 +51,9 @@ export class WebhookVerificationError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A verified delivery whose body is not a callback event: answer it with 400 and do not act on it. */
+export class CallbackParseError extends Error {
+  override readonly name = "CallbackParseError";
 }

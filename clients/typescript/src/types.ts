@@ -4,6 +4,8 @@ import type { components, operations } from "./api-types.js";
 type Schemas = components["schemas"];
 
 export type JobInput = Schemas["JobInput"];
+export type CallbackInput = Schemas["CallbackInput"];
+export type CallbackView = Schemas["CallbackView"];
 export type Job = Schemas["Job"];
 export type JobState = Schemas["Job"]["state"];
 export type Attempt = Schemas["Attempt"];

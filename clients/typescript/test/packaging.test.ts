@@ -2,7 +2,8 @@
 // default) and an ES module project install the tarball, type-check their TypeScript against it
 // (`require` and `import` each find their own types), and run against a real `redial serve`: enqueue,
 // read back, a typed error, and a real signed delivery verified from the raw body in a node:http
-// handler, as an Express raw-body route or a NestJS controller with `rawBody` receives it.
+// handler, as an Express raw-body route or a NestJS controller with `rawBody` receives it; the callback
+// types check and parseCallback is in both builds.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -65,7 +66,10 @@ async function main(): Promise<void> {
     if (err instanceof RedialError) code = err.code;
   }
   receiver.close();
-  console.log(JSON.stringify({ flavour: "${flavour}", verified, key: job.idempotency_key, state, code }));
+  // The callback types check, and parseCallback is there at run time.
+  const describe = (e: CallbackEvent): string => e.type + " " + e.data.id;
+  const callbacks = typeof parseCallback + " " + describe({ type: "job.dead", data: { id: "x" } } as CallbackEvent);
+  console.log(JSON.stringify({ flavour: "${flavour}", verified, key: job.idempotency_key, state, code, callbacks }));
 }
 
 main().catch((err) => {
@@ -91,14 +95,14 @@ const flavours: Flavour[] = [
     type: "commonjs",
     compiler: { module: "commonjs", moduleResolution: "node", target: "ES2021", esModuleInterop: true },
     file: "main.ts",
-    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, type ErrorCode } from "@redial/client";',
+    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode } from "@redial/client";',
   },
   {
     name: "esm",
     type: "module",
     compiler: { module: "nodenext", moduleResolution: "nodenext", target: "ES2022" },
     file: "main.ts",
-    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, type ErrorCode } from "@redial/client";',
+    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode } from "@redial/client";',
   },
 ];
 
@@ -159,11 +163,13 @@ describe("the package from a CommonJS project and from an ES module one", () => 
         key: string;
         state: string;
         code: string;
+        callbacks: string;
       };
       assert.equal(out.flavour, flavour.name);
       assert.equal(out.state, "completed");
       assert.deepEqual(out.verified, [`${out.key} 42`], "one delivery, verified from its raw body");
       assert.equal(out.code, "not_found");
+      assert.equal(out.callbacks, "function job.dead x");
     });
   }
 
@@ -178,5 +184,7 @@ describe("the package from a CommonJS project and from an ES module one", () => 
     );
     assert.equal(required.stdout, imported.stdout);
     assert.match(required.stdout, /verifyWebhook/);
+    assert.match(required.stdout, /parseCallback/);
+    assert.match(required.stdout, /CallbackParseError/);
   });
 });

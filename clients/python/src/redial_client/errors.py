@@ -1,5 +1,6 @@
 """Typed errors: what the API refused (RedialError), what never reached it (RedialConnectionError),
-and a delivery that failed verification (WebhookVerificationError)."""
+a delivery that failed verification (WebhookVerificationError), and a verified delivery that is
+not a callback event (CallbackParseError)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,7 @@ class RedialConnectionError(Exception):
 
 class WebhookVerificationError(Exception):
     """A delivery's signature headers are missing, stale, or match none of the secrets."""
+
+
+class CallbackParseError(Exception):
+    """A verified delivery's body is not a callback event: answer 400 and do not act on it."""

@@ -28,6 +28,27 @@ class RequestInput(TypedDict):
     timeout: NotRequired[str]
 
 
+CallbackOn = Literal["completed", "dead", "cancelled"]
+
+
+class CallbackInput(TypedDict):
+    """Where Redial POSTs a callback event when the job finishes in one of `on`
+    (completed and dead when absent). The queue's callback applies when a job has none."""
+
+    url: str
+    on: NotRequired[list[CallbackOn]]
+    headers: NotRequired[Headers]
+
+
+class CallbackView(TypedDict):
+    """A job's callback as the API shows it: secrets in the URL and header values redacted."""
+
+    url: str
+    on: list[CallbackOn]
+    headers: list[list[str]]
+    queue: str
+
+
 class JobInput(TypedDict):
     """What POST /v1/jobs takes. Instants are RFC 3339 strings."""
 
@@ -42,6 +63,7 @@ class JobInput(TypedDict):
     group: NotRequired[str]
     endpoint: NotRequired[str]
     policy: NotRequired[dict[str, Any] | None]
+    callback: NotRequired[CallbackInput]
 
 
 class RequestView(TypedDict):
@@ -72,6 +94,8 @@ class Attempt(TypedDict):
     response_headers: list[list[str]]
     response_body: str | None
     worker: str
+    response_body_base64: NotRequired[bool]
+    response_body_truncated: NotRequired[bool]
 
 
 class Job(TypedDict):
@@ -98,6 +122,9 @@ class Job(TypedDict):
     last_reason: str | None
     cancel_requested: bool
     request: RequestView
+    callback: CallbackView | None
+    callback_delivery: str | None
+    callback_for: str | None
     deduplicated: NotRequired[bool]
     attempt_log: NotRequired[list[Attempt]]
 
@@ -258,3 +285,48 @@ class Schedule(TypedDict):
     last_fired_at: str | None
     created_at: str
     updated_at: str
+
+
+class CallbackResponse(TypedDict):
+    """The final response in a callback event. `body` is text, or base64 when the body was not
+    UTF-8 (`body_encoding`); `callback_response_body` decodes it. Secret headers are left out."""
+
+    status: int
+    headers: dict[str, str]
+    body: str | None
+    body_encoding: Literal["text", "base64"]
+    content_type: str | None
+    truncated: bool
+
+
+class CallbackJob(TypedDict):
+    """The finished job a callback event tells of. `attempts` counts failed attempts, as in Job;
+    `error` is the last attempt's transport error kind when it got no response."""
+
+    id: str
+    queue: str
+    endpoint: str
+    group: str | None
+    tags: list[str]
+    idempotency_key: str | None
+    state: Literal["completed", "dead", "cancelled"]
+    category: DeadCategory | None
+    reason: str | None
+    attempts: int
+    unknown_attempts: int
+    deferrals: int
+    stalls: int
+    replays: int
+    runs: int
+    created_at: str
+    finished_at: str | None
+    response: CallbackResponse | None
+    error: str | None
+
+
+class CallbackEvent(TypedDict):
+    """The JSON body Redial POSTs to a job's callback URL; `timestamp` is when the job finished."""
+
+    type: Literal["job.completed", "job.dead", "job.cancelled"]
+    timestamp: str
+    data: CallbackJob
