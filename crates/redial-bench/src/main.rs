@@ -13,6 +13,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod backup;
+mod callbacks;
 mod groups;
 mod noop_nodes;
 mod plain;
@@ -42,7 +43,8 @@ struct Args {
     /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `backup` (an
     /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
-    /// alternated rounds) run only when named.
+    /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
+    /// job, delivered, `--rounds` alternated rounds) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -58,7 +60,7 @@ struct Args {
     /// this process when absent.
     #[arg(long)]
     receiver_base: Option<String>,
-    /// Alternated rounds of the `groups` workload's no-op runs and of `waiters`.
+    /// Alternated rounds of the `groups` workload's no-op runs, of `waiters` and of `callbacks`.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// Schedules in the `schedules` workload.
@@ -163,6 +165,15 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "waiters") {
             waiters::waiters(
+                args.jobs.min(50_000),
+                args.concurrency,
+                args.rounds,
+                &mut report,
+            )
+            .await?;
+        }
+        if args.only.iter().any(|w| w == "callbacks") {
+            callbacks::callbacks(
                 args.jobs.min(50_000),
                 args.concurrency,
                 args.rounds,

@@ -18,8 +18,8 @@ pub async fn waiters(
     let base = local_receiver().await?;
     let (mut without, mut with, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds.max(1) {
-        let a = http_rate(jobs, concurrency, Some(base.clone()), 0).await?;
-        let b = http_rate(jobs, concurrency, Some(base.clone()), WAITERS).await?;
+        let a = http_rate(jobs, concurrency, Some(base.clone()), 0, false).await?;
+        let b = http_rate(jobs, concurrency, Some(base.clone()), WAITERS, false).await?;
         eprintln!(
             "round {}: {a:.0} jobs/s without waiters, {b:.0} with {WAITERS}",
             round + 1

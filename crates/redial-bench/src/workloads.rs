@@ -480,7 +480,7 @@ pub async fn http(
     base: Option<String>,
     report: &mut Report<'_>,
 ) -> Result<()> {
-    let rate = http_rate(jobs, concurrency, base, 0).await?;
+    let rate = http_rate(jobs, concurrency, base, 0, false).await?;
     report(
         &format!("HTTP dispatch to a loopback receiver, concurrency {concurrency}"),
         rate,
@@ -497,6 +497,7 @@ pub(crate) async fn http_rate(
     concurrency: usize,
     base: Option<String>,
     waiters: usize,
+    callbacks: bool,
 ) -> Result<f64> {
     let base = match base {
         Some(b) => b,
@@ -505,7 +506,28 @@ pub(crate) async fn http_rate(
     let url = format!("{base}/hook");
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
-    insert_backlog(&store, jobs, "default", &url, "h").await?;
+    if callbacks {
+        // Each job with a callback to the same receiver, delivered in the callback queue.
+        let now = SystemClock.now();
+        let callback = redial_store::Callback {
+            url: url.clone(),
+            on: redial_store::CallbackEvent::DEFAULT.to_vec(),
+            headers: Vec::new(),
+            queue: "callbacks".into(),
+            endpoint: "bench-callbacks".into(),
+        };
+        for start in (0..jobs).step_by(5000) {
+            let batch: Vec<_> = (start..(start + 5000).min(jobs))
+                .map(|k| NewJob {
+                    callback: Some(callback.clone()),
+                    ..job(format!("h{k}"), "default", &url, now)
+                })
+                .collect();
+            store.job_insert_batch(batch).await?;
+        }
+    } else {
+        insert_backlog(&store, jobs, "default", &url, "h").await?;
+    }
     // Jobs for the waiters: due in a day, so they do not finish during the run.
     let later = SystemClock
         .now()
@@ -532,6 +554,18 @@ pub(crate) async fn http_rate(
             groups: Default::default(),
         },
     );
+    if callbacks {
+        // The callback queue runs as many deliveries at once as the jobs' queue runs jobs.
+        config.queues.insert(
+            "callbacks".into(),
+            QueueConfig {
+                callback: None,
+                concurrency,
+                policy: Policy::default(),
+                groups: Default::default(),
+            },
+        );
+    }
     let counting = Arc::new(Counting {
         inner: http,
         calls: AtomicU64::new(0),
@@ -556,12 +590,17 @@ pub(crate) async fn http_rate(
         }));
     }
     let start = Instant::now();
-    wait_recorded(&running, &counting.calls, jobs as u64).await;
+    // With callbacks, a job is done once its callback is delivered too.
+    let sends = if callbacks { 2 * jobs } else { jobs };
+    wait_recorded(&running, &counting.calls, sends as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
     for w in &waiting {
         w.abort();
     }
     wait_completed(&store, "default", jobs as u64).await?;
+    if callbacks {
+        wait_completed(&store, "callbacks", jobs as u64).await?;
+    }
     running.shutdown(Duration::from_secs(5)).await;
     Ok(rate)
 }

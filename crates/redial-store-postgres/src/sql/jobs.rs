@@ -24,6 +24,87 @@ pub(super) const INSERT_MANY: &str =
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
+/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$14`), one array per column.
+pub(super) struct JobRows<'a> {
+    id: Vec<&'a str>,
+    queue: Vec<&'a str>,
+    endpoint: Vec<&'a str>,
+    state: Vec<&'static str>,
+    request: Vec<String>,
+    key: Vec<Option<&'a str>>,
+    priority: Vec<i32>,
+    run_at: Vec<i64>,
+    deadline: Vec<Option<i64>>,
+    tags: Vec<String>,
+    policy: Vec<Option<String>>,
+    created_at: Vec<i64>,
+    group: Vec<Option<&'a str>>,
+    callback: Vec<Option<String>>,
+}
+
+impl<'a> JobRows<'a> {
+    pub(super) fn of(jobs: &'a [NewJob]) -> StoreResult<JobRows<'a>> {
+        let json = |v: Option<Result<String, serde_json::Error>>| v.transpose().map_err(json_err);
+        let mut r = JobRows {
+            id: Vec::with_capacity(jobs.len()),
+            queue: Vec::with_capacity(jobs.len()),
+            endpoint: Vec::with_capacity(jobs.len()),
+            state: Vec::with_capacity(jobs.len()),
+            request: Vec::with_capacity(jobs.len()),
+            key: Vec::with_capacity(jobs.len()),
+            priority: Vec::with_capacity(jobs.len()),
+            run_at: Vec::with_capacity(jobs.len()),
+            deadline: Vec::with_capacity(jobs.len()),
+            tags: Vec::with_capacity(jobs.len()),
+            policy: Vec::with_capacity(jobs.len()),
+            created_at: Vec::with_capacity(jobs.len()),
+            group: Vec::with_capacity(jobs.len()),
+            callback: Vec::with_capacity(jobs.len()),
+        };
+        for job in jobs {
+            r.id.push(job.id.0.as_str());
+            r.queue.push(job.queue.as_str());
+            r.endpoint.push(job.endpoint.as_str());
+            r.state.push(job.initial_state().as_str());
+            r.request
+                .push(serde_json::to_string(&job.request).map_err(json_err)?);
+            r.key.push(job.idempotency_key.as_deref());
+            r.priority.push(job.priority);
+            r.run_at.push(ms(job.run_at));
+            r.deadline.push(job.deadline.map(ms));
+            r.tags
+                .push(serde_json::to_string(&job.tags).map_err(json_err)?);
+            r.policy
+                .push(json(job.policy.as_ref().map(serde_json::to_string))?);
+            r.created_at.push(ms(job.created_at));
+            r.group.push(job.group.as_deref());
+            r.callback
+                .push(json(job.callback.as_ref().map(serde_json::to_string))?);
+        }
+        Ok(r)
+    }
+
+    /// The arrays, in the order of [`INSERT_MANY`]'s parameters.
+    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 14] {
+        [
+            &self.id,
+            &self.queue,
+            &self.endpoint,
+            &self.state,
+            &self.request,
+            &self.key,
+            &self.priority,
+            &self.run_at,
+            &self.deadline,
+            &self.tags,
+            &self.policy,
+            &self.created_at,
+            &self.group,
+            &self.callback,
+        ]
+    }
+}
+
 /// Inserts the jobs whose ids are new, in one statement (`insert`: [`INSERT_MANY`] prepared);
 /// returns their seqs by id.
 pub(super) async fn insert_rows(
@@ -31,64 +112,8 @@ pub(super) async fn insert_rows(
     insert: &tokio_postgres::Statement,
     jobs: &[NewJob],
 ) -> StoreResult<std::collections::HashMap<String, i64>> {
-    let n = jobs.len();
-    let mut cols = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    for job in jobs {
-        let state = job.initial_state();
-        let request = serde_json::to_string(&job.request).map_err(json_err)?;
-        cols.0.push(job.id.0.as_str());
-        cols.1.push(job.queue.as_str());
-        cols.2.push(job.endpoint.as_str());
-        cols.3.push(state.as_str());
-        cols.4.push(request);
-        cols.5.push(job.idempotency_key.as_deref());
-        cols.6.push(job.priority);
-        cols.7.push(ms(job.run_at));
-        cols.8.push(job.deadline.map(ms));
-        cols.9
-            .push(serde_json::to_string(&job.tags).map_err(json_err)?);
-        cols.10.push(
-            job.policy
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()
-                .map_err(json_err)?,
-        );
-        cols.11.push(ms(job.created_at));
-        cols.12.push(job.group.as_deref());
-        cols.13.push(
-            job.callback
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()
-                .map_err(json_err)?,
-        );
-    }
-    let rows = c
-        .query(
-            insert,
-            &[
-                &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6, &cols.7, &cols.8,
-                &cols.9, &cols.10, &cols.11, &cols.12, &cols.13,
-            ],
-        )
-        .await
-        .map_err(backend)?;
+    let cols = JobRows::of(jobs)?;
+    let rows = c.query(insert, &cols.params()).await.map_err(backend)?;
     let mut seqs = std::collections::HashMap::with_capacity(rows.len());
     for r in &rows {
         seqs.insert(get::<String>(r, 0)?, get::<i64>(r, 1)?);

@@ -80,7 +80,9 @@ pub async fn record_attempt(
 /// attempt, no cancel waiting, is updated and its attempt inserted as serialised (its number is
 /// the caller's). Returns the ids recorded; the others go through [`record_attempt`] one by one.
 /// Ids must be distinct, and each request must carry its `seq` and a number of at least 1.
-pub(super) const RECORD_MANY: &str = "WITH i AS ( \
+macro_rules! record_many_ctes {
+    () => {
+        "WITH i AS ( \
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
          $6::bigint[], $7::bigint[], $8::int[], $9::int[], $10::int[], $11::bigint[], \
          $12::text[], $13::bigint[], $14::int[], $15::text[]) \
@@ -96,8 +98,33 @@ pub(super) const RECORD_MANY: &str = "WITH i AS ( \
          AND NOT j.cancel_requested AND j.runs = i.number - 1 \
        RETURNING j.seq), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
-       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq) \
-     SELECT i.id FROM u JOIN i ON i.seq = u.seq";
+       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq) "
+    };
+}
+
+pub(super) const RECORD_MANY: &str = concat!(
+    record_many_ctes!(),
+    "SELECT i.id FROM u JOIN i ON i.seq = u.seq"
+);
+
+/// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
+/// each delivery (`$16` the seq of the job that owes it, then the columns of [`INSERT_MANY`])
+/// goes in only if its job was recorded.
+pub(super) const RECORD_MANY_OWING: &str = concat!(
+    record_many_ctes!(),
+    ", d AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+       priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback) \
+     SELECT t.id, t.queue, t.endpoint, t.state, t.request, t.key, t.priority, t.run_at, \
+         t.deadline, t.tags, t.policy, t.created_at, t.created_at, t.grp, t.callback \
+     FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[], \
+         $21::text[], $22::text[], $23::int[], $24::bigint[], $25::bigint[], $26::text[], \
+         $27::text[], $28::bigint[], $29::text[], $30::text[]) \
+       AS t (owner_seq, id, queue, endpoint, state, request, key, priority, run_at, deadline, \
+         tags, policy, created_at, grp, callback) \
+     JOIN u ON u.seq = t.owner_seq \
+     ON CONFLICT (id) DO NOTHING) \
+     SELECT i.id FROM u JOIN i ON i.seq = u.seq"
+);
 
 /// Whether [`record_many`] can take this request (it knows the job's `seq` and the attempt's
 /// number).
@@ -150,16 +177,6 @@ pub async fn record_many(
     if seqs.is_empty() {
         return Ok(std::collections::HashSet::new());
     }
-    let stmt = c.prepared(RECORD_MANY).await?;
-    // The callback deliveries of the jobs recorded go in with them, in one transaction (a batch
-    // without any is one statement, committed alone).
-    let owing = batch
-        .iter()
-        .any(|(p, _)| p.callback.is_some() && batchable(p));
-    let insert = match owing {
-        true => Some(c.prepared(INSERT_MANY).await?),
-        false => None,
-    };
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 15] = [
         &seqs,
         &ids,
@@ -177,23 +194,34 @@ pub async fn record_many(
         &numbers,
         &data,
     ];
-    let recorded = |rows: Vec<tokio_postgres::Row>| -> std::collections::HashSet<String> {
-        rows.iter().map(|r| r.get::<_, String>(0)).collect()
-    };
-    let Some(insert) = insert else {
-        let rows = c.client.query(&stmt, &params).await.map_err(backend)?;
-        return Ok(recorded(rows));
-    };
-    let tx = c.client.transaction().await.map_err(backend)?;
-    let recorded = recorded(tx.query(&stmt, &params).await.map_err(backend)?);
-    let deliveries: Vec<NewJob> = batch
+    // The callback deliveries of the jobs recorded go in with them, in the same statement.
+    let deliveries: Vec<(i64, &NewJob)> = batch
         .iter()
-        .filter(|(p, _)| recorded.contains(&p.id.0))
-        .filter_map(|(p, _)| p.callback.clone())
+        .filter(|(p, _)| batchable(p))
+        .filter_map(|(p, _)| Some((p.seq?, p.callback.as_ref()?)))
         .collect();
-    insert_deliveries(&tx, &insert, channel, &deliveries).await?;
-    tx.commit().await.map_err(backend)?;
-    Ok(recorded)
+    let rows = if deliveries.is_empty() {
+        let stmt = c.prepared(RECORD_MANY).await?;
+        c.client.query(&stmt, &params).await.map_err(backend)?
+    } else {
+        let stmt = c.prepared(RECORD_MANY_OWING).await?;
+        let owners: Vec<i64> = deliveries.iter().map(|(seq, _)| *seq).collect();
+        let jobs: Vec<NewJob> = deliveries.iter().map(|(_, d)| (*d).clone()).collect();
+        let cols = JobRows::of(&jobs)?;
+        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params.to_vec();
+        all.push(&owners);
+        all.extend(cols.params());
+        let rows = c.client.query(&stmt, &all).await.map_err(backend)?;
+        // The nodes' callback queues have work (this node's engine wakes its own).
+        let mut queues: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        for q in queues {
+            notify(&c.client, channel, q).await?;
+        }
+        rows
+    };
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
 }
 
 /// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.

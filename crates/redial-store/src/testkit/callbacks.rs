@@ -79,6 +79,10 @@ pub async fn callbacks_are_written_with_the_state_change(store: Arc<dyn Store>) 
         .await
         .expect("insert");
     store
+        .job_insert(with_callback(new_job("won", "q"), &all))
+        .await
+        .expect("insert");
+    store
         .job_insert(new_job("plain", "q"))
         .await
         .expect("insert");
@@ -176,15 +180,31 @@ pub async fn callbacks_are_written_with_the_state_change(store: Arc<dyn Store>) 
     assert_eq!(body(slow)["type"], "job.cancelled");
     assert_eq!(body(slow)["data"]["response"]["status"], 503);
 
+    // A cancel waits, but the attempt completes the job: the delivery made for the expected
+    // outcome is the one kept (the fast path finds the cancel and takes its own back).
+    store
+        .job_cancel(&JobId::from("won"), at(1))
+        .await
+        .expect("cancel");
+    let state = record_as_engine(&store, &job("won"), "w1", Transition::Complete, 200)
+        .await
+        .expect("record");
+    assert_eq!(state, JobState::Completed);
+    let d = deliveries(&store).await;
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert!(d
+        .iter()
+        .any(|d| d.id == Callback::delivery_id(&job("won"), CallbackEvent::Completed, 0)));
+
     // Deliveries finishing make nothing more (no loops), whatever they carry.
     let leased = lease(&store, CB_QUEUE, "w2", at(2), 10).await;
-    assert_eq!(leased.len(), 2);
+    assert_eq!(leased.len(), 3);
     for d in &leased {
         record_as_engine(&store, d, "w2", Transition::Complete, 204)
             .await
             .expect("record");
     }
-    assert_eq!(deliveries(&store).await.len(), 2);
+    assert_eq!(deliveries(&store).await.len(), 3);
 }
 
 pub async fn callbacks_of_cancels_replays_and_maintenance(store: Arc<dyn Store>) {
