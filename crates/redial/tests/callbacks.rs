@@ -14,7 +14,6 @@ use redial_test_receiver::{Received, Receiver, Reply};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 mod common;
 use common::{eventually, serve_command, Server};
