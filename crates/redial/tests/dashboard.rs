@@ -613,3 +613,45 @@ async fn a_queues_groups_in_a_browser() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_callback_links_to_its_delivery_in_a_browser() {
+    let rx = redial_test_receiver::Receiver::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    let job = serde_json::json!({
+        "id": "paid", "request": {"method": "POST", "url": rx.url("/charge")},
+        "callback": {"url": rx.url("/done")}
+    });
+    let r = http
+        .post(format!("{}/v1/jobs", server.url))
+        .header("content-type", "application/json")
+        .body(job.to_string())
+        .send()
+        .await
+        .expect("enqueue");
+    assert!(r.status().is_success(), "{}", r.status());
+    let url = format!("{}/v1/jobs/paid?wait=30s", server.url);
+    let done = eventually("the job finished", || async {
+        let j = get_json(&http, &url).await;
+        (j["state"] == "completed").then_some(j)
+    })
+    .await;
+    let delivery = done["callback_delivery"]
+        .as_str()
+        .expect("a delivery")
+        .to_owned();
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/job/paid", server.url)).await;
+    b.wait_text("#job-callback", "the job's callback", |t| {
+        t.contains("/done") && t.contains("on completed, dead")
+    })
+    .await;
+    b.click("#job-callback-delivery").await;
+    b.wait_text("h1 code", "the delivery's page", |t| t == delivery)
+        .await;
+    b.wait_text("#job-callback-for", "the job it tells of", |t| t == "paid")
+        .await;
+}

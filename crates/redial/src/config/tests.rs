@@ -161,3 +161,36 @@ fn defaults_hold_without_a_file() {
     config.resolve().expect("defaults are valid");
     assert!(config.queues().expect("queues").contains_key("default"));
 }
+
+/// A queue's callback is checked as a job's is; the callback queue's own is refused (no loops).
+#[test]
+fn queue_callbacks() {
+    let text = "[queues.billing.callback]\nurl = \"https://app.example.com/hooks\"\non = [\"dead\"]\nheaders = { authorization = \"Bearer x\" }\n";
+    let config: FileConfig = toml::from_str(text).expect("parses");
+    let queues = config.queues().expect("valid");
+    let cb = queues["billing"].callback.as_ref().expect("a callback");
+    assert_eq!(cb.url, "https://app.example.com/hooks");
+    assert_eq!(cb.on, vec![redial_store::CallbackEvent::Dead]);
+    assert!(
+        queues.contains_key(CALLBACK_QUEUE),
+        "the callback queue is there"
+    );
+    for (text, says) in [
+        (
+            "[queues.billing.callback]\nurl = \"ftp://x\"\n",
+            "queues.billing.callback.url",
+        ),
+        (
+            "[queues.billing.callback]\nurl = \"https://x.example.com\"\non = [\"done\"]\n",
+            "callback.on",
+        ),
+        (
+            "[queues.callbacks.callback]\nurl = \"https://x.example.com\"\n",
+            "never have one",
+        ),
+    ] {
+        let config: FileConfig = toml::from_str(text).expect("parses");
+        let e = config.queues().expect_err(text).join("; ");
+        assert!(e.contains(says), "{text:?}: {e}");
+    }
+}
