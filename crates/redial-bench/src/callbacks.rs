@@ -1,8 +1,8 @@
 //! `--only callbacks`: what completion callbacks cost. The HTTP dispatch workload runs
 //! `--rounds` times without callbacks and with one on every job (a job counts once its callback
 //! is delivered too, so twice the requests), alternating; the report gives each side's median
-//! and the median of the rounds' ratios. The store is SQLite, or PostgreSQL when `DATABASE_URL`
-//! is set.
+//! and the median of the rounds' ratios. The store is SQLite, or PostgreSQL with
+//! `--database-url`.
 
 use crate::workloads::{http_rate, local_receiver, Report};
 use anyhow::Result;

@@ -66,7 +66,7 @@ pub(super) async fn record(
     }
     count_attempt(inner, job, &ran.output, &decision, ran.duration_ms, now);
     let _recording = slot.enter_recording_line().await;
-    inner.wake_all();
+    inner.wake_after_attempt(&job.queue);
     let span = ran.span;
     let attempt = attempt_record(inner, job, ran, &decision);
     // The URL's facts cost a parse: only when a log line or a span will carry them.
