@@ -558,3 +558,43 @@ pub(super) async fn schedule_loop(inner: Arc<Inner>, engine: Engine) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A template's callback reaches every occurrence's job, and survives the schedule's
+    /// stored JSON.
+    #[test]
+    fn occurrences_carry_the_templates_callback() {
+        let now = Timestamp::from_unix_millis(1_795_996_800_000);
+        let template = JobTemplate {
+            queue: "default".into(),
+            endpoint: "https://api.example.com".into(),
+            request: redial_store::HttpRequest {
+                method: "POST".into(),
+                url: "https://api.example.com/report".into(),
+                headers: Vec::new(),
+                body: None,
+                timeout_ms: None,
+            },
+            priority: 0,
+            tags: Vec::new(),
+            policy: None,
+            group: None,
+            callback: Some(redial_store::Callback {
+                url: "https://app.example.com/hooks".into(),
+                on: vec![redial_store::CallbackEvent::Dead],
+                headers: Vec::new(),
+                queue: "callbacks".into(),
+                endpoint: "https://app.example.com".into(),
+            }),
+        };
+        let stored: JobTemplate =
+            serde_json::from_str(&serde_json::to_string(&template).expect("JSON"))
+                .expect("read back");
+        assert_eq!(stored, template);
+        let job = occurrence_job("nightly", &stored, now, now);
+        assert_eq!(job.callback, template.callback);
+    }
+}
