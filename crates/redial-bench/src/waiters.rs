@@ -3,7 +3,7 @@
 //! for a job that does not finish during the run, asking again as each wait ends), alternating;
 //! the report gives each side's median and the median of the rounds' ratios.
 
-use crate::workloads::{http_rate, local_receiver, Report};
+use crate::workloads::{http_rate, local_receiver, side_by_side, Report};
 use anyhow::Result;
 
 /// Waiters in the second run of each round: the server's default bound.
@@ -16,36 +16,22 @@ pub async fn waiters(
     report: &mut Report<'_>,
 ) -> Result<()> {
     let base = local_receiver().await?;
-    let (mut without, mut with, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds.max(1) {
-        let a = http_rate(jobs, concurrency, Some(base.clone()), 0, false).await?;
-        let b = http_rate(jobs, concurrency, Some(base.clone()), WAITERS, false).await?;
-        eprintln!(
-            "round {}: {a:.0} jobs/s without waiters, {b:.0} with {WAITERS}",
-            round + 1
-        );
-        without.push(a);
-        with.push(b);
-        ratios.push(b / a);
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    report(
-        "HTTP dispatch, no waiters (median)",
-        median(&mut without),
-        "jobs/s",
-    );
-    report(
-        &format!("HTTP dispatch, {WAITERS} waiters (median)"),
-        median(&mut with),
-        "jobs/s",
-    );
-    report(
-        &format!("HTTP dispatch with {WAITERS} waiters / without (median of rounds)"),
-        median(&mut ratios),
-        "x",
-    );
-    Ok(())
+    side_by_side(
+        rounds,
+        ["without waiters", &format!("with {WAITERS}")],
+        [
+            "HTTP dispatch, no waiters (median)",
+            &format!("HTTP dispatch, {WAITERS} waiters (median)"),
+            &format!("HTTP dispatch with {WAITERS} waiters / without (median of rounds)"),
+        ],
+        |with| {
+            let base = base.clone();
+            async move {
+                let waiters = if with { WAITERS } else { 0 };
+                http_rate(jobs, concurrency, Some(base), waiters, false).await
+            }
+        },
+        report,
+    )
+    .await
 }

@@ -605,6 +605,44 @@ pub(crate) async fn http_rate(
     Ok(rate)
 }
 
+/// Runs `run(false)` and `run(true)` in `rounds` alternated rounds (each prints its pair, as
+/// `round N: <a> <without>, <b> <with>`), and reports each side's median, as `labels[0]` and
+/// `labels[1]`, and the median of the rounds' ratios (with / without), as `labels[2]`.
+pub(crate) async fn side_by_side<F, Fut>(
+    rounds: usize,
+    words: [&str; 2],
+    labels: [&str; 3],
+    mut run: F,
+    report: &mut Report<'_>,
+) -> Result<()>
+where
+    F: FnMut(bool) -> Fut,
+    Fut: std::future::Future<Output = Result<f64>>,
+{
+    let (mut without, mut with, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds.max(1) {
+        let a = run(false).await?;
+        let b = run(true).await?;
+        eprintln!(
+            "round {}: {a:.0} jobs/s {}, {b:.0} {}",
+            round + 1,
+            words[0],
+            words[1]
+        );
+        without.push(a);
+        with.push(b);
+        ratios.push(b / a);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    report(labels[0], median(&mut without), "jobs/s");
+    report(labels[1], median(&mut with), "jobs/s");
+    report(labels[2], median(&mut ratios), "x");
+    Ok(())
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }

@@ -6,60 +6,13 @@
 
 use redial_test_receiver::{Receiver, Reply};
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod common;
-use common::{eventually, serve_command, Server};
+use common::{eventually, reference_verifies, serve_command, Server};
 
 const OLD: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const NEW: &str = "whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
-
-/// Whether the reference library accepts the delivery with `secret`.
-fn reference_verifies(
-    secret: &str,
-    headers: &[(String, String)],
-    body: &str,
-) -> Result<(), String> {
-    let header = |n: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let input = json!({
-        "secret": secret,
-        "body": body,
-        "headers": {
-            "webhook-id": header("webhook-id"),
-            "webhook-timestamp": header("webhook-timestamp"),
-            "webhook-signature": header("webhook-signature"),
-        },
-    });
-    let mut child = Command::new("python3")
-        .args([
-            "-c",
-            "import json, sys\nfrom standardwebhooks import Webhook\nd = json.load(sys.stdin)\nWebhook(d['secret']).verify(d['body'].encode(), d['headers'])\nprint('verified')",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("python3: {e}"))?;
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
 
 fn post(server: &str, body: Value) -> u16 {
     let out = Command::new("curl")

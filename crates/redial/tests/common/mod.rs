@@ -163,3 +163,51 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Whether the Standard Webhooks reference library (`standardwebhooks` on PyPI, first on PATH
+/// through `./scripts/test`'s virtual environment) accepts the delivery with `secret`.
+pub fn reference_verifies(
+    secret: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> Result<(), String> {
+    let header = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let input = serde_json::json!({
+        "secret": secret,
+        "body": body,
+        "headers": {
+            "webhook-id": header("webhook-id"),
+            "webhook-timestamp": header("webhook-timestamp"),
+            "webhook-signature": header("webhook-signature"),
+        },
+    });
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys\nfrom standardwebhooks import Webhook\nd = json.load(sys.stdin)\nWebhook(d['secret']).verify(d['body'].encode(), d['headers'])\nprint('verified')",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("python3: {e}"))?;
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
