@@ -431,6 +431,21 @@ impl Store for PgStore {
         with_conn!(self, c => sql::group_counts(c, queue, limit).await)
     }
 
+    async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        with_conn!(self, c => sql::event_append(c, &events).await)
+    }
+
+    async fn event_list(&self, params: EventListParams) -> StoreResult<EventPage> {
+        with_conn!(self, c => sql::event_list(c, &params).await)
+    }
+
+    async fn event_cleanup(&self, before: Timestamp, limit: u32) -> StoreResult<u64> {
+        with_conn!(self, c => sql::event_cleanup(c, before, limit).await)
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         with_conn!(self, c => sql::cleanup(c, &params).await)
     }

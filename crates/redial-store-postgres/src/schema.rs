@@ -165,6 +165,45 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN callback TEXT;
     "#,
+    // 11: the event log (`redial_store::Event`). Job events are written by a trigger, in the
+    // statement that finishes or replays the job, so that no path forgets one; it names
+    // `finished_at` and `replays`, so a lease (which sets neither) does not fire it. Commits do
+    // not come in sequence order, so an event also keeps its transaction's id: readers take only
+    // the events of transactions older than every one still running (`sql::events`).
+    r#"
+    CREATE TABLE events (
+        tx       XID8 NOT NULL DEFAULT pg_current_xact_id(),
+        seq      BIGINT GENERATED ALWAYS AS IDENTITY,
+        at       BIGINT NOT NULL,
+        kind     TEXT NOT NULL,
+        queue    TEXT,
+        job_id   TEXT,
+        endpoint TEXT,
+        category TEXT,
+        reason   TEXT,
+        until    BIGINT,
+        PRIMARY KEY (tx, seq)
+    );
+    CREATE FUNCTION redial_job_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        IF NEW.replays > OLD.replays THEN
+            INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+            VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint,
+                    OLD.last_reason);
+        ELSE
+            INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+            VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                    NEW.category, NEW.last_reason);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER jobs_events AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
+        WHEN (NEW.replays > OLD.replays
+              OR (NEW.state IN ('completed', 'dead', 'cancelled')
+                  AND NEW.state IS DISTINCT FROM OLD.state))
+        EXECUTE FUNCTION redial_job_event();
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -424,6 +424,22 @@ impl Store for SqliteStore {
         self.run(move |c| sql::endpoint_save(c, &records)).await
     }
 
+    async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.run(move |c| sql::event_append(c, &events)).await
+    }
+
+    async fn event_list(&self, params: EventListParams) -> StoreResult<EventPage> {
+        self.read(move |c| sql::event_list(c, &params)).await
+    }
+
+    async fn event_cleanup(&self, before: Timestamp, limit: u32) -> StoreResult<u64> {
+        self.run(move |c| sql::event_cleanup(c, before, limit))
+            .await
+    }
+
     async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job> {
         let id = id.clone();
         self.run(move |c| sql::replay(c, &id, now)).await

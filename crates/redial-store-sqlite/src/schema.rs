@@ -225,6 +225,39 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN callback TEXT;
     "#,
+    // 18: the event log (`redial_store::Event`). Job events are written by triggers, in the
+    // statement that finishes or replays the job, so that no path forgets one. The triggers
+    // name `finished_at` and `replays`, not `state`: a lease (which sets neither) does not
+    // invoke them at all; the conditions are chains of `=` (see migration 7). AUTOINCREMENT:
+    // a sequence number is never used twice, even after the log was emptied, so a reader's
+    // cursor never skips a newer event.
+    r#"
+    CREATE TABLE events (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        at       INTEGER NOT NULL,
+        kind     TEXT NOT NULL,
+        queue    TEXT,
+        job_id   TEXT,
+        endpoint TEXT,
+        category TEXT,
+        reason   TEXT,
+        until    INTEGER
+    );
+    CREATE TRIGGER jobs_finish_events AFTER UPDATE OF finished_at ON jobs
+        WHEN (NEW.state = 'completed' OR NEW.state = 'dead' OR NEW.state = 'cancelled')
+            AND NEW.state <> OLD.state
+    BEGIN
+        INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+        VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                NEW.category, NEW.last_reason);
+    END;
+    CREATE TRIGGER jobs_replay_events AFTER UPDATE OF replays ON jobs
+        WHEN NEW.replays > OLD.replays
+    BEGIN
+        INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+        VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, OLD.last_reason);
+    END;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

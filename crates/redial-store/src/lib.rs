@@ -174,6 +174,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Dismisses every dead job matching the filter; returns how many.
     async fn dead_letter_dismiss(&self, filter: JobFilter) -> StoreResult<u64>;
 
+    /// Appends endpoint events to the event log (job events are written with the change that
+    /// makes them, by the store itself).
+    async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()>;
+
+    /// Events of the log in cursor order from `params.from`, filtered (see [`EventListParams`]).
+    async fn event_list(&self, params: EventListParams) -> StoreResult<EventPage>;
+
+    /// Deletes events older than `before`, at most `limit` of them, oldest first; returns how many.
+    async fn event_cleanup(&self, before: Timestamp, limit: u32) -> StoreResult<u64>;
+
     /// Counts per queue x state x dead-letter category, and per endpoint x state.
     async fn stats(&self) -> StoreResult<Stats>;
 

@@ -256,6 +256,7 @@ fn must_get(c: &Connection, id: &JobId) -> StoreResult<Job> {
 
 mod actions;
 mod endpoints;
+mod events;
 mod jobs;
 mod lease;
 mod maintenance;
@@ -267,6 +268,7 @@ pub use actions::*;
 // Named: `redial_store` has a `cancel` of its own (a rule), which the glob would make ambiguous.
 pub use actions::cancel;
 pub use endpoints::*;
+pub use events::*;
 pub use jobs::*;
 pub use lease::*;
 pub use maintenance::*;

@@ -8,6 +8,7 @@
 mod callbacks;
 mod dead_letters;
 mod endpoints;
+mod events;
 mod groups;
 mod insert;
 mod lease;
@@ -19,6 +20,7 @@ mod schedules;
 pub use callbacks::*;
 pub use dead_letters::*;
 pub use endpoints::*;
+pub use events::*;
 pub use groups::*;
 pub use insert::*;
 pub use lease::*;
@@ -51,7 +53,7 @@ macro_rules! store_suite {
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
             grouped_jobs_wait_for_their_time, groups_are_counted,
             groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
-            callbacks_of_cancels_replays_and_maintenance);
+            callbacks_of_cancels_replays_and_maintenance, events_are_written_with_the_change);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

@@ -9,12 +9,14 @@ use std::str::FromStr;
 
 mod attempt;
 mod callback;
+mod event;
 mod params;
 mod schedules;
 mod schema;
 
 pub use attempt::*;
 pub use callback::*;
+pub use event::*;
 pub use params::*;
 pub use schedules::*;
 pub use schema::*;

@@ -1,0 +1,262 @@
+//! The event log: every path that finishes or replays a job writes its event with the change;
+//! endpoint events are appended; the log reads from a cursor, filtered, and forgets old events.
+
+use super::*;
+
+fn everything() -> EventListParams {
+    EventListParams {
+        from: EventFrom::Start,
+        queues: vec![],
+        kinds: vec![],
+        limit: 1000,
+    }
+}
+
+/// The events `params` reads once `n` of them are there. On PostgreSQL an event shows once
+/// every older transaction has ended (another test's, on the same server, may still run): read
+/// again until they are all there, for a generous while.
+async fn read_n(store: &Arc<dyn Store>, params: EventListParams, n: usize) -> EventPage {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let page = store.event_list(params.clone()).await.expect("list events");
+        if page.events.len() >= n || std::time::Instant::now() > give_up {
+            return page;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+fn kinds_and_ids(page: &EventPage) -> Vec<(EventKind, String)> {
+    page.events
+        .iter()
+        .map(|e| {
+            let who = e.job_id.clone().or(e.endpoint.clone()).unwrap_or_default();
+            (e.kind, who)
+        })
+        .collect()
+}
+
+pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
+    use EventKind::*;
+    // An empty log: nothing from the start, and its end is where the first event will follow.
+    let empty = store.event_list(everything()).await.expect("list");
+    assert!(empty.events.is_empty() && !empty.more);
+
+    // Completed and dead by recorded attempts; a lease, a retry and a deferral write nothing.
+    for id in ["ok", "bad", "again", "later"] {
+        store.job_insert(new_job(id, "q")).await.expect("insert");
+    }
+    let leased = lease(&store, "q", "w1", at(0), 10).await;
+    assert_eq!(leased.len(), 4);
+    let outcomes = [
+        ("ok", Transition::Complete),
+        (
+            "bad",
+            Transition::Dead {
+                category: DeadCategory::Permanent,
+            },
+        ),
+        ("again", Transition::Retry { at: at(100) }),
+        ("later", Transition::Defer { until: at(100) }),
+    ];
+    for (id, t) in outcomes {
+        let job = leased.iter().find(|j| j.id.0 == id).expect("leased");
+        let mut p = record(id, "w1", 1, t);
+        by_seq(&mut p, job);
+        store.job_record_attempt(p).await.expect("record");
+    }
+    // Cancelled while waiting; dead by its deadline; dead by stalls; replayed.
+    store
+        .job_cancel(&JobId::from("again"), at(2))
+        .await
+        .expect("cancel");
+    let mut late = new_job("late", "q2");
+    late.deadline = Some(at(10));
+    store.job_insert(late).await.expect("insert");
+    store
+        .job_expire_deadlines(ExpireParams {
+            now: at(10),
+            reasons: vec![],
+        })
+        .await
+        .expect("expire");
+    store
+        .job_insert(new_job("stuck", "q3"))
+        .await
+        .expect("insert");
+    lease(&store, "q3", "w1", at(20), 1).await;
+    store
+        .job_rescue_expired(RescueParams {
+            now: at(60),
+            max_stalls: 0,
+            presence_grace: std::time::Duration::ZERO,
+        })
+        .await
+        .expect("rescue");
+    store
+        .job_replay(&JobId::from("bad"), at(61))
+        .await
+        .expect("replay");
+    // An endpoint's events, appended.
+    store
+        .event_append(vec![
+            NewEvent {
+                at: at(62),
+                kind: EndpointPaused,
+                endpoint: "api.example.com".into(),
+                reason: Some("429 with Retry-After".into()),
+                until: Some(at(90)),
+            },
+            NewEvent {
+                at: at(90),
+                kind: EndpointResumed,
+                endpoint: "api.example.com".into(),
+                reason: None,
+                until: None,
+            },
+        ])
+        .await
+        .expect("append");
+
+    let all = read_n(&store, everything(), 8).await;
+    assert_eq!(
+        kinds_and_ids(&all),
+        vec![
+            (JobCompleted, "ok".to_string()),
+            (JobDead, "bad".into()),
+            (JobCancelled, "again".into()),
+            (JobDead, "late".into()),
+            (JobDead, "stuck".into()),
+            (JobReplayed, "bad".into()),
+            (EndpointPaused, "api.example.com".into()),
+            (EndpointResumed, "api.example.com".into()),
+        ]
+    );
+    assert!(!all.more);
+    let cursors: Vec<EventCursor> = all.events.iter().map(|e| e.cursor).collect();
+    assert!(cursors.windows(2).all(|w| w[0] < w[1]), "{cursors:?}");
+    assert_eq!(all.next, *cursors.last().expect("events"));
+    // What each says.
+    let e = |i: usize| &all.events[i];
+    assert_eq!(e(0).queue.as_deref(), Some("q"));
+    assert_eq!(e(0).at, at(1));
+    assert_eq!(e(1).category.as_deref(), Some("permanent"));
+    assert!(e(1).reason.is_some());
+    assert_eq!(e(3).category.as_deref(), Some("deadline_exceeded"));
+    assert_eq!(e(4).category.as_deref(), Some("unknown_exhausted"));
+    assert_eq!(e(5).at, at(61));
+    assert_eq!(e(6).until, Some(at(90)));
+    assert_eq!(e(6).queue, None);
+
+    // Read on from a cursor: the rest, once each, in the same order.
+    let rest = store
+        .event_list(EventListParams {
+            from: EventFrom::After(cursors[2]),
+            ..everything()
+        })
+        .await
+        .expect("list");
+    assert_eq!(rest.events, all.events[3..].to_vec());
+    // Pages: a limit stops the read at its last event, and `next` carries on from there.
+    let mut from = EventFrom::Start;
+    let mut paged = Vec::new();
+    loop {
+        let page = store
+            .event_list(EventListParams {
+                from,
+                limit: 3,
+                ..everything()
+            })
+            .await
+            .expect("list");
+        paged.extend(page.events.iter().cloned());
+        from = EventFrom::After(page.next);
+        if !page.more {
+            break;
+        }
+        assert!(paged.len() <= 8, "pages end");
+    }
+    assert_eq!(paged, all.events);
+
+    // Filters: by queue (endpoint events have none), by kind; `next` moves past what they left.
+    let q = store
+        .event_list(EventListParams {
+            queues: vec!["q".into()],
+            ..everything()
+        })
+        .await
+        .expect("list");
+    assert_eq!(
+        kinds_and_ids(&q),
+        vec![
+            (JobCompleted, "ok".to_string()),
+            (JobDead, "bad".into()),
+            (JobCancelled, "again".into()),
+            (JobReplayed, "bad".into()),
+        ]
+    );
+    assert_eq!(q.next, all.next);
+    let dead = store
+        .event_list(EventListParams {
+            kinds: vec![JobDead, EndpointResumed],
+            ..everything()
+        })
+        .await
+        .expect("list");
+    assert_eq!(
+        kinds_and_ids(&dead),
+        vec![
+            (JobDead, "bad".to_string()),
+            (JobDead, "late".into()),
+            (JobDead, "stuck".into()),
+            (EndpointResumed, "api.example.com".into()),
+        ]
+    );
+
+    // From the end: nothing that was, and what comes next.
+    let end = store
+        .event_list(EventListParams {
+            from: EventFrom::End,
+            ..everything()
+        })
+        .await
+        .expect("list");
+    assert!(end.events.is_empty());
+    store
+        .job_cancel(&JobId::from("later"), at(70))
+        .await
+        .expect("cancel");
+    let after_end = read_n(
+        &store,
+        EventListParams {
+            from: EventFrom::After(end.next),
+            ..everything()
+        },
+        1,
+    )
+    .await;
+    assert_eq!(
+        kinds_and_ids(&after_end),
+        vec![(JobCancelled, "later".to_string())]
+    );
+
+    // Cleanup deletes the old ones, oldest first, at most `limit` per call.
+    assert_eq!(store.event_cleanup(at(62), 2).await.expect("cleanup"), 2);
+    assert_eq!(store.event_cleanup(at(62), 100).await.expect("cleanup"), 4);
+    assert_eq!(store.event_cleanup(at(62), 100).await.expect("cleanup"), 0);
+    let kept = store.event_list(everything()).await.expect("list");
+    assert_eq!(kept.events, {
+        let mut v = all.events[6..].to_vec();
+        v.extend(after_end.events.clone());
+        v
+    });
+    // A cursor past what was deleted reads on as before.
+    let again = store
+        .event_list(EventListParams {
+            from: EventFrom::After(cursors[6]),
+            ..everything()
+        })
+        .await
+        .expect("list");
+    assert_eq!(again.events, kept.events[1..].to_vec());
+}
