@@ -3,10 +3,11 @@
 
 use crate::clock::Clock;
 use redial_policy::endpoint::{
-    Admission, EndpointConfig, EndpointState, EndpointView, Observed, Permit, Share, SharedHolds,
+    Admission, BreakerState, EndpointConfig, EndpointState, EndpointView, Observed, Permit, Share,
+    SharedHolds,
 };
 use redial_policy::Timestamp;
-use redial_store::{Control, EndpointRecord, SharedHold};
+use redial_store::{Control, EndpointRecord, EventKind, NewEvent, SharedHold};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,9 @@ struct Entry {
     /// The ends of the pause, of the open breaker and of the learned pace as the shared store
     /// last knew them (what this node published or took in), so that only changes are published.
     shared: (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>),
+    /// Whether it was paused and its breaker open when the event log was last told
+    /// ([`Endpoints::announce`]); `None` after a restart, until the first look.
+    announced: Option<(bool, bool)>,
 }
 
 /// What an endpoint asks of a finished attempt's job besides its decision.
@@ -50,6 +54,9 @@ pub(crate) struct Registry {
     /// This node's rank among the nodes sharing the store (high 32 bits) and their number (low
     /// 32 bits): every endpoint's limits are divided by them. 0 of 1 alone.
     cluster: AtomicU64,
+    /// Set when a pause or a breaker may have changed: the engine tells the event log at once
+    /// ([`Registry::announce`]) rather than at its next maintenance tick.
+    announce_due: std::sync::atomic::AtomicBool,
 }
 
 /// An admission in force: the job's place among its endpoint's attempts in flight and the permit
@@ -122,6 +129,7 @@ impl Registry {
             metrics,
             clock,
             cluster: AtomicU64::new(1),
+            announce_due: Default::default(),
         }
     }
 
@@ -140,7 +148,10 @@ impl Registry {
     /// The entry of `endpoint`, made with this node's share if new.
     fn entry<'a>(&self, entries: &'a mut HashMap<String, Entry>, endpoint: &str) -> &'a mut Entry {
         entries.entry(endpoint.to_owned()).or_insert_with(|| {
-            let mut e = Entry::default();
+            let mut e = Entry {
+                announced: Some((false, false)),
+                ..Entry::default()
+            };
             e.state.set_share(self.share_of(endpoint));
             e
         })
@@ -201,6 +212,7 @@ impl Registry {
                             in_flight: 0,
                             dirty: false,
                             shared: (None, None, None),
+                            announced: None,
                         },
                     );
                 }
@@ -281,9 +293,13 @@ impl Registry {
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
+        let paused_before = e.state.paused_until;
         let retry_now = e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
+        if before != after || paused_before != e.state.paused_until {
+            self.announce_due.store(true, Ordering::Relaxed);
+        }
         let sooner = if retry_now {
             Some(Sooner::Now)
         } else {
@@ -401,6 +417,7 @@ impl Registry {
             if before != e.state.shareable(now) {
                 e.dirty = true;
                 changed = true;
+                self.announce_due.store(true, Ordering::Relaxed);
             }
         }
         drop(entries);
@@ -476,6 +493,7 @@ impl Registry {
             if e.state != before {
                 e.dirty = true;
                 changed = true;
+                self.announce_due.store(true, Ordering::Relaxed);
                 let (was, is) = (before.breaker.name(), e.state.breaker.name());
                 if was != is {
                     transitions.push((name.clone(), was, is));
@@ -487,6 +505,63 @@ impl Registry {
             self.count_transition(&endpoint, before, after);
         }
         changed
+    }
+
+    /// The endpoint events since the last call: paused and resumed (by hand or by its answers),
+    /// breaker opened (open or probing) and closed. With `tell` false (a node that does not
+    /// lead: the leader tells the cluster's, from the shared holds) nothing is returned, but
+    /// what is seen is taken as told.
+    pub fn announce(&self, now: Timestamp, tell: bool) -> Vec<NewEvent> {
+        self.announce_due.store(false, Ordering::Relaxed);
+        let mut out = Vec::new();
+        let mut entries = self.lock();
+        for (name, e) in entries.iter_mut() {
+            let s = &e.state;
+            let pause = match s.hand_pause.as_ref().filter(|p| p.in_force(now)) {
+                Some(p) => Some((p.until, p.reason.clone())),
+                None => s
+                    .paused_until
+                    .filter(|u| now < *u)
+                    .map(|u| (Some(u), s.pause_reason.clone().unwrap_or_default())),
+            };
+            let open = !matches!(s.breaker, BreakerState::Closed);
+            let was = e.announced.replace((pause.is_some(), open));
+            let Some((was_paused, was_open)) = was.filter(|_| tell) else {
+                continue;
+            };
+            let event = |kind, reason: Option<String>, until| NewEvent {
+                at: now,
+                kind,
+                endpoint: name.clone(),
+                reason,
+                until,
+            };
+            match (was_paused, pause) {
+                (false, Some((until, reason))) => {
+                    out.push(event(EventKind::EndpointPaused, Some(reason), until))
+                }
+                (true, None) => out.push(event(EventKind::EndpointResumed, None, None)),
+                _ => {}
+            }
+            if was_open != open {
+                if open {
+                    let until = match s.breaker {
+                        BreakerState::Open { until } => Some(until),
+                        _ => None,
+                    };
+                    let reason = s.breaker_history.back().map(|b| b.reason.clone());
+                    out.push(event(EventKind::BreakerOpened, reason, until));
+                } else {
+                    out.push(event(EventKind::BreakerClosed, None, None));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a pause or a breaker may have changed since the last [`Registry::announce`].
+    pub fn announce_due(&self) -> bool {
+        self.announce_due.load(Ordering::Relaxed)
     }
 
     /// Marks every state to be saved again (after a failed save).

@@ -12,7 +12,9 @@ mod support;
 use redial_engine::{Clock, EndpointSettings, ManualClock, QueueConfig};
 use redial_policy::endpoint::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 use redial_policy::{Backoff, DeadCategory, Policy, Strategy, Timestamp};
-use redial_store::{ControlKind, HttpRequest, JobId, JobState, NewJob, Store};
+use redial_store::{
+    ControlKind, EventFrom, EventKind, EventListParams, HttpRequest, JobId, JobState, NewJob, Store,
+};
 use redial_test_receiver::{Behaviour, Reply};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -655,6 +657,49 @@ async fn a_hand_pause_holds_one_endpoint_until_resumed_and_a_hand_reset_closes_i
         rx.received("/down").len() > before,
         "after the reset the held jobs went again"
     );
+    // The event log tells each change once, in order, as it happened.
+    let page = s
+        .engine
+        .store()
+        .event_list(EventListParams {
+            from: EventFrom::Start,
+            queues: vec![],
+            kinds: vec![
+                EventKind::EndpointPaused,
+                EventKind::EndpointResumed,
+                EventKind::BreakerOpened,
+                EventKind::BreakerClosed,
+            ],
+            limit: 100,
+        })
+        .await
+        .expect("events");
+    let told: Vec<(EventKind, Option<String>)> = page
+        .events
+        .iter()
+        .map(|e| (e.kind, e.reason.clone()))
+        .collect();
+    // (The held jobs then failed again: the breaker may have opened once more since.)
+    assert!(told.len() == 4 || told.len() == 5, "{told:?}");
+    assert_eq!(
+        told[0],
+        (
+            EventKind::EndpointPaused,
+            Some("provider maintenance".into())
+        )
+    );
+    assert_eq!(told[1].0, EventKind::EndpointResumed);
+    assert_eq!(told[2].0, EventKind::BreakerOpened);
+    assert_eq!(told[3].0, EventKind::BreakerClosed);
+    assert!(
+        told.get(4).is_none_or(|t| t.0 == EventKind::BreakerOpened),
+        "{told:?}"
+    );
+    assert!(page
+        .events
+        .iter()
+        .all(|e| e.endpoint.as_deref() == Some(origin.as_str())));
+    assert!(page.events[2].until.is_some(), "{:?}", page.events[2]);
     s.stop().await;
 }
 

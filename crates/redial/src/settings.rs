@@ -172,6 +172,7 @@ impl Settings {
                 completed: file.retention.completed,
                 completed_max: file.retention.completed_max,
                 dead: file.retention.dead,
+                events: file.retention.events,
             },
             default_timeout: file.http.default_timeout,
             metrics_max_endpoints: file.metrics.max_endpoints,

@@ -116,6 +116,8 @@ pub struct Retention {
     /// At most this many completed and cancelled jobs are kept (the newest), whatever their age.
     pub completed_max: Option<u64>,
     pub dead: Duration,
+    /// The event log (`GET /v1/events`): events older than this are deleted.
+    pub events: Duration,
 }
 
 impl Default for Retention {
@@ -124,6 +126,7 @@ impl Default for Retention {
             completed: Duration::from_secs(24 * 3600),
             completed_max: None,
             dead: Duration::from_secs(30 * 24 * 3600),
+            events: Duration::from_secs(24 * 3600),
         }
     }
 }

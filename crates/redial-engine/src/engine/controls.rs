@@ -60,6 +60,7 @@ impl Engine {
         self.change_control(kind, name, move |c| c.pause = Some(set))
             .await?;
         tracing::info!(kind = kind.as_str(), name, reason = %pause.reason, until = ?pause.until.map(|u| u.to_string()), "paused by hand");
+        self.inner.announce_endpoints().await;
         Ok(pause)
     }
 
@@ -83,6 +84,7 @@ impl Engine {
         })
         .await?;
         tracing::info!(kind = kind.as_str(), name, "resumed by hand");
+        self.inner.announce_endpoints().await;
         Ok(())
     }
 
@@ -99,6 +101,7 @@ impl Engine {
         })
         .await?;
         tracing::info!(endpoint, "breaker reset by hand");
+        self.inner.announce_endpoints().await;
         Ok(())
     }
 

@@ -231,8 +231,14 @@ pub(super) async fn maintenance_loop(inner: Arc<Inner>) {
                 false
             }
         };
+        inner
+            .leading
+            .store(leading, std::sync::atomic::Ordering::Relaxed);
+        inner.announce_endpoints().await;
         if leading {
             maintain(&inner, &mut last_cleanup).await;
+            // Rescues and deadlines may have finished jobs.
+            inner.events_changed();
         }
         tokio::select! {
             _ = tokio::time::sleep(inner.config.maintenance_interval) => {}
@@ -324,6 +330,17 @@ pub(super) async fn cleanup(inner: &Inner, now: Timestamp) {
         completed_keep: inner.config.retention.completed_max,
         limit: 1000,
     };
+    let events_before = before(inner.config.retention.events);
+    loop {
+        match inner.store.event_cleanup(events_before, 1000).await {
+            Ok(1000) => tokio::task::yield_now().await,
+            Ok(_) => break,
+            Err(e) => {
+                tracing::error!(error = %e, "event log cleanup failed");
+                break;
+            }
+        }
+    }
     loop {
         match inner.store.job_cleanup(params.clone()).await {
             Ok(n) if n >= u64::from(params.limit) => tokio::task::yield_now().await,

@@ -124,6 +124,13 @@ struct Inner {
     finishes: waiting::Finishes,
     /// Set while a wake-up of the callback queue is on its way ([`Inner::finished`]).
     delivery_wake: Arc<std::sync::atomic::AtomicBool>,
+    /// Bumped when this node may have written to the event log (a finish, a replay, endpoint
+    /// events), while anyone watches: event streams read on at once rather than at their next
+    /// look.
+    events: tokio::sync::watch::Sender<u64>,
+    /// Whether this node led maintenance at its last tick: the leader tells the event log of
+    /// the endpoints' changes.
+    leading: std::sync::atomic::AtomicBool,
     /// The store's counts as last read for the gauges, and when.
     stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
 }
@@ -170,6 +177,7 @@ impl Engine {
             metrics.clone(),
             clock.clone(),
         ));
+        let alone = !store.is_shared();
         let groups = config
             .queues
             .iter()
@@ -223,6 +231,10 @@ impl Engine {
                 stats_cache: tokio::sync::Mutex::new(None),
                 finishes: waiting::Finishes::default(),
                 delivery_wake: Arc::default(),
+                events: tokio::sync::watch::channel(0).0,
+                // Alone on its store, this node always leads; sharing one, it knows after its
+                // first maintenance tick.
+                leading: std::sync::atomic::AtomicBool::new(alone),
                 queue_pauses: Mutex::new(HashMap::new()),
                 control_changes: tokio::sync::Mutex::new(()),
                 controls_version: std::sync::atomic::AtomicU64::new(0),
@@ -245,6 +257,12 @@ impl Engine {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// Changes each time this node may have written to the event log; an event stream reads
+    /// the log on when it does (and now and then anyway: other nodes write too).
+    pub fn event_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.events.subscribe()
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -338,6 +356,7 @@ impl Engine {
             .job_replay(id, self.inner.clock.now())
             .await?;
         self.wake(&job.queue);
+        self.inner.events_changed();
         Ok(job)
     }
 
@@ -350,6 +369,7 @@ impl Engine {
             .await?;
         if n > 0 {
             self.wake_all();
+            self.inner.events_changed();
         }
         Ok(n)
     }
@@ -570,9 +590,33 @@ impl Inner {
     /// told, and the callback queue looks for the delivery it may have made.
     fn finished(&self, job: &Job, state: JobState) {
         if state.is_finished() {
+            self.events_changed();
             self.finishes.tell(&job.id);
             if job.callback.is_some() {
                 self.wake_for_deliveries();
+            }
+        }
+    }
+
+    /// Tells the event streams watching, if any, that the log may have grown.
+    fn events_changed(&self) {
+        if self.events.receiver_count() > 0 {
+            self.events.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Appends the endpoints' changes since the last look to the event log (the maintenance
+    /// leader only; the other nodes take them as told).
+    async fn announce_endpoints(&self) {
+        let tell = self.leading.load(std::sync::atomic::Ordering::Relaxed);
+        let events = self.endpoints.announce(self.clock.now(), tell);
+        if events.is_empty() {
+            return;
+        }
+        match self.store.event_append(events).await {
+            Ok(()) => self.events_changed(),
+            Err(e) => {
+                tracing::error!(error = %e, "could not write endpoint events to the event log")
             }
         }
     }

@@ -65,6 +65,9 @@ pub(super) async fn record(
         inner.holds_to_publish.notify_one();
     }
     count_attempt(inner, job, &ran.output, &decision, ran.duration_ms, now);
+    if inner.endpoints.announce_due() {
+        inner.announce_endpoints().await;
+    }
     let _recording = slot.enter_recording_line().await;
     inner.wake_after_attempt(&job.queue);
     let span = ran.span;

@@ -211,6 +211,22 @@ pub async fn settle(engine: &Engine, store: &Watched, now: Timestamp) {
 
 #[async_trait]
 impl Store for Watched {
+    async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()> {
+        let out = self.inner.event_append(events).await;
+        self.wrote();
+        out
+    }
+
+    async fn event_list(&self, params: EventListParams) -> StoreResult<EventPage> {
+        self.inner.event_list(params).await
+    }
+
+    async fn event_cleanup(&self, before: Timestamp, limit: u32) -> StoreResult<u64> {
+        let out = self.inner.event_cleanup(before, limit).await;
+        self.wrote();
+        out
+    }
+
     async fn job_insert(&self, job: NewJob) -> StoreResult<InsertOutcome> {
         let out = self.inner.job_insert(job).await;
         self.wrote();

@@ -318,6 +318,9 @@ pub struct RetentionSection {
     pub completed_max: Option<u64>,
     #[serde(with = "serde_human")]
     pub dead: Duration,
+    /// The event log (`GET /v1/events`, its stream, the dashboard's live updates).
+    #[serde(with = "serde_human")]
+    pub events: Duration,
 }
 
 impl Default for RetentionSection {
@@ -327,6 +330,7 @@ impl Default for RetentionSection {
             completed: d.completed,
             completed_max: d.completed_max,
             dead: d.dead,
+            events: d.events,
         }
     }
 }
