@@ -542,6 +542,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event log from a cursor: jobs completed, dead, cancelled and replayed; endpoints paused and resumed, breakers opened and closed
+         * @description Kept for retention.events (24 h by default). Events come in the log's order; each has an id, a cursor to read on from. A page reads at most 20 times limit rows: with filters that leave most out it may hold fewer than limit events with more true; next_cursor moves past the rows read either way. Read on with after=next_cursor.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event log as Server-Sent Events, live
+         * @description Each event is sent as `id: <cursor>`, `event: <type>`, `data: <the Event as JSON>`; a comment line every 15 s keeps a quiet stream alive. Starts after Last-Event-ID (a reconnecting client sends it) or after, else from now on; a client that reconnects with the last id it saw misses nothing and gets nothing twice (while the events it missed are kept). At most server.max_waiters streams at once: more are answered 503 too_many_waiters. The stream ends when the server stops.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -553,7 +593,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -1144,9 +1184,40 @@ export interface components {
             /** @description The queue its deliveries run in. */
             queue: string;
         };
+        Event: {
+            /** @description The event's cursor: pass it as after (or Last-Event-ID) to read on */
+            id: string;
+            /** @enum {string} */
+            type: "job.completed" | "job.dead" | "job.cancelled" | "job.replayed" | "endpoint.paused" | "endpoint.resumed" | "endpoint.breaker_opened" | "endpoint.breaker_closed";
+            /** Format: date-time */
+            at: string;
+            /** @description The job's queue (job events) */
+            queue: string | null;
+            /** @description The job (job events): GET /v1/jobs/{id} for the rest */
+            job_id: string | null;
+            endpoint: string | null;
+            /** @description The dead-letter category (job.dead) */
+            category: string | null;
+            /** @description Why: the job's last reason (for job.replayed, the reason it had died with), the pause's or the breaker's */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when a pause or an open breaker holds, as known when it began (none for a pause until resumed, or a breaker probing)
+             */
+            until: string | null;
+        };
+        EventPage: {
+            events: components["schemas"]["Event"][];
+            /** @description Pass as after to read on (also when events is empty: the log may grow) */
+            next_cursor: string;
+            /** @description Whether more events may follow at once; false: read again later */
+            more: boolean;
+            /** @description The after this page was read from */
+            from: string | null;
+        };
     };
     responses: {
-        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, unknown_parameter (query parameters of GET /v1/jobs), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
+        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2368,6 +2439,75 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Read the events after this one: an event's id, or next_cursor of a previous page (400 invalid_cursor otherwise). Without it: from the oldest event kept (the stream: from now on). */
+                after?: string;
+                /** @description Only job events of these queues, comma-separated (endpoint events have no queue and are left out) */
+                queue?: string;
+                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400 invalid_event_kind otherwise) */
+                kind?: string;
+                /** @description At most this many events (1 to 1000, default 100; 400 invalid_limit otherwise) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Read the events after this one: an event's id, or next_cursor of a previous page (400 invalid_cursor otherwise). Without it: from the oldest event kept (the stream: from now on). */
+                after?: string;
+                /** @description Only job events of these queues, comma-separated (endpoint events have no queue and are left out) */
+                queue?: string;
+                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400 invalid_event_kind otherwise) */
+                kind?: string;
+            };
+            header?: {
+                /** @description The id of the last event received: the stream goes on after it */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream (text/event-stream); it does not end on its own */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -69,6 +69,7 @@ error_codes! {
     InvalidCursor = "invalid_cursor": "Not a next_cursor value from a previous page.",
     InvalidDeadline = "invalid_deadline": "The deadline is not a valid time or duration.",
     InvalidEndpoint = "invalid_endpoint": "The endpoint is not valid.",
+    InvalidEventKind = "invalid_event_kind": "Not a kind of event of the event log.",
     InvalidField = "invalid_field": "A field of the body has a wrong type or value.",
     InvalidGroup = "invalid_group": "The group name is not valid.",
     InvalidHeader = "invalid_header": "A request header of the job is not valid or not allowed.",

@@ -239,6 +239,38 @@ pub struct ErrorError {
     pub message: String,
 }
 
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub at: String,
+    /// The dead-letter category (job.dead)
+    pub category: Option<String>,
+    pub endpoint: Option<String>,
+    /// The event's cursor: pass it as after (or Last-Event-ID) to read on
+    pub id: String,
+    /// The job (job events): GET /v1/jobs/{id} for the rest
+    pub job_id: Option<String>,
+    /// The job's queue (job events)
+    pub queue: Option<String>,
+    /// Why: the job's last reason (for job.replayed, the reason it had died with), the pause's
+    /// or the breaker's
+    pub reason: Option<String>,
+    pub r#type: String,
+    /// Until when a pause or an open breaker holds, as known when it began (none for a pause
+    /// until resumed, or a breaker probing)
+    pub until: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub events: Vec<Event>,
+    /// The after this page was read from
+    pub from: Option<String>,
+    /// Whether more events may follow at once; false: read again later
+    pub more: bool,
+    /// Pass as after to read on (also when events is empty: the log may grow)
+    pub next_cursor: String,
+}
+
 /// What a group of a queue's jobs may use: attempts in flight and started per interval (across
 /// the cluster), and its turns in the queue's round-robin.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

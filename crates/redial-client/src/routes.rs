@@ -20,6 +20,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/dead-letters/replay"),
     ("POST", "/v1/dead-letters/dismiss"),
     ("GET", "/v1/dead-letters/groups"),
+    ("GET", "/v1/events"),
+    ("GET", "/v1/events/stream"),
     ("GET", "/v1/session"),
     ("GET", "/v1/stats"),
     ("GET", "/v1/endpoints"),
@@ -74,6 +76,20 @@ pub struct DeadGroupsQuery {
     /// RFC 3339 times bounding when the jobs died.
     pub since: Option<String>,
     pub until: Option<String>,
+}
+
+/// Which events [`Client::events`] and [`Client::event_stream`] read, from where.
+#[derive(Clone, Debug, Default)]
+pub struct EventsQuery {
+    /// After this event's id (a page's `next_cursor`); none: from the oldest kept (the stream:
+    /// from now on).
+    pub after: Option<String>,
+    /// Only job events of these queues, comma-separated.
+    pub queue: Option<String>,
+    /// Only these kinds, comma-separated (`job.completed,job.dead`).
+    pub kind: Option<String>,
+    /// At most this many events in a page (1 to 1000; not for the stream).
+    pub limit: Option<u32>,
 }
 
 impl Client {
@@ -180,6 +196,28 @@ impl Client {
             .query("since", q.since.as_ref())
             .query("until", q.until.as_ref());
         self.transport.json(call).await
+    }
+
+    /// A page of the event log.
+    pub async fn events(&self, q: &EventsQuery) -> Result<EventPage, Error> {
+        let call = Call::new(Method::GET, &["v1", "events"])
+            .query("after", q.after.as_ref())
+            .query("queue", q.queue.as_ref())
+            .query("kind", q.kind.as_ref())
+            .query("limit", q.limit);
+        self.transport.json(call).await
+    }
+
+    /// The event log as Server-Sent Events (`text/event-stream`), to read as it comes: no
+    /// timeout on the whole, and not retried (reconnect with the last id seen as `after`).
+    pub async fn event_stream(&self, q: &EventsQuery) -> Result<reqwest::Response, Error> {
+        let mut once = self.transport.clone();
+        once.max_retries = 0;
+        let call = Call::new(Method::GET, &["v1", "events", "stream"])
+            .query("after", q.after.as_ref())
+            .query("queue", q.queue.as_ref())
+            .query("kind", q.kind.as_ref());
+        once.send(&call, Some(std::time::Duration::ZERO)).await
     }
 
     /// What the caller's token may do.

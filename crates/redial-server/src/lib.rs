@@ -87,6 +87,9 @@ impl Default for ServerConfig {
 pub struct AppState {
     pub engine: Engine,
     pub config: Arc<ServerConfig>,
+    /// Triggered when the server stops taking requests ([`serve`]): event streams end then, so
+    /// that the drain does not wait for them.
+    pub draining: redial_engine::Shutdown,
 }
 
 /// The whole API.

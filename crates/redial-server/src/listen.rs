@@ -40,6 +40,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let config = state.config.clone();
+    let draining = state.draining.clone();
     let router = crate::router(state);
     let registry = Arc::new(Registry::default());
     let epoch = Instant::now();
@@ -57,7 +58,7 @@ pub async fn serve(
                 // Every connection was serving a request: look again soon, as one that finishes
                 // its request becomes idle without closing.
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-                _ = &mut shutdown => return drain(registry).await,
+                _ = &mut shutdown => return drain(registry, &draining).await,
             }
         }
         let (stream, _peer) = tokio::select! {
@@ -71,7 +72,7 @@ pub async fn serve(
                     continue;
                 }
             },
-            _ = &mut shutdown => return drain(registry).await,
+            _ = &mut shutdown => return drain(registry, &draining).await,
         };
         let _ = stream.set_nodelay(true);
         next_id += 1;
@@ -91,7 +92,8 @@ pub async fn serve(
 
 /// Stops every connection that is not serving a request, asks the others to close after their
 /// response, and waits for them (bounded).
-async fn drain(registry: Arc<Registry>) -> std::io::Result<()> {
+async fn drain(registry: Arc<Registry>, draining: &redial_engine::Shutdown) -> std::io::Result<()> {
+    draining.trigger();
     registry.shut_down.store(true, Ordering::Release);
     for conn in registry.all() {
         conn.stop.notify_one();

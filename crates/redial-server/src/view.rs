@@ -111,3 +111,33 @@ pub fn job(j: &Job) -> JobView<'_> {
         attempt_log: None,
     }
 }
+
+/// An event of the event log, as `GET /v1/events` and its stream show it.
+#[derive(Serialize)]
+pub struct EventView<'a> {
+    /// Its cursor: `after` (or the stream's `Last-Event-ID`) to read on from it.
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: redial_store::EventKind,
+    pub at: Timestamp,
+    pub queue: Option<&'a str>,
+    pub job_id: Option<&'a str>,
+    pub endpoint: Option<&'a str>,
+    pub category: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub until: Option<Timestamp>,
+}
+
+pub fn event(e: &redial_store::Event) -> EventView<'_> {
+    EventView {
+        id: e.cursor.to_string(),
+        kind: e.kind,
+        at: e.at,
+        queue: e.queue.as_deref(),
+        job_id: e.job_id.as_deref(),
+        endpoint: e.endpoint.as_deref(),
+        category: e.category.as_deref(),
+        reason: e.reason.as_deref(),
+        until: e.until,
+    }
+}

@@ -112,6 +112,7 @@ async fn check_schedules(
             Arc::new(http),
         );
         let state = redial_server::AppState {
+            draining: redial_engine::Shutdown::new(),
             engine,
             config: Arc::new(settings.server.clone()),
         };

@@ -87,6 +87,7 @@ pub async fn run(args: Args) -> Result<()> {
     };
     let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));
     let state = AppState {
+        draining: redial_engine::Shutdown::new(),
         engine: engine.clone(),
         config: Arc::new(ServerConfig {
             max_connections: fit_open_files(settings.server.max_connections),

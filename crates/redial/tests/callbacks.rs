@@ -15,57 +15,9 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod common;
-use common::{eventually, reference_verifies, serve_command, Server};
+use common::{eventually, reference_verifies, Db, Place, Server};
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-/// The store a test's server runs on.
-#[derive(Clone, Copy, Debug)]
-enum Db {
-    Sqlite,
-    Postgres,
-}
-
-/// Where a test's server keeps its jobs: a data directory, or a fresh schema of the test
-/// PostgreSQL server (`DATABASE_URL`).
-struct Place {
-    dir: tempfile::TempDir,
-    database_url: Option<String>,
-}
-
-impl Place {
-    async fn new(db: Db) -> Place {
-        let database_url = match db {
-            Db::Sqlite => None,
-            Db::Postgres => {
-                let base = redial_store_postgres::testing::database_url();
-                let schema = redial_store_postgres::testing::create_schema(&base)
-                    .await
-                    .expect("a schema");
-                Some(redial_store_postgres::testing::url_in_schema(
-                    &base, &schema,
-                ))
-            }
-        };
-        Place {
-            dir: tempfile::tempdir().expect("temp dir"),
-            database_url,
-        }
-    }
-
-    /// Starts `redial serve` on this place with `config` (TOML).
-    fn serve(&self, config: &str) -> Server {
-        let file = self.dir.path().join("redial.toml");
-        std::fs::write(&file, config).expect("config");
-        let mut cmd = serve_command();
-        cmd.arg("--config").arg(&file);
-        match &self.database_url {
-            Some(url) => cmd.env("REDIAL_DATABASE_URL", url),
-            None => cmd.arg("--data-dir").arg(self.dir.path().join("data")),
-        };
-        Server::start(cmd)
-    }
-}
 
 /// Fast retries for the test queues and the callback queue, which signs its deliveries.
 fn config() -> String {

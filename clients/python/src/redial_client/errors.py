@@ -25,6 +25,7 @@ ErrorCode = Literal[
     "invalid_cursor",
     "invalid_deadline",
     "invalid_endpoint",
+    "invalid_event_kind",
     "invalid_field",
     "invalid_group",
     "invalid_header",

@@ -40,6 +40,7 @@ impl Server {
             None
         };
         let state = AppState {
+            draining: redial_engine::Shutdown::new(),
             engine,
             config: Arc::new(config),
         };

@@ -18,11 +18,13 @@ use serde_json::json;
 use std::collections::HashMap;
 
 mod endpoints;
+mod events;
 mod jobs;
 mod ops;
 mod schedules;
 
 use endpoints::*;
+use events::*;
 use jobs::*;
 use ops::*;
 use schedules::*;
@@ -38,6 +40,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/dead-letters/replay", post(bulk_replay))
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
         .route("/v1/dead-letters/groups", get(dead_letter_groups))
+        .route("/v1/events", get(events))
+        .route("/v1/events/stream", get(stream))
         .route("/v1/session", get(session))
         .route("/v1/stats", get(stats))
         .route("/v1/endpoints", get(endpoints))

@@ -39,6 +39,7 @@ pub(crate) fn api_with(config: ServerConfig) -> Api {
     );
     Api {
         app: router(AppState {
+            draining: redial_engine::Shutdown::new(),
             engine,
             config: Arc::new(config),
         }),

@@ -9,7 +9,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+mod place;
 mod wait;
+#[allow(unused_imports)] // each test file uses its own part
+pub use place::{Db, Place};
 #[allow(unused_imports)] // each test file uses its own part
 pub use wait::{
     eventually, eventually_blocking, within_patience, within_patience_blocking, PATIENCE,
