@@ -655,3 +655,50 @@ async fn a_jobs_callback_links_to_its_delivery_in_a_browser() {
     b.wait_text("#job-callback-for", "the job it tells of", |t| t == "paid")
         .await;
 }
+
+/// The dashboard follows the event stream: a job that finishes shows at once on its page, not
+/// at the next refresh (30 s while the stream is up, longer than this test waits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_updates_live_from_the_event_stream() {
+    let rx = redial_test_receiver::Receiver::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{}/v1/queues/default/pause", server.url))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("pause");
+    assert!(r.status().is_success(), "{}", r.status());
+    enqueue(&http, &server.url, None, "held", &rx.url("/ok")).await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/job/held", server.url)).await;
+    b.wait_text("#live-status", "the stream is up", |t| t == "Live")
+        .await;
+    b.wait_text("#job-state", "the job waits", |t| t == "ready")
+        .await;
+    let r = http
+        .post(format!("{}/v1/queues/default/resume", server.url))
+        .send()
+        .await
+        .expect("resume");
+    assert!(r.status().is_success(), "{}", r.status());
+    // Bounded below the live refresh: only the stream can have drawn it in time.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if b.text("#job-state").await.as_deref() == Some("completed") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the page did not show the job completed: {:?}",
+            b.text("#job-state").await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let last = b.js("return state.lastEvent;", "").await;
+    assert!(last.as_str().is_some_and(|id| id.contains('-')), "{last}");
+}

@@ -4,12 +4,23 @@
 'use strict';
 
 const REFRESH_MS = 5000;
+// While the event stream is up, the page is drawn again on each event, and this often anyway
+// (for what no event tells: jobs enqueued, running, counts).
+const LIVE_REFRESH_MS = 30000;
+// Events that come together are drawn once.
+const LIVE_GATHER_MS = 250;
 const state = {
   token: sessionStorage.getItem('redial-token') || '',
   readOnly: false,
   paused: false,
   timer: null,
   busy: false,
+  // The event stream: whether it is up, the last event's id (to resume after it), the pending
+  // redraw, and the controller that ends it.
+  live: false,
+  lastEvent: null,
+  liveRedraw: null,
+  liveAbort: null,
 };
 
 // ---- plumbing ----------------------------------------------------------------------------------
@@ -602,6 +613,13 @@ async function render() {
   }
 }
 
+// Draws the page again unless someone is in the middle of something: a dialog open or a field
+// with focus (a redraw would throw away what is typed), or signing in.
+function refresh() {
+  const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
+  if (!byId('confirm').open && !byId('pause').open && !typing && byId('login').hidden) render();
+}
+
 function schedule() {
   clearInterval(state.timer);
   state.timer = null;
@@ -611,13 +629,57 @@ function schedule() {
     byId('live-toggle').textContent = 'Resume';
     return;
   }
-  status.textContent = `Refreshes every ${REFRESH_MS / 1000} s`;
+  status.textContent = state.live ? 'Live' : `Refreshes every ${REFRESH_MS / 1000} s`;
   byId('live-toggle').textContent = 'Pause';
-  // No refresh while a dialog is open or a field has focus: it would throw away what is typed.
-  state.timer = setInterval(() => {
-    const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
-    if (!byId('confirm').open && !byId('pause').open && !typing && byId('login').hidden) render();
-  }, REFRESH_MS);
+  state.timer = setInterval(refresh, state.live ? LIVE_REFRESH_MS : REFRESH_MS);
+}
+
+// The event stream (GET /v1/events/stream, read with fetch so that the token goes in the
+// Authorization header): each event draws the page again. When it drops, the page goes back to
+// refreshing every 5 s and the stream is tried again after that, from the last event seen.
+async function live() {
+  if (state.liveAbort) return;
+  const abort = new AbortController();
+  state.liveAbort = abort;
+  const headers = { Accept: 'text/event-stream' };
+  if (state.token) headers.Authorization = 'Bearer ' + state.token;
+  if (state.lastEvent) headers['Last-Event-ID'] = state.lastEvent;
+  try {
+    const resp = await fetch('/v1/events/stream', { headers, credentials: 'omit', signal: abort.signal });
+    if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
+    state.live = true;
+    schedule();
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+        let id = null;
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith('id:')) id = line.slice(3).trim();
+        }
+        if (id === null) continue; // a keepalive
+        state.lastEvent = id;
+        if (!state.paused && !state.liveRedraw) {
+          state.liveRedraw = setTimeout(() => { state.liveRedraw = null; refresh(); }, LIVE_GATHER_MS);
+        }
+      }
+    }
+  } catch (_) {
+    // Dropped, refused or never up: the refresh takes over.
+  } finally {
+    state.liveAbort = null;
+    const was = state.live;
+    state.live = false;
+    schedule();
+    if (was) refresh();
+    if (!abort.signal.aborted) setTimeout(live, REFRESH_MS);
+  }
 }
 
 function showLogin(message) {
@@ -644,15 +706,16 @@ window.addEventListener('DOMContentLoaded', async () => {
     e.preventDefault();
     state.token = byId('token').value.trim();
     sessionStorage.setItem('redial-token', state.token);
-    if (await session()) render();
+    if (await session()) { render(); live(); }
   });
   byId('sign-out').addEventListener('click', () => {
+    if (state.liveAbort) state.liveAbort.abort();
     sessionStorage.removeItem('redial-token');
     state.token = '';
     location.reload();
   });
   byId('live-toggle').addEventListener('click', () => { state.paused = !state.paused; schedule(); });
   window.addEventListener('hashchange', render);
-  if (await session()) render();
+  if (await session()) { render(); live(); }
   schedule();
 });
