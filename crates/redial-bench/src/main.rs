@@ -14,6 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod backup;
 mod callbacks;
+mod events;
 mod groups;
 mod noop_nodes;
 mod plain;
@@ -44,7 +45,8 @@ struct Args {
     /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
     /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
-    /// job, delivered, `--rounds` alternated rounds) run only when named.
+    /// job, delivered, `--rounds` alternated rounds) and `events` (no-op with the job-event
+    /// triggers dropped and as shipped, `--rounds` alternated rounds) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -180,6 +182,9 @@ fn main() -> Result<()> {
                 &mut report,
             )
             .await?;
+        }
+        if args.only.iter().any(|w| w == "events") {
+            events::events(args.jobs, args.concurrency, args.rounds, &mut report).await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;

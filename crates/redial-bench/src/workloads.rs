@@ -23,6 +23,10 @@ pub type Report<'a> = dyn FnMut(&str, f64, &str) + 'a;
 /// The PostgreSQL server to benchmark against instead of SQLite (`--database-url`).
 pub static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// The connection settings of the schema `store_in` made last (PostgreSQL).
+pub(crate) static LAST_SCHEMA: std::sync::Mutex<Option<redial_store_postgres::DbConfig>> =
+    std::sync::Mutex::new(None);
+
 /// A fresh store: a SQLite file in `dir`, or an empty schema on the PostgreSQL server.
 pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
     match DATABASE_URL.get() {
@@ -30,6 +34,9 @@ pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> 
             let config = redial_store_postgres::testing::fresh_schema(url)
                 .await
                 .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+            if let Ok(mut last) = LAST_SCHEMA.lock() {
+                *last = Some(config.clone());
+            }
             // As many connections as the engine's busiest moments use.
             Ok(Arc::new(PgStore::connect_with(config, 16).await?))
         }
@@ -236,6 +243,26 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "n").await?;
+    let (rate, writer_us) = noop_run(store, jobs, concurrency).await?;
+    report(
+        &format!("no-op jobs, concurrency {concurrency} (full path)"),
+        rate,
+        "jobs/s",
+    );
+    if let Some(us) = writer_us {
+        // Less noisy than the rate on a shared machine: what the one writer spent per job.
+        report("no-op: SQLite storage thread CPU per job", us, "us");
+    }
+    Ok(())
+}
+
+/// Runs the no-op engine over `store`'s backlog of `jobs`; returns jobs per second and, on
+/// SQLite, the storage thread's CPU per job (us).
+pub(crate) async fn noop_run(
+    store: Arc<dyn Store>,
+    jobs: usize,
+    concurrency: usize,
+) -> Result<(f64, Option<f64>)> {
     let noop = Arc::new(Noop::default());
     let e = engine(store.clone(), &[("default", concurrency)], noop.clone());
     let writer_before = thread_cpu_ns("redial-sqlite");
@@ -247,20 +274,11 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     let writer_after = thread_cpu_ns("redial-sqlite");
     wait_completed(&store, "default", jobs as u64).await?;
     running.shutdown(Duration::from_secs(5)).await;
-    report(
-        &format!("no-op jobs, concurrency {concurrency} (full path)"),
-        rate,
-        "jobs/s",
-    );
-    if let (Some(a), Some(b)) = (writer_before, writer_after) {
-        // Less noisy than the rate on a shared machine: what the one writer spent per job.
-        report(
-            "no-op: SQLite storage thread CPU per job",
-            b.saturating_sub(a) as f64 / 1000.0 / jobs as f64,
-            "us",
-        );
-    }
-    Ok(())
+    let writer_us = match (writer_before, writer_after) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1000.0 / jobs as f64),
+        _ => None,
+    };
+    Ok((rate, writer_us))
 }
 
 /// CPU time so far of this process's thread named `name` (Linux: `/proc/self/task/*/schedstat`);

@@ -222,6 +222,7 @@ fn resolved(s: &Settings) -> Value {
             "completed": human(e.retention.completed),
             "completed_max": e.retention.completed_max,
             "dead": human(e.retention.dead),
+            "events": human(e.retention.events),
         }),
     );
     doc.insert(

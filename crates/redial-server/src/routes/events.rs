@@ -23,11 +23,7 @@ const PAGE: u32 = 200;
 static STREAMS: AtomicUsize = AtomicUsize::new(0);
 
 /// The filters and the start a request asks for.
-struct Ask {
-    params: EventListParams,
-}
-
-fn parse(q: HashMap<String, String>, stream: bool) -> Result<Ask, ApiError> {
+fn parse(q: HashMap<String, String>, stream: bool) -> Result<EventListParams, ApiError> {
     let mut params = EventListParams {
         from: if stream {
             EventFrom::End
@@ -81,7 +77,7 @@ fn parse(q: HashMap<String, String>, stream: bool) -> Result<Ask, ApiError> {
             }
         }
     }
-    Ok(Ask { params })
+    Ok(params)
 }
 
 fn cursor(v: &str) -> Result<EventCursor, ApiError> {
@@ -93,9 +89,9 @@ pub(super) async fn events(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let ask = parse(q, false)?;
-    let from = ask.params.from;
-    let page = state.engine.store().event_list(ask.params).await?;
+    let params = parse(q, false)?;
+    let from = params.from;
+    let page = state.engine.store().event_list(params).await?;
     let events: Vec<_> = page.events.iter().map(view::event).collect();
     Ok(Json(json!({
         "events": events,
@@ -124,12 +120,12 @@ pub(super) async fn stream(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let mut ask = parse(q, true)?;
+    let mut params = parse(q, true)?;
     if let Some(last) = headers.get("last-event-id") {
         let last = last.to_str().map_err(|_| {
             ApiError::bad_request(ErrorCode::InvalidCursor, "Last-Event-ID is not text")
         })?;
-        ask.params.from = EventFrom::After(cursor(last.trim())?);
+        params.from = EventFrom::After(cursor(last.trim())?);
     }
     let max = state.config.max_waiters;
     if STREAMS.fetch_add(1, Ordering::SeqCst) >= max {
@@ -142,7 +138,6 @@ pub(super) async fn stream(
     }
     let slot = Slot;
     // Where the stream starts, read now: an error is an answer, not a stream that ends at once.
-    let mut params = ask.params;
     params.limit = PAGE;
     let first = state.engine.store().event_list(params.clone()).await?;
     let signal = state.engine.event_signal();

@@ -1,0 +1,63 @@
+//! `--only events`: what the event log costs the no-op path. The same no-op workload runs on a
+//! store whose job-event triggers were dropped (no event log) and on one as shipped, in
+//! `--rounds` alternated rounds; the report gives each side's median and the median of the
+//! rounds' ratios. Dropping the triggers is for this measurement only: it is what the store
+//! would cost had it no event log.
+
+use crate::workloads::{insert_backlog, noop_run, side_by_side, store_in, Report, DATABASE_URL};
+use anyhow::{anyhow, Result};
+use redial_store::Store;
+use std::sync::Arc;
+
+pub async fn events(
+    jobs: usize,
+    concurrency: usize,
+    rounds: usize,
+    report: &mut Report<'_>,
+) -> Result<()> {
+    side_by_side(
+        rounds,
+        ["without the event log", "with it"],
+        [
+            "no-op, job-event triggers dropped (median)",
+            "no-op, with the event log (median)",
+            "no-op with the event log / without (median of rounds)",
+        ],
+        |with| async move {
+            let dir = tempfile::tempdir()?;
+            let store = store_in(&dir).await?;
+            if !with {
+                drop_triggers(&dir, &store).await?;
+            }
+            insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "n").await?;
+            Ok(noop_run(store, jobs, concurrency).await?.0)
+        },
+        report,
+    )
+    .await
+}
+
+/// Drops the job-event triggers of the store just made by `store_in(dir)`.
+async fn drop_triggers(dir: &tempfile::TempDir, _store: &Arc<dyn Store>) -> Result<()> {
+    match DATABASE_URL.get() {
+        Some(_) => {
+            let config = crate::workloads::LAST_SCHEMA
+                .lock()
+                .map_err(|_| anyhow!("schema lock"))?
+                .clone()
+                .ok_or_else(|| anyhow!("no schema made"))?;
+            let (client, connection) = config.connect().await.map_err(|e| anyhow!(e))?;
+            let driver = tokio::spawn(connection);
+            client
+                .batch_execute("DROP TRIGGER jobs_events ON jobs")
+                .await?;
+            drop(client);
+            let _ = driver.await;
+        }
+        None => {
+            let c = rusqlite::Connection::open(dir.path().join("redial.db"))?;
+            c.execute_batch("DROP TRIGGER jobs_finish_events; DROP TRIGGER jobs_replay_events;")?;
+        }
+    }
+    Ok(())
+}
