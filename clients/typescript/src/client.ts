@@ -1,5 +1,6 @@
 // Owns the Redial class: one method per API operation, built on Transport.
 import { randomUUID } from "node:crypto";
+import { eventParams, streamEvents, type StreamOptions } from "./events.js";
 import { Transport } from "./transport.js";
 import type {
   Affected,
@@ -10,6 +11,10 @@ import type {
   Dismissed,
   Endpoint,
   EndpointList,
+  Event,
+  EventPage,
+  EventQuery,
+  EventStreamQuery,
   Health,
   Job,
   JobFilter,
@@ -209,6 +214,25 @@ export class Redial {
 
   resumeSchedule(id: string): Promise<Schedule> {
     return this.transport.request<Schedule>({ method: "POST", path: `/v1/schedules/${enc(id)}/resume` });
+  }
+
+  /**
+   * One page of the event log (jobs completed, dead, cancelled, replayed; endpoints paused, resumed,
+   * breakers opened, closed), in the log's order; read on with `after: page.next_cursor`. A page may
+   * hold fewer than `limit` events with `more` true when filters leave most rows out.
+   */
+  events(query: EventQuery = {}): Promise<EventPage> {
+    return this.transport.request<EventPage>({ method: "GET", path: "/v1/events", query: eventParams(query) });
+  }
+
+  /**
+   * The event log live (Server-Sent Events), as an async iterator: from `after` (an event's id), or
+   * from now on without it. A connection that drops is reopened by itself, after a short pause, with
+   * Last-Event-ID set to the last event yielded, so nothing is missed or repeated (while the log keeps
+   * the events, retention.events). Breaking out of the loop, or aborting `signal`, closes it.
+   */
+  streamEvents(query: EventStreamQuery = {}, options: StreamOptions = {}): AsyncGenerator<Event, void, undefined> {
+    return streamEvents(this.transport, query, options);
   }
 
   alerts(): Promise<AlertList> {

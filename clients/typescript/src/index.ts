@@ -1,5 +1,6 @@
 // Owns the package's public surface: the client, its errors, webhook verification, callbacks and the API types.
 export { Redial, type RedialOptions } from "./client.js";
+export type { StreamOptions } from "./events.js";
 export {
   RedialError,
   RedialConnectionError,

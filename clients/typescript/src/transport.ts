@@ -1,5 +1,6 @@
 // Owns one HTTP exchange with the server: auth, JSON bodies, the per-request timeout,
-// retries on connection errors, 429 and 503 (honouring Retry-After), and error mapping.
+// retries on connection errors, 429 and 503 (honouring Retry-After), and error mapping; and opening a
+// long-lived answer (the event stream) with the same auth and errors, its retries left to the caller.
 import { RedialConnectionError, RedialError, RedialTimeoutError } from "./errors.js";
 
 export interface TransportOptions {
@@ -18,7 +19,7 @@ export interface RequestSpec {
   timeoutMs?: number;
 }
 
-const RETRY_STATUSES = new Set([429, 503]);
+export const RETRY_STATUSES = new Set([429, 503]);
 const BASE_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 5_000;
 
@@ -71,6 +72,44 @@ export class Transport {
       }
       throw await apiError(response, retryAfter);
     }
+  }
+
+  /** The retries a request gets (connection errors, timeouts, 429, 503). */
+  get maxRetries(): number {
+    return this.options.maxRetries;
+  }
+
+  /**
+   * Sends one GET whose answer's body is read as it comes (a stream), without retrying: resolves with a
+   * 2xx answer once its head arrived within the client's timeout, and the body then lasts until `signal`
+   * aborts. Another status is thrown as RedialError, no answer as RedialConnectionError or
+   * RedialTimeoutError.
+   */
+  async open(spec: { path: string; query?: RequestSpec["query"]; headers: Record<string, string> }, signal: AbortSignal): Promise<Response> {
+    const get: RequestSpec = { method: "GET", path: spec.path, query: spec.query };
+    const url = this.url(get);
+    const headers: Record<string, string> = { ...spec.headers };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    // The timeout bounds the wait for the head only; the body is the caller's to end.
+    const connection = new AbortController();
+    const stop = () => connection.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    if (signal.aborted) stop();
+    const timer = setTimeout(() => connection.abort(new DOMException("no answer in time", "TimeoutError")), this.options.timeoutMs);
+    let response: Response;
+    try {
+      response = await fetch(url, { method: "GET", headers, signal: connection.signal });
+    } catch (err) {
+      signal.removeEventListener("abort", stop);
+      throw connectionError(err, get, url, this.options.timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!response.ok) {
+      signal.removeEventListener("abort", stop);
+      throw await apiError(response, parseRetryAfter(response.headers.get("retry-after")));
+    }
+    return response;
   }
 
   private url(spec: RequestSpec): string {
@@ -127,7 +166,8 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }
 
-function backoff(attempt: number): number {
+/** A jittered delay before retry number `attempt` (0-based): 200 ms doubling, at most 5 s. */
+export function backoff(attempt: number): number {
   const ceiling = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** attempt);
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }

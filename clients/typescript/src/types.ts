@@ -27,6 +27,23 @@ export type ScheduleInput = Schemas["ScheduleInput"];
 export type Schedule = Schemas["Schedule"];
 export type ScheduleList = Schemas["ScheduleList"];
 export type ApiError = Schemas["Error"];
+export type Event = Schemas["Event"];
+export type EventKind = Schemas["Event"]["type"];
+export type EventPage = Schemas["EventPage"];
 
 /** Filters for listJobs; `limit` is the page size, the iterator still yields every match. */
 export type JobFilter = NonNullable<operations["listJobs"]["parameters"]["query"]>;
+
+/**
+ * Which events `events` reads, and from where: `after` an event's id or a page's next_cursor (without
+ * it, from the oldest event kept), only job events of `queue`, only the kinds in `kind`, at most
+ * `limit` (1 to 1000, default 100). A list may be given as an array or comma-separated.
+ */
+export type EventQuery = Omit<NonNullable<operations["listEvents"]["parameters"]["query"]>, "queue" | "kind"> & {
+  queue?: string | readonly string[];
+  /** Typed open, as ErrorCode is, so that a newer server's kind still reads. */
+  kind?: EventKind | readonly EventKind[] | (string & {});
+};
+
+/** Which events `streamEvents` follows: as for `events`, without `limit`; without `after`, from now on. */
+export type EventStreamQuery = Omit<EventQuery, "limit">;

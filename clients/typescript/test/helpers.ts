@@ -1,8 +1,9 @@
-// Owns the tests' fixtures: a real `redial serve` on a free port, a node:http receiver, and polling.
+// Owns the tests' fixtures: a real `redial serve` on a free port, a node:http receiver, a TCP proxy
+// whose connections a test can cut, polling, and reading an async iterator within a bound.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -135,5 +136,84 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface Proxy {
+  /** The proxy's URL: give it to the client instead of the server's. */
+  url: string;
+  /** What each connection's client sent first (the request head), in the order they came. */
+  heads: string[];
+  /** Connections open now that carried a request (fetch may open one ahead and leave it idle). */
+  connections(): number;
+  /** Breaks every open connection, both ways, as a network failure would. */
+  cut(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy on 127.0.0.1:0 to the server at `target`, forwarding bytes as they are. */
+export async function startProxy(target: string): Promise<Proxy> {
+  const { hostname, port } = new URL(target);
+  const open = new Set<net.Socket>();
+  const clients = new Set<net.Socket>();
+  const heads: string[] = [];
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    open.add(client);
+    open.add(upstream);
+    client.on("close", () => clients.delete(client));
+    let index: number | undefined;
+    client.on("data", (chunk: Buffer) => {
+      if (index === undefined) {
+        index = heads.push("") - 1;
+        if (!client.destroyed) clients.add(client);
+      }
+      if (!heads[index]!.includes("\r\n\r\n")) heads[index] += chunk.toString("latin1");
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      a.on("error", () => b.destroy());
+      a.on("close", () => {
+        open.delete(a);
+        b.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const cut = () => {
+    for (const socket of open) socket.resetAndDestroy();
+  };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    heads,
+    connections: () => clients.size,
+    cut,
+    close() {
+      cut();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The next `n` values of `it`, failing after `timeoutMs`; the iterator stays open for more. */
+export async function take<T>(it: AsyncIterator<T>, n: number, what: string, timeoutMs = 60_000): Promise<T[]> {
+  const out: T[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}: got ${out.length} of ${n}`)), timeoutMs);
+  });
+  try {
+    while (out.length < n) {
+      const next = await Promise.race([it.next(), late]);
+      if (next.done) throw new Error(`the iterator ended while waiting for ${what}: got ${out.length} of ${n}`);
+      out.push(next.value);
+    }
+    return out;
+  } finally {
+    clearTimeout(timer);
   }
 }

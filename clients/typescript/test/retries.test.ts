@@ -98,6 +98,16 @@ test("the bearer token is sent, and paths are percent-encoded", async () => {
   assert.equal(seen[0]!.url, "/v1/endpoints/https%3A%2F%2Fapi.example.com");
 });
 
+test("the event stream retries a 503 as it says, and refuses an answer that is not an event stream", async () => {
+  reset([busy(503, "0"), { status: 200, body: { events: [] } }]);
+  const stream = new Redial({ baseUrl, maxRetries: 1 }).streamEvents({ after: "0-0" });
+  const err = await stream.next().then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof RedialError && err.code === "unexpected_response", String(err));
+  assert.match(err.message, /not text\/event-stream/);
+  assert.equal(seen.length, 2);
+  assert.ok(seen.every((s) => s.url === "/v1/events/stream?after=0-0" && s.headers.accept === "text/event-stream"));
+});
+
 test("parseRetryAfter reads seconds and HTTP dates", () => {
   assert.equal(parseRetryAfter("7"), 7);
   assert.equal(parseRetryAfter(null), undefined);
