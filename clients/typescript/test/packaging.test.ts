@@ -3,7 +3,8 @@
 // (`require` and `import` each find their own types), and run against a real `redial serve`: enqueue,
 // read back, a typed error, and a real signed delivery verified from the raw body in a node:http
 // handler, as an Express raw-body route or a NestJS controller with `rawBody` receives it; the callback
-// types check and parseCallback is in both builds.
+// types check and parseCallback is in both builds; the job's event is read from a page and from the
+// live stream.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -66,10 +67,19 @@ async function main(): Promise<void> {
     if (err instanceof RedialError) code = err.code;
   }
   receiver.close();
+  // The job's event, from a page and from the stream (an async generator in both builds).
+  const page: EventPage = await redial.events({ kind: ["job.completed"] });
+  const events = page.events.filter((e) => e.job_id === job.id).map((e) => e.type + " " + e.job_id);
+  for await (const event of redial.streamEvents({ after: "0-0", kind: "job.completed" })) {
+    const e: Event = event;
+    if (e.job_id !== job.id) continue;
+    events.push(e.type + " " + e.job_id);
+    break;
+  }
   // The callback types check, and parseCallback is there at run time.
   const describe = (e: CallbackEvent): string => e.type + " " + e.data.id;
   const callbacks = typeof parseCallback + " " + describe({ type: "job.dead", data: { id: "x" } } as CallbackEvent);
-  console.log(JSON.stringify({ flavour: "${flavour}", verified, key: job.idempotency_key, state, code, callbacks }));
+  console.log(JSON.stringify({ flavour: "${flavour}", verified, key: job.idempotency_key, id: job.id, state, code, callbacks, events }));
 }
 
 main().catch((err) => {
@@ -95,14 +105,14 @@ const flavours: Flavour[] = [
     type: "commonjs",
     compiler: { module: "commonjs", moduleResolution: "node", target: "ES2021", esModuleInterop: true },
     file: "main.ts",
-    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode } from "@redial/client";',
+    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode, type Event, type EventPage } from "@redial/client";',
   },
   {
     name: "esm",
     type: "module",
     compiler: { module: "nodenext", moduleResolution: "nodenext", target: "ES2022" },
     file: "main.ts",
-    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode } from "@redial/client";',
+    importLine: 'import { Redial, RedialError, verifyWebhook, WebhookVerificationError, parseCallback, type CallbackEvent, type ErrorCode, type Event, type EventPage } from "@redial/client";',
   },
 ];
 
@@ -161,15 +171,18 @@ describe("the package from a CommonJS project and from an ES module one", () => 
         flavour: string;
         verified: string[];
         key: string;
+        id: string;
         state: string;
         code: string;
         callbacks: string;
+        events: string[];
       };
       assert.equal(out.flavour, flavour.name);
       assert.equal(out.state, "completed");
       assert.deepEqual(out.verified, [`${out.key} 42`], "one delivery, verified from its raw body");
       assert.equal(out.code, "not_found");
       assert.equal(out.callbacks, "function job.dead x");
+      assert.deepEqual(out.events, [`job.completed ${out.id}`, `job.completed ${out.id}`], "the job's event, paged and streamed");
     });
   }
 
