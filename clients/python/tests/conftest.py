@@ -1,5 +1,6 @@
-"""Test fixtures: real `redial serve` processes (plain, with a token, with signing secrets) and
-HTTP receivers on 127.0.0.1 that record what Redial delivers to them."""
+"""Test fixtures: real `redial serve` processes (plain, with a token, with signing secrets),
+HTTP receivers on 127.0.0.1 that record what Redial delivers to them, a TCP proxy whose
+connections a test can cut, and reading a generator within a bound."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import http.server
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 
@@ -157,3 +159,112 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1:0 to a server, forwarding bytes as they are. `heads` holds what
+    each connection's client sent first (the request head), in the order they came; `cut()`
+    breaks every open connection, as a network failure would."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("http://").rstrip("/").rsplit(":", 1)
+        self._target = (host, int(port))
+        self.heads: list[str] = []
+        self._open: set[socket.socket] = set()
+        self._carrying: set[socket.socket] = set()  # client sockets that sent a request
+        self.lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            with self.lock:
+                self._open |= {client, upstream}
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
+        index: int | None = None
+        try:
+            while data := src.recv(65536):
+                if from_client:
+                    with self.lock:
+                        if index is None:
+                            index = len(self.heads)
+                            self.heads.append("")
+                            self._carrying.add(src)
+                        if "\r\n\r\n" not in self.heads[index]:
+                            self.heads[index] += data.decode("latin-1")
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with self.lock:
+                    self._open.discard(s)
+                    self._carrying.discard(s)
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def connections(self) -> int:
+        """Connections open now that carried a request."""
+        with self.lock:
+            return len(self._carrying)
+
+    def cut(self) -> None:
+        with self.lock:
+            sockets = list(self._open)
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._listener.close()
+        self.cut()
+
+
+@pytest.fixture
+def proxy(server: Server) -> Iterator[Proxy]:
+    p = Proxy(server.url)
+    yield p
+    p.close()
+
+
+T = TypeVar("T")
+
+
+def take(it: Iterator[T], n: int, what: str, timeout: float = WAIT) -> list[T]:
+    """The next `n` items of `it`, read in a thread so that a stream that stays silent fails the
+    test after `timeout` s instead of hanging it; the iterator stays open for more."""
+    out: list[T] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            while len(out) < n:
+                out.append(next(it))
+        except BaseException as e:  # StopIteration too: reported below
+            failure.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not done.wait(timeout):
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}: got {len(out)} of {n}")
+    if failure:
+        if isinstance(failure[0], StopIteration):
+            raise AssertionError(f"the stream ended while waiting for {what}: got {len(out)} of {n}")
+        raise failure[0]
+    return out

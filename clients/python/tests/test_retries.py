@@ -46,6 +46,16 @@ def test_retried_enqueue_keeps_its_generated_id(receiver: Receiver) -> None:
     assert all(r["headers"]["content-type"] == "application/json" for r in receiver.requests)
 
 
+def test_event_stream_retries_a_503_and_refuses_what_is_not_an_event_stream(receiver: Receiver) -> None:
+    receiver.script = [(503, {"Retry-After": "0"})]
+    with Redial(receiver.origin, max_retries=1) as c:
+        with pytest.raises(RedialError) as err:
+            next(c.stream_events(after="0-0"))
+    assert err.value.code == "invalid_response" and "not text/event-stream" in err.value.message
+    assert [r["path"] for r in receiver.requests] == ["/v1/events/stream?after=0-0"] * 2
+    assert all(r["headers"]["accept"] == "text/event-stream" for r in receiver.requests)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ import os
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
 from .errors import RedialConnectionError, RedialError
@@ -168,6 +168,27 @@ def schedule_put(schedule_id: str, schedule: Mapping[str, Any]) -> Call:
 def schedule_call(method: str, schedule_id: str, action: str | None = None) -> Call:
     path = f"/v1/schedules/{segment(schedule_id)}"
     return Call(method, f"{path}/{action}" if action else path)
+
+
+def _listed(value: str | Iterable[str] | None) -> str | None:
+    """A list parameter as the API takes it: comma-separated."""
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(value)
+
+
+def event_params(
+    after: str | None, queue: str | Iterable[str] | None, kind: str | Iterable[str] | None,
+    limit: int | None,
+) -> dict[str, str]:
+    return _clean({"after": after, "queue": _listed(queue), "kind": _listed(kind), "limit": limit})
+
+
+def events(
+    after: str | None, queue: str | Iterable[str] | None, kind: str | Iterable[str] | None,
+    limit: int | None,
+) -> Call:
+    return Call("GET", "/v1/events", params=event_params(after, queue, kind, limit))
 
 
 def connection_error(base_url: str, cause: Exception) -> RedialConnectionError:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Mapping, cast
+from typing import Any, AsyncIterator, Iterable, Mapping, cast
 
 import httpx
 
-from . import _core
+from . import _core, _stream
+from ._sse import SseParser
 from .types import (
-    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
-    Queue, Schedule, ScheduleInput, Stats,
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Event, EventKind,
+    EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -138,6 +139,47 @@ class AsyncRedial:
 
     async def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, await self._send(_core.endpoint(name)))
+
+    # the event log
+    async def events(
+        self,
+        after: str | None = None,
+        queue: str | Iterable[str] | None = None,
+        kind: EventKind | Iterable[EventKind] | str | None = None,
+        limit: int | None = None,
+    ) -> EventPage:
+        """A page of the event log, as `Redial.events`."""
+        return cast(EventPage, await self._send(_core.events(after, queue, kind, limit)))
+
+    async def stream_events(
+        self,
+        after: str | None = None,
+        queue: str | Iterable[str] | None = None,
+        kind: EventKind | Iterable[EventKind] | str | None = None,
+    ) -> AsyncIterator[Event]:
+        """The event log live, as `Redial.stream_events`, as an async generator. Cancelling the
+        task that reads it, or closing it (`contextlib.aclosing` closes it when the loop is left),
+        closes the connection."""
+        follow = _stream.Follow(_stream.params(after, queue, kind), self.max_retries, self.base_url)
+        while True:
+            try:
+                async with self._http.stream(
+                    "GET", _stream.PATH, params=follow.params, headers=follow.headers(),
+                    timeout=follow.timeout(self._timeout),
+                ) as r:
+                    if not 200 <= r.status_code < 300:
+                        follow.refused(r.status_code, r.headers, await r.aread())
+                    elif not follow.opened(r.status_code, r.headers):
+                        return
+                    else:
+                        parser = SseParser()
+                        async for chunk in r.aiter_bytes():
+                            for message in parser.feed(chunk):
+                                yield follow.take(message)
+                        follow.ended(parser.retry)
+            except httpx.TransportError as e:
+                follow.broke(e)
+            await asyncio.sleep(follow.pause())
 
     # schedules
     async def schedules(self) -> list[Schedule]:

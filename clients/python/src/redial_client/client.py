@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Mapping, cast
+from typing import Any, Iterable, Iterator, Mapping, cast
 
 import httpx
 
-from . import _core
+from . import _core, _stream
+from ._sse import SseParser
 from .types import (
-    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Job, JobInput,
-    Queue, Schedule, ScheduleInput, Stats,
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Event, EventKind,
+    EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -136,6 +137,53 @@ class Redial:
 
     def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, self._send(_core.endpoint(name)))
+
+    # the event log
+    def events(
+        self,
+        after: str | None = None,
+        queue: str | Iterable[str] | None = None,
+        kind: EventKind | Iterable[EventKind] | str | None = None,
+        limit: int | None = None,
+    ) -> EventPage:
+        """A page of the event log (jobs completed, dead, cancelled, replayed; endpoints paused,
+        resumed, breakers opened, closed) in the log's order: after= an event's id or a page's
+        next_cursor (from the oldest event kept without it), only job events of queue=, only the
+        kinds in kind= (a list or comma-separated), at most limit= (1 to 1000, default 100)."""
+        return cast(EventPage, self._send(_core.events(after, queue, kind, limit)))
+
+    def stream_events(
+        self,
+        after: str | None = None,
+        queue: str | Iterable[str] | None = None,
+        kind: EventKind | Iterable[EventKind] | str | None = None,
+    ) -> Iterator[Event]:
+        """The event log live (Server-Sent Events), as a generator: from after= (an event's id),
+        or from now on without it. A connection that drops is reopened by itself, after a short
+        pause, with Last-Event-ID set to the last event yielded, so nothing is missed or repeated
+        (while the log keeps the events). Only the first connection gives up, after max_retries;
+        an error answer other than 429 and 503 is raised. Closing the generator (leaving the loop,
+        or close()) closes the connection."""
+        follow = _stream.Follow(_stream.params(after, queue, kind), self.max_retries, self.base_url)
+        while True:
+            try:
+                with self._http.stream(
+                    "GET", _stream.PATH, params=follow.params, headers=follow.headers(),
+                    timeout=follow.timeout(self._timeout),
+                ) as r:
+                    if not 200 <= r.status_code < 300:
+                        follow.refused(r.status_code, r.headers, r.read())
+                    elif not follow.opened(r.status_code, r.headers):
+                        return
+                    else:
+                        parser = SseParser()
+                        for chunk in r.iter_bytes():
+                            for message in parser.feed(chunk):
+                                yield follow.take(message)
+                        follow.ended(parser.retry)
+            except httpx.TransportError as e:
+                follow.broke(e)
+            time.sleep(follow.pause())
 
     # schedules
     def schedules(self) -> list[Schedule]:

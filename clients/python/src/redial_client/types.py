@@ -287,6 +287,43 @@ class Schedule(TypedDict):
     updated_at: str
 
 
+EventKind = Literal[
+    "job.completed",
+    "job.dead",
+    "job.cancelled",
+    "job.replayed",
+    "endpoint.paused",
+    "endpoint.resumed",
+    "endpoint.breaker_opened",
+    "endpoint.breaker_closed",
+]
+
+
+class Event(TypedDict):
+    """One entry of the event log. `id` is its cursor: pass it as after= to read on. Job events
+    have `queue` and `job_id`; `category` is a dead job's, `reason` the job's last reason (for
+    job.replayed, the one it had died with), the pause's or the breaker's; `until` ends a pause or
+    an open breaker, as known when it began."""
+
+    id: str
+    type: EventKind
+    at: str
+    queue: str | None
+    job_id: str | None
+    endpoint: str | None
+    category: str | None
+    reason: str | None
+    until: str | None
+
+
+# A page of the event log: read on with after=next_cursor (also when events is empty: the log may
+# grow); more is whether more events may follow at once; "from" (a keyword, hence this form) is the
+# after the page was read from.
+EventPage = TypedDict(
+    "EventPage", {"events": list[Event], "next_cursor": str, "more": bool, "from": str | None}
+)
+
+
 class CallbackResponse(TypedDict):
     """The final response in a callback event. `body` is text, or base64 when the body was not
     UTF-8 (`body_encoding`); `callback_response_body` decodes it. Secret headers are left out."""
