@@ -181,7 +181,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Events of the log in cursor order from `params.from`, filtered (see [`EventListParams`]).
     async fn event_list(&self, params: EventListParams) -> StoreResult<EventPage>;
 
-    /// Deletes events older than `before`, at most `limit` of them, oldest first; returns how many.
+    /// Deletes events older than `before`, at most `limit` of them, oldest first, never the
+    /// newest (so that the next event's cursor follows every one handed out); returns how many.
     async fn event_cleanup(&self, before: Timestamp, limit: u32) -> StoreResult<u64>;
 
     /// Counts per queue x state x dead-letter category, and per endpoint x state.

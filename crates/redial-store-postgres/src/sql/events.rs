@@ -94,12 +94,13 @@ pub async fn event_list(c: &mut Conn, p: &EventListParams) -> StoreResult<EventP
 }
 
 /// Reads at most `limit` of the oldest rows and deletes those older than `before` among them:
-/// bounded however large the log.
+/// bounded however large the log. The newest event is kept whatever its age, as on SQLite.
 pub async fn event_cleanup(c: &mut Conn, before: Timestamp, limit: u32) -> StoreResult<u64> {
     c.client
         .execute(
             "DELETE FROM events WHERE (tx, seq) IN (SELECT tx, seq FROM \
-             (SELECT tx, seq, at FROM events ORDER BY tx, seq LIMIT $2) oldest WHERE at < $1)",
+             (SELECT tx, seq, at FROM events ORDER BY tx, seq LIMIT $2) oldest WHERE at < $1 \
+             AND (tx, seq) < (SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1))",
             &[&ms(before), &i64::from(limit)],
         )
         .await

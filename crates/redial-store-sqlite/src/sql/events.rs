@@ -81,13 +81,15 @@ pub fn event_list(c: &mut Connection, p: &EventListParams) -> StoreResult<EventP
 
 /// Reads at most `limit` of the oldest rows and deletes those older than `before` among them:
 /// bounded however large the log (an event written with an earlier time than the one before it
-/// waits for its turn).
+/// waits for its turn). The newest event is kept whatever its age: the next one's number follows
+/// it, so a number is never taken again (the table is not AUTOINCREMENT).
 pub fn event_cleanup(c: &mut Connection, before: Timestamp, limit: u32) -> StoreResult<u64> {
     let tx = Sp::begin(c)?;
     let n = tx
         .prepare_cached(
             "DELETE FROM events WHERE seq IN \
-             (SELECT seq FROM (SELECT seq, at FROM events ORDER BY seq LIMIT ?2) WHERE at < ?1)",
+             (SELECT seq FROM (SELECT seq, at FROM events ORDER BY seq LIMIT ?2) \
+              WHERE at < ?1 AND seq < (SELECT MAX(seq) FROM events))",
         )
         .and_then(|mut s| s.execute(params![ms(before), limit]))
         .map_err(backend)?;

@@ -259,4 +259,39 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
         .await
         .expect("list");
     assert_eq!(again.events, kept.events[1..].to_vec());
+
+    // However old, the newest event stays, and the next one comes after it: a cursor handed
+    // out never skips a newer event.
+    let newest = kept.events.last().expect("kept").cursor;
+    assert_eq!(
+        store
+            .event_cleanup(at(100_000), 100)
+            .await
+            .expect("cleanup"),
+        kept.events.len() as u64 - 1
+    );
+    let left = store.event_list(everything()).await.expect("list");
+    assert_eq!(left.events.len(), 1);
+    assert_eq!(left.events[0].cursor, newest);
+    store
+        .event_append(vec![NewEvent {
+            at: at(100_001),
+            kind: EndpointPaused,
+            endpoint: "api.example.com".into(),
+            reason: None,
+            until: None,
+        }])
+        .await
+        .expect("append");
+    let next = read_n(
+        &store,
+        EventListParams {
+            from: EventFrom::After(newest),
+            ..everything()
+        },
+        1,
+    )
+    .await;
+    assert_eq!(next.events.len(), 1);
+    assert!(next.events[0].cursor > newest);
 }
