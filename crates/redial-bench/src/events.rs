@@ -56,6 +56,9 @@ async fn drop_triggers(dir: &tempfile::TempDir, _store: &Arc<dyn Store>) -> Resu
             client
                 .batch_execute("DROP TRIGGER jobs_events ON jobs")
                 .await?;
+            if let Ok(sql) = std::env::var("BENCH_EVENTS_PG_SQL") {
+                client.batch_execute(&sql).await?;
+            }
             drop(client);
             let _ = driver.await;
         }
