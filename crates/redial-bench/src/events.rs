@@ -2,7 +2,8 @@
 //! store whose job-event triggers were dropped (no event log) and on one as shipped, in
 //! `--rounds` alternated rounds; the report gives each side's median and the median of the
 //! rounds' ratios. Dropping the triggers is for this measurement only: it is what the store
-//! would cost had it no event log.
+//! would cost had it no event log. To try another trigger, `BENCH_EVENTS_SQL` (SQLite) or
+//! `BENCH_EVENTS_PG_SQL` (PostgreSQL) is run on the "without" side after the drop.
 
 use crate::workloads::{insert_backlog, noop_run, side_by_side, store_in, Report, DATABASE_URL};
 use anyhow::{anyhow, Result};
