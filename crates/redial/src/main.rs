@@ -47,6 +47,9 @@ enum Command {
     DeadLetters(client::DeadLettersCommand),
     /// Counts per queue, state and dead-letter category, and per endpoint.
     Stats(client::StatsArgs),
+    /// The event log: jobs finished, dead, cancelled, replayed; endpoints paused, breakers
+    /// opened. A page from a cursor, or followed live with --follow.
+    Events(client::EventsArgs),
     /// Each endpoint's protection: pause, limits in force, in flight, held jobs, budget, breaker;
     /// pause, resume or reset one.
     Endpoints(client::EndpointsArgs),
@@ -194,6 +197,7 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Jobs(cmd) => client::jobs(cmd).await,
             Command::DeadLetters(cmd) => client::dead_letters(cmd).await,
             Command::Stats(args) => client::stats(args).await,
+            Command::Events(args) => client::events(args).await,
             Command::Endpoints(args) => client::endpoints(args).await,
             Command::Queues(args) => client::queues(args).await,
             Command::Schedules(args) => client::schedules(args).await,

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 
 mod common;
-use common::{eventually, exchange, status, Db, Place, Server, PATIENCE};
+use common::{eventually, exchange, status, Db, Place, Server, BIN, PATIENCE};
 
 /// An open event stream: the raw socket, read line by line.
 struct Stream {
@@ -286,6 +286,58 @@ async fn resume_misses_nothing_and_repeats_nothing(db: Db) {
     assert!(
         before.iter().all(|id| log_ids.contains(&id.as_str())),
         "{before:?}"
+    );
+
+    // The CLI: a page, and the stream followed from the start, a line per event.
+    let out = std::process::Command::new(BIN)
+        .args([
+            "events",
+            "--server",
+            &server.url,
+            "--kind",
+            "job.replayed",
+            "--json",
+        ])
+        .output()
+        .expect("redial events");
+    assert!(out.status.success(), "{out:?}");
+    let page: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(page["events"][0]["job_id"], "bad-0");
+    let out = std::process::Command::new(BIN)
+        .args(["events", "--server", &server.url, "--kind", "job.replayed"])
+        .output()
+        .expect("redial events");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("job.replayed") && text.contains("bad-0"),
+        "{text}"
+    );
+    let mut follow = std::process::Command::new(BIN)
+        .args([
+            "events",
+            "--server",
+            &server.url,
+            "--follow",
+            "--after",
+            "0-0",
+        ])
+        .args(["--kind", "job.dead"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("redial events --follow");
+    let stdout = follow.stdout.take().expect("stdout");
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("a line");
+        line
+    })
+    .await
+    .expect("reader");
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(
+        first.contains("job.dead") && first.contains("permanent"),
+        "{first}"
     );
 
     // Bad requests are refused with the documented codes.

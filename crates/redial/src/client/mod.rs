@@ -5,6 +5,7 @@
 mod dead_letters;
 mod endpoints;
 mod enqueue;
+mod events;
 mod jobs;
 mod queues;
 mod schedules;
@@ -13,6 +14,7 @@ mod stats;
 pub use dead_letters::{dead_letters, DeadLettersCommand};
 pub use endpoints::{endpoints, EndpointsArgs};
 pub use enqueue::{enqueue, EnqueueArgs};
+pub use events::{events, EventsArgs};
 pub use jobs::{jobs, JobsCommand};
 pub use queues::{queues, QueuesArgs};
 pub use schedules::{schedules, SchedulesArgs};

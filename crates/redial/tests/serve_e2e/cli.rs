@@ -419,6 +419,7 @@ async fn the_cli_speaks_to_people_by_default_and_json_on_request() {
         (vec!["stats"], "QUEUE"),
         (vec!["endpoints"], "ENDPOINT"),
         (vec!["queues"], "QUEUE"),
+        (vec!["events"], "ID"),
     ] {
         let out = cli_text(&s.url, &args, None);
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
