@@ -29,7 +29,7 @@ struct Entry {
     /// last knew them (what this node published or took in), so that only changes are published.
     shared: (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>),
     /// Whether it was paused and its breaker open when the event log was last told
-    /// ([`Endpoints::announce`]); `None` after a restart, until the first look.
+    /// ([`Registry::announce`]); `None` after a restart, until the first look.
     announced: Option<(bool, bool)>,
 }
 
