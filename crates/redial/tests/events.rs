@@ -323,6 +323,7 @@ async fn resume_misses_nothing_and_repeats_nothing(db: Db) {
         ])
         .args(["--kind", "job.dead"])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("redial events --follow");
     let stdout = follow.stdout.take().expect("stdout");
@@ -333,8 +334,18 @@ async fn resume_misses_nothing_and_repeats_nothing(db: Db) {
     })
     .await
     .expect("reader");
-    let _ = follow.kill();
-    let _ = follow.wait();
+    // Its reader gone, the command ends by itself at its next event (no panic on the closed
+    // pipe): one more death makes one.
+    enqueue(&c, job_jobs("last-bad-", 1, &rx.url("/bad"))).await;
+    let ended = tokio::task::spawn_blocking(move || follow.wait_with_output())
+        .await
+        .expect("waiter")
+        .expect("redial events --follow ended");
+    assert!(ended.status.success(), "{ended:?}");
+    assert!(
+        !String::from_utf8_lossy(&ended.stderr).contains("panicked"),
+        "{ended:?}"
+    );
     assert!(
         first.contains("job.dead") && first.contains("permanent"),
         "{first}"

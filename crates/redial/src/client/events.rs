@@ -4,6 +4,7 @@ use super::{or_dash, print_json, Conn};
 use crate::human::{self, say, OutputArgs};
 use anyhow::{anyhow, Result};
 use redial_client::{Event, EventsQuery};
+use std::io::Write;
 
 #[derive(Debug, clap::Args)]
 pub struct EventsArgs {
@@ -102,11 +103,18 @@ async fn follow(server: &super::Server, query: EventsQuery, json: bool) -> Resul
             };
             let event: Event = serde_json::from_str(data)
                 .map_err(|e| anyhow!("the server sent an event that is not JSON: {e}"))?;
-            if json {
-                let line = serde_json::to_string(&event)?;
-                say!("{}", human::printable(&line));
+            let line = if json {
+                serde_json::to_string(&event)?
             } else {
-                say!("{}", human::printable(&line_of(&event)));
+                line_of(&event)
+            };
+            // Each line as it comes (stdout is not line-buffered when piped); a reader that went
+            // away (`| head -1`) ends the command quietly.
+            let mut out = std::io::stdout().lock();
+            match writeln!(out, "{}", human::printable(&line)).and_then(|()| out.flush()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) => return Err(anyhow!("writing to standard output: {e}")),
             }
             last = Some(event.id.clone());
         }
