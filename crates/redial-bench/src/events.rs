@@ -3,7 +3,9 @@
 //! `--rounds` alternated rounds; the report gives each side's median and the median of the
 //! rounds' ratios. Dropping the triggers is for this measurement only: it is what the store
 //! would cost had it no event log. To try another trigger, `BENCH_EVENTS_SQL` (SQLite) or
-//! `BENCH_EVENTS_PG_SQL` (PostgreSQL) is run on the "without" side after the drop.
+//! `BENCH_EVENTS_PG_SQL` (PostgreSQL) is run on the "without" side after the drop;
+//! `BENCH_EVENTS_COUNT=1` prints, on SQLite, how many events each run wrote and which triggers
+//! its database has (to check that an experiment ran as meant).
 
 use crate::workloads::{insert_backlog, noop_run, side_by_side, store_in, Report, DATABASE_URL};
 use anyhow::{anyhow, Result};
@@ -32,6 +34,16 @@ pub async fn events(
             }
             insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "n").await?;
             let (rate, writer_us) = noop_run(store, jobs, concurrency).await?;
+            if std::env::var("BENCH_EVENTS_COUNT").is_ok() && DATABASE_URL.get().is_none() {
+                let c = rusqlite::Connection::open(dir.path().join("redial.db"))?;
+                let n: i64 = c.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))?;
+                let t: String = c.query_row(
+                    "SELECT group_concat(name) FROM sqlite_master WHERE type = 'trigger'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                eprintln!("  events written: {n} (triggers: {t}; event log: {with})");
+            }
             if let Some(us) = writer_us {
                 // Steadier than the rate on a shared machine.
                 eprintln!("  SQLite storage thread: {us:.1} us per job (event log: {with})");
@@ -66,6 +78,9 @@ async fn drop_triggers(dir: &tempfile::TempDir, _store: &Arc<dyn Store>) -> Resu
         None => {
             let c = rusqlite::Connection::open(dir.path().join("redial.db"))?;
             c.execute_batch("DROP TRIGGER jobs_finish_events; DROP TRIGGER jobs_replay_events;")?;
+            if let Ok(sql) = std::env::var("BENCH_EVENTS_SQL") {
+                c.execute_batch(&sql)?;
+            }
         }
     }
     Ok(())

@@ -640,10 +640,10 @@ where
 {
     let (mut without, mut with, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds.max(1) {
-        // Each side goes first in every other round: the second run of a pair was measured
-        // slower by itself (the same store on both sides, `--only events` with the triggers
-        // made again: 10-25% less writer CPU on the first run), which would count against
-        // whichever side always went second.
+        // Each side goes first in every other round, so that whatever the order of a pair
+        // does (a warmer cache, a grown heap) does not count for one side only. (An A/A run,
+        // `--only events` with the same triggers made again on one side, measured no
+        // difference: 1.0x.)
         let (a, b) = if round % 2 == 0 {
             let a = run(false).await?;
             (a, run(true).await?)

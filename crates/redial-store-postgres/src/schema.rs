@@ -167,20 +167,17 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 11: the event log (`redial_store::Event`). Job events are written by a trigger, in the
     // statement that finishes or replays the job, so that no path forgets one; it names
-    // `finished_at` and `replays`, so a lease (which sets neither) does not fire it. Rows are
-    // kept small, as on SQLite (a completed job's reason and a job's endpoint are read from the
-    // job). Commits do not come in sequence order, so an event also keeps its transaction's id:
-    // readers take only the events of transactions older than every one still running
-    // (`sql::events`).
+    // `finished_at` and `replays`, so a lease (which sets neither) does not fire it. Commits do
+    // not come in sequence order, so an event also keeps its transaction's id: readers take only
+    // the events of transactions older than every one still running (`sql::events`).
     r#"
     CREATE TABLE events (
         tx       XID8 NOT NULL DEFAULT pg_current_xact_id(),
         seq      BIGINT GENERATED ALWAYS AS IDENTITY,
         at       BIGINT NOT NULL,
-        kind     SMALLINT NOT NULL,
-        job_seq  BIGINT,
-        job_id   TEXT,
+        kind     TEXT NOT NULL,
         queue    TEXT,
+        job_id   TEXT,
         endpoint TEXT,
         category TEXT,
         reason   TEXT,
@@ -190,14 +187,13 @@ const MIGRATIONS: &[&str] = &[
     CREATE FUNCTION redial_job_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
         IF NEW.replays > OLD.replays THEN
-            INSERT INTO events (at, kind, job_seq, job_id, queue, reason)
-            VALUES (NEW.updated_at, 4, NEW.seq, NEW.id, NEW.queue, OLD.last_reason);
+            INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+            VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint,
+                    OLD.last_reason);
         ELSE
-            INSERT INTO events (at, kind, job_seq, job_id, queue, category, reason)
-            VALUES (NEW.updated_at,
-                    CASE NEW.state WHEN 'completed' THEN 1 WHEN 'dead' THEN 2 ELSE 3 END,
-                    NEW.seq, NEW.id, NEW.queue, NEW.category,
-                    CASE WHEN NEW.state = 'completed' THEN NULL ELSE NEW.last_reason END);
+            INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+            VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                    NEW.category, NEW.last_reason);
         END IF;
         RETURN NULL;
     END

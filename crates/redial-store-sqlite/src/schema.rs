@@ -228,20 +228,18 @@ const MIGRATIONS: &[&str] = &[
     // 18: the event log (`redial_store::Event`). Job events are written by triggers, in the
     // statement that finishes or replays the job, so that no path forgets one. The triggers
     // name `finished_at` and `replays`, not `state`: a lease (which sets neither) does not
-    // invoke them at all; the conditions are chains of `=` (see migration 7). A row is kept
-    // small (the kind as a number; a completed job's reason and a job's endpoint are read from
-    // the job): a row as wide as the job's text cost the storage thread about four times as much
-    // per job (`redial-bench --only events`). Not AUTOINCREMENT (it cost 15% of the no-op rate):
-    // the cleanup keeps the newest event instead, so a number is never taken twice and a
-    // reader's cursor never skips a newer event.
+    // invoke them at all; the conditions are chains of `=` (see migration 7). Not
+    // AUTOINCREMENT (it cost the storage thread about 1 us per job, 5%, measured with
+    // `redial-bench --only events` and `BENCH_EVENTS_SQL`): the cleanup keeps the newest event
+    // instead, so a sequence number is never used twice and a reader's cursor never skips a
+    // newer event.
     r#"
     CREATE TABLE events (
         seq      INTEGER PRIMARY KEY,
         at       INTEGER NOT NULL,
-        kind     INTEGER NOT NULL,
-        job_seq  INTEGER,
-        job_id   TEXT,
+        kind     TEXT NOT NULL,
         queue    TEXT,
+        job_id   TEXT,
         endpoint TEXT,
         category TEXT,
         reason   TEXT,
@@ -251,17 +249,15 @@ const MIGRATIONS: &[&str] = &[
         WHEN (NEW.state = 'completed' OR NEW.state = 'dead' OR NEW.state = 'cancelled')
             AND NEW.state <> OLD.state
     BEGIN
-        INSERT INTO events (at, kind, job_seq, job_id, queue, category, reason)
-        VALUES (NEW.updated_at,
-                CASE NEW.state WHEN 'completed' THEN 1 WHEN 'dead' THEN 2 ELSE 3 END,
-                NEW.seq, NEW.id, NEW.queue, NEW.category,
-                CASE WHEN NEW.state = 'completed' THEN NULL ELSE NEW.last_reason END);
+        INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+        VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                NEW.category, NEW.last_reason);
     END;
     CREATE TRIGGER jobs_replay_events AFTER UPDATE OF replays ON jobs
         WHEN NEW.replays > OLD.replays
     BEGIN
-        INSERT INTO events (at, kind, job_seq, job_id, queue, reason)
-        VALUES (NEW.updated_at, 4, NEW.seq, NEW.id, NEW.queue, OLD.last_reason);
+        INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+        VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, OLD.last_reason);
     END;
     "#,
 ];

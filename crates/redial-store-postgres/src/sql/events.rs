@@ -26,7 +26,7 @@ pub async fn event_append(c: &mut Conn, events: &[NewEvent]) -> StoreResult<()> 
             &stmt,
             &[
                 &ms(e.at),
-                &(e.kind.code() as i16),
+                &e.kind.as_str(),
                 &e.endpoint,
                 &e.reason,
                 &e.until.map(ms),
@@ -63,28 +63,25 @@ pub async fn event_list(c: &mut Conn, p: &EventListParams) -> StoreResult<EventP
     let rows = c
         .client
         .query(
-            "SELECT e.tx::text::bigint, e.seq, e.at, e.kind, e.queue, e.job_id, \
-             COALESCE(e.endpoint, j.endpoint), e.category, \
-             COALESCE(e.reason, CASE WHEN e.kind = 1 THEN j.last_reason END), e.until \
-             FROM events e LEFT JOIN jobs j ON j.seq = e.job_seq \
-             WHERE (e.tx, e.seq) > ($1::text::xid8, $2) \
-             AND e.tx < pg_snapshot_xmin(pg_current_snapshot()) \
-             ORDER BY e.tx, e.seq LIMIT $3",
+            "SELECT tx::text::bigint, seq, at, kind, queue, job_id, endpoint, category, reason, \
+             until FROM events \
+             WHERE (tx, seq) > ($1::text::xid8, $2) \
+             AND tx < pg_snapshot_xmin(pg_current_snapshot()) \
+             ORDER BY tx, seq LIMIT $3",
             &[&after.tx.to_string(), &after.seq, &i64::from(p.scan())],
         )
         .await
         .map_err(backend)?;
     let mut events = Vec::with_capacity(rows.len());
     for r in &rows {
-        let kind: i16 = get(r, 3)?;
+        let kind: String = get(r, 3)?;
         events.push(Event {
             cursor: EventCursor {
                 tx: get(r, 0)?,
                 seq: get(r, 1)?,
             },
             at: Timestamp::from_unix_millis(get(r, 2)?),
-            kind: EventKind::from_code(i64::from(kind))
-                .ok_or_else(|| StoreError::Backend(format!("an event of unknown kind {kind}")))?,
+            kind: kind.parse().map_err(StoreError::Backend)?,
             queue: get(r, 4)?,
             job_id: get(r, 5)?,
             endpoint: get(r, 6)?,

@@ -15,7 +15,7 @@ pub fn event_append(c: &mut Connection, events: &[NewEvent]) -> StoreResult<()> 
         for e in events {
             stmt.execute(params![
                 ms(e.at),
-                e.kind.code(),
+                e.kind.as_str(),
                 e.endpoint,
                 e.reason,
                 e.until.map(ms)
@@ -45,16 +45,14 @@ pub fn event_list(c: &mut Connection, p: &EventListParams) -> StoreResult<EventP
     let seq = if after.tx > 0 { i64::MAX } else { after.seq };
     let rows = query_rows(
         c,
-        "SELECT e.seq, e.at, e.kind, e.queue, e.job_id, COALESCE(e.endpoint, j.endpoint), \
-         e.category, COALESCE(e.reason, CASE WHEN e.kind = 1 THEN j.last_reason END), e.until \
-         FROM events e LEFT JOIN jobs j ON j.seq = e.job_seq \
-         WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2",
+        "SELECT seq, at, kind, queue, job_id, endpoint, category, reason, until FROM events \
+         WHERE seq > ?1 ORDER BY seq LIMIT ?2",
         params![seq, p.scan()],
         |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
+                r.get::<_, String>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<String>>(4)?,
                 r.get::<_, Option<String>>(5)?,
@@ -69,8 +67,7 @@ pub fn event_list(c: &mut Connection, p: &EventListParams) -> StoreResult<EventP
         events.push(Event {
             cursor: EventCursor { tx: 0, seq },
             at: Timestamp::from_unix_millis(at),
-            kind: EventKind::from_code(kind)
-                .ok_or_else(|| StoreError::Backend(format!("an event of unknown kind {kind}")))?,
+            kind: kind.parse().map_err(StoreError::Backend)?,
             queue,
             job_id,
             endpoint,

@@ -67,26 +67,6 @@ impl EventKind {
         }
     }
 
-    /// The number a store keeps for the kind (a row's `kind`): small, so that the event of every
-    /// finished job costs as little as it can.
-    pub fn code(self) -> i64 {
-        match self {
-            EventKind::JobCompleted => 1,
-            EventKind::JobDead => 2,
-            EventKind::JobCancelled => 3,
-            EventKind::JobReplayed => 4,
-            EventKind::EndpointPaused => 5,
-            EventKind::EndpointResumed => 6,
-            EventKind::BreakerOpened => 7,
-            EventKind::BreakerClosed => 8,
-        }
-    }
-
-    /// The kind of a stored `code`.
-    pub fn from_code(code: i64) -> Option<EventKind> {
-        EventKind::ALL.into_iter().find(|k| k.code() == code)
-    }
-
     /// Whether the event is about a job (it has a queue and a job id) rather than an endpoint.
     pub fn is_job(self) -> bool {
         matches!(
@@ -152,10 +132,7 @@ impl FromStr for EventCursor {
     }
 }
 
-/// An event as the log keeps it. A job's event keeps what identifies it (the job's id and queue,
-/// its category, and the reason when it did not complete); its endpoint, and a completed job's
-/// reason, are read from the job while it is kept (a completed job is never replayed: they stay
-/// what they were), and are `None` once it is deleted.
+/// An event as the log keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     pub cursor: EventCursor,
@@ -279,12 +256,10 @@ mod tests {
     }
 
     #[test]
-    fn kinds_parse_from_their_names_and_codes() {
+    fn kinds_parse_from_their_names() {
         for k in EventKind::ALL {
             assert_eq!(k.as_str().parse::<EventKind>(), Ok(k));
-            assert_eq!(EventKind::from_code(k.code()), Some(k));
         }
-        assert_eq!(EventKind::from_code(0), None);
         assert!("job.done".parse::<EventKind>().is_err());
     }
 }
