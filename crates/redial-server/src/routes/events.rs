@@ -98,9 +98,8 @@ pub(super) async fn events(
         "next_cursor": page.next.to_string(),
         "more": page.more,
         "from": match from {
-            EventFrom::Start => None,
             EventFrom::After(c) => Some(c.to_string()),
-            EventFrom::End => None,
+            EventFrom::Start | EventFrom::End => None,
         },
     }))
     .into_response())

@@ -18,12 +18,17 @@ fn everything() -> EventListParams {
 async fn read_n(store: &Arc<dyn Store>, params: EventListParams, n: usize) -> EventPage {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let page = store.event_list(params.clone()).await.expect("list events");
+        let page = list(store, params.clone()).await;
         if page.events.len() >= n || std::time::Instant::now() > give_up {
             return page;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// One read of the log.
+async fn list(store: &Arc<dyn Store>, params: EventListParams) -> EventPage {
+    store.event_list(params).await.expect("list events")
 }
 
 fn kinds_and_ids(page: &EventPage) -> Vec<(EventKind, String)> {
@@ -39,7 +44,7 @@ fn kinds_and_ids(page: &EventPage) -> Vec<(EventKind, String)> {
 pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
     use EventKind::*;
     // An empty log: nothing from the start, and its end is where the first event will follow.
-    let empty = store.event_list(everything()).await.expect("list");
+    let empty = list(&store, everything()).await;
     assert!(empty.events.is_empty() && !empty.more);
 
     // Completed and dead by recorded attempts; a lease, a retry and a deferral write nothing.
@@ -157,37 +162,40 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
         .job_dismiss(&JobId::from("stuck"))
         .await
         .expect("dismiss");
-    let gone = store
-        .event_list(EventListParams {
+    let gone = list(
+        &store,
+        EventListParams {
             from: EventFrom::After(e(3).cursor),
             limit: 1,
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert_eq!(gone.events, vec![e(4).clone()]);
 
     // Read on from a cursor: the rest, once each, in the same order.
-    let rest = store
-        .event_list(EventListParams {
+    let rest = list(
+        &store,
+        EventListParams {
             from: EventFrom::After(cursors[2]),
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert_eq!(rest.events, all.events[3..].to_vec());
     // Pages: a limit stops the read at its last event, and `next` carries on from there.
     let mut from = EventFrom::Start;
     let mut paged = Vec::new();
     loop {
-        let page = store
-            .event_list(EventListParams {
+        let page = list(
+            &store,
+            EventListParams {
                 from,
                 limit: 3,
                 ..everything()
-            })
-            .await
-            .expect("list");
+            },
+        )
+        .await;
         paged.extend(page.events.iter().cloned());
         from = EventFrom::After(page.next);
         if !page.more {
@@ -198,13 +206,14 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
     assert_eq!(paged, all.events);
 
     // Filters: by queue (endpoint events have none), by kind; `next` moves past what they left.
-    let q = store
-        .event_list(EventListParams {
+    let q = list(
+        &store,
+        EventListParams {
             queues: vec!["q".into()],
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert_eq!(
         kinds_and_ids(&q),
         vec![
@@ -215,13 +224,14 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
         ]
     );
     assert_eq!(q.next, all.next);
-    let dead = store
-        .event_list(EventListParams {
+    let dead = list(
+        &store,
+        EventListParams {
             kinds: vec![JobDead, EndpointResumed],
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert_eq!(
         kinds_and_ids(&dead),
         vec![
@@ -233,13 +243,14 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
     );
 
     // From the end: nothing that was, and what comes next.
-    let end = store
-        .event_list(EventListParams {
+    let end = list(
+        &store,
+        EventListParams {
             from: EventFrom::End,
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert!(end.events.is_empty());
     store
         .job_cancel(&JobId::from("later"), at(70))
@@ -263,20 +274,21 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
     assert_eq!(store.event_cleanup(at(62), 2).await.expect("cleanup"), 2);
     assert_eq!(store.event_cleanup(at(62), 100).await.expect("cleanup"), 4);
     assert_eq!(store.event_cleanup(at(62), 100).await.expect("cleanup"), 0);
-    let kept = store.event_list(everything()).await.expect("list");
+    let kept = list(&store, everything()).await;
     assert_eq!(kept.events, {
         let mut v = all.events[6..].to_vec();
         v.extend(after_end.events.clone());
         v
     });
     // A cursor past what was deleted reads on as before.
-    let again = store
-        .event_list(EventListParams {
+    let again = list(
+        &store,
+        EventListParams {
             from: EventFrom::After(cursors[6]),
             ..everything()
-        })
-        .await
-        .expect("list");
+        },
+    )
+    .await;
     assert_eq!(again.events, kept.events[1..].to_vec());
 
     // However old, the newest event stays, and the next one comes after it: a cursor handed
@@ -289,7 +301,7 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
             .expect("cleanup"),
         kept.events.len() as u64 - 1
     );
-    let left = store.event_list(everything()).await.expect("list");
+    let left = list(&store, everything()).await;
     assert_eq!(left.events.len(), 1);
     assert_eq!(left.events[0].cursor, newest);
     store
