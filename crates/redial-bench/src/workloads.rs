@@ -295,6 +295,21 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
     None
 }
 
+/// CPU time so far of all this process's threads (Linux); `None` elsewhere.
+fn process_cpu_ns() -> Option<u64> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    let mut sum = 0;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        sum += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(sum)
+}
+
 /// What instrumentation costs on the full no-op path: metrics off (the baseline), metrics on
 /// with OTLP off (the default), and OTLP on, exporting to a local receiver.
 pub async fn instrumentation(
@@ -509,7 +524,8 @@ pub async fn http(
 
 /// The HTTP dispatch workload's rate, with `waiters` requests waiting meanwhile (in process,
 /// through `Engine::wait_finished`) for jobs that do not finish during the run: what waiting
-/// requests cost dispatch (`--only waiters`).
+/// requests cost dispatch (`--only waiters`). Prints on stderr the CPU each job took, of the
+/// SQLite storage thread and of the whole process (the receiver in it too, when it is).
 pub(crate) async fn http_rate(
     jobs: usize,
     concurrency: usize,
@@ -608,10 +624,21 @@ pub(crate) async fn http_rate(
         }));
     }
     let start = Instant::now();
+    let writer_before = thread_cpu_ns("redial-sqlite");
+    let process_before = process_cpu_ns();
     // With callbacks, a job is done once its callback is delivered too.
     let sends = if callbacks { 2 * jobs } else { jobs };
     wait_recorded(&running, &counting.calls, sends as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    let per_job = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.1}", b.saturating_sub(a) as f64 / 1000.0 / jobs as f64),
+        _ => "-".to_owned(),
+    };
+    eprintln!(
+        "  CPU per job: storage thread {} us, process {} us",
+        per_job(writer_before, thread_cpu_ns("redial-sqlite")),
+        per_job(process_before, process_cpu_ns()),
+    );
     for w in &waiting {
         w.abort();
     }
@@ -999,6 +1026,7 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                 };
                 let p = RecordAttemptParams {
                     callback: None,
+                    callback_leased_until: None,
                     id: job.id.clone(),
                     seq: Some(job.seq),
                     queue: job.queue.clone(),

@@ -321,7 +321,7 @@ impl Store for PgStore {
         with_conn!(self, c => sql::heartbeat(c, &params).await)
     }
 
-    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded> {
         let data = serde_json::to_string(&params.attempt)
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
         let (answer, answered) = tokio::sync::oneshot::channel();

@@ -6,7 +6,7 @@ use super::*;
 pub(crate) struct RecordRequest {
     pub(crate) params: RecordAttemptParams,
     pub(crate) data: String,
-    pub(crate) answer: tokio::sync::oneshot::Sender<StoreResult<JobState>>,
+    pub(crate) answer: tokio::sync::oneshot::Sender<StoreResult<Recorded>>,
 }
 
 /// At most this many attempts in one statement.
@@ -76,8 +76,19 @@ pub(crate) async fn recorder(
                 }
             };
         for (r, first) in batch.into_iter().zip(first_of_id) {
-            let answer = if first && recorded.contains(&r.params.id.0) {
-                Ok(r.params.as_leased().0)
+            let answer = if first && recorded.jobs.contains(&r.params.id.0) {
+                let p = r.params;
+                let state = p.as_leased().0;
+                // The delivery it owed went in leased to it when it asked for that (and it
+                // was not there already).
+                let delivery = match (p.callback, p.callback_leased_until) {
+                    (Some(d), Some(until)) => recorded
+                        .leased
+                        .get(&d.id.0)
+                        .map(|seq| d.into_leased(*seq, &p.owner, until)),
+                    _ => None,
+                };
+                Ok(Recorded { state, delivery })
             } else {
                 let Some(c) = conn.as_mut() else {
                     let _ = r.answer.send(Err(too_slow(limit)));

@@ -379,7 +379,7 @@ impl Store for SqliteStore {
         self.run(move |c| sql::heartbeat(c, &params)).await
     }
 
-    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded> {
         // Serialise here, on the caller's thread, to keep the storage thread's work short.
         let data = serde_json::to_string(&params.attempt)
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;

@@ -120,9 +120,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Records one attempt and applies its decision, if `owner` still holds the lease. A job whose
     /// cancellation was requested while it ran ends cancelled unless the attempt completed it or
-    /// made it dead. Returns the state the job was left in (read the job for the rest: the hot
-    /// path does not pay for reading it back).
-    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState>;
+    /// made it dead. Returns the state the job was left in, and the callback delivery it
+    /// inserted leased to the recorder when asked to ([`RecordAttemptParams::callback_leased_until`]).
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded>;
 
     /// Gives back leases without counting anything (graceful shutdown): the jobs are ready again.
     async fn job_release(&self, params: ReleaseParams) -> StoreResult<u64>;

@@ -66,10 +66,77 @@ pub(super) fn lease_ahead(concurrency: usize) -> usize {
 /// turn into a burst because slow attempts held every run slot.
 pub(super) const FRESH_ADMISSION: Duration = Duration::from_millis(100);
 
-pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: usize) {
-    let lease_slots = Arc::new(Semaphore::new(concurrency + lease_ahead(concurrency)));
-    let run_slots = Arc::new(Semaphore::new(concurrency));
-    let record_places = Arc::new(Semaphore::new(concurrency));
+/// A queue's places, each bounded by its concurrency (see [`Slot`]): its lease slots (the
+/// concurrency and the jobs it may lease ahead), run slots and recording line. Its loop leases
+/// with them, and so does a finish whose callback delivery starts at once in this queue
+/// ([`Inner::reserve_delivery`]).
+#[derive(Debug)]
+pub(super) struct QueueSlots {
+    lease: Arc<Semaphore>,
+    lines: Lines,
+}
+
+impl QueueSlots {
+    pub(super) fn new(concurrency: usize) -> QueueSlots {
+        let concurrency = concurrency.max(1);
+        QueueSlots {
+            lease: Arc::new(Semaphore::new(concurrency + lease_ahead(concurrency))),
+            lines: Lines {
+                run_slots: Arc::new(Semaphore::new(concurrency)),
+                record_places: Arc::new(Semaphore::new(concurrency)),
+            },
+        }
+    }
+}
+
+/// A callback delivery's places, taken before the finish that makes it is recorded: its
+/// queue's lease slot and its endpoint's admission. Once the delivery is in, leased to this
+/// worker, it starts with them at once ([`Reserved::start`]); dropped, they are given back.
+pub(super) struct Reserved {
+    slot: OwnedSemaphorePermit,
+    admission: Admitted,
+    lines: Lines,
+    /// The delivery's lease, as it goes in.
+    pub(super) until: Timestamp,
+}
+
+impl Reserved {
+    /// Starts `delivery`, inserted leased to this worker, as a leased job starts.
+    pub(super) fn start(self, inner: &Arc<Inner>, delivery: Job) {
+        spawn_attempt(inner, delivery, self.slot, self.admission, &self.lines);
+    }
+}
+
+impl Inner {
+    /// The places for `delivery` to start the moment the finish that makes it is written: none
+    /// while shutting down, when its queue is not run here or is paused, has no lease slot
+    /// free, or its endpoint holds. Then it goes in ready and waits for its queue's loop, as
+    /// any job does; a free slot means the loop has nothing waiting ahead of it.
+    pub(super) fn reserve_delivery(&self, delivery: &NewJob, now: Timestamp) -> Option<Reserved> {
+        if self.shutdown.is_triggered() || self.queue_paused(&delivery.queue, now).is_some() {
+            return None;
+        }
+        let slots = self.slots.get(&delivery.queue)?;
+        let slot = slots.lease.clone().try_acquire_owned().ok()?;
+        let admission = self.endpoints.admit(&delivery.endpoint, false, now).ok()?;
+        Some(Reserved {
+            slot,
+            admission,
+            lines: slots.lines.clone(),
+            until: self.lease_until(now),
+        })
+    }
+}
+
+pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
+    let Some(QueueSlots {
+        lease: lease_slots,
+        lines,
+    }) = inner.slots.get(&queue)
+    else {
+        return;
+    };
+    let (lease_slots, lines) = (lease_slots.clone(), lines.clone());
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
     let mut fills: tokio::task::JoinSet<Result<Filled, StoreError>> = tokio::task::JoinSet::new();
     // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
@@ -94,11 +161,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
                 .clone()
                 .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
             {
-                let lines = Lines {
-                    run_slots: run_slots.clone(),
-                    record_places: record_places.clone(),
-                };
-                fills.spawn(fill(inner.clone(), queue.clone(), slots, lines));
+                fills.spawn(fill(inner.clone(), queue.clone(), slots, lines.clone()));
                 more = false;
             }
         }
@@ -160,6 +223,7 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String, concurrency: us
 }
 
 /// A queue's run slots and recording line, which its leased jobs take in turn.
+#[derive(Clone, Debug)]
 pub(super) struct Lines {
     run_slots: Arc<Semaphore>,
     record_places: Arc<Semaphore>,
@@ -412,6 +476,7 @@ pub(super) async fn fail_retries(
         };
         let params = RecordAttemptParams {
             callback: None,
+            callback_leased_until: None,
             id: job.id.clone(),
             seq: Some(job.seq),
             queue: job.queue.clone(),
@@ -429,7 +494,7 @@ pub(super) async fn fail_retries(
         }
         .with_delivery(&job);
         match inner.store.job_record_attempt(params).await {
-            Ok(state) => inner.finished(&job, state),
+            Ok(recorded) => inner.finished(&job, recorded.state, false),
             Err(e) => {
                 // This job and the rest go back to the queue rather than wait to be rescued.
                 let ids = std::iter::once(job.id).chain(jobs.map(|j| j.id)).collect();

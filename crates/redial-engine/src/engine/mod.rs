@@ -79,6 +79,8 @@ struct Inner {
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// One per queue: enqueues and finished attempts wake the queue's leasing loop.
     wakers: HashMap<String, Arc<Notify>>,
+    /// One per queue: the places its jobs take (`lease.rs`).
+    slots: HashMap<String, QueueSlots>,
     /// Attempts in flight, so that heartbeats know what to extend and shutdown what to give back.
     in_flight: Mutex<HashMap<JobId, AbortHandle>>,
     /// Notified each time an attempt finishes; shutdown waits on it.
@@ -166,6 +168,11 @@ impl Engine {
             .keys()
             .map(|q| (q.clone(), Arc::new(Notify::new())))
             .collect();
+        let slots = config
+            .queues
+            .iter()
+            .map(|(q, c)| (q.clone(), QueueSlots::new(c.concurrency)))
+            .collect();
         let alerts = Alerts::new(config.alerts.clone());
         let metrics = Arc::new(Metrics::new(
             config.metrics_max_endpoints,
@@ -215,6 +222,7 @@ impl Engine {
                 default_handler: handler,
                 handlers: HashMap::new(),
                 wakers,
+                slots,
                 in_flight: Mutex::new(HashMap::new()),
                 attempt_done: Notify::new(),
                 given_back_unstarted: std::sync::atomic::AtomicUsize::new(0),
@@ -424,12 +432,8 @@ impl Engine {
         // Before any lease too: this node's part of every endpoint's limits.
         take_in_nodes(&self.inner).await;
         let mut queue_loops = Vec::new();
-        for (queue, qc) in &self.inner.config.queues {
-            queue_loops.push(tokio::spawn(queue_loop(
-                self.inner.clone(),
-                queue.clone(),
-                qc.concurrency.max(1),
-            )));
+        for queue in self.inner.config.queues.keys() {
+            queue_loops.push(tokio::spawn(queue_loop(self.inner.clone(), queue.clone())));
         }
         let mut background = vec![
             tokio::spawn(heartbeat_loop(self.inner.clone())),
@@ -587,12 +591,13 @@ impl Inner {
     }
 
     /// `job`, as leased, was left in `state`: when that finished it, those waiting for it are
-    /// told, and the callback queue looks for the delivery it may have made.
-    fn finished(&self, job: &Job, state: JobState) {
+    /// told, and the callback queue looks for the delivery it may have made, unless that one
+    /// was `started` at once.
+    fn finished(&self, job: &Job, state: JobState, started: bool) {
         if state.is_finished() {
             self.events_changed();
             self.finishes.tell(&job.id);
-            if job.callback.is_some() {
+            if job.callback.is_some() && !started {
                 self.wake_for_deliveries();
             }
         }

@@ -28,7 +28,7 @@ use crate::endpoints::Sooner;
 /// in the recording line (the next attempt may start meanwhile); the log event and the spans, all
 /// from one [`AttemptFacts`]; the store, which applies it only if the lease is still held.
 pub(super) async fn record(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     job: &Job,
     ran: Ran,
     mut slot: Slot,
@@ -93,8 +93,9 @@ pub(super) async fn record(
         }
     }
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let params = RecordAttemptParams {
+    let mut params = RecordAttemptParams {
         callback: None,
+        callback_leased_until: None,
         id: job.id.clone(),
         seq: Some(job.seq),
         queue: job.queue.clone(),
@@ -109,6 +110,14 @@ pub(super) async fn record(
         last_delay_ms: after.last_delay.map(millis),
     }
     .with_delivery(job);
+    // The callback delivery the finish makes goes in leased to this worker and starts at once
+    // when its queue and endpoint have room for it now: no lease of its own, no wait for its
+    // queue's loop.
+    let mut reserved = params
+        .callback
+        .as_ref()
+        .and_then(|d| inner.reserve_delivery(d, now));
+    params.callback_leased_until = reserved.as_ref().map(|r| r.until);
     // The request was sent: its result must be recorded, or the job runs again when its lease
     // ends. A store that cannot serve for a moment (a connection that blinked, a database
     // restarting) is asked again, on a fresh connection, for as long as a lease lasts (the
@@ -119,15 +128,29 @@ pub(super) async fn record(
     loop {
         tries += 1;
         match inner.store.job_record_attempt(params.clone()).await {
-            Ok(state) => {
-                inner.finished(job, state);
+            Ok(recorded) => {
+                let started = match (recorded.delivery, reserved.take()) {
+                    (Some(delivery), Some(places)) => {
+                        places.start(inner, delivery);
+                        true
+                    }
+                    // Asked for by no one: cannot happen. It runs once its lease expires.
+                    (Some(delivery), None) => {
+                        tracing::error!(job = %delivery.id, "a delivery came back leased without places to run it");
+                        false
+                    }
+                    // It went in ready (or was there): the places go back as `reserved` drops.
+                    (None, _) => false,
+                };
+                inner.finished(job, recorded.state, started);
                 if tries > 1 {
                     tracing::info!(job = %job.id, tries, "recorded the attempt once the store could serve again");
                 }
                 return;
             }
             Err(StoreError::LeaseLost(id)) if tries > 1 => {
-                // An earlier try may have committed with its answer lost on the way back.
+                // An earlier try may have committed with its answer lost on the way back (a
+                // delivery it put in leased here then runs once that lease expires).
                 tracing::warn!(job = %id, tries, "the lease was gone when the attempt was recorded again: recorded by an earlier try whose answer was lost, or rescued meanwhile");
                 return;
             }

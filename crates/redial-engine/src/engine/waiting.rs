@@ -141,7 +141,7 @@ impl Engine {
             .store
             .job_cancel(id, self.inner.clock.now())
             .await?;
-        self.inner.finished(&job, job.state);
+        self.inner.finished(&job, job.state, false);
         Ok(job)
     }
 }

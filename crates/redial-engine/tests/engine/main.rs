@@ -7,6 +7,7 @@
 //! One test binary, a file per area: what becomes of each kind of answer (outcomes.rs), and
 //! leases, wake-ups, cancels and shutdowns (leases.rs). The harness settings are here.
 
+mod callbacks;
 mod leases;
 mod outcomes;
 

@@ -60,6 +60,8 @@ struct Account {
     leasing: usize,
     /// Per queue, lease calls begun so far and under way.
     leases: std::collections::HashMap<String, (u64, usize)>,
+    /// Per queue, jobs its lease calls took so far.
+    taken: std::collections::HashMap<String, u64>,
     /// Jobs leased and not yet recorded or given back: attempts under way.
     out: HashSet<JobId>,
     /// Per queue, the last lease that took nothing: its tick and the instant it leased at.
@@ -105,6 +107,13 @@ impl Watched {
     pub fn leases(&self, queue: &str) -> (u64, usize) {
         let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
         a.leases.get(queue).copied().unwrap_or_default()
+    }
+
+    /// How many jobs the queue's lease calls took so far.
+    #[allow(dead_code)]
+    pub fn leased_jobs(&self, queue: &str) -> u64 {
+        let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
+        a.taken.get(queue).copied().unwrap_or_default()
     }
 
     /// Waits until `pred` holds of the queue's [`Watched::leases`], for at most `bound`: whether
@@ -299,6 +308,8 @@ impl Store for Watched {
                     a.last_empty.insert(queue.clone(), (began, now));
                 }
                 Ok(lease) => {
+                    *a.taken.entry(queue.clone()).or_default() +=
+                        (lease.taken.len() + lease.failed.len()) as u64;
                     let ids = lease.taken.iter().chain(&lease.failed);
                     a.out.extend(ids.map(|j| j.id.clone()));
                 }
@@ -312,7 +323,7 @@ impl Store for Watched {
         self.inner.job_heartbeat(params).await
     }
 
-    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<JobState> {
+    async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded> {
         let id = params.id.clone();
         let out = if self.fail_next_record.swap(false, Ordering::SeqCst) {
             self.records_failed.fetch_add(1, Ordering::SeqCst);
@@ -322,6 +333,13 @@ impl Store for Watched {
         };
         self.update(|a| {
             a.out.remove(&id);
+            // A callback delivery that went in leased to the recorder is out now, as a lease's.
+            if let Ok(Recorded {
+                delivery: Some(d), ..
+            }) = &out
+            {
+                a.out.insert(d.id.clone());
+            }
             a.tick += 1;
             a.last_write = a.tick;
         });

@@ -24,7 +24,24 @@ pub(super) const INSERT_MANY: &str =
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
-/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$14`), one array per column.
+/// [`INSERT_MANY`] with each job's lease (`$15` owner, `$16` until; none for a job that goes
+/// in as it would): a callback delivery its recorder sends at once goes in leased to it.
+pub(super) const INSERT_MANY_LEASED: &str =
+    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+     priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
+     lease_owner, lease_until) \
+     SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
+         created_at, created_at, grp, callback, lease_owner, lease_until \
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+         $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
+         $13::text[], $14::text[], $15::text[], $16::bigint[]) \
+         WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
+             deadline, tags, policy, created_at, grp, callback, lease_owner, lease_until, n) \
+     ORDER BY n \
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+
+/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$14`), one array per column, and their
+/// leases as [`INSERT_MANY_LEASED`]'s (`$15`, `$16`).
 pub(super) struct JobRows<'a> {
     id: Vec<&'a str>,
     queue: Vec<&'a str>,
@@ -40,6 +57,8 @@ pub(super) struct JobRows<'a> {
     created_at: Vec<i64>,
     group: Vec<Option<&'a str>>,
     callback: Vec<Option<String>>,
+    lease_owner: Vec<Option<&'a str>>,
+    lease_until: Vec<Option<i64>>,
 }
 
 impl<'a> JobRows<'a> {
@@ -60,6 +79,8 @@ impl<'a> JobRows<'a> {
             created_at: Vec::with_capacity(jobs.len()),
             group: Vec::with_capacity(jobs.len()),
             callback: Vec::with_capacity(jobs.len()),
+            lease_owner: vec![None; jobs.len()],
+            lease_until: vec![None; jobs.len()],
         };
         for job in jobs {
             r.id.push(job.id.0.as_str());
@@ -82,6 +103,36 @@ impl<'a> JobRows<'a> {
                 .push(json(job.callback.as_ref().map(serde_json::to_string))?);
         }
         Ok(r)
+    }
+
+    /// The `i`th job goes in leased to `owner` until `until`: running.
+    pub(super) fn lease(&mut self, i: usize, owner: &'a str, until: Timestamp) {
+        self.state[i] = JobState::Running.as_str();
+        self.lease_owner[i] = Some(owner);
+        self.lease_until[i] = Some(ms(until));
+    }
+
+    /// The arrays, in the order of [`INSERT_MANY_LEASED`]'s parameters.
+    pub(super) fn params_leased(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 16] {
+        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n] = self.params();
+        [
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            g,
+            h,
+            i,
+            j,
+            k,
+            l,
+            m,
+            n,
+            &self.lease_owner,
+            &self.lease_until,
+        ]
     }
 
     /// The arrays, in the order of [`INSERT_MANY`]'s parameters.

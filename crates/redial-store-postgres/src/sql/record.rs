@@ -32,15 +32,18 @@ pub async fn record_attempt(
     channel: &str,
     p: RecordAttemptParams,
     data: String,
-) -> StoreResult<JobState> {
+) -> StoreResult<Recorded> {
     let (state, category, run_at, finished_at) = p.as_leased();
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     let stmt = c.prepared(RECORD).await?;
     // A callback delivery goes in with the update, in one transaction (only jobs that have
     // one pay for it).
-    let insert = match p.callback {
-        Some(_) => Some(c.prepared(INSERT_MANY).await?),
-        None => None,
+    // Leased only when the caller knows the job's seq, as the other store's fast path needs.
+    let leased_until = p.callback_leased_until.filter(|_| p.seq.is_some());
+    let insert = match (&p.callback, leased_until) {
+        (Some(_), Some(_)) => Some(c.prepared(INSERT_MANY_LEASED).await?),
+        (Some(_), None) => Some(c.prepared(INSERT_MANY).await?),
+        (None, _) => None,
     };
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
         &state.as_str(),
@@ -60,19 +63,44 @@ pub async fn record_attempt(
     let (Some(insert), Some(delivery)) = (insert, &p.callback) else {
         let done = c.client.query_opt(&stmt, &params).await.map_err(backend)?;
         if done.is_some() {
-            return Ok(state);
+            return Ok(Recorded::left(state));
         }
-        return record_attempt_slow(c, channel, p, data).await;
+        return record_attempt_slow(c, channel, p, data)
+            .await
+            .map(Recorded::left);
     };
     let tx = c.client.transaction().await.map_err(backend)?;
     let done = tx.query_opt(&stmt, &params).await.map_err(backend)?;
     if done.is_some() {
-        insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
+        let leased = match leased_until {
+            Some(until) => {
+                let jobs = std::slice::from_ref(delivery);
+                let mut cols = JobRows::of(jobs)?;
+                cols.lease(0, &p.owner, until);
+                let row = tx
+                    .query_opt(&insert, &cols.params_leased())
+                    .await
+                    .map_err(backend)?;
+                match row {
+                    Some(r) => Some(delivery.clone().into_leased(get(&r, 1)?, &p.owner, until)),
+                    None => None,
+                }
+            }
+            None => {
+                insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
+                None
+            }
+        };
         tx.commit().await.map_err(backend)?;
-        return Ok(state);
+        return Ok(Recorded {
+            state,
+            delivery: leased,
+        });
     }
     tx.rollback().await.map_err(backend)?;
-    record_attempt_slow(c, channel, p, data).await
+    record_attempt_slow(c, channel, p, data)
+        .await
+        .map(Recorded::left)
 }
 
 /// Many attempts' common case in one statement (one round trip, one commit): each job found by
@@ -108,23 +136,35 @@ pub(super) const RECORD_MANY: &str = concat!(
 );
 
 /// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
-/// each delivery (`$16` the seq of the job that owes it, then the columns of [`INSERT_MANY`])
-/// goes in only if its job was recorded.
+/// each delivery (`$16` the seq of the job that owes it, then the columns of
+/// [`INSERT_MANY_LEASED`]) goes in only if its job was recorded. Rows with a second column are
+/// the deliveries that went in leased (their id and seq).
 pub(super) const RECORD_MANY_OWING: &str = concat!(
     record_many_ctes!(),
     ", d AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
-       priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback) \
+       priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
+       lease_owner, lease_until) \
      SELECT t.id, t.queue, t.endpoint, t.state, t.request, t.key, t.priority, t.run_at, \
-         t.deadline, t.tags, t.policy, t.created_at, t.created_at, t.grp, t.callback \
+         t.deadline, t.tags, t.policy, t.created_at, t.created_at, t.grp, t.callback, \
+         t.lease_owner, t.lease_until \
      FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[], \
          $21::text[], $22::text[], $23::int[], $24::bigint[], $25::bigint[], $26::text[], \
-         $27::text[], $28::bigint[], $29::text[], $30::text[]) \
+         $27::text[], $28::bigint[], $29::text[], $30::text[], $31::text[], $32::bigint[]) \
        AS t (owner_seq, id, queue, endpoint, state, request, key, priority, run_at, deadline, \
-         tags, policy, created_at, grp, callback) \
+         tags, policy, created_at, grp, callback, lease_owner, lease_until) \
      JOIN u ON u.seq = t.owner_seq \
-     ON CONFLICT (id) DO NOTHING) \
-     SELECT i.id FROM u JOIN i ON i.seq = u.seq"
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner) \
+     SELECT i.id, NULL::bigint FROM u JOIN i ON i.seq = u.seq \
+     UNION ALL SELECT d.id, d.seq FROM d WHERE d.lease_owner IS NOT NULL"
 );
+
+/// What [`record_many`] recorded: the ids of the jobs, and the seqs of the deliveries that went
+/// in leased, by id.
+#[derive(Debug, Default)]
+pub struct RecordedMany {
+    pub jobs: std::collections::HashSet<String>,
+    pub leased: std::collections::HashMap<String, i64>,
+}
 
 /// Whether [`record_many`] can take this request (it knows the job's `seq` and the attempt's
 /// number).
@@ -136,7 +176,7 @@ pub async fn record_many(
     c: &mut Conn,
     channel: &str,
     batch: &[(&RecordAttemptParams, &str)],
-) -> StoreResult<std::collections::HashSet<String>> {
+) -> StoreResult<RecordedMany> {
     let n = batch.len();
     let mut seqs = Vec::with_capacity(n);
     let mut ids = Vec::with_capacity(n);
@@ -175,7 +215,7 @@ pub async fn record_many(
         data.push(*d);
     }
     if seqs.is_empty() {
-        return Ok(std::collections::HashSet::new());
+        return Ok(RecordedMany::default());
     }
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 15] = [
         &seqs,
@@ -195,33 +235,57 @@ pub async fn record_many(
         &data,
     ];
     // The callback deliveries of the jobs recorded go in with them, in the same statement.
-    let deliveries: Vec<(i64, &NewJob)> = batch
+    let deliveries: Vec<(i64, &RecordAttemptParams, &NewJob)> = batch
         .iter()
         .filter(|(p, _)| batchable(p))
-        .filter_map(|(p, _)| Some((p.seq?, p.callback.as_ref()?)))
+        .filter_map(|(p, _)| Some((p.seq?, *p, p.callback.as_ref()?)))
         .collect();
-    let rows = if deliveries.is_empty() {
+    if deliveries.is_empty() {
         let stmt = c.prepared(RECORD_MANY).await?;
-        c.client.query(&stmt, &params).await.map_err(backend)?
-    } else {
-        let stmt = c.prepared(RECORD_MANY_OWING).await?;
-        let owners: Vec<i64> = deliveries.iter().map(|(seq, _)| *seq).collect();
-        let jobs: Vec<NewJob> = deliveries.iter().map(|(_, d)| (*d).clone()).collect();
-        let cols = JobRows::of(&jobs)?;
-        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params.to_vec();
-        all.push(&owners);
-        all.extend(cols.params());
-        let rows = c.client.query(&stmt, &all).await.map_err(backend)?;
-        // The nodes' callback queues have work (this node's engine wakes its own).
-        let mut queues: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();
-        queues.sort_unstable();
-        queues.dedup();
-        for q in queues {
-            notify(&c.client, channel, q).await?;
+        let rows = c.client.query(&stmt, &params).await.map_err(backend)?;
+        return Ok(RecordedMany {
+            jobs: rows.iter().map(|r| r.get::<_, String>(0)).collect(),
+            leased: Default::default(),
+        });
+    }
+    let stmt = c.prepared(RECORD_MANY_OWING).await?;
+    let owners: Vec<i64> = deliveries.iter().map(|(seq, _, _)| *seq).collect();
+    let jobs: Vec<NewJob> = deliveries.iter().map(|(_, _, d)| (*d).clone()).collect();
+    let mut cols = JobRows::of(&jobs)?;
+    for (i, (_, p, _)) in deliveries.iter().enumerate() {
+        if let Some(until) = p.callback_leased_until {
+            cols.lease(i, &p.owner, until);
         }
-        rows
-    };
-    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    }
+    let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params.to_vec();
+    all.push(&owners);
+    all.extend(cols.params_leased());
+    let rows = c.client.query(&stmt, &all).await.map_err(backend)?;
+    // The nodes' callback queues have work (this node's engine wakes its own), unless every
+    // delivery went in leased to its recorder.
+    let mut queues: Vec<&str> = deliveries
+        .iter()
+        .filter(|(_, p, _)| p.callback_leased_until.is_none())
+        .map(|(_, _, d)| d.queue.as_str())
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    for q in queues {
+        notify(&c.client, channel, q).await?;
+    }
+    let mut out = RecordedMany::default();
+    for r in &rows {
+        let id: String = r.get(0);
+        match r.get::<_, Option<i64>>(1) {
+            Some(seq) => {
+                out.leased.insert(id, seq);
+            }
+            None => {
+                out.jobs.insert(id);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The rare cases: the lease is not ours (or the job is gone), or a cancel waits.

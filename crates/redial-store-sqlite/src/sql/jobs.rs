@@ -3,8 +3,21 @@
 use super::*;
 
 pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
+    insert_as(tx, job, None)
+}
+
+/// [`insert`], or with `lease` (owner, until) the job goes in already leased: running, as a
+/// callback delivery its recorder sends at once (`Recorded::delivery`).
+pub(super) fn insert_as(
+    tx: &Connection,
+    job: NewJob,
+    lease: Option<(&str, Timestamp)>,
+) -> StoreResult<InsertOutcome> {
     let request = serde_json::to_string(&job.request).map_err(json_err)?;
-    let state = job.initial_state();
+    let state = match lease {
+        Some(_) => JobState::Running,
+        None => job.initial_state(),
+    };
     let tags = serde_json::to_string(&job.tags).map_err(json_err)?;
     let policy = job
         .policy
@@ -21,8 +34,9 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     let inserted = tx
         .prepare_cached(
             "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
-             deadline, tags, policy, created_at, updated_at, grp, callback) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) \
+             deadline, tags, policy, created_at, updated_at, grp, callback, lease_owner, \
+             lease_until) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16) \
              ON CONFLICT (id) DO NOTHING",
         )
         .and_then(|mut s| {
@@ -41,6 +55,8 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
                 ms(job.created_at),
                 job.group,
                 callback,
+                lease.map(|(owner, _)| owner),
+                lease.map(|(_, until)| ms(until)),
             ])
         })
         .map_err(backend)?;
@@ -59,9 +75,11 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     }
     counts::moved(&job.queue, &job.endpoint, None, Some((state, None)), 1);
     // The job as stored, built from what was written rather than read back.
-    Ok(InsertOutcome::Inserted(
-        job.into_stored(tx.last_insert_rowid()),
-    ))
+    let seq = tx.last_insert_rowid();
+    Ok(InsertOutcome::Inserted(match lease {
+        Some((owner, until)) => job.into_leased(seq, owner, until),
+        None => job.into_stored(seq),
+    }))
 }
 
 pub fn get_with_attempts(

@@ -51,7 +51,7 @@ pub fn record_attempt(
     c: &mut Connection,
     p: RecordAttemptParams,
     data: String,
-) -> StoreResult<JobState> {
+) -> StoreResult<Recorded> {
     // The common case takes no savepoint (each costs a copy of every page it touches) and reads
     // nothing: the attempt goes in under the number the caller expects, then one update applies
     // the decision only if the job is as the caller leased it (ours, that many runs before, no
@@ -59,34 +59,42 @@ pub fn record_attempt(
     // attempt comes out again and the careful path decides. An I/O error fails the whole batch
     // at commit.
     let (Some(seq), Some(runs_before)) = (p.seq, p.attempt.number.checked_sub(1)) else {
-        return record_attempt_slow(c, p, data);
+        return record_attempt_slow(c, p, data).map(Recorded::left);
     };
     // A callback delivery goes in first, so that it is the one statement that may fail (then
     // nothing was written); if the job then turns out not to be as leased, it comes out again
     // with the attempt, and the careful path makes the delivery of what did happen. (A
     // savepoint around the three statements cost more than the rest of the delivery's insert.)
     if let Some(delivery) = p.callback.clone() {
-        let (id, queue, endpoint, state) = (
+        let (id, queue, endpoint) = (
             delivery.id.clone(),
             delivery.queue.clone(),
             delivery.endpoint.clone(),
-            delivery.initial_state(),
         );
-        let inserted = matches!(jobs::insert(c, delivery)?, InsertOutcome::Inserted(_));
+        let lease = p
+            .callback_leased_until
+            .map(|until| (p.owner.as_str(), until));
+        let inserted = match jobs::insert_as(c, delivery, lease)? {
+            InsertOutcome::Inserted(d) => Some(d),
+            InsertOutcome::Duplicate(_) | InsertOutcome::Conflict(_) => None,
+        };
         if let Some(state) = record_leased(c, &p, seq, runs_before, &data)? {
-            return Ok(state);
+            return Ok(Recorded {
+                state,
+                delivery: inserted.filter(|_| lease.is_some()),
+            });
         }
-        if inserted {
+        if let Some(d) = inserted {
             c.prepare_cached("DELETE FROM jobs WHERE id = ?1")
                 .and_then(|mut s| s.execute([&id.0]))
                 .map_err(backend)?;
-            counts::moved(&queue, &endpoint, Some((state, None)), None, 1);
+            counts::moved(&queue, &endpoint, Some((d.state, None)), None, 1);
         }
-        return record_attempt_slow(c, p, data);
+        return record_attempt_slow(c, p, data).map(Recorded::left);
     }
     match record_leased(c, &p, seq, runs_before, &data)? {
-        Some(state) => Ok(state),
-        None => record_attempt_slow(c, p, data),
+        Some(state) => Ok(Recorded::left(state)),
+        None => record_attempt_slow(c, p, data).map(Recorded::left),
     }
 }
 

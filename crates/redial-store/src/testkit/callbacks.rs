@@ -58,7 +58,7 @@ async fn record_as_engine(
         ("set-cookie".into(), "[redacted]".into()),
     ];
     p.callback = p.delivery(job, &p.plan(job));
-    store.job_record_attempt(p).await
+    store.job_record_attempt(p).await.map(|r| r.state)
 }
 
 pub async fn callbacks_are_written_with_the_state_change(store: Arc<dyn Store>) {
@@ -280,4 +280,118 @@ pub async fn callbacks_of_cancels_replays_and_maintenance(store: Arc<dyn Store>)
         .find(|d| body(d)["data"]["id"] == "stuck")
         .expect("the stalled job's delivery");
     assert_eq!(body(stuck)["data"]["category"], "unknown_exhausted");
+}
+
+pub async fn a_delivery_can_go_in_leased_to_its_recorder(store: Arc<dyn Store>) {
+    let all = CallbackEvent::ALL;
+    for id in ["fast", "cancelled", "second"] {
+        store
+            .job_insert(with_callback(new_job(id, "q"), &all))
+            .await
+            .expect("insert");
+    }
+    let leased = lease(&store, "q", "w1", at(0), 10).await;
+    let job = |id: &str| {
+        leased
+            .iter()
+            .find(|j| j.id.0 == id)
+            .expect("leased")
+            .clone()
+    };
+    let as_engine = |job: &Job, transition: Transition| {
+        let mut p = record(&job.id.0, "w1", job.runs + 1, transition);
+        by_seq(&mut p, job);
+        p.callback = p.delivery(job, &p.plan(job));
+        p.callback_leased_until = Some(at(61));
+        p
+    };
+
+    // The fast path: the delivery is in, running, leased to the recorder, and told back as
+    // stored.
+    let fast = job("fast");
+    let recorded = store
+        .job_record_attempt(as_engine(&fast, Transition::Complete))
+        .await
+        .expect("record");
+    assert_eq!(recorded.state, JobState::Completed);
+    let told = recorded.delivery.expect("the delivery, leased");
+    assert_eq!(
+        told.id,
+        Callback::delivery_id(&fast, CallbackEvent::Completed, 0)
+    );
+    let stored = get(&store, &told.id.0).await.0;
+    assert_eq!(told, stored, "told as stored");
+    assert_eq!(
+        (
+            stored.state,
+            stored.lease_owner.as_deref(),
+            stored.lease_until,
+            stored.runs
+        ),
+        (JobState::Running, Some("w1"), Some(at(61)), 0)
+    );
+    assert_eq!(body(&stored)["type"], "job.completed");
+    // No other worker can lease it; its recorder records its attempt as any leased job's.
+    assert!(lease(&store, CB_QUEUE, "w2", at(2), 10).await.is_empty());
+    let mut p = record(&told.id.0, "w1", 1, Transition::Complete);
+    by_seq(&mut p, &told);
+    let done = store
+        .job_record_attempt(p)
+        .await
+        .expect("record the delivery");
+    assert_eq!(done, Recorded::left(JobState::Completed));
+
+    // The job is found otherwise (a cancel waits and the attempt retries): the careful path
+    // makes the delivery of what happened, ready as every other one, and tells none.
+    let cancelled = job("cancelled");
+    store
+        .job_cancel(&cancelled.id, at(1))
+        .await
+        .expect("cancel");
+    let recorded = store
+        .job_record_attempt(as_engine(&cancelled, Transition::Retry { at: at(30) }))
+        .await
+        .expect("record");
+    assert_eq!(recorded, Recorded::left(JobState::Cancelled));
+    let d = Callback::delivery_id(&cancelled, CallbackEvent::Cancelled, 0);
+    assert_eq!(get(&store, &d.0).await.0.state, JobState::Ready);
+    assert!(store
+        .job_get(&Callback::delivery_id(
+            &cancelled,
+            CallbackEvent::Completed,
+            0
+        ))
+        .await
+        .expect("get")
+        .is_none());
+
+    // A leased delivery whose recorder goes away is rescued as any lease is, and runs again.
+    let second = job("second");
+    let told = store
+        .job_record_attempt(as_engine(
+            &second,
+            Transition::Dead {
+                category: DeadCategory::Permanent,
+            },
+        ))
+        .await
+        .expect("record")
+        .delivery
+        .expect("leased");
+    assert_eq!(body(&told)["type"], "job.dead");
+    let report = store
+        .job_rescue_expired(RescueParams {
+            now: at(62),
+            max_stalls: 3,
+            presence_grace: std::time::Duration::ZERO,
+        })
+        .await
+        .expect("rescue");
+    assert_eq!(report.requeued, 1, "{report:?}");
+    let again = lease(&store, CB_QUEUE, "w2", at(63), 10).await;
+    let mut expected = vec![d.0.clone(), told.id.0.clone()];
+    expected.sort();
+    let mut got = ids(&again);
+    got.sort();
+    assert_eq!(got, expected, "the rescued delivery, beside the ready one");
 }

@@ -117,7 +117,7 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
     let mut p = record("c2", "w1", 1, Transition::Retry { at: at(10) });
     by_seq(&mut p, &job);
     let state = store.job_record_attempt(p).await.expect("record");
-    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(state, Recorded::left(JobState::Cancelled));
     assert_eq!(get(&store, "c2").await.0.state, JobState::Cancelled);
     assert_eq!(
         get(&store, "c2").await.1.len(),
@@ -139,7 +139,7 @@ pub async fn cancel_jobs(store: Arc<dyn Store>) {
         .job_record_attempt(record("c3", "w1", 1, Transition::Complete))
         .await
         .expect("record");
-    assert_eq!(state, JobState::Completed);
+    assert_eq!(state, Recorded::left(JobState::Completed));
     assert_eq!(get(&store, "c3").await.0.state, JobState::Completed);
 }
 

@@ -53,7 +53,8 @@ macro_rules! store_suite {
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
             grouped_jobs_wait_for_their_time, groups_are_counted,
             groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
-            callbacks_of_cancels_replays_and_maintenance, events_are_written_with_the_change);
+            callbacks_of_cancels_replays_and_maintenance, a_delivery_can_go_in_leased_to_its_recorder,
+            events_are_written_with_the_change);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -141,6 +142,7 @@ pub fn record(id: &str, owner: &str, number: u32, transition: Transition) -> Rec
     };
     RecordAttemptParams {
         callback: None,
+        callback_leased_until: None,
         id: JobId::from(id),
         seq: None,
         queue: String::new(),

@@ -15,7 +15,7 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
         .job_record_attempt(record("r", "w1", 1, Transition::Retry { at: at(30) }))
         .await
         .expect("record");
-    assert_eq!(state, JobState::Scheduled);
+    assert_eq!(state, Recorded::left(JobState::Scheduled));
     let job = get(&store, "r").await.0;
     assert_eq!(
         (job.state, job.run_at, job.attempts, job.runs),
@@ -102,7 +102,7 @@ pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     let mut p = record("l", "w1", 3, Transition::Complete);
     by_seq(&mut p, &job);
     let state = store.job_record_attempt(p).await.expect("record");
-    assert_eq!(state, JobState::Completed);
+    assert_eq!(state, Recorded::left(JobState::Completed));
     let (job, attempts) = get(&store, "l").await;
     assert_eq!((job.state, job.runs), (JobState::Completed, 1));
     assert_eq!(attempts.iter().map(|a| a.number).collect::<Vec<_>>(), [1]);

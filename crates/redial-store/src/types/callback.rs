@@ -107,37 +107,50 @@ impl Callback {
     /// the delivery is made. A delivery never has a callback of its own, and a job of the
     /// delivery queue never makes one (no loops).
     pub fn delivery(job: &Job, last: Option<&Attempt>, now: Timestamp) -> Option<NewJob> {
+        Callback::delivery_of(job, Finish::of(job), last, now)
+    }
+
+    /// The delivery `job` owes once it stands as `finish` says (the engine's expected outcome of
+    /// an attempt, before it is recorded), without a copy of the job.
+    pub(crate) fn delivery_of(
+        job: &Job,
+        finish: Finish<'_>,
+        last: Option<&Attempt>,
+        now: Timestamp,
+    ) -> Option<NewJob> {
         let cb = job.callback.as_ref()?;
-        let event = CallbackEvent::of(job.state)?;
+        let event = CallbackEvent::of(finish.state)?;
         if !cb.on.contains(&event) || job.queue == cb.queue {
             return None;
         }
         let id = Callback::delivery_id(job, event, job.replays);
-        let body = serde_json::json!({
-            "type": format!("job.{}", event.as_str()),
-            "timestamp": job.finished_at.unwrap_or(now),
-            "data": {
-                "id": job.id,
-                "queue": job.queue,
-                "endpoint": job.endpoint,
-                "group": job.group,
-                "tags": job.tags,
-                "idempotency_key": job.idempotency_key,
-                "state": job.state,
-                "category": job.category.map(|c| c.as_str()),
-                "reason": job.last_reason,
-                "attempts": job.attempts,
-                "unknown_attempts": job.unknown_attempts,
-                "deferrals": job.deferrals,
-                "stalls": job.stalls,
-                "replays": job.replays,
-                "runs": job.runs,
-                "created_at": job.created_at,
-                "finished_at": job.finished_at,
-                "response": last.and_then(response),
-                "error": last.and_then(|a| a.error.as_deref()),
-            }
-        });
+        let body = Body {
+            data: Data {
+                attempts: finish.attempts,
+                category: finish.category.map(|c| c.as_str()),
+                created_at: job.created_at,
+                deferrals: finish.deferrals,
+                endpoint: &job.endpoint,
+                error: last.and_then(|a| a.error.as_deref()),
+                finished_at: finish.finished_at,
+                group: job.group.as_deref(),
+                id: &job.id.0,
+                idempotency_key: job.idempotency_key.as_deref(),
+                queue: &job.queue,
+                reason: finish.reason,
+                replays: job.replays,
+                response: last.and_then(Response::of),
+                runs: finish.runs,
+                stalls: job.stalls,
+                state: finish.state,
+                tags: &job.tags,
+                unknown_attempts: finish.unknown_attempts,
+            },
+            timestamp: finish.finished_at.unwrap_or(now),
+            kind: event.kind(),
+        };
+        let body =
+            serde_json::to_string(&body).expect("a delivery's body is plain data: it serialises");
         let mut headers = cb.headers.clone();
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
         Some(NewJob {
@@ -149,7 +162,7 @@ impl Callback {
                 method: "POST".to_owned(),
                 url: cb.url.clone(),
                 headers,
-                body: Some(body.to_string()),
+                body: Some(body),
                 timeout_ms: None,
             },
             priority: 0,
@@ -164,30 +177,121 @@ impl Callback {
     }
 }
 
+impl CallbackEvent {
+    /// The delivery body's `type`.
+    const fn kind(self) -> &'static str {
+        match self {
+            CallbackEvent::Completed => "job.completed",
+            CallbackEvent::Dead => "job.dead",
+            CallbackEvent::Cancelled => "job.cancelled",
+        }
+    }
+}
+
+/// What a finish changes of a job, as a delivery's body tells it: the job as stored
+/// ([`Finish::of`]) or as an attempt about to be recorded will leave it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Finish<'a> {
+    pub(crate) state: JobState,
+    pub(crate) category: Option<DeadCategory>,
+    pub(crate) finished_at: Option<Timestamp>,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) attempts: u32,
+    pub(crate) unknown_attempts: u32,
+    pub(crate) deferrals: u32,
+    pub(crate) runs: u32,
+}
+
+impl<'a> Finish<'a> {
+    pub(crate) fn of(job: &'a Job) -> Self {
+        Finish {
+            state: job.state,
+            category: job.category,
+            finished_at: job.finished_at,
+            reason: job.last_reason.as_deref(),
+            attempts: job.attempts,
+            unknown_attempts: job.unknown_attempts,
+            deferrals: job.deferrals,
+            runs: job.runs,
+        }
+    }
+}
+
+/// A delivery's body. Serialised from borrowed fields (building a `serde_json::Value` first
+/// cost as much as the rest of making the delivery); the fields are in alphabetical order, as
+/// the `Value` map wrote them.
+#[derive(Serialize)]
+struct Body<'a> {
+    data: Data<'a>,
+    timestamp: Timestamp,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct Data<'a> {
+    attempts: u32,
+    category: Option<&'static str>,
+    created_at: Timestamp,
+    deferrals: u32,
+    endpoint: &'a str,
+    error: Option<&'a str>,
+    finished_at: Option<Timestamp>,
+    group: Option<&'a str>,
+    id: &'a str,
+    idempotency_key: Option<&'a str>,
+    queue: &'a str,
+    reason: Option<&'a str>,
+    replays: u32,
+    response: Option<Response<'a>>,
+    runs: u32,
+    stalls: u32,
+    state: JobState,
+    tags: &'a [String],
+    unknown_attempts: u32,
+}
+
 /// The response an attempt got, as a delivery's body shows it: status, the headers that are
 /// not secrets, the kept body (text, or base64 for other bytes), its content type, and whether
 /// it was cut.
-fn response(a: &Attempt) -> Option<serde_json::Value> {
-    let status = a.status?;
-    let headers: serde_json::Map<String, serde_json::Value> = a
-        .response_headers
-        .iter()
-        .filter(|(_, v)| v != REDACTED)
-        .map(|(n, v)| (n.clone(), serde_json::Value::String(v.clone())))
-        .collect();
-    let content_type = a
-        .response_headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| v.as_str());
-    Some(serde_json::json!({
-        "status": status,
-        "headers": headers,
-        "body": a.response_body,
-        "body_encoding": if a.response_body_base64 { "base64" } else { "text" },
-        "content_type": content_type,
-        "truncated": a.response_body_truncated,
-    }))
+#[derive(Serialize)]
+struct Response<'a> {
+    body: Option<&'a str>,
+    body_encoding: &'static str,
+    content_type: Option<&'a str>,
+    headers: std::collections::BTreeMap<&'a str, &'a str>,
+    status: u16,
+    truncated: bool,
+}
+
+impl<'a> Response<'a> {
+    fn of(a: &'a Attempt) -> Option<Self> {
+        let status = a.status?;
+        // By name, the last of a repeated name kept, as a JSON object keeps one.
+        let headers = a
+            .response_headers
+            .iter()
+            .filter(|(_, v)| v != REDACTED)
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let content_type = a
+            .response_headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.as_str());
+        Some(Response {
+            body: a.response_body.as_deref(),
+            body_encoding: if a.response_body_base64 {
+                "base64"
+            } else {
+                "text"
+            },
+            content_type,
+            headers,
+            status,
+            truncated: a.response_body_truncated,
+        })
+    }
 }
 
 /// What a redacted header value reads (the engine's redaction writes it).

@@ -249,6 +249,19 @@ impl NewJob {
     }
 }
 
+impl NewJob {
+    /// The job as a store keeps it right after inserting it under `seq` already leased to
+    /// `owner` until `until` (a callback delivery its recorder sends at once).
+    pub fn into_leased(self, seq: i64, owner: &str, until: Timestamp) -> Job {
+        Job {
+            state: JobState::Running,
+            lease_owner: Some(owner.to_owned()),
+            lease_until: Some(until),
+            ..self.into_stored(seq)
+        }
+    }
+}
+
 /// A stored job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {

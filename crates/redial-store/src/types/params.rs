@@ -80,6 +80,34 @@ pub struct RecordAttemptParams {
     /// When the job is found otherwise (a cancel waiting), the store makes the delivery from
     /// the job as stored instead ([`RecordAttemptParams::delivery`]).
     pub callback: Option<NewJob>,
+    /// When set, the delivery in `callback` goes in already leased to `owner` until this
+    /// instant (running, no run counted yet), and the answer carries it
+    /// ([`Recorded::delivery`]): the recorder sends it at once, without a lease of its own. Only
+    /// with `seq` given, as the engine records. A delivery the careful path makes instead (the
+    /// job was found otherwise) goes in ready, as every other one does.
+    pub callback_leased_until: Option<Timestamp>,
+}
+
+/// What recording an attempt did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// The state the job was left in (read the job for the rest: the hot path does not pay for
+    /// reading it back).
+    pub state: JobState,
+    /// The callback delivery inserted leased to the recorder
+    /// ([`RecordAttemptParams::callback_leased_until`]), as stored; `None` when none was asked
+    /// for, or when it went in otherwise (the careful path's own delivery, or one already there).
+    pub delivery: Option<Job>,
+}
+
+impl Recorded {
+    /// A recording that leased no delivery.
+    pub fn left(state: JobState) -> Recorded {
+        Recorded {
+            state,
+            delivery: None,
+        }
+    }
 }
 
 /// What recording an attempt writes to the job, worked out from the job as stored.
@@ -118,18 +146,17 @@ impl RecordAttemptParams {
     /// is applied to it; none when it has no callback or does not finish.
     pub fn delivery(&self, job: &Job, plan: &RecordPlan) -> Option<NewJob> {
         job.callback.as_ref()?;
-        CallbackEvent::of(plan.state)?;
-        let mut after = job.clone();
-        after.state = plan.state;
-        after.category = plan.category;
-        after.finished_at = plan.finished_at;
-        after.last_reason = Some(plan.reason.clone());
-        after.attempts = self.attempts;
-        after.unknown_attempts = self.unknown_attempts;
-        after.deferrals = self.deferrals;
-        after.runs = plan.number;
-        after.updated_at = self.now;
-        Callback::delivery(&after, Some(&self.attempt), self.now)
+        let finish = Finish {
+            state: plan.state,
+            category: plan.category,
+            finished_at: plan.finished_at,
+            reason: Some(&plan.reason),
+            attempts: self.attempts,
+            unknown_attempts: self.unknown_attempts,
+            deferrals: self.deferrals,
+            runs: plan.number,
+        };
+        Callback::delivery_of(job, finish, Some(&self.attempt), self.now)
     }
 
     /// These parameters with the delivery `job` (as leased) owes if the attempt leaves it as
