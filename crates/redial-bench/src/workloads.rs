@@ -310,6 +310,37 @@ fn process_cpu_ns() -> Option<u64> {
     Some(sum)
 }
 
+/// CPU time so far of this machine's PostgreSQL server processes (Linux: every process named
+/// `postgres`, its own time and its ended children's; clock ticks, so only longer runs read
+/// true); `None` when there are none. What a job costs the database, when it runs here.
+pub(crate) fn postgres_cpu_ns() -> Option<u64> {
+    let tick_ns = 1_000_000_000 / 100; // USER_HZ is 100 on Linux
+    let mut sum = 0;
+    let mut found = false;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ... utime stime cutime cstime: fields 14 to 17.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        if !head.ends_with("(postgres") {
+            continue;
+        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f
+            .get(11..15)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum();
+        sum += ticks * tick_ns;
+        found = true;
+    }
+    found.then_some(sum)
+}
+
 /// What instrumentation costs on the full no-op path: metrics off (the baseline), metrics on
 /// with OTLP off (the default), and OTLP on, exporting to a local receiver.
 pub async fn instrumentation(
@@ -525,7 +556,8 @@ pub async fn http(
 /// The HTTP dispatch workload's rate, with `waiters` requests waiting meanwhile (in process,
 /// through `Engine::wait_finished`) for jobs that do not finish during the run: what waiting
 /// requests cost dispatch (`--only waiters`). Prints on stderr the CPU each job took, of the
-/// SQLite storage thread and of the whole process (the receiver in it too, when it is).
+/// SQLite storage thread, of the whole process (the receiver in it too, when it is) and of the
+/// PostgreSQL server when it runs on this machine.
 pub(crate) async fn http_rate(
     jobs: usize,
     concurrency: usize,
@@ -626,6 +658,7 @@ pub(crate) async fn http_rate(
     let start = Instant::now();
     let writer_before = thread_cpu_ns("redial-sqlite");
     let process_before = process_cpu_ns();
+    let postgres_before = postgres_cpu_ns();
     // With callbacks, a job is done once its callback is delivered too.
     let sends = if callbacks { 2 * jobs } else { jobs };
     wait_recorded(&running, &counting.calls, sends as u64).await;
@@ -635,9 +668,10 @@ pub(crate) async fn http_rate(
         _ => "-".to_owned(),
     };
     eprintln!(
-        "  CPU per job: storage thread {} us, process {} us",
+        "  CPU per job: storage thread {} us, process {} us, PostgreSQL server {} us",
         per_job(writer_before, thread_cpu_ns("redial-sqlite")),
         per_job(process_before, process_cpu_ns()),
+        per_job(postgres_before, postgres_cpu_ns()),
     );
     for w in &waiting {
         w.abort();

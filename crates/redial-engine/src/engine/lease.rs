@@ -74,6 +74,10 @@ pub(super) const FRESH_ADMISSION: Duration = Duration::from_millis(100);
 pub(super) struct QueueSlots {
     lease: Arc<Semaphore>,
     lines: Lines,
+    /// Told after every attempt, of any queue: a place freed, and a hold may have lifted
+    /// ([`Inner::wake_after_attempt`]). The loop leases again for it only when its last lease
+    /// left work behind.
+    pub(super) freed: Arc<Notify>,
 }
 
 impl QueueSlots {
@@ -85,6 +89,7 @@ impl QueueSlots {
                 run_slots: Arc::new(Semaphore::new(concurrency)),
                 record_places: Arc::new(Semaphore::new(concurrency)),
             },
+            freed: Arc::new(Notify::new()),
         }
     }
 }
@@ -132,11 +137,12 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
     let Some(QueueSlots {
         lease: lease_slots,
         lines,
+        freed,
     }) = inner.slots.get(&queue)
     else {
         return;
     };
-    let (lease_slots, lines) = (lease_slots.clone(), lines.clone());
+    let (lease_slots, lines, freed) = (lease_slots.clone(), lines.clone(), freed.clone());
     let waker = inner.wakers.get(&queue).cloned().unwrap_or_default();
     let mut fills: tokio::task::JoinSet<Result<Filled, StoreError>> = tokio::task::JoinSet::new();
     // Set when a lease found nothing more to take: no new lease until a wake-up or this time.
@@ -148,6 +154,10 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
     // idle; while it is set, that lease's word does not (it may have read before the work a
     // wake-up was for, or skipped rows another lease had locked and left).
     let mut more = true;
+    // Whether the last lease left work behind: it took all it had slots for, or an endpoint or
+    // a group held some. Only then can a place freed or a hold lifted by an attempt (`freed`)
+    // let more go; otherwise work comes with a wake-up, or at a time the loop knows.
+    let mut left = true;
     loop {
         if inner.shutdown.is_triggered() {
             break;
@@ -170,8 +180,12 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
         tokio::select! {
             Some(done) = fills.join_next(), if !fills.is_empty() => match done {
                 // It took all the slots it had: more may be runnable at once.
-                Ok(Ok(Filled { took_all: true, .. })) => more = true,
-                Ok(Ok(Filled { took_all: false, held_until })) if fills.is_empty() && !more => {
+                Ok(Ok(Filled { took_all: true, .. })) => {
+                    left = true;
+                    more = true;
+                }
+                Ok(Ok(Filled { took_all: false, held_until, held })) if fills.is_empty() && !more => {
+                    left = held;
                     // Everything due is leased or held: sleep until new work is due or a hold
                     // ends, or a wake-up.
                     let now = inner.clock.now();
@@ -196,12 +210,14 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
                         });
                     idle_until = Some(tokio::time::Instant::now() + wait);
                 }
-                Ok(Ok(Filled { took_all: false, .. })) => {}
+                Ok(Ok(Filled { took_all: false, held, .. })) => left = held,
                 Ok(Err(e)) => {
+                    left = true;
                     tracing::error!(queue = %queue, error = %e, "leasing failed; retrying");
                     idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
                 }
                 Err(e) => {
+                    left = true;
                     tracing::error!(queue = %queue, error = %e, "a lease task failed; retrying");
                     idle_until = Some(tokio::time::Instant::now() + inner.config.poll_interval);
                 }
@@ -209,6 +225,12 @@ pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
             _ = waker.notified() => {
                 idle_until = None;
                 more = true;
+            }
+            _ = freed.notified() => {
+                if left {
+                    idle_until = None;
+                    more = true;
+                }
             }
             _ = tokio::time::sleep_until(wake_at) => {
                 idle_until = None;
@@ -235,6 +257,8 @@ pub(super) struct Filled {
     took_all: bool,
     /// The earliest end of a hold with a known end that left an endpoint's jobs out of it.
     held_until: Option<Timestamp>,
+    /// An endpoint or a group held some of its candidates.
+    held: bool,
 }
 
 /// Leases runnable jobs of `queue` for `slots`, asking each job's endpoint whether it may go. An
@@ -251,11 +275,13 @@ pub(super) async fn fill(
         return Ok(Filled {
             took_all: true,
             held_until: None,
+            held: false,
         });
     }
     let now = inner.clock.now();
     let holds = Arc::new(Mutex::new(HashMap::new()));
     let held_until = Arc::new(Mutex::new(None));
+    let held = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let admitted = Arc::new(Mutex::new(HashMap::new()));
     let rejections = Arc::new(Mutex::new(Vec::new()));
     let admit = Box::new(EndpointAdmit {
@@ -265,6 +291,7 @@ pub(super) async fn fill(
         now,
         holds: holds.clone(),
         held_until: held_until.clone(),
+        held: held.clone(),
         admitted: admitted.clone(),
         budget_rejections: rejections.clone(),
     });
@@ -309,6 +336,7 @@ pub(super) async fn fill(
     Ok(Filled {
         took_all,
         held_until,
+        held: held.load(Ordering::Relaxed),
     })
 }
 
@@ -330,6 +358,8 @@ pub(super) struct EndpointAdmit {
     holds: Arc<Mutex<HashMap<i64, Hold>>>,
     /// The earliest end of the endpoints' holds with a known end met in this lease.
     held_until: Arc<Mutex<Option<Timestamp>>>,
+    /// Set when a group or an endpoint held a candidate back.
+    held: Arc<std::sync::atomic::AtomicBool>,
     /// The admissions of the jobs admitted to run, by seq.
     admitted: Arc<Mutex<HashMap<i64, Admitted>>>,
     /// Endpoints whose retry budget held a retry back, counted in the metrics once the lease
@@ -339,16 +369,8 @@ pub(super) struct EndpointAdmit {
 }
 
 impl EndpointAdmit {
-    fn rejected(&self, endpoint: &str) {
-        self.budget_rejections
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(endpoint.to_owned());
-    }
-}
-
-impl Admit for EndpointAdmit {
-    fn admit(&mut self, c: &Candidate) -> Verdict {
+    /// What admission says of `c`: the group's limits, then its endpoint's.
+    fn verdict(&mut self, c: &Candidate) -> Verdict {
         let inner = &self.inner;
         // The group's limits first: a group that holds is passed over for this lease. Should
         // the endpoint then hold, the group's admission drops here, given back.
@@ -389,6 +411,23 @@ impl Admit for EndpointAdmit {
                 Verdict::Fail
             }
         }
+    }
+
+    fn rejected(&self, endpoint: &str) {
+        self.budget_rejections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(endpoint.to_owned());
+    }
+}
+
+impl Admit for EndpointAdmit {
+    fn admit(&mut self, c: &Candidate) -> Verdict {
+        let verdict = self.verdict(c);
+        if !matches!(verdict, Verdict::Take) {
+            self.held.store(true, Ordering::Relaxed);
+        }
+        verdict
     }
 
     fn weight(&self, group: &str) -> u32 {

@@ -552,17 +552,15 @@ impl Inner {
         }
     }
 
-    /// After an attempt: a run slot freed and a hold may have lifted, so every queue looks
-    /// again, but the callback queue only when the attempt was its own. Its deliveries are woken
-    /// by the finishes that make them ([`Inner::finished`]); woken by every attempt, an idle
-    /// callback queue cost a lease read per attempt (6% of HTTP dispatch without callbacks).
-    /// A delivery held by an endpoint another queue's attempt freed goes at the loop's next
-    /// look (its poll, or when its endpoint's hold ends).
-    fn wake_after_attempt(&self, queue: &str) {
-        for (name, n) in &self.wakers {
-            if name != &self.config.callback_queue || name == queue {
-                n.notify_one();
-            }
+    /// After an attempt: a place freed and a hold may have lifted, so every queue whose last
+    /// lease left work behind looks again (`QueueSlots::freed`). One whose last lease found
+    /// all it could take does not: told by every attempt of every queue, an idle queue read
+    /// the store once per attempt (the callback queue's cost 6% of HTTP dispatch without
+    /// callbacks), and a busy callback queue, leasing at each of its deliveries' ends, held its
+    /// free lease slots away from the deliveries that would start at once.
+    fn wake_after_attempt(&self) {
+        for q in self.slots.values() {
+            q.freed.notify_one();
         }
     }
 

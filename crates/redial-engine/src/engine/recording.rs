@@ -69,7 +69,7 @@ pub(super) async fn record(
         inner.announce_endpoints().await;
     }
     let _recording = slot.enter_recording_line().await;
-    inner.wake_after_attempt(&job.queue);
+    inner.wake_after_attempt();
     let span = ran.span;
     let attempt = attempt_record(inner, job, ran, &decision);
     // The URL's facts cost a parse: only when a log line or a span will carry them.

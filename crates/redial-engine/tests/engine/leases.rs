@@ -123,8 +123,9 @@ async fn a_wake_up_during_a_lease_is_not_lost() {
 /// A lease that finds nothing starts no other while one is still out: that one will say whether
 /// there is more. Before, the queue leased again at once with the slot the empty lease gave back,
 /// and again, for as long as the other was out (a review counted 1,241 leases in half a second).
-/// The bound below only limits how long the test looks for extra leases: with the fix there are
-/// none however long it looks.
+/// And an attempt's end starts no lease when the last lease left nothing behind. The bounds
+/// below only limit how long the test looks for extra leases: with the fix there are none
+/// however long it looks.
 #[tokio::test(flavor = "current_thread")]
 async fn an_empty_lease_starts_no_other_while_one_is_out() {
     let rx = Receiver::start().await;
@@ -144,9 +145,21 @@ async fn an_empty_lease_starts_no_other_while_one_is_out() {
     h.engine.wake("custom");
     reached.await.expect("the held lease");
     let (before, _) = h.store.leases("custom");
-    // g ends: its slot frees and the queue is woken; one lease starts with it and finds nothing.
+    // g ends: its slot frees, but the queue's last finished lease (the one that took g) left
+    // nothing behind, so its end starts no lease.
     gated.open("g");
     h.wait_state("g", JobState::Completed).await;
+    let after_g = h
+        .store
+        .wait_leases("custom", Duration::from_millis(500), |(n, _)| n > before)
+        .await;
+    assert!(
+        !after_g,
+        "g's end started a lease: {:?} (it was {before})",
+        h.store.leases("custom")
+    );
+    // A wake-up: one lease starts with g's slot and finds nothing.
+    h.engine.wake("custom");
     let one_more_done = h
         .store
         .wait_leases("custom", Duration::from_secs(60), |(n, out)| {
@@ -155,7 +168,7 @@ async fn an_empty_lease_starts_no_other_while_one_is_out() {
         .await;
     assert!(
         one_more_done,
-        "no lease after g ended: {:?}",
+        "no lease after the wake-up: {:?}",
         h.store.leases("custom")
     );
     let (after, _) = h.store.leases("custom");
