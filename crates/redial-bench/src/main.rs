@@ -12,6 +12,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod account;
 mod backup;
 mod callbacks;
 mod events;
@@ -46,7 +47,8 @@ struct Args {
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
     /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
     /// job, delivered, `--rounds` alternated rounds) and `events` (no-op with the job-event
-    /// triggers dropped and as shipped, `--rounds` alternated rounds) run only when named.
+    /// triggers dropped and as shipped, `--rounds` alternated rounds) and `account` (where a
+    /// no-op job's cost goes: CPU, rows, WAL, per job) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -104,6 +106,9 @@ fn main() -> Result<()> {
                 serde_json::json!({ "value": value, "unit": unit }),
             );
         };
+        if args.only.iter().any(|w| w == "account") {
+            account::account(args.jobs, args.concurrency, &mut report).await?;
+        }
         if wants("enqueue") {
             workloads::enqueue(args.jobs, &mut report).await?;
         }

@@ -283,7 +283,7 @@ pub(crate) async fn noop_run(
 
 /// CPU time so far of this process's thread named `name` (Linux: `/proc/self/task/*/schedstat`);
 /// `None` elsewhere, or when no thread has that name (the PostgreSQL store has none).
-fn thread_cpu_ns(name: &str) -> Option<u64> {
+pub(crate) fn thread_cpu_ns(name: &str) -> Option<u64> {
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     for task in tasks.flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
@@ -295,8 +295,27 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
     None
 }
 
+/// Bytes written so far (`write` and its kin, `/proc/self/task/*/io`'s `wchar`) by this
+/// process's threads named `name` (Linux; names are cut at 15 characters); `None` elsewhere.
+pub(crate) fn thread_wchar(name: &str) -> Option<u64> {
+    let mut sum = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let io = std::fs::read_to_string(task.path().join("io")).ok()?;
+        let wchar = io
+            .lines()
+            .find_map(|l| l.strip_prefix("wchar: "))
+            .and_then(|v| v.trim().parse::<u64>().ok())?;
+        sum = Some(sum.unwrap_or(0) + wchar);
+    }
+    sum
+}
+
 /// CPU time so far of all this process's threads (Linux); `None` elsewhere.
-fn process_cpu_ns() -> Option<u64> {
+pub(crate) fn process_cpu_ns() -> Option<u64> {
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     let mut sum = 0;
     for task in tasks.flatten() {

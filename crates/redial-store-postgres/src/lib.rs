@@ -322,7 +322,9 @@ impl Store for PgStore {
     }
 
     async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded> {
-        let data = serde_json::to_string(&params.attempt)
+        let data = params
+            .attempt
+            .to_stored()
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
         let (answer, answered) = tokio::sync::oneshot::channel();
         self.inner

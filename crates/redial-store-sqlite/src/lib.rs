@@ -238,6 +238,12 @@ impl SqliteStore {
             .set_bounds(top, deep);
     }
 
+    /// Rows written since the store opened (inserted, updated and deleted, by statements and
+    /// the triggers they fire): for accounts of what work costs (`redial-bench --only account`).
+    pub async fn rows_written(&self) -> StoreResult<u64> {
+        self.run(|c| Ok(c.total_changes())).await
+    }
+
     /// Runs `f` on the storage thread, inside the next batch's transaction (`f` takes its own
     /// savepoint for what it writes), and answers after that transaction committed.
     async fn run<T, F>(&self, f: F) -> StoreResult<T>
@@ -381,7 +387,9 @@ impl Store for SqliteStore {
 
     async fn job_record_attempt(&self, params: RecordAttemptParams) -> StoreResult<Recorded> {
         // Serialise here, on the caller's thread, to keep the storage thread's work short.
-        let data = serde_json::to_string(&params.attempt)
+        let data = params
+            .attempt
+            .to_stored()
             .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?;
         self.run(move |c| sql::record_attempt(c, params, data))
             .await

@@ -219,7 +219,8 @@ impl RecordAttemptParams {
         } else {
             let mut attempt = self.attempt.clone();
             attempt.number = plan.number;
-            serde_json::to_string(&attempt)
+            attempt
+                .to_stored()
                 .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?
         };
         Ok(Recording {

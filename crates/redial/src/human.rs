@@ -247,7 +247,10 @@ pub fn job(j: &Job) -> String {
                 decision,
                 ms(a.delay_ms),
                 wait,
-                cut(&a.reason, 120),
+                match &a.held {
+                    Some(h) => cut(&format!("{}; held before it by {h}", a.reason), 120),
+                    None => cut(&a.reason, 120),
+                },
             ]
         })
         .collect();

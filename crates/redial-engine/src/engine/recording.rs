@@ -216,10 +216,9 @@ fn attempt_record(inner: &Inner, job: &Job, ran: Ran, decision: &Decision) -> At
         delay_ms: decision.action.delay().map(millis),
         server_wait_ms: wait.map(|w| millis(w.requested)),
         server_wait_source: wait.map(|w| w.source.to_owned()),
-        reason: match &ran.held {
-            Some(h) => format!("{}; held before this attempt by {h}", decision.reason),
-            None => decision.reason.clone(),
-        },
+        // Why the decision was made; what held the job before it ran is the attempt's `held`,
+        // not part of the reason (one cause stays one line, however the job was held).
+        reason: decision.reason.clone(),
         held: ran.held,
         response_headers: redact::headers(&ran.output.response_headers, 32),
         response_body: ran.output.response_body,

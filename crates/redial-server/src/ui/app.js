@@ -447,7 +447,8 @@ async function job(main, id) {
           el('td', {}, a.status ? String(a.status) : (a.error || '')),
           el('td', {}, a.category), el('td', {}, a.decision + (a.dead_category ? ` (${a.dead_category})` : '')),
           el('td', {}, ms(a.delay_ms)), el('td', {}, a.server_wait_ms ? `${ms(a.server_wait_ms)} (${a.server_wait_source || ''})` : ''),
-          el('td', { class: 'reason' }, a.reason, a.error_detail ? el('div', { class: 'muted' }, a.error_detail) : null)))),
+          el('td', { class: 'reason' }, a.reason, a.error_detail ? el('div', { class: 'muted' }, a.error_detail) : null,
+            a.held ? el('div', { class: 'muted' }, `held before it by ${a.held}`) : null)))),
   );
 }
 
