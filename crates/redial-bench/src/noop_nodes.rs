@@ -1,7 +1,8 @@
 //! The `noop-nodes` workload: no-op jobs drained by one, two, then three Redial nodes sharing one
 //! PostgreSQL database, each run in a fresh schema. Reports the total rate, what each node did,
 //! and the contention between them: jobs a node's lease chose and another node took first
-//! (`FOR UPDATE SKIP LOCKED` passed them over).
+//! (`FOR UPDATE SKIP LOCKED` passed them over), and jobs per second of the PostgreSQL server's
+//! CPU when the server runs on this machine (what a bigger server would scale by).
 //!
 //! Each node is an engine with its own `PgStore` (16 connections, as the one-node `noop`
 //! workload's) in its own tokio runtime with one worker thread, as in `protection-nodes`. On one
@@ -98,6 +99,7 @@ pub async fn noop_nodes(jobs: usize, concurrency: usize, report: &mut Report<'_>
         let loader: Arc<dyn Store> = Arc::new(PgStore::connect_with(config.clone(), 2).await?);
         insert_backlog(&loader, jobs, "default", "http://127.0.0.1:9/", "n").await?;
         let began = Instant::now();
+        let server_before = crate::workloads::postgres_cpu_ns();
         let mut nodes = Vec::new();
         for i in 0..n {
             nodes.push(start(format!("node-{i}"), config.clone(), concurrency).await?);
@@ -119,6 +121,18 @@ pub async fn noop_nodes(jobs: usize, concurrency: usize, report: &mut Report<'_>
             jobs as f64 / secs,
             "jobs/s",
         );
+        // What predicts a bigger server: jobs per second of the server's CPU (all its
+        // processes on this machine), whatever the cores the nodes took from it here.
+        if let (Some(a), Some(b)) = (server_before, crate::workloads::postgres_cpu_ns()) {
+            let cpu_secs = b.saturating_sub(a) as f64 / 1e9;
+            if cpu_secs > 0.0 {
+                report(
+                    &format!("no-op, {n} node(s): jobs per PostgreSQL CPU-second"),
+                    jobs as f64 / cpu_secs,
+                    "jobs",
+                );
+            }
+        }
         let mut misses = 0;
         for (i, node) in nodes.iter().enumerate() {
             report(
