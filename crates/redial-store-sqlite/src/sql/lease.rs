@@ -128,8 +128,10 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
 
 /// Returns the leased rows undecoded: the caller decodes them off the storage thread.
 /// Leases one job, found by seq, if it is still runnable: ?1 owner, ?2 lease until, ?3 now, ?4 seq.
+/// `OR FAIL`, so that SQLite keeps no statement journal for it: one row, no trigger, nothing
+/// that can break a constraint (see `record::record_leased`).
 pub(super) const LEASE_ONE: &str = concat!(
-    "UPDATE jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
+    "UPDATE OR FAIL jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
      WHERE seq = ?4 AND ",
     waiting!(),
     " AND run_at <= ?3"
