@@ -20,24 +20,7 @@ impl TestEngine {
             .expect("a valid callback");
         let job = NewJob {
             callback,
-            id: JobId::from(id),
-            queue: "default".into(),
-            endpoint: "test".into(),
-            request: HttpRequest {
-                method: "POST".into(),
-                url: url.into(),
-                headers: vec![],
-                body: Some("{}".into()),
-                timeout_ms: None,
-            },
-            idempotency_key: Some(format!("key-{id}")),
-            priority: 0,
-            run_at: self.clock.now(),
-            deadline: None,
-            tags: vec![],
-            policy: None,
-            created_at: self.clock.now(),
-            group: None,
+            ..self.new_job(id, "default", "POST", url, None)
         };
         let out = self.engine.enqueue(job).await.expect("enqueue");
         assert!(matches!(out, InsertOutcome::Inserted(_)));

@@ -72,7 +72,22 @@ impl TestEngine {
         url: &str,
         timeout_ms: Option<u64>,
     ) {
-        let job = NewJob {
+        let job = self.new_job(id, queue, method, url, timeout_ms);
+        let out = self.store.job_insert(job).await.expect("insert");
+        assert!(matches!(out, InsertOutcome::Inserted(_)));
+        self.engine.wake(queue);
+    }
+
+    /// The job these tests enqueue: a small JSON body, an idempotency key, due now.
+    fn new_job(
+        &self,
+        id: &str,
+        queue: &str,
+        method: &str,
+        url: &str,
+        timeout_ms: Option<u64>,
+    ) -> NewJob {
+        NewJob {
             callback: None,
             id: JobId::from(id),
             queue: queue.into(),
@@ -92,10 +107,7 @@ impl TestEngine {
             policy: None,
             created_at: self.clock.now(),
             group: None,
-        };
-        let out = self.store.job_insert(job).await.expect("insert");
-        assert!(matches!(out, InsertOutcome::Inserted(_)));
-        self.engine.wake(queue);
+        }
     }
 
     /// Polls until the job satisfies `pred`. Not a timing assertion: the bound only stops a

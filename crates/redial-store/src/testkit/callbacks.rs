@@ -35,6 +35,15 @@ async fn deliveries(store: &Arc<dyn Store>) -> Vec<Job> {
     jobs
 }
 
+/// The job `id` among those `leased`.
+fn leased_one(leased: &[Job], id: &str) -> Job {
+    leased
+        .iter()
+        .find(|j| j.id.0 == id)
+        .expect("leased")
+        .clone()
+}
+
 /// The delivery's body, as JSON.
 fn body(d: &Job) -> serde_json::Value {
     serde_json::from_str(d.request.body.as_deref().expect("a body")).expect("JSON body")
@@ -87,13 +96,7 @@ pub async fn callbacks_are_written_with_the_state_change(store: Arc<dyn Store>) 
         .await
         .expect("insert");
     let leased = lease(&store, "q", "w1", at(0), 10).await;
-    let job = |id: &str| {
-        leased
-            .iter()
-            .find(|j| j.id.0 == id)
-            .expect("leased")
-            .clone()
-    };
+    let job = |id: &str| leased_one(&leased, id);
 
     // Completed on the fast path: its delivery is there, with the response.
     let ok = job("ok");
@@ -291,13 +294,7 @@ pub async fn a_delivery_can_go_in_leased_to_its_recorder(store: Arc<dyn Store>) 
             .expect("insert");
     }
     let leased = lease(&store, "q", "w1", at(0), 10).await;
-    let job = |id: &str| {
-        leased
-            .iter()
-            .find(|j| j.id.0 == id)
-            .expect("leased")
-            .clone()
-    };
+    let job = |id: &str| leased_one(&leased, id);
     let as_engine = |job: &Job, transition: Transition| {
         let mut p = record(&job.id.0, "w1", job.runs + 1, transition);
         by_seq(&mut p, job);
