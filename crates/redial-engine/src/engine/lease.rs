@@ -23,7 +23,15 @@
 //! or two are out) makes the loop lease again when they end, since they may have read before the
 //! work it is for (`tests/engine/`: `a_wake_up_during_a_lease_is_not_lost`). Without one, a lease
 //! that found nothing starts no other while another is still out
-//! (`tests/engine/`: `an_empty_lease_starts_no_other_while_one_is_out`).
+//! (`tests/engine/`: `an_empty_lease_starts_no_other_while_one_is_out`). An attempt's end, of any
+//! queue, is a lesser word (`QueueSlots::freed`): a place freed or a hold lifted matters only to
+//! a queue whose last lease left work behind (it took all it had slots for, or a hold kept some
+//! back), and only such a queue leases again for it; other work comes with a wake-up or at a
+//! time the loop knows.
+//!
+//! Callback deliveries. A finish whose delivery finds a lease slot free in its queue and its
+//! endpoint's admission takes both before it is recorded (`Inner::reserve_delivery`); the
+//! delivery then goes in leased to this worker and starts at once, as a leased job does.
 
 use super::*;
 
