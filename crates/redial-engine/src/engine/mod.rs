@@ -77,7 +77,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     default_handler: Arc<dyn Handler>,
     handlers: HashMap<String, Arc<dyn Handler>>,
-    /// One per queue: enqueues and finished attempts wake the queue's leasing loop.
+    /// One per queue: enqueues, replays, controls and finishes that made a delivery wake the
+    /// queue's leasing loop (an attempt's end tells `slots`' `freed` instead).
     wakers: HashMap<String, Arc<Notify>>,
     /// One per queue: the places its jobs take (`lease.rs`).
     slots: HashMap<String, QueueSlots>,
