@@ -26,6 +26,7 @@ mod duration;
 pub mod endpoint;
 mod jitter;
 mod outcome;
+mod pattern;
 mod policy;
 mod quota;
 mod repeat;
@@ -39,6 +40,7 @@ pub use decide::{decide, Action, DeadCategory, Decision, JobCounters};
 pub use duration::{parse_duration, serde_human, Human};
 pub use jitter::{FixedJitter, Jitter, SplitMix64};
 pub use outcome::{HandlerOutcome, Outcome, Response, TransportError, UnknownTransportError};
+pub use pattern::reason_pattern;
 pub use policy::{
     is_http_token, BackoffOverride, Policy, PolicyError, PolicyOverride, Rule, StatusMatch,
 };

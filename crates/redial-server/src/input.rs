@@ -220,6 +220,8 @@ pub struct FilterInput {
     pub endpoint: Option<String>,
     pub since: Option<Timestamp>,
     pub until: Option<Timestamp>,
+    /// A reason pattern (`GET /v1/dead-letters/patterns`): the dead letters whose reason has it.
+    pub pattern: Option<String>,
     /// Says that a bulk action with no filter means every dead letter.
     pub all: Option<bool>,
 }
@@ -232,6 +234,7 @@ impl FilterInput {
             && self.endpoint.is_none()
             && self.since.is_none()
             && self.until.is_none()
+            && self.pattern.is_none()
     }
 }
 
@@ -352,12 +355,16 @@ pub fn check_range(since: Option<Timestamp>, until: Option<Timestamp>) -> Result
 }
 
 impl FilterInput {
-    pub fn into_filter(self, state: &AppState) -> Result<JobFilter, ApiError> {
+    /// The filter, with its pattern (checked, not yet resolved: [`with_pattern`]).
+    pub fn into_filter(self, state: &AppState) -> Result<(JobFilter, Option<String>), ApiError> {
         if let Some(q) = &self.queue {
             check_queue(state, q)?;
         }
         check_range(self.since, self.until)?;
-        Ok(JobFilter {
+        if let Some(p) = &self.pattern {
+            check_pattern(p)?;
+        }
+        let filter = JobFilter {
             queue: self.queue,
             state: Some(redial_store::JobState::Dead),
             category: self
@@ -369,8 +376,41 @@ impl FilterInput {
             endpoint: self.endpoint,
             since: self.since,
             until: self.until,
-        })
+            reasons: None,
+        };
+        Ok((filter, self.pattern))
     }
+}
+
+/// A reason pattern as a filter takes it: one line of plain text, at most 1,000 characters.
+pub fn check_pattern(pattern: &str) -> Result<(), ApiError> {
+    if pattern.chars().count() > 1000 || !redial_store::plain_text(pattern) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidPattern,
+            "pattern must be one line of plain text of at most 1000 characters, as GET /v1/dead-letters/patterns gives it",
+        ));
+    }
+    Ok(())
+}
+
+/// The filter narrowed to the dead letters whose reason has `pattern`: the reasons, word for
+/// word, that the filter's dead letters have with that pattern now (none: the filter matches
+/// nothing). Dead letters that die later with a new reason of the pattern are not in it.
+pub async fn with_pattern(
+    state: &AppState,
+    mut filter: JobFilter,
+    pattern: Option<String>,
+) -> Result<JobFilter, ApiError> {
+    let Some(pattern) = pattern else {
+        return Ok(filter);
+    };
+    let reasons = state
+        .engine
+        .store()
+        .dead_letter_reasons(filter.clone())
+        .await?;
+    filter.reasons = Some(redial_store::reasons_with_pattern(&reasons, &pattern));
+    Ok(filter)
 }
 
 pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {

@@ -429,6 +429,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letter_groups(c, &filter).await)
     }
 
+    async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
+        with_conn!(self, c => sql::dead_letter_reasons(c, &filter).await)
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         with_conn!(self, c => sql::group_counts(c, queue, limit).await)
     }

@@ -486,6 +486,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
+        self.read(move |c| sql::dead_letter_reasons(c, &filter))
+            .await
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         let queue = queue.to_owned();
         self.read(move |c| sql::group_counts(c, &queue, limit))

@@ -196,6 +196,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// and endpoint, largest group first. Reads the dead letters only, by their own index.
     async fn dead_letter_groups(&self, filter: JobFilter) -> StoreResult<Vec<DeadGroup>>;
 
+    /// The dead letters the filter matches (its state is ignored), grouped by their reason word
+    /// for word, in no particular order; dead letters without a reason are left out. Reads the
+    /// dead letters only, by their own index; its cost follows their number.
+    async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>>;
+
     /// The groups of `queue` with waiting or running jobs, most waiting first (then by name),
     /// `limit` at most, and how many there are. Reads every grouped job of the queue that is
     /// waiting or running: an on-demand view, not for a hot path.

@@ -4,8 +4,9 @@
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{
-    parse_dead_category, Control, ControlKind, HttpRequest, Job, JobFilter, JobId, JobListParams,
-    JobPage, JobState, RecordAttemptParams, RecordPlan, StoreError, StoreResult,
+    parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job,
+    JobFilter, JobId, JobListParams, JobPage, JobState, RecordAttemptParams, RecordPlan,
+    StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 
@@ -237,9 +238,13 @@ impl RecordAttemptParams {
 pub enum SqlValue {
     Text(String),
     Int(i64),
+    /// The column is one of these: each store spells the test its own way (`IN` a JSON array's
+    /// values, `= ANY` an array), with one placeholder whatever the length.
+    TextList(Vec<String>),
 }
 
-/// One condition of a `WHERE`: the SQL before its placeholder (`queue =`) and the value bound.
+/// One condition of a `WHERE`: the SQL before its placeholder (`queue =`) and the value bound;
+/// for a [`SqlValue::TextList`], the column alone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Condition {
     pub clause: &'static str,
@@ -266,6 +271,9 @@ impl JobFilter {
         }
         if let Some(t) = self.until {
             out.push(c("created_at <", SqlValue::Int(t.as_unix_millis())));
+        }
+        if let Some(r) = &self.reasons {
+            out.push(c("last_reason", SqlValue::TextList(r.clone())));
         }
         out
     }
@@ -342,4 +350,57 @@ pub fn control(
         resumed_at: instant(resumed_at),
         breaker_reset_at: instant(breaker_reset_at),
     })
+}
+
+/// The patterns of these reasons ([`redial_policy::reason_pattern`]), largest first (then by
+/// pattern), each with its count, its first and last death and the reason of its last.
+pub fn dead_patterns(reasons: &[DeadReason]) -> Vec<DeadPattern> {
+    let mut by: std::collections::HashMap<String, DeadPattern> = Default::default();
+    for r in reasons {
+        let pattern = redial_policy::reason_pattern(&r.reason);
+        match by.get_mut(&pattern) {
+            Some(p) => {
+                p.count += r.count;
+                p.reasons += 1;
+                p.first = p.first.min(r.first);
+                if (r.last, &r.reason) > (p.last, &p.example) {
+                    p.last = r.last;
+                    p.example = r.reason.clone();
+                }
+            }
+            None => {
+                by.insert(
+                    pattern.clone(),
+                    DeadPattern {
+                        pattern,
+                        count: r.count,
+                        first: r.first,
+                        last: r.last,
+                        example: r.reason.clone(),
+                        reasons: 1,
+                    },
+                );
+            }
+        }
+    }
+    let mut out: Vec<DeadPattern> = by.into_values().collect();
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.pattern.cmp(&b.pattern))
+    });
+    out
+}
+
+/// The reasons, word for word, whose pattern is `pattern`: what a filter by pattern becomes
+/// ([`JobFilter::reasons`]). Sorted, so that the same dead letters make the same filter.
+pub fn reasons_with_pattern(reasons: &[DeadReason], pattern: &str) -> Vec<String> {
+    let mut out: Vec<String> = reasons
+        .iter()
+        .filter(|r| redial_policy::reason_pattern(&r.reason) == pattern)
+        .map(|r| r.reason.clone())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }

@@ -431,6 +431,10 @@ impl Store for Watched {
         self.inner.dead_letter_groups(filter).await
     }
 
+    async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
+        self.inner.dead_letter_reasons(filter).await
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         self.inner.group_counts(queue, limit).await
     }

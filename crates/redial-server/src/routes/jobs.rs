@@ -148,26 +148,39 @@ pub(super) async fn show(
     Ok(Json(v).into_response())
 }
 
-/// Dead letters grouped by queue, category and endpoint (each group is what a bulk action with
-/// that filter acts on), largest first.
-pub(super) async fn dead_letter_groups(
-    State(state): State<AppState>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult {
-    let mut filter = JobFilter::default();
+/// A dead-letter filter from a query string (queue, category, endpoint, since, until, and
+/// pattern where `pattern` is true), with the pattern checked but not resolved; `limit` too where
+/// `limit` is given (its default).
+struct DeadQuery {
+    filter: JobFilter,
+    pattern: Option<String>,
+    limit: Option<u32>,
+}
+
+fn dead_query(
+    state: &AppState,
+    q: HashMap<String, String>,
+    pattern: bool,
+    limit: Option<u32>,
+) -> Result<DeadQuery, ApiError> {
+    let mut out = DeadQuery {
+        filter: JobFilter::default(),
+        pattern: None,
+        limit,
+    };
     for (k, v) in q {
         match k.as_str() {
             "queue" => {
-                input::check_queue(&state, &v)?;
-                filter.queue = Some(v);
+                input::check_queue(state, &v)?;
+                out.filter.queue = Some(v);
             }
             "category" => {
-                filter.category = Some(
+                out.filter.category = Some(
                     redial_store::parse_dead_category(&v)
                         .map_err(|e| ApiError::bad_request(ErrorCode::InvalidCategory, e))?,
                 )
             }
-            "endpoint" => filter.endpoint = Some(v),
+            "endpoint" => out.filter.endpoint = Some(v),
             "since" | "until" => {
                 let t = redial_policy::Timestamp::parse_rfc3339(&v).ok_or_else(|| {
                     ApiError::bad_request(
@@ -176,23 +189,75 @@ pub(super) async fn dead_letter_groups(
                     )
                 })?;
                 if k == "since" {
-                    filter.since = Some(t);
+                    out.filter.since = Some(t);
                 } else {
-                    filter.until = Some(t);
+                    out.filter.until = Some(t);
                 }
             }
+            "pattern" if pattern => {
+                input::check_pattern(&v)?;
+                out.pattern = Some(v);
+            }
+            "limit" if limit.is_some() => out.limit = Some(page_limit(&v)?),
             other => {
+                let mut names = vec!["queue", "category", "endpoint", "since", "until"];
+                names.extend(pattern.then_some("pattern"));
+                names.extend(limit.map(|_| "limit"));
                 return Err(ApiError::bad_request(
                     ErrorCode::UnknownParameter,
-                    format!("unknown query parameter {other:?}: use queue, category, endpoint, since, until"),
-                ))
+                    format!(
+                        "unknown query parameter {other:?}: use {}",
+                        names.join(", ")
+                    ),
+                ));
             }
         }
     }
-    input::check_range(filter.since, filter.until)?;
+    input::check_range(out.filter.since, out.filter.until)?;
+    Ok(out)
+}
+
+/// A page limit from a query string: 1 to 500.
+fn page_limit(v: &str) -> Result<u32, ApiError> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=500).contains(n))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                ErrorCode::InvalidLimit,
+                "limit must be a number from 1 to 500",
+            )
+        })
+}
+
+/// Dead letters grouped by queue, category and endpoint (each group is what a bulk action with
+/// that filter acts on), largest first.
+pub(super) async fn dead_letter_groups(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let DeadQuery {
+        filter, pattern, ..
+    } = dead_query(&state, q, true, None)?;
+    let filter = input::with_pattern(&state, filter, pattern).await?;
     let groups = state.engine.store().dead_letter_groups(filter).await?;
     let total: u64 = groups.iter().map(|g| g.count).sum();
     Ok(Json(json!({ "groups": groups, "total": total })).into_response())
+}
+
+/// Dead letters grouped by the pattern of their reason (one cause, whatever the numbers, ids and
+/// times in its text), largest first: the first `limit` patterns, and how many there are.
+pub(super) async fn dead_letter_patterns(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let DeadQuery { filter, limit, .. } = dead_query(&state, q, false, Some(100))?;
+    let reasons = state.engine.store().dead_letter_reasons(filter).await?;
+    let mut patterns = redial_store::dead_patterns(&reasons);
+    let total: u64 = patterns.iter().map(|p| p.count).sum();
+    let count = patterns.len();
+    patterns.truncate(limit.unwrap_or(100) as usize);
+    Ok(Json(json!({ "patterns": patterns, "count": count, "total": total })).into_response())
 }
 
 /// What the caller may do: whether it may only look (the read-only token, or a browser when the
@@ -211,6 +276,7 @@ pub(super) async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let mut filter = JobFilter::default();
+    let mut pattern = None;
     let mut after = None;
     let mut limit = 50u32;
     for (k, v) in q {
@@ -228,26 +294,38 @@ pub(super) async fn list(
                 )
             }
             "endpoint" => filter.endpoint = Some(v),
+            "pattern" => {
+                input::check_pattern(&v)?;
+                pattern = Some(v);
+            }
             "cursor" => {
                 after = Some(v.parse::<i64>().map_err(|_| {
                     ApiError::bad_request(ErrorCode::InvalidCursor, "cursor must be a next_cursor value from a previous page")
                 })?)
             }
-            "limit" => {
-                limit = v
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=500).contains(n))
-                    .ok_or_else(|| ApiError::bad_request(ErrorCode::InvalidLimit, "limit must be a number from 1 to 500"))?
-            }
+            "limit" => limit = page_limit(&v)?,
             other => {
                 return Err(ApiError::bad_request(
                     ErrorCode::UnknownParameter,
-                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, cursor, limit"),
+                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, pattern, cursor, limit"),
                 ))
             }
         }
     }
+    if pattern.is_some() {
+        // A pattern is of dead letters' reasons.
+        match filter.state {
+            None => filter.state = Some(redial_store::JobState::Dead),
+            Some(redial_store::JobState::Dead) => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::InvalidPattern,
+                    format!("pattern filters dead letters: use it with state=dead or without a state, not state={}", other.as_str()),
+                ))
+            }
+        }
+    }
+    let filter = input::with_pattern(&state, filter, pattern).await?;
     let page = state
         .engine
         .store()
@@ -280,7 +358,7 @@ pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>
     Ok(job_response(StatusCode::OK, &job, None))
 }
 
-pub(super) fn bulk_filter(
+pub(super) async fn bulk_filter(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<JobFilter, ApiError> {
@@ -293,17 +371,18 @@ pub(super) fn bulk_filter(
     if input.is_empty() && input.all != Some(true) {
         return Err(ApiError::unprocessable(
             ErrorCode::FilterRequired,
-            "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since or until",
+            "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since, until or pattern",
         ));
     }
-    input.into_filter(state)
+    let (filter, pattern) = input.into_filter(state)?;
+    input::with_pattern(state, filter, pattern).await
 }
 
 pub(super) async fn bulk_replay(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let filter = bulk_filter(&state, body)?;
+    let filter = bulk_filter(&state, body).await?;
     let n = state.engine.replay_dead_letters(filter).await?;
     Ok(Json(json!({ "affected": n })).into_response())
 }
@@ -312,7 +391,7 @@ pub(super) async fn bulk_dismiss(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let filter = bulk_filter(&state, body)?;
+    let filter = bulk_filter(&state, body).await?;
     let n = state.engine.store().dead_letter_dismiss(filter).await?;
     Ok(Json(json!({ "affected": n })).into_response())
 }

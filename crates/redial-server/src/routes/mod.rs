@@ -40,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/dead-letters/replay", post(bulk_replay))
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
         .route("/v1/dead-letters/groups", get(dead_letter_groups))
+        .route("/v1/dead-letters/patterns", get(dead_letter_patterns))
         .route("/v1/events", get(events))
         .route("/v1/events/stream", get(stream))
         .route("/v1/session", get(session))

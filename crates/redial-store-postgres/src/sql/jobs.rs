@@ -310,11 +310,17 @@ pub(super) fn push_conditions(
     conditions: Vec<Condition>,
 ) {
     for c in conditions {
+        let list = matches!(c.value, SqlValue::TextList(_));
         params.push(match c.value {
             SqlValue::Text(t) => Box::new(t),
             SqlValue::Int(i) => Box::new(i),
+            SqlValue::TextList(l) => Box::new(l),
         });
-        sql.push_str(&format!(" AND {} ${}", c.clause, params.len()));
+        if list {
+            sql.push_str(&format!(" AND {} = ANY(${})", c.clause, params.len()));
+        } else {
+            sql.push_str(&format!(" AND {} ${}", c.clause, params.len()));
+        }
     }
 }
 

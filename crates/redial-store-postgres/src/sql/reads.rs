@@ -98,6 +98,31 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
     })
 }
 
+/// [`redial_store::Store::dead_letter_reasons`]: the matching dead letters read by `jobs_dead`.
+pub async fn dead_letter_reasons(c: &mut Conn, f: &JobFilter) -> StoreResult<Vec<DeadReason>> {
+    let mut sql = "SELECT last_reason, COUNT(*), MIN(finished_at), MAX(finished_at) FROM jobs \
+         WHERE state = 'dead' AND last_reason IS NOT NULL"
+        .to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY last_reason");
+    let rows = c
+        .client
+        .query(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(DeadReason {
+                reason: get(r, 0)?,
+                count: get::<i64>(r, 1)?.max(0) as u64,
+                first: ts(get(r, 2)?).unwrap_or(Timestamp::EPOCH),
+                last: ts(get(r, 3)?).unwrap_or(Timestamp::EPOCH),
+            })
+        })
+        .collect()
+}
+
 pub async fn dead_letter_groups(c: &mut Conn, f: &JobFilter) -> StoreResult<Vec<DeadGroup>> {
     let mut sql =
         "SELECT queue, category, endpoint, COUNT(*), MIN(finished_at), MAX(finished_at), \

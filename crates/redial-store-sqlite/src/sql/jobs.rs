@@ -118,10 +118,22 @@ pub(super) fn push_conditions(
     conditions: Vec<Condition>,
 ) {
     for c in conditions {
-        params.push(match c.value {
-            SqlValue::Text(t) => Value::Text(t),
-            SqlValue::Int(i) => Value::Integer(i),
-        });
+        match c.value {
+            SqlValue::Text(t) => params.push(Value::Text(t)),
+            SqlValue::Int(i) => params.push(Value::Integer(i)),
+            SqlValue::TextList(list) => {
+                // One placeholder however long the list (SQLite caps their number): a JSON array.
+                params.push(Value::Text(
+                    serde_json::to_string(&list).expect("a list of strings serialises to JSON"),
+                ));
+                sql.push_str(&format!(
+                    " AND {} IN (SELECT value FROM json_each(?{}))",
+                    c.clause,
+                    params.len()
+                ));
+                continue;
+            }
+        }
         sql.push_str(&format!(" AND {} ?{}", c.clause, params.len()));
     }
 }

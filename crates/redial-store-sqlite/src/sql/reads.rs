@@ -100,7 +100,8 @@ pub fn dead_letter_groups(
     f: &JobFilter,
     counts: &counts::Shared,
 ) -> StoreResult<Vec<DeadGroup>> {
-    if f.since.is_some() || f.until.is_some() {
+    // The kept counts know no time and no reason.
+    if f.since.is_some() || f.until.is_some() || f.reasons.is_some() {
         return dead_letter_groups_read(c, f);
     }
     let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)
@@ -193,6 +194,24 @@ pub(super) fn dead_letter_groups_read(
             })
         })
         .collect())
+}
+
+/// [`Store::dead_letter_reasons`]: the matching dead letters read by `jobs_dead`.
+pub fn dead_letter_reasons(c: &mut Connection, f: &JobFilter) -> StoreResult<Vec<DeadReason>> {
+    let mut sql = "SELECT last_reason, COUNT(*), MIN(finished_at), MAX(finished_at) \
+         FROM jobs INDEXED BY jobs_dead WHERE state = 'dead' AND last_reason IS NOT NULL"
+        .to_owned();
+    let mut params = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    sql.push_str(" GROUP BY last_reason");
+    query_rows(c, &sql, params_from_iter(params.iter()), |r| {
+        Ok(DeadReason {
+            reason: r.get(0)?,
+            count: r.get::<_, i64>(1)?.max(0) as u64,
+            first: ts(r.get(2)?).unwrap_or(Timestamp::EPOCH),
+            last: ts(r.get(3)?).unwrap_or(Timestamp::EPOCH),
+        })
+    })
 }
 
 /// [`Store::group_counts`]: the waiting ones off `jobs_grouped` (index only), the running ones

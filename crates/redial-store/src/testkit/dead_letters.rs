@@ -248,3 +248,151 @@ pub async fn dead_letter_groups_for_triage(store: Arc<dyn Store>) {
     assert_eq!(q2.len(), 1);
     assert_eq!(q2[0].count, 1);
 }
+
+/// Dead letters by reason: each reason word for word with its count (a filter narrows them), the
+/// patterns they make, and a pattern's reasons as a filter for groups, listings and the bulk
+/// actions; an empty list of reasons matches nothing. Reasons with quotes and backslashes pass
+/// through each store's list parameter intact.
+pub async fn dead_letters_by_reason_pattern(store: Arc<dyn Store>) {
+    let odd = r#"handler: customer "a\b" 'c' [1,2] is locked"#;
+    for (id, queue, reason) in [
+        ("t1", "q1", "timeout after 30012 ms"),
+        ("t2", "q1", "timeout after 30544 ms"),
+        ("t3", "q2", "timeout after 30544 ms"),
+        ("n1", "q1", "404 not found; permanent, not retried"),
+        ("o1", "q1", odd),
+    ] {
+        make_dead_because(&store, id, queue, DeadCategory::Permanent, Some(reason)).await;
+    }
+    store
+        .job_insert(new_job("live", "q1"))
+        .await
+        .expect("insert");
+    let mut reasons = store
+        .dead_letter_reasons(JobFilter::default())
+        .await
+        .expect("reasons");
+    reasons.sort_by(|a, b| a.reason.cmp(&b.reason));
+    let seen: Vec<(&str, u64)> = reasons
+        .iter()
+        .map(|r| (r.reason.as_str(), r.count))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("404 not found; permanent, not retried", 1),
+            (odd, 1),
+            ("timeout after 30012 ms", 1),
+            ("timeout after 30544 ms", 2),
+        ]
+    );
+    assert!(reasons.iter().all(|r| r.first <= r.last));
+    let q2 = store
+        .dead_letter_reasons(JobFilter {
+            queue: Some("q2".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .expect("reasons");
+    assert_eq!(q2.len(), 1);
+    assert_eq!(
+        (q2[0].reason.as_str(), q2[0].count),
+        ("timeout after 30544 ms", 1)
+    );
+
+    let patterns = dead_patterns(&reasons);
+    let seen: Vec<(&str, u64, u64)> = patterns
+        .iter()
+        .map(|p| (p.pattern.as_str(), p.count, p.reasons))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("timeout after <n> ms", 3, 2),
+            ("404 not found; permanent, not retried", 1, 1),
+            (
+                "handler: customer \"<value>\" 'c' [<n>,<n>] is locked",
+                1,
+                1
+            ),
+        ]
+    );
+
+    let timeouts = JobFilter {
+        reasons: Some(reasons_with_pattern(&reasons, "timeout after <n> ms")),
+        ..JobFilter::default()
+    };
+    let groups = store
+        .dead_letter_groups(timeouts.clone())
+        .await
+        .expect("groups");
+    let seen: Vec<(&str, u64)> = groups.iter().map(|g| (g.queue.as_str(), g.count)).collect();
+    assert_eq!(seen, vec![("q1", 2), ("q2", 1)]);
+    let page = store
+        .job_list(JobListParams {
+            filter: JobFilter {
+                state: Some(JobState::Dead),
+                queue: Some("q1".into()),
+                ..timeouts.clone()
+            },
+            after: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    let ids: Vec<&str> = page.jobs.iter().map(|j| j.id.0.as_str()).collect();
+    assert_eq!(ids, vec!["t1", "t2"]);
+
+    let nothing = JobFilter {
+        reasons: Some(Vec::new()),
+        ..JobFilter::default()
+    };
+    assert_eq!(
+        store
+            .dead_letter_dismiss(nothing.clone())
+            .await
+            .expect("dismiss"),
+        0
+    );
+    assert_eq!(
+        store
+            .dead_letter_replay(nothing, at(50))
+            .await
+            .expect("replay"),
+        0
+    );
+    assert!(store
+        .dead_letter_groups(JobFilter {
+            reasons: Some(Vec::new()),
+            ..JobFilter::default()
+        })
+        .await
+        .expect("groups")
+        .is_empty());
+
+    let one = JobFilter {
+        reasons: Some(vec!["timeout after 30544 ms".into()]),
+        ..JobFilter::default()
+    };
+    assert_eq!(
+        store.dead_letter_replay(one, at(50)).await.expect("replay"),
+        2
+    );
+    assert_eq!(get(&store, "t2").await.0.state, JobState::Ready);
+    assert_eq!(get(&store, "t1").await.0.state, JobState::Dead);
+    let quoted = JobFilter {
+        reasons: Some(vec![odd.to_owned()]),
+        ..JobFilter::default()
+    };
+    assert_eq!(store.dead_letter_dismiss(quoted).await.expect("dismiss"), 1);
+    assert_eq!(
+        store.dead_letter_dismiss(timeouts).await.expect("dismiss"),
+        1
+    );
+    let left = store
+        .dead_letter_reasons(JobFilter::default())
+        .await
+        .expect("reasons");
+    let seen: Vec<(&str, u64)> = left.iter().map(|r| (r.reason.as_str(), r.count)).collect();
+    assert_eq!(seen, vec![("404 not found; permanent, not retried", 1)]);
+}

@@ -48,7 +48,7 @@ macro_rules! store_suite {
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
-            dead_letter_groups_for_triage, controls_round_trip_and_clear_shared_holds,
+            dead_letter_groups_for_triage, dead_letters_by_reason_pattern, controls_round_trip_and_clear_shared_holds,
             schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
             grouped_jobs_wait_for_their_time, groups_are_counted,
@@ -191,6 +191,17 @@ async fn get(store: &Arc<dyn Store>, id: &str) -> (Job, Vec<Attempt>) {
 
 /// Inserts a job and drives it to dead through one failed attempt.
 async fn make_dead(store: &Arc<dyn Store>, id: &str, queue: &str, category: DeadCategory) {
+    make_dead_because(store, id, queue, category, None).await;
+}
+
+/// [`make_dead`], with the attempt's reason when given (the job's last reason then).
+async fn make_dead_because(
+    store: &Arc<dyn Store>,
+    id: &str,
+    queue: &str,
+    category: DeadCategory,
+    reason: Option<&str>,
+) {
     let mut j = new_job(id, queue);
     j.created_at = T0;
     store.job_insert(j).await.expect("insert");
@@ -206,8 +217,9 @@ async fn make_dead(store: &Arc<dyn Store>, id: &str, queue: &str, category: Dead
             .await
             .expect("release");
     }
-    store
-        .job_record_attempt(record(id, "w-dead", 1, Transition::Dead { category }))
-        .await
-        .expect("record dead");
+    let mut p = record(id, "w-dead", 1, Transition::Dead { category });
+    if let Some(reason) = reason {
+        p.attempt.reason = reason.to_owned();
+    }
+    store.job_record_attempt(p).await.expect("record dead");
 }

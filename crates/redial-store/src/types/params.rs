@@ -14,6 +14,9 @@ pub struct JobFilter {
     pub since: Option<Timestamp>,
     /// Created before.
     pub until: Option<Timestamp>,
+    /// The job's last reason is one of these (exactly); an empty list matches nothing. What a
+    /// reason pattern resolves to: [`reasons_with_pattern`](crate::reasons_with_pattern).
+    pub reasons: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -272,6 +275,34 @@ pub struct DeadGroup {
     pub last: Timestamp,
     /// The reason line of one of them, for people.
     pub reason: Option<String>,
+}
+
+/// Dead letters that died with one reason, word for word: what [`Store::dead_letter_reasons`]
+/// reads, and what reason patterns are made of.
+///
+/// [`Store::dead_letter_reasons`]: crate::Store::dead_letter_reasons
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeadReason {
+    pub reason: String,
+    pub count: u64,
+    /// When the first and the last of them went dead.
+    pub first: Timestamp,
+    pub last: Timestamp,
+}
+
+/// Dead letters whose reasons share a pattern ([`redial_policy::reason_pattern`]): one cause,
+/// whatever the numbers, ids and times in its text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeadPattern {
+    pub pattern: String,
+    pub count: u64,
+    /// When the first and the last of them went dead.
+    pub first: Timestamp,
+    pub last: Timestamp,
+    /// The reason of the last of them to go dead, word for word.
+    pub example: String,
+    /// How many different reasons it stands for.
+    pub reasons: u64,
 }
 
 /// One group's jobs in a queue: those waiting (ready, scheduled, deferred) and those running.
