@@ -104,8 +104,17 @@ def test_dead_letters_replay_by_filter(server: Server, receiver: Receiver) -> No
         assert {c.get_job(i)["category"] for i in ids} == {"permanent"}
         dead = list(c.list_jobs(endpoint=receiver.origin, state="dead"))
         assert len(dead) == 3
+        # One cause, one pattern: a filter for the listing, the groups and the replay.
+        patterns = c.dead_letter_patterns(endpoint=receiver.origin)
+        assert (patterns["total"], patterns["count"]) == (3, 1)
+        pattern = patterns["patterns"][0]["pattern"]
+        assert pattern.startswith("400 bad request"), pattern
+        assert len(list(c.list_jobs(endpoint=receiver.origin, pattern=pattern))) == 3
+        assert c.dead_letter_groups(endpoint=receiver.origin, pattern=pattern)["total"] == 3
         receiver.status = 200
-        assert c.replay_dead_letters({"endpoint": receiver.origin, "category": "permanent"}) == {"affected": 3}
+        assert c.replay_dead_letters(
+            {"endpoint": receiver.origin, "category": "permanent", "pattern": pattern}
+        ) == {"affected": 3}
         wait_for(lambda: all(c.get_job(i)["state"] == "completed" for i in ids), "3 replayed jobs completed")
         assert all(c.get_job(i)["replays"] == 1 for i in ids)
         assert receiver.count() == 6

@@ -315,6 +315,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/dead-letters/patterns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Dead letters grouped by the pattern of their reason (one cause, whatever the numbers, ids and times in its text), largest first; a pattern is a filter for the groups, the job list and the bulk actions */
+        get: operations["deadLetterPatterns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/session": {
         parameters: {
             query?: never;
@@ -593,7 +610,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -782,9 +799,11 @@ export interface components {
              * @description created before; not before since (422 invalid_range)
              */
             until?: string;
+            /** @description A reason pattern as GET /v1/dead-letters/patterns gives it: the dead letters whose reason has it when the action starts (422 invalid_pattern when it is not one line of plain text of at most 1,000 characters). */
+            pattern?: string;
             /** @description true to act on every dead letter. */
             all?: boolean;
-        } | unknown | unknown | unknown | unknown | unknown | {
+        } | unknown | unknown | unknown | unknown | unknown | unknown | {
             /** @constant */
             all: true;
         };
@@ -1215,9 +1234,37 @@ export interface components {
             /** @description The after this page was read from */
             from: string | null;
         };
+        DeadPattern: {
+            /** @description The reason with its variable parts masked: <n> a number (its unit kept), <duration>, <time>, <uuid>, <id> a long word with digits, "<value>" a quoted value; a leading HTTP status is kept */
+            pattern: string;
+            /** @description Dead letters whose reason has this pattern */
+            count: number;
+            /**
+             * Format: date-time
+             * @description When the first of them went dead
+             */
+            first: string;
+            /**
+             * Format: date-time
+             * @description When the last of them went dead
+             */
+            last: string;
+            /** @description The reason of the last of them, word for word */
+            example: string;
+            /** @description How many different reasons it stands for */
+            reasons: number;
+        };
+        DeadPatterns: {
+            /** @description The largest patterns first (then by pattern), limit at most */
+            patterns: components["schemas"]["DeadPattern"][];
+            /** @description How many patterns there are, beyond the limit too */
+            count: number;
+            /** @description How many dead letters the filter matches */
+            total: number;
+        };
     };
     responses: {
-        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
+        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1280,7 +1327,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, invalid_reason, invalid_range, invalid_schedule, empty_batch, filter_required. */
+        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, invalid_pattern, invalid_reason, invalid_range, invalid_schedule, empty_batch, filter_required. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1337,6 +1384,8 @@ export interface operations {
                 category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
                 /** @description Endpoint name */
                 endpoint?: string;
+                /** @description Only the dead letters whose reason has this pattern (GET /v1/dead-letters/patterns); implies state=dead, and any other state is refused (400 invalid_pattern) */
+                pattern?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description Jobs per page */
@@ -1905,6 +1954,8 @@ export interface operations {
                 since?: string;
                 /** @description Created before (RFC 3339); not before since (422 invalid_range) */
                 until?: string;
+                /** @description Only the dead letters whose reason has this pattern (GET /v1/dead-letters/patterns); at most 1,000 characters of plain text (400 invalid_pattern) */
+                pattern?: string;
             };
             header?: never;
             path?: never;
@@ -1919,6 +1970,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeadGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deadLetterPatterns: {
+        parameters: {
+            query?: {
+                /** @description Only this queue (it must exist) */
+                queue?: string;
+                /** @description Only this dead-letter category */
+                category?: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted";
+                /** @description Only this endpoint (a URL origin) */
+                endpoint?: string;
+                /** @description Created at or after (RFC 3339) */
+                since?: string;
+                /** @description Created before (RFC 3339); not before since (422 invalid_range) */
+                until?: string;
+                /** @description At most this many patterns, 1 to 500 (100 by default) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patterns, how many there are, and the dead letters matched */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadPatterns"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -7,7 +7,10 @@ import type {
   AlertList,
   BatchResult,
   DeadGroups,
+  DeadGroupsQuery,
   DeadLetterFilter,
+  DeadPatterns,
+  DeadPatternsQuery,
   Dismissed,
   Endpoint,
   EndpointList,
@@ -143,8 +146,17 @@ export class Redial {
     return this.transport.request<Affected>({ method: "POST", path: "/v1/dead-letters/dismiss", body: filter });
   }
 
-  deadLetterGroups(): Promise<DeadGroups> {
-    return this.transport.request<DeadGroups>({ method: "GET", path: "/v1/dead-letters/groups" });
+  /** Dead letters grouped by queue, category and endpoint, largest first; the query narrows them. */
+  deadLetterGroups(query: DeadGroupsQuery = {}): Promise<DeadGroups> {
+    return this.transport.request<DeadGroups>({ method: "GET", path: "/v1/dead-letters/groups", query: { ...query } });
+  }
+
+  /**
+   * Dead letters grouped by the pattern of their reason (numbers, ids and times masked), largest
+   * first. A pattern is a filter: `replayDeadLetters({ pattern })`, `listJobs({ pattern })`.
+   */
+  deadLetterPatterns(query: DeadPatternsQuery = {}): Promise<DeadPatterns> {
+    return this.transport.request<DeadPatterns>({ method: "GET", path: "/v1/dead-letters/patterns", query: { ...query } });
   }
 
   stats(): Promise<Stats> {

@@ -15,6 +15,12 @@ export type Dismissed = Schemas["Dismissed"];
 export type Affected = Schemas["Affected"];
 export type DeadLetterFilter = Schemas["DeadLetterFilter"];
 export type DeadGroups = Schemas["DeadGroups"];
+export type DeadPattern = Schemas["DeadPattern"];
+export type DeadPatterns = Schemas["DeadPatterns"];
+/** Which dead letters `deadLetterGroups` groups: queue, category, endpoint, since, until, pattern. */
+export type DeadGroupsQuery = NonNullable<operations["deadLetterGroups"]["parameters"]["query"]>;
+/** Which dead letters `deadLetterPatterns` groups, and at most how many patterns it gives. */
+export type DeadPatternsQuery = NonNullable<operations["deadLetterPatterns"]["parameters"]["query"]>;
 export type Stats = Schemas["Stats"];
 export type Endpoint = Schemas["Endpoint"];
 export type EndpointList = Schemas["EndpointList"];

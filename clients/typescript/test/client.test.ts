@@ -144,9 +144,18 @@ describe("Redial against a real server", () => {
     assert.equal(dead.category, "permanent");
     const groups = await redial.deadLetterGroups();
     assert.ok(groups, "dead letter groups answer");
+    // Its reason's pattern, as a filter for the listing, the groups and the replay.
+    const patterns = await redial.deadLetterPatterns({ endpoint: dead.endpoint });
+    assert.equal(patterns.total, 1);
+    const pattern = patterns.patterns[0]!.pattern;
+    assert.ok(pattern.startsWith("400 bad request"), pattern);
+    const page = await redial.listJobsPage({ endpoint: dead.endpoint, pattern });
+    assert.deepEqual(page.jobs.map((j) => j.id), [job.id]);
+    assert.equal((await redial.deadLetterGroups({ endpoint: dead.endpoint, pattern })).total, 1);
+    assert.equal((await redial.deadLetterGroups({ endpoint: dead.endpoint, pattern: "no such pattern" })).total, 0);
 
     status = 200;
-    const replayed = await redial.replayDeadLetters({ endpoint: dead.endpoint });
+    const replayed = await redial.replayDeadLetters({ endpoint: dead.endpoint, pattern });
     assert.equal(replayed.affected, 1);
     const done = await waitForState(job.id, "completed");
     assert.equal(done.replays, 1);

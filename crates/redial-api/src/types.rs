@@ -146,6 +146,11 @@ pub struct DeadLetterFilter {
     pub category: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// A reason pattern as GET /v1/dead-letters/patterns gives it: the dead letters whose
+    /// reason has it when the action starts (422 invalid_pattern when it is not one line of
+    /// plain text of at most 1,000 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     /// A configured queue (422 unknown_queue otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
@@ -155,6 +160,34 @@ pub struct DeadLetterFilter {
     /// created before; not before since (422 invalid_range)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeadPattern {
+    /// Dead letters whose reason has this pattern
+    pub count: i64,
+    /// The reason of the last of them, word for word
+    pub example: String,
+    /// When the first of them went dead
+    pub first: String,
+    /// When the last of them went dead
+    pub last: String,
+    /// The reason with its variable parts masked: <n> a number (its unit kept), <duration>,
+    /// <time>, <uuid>, <id> a long word with digits, "<value>" a quoted value; a leading HTTP
+    /// status is kept
+    pub pattern: String,
+    /// How many different reasons it stands for
+    pub reasons: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeadPatterns {
+    /// How many patterns there are, beyond the limit too
+    pub count: i64,
+    /// The largest patterns first (then by pattern), limit at most
+    pub patterns: Vec<DeadPattern>,
+    /// How many dead letters the filter matches
+    pub total: i64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -382,15 +382,20 @@ impl FilterInput {
     }
 }
 
-/// A reason pattern as a filter takes it: one line of plain text, at most 1,000 characters.
+/// A reason pattern as a filter takes it: one line of plain text, at most 1,000 characters
+/// (422 in a body).
 pub fn check_pattern(pattern: &str) -> Result<(), ApiError> {
-    if pattern.chars().count() > 1000 || !redial_store::plain_text(pattern) {
-        return Err(ApiError::unprocessable(
-            ErrorCode::InvalidPattern,
-            "pattern must be one line of plain text of at most 1000 characters, as GET /v1/dead-letters/patterns gives it",
-        ));
+    match pattern_problem(pattern) {
+        Some(why) => Err(ApiError::unprocessable(ErrorCode::InvalidPattern, why)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// What is wrong with a reason pattern, if anything.
+pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
+    (pattern.chars().count() > 1000 || !redial_store::plain_text(pattern)).then_some(
+        "pattern must be one line of plain text of at most 1000 characters, as GET /v1/dead-letters/patterns gives it",
+    )
 }
 
 /// The filter narrowed to the dead letters whose reason has `pattern`: the reasons, word for

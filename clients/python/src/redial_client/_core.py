@@ -114,10 +114,10 @@ def get_job_after(job_id: str, wait: float, client_timeout: float) -> Call:
 
 
 def list_jobs_page(filters: Mapping[str, Any], cursor: str | None) -> Call:
-    unknown = set(filters) - {"queue", "state", "category", "endpoint", "limit"}
+    unknown = set(filters) - {"queue", "state", "category", "endpoint", "pattern", "limit"}
     if unknown:
         raise TypeError(
-            f"unknown job filter {sorted(unknown)}: use queue, state, category, endpoint or limit"
+            f"unknown job filter {sorted(unknown)}: use queue, state, category, endpoint, pattern or limit"
         )
     return Call("GET", "/v1/jobs", params=_clean({**filters, "cursor": cursor}))
 
@@ -136,6 +136,10 @@ def dead_letters(action: str, filter: Mapping[str, Any]) -> Call:
 
 def dead_letter_groups(filters: Mapping[str, Any]) -> Call:
     return Call("GET", "/v1/dead-letters/groups", params=_clean(filters))
+
+
+def dead_letter_patterns(filters: Mapping[str, Any]) -> Call:
+    return Call("GET", "/v1/dead-letters/patterns", params=_clean(filters))
 
 
 def get(path: str) -> Call:

@@ -11,8 +11,8 @@ import httpx
 from . import _core, _stream
 from ._sse import SseParser
 from .types import (
-    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Event, EventKind,
-    EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
+    EventKind, EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -129,6 +129,12 @@ class AsyncRedial:
 
     async def dead_letter_groups(self, **filters: Any) -> DeadGroups:
         return cast(DeadGroups, await self._send(_core.dead_letter_groups(filters)))
+
+    async def dead_letter_patterns(self, **filters: Any) -> DeadPatterns:
+        """Dead letters grouped by the pattern of their reason (numbers, ids and times masked),
+        largest first; filters: queue, category, endpoint, since, until, limit. A pattern is a
+        filter for dead_letter_groups, list_jobs and the bulk replay and dismiss."""
+        return cast(DeadPatterns, await self._send(_core.dead_letter_patterns(filters)))
 
     # observation
     async def stats(self) -> Stats:

@@ -10,8 +10,8 @@ import httpx
 from . import _core, _stream
 from ._sse import SseParser
 from .types import (
-    Affected, BatchResult, DeadGroups, DeadLetterFilter, Dismissed, Endpoint, Event, EventKind,
-    EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
+    Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
+    EventKind, EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -127,6 +127,12 @@ class Redial:
 
     def dead_letter_groups(self, **filters: Any) -> DeadGroups:
         return cast(DeadGroups, self._send(_core.dead_letter_groups(filters)))
+
+    def dead_letter_patterns(self, **filters: Any) -> DeadPatterns:
+        """Dead letters grouped by the pattern of their reason (numbers, ids and times masked),
+        largest first; filters: queue, category, endpoint, since, until, limit. A pattern is a
+        filter for dead_letter_groups, list_jobs and the bulk replay and dismiss."""
+        return cast(DeadPatterns, self._send(_core.dead_letter_patterns(filters)))
 
     # observation
     def stats(self) -> Stats:

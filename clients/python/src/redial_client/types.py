@@ -157,6 +157,7 @@ class DeadLetterFilter(TypedDict, total=False):
     endpoint: str
     since: str
     until: str
+    pattern: str
     all: bool
 
 
@@ -240,6 +241,23 @@ class DeadGroups(TypedDict):
     total: int
 
 
+class DeadPattern(TypedDict):
+    """Dead letters whose reasons share a pattern: one cause, whatever its numbers and ids."""
+
+    pattern: str
+    count: int
+    first: str
+    last: str
+    example: str
+    reasons: int
+
+
+class DeadPatterns(TypedDict):
+    patterns: list[DeadPattern]
+    count: int
+    total: int
+
+
 class Alert(TypedDict):
     name: str
     rule: str
@@ -258,6 +276,7 @@ class JobFilter(TypedDict, total=False):
     state: JobState
     category: DeadCategory
     endpoint: str
+    pattern: str
     limit: int
 
 

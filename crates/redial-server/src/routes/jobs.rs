@@ -195,7 +195,9 @@ fn dead_query(
                 }
             }
             "pattern" if pattern => {
-                input::check_pattern(&v)?;
+                if let Some(why) = input::pattern_problem(&v) {
+                    return Err(ApiError::bad_request(ErrorCode::InvalidPattern, why));
+                }
                 out.pattern = Some(v);
             }
             "limit" if limit.is_some() => out.limit = Some(page_limit(&v)?),
@@ -295,7 +297,9 @@ pub(super) async fn list(
             }
             "endpoint" => filter.endpoint = Some(v),
             "pattern" => {
-                input::check_pattern(&v)?;
+                if let Some(why) = input::pattern_problem(&v) {
+                    return Err(ApiError::bad_request(ErrorCode::InvalidPattern, why));
+                }
                 pattern = Some(v);
             }
             "cursor" => {

@@ -62,6 +62,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/dead-letters/replay"),
         ("post", "/v1/dead-letters/dismiss"),
         ("get", "/v1/dead-letters/groups"),
+        ("get", "/v1/dead-letters/patterns"),
         ("get", "/v1/session"),
         ("get", "/v1/stats"),
         ("get", "/v1/endpoints"),
