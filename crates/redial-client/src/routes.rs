@@ -20,6 +20,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/dead-letters/replay"),
     ("POST", "/v1/dead-letters/dismiss"),
     ("GET", "/v1/dead-letters/groups"),
+    ("GET", "/v1/dead-letters/patterns"),
     ("GET", "/v1/events"),
     ("GET", "/v1/events/stream"),
     ("GET", "/v1/session"),
@@ -61,21 +62,27 @@ pub struct JobsQuery {
     pub state: Option<String>,
     pub category: Option<String>,
     pub endpoint: Option<String>,
+    /// Only dead letters whose reason has this pattern ([`Client::dead_letter_patterns`]).
+    pub pattern: Option<String>,
     /// A page's `next_cursor`.
     pub cursor: Option<String>,
     /// At most this many (1 to 500; the server's default when none).
     pub limit: Option<u32>,
 }
 
-/// Which dead letters [`Client::dead_letter_groups`] groups.
+/// Which dead letters [`Client::dead_letter_groups`] and [`Client::dead_letter_patterns`] group.
 #[derive(Clone, Debug, Default)]
 pub struct DeadGroupsQuery {
     pub queue: Option<String>,
     pub category: Option<String>,
     pub endpoint: Option<String>,
-    /// RFC 3339 times bounding when the jobs died.
+    /// RFC 3339 times bounding when the jobs were created (at or after, before).
     pub since: Option<String>,
     pub until: Option<String>,
+    /// Only those whose reason has this pattern (the groups; the patterns take none).
+    pub pattern: Option<String>,
+    /// At most this many patterns (the patterns; 1 to 500, 100 when none).
+    pub limit: Option<u32>,
 }
 
 /// Which events [`Client::events`] and [`Client::event_stream`] read, from where.
@@ -149,6 +156,7 @@ impl Client {
             .query("state", q.state.as_ref())
             .query("category", q.category.as_ref())
             .query("endpoint", q.endpoint.as_ref())
+            .query("pattern", q.pattern.as_ref())
             .query("cursor", q.cursor.as_ref())
             .query("limit", q.limit);
         self.transport.json(call).await
@@ -187,14 +195,29 @@ impl Client {
         self.transport.json(call).await
     }
 
-    /// Dead letters grouped by queue, category, endpoint and reason.
+    /// Dead letters grouped by queue, category and endpoint, largest first.
     pub async fn dead_letter_groups(&self, q: &DeadGroupsQuery) -> Result<DeadGroups, Error> {
         let call = Call::new(Method::GET, &["v1", "dead-letters", "groups"])
             .query("queue", q.queue.as_ref())
             .query("category", q.category.as_ref())
             .query("endpoint", q.endpoint.as_ref())
             .query("since", q.since.as_ref())
-            .query("until", q.until.as_ref());
+            .query("until", q.until.as_ref())
+            .query("pattern", q.pattern.as_ref());
+        self.transport.json(call).await
+    }
+
+    /// Dead letters grouped by the pattern of their reason (numbers, ids and times masked),
+    /// largest first. A pattern is a filter for the groups, [`Client::jobs`] and the bulk
+    /// actions.
+    pub async fn dead_letter_patterns(&self, q: &DeadGroupsQuery) -> Result<DeadPatterns, Error> {
+        let call = Call::new(Method::GET, &["v1", "dead-letters", "patterns"])
+            .query("queue", q.queue.as_ref())
+            .query("category", q.category.as_ref())
+            .query("endpoint", q.endpoint.as_ref())
+            .query("since", q.since.as_ref())
+            .query("until", q.until.as_ref())
+            .query("limit", q.limit);
         self.transport.json(call).await
     }
 

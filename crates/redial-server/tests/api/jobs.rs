@@ -319,6 +319,79 @@ async fn actions_on_the_wrong_state_or_a_missing_job_are_refused() {
     );
 }
 
+/// A reason pattern filters dead letters only, is one line of plain text of at most 1,000
+/// characters, and is no parameter of the patterns themselves; one that matches nothing acts on
+/// nothing (it is a filter, so no `all` is needed).
+#[tokio::test]
+async fn reason_patterns_are_checked() {
+    let api = api();
+    let (status, e) = api.get("/v1/jobs?state=ready&pattern=x").await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_pattern"))
+    );
+    let (status, page) = api.get("/v1/jobs?pattern=x").await;
+    assert_eq!(
+        (status, page["jobs"].as_array().map(Vec::len)),
+        (StatusCode::OK, Some(0))
+    );
+    let long = "x".repeat(1001);
+    for path in [
+        format!("/v1/jobs?pattern={long}"),
+        format!("/v1/dead-letters/groups?pattern={long}"),
+        "/v1/dead-letters/groups?pattern=a%0Ab".to_owned(),
+    ] {
+        let (status, e) = api.get(&path).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_pattern")),
+            "{path}"
+        );
+    }
+    let (status, e) = api
+        .post("/v1/dead-letters/replay", json!({"pattern": "a\u{202e}b"}))
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_pattern"))
+    );
+    let (status, out) = api
+        .post(
+            "/v1/dead-letters/dismiss",
+            json!({"pattern": "no such <n>"}),
+        )
+        .await;
+    assert_eq!(
+        (status, out["affected"].as_u64()),
+        (StatusCode::OK, Some(0))
+    );
+    let (status, e) = api.get("/v1/dead-letters/patterns?pattern=x").await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unknown_parameter"))
+    );
+    for limit in ["0", "501", "x"] {
+        let (status, e) = api
+            .get(&format!("/v1/dead-letters/patterns?limit={limit}"))
+            .await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_limit")),
+            "{limit}"
+        );
+    }
+    let (status, p) = api.get("/v1/dead-letters/patterns?limit=500").await;
+    assert_eq!(
+        (
+            status,
+            p["patterns"].as_array().map(Vec::len),
+            p["count"].as_u64(),
+            p["total"].as_u64()
+        ),
+        (StatusCode::OK, Some(0), Some(0), Some(0))
+    );
+}
+
 #[tokio::test]
 async fn secrets_are_redacted_in_job_views() {
     let api = api();

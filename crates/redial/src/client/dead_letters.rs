@@ -1,4 +1,5 @@
-//! `redial dead-letters`: replay or dismiss every dead job a filter matches.
+//! `redial dead-letters`: the reason patterns of the dead letters, and replay or dismiss every
+//! dead job a filter matches.
 
 use super::{print_json, Conn};
 use crate::cli_args;
@@ -11,6 +12,9 @@ use std::io::IsTerminal;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DeadLettersCommand {
+    /// The dead letters grouped by the pattern of their reason (numbers, ids, times and quoted
+    /// values masked), largest first: one row per cause. Give a pattern to --pattern to act on it.
+    Patterns(PatternsArgs),
     /// Replay every dead job matching the filter.
     Replay(FilterArgs),
     /// Dismiss (delete) every dead job matching the filter.
@@ -37,6 +41,10 @@ pub struct FilterArgs {
     /// Created before (RFC 3339).
     #[arg(long, value_parser = cli_args::instant)]
     until: Option<Timestamp>,
+    /// Only dead jobs whose reason has this pattern, as `redial dead-letters patterns` prints
+    /// it (the dead letters that have it when the action starts).
+    #[arg(long)]
+    pattern: Option<String>,
     /// Act on every dead letter (needed when no filter is given).
     #[arg(long)]
     all: bool,
@@ -44,8 +52,36 @@ pub struct FilterArgs {
     out: OutputArgs,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct PatternsArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Only dead jobs of this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only this dead-letter category: permanent, transient_exhausted, unknown_exhausted,
+    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only dead jobs of this endpoint (a URL origin such as https://api.example.com).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    since: Option<Timestamp>,
+    /// Created before (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    until: Option<Timestamp>,
+    /// Patterns to show at most (1 to 500).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=500))]
+    limit: u32,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
 pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     let (a, replay) = match cmd {
+        DeadLettersCommand::Patterns(a) => return patterns(a).await,
         DeadLettersCommand::Replay(a) => (a, true),
         DeadLettersCommand::Dismiss(a) => (a, false),
     };
@@ -56,11 +92,12 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         endpoint: a.endpoint.clone(),
         since: a.since.map(|t| t.to_string()),
         until: a.until.map(|t| t.to_string()),
+        pattern: a.pattern.clone(),
         all: None,
     };
     if filter == DeadLetterFilter::default() && !a.all {
         return Err(UsageError(format!(
-            "no filter: give --queue, --category, --endpoint, --since or --until, or --all to {verb} every dead letter"
+            "no filter: give --queue, --category, --endpoint, --since, --until or --pattern, or --all to {verb} every dead letter"
         ))
         .into());
     }
@@ -78,6 +115,8 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
             endpoint: filter.endpoint.clone(),
             since: filter.since.clone(),
             until: filter.until.clone(),
+            pattern: filter.pattern.clone(),
+            limit: None,
         };
         if let Ok(groups) = server.client.dead_letter_groups(&query).await {
             let doing = if replay { "replaying" } else { "dismissing" };
@@ -105,5 +144,56 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         "dismissed"
     };
     say!("{} dead jobs {done}", out.affected);
+    Ok(())
+}
+
+async fn patterns(a: PatternsArgs) -> Result<()> {
+    let server = a.conn.connect()?;
+    let query = DeadGroupsQuery {
+        queue: a.queue,
+        category: a.category,
+        endpoint: a.endpoint,
+        since: a.since.map(|t| t.to_string()),
+        until: a.until.map(|t| t.to_string()),
+        pattern: None,
+        limit: Some(a.limit),
+    };
+    let found = server
+        .ask(server.client.dead_letter_patterns(&query))
+        .await?;
+    if a.out.json() {
+        return print_json(&found);
+    }
+    let rows: Vec<Vec<String>> = found
+        .patterns
+        .iter()
+        .map(|p| {
+            vec![
+                human::thousands(u64::try_from(p.count).unwrap_or(0)),
+                p.last.clone(),
+                human::printable(&p.pattern).into_owned(),
+            ]
+        })
+        .collect();
+    say!(
+        "{}",
+        human::table(&["DEAD", "LAST", "PATTERN"], &rows, &["DEAD"])
+    );
+    let total = u64::try_from(found.total).unwrap_or(0);
+    let count = u64::try_from(found.count).unwrap_or(0);
+    let shown = found.patterns.len() as u64;
+    if shown < count {
+        say!(
+            "{} dead letters in {} patterns; the {shown} largest shown (--limit)",
+            human::thousands(total),
+            human::thousands(count)
+        );
+    } else {
+        say!(
+            "{} dead letters in {} patterns",
+            human::thousands(total),
+            human::thousands(count)
+        );
+    }
     Ok(())
 }

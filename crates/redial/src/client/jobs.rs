@@ -62,6 +62,9 @@ pub struct ListArgs {
     /// Only jobs of this endpoint (a URL origin such as https://api.example.com).
     #[arg(long)]
     endpoint: Option<String>,
+    /// Only dead jobs whose reason has this pattern, as `redial dead-letters patterns` prints it.
+    #[arg(long)]
+    pattern: Option<String>,
     /// Jobs to show at most.
     #[arg(long, default_value_t = 50)]
     limit: u32,
@@ -158,6 +161,7 @@ async fn list(a: ListArgs) -> Result<()> {
         state: a.state.clone(),
         category: a.category.clone(),
         endpoint: a.endpoint.clone(),
+        pattern: a.pattern.clone(),
         ..JobsQuery::default()
     };
     while jobs.len() < a.limit as usize {

@@ -3,6 +3,83 @@
 
 use super::*;
 
+/// Dead letters by the pattern of their reason: listed largest first for people and as JSON, a
+/// pattern taken as a filter by `jobs list` and the bulk replay, and one that is not plain text
+/// refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_by_reason_pattern_from_the_cli() {
+    let rx = Receiver::start().await;
+    rx.script("/reject", vec![Reply::status(400)]);
+    rx.script("/gone", vec![Reply::status(404)]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    for (id, path) in [("r1", "/reject"), ("r2", "/reject"), ("g1", "/gone")] {
+        let out = cli(
+            &s.url,
+            &["enqueue", "--id", id, "--url", &rx.url(path)],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    for id in ["r1", "r2", "g1"] {
+        wait_for(&s.url, id, "dead", |j| j["state"] == "dead");
+    }
+    let out = cli_text(&s.url, &["dead-letters", "patterns"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("DEAD"), "{}", out.stdout);
+    assert!(
+        lines[1].trim_start().starts_with("2 ") && lines[1].contains("400 bad request"),
+        "the largest first: {}",
+        out.stdout
+    );
+    assert!(lines[2].contains("404 not found"), "{}", out.stdout);
+    assert_eq!(lines[3], "3 dead letters in 2 patterns", "{}", out.stdout);
+
+    let out = cli(&s.url, &["dead-letters", "patterns", "--limit", "1"], None);
+    assert_eq!(
+        (out.json["count"].as_u64(), out.json["total"].as_u64()),
+        (Some(2), Some(3))
+    );
+    let p = &out.json["patterns"][0];
+    assert_eq!(
+        (p["count"].as_u64(), p["reasons"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let pattern = p["pattern"].as_str().expect("a pattern").to_owned();
+
+    let out = cli(&s.url, &["jobs", "list", "--pattern", &pattern], None);
+    let mut ids: Vec<&str> = out.json.as_array().map_or(vec![], |a| {
+        a.iter().filter_map(|j| j["id"].as_str()).collect()
+    });
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["r1", "r2"], "{}", out.stdout);
+    rx.script("/reject", vec![Reply::status(200)]);
+    let out = cli(
+        &s.url,
+        &["dead-letters", "replay", "--pattern", &pattern],
+        None,
+    );
+    assert_eq!(
+        (out.code, out.json["affected"].as_u64()),
+        (0, Some(2)),
+        "{}",
+        out.stderr
+    );
+    for id in ["r1", "r2"] {
+        wait_for(&s.url, id, "completed", |j| j["state"] == "completed");
+    }
+    assert_eq!(show(&s.url, "g1")["state"], "dead");
+
+    let out = cli(
+        &s.url,
+        &["dead-letters", "dismiss", "--pattern", "two\nlines\u{7}"],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("invalid_pattern"), "{}", out.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     let rx = Receiver::start().await;
