@@ -344,6 +344,79 @@ async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
     server.terminate();
 }
 
+/// Triage by cause: the dead letters' reason patterns with their counts, one chosen as the
+/// filter (the groups narrow to it), and a pattern dismissed after a confirmation that names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triage_by_reason_pattern_in_a_browser() {
+    let gone = Receiver::start().await;
+    gone.script("/hook", vec![Reply::status(404)]);
+    let other = Receiver::start().await;
+    other.script("/x", vec![Reply::status(410)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    for id in ["a1", "a2"] {
+        enqueue(&http, &server.url, None, id, &gone.url("/hook")).await;
+    }
+    enqueue(&http, &server.url, None, "b1", &other.url("/x")).await;
+    eventually("three dead letters", || async {
+        dead_count(&http, &server.url, None).await == 3
+    })
+    .await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/triage", server.url)).await;
+    let not_found = "tr[data-pattern^='404 not found']";
+    let gone_row = "tr[data-pattern^='410 gone']";
+    b.wait_text(
+        &format!("{not_found} td.num"),
+        "the 404 pattern's count",
+        |t| t.starts_with("2"),
+    )
+    .await;
+    b.wait_text(
+        &format!("{gone_row} td.num"),
+        "the 410 pattern's count",
+        |t| t.starts_with("1"),
+    )
+    .await;
+    // Chosen as the filter: the groups and the total narrow to it, the causes stay in view.
+    b.press(&format!("{not_found} a[href^='#/triage']")).await;
+    b.wait_text("#triage-total", "the total under the pattern", |t| {
+        t.starts_with("2 dead letters")
+    })
+    .await;
+    let groups = b
+        .js(
+            "return [...document.querySelectorAll('tr[data-group]')].map(r => r.dataset.group);",
+            "",
+        )
+        .await;
+    assert_eq!(
+        groups,
+        json!([format!("default permanent http://{}", gone.addr())])
+    );
+    b.wait_text(
+        &format!("{gone_row} td.num"),
+        "the other pattern still listed",
+        |t| t.starts_with("1"),
+    )
+    .await;
+    // The other pattern dismissed: the confirmation names it.
+    b.press(&format!("{gone_row} button.danger")).await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.contains("Dismiss 1 dead job") && t.contains("reason like 410 gone")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    eventually("the 410 dead letter dismissed", || async {
+        dead_count(&http, &server.url, None).await == 2
+    })
+    .await;
+    drop(b);
+    server.terminate();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_token_signs_in_and_sees_no_action() {
     let rx = Receiver::start().await;

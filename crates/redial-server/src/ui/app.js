@@ -159,17 +159,20 @@ function query(hash) {
   return new URLSearchParams(i < 0 ? '' : hash.slice(i + 1));
 }
 
+const DEAD_FILTER = ['queue', 'category', 'endpoint', 'since', 'until', 'pattern'];
+
 function filterBody(params) {
   const body = {};
-  for (const k of ['queue', 'category', 'endpoint', 'since', 'until']) if (params.get(k)) body[k] = params.get(k);
+  for (const k of DEAD_FILTER) if (params.get(k)) body[k] = params.get(k);
   if (Object.keys(body).length === 0) body.all = true;
   return body;
 }
 
 function describe(body) {
   if (body.all) return 'every dead letter';
-  const say = { since: 'created from', until: 'created before' };
-  return Object.entries(body).map(([k, v]) => `${say[k] || k} ${k in say ? fmtTime(v) : v}`).join(', ');
+  const say = { since: 'created from', until: 'created before', pattern: 'reason like' };
+  const time = k => k === 'since' || k === 'until';
+  return Object.entries(body).map(([k, v]) => `${say[k] || k} ${time(k) ? fmtTime(v) : v}`).join(', ');
 }
 
 // ---- charts ------------------------------------------------------------------------------------
@@ -311,9 +314,18 @@ function toLocalField(t) {
 
 async function triage(main, params) {
   const qs = new URLSearchParams();
-  for (const k of ['queue', 'category', 'endpoint', 'since', 'until']) if (params.get(k)) qs.set(k, params.get(k));
-  const data = await api('GET', '/v1/dead-letters/groups?' + qs);
+  for (const k of DEAD_FILTER) if (params.get(k)) qs.set(k, params.get(k));
+  // The patterns under the same filter but the pattern itself, so that the chosen one stays in
+  // view beside the others.
+  const pqs = new URLSearchParams(qs);
+  pqs.delete('pattern');
+  pqs.set('limit', '50');
+  const [data, causes] = await Promise.all([
+    api('GET', '/v1/dead-letters/groups?' + qs),
+    api('GET', '/v1/dead-letters/patterns?' + pqs),
+  ]);
   const body = filterBody(params);
+  const chosen = params.get('pattern') || '';
   const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
     e.preventDefault();
     const f = new FormData(e.target);
@@ -327,6 +339,7 @@ async function triage(main, params) {
   el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '', placeholder: 'https://api.example.com' })),
   el('label', {}, 'Created from', el('input', { name: 'since', type: 'datetime-local', value: toLocalField(params.get('since')) })),
   el('label', {}, 'Created before', el('input', { name: 'until', type: 'datetime-local', value: toLocalField(params.get('until')) })),
+  el('label', {}, 'Reason pattern', el('input', { name: 'pattern', value: chosen, placeholder: 'timeout after <n> ms' })),
   el('button', { type: 'submit' }, 'Filter'));
   const act = async (verb, filter, count) => {
     const ok = await confirmAction(`${verb} ${fmtNum(count)} dead ${count === 1 ? 'job' : 'jobs'} (${describe(filter)})?`, verb);
@@ -348,8 +361,8 @@ async function triage(main, params) {
       : table(['Queue', 'Category', 'Endpoint', { label: 'Jobs', num: true }, 'First', 'Last', 'Reason (one of them)', ''],
         data.groups.map(g => {
           const f = { queue: g.queue, category: g.category, endpoint: g.endpoint };
-          for (const k of ['since', 'until']) if (body[k]) f[k] = body[k];
-          const list = `#/jobs?state=dead&queue=${encodeURIComponent(g.queue)}&category=${g.category}&endpoint=${encodeURIComponent(g.endpoint)}`;
+          for (const k of ['since', 'until', 'pattern']) if (body[k]) f[k] = body[k];
+          const list = '#/jobs?' + new URLSearchParams({ state: 'dead', ...f });
           return el('tr', { 'data-group': `${g.queue} ${g.category} ${g.endpoint}` },
             el('td', {}, g.queue), el('td', { class: 'bad' }, g.category), el('td', {}, el('code', {}, g.endpoint)),
             el('td', { class: 'num' }, el('a', { href: list }, fmtNum(g.count))),
@@ -359,12 +372,33 @@ async function triage(main, params) {
               el('button', { type: 'button', onclick: () => act('Replay', f, g.count) }, 'Replay'), ' ',
               el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', f, g.count) }, 'Dismiss')]));
         })),
+    el('h2', { id: 'causes' }, 'By cause'),
+    el('p', { class: 'muted' }, 'Reasons with their numbers, ids, times and quoted values masked: one row per cause, whatever the details.'),
+    causes.patterns.length === 0 ? el('p', { class: 'muted' }, 'No reason to show.')
+      : table(['Reason pattern', { label: 'Jobs', num: true }, { label: 'Reasons', num: true }, 'First', 'Last', ''],
+        causes.patterns.map(p => {
+          const f = { ...body, pattern: p.pattern };
+          delete f.all;
+          const here = new URLSearchParams(params);
+          here.set('pattern', p.pattern);
+          const list = '#/jobs?' + new URLSearchParams({ state: 'dead', ...f });
+          return el('tr', { 'data-pattern': p.pattern, class: p.pattern === chosen ? 'chosen' : null },
+            el('td', { class: 'reason' }, el('code', { title: 'e.g. ' + p.example }, p.pattern)),
+            el('td', { class: 'num' }, el('a', { href: list }, fmtNum(p.count))),
+            el('td', { class: 'num' }, fmtNum(p.reasons)),
+            el('td', {}, fmtTime(p.first)), el('td', {}, fmtTime(p.last)),
+            el('td', {},
+              p.pattern === chosen ? null : el('a', { href: '#/triage?' + here }, 'Filter'), ' ',
+              state.readOnly ? null : [
+                el('button', { type: 'button', onclick: () => act('Replay', f, p.count) }, 'Replay'), ' ',
+                el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', f, p.count) }, 'Dismiss')]));
+        }), causes.count > causes.patterns.length ? `the ${causes.patterns.length} largest of ${fmtNum(causes.count)} patterns` : null),
   );
 }
 
 async function jobs(main, params) {
   const qs = new URLSearchParams();
-  for (const k of ['queue', 'state', 'category', 'endpoint', 'cursor']) if (params.get(k)) qs.set(k, params.get(k));
+  for (const k of ['queue', 'state', 'category', 'endpoint', 'pattern', 'cursor']) if (params.get(k)) qs.set(k, params.get(k));
   qs.set('limit', '50');
   const data = await api('GET', '/v1/jobs?' + qs);
   const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
@@ -383,6 +417,7 @@ async function jobs(main, params) {
   el('label', {}, 'Category', el('select', { name: 'category' }, el('option', { value: '' }, 'any'),
     CATEGORIES.map(c => el('option', { value: c, selected: params.get('category') === c }, c)))),
   el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '' })),
+  el('label', {}, 'Reason pattern', el('input', { name: 'pattern', value: params.get('pattern') || '', placeholder: 'dead letters only' })),
   el('button', { type: 'submit' }, 'Show'));
   const next = new URLSearchParams(params);
   if (data.next_cursor) next.set('cursor', data.next_cursor);
