@@ -5,7 +5,7 @@ jobs and 100,000 dead letters in a fresh SQLite database, then each page's API c
 
 Usage: bench/dashboard/measure.py [path-to-redial]   (default target/release/redial)
 """
-import json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.parse, urllib.request
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/redial"
 SCHEDULED = int(os.environ.get("SCHEDULED", 900_000))
@@ -55,11 +55,18 @@ def main():
         if os.environ.get("KEEP"):
             print(f"serving at {base} (pid {server.pid}) until killed", flush=True)
             server.wait()
+        causes = call(base, "GET", "/v1/dead-letters/patterns")
+        cause = causes["patterns"][0]["pattern"]
+        print(f"{causes['count']} reason patterns; the largest, {cause!r}, stands for "
+              f"{causes['patterns'][0]['reasons']} reasons", flush=True)
         pages = {
             "overview": ["/v1/stats", "/v1/alerts", "/v1/queues", "/v1/series"],
             "dead letters (triage)": ["/v1/dead-letters/groups"],
             "dead letters, one group": ["/v1/dead-letters/groups?category=permanent&endpoint=http%3A%2F%2F127.0.0.1%3A9"],
             "dead letters, created in a time range": ["/v1/dead-letters/groups?since=2000-01-01T00:00:00Z"],
+            "dead letters by cause (reason patterns)": ["/v1/dead-letters/patterns"],
+            "dead letters, one cause": ["/v1/dead-letters/groups?pattern=" + urllib.parse.quote(cause)],
+            "jobs (one cause, first page)": ["/v1/jobs?limit=50&pattern=" + urllib.parse.quote(cause)],
             "jobs (dead, first page)": ["/v1/jobs?state=dead&limit=50"],
             "jobs (all, first page)": ["/v1/jobs?limit=50"],
             "endpoints": ["/v1/endpoints"],

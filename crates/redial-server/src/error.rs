@@ -60,7 +60,7 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidJob(why) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidJob, why)
             }
-            e @ StoreError::InvalidState { .. } => {
+            e @ (StoreError::InvalidState { .. } | StoreError::Changed(_)) => {
                 ApiError::new(StatusCode::CONFLICT, ErrorCode::InvalidState, e.to_string())
             }
             e @ (StoreError::LeaseLost(_) | StoreError::Backend(_)) => {

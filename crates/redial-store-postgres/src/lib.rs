@@ -399,6 +399,15 @@ impl Store for PgStore {
         with_conn!(self, c => sql::replay(c, &channel, id, now).await)
     }
 
+    async fn job_replay_changed(&self, params: ReplayChangedParams) -> StoreResult<Job> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::replay_changed(c, &channel, &params).await)
+    }
+
+    async fn job_changes(&self, id: &JobId) -> StoreResult<Vec<JobChange>> {
+        with_conn!(self, c => sql::changes(c, id).await)
+    }
+
     async fn job_dismiss(&self, id: &JobId) -> StoreResult<()> {
         with_conn!(self, c => sql::dismiss(c, id).await)
     }

@@ -204,6 +204,11 @@ const MIGRATIONS: &[&str] = &[
                   AND NEW.state IS DISTINCT FROM OLD.state))
         EXECUTE FUNCTION redial_job_event();
     "#,
+    // 12: what replays with changes did to a job (`redial_store::JobChange`, a JSON list),
+    // read only when a job is shown: not in the job's columns.
+    r#"
+    ALTER TABLE jobs ADD COLUMN changes TEXT;
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -453,6 +453,15 @@ impl Store for SqliteStore {
         self.run(move |c| sql::replay(c, &id, now)).await
     }
 
+    async fn job_replay_changed(&self, params: ReplayChangedParams) -> StoreResult<Job> {
+        self.run(move |c| sql::replay_changed(c, &params)).await
+    }
+
+    async fn job_changes(&self, id: &JobId) -> StoreResult<Vec<JobChange>> {
+        let id = id.clone();
+        self.read(move |c| sql::changes(c, &id)).await
+    }
+
     async fn job_dismiss(&self, id: &JobId) -> StoreResult<()> {
         let id = id.clone();
         self.run(move |c| sql::dismiss(c, &id)).await

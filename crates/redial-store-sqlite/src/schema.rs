@@ -260,6 +260,11 @@ const MIGRATIONS: &[&str] = &[
         VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, OLD.last_reason);
     END;
     "#,
+    // 19: what replays with changes did to a job (`redial_store::JobChange`, a JSON list),
+    // read only when a job is shown: not in the job's columns.
+    r#"
+    ALTER TABLE jobs ADD COLUMN changes TEXT;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

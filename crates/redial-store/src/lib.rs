@@ -39,6 +39,10 @@ pub enum StoreError {
     /// message says what to fix.
     #[error("invalid job: {0}")]
     InvalidJob(String),
+    /// The job changed since the caller read it (another replay came in between): what the
+    /// caller worked out from it no longer applies.
+    #[error("job {0} was replayed since it was read: read it again")]
+    Changed(JobId),
     /// The database failed; the message is for logs, not for API clients.
     #[error("storage failure: {0}")]
     Backend(String),
@@ -160,6 +164,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Puts a dead job back to ready with fresh counters and the same idempotency key; its history
     /// stays and `replays` counts up.
     async fn job_replay(&self, id: &JobId, now: Timestamp) -> StoreResult<Job>;
+
+    /// [`Store::job_replay`] with the job's request and routing changed as `params` say (its
+    /// queue, endpoint, request, idempotency key and policy are set, all of them), if it is still
+    /// dead and no replay came in between; the change is appended to the job's changes, with
+    /// the job as it was before.
+    async fn job_replay_changed(&self, params: ReplayChangedParams) -> StoreResult<Job>;
+
+    /// The changes replays made to a job ([`JobChange`]), oldest first; none for a job never
+    /// replayed with changes (or one that does not exist).
+    async fn job_changes(&self, id: &JobId) -> StoreResult<Vec<JobChange>>;
 
     /// Deletes a dead job and its attempts.
     async fn job_dismiss(&self, id: &JobId) -> StoreResult<()>;

@@ -5,8 +5,8 @@
 
 use crate::{
     parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job,
-    JobFilter, JobId, JobListParams, JobPage, JobState, RecordAttemptParams, RecordPlan,
-    StoreError, StoreResult,
+    JobChange, JobFilter, JobId, JobListParams, JobPage, JobState, RecordAttemptParams, RecordPlan,
+    ReplayChangedParams, StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 
@@ -146,6 +146,33 @@ impl RawJob {
 /// A replay takes a dead job only.
 pub fn may_replay(job: &Job) -> StoreResult<()> {
     only_dead(job, "replay")
+}
+
+/// A replay with changes takes a dead job only, and only the one its changes were worked out
+/// from (no replay since). Returns the job's changes with this one appended, as stored (JSON).
+pub fn replay_changes(
+    job: &Job,
+    p: &ReplayChangedParams,
+    stored: Option<&str>,
+) -> StoreResult<String> {
+    only_dead(job, "replay")?;
+    if job.replays != p.replays {
+        return Err(StoreError::Changed(job.id.clone()));
+    }
+    let mut changes: Vec<JobChange> = match stored {
+        Some(s) => serde_json::from_str(s).map_err(corrupt_json)?,
+        None => Vec::new(),
+    };
+    changes.push(p.change.clone());
+    serde_json::to_string(&changes).map_err(corrupt_json)
+}
+
+/// A job's changes as stored (JSON, or none).
+pub fn read_changes(stored: Option<&str>) -> StoreResult<Vec<JobChange>> {
+    match stored {
+        Some(s) => serde_json::from_str(s).map_err(corrupt_json),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// A dismissal takes a dead job only (and deletes it).

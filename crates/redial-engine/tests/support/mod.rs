@@ -431,6 +431,14 @@ impl Store for Watched {
         self.inner.dead_letter_groups(filter).await
     }
 
+    async fn job_replay_changed(&self, params: ReplayChangedParams) -> StoreResult<Job> {
+        self.inner.job_replay_changed(params).await
+    }
+
+    async fn job_changes(&self, id: &JobId) -> StoreResult<Vec<JobChange>> {
+        self.inner.job_changes(id).await
+    }
+
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
         self.inner.dead_letter_reasons(filter).await
     }

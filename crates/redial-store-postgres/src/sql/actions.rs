@@ -36,6 +36,60 @@ pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> 
     Ok(job)
 }
 
+pub async fn replay_changed(
+    c: &mut Conn,
+    channel: &str,
+    p: &ReplayChangedParams,
+) -> StoreResult<Job> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let job = locked(&tx, &p.id).await?;
+    let stored: Option<String> = tx
+        .query_one("SELECT changes FROM jobs WHERE seq = $1", &[&job.seq])
+        .await
+        .map_err(backend)?
+        .get(0);
+    let changes = replay_changes(&job, p, stored.as_deref())?;
+    let request = serde_json::to_string(&p.request).map_err(json_err)?;
+    let policy = p
+        .policy
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
+    tx.execute(
+        &format!(
+            "UPDATE jobs SET {REPLAY_SET}, queue = $3, endpoint = $4, request = $5, \
+             idempotency_key = $6, policy = $7, changes = $8 WHERE seq = $2"
+        ),
+        &[
+            &ms(p.now),
+            &job.seq,
+            &p.queue,
+            &p.endpoint,
+            &request,
+            &p.idempotency_key,
+            &policy,
+            &changes,
+        ],
+    )
+    .await
+    .map_err(backend)?;
+    notify(&tx, channel, &p.queue).await?;
+    let job = must_get(&tx, &p.id).await?;
+    tx.commit().await.map_err(backend)?;
+    Ok(job)
+}
+
+pub async fn changes(c: &mut Conn, id: &JobId) -> StoreResult<Vec<JobChange>> {
+    let row = c
+        .client
+        .query_opt("SELECT changes FROM jobs WHERE id = $1", &[&id.0])
+        .await
+        .map_err(backend)?;
+    let stored: Option<String> = row.and_then(|r| r.get(0));
+    read_changes(stored.as_deref())
+}
+
 pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let job = locked(&tx, id).await?;

@@ -29,6 +29,62 @@ pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
     Ok(job)
 }
 
+pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResult<Job> {
+    let tx = Sp::begin(c)?;
+    let job = must_get(&tx, &p.id)?;
+    let stored: Option<String> = tx
+        .query_row("SELECT changes FROM jobs WHERE seq = ?1", [job.seq], |r| {
+            r.get(0)
+        })
+        .map_err(backend)?;
+    let changes = replay_changes(&job, p, stored.as_deref())?;
+    let request = serde_json::to_string(&p.request).map_err(json_err)?;
+    let policy = p
+        .policy
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(json_err)?;
+    tx.execute(
+        &format!(
+            "UPDATE jobs SET {REPLAY_SET}, queue = ?3, endpoint = ?4, request = ?5, \
+             idempotency_key = ?6, policy = ?7, changes = ?8 WHERE seq = ?2"
+        ),
+        params![
+            ms(p.now),
+            job.seq,
+            p.queue,
+            p.endpoint,
+            request,
+            p.idempotency_key,
+            policy,
+            changes
+        ],
+    )
+    .map_err(backend)?;
+    counts::moved(&job.queue, &job.endpoint, Some(place(&job)), None, 1);
+    counts::moved(
+        &p.queue,
+        &p.endpoint,
+        None,
+        Some((JobState::Ready, None)),
+        1,
+    );
+    let job = must_get(&tx, &p.id)?;
+    tx.commit()?;
+    Ok(job)
+}
+
+pub fn changes(c: &mut Connection, id: &JobId) -> StoreResult<Vec<JobChange>> {
+    let stored: Option<Option<String>> = c
+        .query_row("SELECT changes FROM jobs WHERE id = ?1", [&id.0], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(backend)?;
+    read_changes(stored.flatten().as_deref())
+}
+
 pub fn dismiss(c: &mut Connection, id: &JobId) -> StoreResult<()> {
     let tx = Sp::begin(c)?;
     let job = must_get(&tx, id)?;

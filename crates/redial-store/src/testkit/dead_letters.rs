@@ -396,3 +396,130 @@ pub async fn dead_letters_by_reason_pattern(store: Arc<dyn Store>) {
     let seen: Vec<(&str, u64)> = left.iter().map(|r| (r.reason.as_str(), r.count)).collect();
     assert_eq!(seen, vec![("404 not found; permanent, not retried", 1)]);
 }
+
+/// A replay with changes sets the job's request and routing, keeps its attempts, and records what
+/// changed with the job as it was; it takes a dead job only, and only the one its changes were
+/// worked out from (a replay in between makes it `Changed`). The kept counts follow the job to
+/// its new queue and endpoint.
+pub async fn replay_with_changes(store: Arc<dyn Store>) {
+    make_dead(&store, "c1", "default", DeadCategory::Permanent).await;
+    let (job, attempts) = get(&store, "c1").await;
+    assert_eq!(attempts.len(), 1);
+    let change = |at_s: i64, replay: u32, job: &Job, what: &str| JobChange {
+        at: at(at_s),
+        replay,
+        changed: vec![what.to_owned()],
+        before: JobBefore {
+            queue: job.queue.clone(),
+            endpoint: job.endpoint.clone(),
+            request: job.request.clone(),
+            idempotency_key: job.idempotency_key.clone(),
+            policy: job.policy.clone(),
+        },
+    };
+    let mut request = job.request.clone();
+    request.url = "https://new.example.com/v2/charges".into();
+    request.headers.push(("x-api-version".into(), "2".into()));
+    let params = ReplayChangedParams {
+        id: JobId::from("c1"),
+        now: at(60),
+        replays: 0,
+        queue: "other".into(),
+        endpoint: "https://new.example.com".into(),
+        request: request.clone(),
+        idempotency_key: Some("renewed-1".into()),
+        policy: None,
+        change: change(60, 1, &job, "url moved"),
+    };
+    let replayed = store
+        .job_replay_changed(params.clone())
+        .await
+        .expect("replay with changes");
+    assert_eq!(
+        (
+            replayed.state,
+            replayed.replays,
+            replayed.queue.as_str(),
+            replayed.endpoint.as_str(),
+            replayed.idempotency_key.as_deref(),
+            replayed.run_at,
+        ),
+        (
+            JobState::Ready,
+            1,
+            "other",
+            "https://new.example.com",
+            Some("renewed-1"),
+            at(60)
+        )
+    );
+    let (now, attempts) = get(&store, "c1").await;
+    assert_eq!(now.request, request);
+    assert_eq!(attempts.len(), 1, "the attempts stay");
+    let changes = store
+        .job_changes(&JobId::from("c1"))
+        .await
+        .expect("changes");
+    assert_eq!(changes, vec![params.change.clone()]);
+    assert_eq!(
+        changes[0].before.request.url,
+        "https://api.example.com/v1/charges"
+    );
+
+    // Not dead: refused, nothing written.
+    let again = store.job_replay_changed(params.clone()).await;
+    assert!(
+        matches!(again, Err(StoreError::InvalidState { .. })),
+        "{again:?}"
+    );
+    // Dead again in its new queue: changes worked out before the last replay are refused.
+    let leased = lease(&store, "other", "w-dead", at(70), 10).await;
+    assert_eq!(leased.len(), 1);
+    store
+        .job_record_attempt(record(
+            "c1",
+            "w-dead",
+            2,
+            Transition::Dead {
+                category: DeadCategory::Permanent,
+            },
+        ))
+        .await
+        .expect("record dead");
+    let stale = store.job_replay_changed(params.clone()).await;
+    assert!(matches!(stale, Err(StoreError::Changed(_))), "{stale:?}");
+    let (dead, _) = get(&store, "c1").await;
+    let second = ReplayChangedParams {
+        replays: 1,
+        now: at(80),
+        queue: "default".into(),
+        change: change(80, 2, &dead, "queue moved back"),
+        ..params
+    };
+    store
+        .job_replay_changed(second.clone())
+        .await
+        .expect("the second replay with changes");
+    let changes = store
+        .job_changes(&JobId::from("c1"))
+        .await
+        .expect("changes");
+    assert_eq!(changes.len(), 2);
+    assert_eq!(changes[1].before.queue, "other");
+    assert_eq!(get(&store, "c1").await.0.queue, "default");
+    assert!(store
+        .job_changes(&JobId::from("nobody"))
+        .await
+        .expect("changes")
+        .is_empty());
+    let missing = store
+        .job_replay_changed(ReplayChangedParams {
+            id: JobId::from("nobody"),
+            ..second
+        })
+        .await;
+    assert!(
+        matches!(missing, Err(StoreError::NotFound(_))),
+        "{missing:?}"
+    );
+}

@@ -1,5 +1,5 @@
 //! Records and parameter types shared by every store: here the job and its states; by area in
-//! attempt, params, schedules, schema.
+//! attempt, callback, change, event, params, schedules, schema.
 
 use redial_policy::endpoint::HandPause;
 use redial_policy::{Action, Category, DeadCategory, PolicyOverride, Timestamp};
@@ -9,6 +9,7 @@ use std::str::FromStr;
 
 mod attempt;
 mod callback;
+mod change;
 mod event;
 mod params;
 mod schedules;
@@ -16,6 +17,7 @@ mod schema;
 
 pub use attempt::*;
 pub use callback::*;
+pub use change::*;
 pub use event::*;
 pub use params::*;
 pub use schedules::*;
