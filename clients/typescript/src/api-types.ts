@@ -66,7 +66,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replay a dead job: back to ready, counters reset, same idempotency key, history kept */
+        /** Replay a dead job: back to ready, counters reset, history kept; the same idempotency key unless renewed; with a patch, its request or routing changed (or only previewed with dry_run) */
         post: operations["replayJob"];
         delete?: never;
         options?: never;
@@ -718,6 +718,10 @@ export interface components {
             callback_delivery: string | null;
             /** @description For a delivery: the id of the job it tells about. */
             callback_for: string | null;
+            /** @description What replays with changes did, oldest first (with the attempt log, when any) */
+            changes?: components["schemas"]["JobChange"][];
+            /** @description The request as enqueued, when a replay changed it (with the attempt log) */
+            original_request?: components["schemas"]["RequestView"];
         };
         /** @description The request the job sends. Secrets in headers and URL query values are redacted; the body is not shown, only its size. */
         RequestView: {
@@ -781,6 +785,10 @@ export interface components {
         };
         Affected: {
             affected: number;
+            /** @description With changes: the dead letters the filter matched */
+            matched?: number;
+            /** @description With changes: those not replayed (the patch is not for them, or they changed since they were read) */
+            skipped?: number;
         };
         /** @description Which dead letters. Every field given must match. A body with no criterion (or an empty body) is refused (422 filter_required) unless it says {"all": true}. */
         DeadLetterFilter: {
@@ -803,6 +811,15 @@ export interface components {
             pattern?: string;
             /** @description true to act on every dead letter. */
             all?: boolean;
+            /** @description Replay only: the changes, applied job by job (each job its own transaction; a job replayed meanwhile is skipped) */
+            patch?: components["schemas"]["ReplayPatch"];
+            /**
+             * @description Replay only: keep (the default) or renew the idempotency keys
+             * @enum {string}
+             */
+            key?: "keep" | "renew";
+            /** @description Replay only: answer what would change (ReplayPreview) and change nothing */
+            dry_run?: boolean;
         } | unknown | unknown | unknown | unknown | unknown | unknown | {
             /** @constant */
             all: true;
@@ -1262,6 +1279,81 @@ export interface components {
             /** @description How many dead letters the filter matches */
             total: number;
         };
+        /** @description What a replay changes; every field optional. The job's request with these changes passes the checks an enqueue does (URL, headers, body size, timeout, queue, endpoint, policy), or nothing is replayed (422, naming the job). */
+        ReplayPatch: {
+            /** @description The whole URL (not with url_prefix) */
+            url?: string;
+            /** @description The start of the URL: jobs whose URL starts with from get to instead; the others are skipped (422 invalid_url for one job) */
+            url_prefix?: {
+                from: string;
+                to: string;
+            };
+            /** @description Headers removed, then set (each replacing every header of its name; names compared without case) */
+            headers?: {
+                set?: {
+                    [key: string]: string;
+                };
+                remove?: string[];
+            };
+            /** @description The body: a string as is, any other JSON value as JSON (content-type application/json unless one is set), null for none */
+            body?: unknown;
+            /** @description A duration from 1ms to 10m, such as "10s" */
+            timeout?: string;
+            /** @description Replaces the job's policy overrides (as an enqueue's policy) */
+            policy?: Record<string, never>;
+            /** @description A configured queue */
+            queue?: string;
+            /** @description The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL */
+            endpoint?: string;
+        };
+        /** @description A replay's changes. With none (or an empty body) the job is replayed as it was. */
+        ReplayInput: {
+            patch?: components["schemas"]["ReplayPatch"];
+            /**
+             * @description keep (the default) sends the same idempotency key, so the provider still drops a repeat; renew gives the job a new one, for a first request that was wrong and must count as new
+             * @enum {string}
+             */
+            key?: "keep" | "renew";
+            /** @description true: answer what would change (ReplayPreview) and change nothing */
+            dry_run?: boolean;
+        };
+        /** @description A job's request and routing (secrets redacted) */
+        JobSide: {
+            queue: string;
+            endpoint: string;
+            idempotency_key: string | null;
+            request: components["schemas"]["RequestView"];
+        };
+        ReplayPreviewItem: {
+            id: string;
+            /** @description One line per change, for people (no header's value) */
+            changed: string[];
+            before: components["schemas"]["JobSide"];
+            after: components["schemas"]["JobSide"];
+        };
+        /** @description What a replay with changes would do; nothing was changed */
+        ReplayPreview: {
+            /** @constant */
+            dry_run: true;
+            /** @description Dead letters the filter matches */
+            matched: number;
+            /** @description Those it would replay */
+            affected: number;
+            /** @description Those the patch is not for (their URL does not start with url_prefix.from) */
+            skipped: number;
+            /** @description The first few, before and after */
+            preview: components["schemas"]["ReplayPreviewItem"][];
+        };
+        /** @description What one replay with changes did */
+        JobChange: {
+            /** Format: date-time */
+            at: string;
+            /** @description The replay it made (the job's replays count then) */
+            replay: number;
+            /** @description One line per change, for people (no header's value) */
+            changed: string[];
+            before: components["schemas"]["JobSide"];
+        };
     };
     responses: {
         /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
@@ -1548,15 +1640,19 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReplayInput"];
+            };
+        };
         responses: {
-            /** @description The replayed job */
+            /** @description The replayed job, or with dry_run what would change */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["Job"] | components["schemas"]["ReplayPreview"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1567,6 +1663,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -1650,13 +1747,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description How many jobs were replayed */
+            /** @description How many jobs were replayed (with changes, how many matched and were skipped), or with dry_run what would change */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Affected"];
+                    "application/json": components["schemas"]["Affected"] | components["schemas"]["ReplayPreview"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -9,6 +9,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Affected {
     pub affected: i64,
+    /// With changes: the dead letters the filter matched
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<i64>,
+    /// With changes: those not replayed (the patch is not for them, or they changed since they
+    /// were read)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -144,8 +151,18 @@ pub struct DeadLetterFilter {
     pub all: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// Replay only: answer what would change (ReplayPreview) and change nothing
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// Replay only: keep (the default) or renew the idempotency keys
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Replay only: the changes, applied job by job (each job its own transaction; a job
+    /// replayed meanwhile is skipped)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<ReplayPatch>,
     /// A reason pattern as GET /v1/dead-letters/patterns gives it: the dead letters whose
     /// reason has it when the action starts (422 invalid_pattern when it is not one line of
     /// plain text of at most 1,000 characters).
@@ -345,6 +362,9 @@ pub struct Job {
     pub cancel_requested: bool,
     /// The dead-letter category, for dead jobs.
     pub category: Option<String>,
+    /// What replays with changes did, oldest first (with the attempt log, when any)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<JobChange>>,
     pub created_at: String,
     pub deadline: Option<String>,
     /// On enqueue answers only: whether the job already existed.
@@ -358,6 +378,9 @@ pub struct Job {
     pub id: String,
     pub idempotency_key: Option<String>,
     pub last_reason: Option<String>,
+    /// The request as enqueued, when a replay changed it (with the attempt log)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_request: Option<RequestView>,
     pub priority: i64,
     pub queue: String,
     pub replays: i64,
@@ -371,6 +394,17 @@ pub struct Job {
     pub tags: Vec<String>,
     pub unknown_attempts: i64,
     pub updated_at: String,
+}
+
+/// What one replay with changes did
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobChange {
+    pub at: String,
+    pub before: JobSide,
+    /// One line per change, for people (no header's value)
+    pub changed: Vec<String>,
+    /// The replay it made (the job's replays count then)
+    pub replay: i64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -451,6 +485,15 @@ pub struct JobPage {
     pub jobs: Vec<Job>,
     /// Pass as cursor for the next page; null on the last one.
     pub next_cursor: Option<String>,
+}
+
+/// A job's request and routing (secrets redacted)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSide {
+    pub endpoint: String,
+    pub idempotency_key: Option<String>,
+    pub queue: String,
+    pub request: RequestView,
 }
 
 /// The job each occurrence enqueues: a job's fields, less id, idempotency_key, run_at and
@@ -582,6 +625,95 @@ pub struct QueueList {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
     pub status: String,
+}
+
+/// A replay's changes. With none (or an empty body) the job is replayed as it was.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayInput {
+    /// true: answer what would change (ReplayPreview) and change nothing
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+    /// keep (the default) sends the same idempotency key, so the provider still drops a repeat;
+    /// renew gives the job a new one, for a first request that was wrong and must count as new
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<ReplayPatch>,
+}
+
+/// What a replay changes; every field optional. The job's request with these changes passes the
+/// checks an enqueue does (URL, headers, body size, timeout, queue, endpoint, policy), or
+/// nothing is replayed (422, naming the job).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPatch {
+    /// The body: a string as is, any other JSON value as JSON (content-type application/json
+    /// unless one is set), null for none
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
+    /// The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Headers removed, then set (each replacing every header of its name; names compared
+    /// without case)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<ReplayPatchHeaders>,
+    /// Replaces the job's policy overrides (as an enqueue's policy)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<serde_json::Value>,
+    /// A configured queue
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// A duration from 1ms to 10m, such as "10s"
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// The whole URL (not with url_prefix)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The start of the URL: jobs whose URL starts with from get to instead; the others are
+    /// skipped (422 invalid_url for one job)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_prefix: Option<ReplayPatchUrlPrefix>,
+}
+
+/// The start of the URL: jobs whose URL starts with from get to instead; the others are skipped
+/// (422 invalid_url for one job)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPatchUrlPrefix {
+    pub from: String,
+    pub to: String,
+}
+
+/// Headers removed, then set (each replacing every header of its name; names compared without
+/// case)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPatchHeaders {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<serde_json::Value>,
+}
+
+/// What a replay with changes would do; nothing was changed
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPreview {
+    /// Those it would replay
+    pub affected: i64,
+    pub dry_run: bool,
+    /// Dead letters the filter matches
+    pub matched: i64,
+    /// The first few, before and after
+    pub preview: Vec<ReplayPreviewItem>,
+    /// Those the patch is not for (their URL does not start with url_prefix.from)
+    pub skipped: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPreviewItem {
+    pub after: JobSide,
+    pub before: JobSide,
+    /// One line per change, for people (no header's value)
+    pub changed: Vec<String>,
+    pub id: String,
 }
 
 /// The request the job sends. Secrets in headers and URL query values are redacted; the body is

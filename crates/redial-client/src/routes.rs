@@ -178,14 +178,58 @@ impl Client {
         self.job_action(id, "cancel").await
     }
 
+    /// Runs a dead job again with changes ([`ReplayInput`]: its request or routing patched, its
+    /// idempotency key kept or renewed). `input.dry_run` must not be set: see
+    /// [`Client::replay_preview`].
+    pub async fn replay_changed(&self, id: &str, input: &ReplayInput) -> Result<Job, Error> {
+        let input = ReplayInput {
+            dry_run: None,
+            ..input.clone()
+        };
+        let call = Call::new(Method::POST, &["v1", "jobs", id, "replay"]).json(&input)?;
+        self.transport.json(call).await
+    }
+
+    /// What [`Client::replay_changed`] would do to a dead job; changes nothing.
+    pub async fn replay_preview(
+        &self,
+        id: &str,
+        input: &ReplayInput,
+    ) -> Result<ReplayPreview, Error> {
+        let input = ReplayInput {
+            dry_run: Some(true),
+            ..input.clone()
+        };
+        let call = Call::new(Method::POST, &["v1", "jobs", id, "replay"]).json(&input)?;
+        self.transport.json(call).await
+    }
+
     async fn job_action(&self, id: &str, action: &str) -> Result<Job, Error> {
         let call = Call::new(Method::POST, &["v1", "jobs", id, action]);
         self.transport.json(call).await
     }
 
-    /// Replays every dead letter the filter matches.
+    /// Replays every dead letter the filter matches (with its patch, if any, job by job).
+    /// `filter.dry_run` must not be set: see [`Client::preview_dead_letters`].
     pub async fn replay_dead_letters(&self, filter: &DeadLetterFilter) -> Result<Affected, Error> {
-        let call = Call::new(Method::POST, &["v1", "dead-letters", "replay"]).json(filter)?;
+        let filter = DeadLetterFilter {
+            dry_run: None,
+            ..filter.clone()
+        };
+        let call = Call::new(Method::POST, &["v1", "dead-letters", "replay"]).json(&filter)?;
+        self.transport.json(call).await
+    }
+
+    /// What [`Client::replay_dead_letters`] would do with the filter's patch; changes nothing.
+    pub async fn preview_dead_letters(
+        &self,
+        filter: &DeadLetterFilter,
+    ) -> Result<ReplayPreview, Error> {
+        let filter = DeadLetterFilter {
+            dry_run: Some(true),
+            ..filter.clone()
+        };
+        let call = Call::new(Method::POST, &["v1", "dead-letters", "replay"]).json(&filter)?;
         self.transport.json(call).await
     }
 

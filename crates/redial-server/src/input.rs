@@ -140,7 +140,7 @@ fn check_headers(field: &str, headers: &[(String, String)]) -> Result<(), String
 
 /// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
 /// into a struct by position).
-fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(crate) fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: DeserializeOwned,
@@ -224,6 +224,10 @@ pub struct FilterInput {
     pub pattern: Option<String>,
     /// Says that a bulk action with no filter means every dead letter.
     pub all: Option<bool>,
+    /// A replay's changes ([`crate::replay`]): not a filter.
+    pub patch: Option<crate::replay::PatchInput>,
+    pub key: Option<crate::replay::KeyChoice>,
+    pub dry_run: Option<bool>,
 }
 
 impl FilterInput {

@@ -9,6 +9,7 @@ mod auth;
 mod error;
 mod input;
 mod listen;
+mod replay;
 mod routes;
 mod ui;
 mod view;

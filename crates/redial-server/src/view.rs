@@ -2,7 +2,7 @@
 
 use redial_engine::redact;
 use redial_policy::{DeadCategory, Timestamp};
-use redial_store::{Attempt, Callback, CallbackEvent, Job, JobState};
+use redial_store::{Attempt, Callback, CallbackEvent, HttpRequest, Job, JobChange, JobState};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -45,6 +45,40 @@ pub struct JobView<'a> {
     pub deduplicated: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt_log: Option<&'a [Attempt]>,
+    /// What replays with changes did, oldest first (shown with the attempt log, when any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<ChangeView<'a>>>,
+    /// The request as enqueued, when a replay changed it (shown with the attempt log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_request: Option<RequestView<'a>>,
+}
+
+/// One replay with changes, as a job's view shows it (secrets redacted).
+#[derive(Debug, Serialize)]
+pub struct ChangeView<'a> {
+    pub at: Timestamp,
+    /// The replay it made (the job's `replays` count then).
+    pub replay: u32,
+    pub changed: &'a [String],
+    /// The job's request and routing before it.
+    pub before: crate::replay::SideView<'a>,
+}
+
+/// A job's changes as its view shows them.
+pub fn changes(list: &[JobChange]) -> Vec<ChangeView<'_>> {
+    list.iter()
+        .map(|c| ChangeView {
+            at: c.at,
+            replay: c.replay,
+            changed: &c.changed,
+            before: crate::replay::side(
+                &c.before.queue,
+                &c.before.endpoint,
+                c.before.idempotency_key.as_deref(),
+                &c.before.request,
+            ),
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -63,6 +97,17 @@ pub struct CallbackView<'a> {
     pub headers: Vec<(String, String)>,
     /// The queue its deliveries run in.
     pub queue: &'a str,
+}
+
+/// A request as the API shows it: secrets in its URL and headers redacted, its body's size only.
+pub fn request(r: &HttpRequest) -> RequestView<'_> {
+    RequestView {
+        method: &r.method,
+        url: redact::url(&r.url),
+        headers: redact::headers(&r.headers, usize::MAX),
+        body_bytes: r.body.as_ref().map_or(0, String::len),
+        timeout_ms: r.timeout_ms,
+    }
 }
 
 pub fn job(j: &Job) -> JobView<'_> {
@@ -89,13 +134,7 @@ pub fn job(j: &Job) -> JobView<'_> {
         group: j.group.as_deref(),
         last_reason: j.last_reason.as_deref(),
         cancel_requested: j.cancel_requested,
-        request: RequestView {
-            method: &j.request.method,
-            url: redact::url(&j.request.url),
-            headers: redact::headers(&j.request.headers, usize::MAX),
-            body_bytes: j.request.body.as_ref().map_or(0, String::len),
-            timeout_ms: j.request.timeout_ms,
-        },
+        request: request(&j.request),
         callback: j.callback.as_ref().map(|c| CallbackView {
             url: redact::url(&c.url),
             on: &c.on,
@@ -109,6 +148,8 @@ pub fn job(j: &Job) -> JobView<'_> {
         callback_for: Callback::delivered_for(&j.id).map(|(id, _)| id.0),
         deduplicated: None,
         attempt_log: None,
+        changes: None,
+        original_request: None,
     }
 }
 

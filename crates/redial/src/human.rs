@@ -213,6 +213,21 @@ pub fn job(j: &Job) -> String {
             }
         }
     }
+    if let Some(first) = j.original_request.as_ref() {
+        out.push_str(&format!(
+            "  {:<9} {} {} ({} bytes of body)\n",
+            "enqueued", first.method, first.url, first.body_bytes
+        ));
+    }
+    for c in j.changes.as_deref().unwrap_or_default() {
+        out.push_str(&format!(
+            "  {:<9} replay {} at {}: {}\n",
+            "changed",
+            c.replay,
+            c.at,
+            printable(&c.changed.join("; "))
+        ));
+    }
     let attempts = j.attempt_log.as_deref().unwrap_or_default();
     if attempts.is_empty() {
         out.push_str("\nno attempt yet\n");

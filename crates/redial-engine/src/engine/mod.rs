@@ -18,8 +18,8 @@ use redial_policy::{
 use redial_store::{
     Admit, Attempt, AttemptCategory, AttemptDecision, Callback, Candidate, CleanupParams,
     ExpireParams, HeartbeatParams, InsertOutcome, Job, JobFilter, JobId, JobState,
-    LeaseAdmittedParams, NewJob, RecordAttemptParams, ReleaseParams, RescueParams, Store,
-    StoreError, Transition, Verdict, Wake,
+    LeaseAdmittedParams, NewJob, RecordAttemptParams, ReleaseParams, ReplayChangedParams,
+    RescueParams, Store, StoreError, Transition, Verdict, Wake,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -364,6 +364,15 @@ impl Engine {
             .store
             .job_replay(id, self.inner.clock.now())
             .await?;
+        self.wake(&job.queue);
+        self.inner.events_changed();
+        Ok(job)
+    }
+
+    /// Replays a dead job with its request or routing changed ([`Store::job_replay_changed`])
+    /// and wakes its (new) queue.
+    pub async fn replay_changed(&self, params: ReplayChangedParams) -> Result<Job, StoreError> {
+        let job = self.inner.store.job_replay_changed(params).await?;
         self.wake(&job.queue);
         self.inner.events_changed();
         Ok(job)

@@ -143,8 +143,18 @@ pub(super) async fn show(
             format!("job {id} not found"),
         )
     })?;
+    // Only a replayed job may have changes: the others cost no read.
+    let changes = if job.replays > 0 {
+        state.engine.store().job_changes(&job.id).await?
+    } else {
+        Vec::new()
+    };
     let mut v = view::job(&job);
     v.attempt_log = Some(&attempts);
+    if !changes.is_empty() {
+        v.original_request = changes.first().map(|c| view::request(&c.before.request));
+        v.changes = Some(view::changes(&changes));
+    }
     Ok(Json(v).into_response())
 }
 
@@ -346,8 +356,53 @@ pub(super) async fn list(
     )
 }
 
-pub(super) async fn replay(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
-    let job = state.engine.replay(&JobId(id)).await?;
+/// A dead job back to ready: as it was, or with changes (`{"patch", "key"}`), or only a
+/// preview of them (`"dry_run": true`).
+pub(super) async fn replay(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: ReplayInput = match body {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => ReplayInput::default(),
+        other => input::parse_json(other)?,
+    };
+    let (changes, dry_run) = input.into_changes();
+    let id = JobId(id);
+    if changes.is_none() && !dry_run {
+        let job = state.engine.replay(&id).await?;
+        return Ok(job_response(StatusCode::OK, &job, None));
+    }
+    changes.check(&state)?;
+    let (job, _) = state
+        .engine
+        .store()
+        .job_get(&id)
+        .await?
+        .ok_or_else(|| redial_store::StoreError::NotFound(id.clone()))?;
+    redial_store::may_replay(&job)?;
+    let now = state.engine.clock().now();
+    let params = match replay::plan(&state, &job, &changes, now)? {
+        Plan::Change(p) => p,
+        Plan::Skip(why) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidUrl,
+                format!("job {id}: the patch is not for it: {why}"),
+            ))
+        }
+    };
+    if dry_run {
+        let item = replay::preview(&params);
+        return Ok(Json(json!({
+            "dry_run": true, "matched": 1, "affected": 1, "skipped": 0, "preview": [item],
+        }))
+        .into_response());
+    }
+    let job = if params.change.changed.is_empty() {
+        state.engine.replay(&id).await?
+    } else {
+        state.engine.replay_changed(*params).await?
+    };
     Ok(job_response(StatusCode::OK, &job, None))
 }
 
@@ -362,14 +417,21 @@ pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>
     Ok(job_response(StatusCode::OK, &job, None))
 }
 
+/// A bulk action's filter, and the changes (and whether it is a dry run) a replay carries.
 pub(super) async fn bulk_filter(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
-) -> Result<JobFilter, ApiError> {
-    let input: FilterInput = match body {
+) -> Result<(JobFilter, Changes, bool), ApiError> {
+    let mut input: FilterInput = match body {
         Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
         other => input::parse_json(other)?,
     };
+    let extras = ReplayInput {
+        patch: input.patch.take(),
+        key: input.key.take(),
+        dry_run: input.dry_run.take(),
+    };
+    let (changes, dry_run) = extras.into_changes();
     // One empty request (a stray click, a page the user opened) must not reach every dead
     // letter: that takes saying so.
     if input.is_empty() && input.all != Some(true) {
@@ -378,24 +440,131 @@ pub(super) async fn bulk_filter(
             "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since, until or pattern",
         ));
     }
+    changes.check(state)?;
     let (filter, pattern) = input.into_filter(state)?;
-    input::with_pattern(state, filter, pattern).await
+    let filter = input::with_pattern(state, filter, pattern).await?;
+    Ok((filter, changes, dry_run))
 }
 
 pub(super) async fn bulk_replay(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let filter = bulk_filter(&state, body).await?;
-    let n = state.engine.replay_dead_letters(filter).await?;
-    Ok(Json(json!({ "affected": n })).into_response())
+    let (filter, changes, dry_run) = bulk_filter(&state, body).await?;
+    if changes.is_none() && !dry_run {
+        let n = state.engine.replay_dead_letters(filter).await?;
+        return Ok(Json(json!({ "affected": n })).into_response());
+    }
+    replay_changed_all(&state, filter, &changes, dry_run).await
+}
+
+/// The dead letters a page of the bulk replay with changes reads at a time.
+const CHANGE_PAGE: u32 = 500;
+/// The jobs a dry run shows.
+const PREVIEWS: usize = 5;
+
+/// A bulk replay with changes, job by job, each its own transaction. First every matching job's
+/// change is worked out and checked: if any would not pass as an enqueue, nothing is replayed
+/// and the answer names it. A dry run stops there and shows the first few. Then each job is
+/// worked out again and replayed, unless it changed in between (it is counted as skipped, as
+/// are the jobs the patch is not for). A failure midway leaves each job replayed or untouched,
+/// and running the same request again replays the rest.
+async fn replay_changed_all(
+    state: &AppState,
+    filter: JobFilter,
+    changes: &Changes,
+    dry_run: bool,
+) -> ApiResult {
+    let now = state.engine.clock().now();
+    let store = state.engine.store();
+    let mut matched = 0u64;
+    let mut skipped = 0u64;
+    let mut previews = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .job_list(JobListParams {
+                filter: filter.clone(),
+                after,
+                limit: CHANGE_PAGE,
+            })
+            .await?;
+        for job in &page.jobs {
+            matched += 1;
+            match replay::plan(state, job, changes, now)? {
+                Plan::Skip(_) => skipped += 1,
+                Plan::Change(p) if previews.len() < PREVIEWS => previews.push(p),
+                Plan::Change(_) => {}
+            }
+        }
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    if dry_run {
+        let items: Vec<_> = previews.iter().map(|p| replay::preview(p)).collect();
+        return Ok(Json(json!({
+            "dry_run": true, "matched": matched, "affected": matched - skipped,
+            "skipped": skipped, "preview": items,
+        }))
+        .into_response());
+    }
+    let (mut affected, mut skipped, mut matched) = (0u64, 0u64, 0u64);
+    let mut after = None;
+    loop {
+        let page = store
+            .job_list(JobListParams {
+                filter: filter.clone(),
+                after,
+                limit: CHANGE_PAGE,
+            })
+            .await?;
+        for job in &page.jobs {
+            matched += 1;
+            let params = match replay::plan(state, job, changes, now) {
+                Ok(Plan::Change(p)) => p,
+                // Not for this job, or no longer passing since the check (it changed).
+                Ok(Plan::Skip(_)) | Err(_) => {
+                    skipped += 1;
+                    continue;
+                }
+            };
+            let done = if params.change.changed.is_empty() {
+                state.engine.replay(&job.id).await
+            } else {
+                state.engine.replay_changed(*params).await
+            };
+            match done {
+                Ok(_) => affected += 1,
+                Err(redial_store::StoreError::Changed(_))
+                | Err(redial_store::StoreError::InvalidState { .. })
+                | Err(redial_store::StoreError::NotFound(_)) => skipped += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    Ok(
+        Json(json!({ "affected": affected, "matched": matched, "skipped": skipped }))
+            .into_response(),
+    )
 }
 
 pub(super) async fn bulk_dismiss(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let filter = bulk_filter(&state, body).await?;
+    let (filter, changes, dry_run) = bulk_filter(&state, body).await?;
+    if !changes.is_none() || dry_run {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidField,
+            "a dismiss takes a filter only: patch, key and dry_run are a replay's",
+        ));
+    }
     let n = state.engine.store().dead_letter_dismiss(filter).await?;
     Ok(Json(json!({ "affected": n })).into_response())
 }

@@ -2,6 +2,7 @@
 //! area: jobs, endpoints (and queues), schedules, ops.
 
 use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
+use crate::replay::{self, Changes, Plan, ReplayInput};
 use crate::view;
 use crate::{auth, ApiError, AppState, ErrorCode, OPENAPI};
 use axum::body::{Body, Bytes};

@@ -1,6 +1,7 @@
 //! `redial dead-letters`: the reason patterns of the dead letters, and replay or dismiss every
 //! dead job a filter matches.
 
+use super::patch::{self, PatchArgs};
 use super::{print_json, Conn};
 use crate::cli_args;
 use crate::human::{self, say, OutputArgs};
@@ -15,8 +16,9 @@ pub enum DeadLettersCommand {
     /// The dead letters grouped by the pattern of their reason (numbers, ids, times and quoted
     /// values masked), largest first: one row per cause. Give a pattern to --pattern to act on it.
     Patterns(PatternsArgs),
-    /// Replay every dead job matching the filter.
-    Replay(FilterArgs),
+    /// Replay every dead job matching the filter; with changes to their request or routing
+    /// (--url-prefix, --set-header, ...), job by job, or only a preview of them (--dry-run).
+    Replay(ReplayArgs),
     /// Dismiss (delete) every dead job matching the filter.
     Dismiss(FilterArgs),
 }
@@ -53,6 +55,14 @@ pub struct FilterArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    filter: FilterArgs,
+    #[command(flatten)]
+    patch: PatchArgs,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct PatternsArgs {
     #[command(flatten)]
     conn: Conn,
@@ -80,10 +90,10 @@ pub struct PatternsArgs {
 }
 
 pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
-    let (a, replay) = match cmd {
+    let (a, replay, changes) = match cmd {
         DeadLettersCommand::Patterns(a) => return patterns(a).await,
-        DeadLettersCommand::Replay(a) => (a, true),
-        DeadLettersCommand::Dismiss(a) => (a, false),
+        DeadLettersCommand::Replay(ReplayArgs { filter, patch }) => (filter, true, patch),
+        DeadLettersCommand::Dismiss(a) => (a, false, PatchArgs::default()),
     };
     let verb = if replay { "replay" } else { "dismiss" };
     let mut filter = DeadLetterFilter {
@@ -94,6 +104,9 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         until: a.until.map(|t| t.to_string()),
         pattern: a.pattern.clone(),
         all: None,
+        patch: None,
+        key: None,
+        dry_run: None,
     };
     if filter == DeadLetterFilter::default() && !a.all {
         return Err(UsageError(format!(
@@ -105,6 +118,20 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         filter.all = Some(true);
     }
     let server = a.conn.connect()?;
+    if changes.changes() || changes.dry_run {
+        filter.patch = changes.patch();
+        filter.key = changes.key();
+        if changes.dry_run {
+            let preview = server
+                .ask(server.client.preview_dead_letters(&filter))
+                .await?;
+            if a.out.json() {
+                return print_json(&preview);
+            }
+            patch::say_preview(&preview);
+            return Ok(());
+        }
+    }
     // On a terminal, say how many first: a bulk action over many jobs takes a moment.
     let started = std::time::Instant::now();
     let terminal = std::io::stderr().is_terminal() && !a.out.json();
@@ -138,12 +165,21 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     if a.out.json() {
         return print_json(&out);
     }
-    let done = if replay {
-        "replayed (back to ready, same idempotency keys)"
-    } else {
-        "dismissed"
+    let done = match (replay, filter.patch.is_some() || filter.key.is_some()) {
+        (true, false) => "replayed (back to ready, same idempotency keys)",
+        (true, true) => {
+            "replayed with changes (back to ready; redial jobs show ID has what changed)"
+        }
+        (false, _) => "dismissed",
     };
     say!("{} dead jobs {done}", out.affected);
+    if let (Some(matched), Some(skipped)) = (out.matched, out.skipped) {
+        if skipped > 0 {
+            say!(
+                "{skipped} of {matched} matched were skipped (the patch is not for them, or they changed meanwhile)"
+            );
+        }
+    }
     Ok(())
 }
 

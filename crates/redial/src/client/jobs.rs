@@ -1,9 +1,10 @@
 //! `redial jobs`: list, show, replay, dismiss, cancel.
 
+use super::patch::{self, PatchArgs};
 use super::{print_json, Conn};
 use crate::human::{self, say, say_part, OutputArgs};
 use anyhow::Result;
-use redial_client::{Job, JobsQuery};
+use redial_client::{Job, JobsQuery, ReplayInput};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum JobsCommand {
@@ -11,8 +12,9 @@ pub enum JobsCommand {
     List(ListArgs),
     /// Show a job with its attempt log.
     Show(IdArgs),
-    /// Replay a dead job: back to ready, counters reset, same idempotency key.
-    Replay(IdArgs),
+    /// Replay a dead job: back to ready, counters reset, same idempotency key; with changes to
+    /// its request or routing (--url, --set-header, ...), or only a preview of them (--dry-run).
+    Replay(ReplayArgs),
     /// Dismiss a dead job: it and its attempts are deleted.
     Dismiss(IdArgs),
     /// Cancel a job that has not finished.
@@ -31,6 +33,18 @@ pub struct WaitArgs {
     /// How long to wait at most, with a unit: 5m.
     #[arg(long, default_value = "60s", value_parser = crate::cli_args::duration)]
     timeout: std::time::Duration,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The job's id.
+    id: String,
+    #[command(flatten)]
+    patch: PatchArgs,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -84,20 +98,7 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             say_part!("{}", human::job(&job));
             Ok(())
         }
-        JobsCommand::Replay(a) => {
-            let server = a.conn.connect()?;
-            let job = server.ask(server.client.replay(&a.id)).await?;
-            if a.out.json() {
-                return print_json(&job);
-            }
-            say!(
-                "job {} replayed: {}, runs again from {} with the same idempotency key",
-                a.id,
-                job.state,
-                job.run_at
-            );
-            Ok(())
-        }
+        JobsCommand::Replay(a) => replay(a).await,
         JobsCommand::Dismiss(a) => {
             let server = a.conn.connect()?;
             let out = server.ask(server.client.dismiss(&a.id)).await?;
@@ -151,6 +152,57 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+async fn replay(a: ReplayArgs) -> Result<()> {
+    let server = a.conn.connect()?;
+    if !a.patch.changes() && !a.patch.dry_run {
+        let job = server.ask(server.client.replay(&a.id)).await?;
+        if a.out.json() {
+            return print_json(&job);
+        }
+        say!(
+            "job {} replayed: {}, runs again from {} with the same idempotency key",
+            a.id,
+            job.state,
+            job.run_at
+        );
+        return Ok(());
+    }
+    let input = ReplayInput {
+        patch: a.patch.patch(),
+        key: a.patch.key(),
+        dry_run: None,
+    };
+    if a.patch.dry_run {
+        let preview = server
+            .ask(server.client.replay_preview(&a.id, &input))
+            .await?;
+        if a.out.json() {
+            return print_json(&preview);
+        }
+        patch::say_preview(&preview);
+        return Ok(());
+    }
+    let job = server
+        .ask(server.client.replay_changed(&a.id, &input))
+        .await?;
+    if a.out.json() {
+        return print_json(&job);
+    }
+    let key = if a.patch.renew_key {
+        "a new idempotency key"
+    } else {
+        "the same idempotency key"
+    };
+    say!(
+        "job {} replayed with changes: {}, runs again from {} with {key} (redial jobs show {} has what changed)",
+        a.id,
+        job.state,
+        job.run_at,
+        a.id
+    );
+    Ok(())
 }
 
 async fn list(a: ListArgs) -> Result<()> {

@@ -7,6 +7,7 @@ mod endpoints;
 mod enqueue;
 mod events;
 mod jobs;
+mod patch;
 mod queues;
 mod schedules;
 mod stats;

@@ -80,6 +80,153 @@ async fn dead_letters_by_reason_pattern_from_the_cli() {
     assert!(out.stderr.contains("invalid_pattern"), "{}", out.stderr);
 }
 
+/// A replay with changes: dead letters moved to a new URL with a header set, previewed first
+/// (nothing changes), then replayed: the new receiver sees the new path and header and the same
+/// idempotency key; each job keeps its attempts, tells what changed and shows its request as
+/// enqueued. A patch that would not pass as an enqueue replays nothing; one job renewed its key.
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_with_changes_from_the_cli() {
+    let old = Receiver::start().await;
+    old.script("/v1/hook", vec![Reply::status(404)]);
+    let new = Receiver::start().await;
+    new.script("/v2/hook", vec![Reply::status(200)]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    for id in ["m1", "m2", "m3"] {
+        let url = old.url("/v1/hook");
+        let args = [
+            "enqueue",
+            "--id",
+            id,
+            "--url",
+            &url,
+            "-H",
+            "X-Api-Version: 1",
+        ];
+        assert_eq!(cli(&s.url, &args, None).code, 0);
+    }
+    for id in ["m1", "m2", "m3"] {
+        wait_for(&s.url, id, "dead", |j| j["state"] == "dead");
+    }
+    let keys: Vec<String> = ["m1", "m2"]
+        .iter()
+        .map(|id| {
+            show(&s.url, id)["idempotency_key"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let prefix = format!("{}={}", old.url("/v1"), new.url("/v2"));
+    let patch = ["--url-prefix", &prefix, "--set-header", "X-Api-Version: 2"];
+
+    // A preview changes nothing.
+    let mut args = vec!["dead-letters", "replay", "--all", "--dry-run"];
+    args.extend(patch);
+    let out = cli(&s.url, &args, None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let j = &out.json;
+    assert_eq!(
+        (
+            j["matched"].as_u64(),
+            j["affected"].as_u64(),
+            j["skipped"].as_u64()
+        ),
+        (Some(3), Some(3), Some(0)),
+        "{j}"
+    );
+    let first = &j["preview"][0];
+    assert_eq!(first["after"]["request"]["url"], new.url("/v2/hook"));
+    assert_eq!(first["before"]["request"]["url"], old.url("/v1/hook"));
+    let changed: Vec<&str> = first["changed"]
+        .as_array()
+        .map_or(vec![], |a| a.iter().filter_map(Value::as_str).collect());
+    assert!(changed.iter().any(|c| c.starts_with("url ")), "{changed:?}");
+    assert!(changed.contains(&"header x-api-version set"), "{changed:?}");
+    assert!(
+        changed.iter().any(|c| c.starts_with("endpoint ")),
+        "the endpoint follows the URL: {changed:?}"
+    );
+    assert_eq!(show(&s.url, "m1")["state"], "dead");
+    let text = cli_text(&s.url, &args, None);
+    assert!(
+        text.stdout
+            .contains("dry run: 3 dead jobs would be replayed"),
+        "{}",
+        text.stdout
+    );
+
+    // One that would not pass as an enqueue: nothing is replayed.
+    let out = cli(
+        &s.url,
+        &["jobs", "replay", "m3", "--url", "ftp://example.com/x"],
+        None,
+    );
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("invalid_url"), "{}", out.stderr);
+    assert_eq!(show(&s.url, "m3")["state"], "dead");
+    // One job on its own, with a new key.
+    let url = new.url("/v2/hook");
+    let out = cli(
+        &s.url,
+        &["jobs", "replay", "m3", "--url", &url, "--renew-key"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let mut args = vec!["dead-letters", "replay", "--all"];
+    args.extend(patch);
+    let out = cli(&s.url, &args, None);
+    assert_eq!(
+        (
+            out.json["affected"].as_u64(),
+            out.json["matched"].as_u64(),
+            out.json["skipped"].as_u64()
+        ),
+        (Some(2), Some(2), Some(0)),
+        "{}",
+        out.stdout
+    );
+    for id in ["m1", "m2", "m3"] {
+        wait_for(&s.url, id, "completed", |j| j["state"] == "completed");
+    }
+    let seen = new.received("/v2/hook");
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|r| r.header("x-api-version").is_some()));
+    let mut sent: Vec<String> = seen
+        .iter()
+        .filter(|r| r.header("x-api-version") == Some("2"))
+        .filter_map(|r| r.header("idempotency-key").map(str::to_owned))
+        .collect();
+    sent.sort();
+    let mut kept = keys.clone();
+    kept.sort();
+    assert_eq!(sent, kept, "the same keys as before the replay");
+    let m3 = show(&s.url, "m3");
+    assert!(!keys.contains(&m3["idempotency_key"].as_str().unwrap_or("").to_owned()));
+    assert!(m3["changes"][0]["changed"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|l| l == "idempotency key renewed")));
+
+    let m1 = show(&s.url, "m1");
+    assert_eq!(m1["request"]["url"], new.url("/v2/hook"));
+    assert_eq!(m1["original_request"]["url"], old.url("/v1/hook"));
+    assert_eq!(m1["changes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(m1["changes"][0]["replay"], 1);
+    assert_eq!(
+        m1["attempt_log"].as_array().map(Vec::len),
+        Some(2),
+        "history kept"
+    );
+    let text = cli_text(&s.url, &["jobs", "show", "m1"], None);
+    assert!(text.stdout.contains("enqueued"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("header x-api-version set"),
+        "{}",
+        text.stdout
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     let rx = Receiver::start().await;
