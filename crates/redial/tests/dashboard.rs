@@ -417,6 +417,72 @@ async fn triage_by_reason_pattern_in_a_browser() {
     server.terminate();
 }
 
+/// A dead job replayed with changes from its page: the edit form's preview says what would
+/// change and changes nothing; the replay, after a confirmation, sends the new request; the page
+/// then shows the request as enqueued and the change between the attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_job_replayed_with_changes_in_a_browser() {
+    let old = Receiver::start().await;
+    old.script("/v1/hook", vec![Reply::status(404)]);
+    let new = Receiver::start().await;
+    new.script("/v2/hook", vec![Reply::status(200)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    enqueue(&http, &server.url, None, "e1", &old.url("/v1/hook")).await;
+    eventually("dead", || async {
+        dead_count(&http, &server.url, None).await == 1
+    })
+    .await;
+
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/job/e1", server.url)).await;
+    b.wait_text("#job-state", "the job's state", |t| t.starts_with("dead"))
+        .await;
+    b.press("#replay-edit summary").await;
+    b.type_into("#replay-edit input[name=url]", &new.url("/v2/hook"))
+        .await;
+    b.type_into("#replay-edit textarea[name=set]", "X-Api-Version: 2")
+        .await;
+    b.press("#replay-preview-button").await;
+    b.wait_text("#replay-preview-summary", "the preview", |t| {
+        t.starts_with("1 dead job would be replayed")
+    })
+    .await;
+    let changes = b
+        .wait_text("#replay-preview [data-preview=e1] ul", "the changes", |t| {
+            t.contains("header x-api-version set")
+        })
+        .await;
+    assert!(changes.contains("url "), "{changes}");
+    assert_eq!(new.count("/v2/hook"), 0, "a preview sends nothing");
+    b.press("#replay-apply").await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.contains("Replay 1 dead job with these changes")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    eventually("the new request was sent", || async {
+        new.received("/v2/hook")
+            .iter()
+            .any(|r| r.header("x-api-version") == Some("2"))
+    })
+    .await;
+    b.goto(&format!("{}/ui/#/job/e1", server.url)).await;
+    b.wait_text("#job-state", "the job's state", |t| t == "completed")
+        .await;
+    b.wait_text("#job-original", "the request as enqueued", |t| {
+        t.contains("/v1/hook")
+    })
+    .await;
+    b.wait_text("tr.change", "the change in the timeline", |t| {
+        t.contains("Replayed with changes (replay 1)") && t.contains("header x-api-version set")
+    })
+    .await;
+    drop(b);
+    server.terminate();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_token_signs_in_and_sees_no_action() {
     let rx = Receiver::start().await;

@@ -363,8 +363,11 @@ pub(super) async fn replay(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    // No body, an empty one or `null`: a plain replay, as before replays took changes.
     let input: ReplayInput = match body {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => ReplayInput::default(),
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) || b.trim_ascii() == b"null" => {
+            ReplayInput::default()
+        }
         other => input::parse_json(other)?,
     };
     let (changes, dry_run) = input.into_changes();

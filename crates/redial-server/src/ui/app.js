@@ -175,6 +175,88 @@ function describe(body) {
   return Object.entries(body).map(([k, v]) => `${say[k] || k} ${time(k) ? fmtTime(v) : v}`).join(', ');
 }
 
+// ---- replay with changes --------------------------------------------------------------------------
+
+// A form for a replay's changes: a field left empty changes nothing. `bulk` adds the URL prefix.
+function patchForm(bulk) {
+  const field = (label, name, attrs = {}) => el('label', {}, label, el('input', { name, ...attrs }));
+  return el('form', { class: 'patch', onsubmit: e => e.preventDefault() },
+    field('New URL', 'url', { placeholder: 'https://api.example.com/v2/charges' }),
+    bulk ? [field('URL starting with', 'prefix_from', { placeholder: 'https://old.example.com' }),
+      field('becomes', 'prefix_to', { placeholder: 'https://new.example.com' })] : null,
+    el('label', {}, 'Set headers (one "Name: value" a line)', el('textarea', { name: 'set', rows: 2 })),
+    field('Remove headers (comma-separated)', 'remove'),
+    el('label', {}, 'New body (empty: unchanged)', el('textarea', { name: 'body', rows: 3 })),
+    field('Timeout', 'timeout', { placeholder: '10s' }),
+    field('Queue', 'queue'),
+    field('Endpoint', 'endpoint'),
+    el('label', { class: 'check' }, el('input', { type: 'checkbox', name: 'renew' }),
+      'New idempotency key (the first request was wrong and must count as new)'));
+}
+
+// The replay's body a patch form asks for: the fields filled in only.
+function patchBody(form) {
+  const f = new FormData(form);
+  const v = k => String(f.get(k) || '').trim();
+  const patch = {};
+  if (v('url')) patch.url = v('url');
+  if (v('prefix_from')) patch.url_prefix = { from: v('prefix_from'), to: v('prefix_to') };
+  const set = {};
+  for (const line of v('set').split('\n')) {
+    const i = line.indexOf(':');
+    if (i > 0) set[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  const remove = v('remove').split(',').map(h => h.trim()).filter(Boolean);
+  if (Object.keys(set).length > 0 || remove.length > 0) patch.headers = { set, remove };
+  if (f.get('body')) patch.body = String(f.get('body'));
+  for (const k of ['timeout', 'queue', 'endpoint']) if (v(k)) patch[k] = v(k);
+  const body = { patch };
+  if (f.get('renew')) body.key = 'renew';
+  return body;
+}
+
+function previewList(p) {
+  const line = r => `${r.request.method} ${r.request.url}`;
+  return el('div', { id: 'replay-preview' },
+    el('p', { id: 'replay-preview-summary' }, `${plural(p.affected, 'dead job')} would be replayed, ${fmtNum(p.skipped)} skipped (the patch is not for them), of ${fmtNum(p.matched)} matched. Nothing was changed.`),
+    p.preview.map(i => el('div', { class: 'card', 'data-preview': i.id },
+      el('strong', {}, i.id),
+      el('ul', {}, (i.changed.length > 0 ? i.changed : ['nothing changes: replayed as it was']).map(c => el('li', {}, c))),
+      el('div', { class: 'muted' }, 'before: ', el('code', {}, line(i.before))),
+      el('div', {}, 'after: ', el('code', {}, line(i.after))))));
+}
+
+// "Replay with changes": a preview first, then the replay after a confirmation that says how
+// many. `path` is the replay route, `base` what the body carries besides the changes (a filter).
+function replayEditor(path, base, bulk) {
+  const form = patchForm(bulk);
+  const out = el('div', { 'aria-live': 'polite' });
+  const fail = e => out.replaceChildren(el('p', { class: 'error', role: 'alert' }, e.message));
+  const preview = async () => {
+    try {
+      const p = await api('POST', path, { ...base, ...patchBody(form), dry_run: true });
+      out.replaceChildren(previewList(p));
+      return p;
+    } catch (e) { fail(e); return null; }
+  };
+  const apply = async () => {
+    const p = await preview();
+    if (!p || !await confirmAction(`Replay ${plural(p.affected, 'dead job')} with these changes?`, 'Replay')) return;
+    try {
+      const r = await api('POST', path, { ...base, ...patchBody(form) });
+      toast(bulk ? `${fmtNum(r.affected)} replayed with changes${r.skipped ? `, ${fmtNum(r.skipped)} skipped` : ''}` : `${r.id}: replayed with changes`);
+      form.closest('details').open = false;
+      render();
+    } catch (e) { fail(e); }
+  };
+  return el('details', { class: 'editor', id: 'replay-edit' },
+    el('summary', {}, 'Replay with changes…'),
+    form,
+    el('p', {}, el('button', { type: 'button', id: 'replay-preview-button', onclick: preview }, 'Preview'), ' ',
+      el('button', { type: 'button', class: 'primary', id: 'replay-apply', onclick: apply }, 'Replay with changes')),
+    out);
+}
+
 // ---- charts ------------------------------------------------------------------------------------
 
 function svg(tag, attrs, ...children) {
@@ -357,6 +439,7 @@ async function triage(main, params) {
     state.readOnly || data.total === 0 ? null : el('p', {},
       el('button', { type: 'button', class: 'primary', onclick: () => act('Replay', body, data.total) }, 'Replay all matching'), ' ',
       el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', body, data.total) }, 'Dismiss all matching')),
+    state.readOnly || data.total === 0 ? null : replayEditor('/v1/dead-letters/replay', body, true),
     data.groups.length === 0 ? el('p', { class: 'muted' }, 'Nothing to triage.')
       : table(['Queue', 'Category', 'Endpoint', { label: 'Jobs', num: true }, 'First', 'Last', 'Reason (one of them)', ''],
         data.groups.map(g => {
@@ -460,6 +543,8 @@ async function job(main, id) {
       j.group ? [el('dt', {}, 'Group'), el('dd', {}, el('a', { href: groupsHref(j.queue) }, j.group))] : null,
       el('dt', {}, 'Endpoint'), el('dd', {}, el('code', {}, j.endpoint)),
       el('dt', {}, 'Request'), el('dd', {}, el('code', {}, `${j.request.method} ${j.request.url}`), ` (${fmtNum(j.request.body_bytes)} bytes of body)`),
+      j.original_request ? [el('dt', {}, 'Enqueued as'), el('dd', { id: 'job-original' },
+        el('code', {}, `${j.original_request.method} ${j.original_request.url}`), ` (${fmtNum(j.original_request.body_bytes)} bytes of body)`)] : null,
       el('dt', {}, 'Headers'), el('dd', {}, j.request.headers.length === 0 ? 'none' : j.request.headers.map(([n, v]) => el('div', {}, el('code', {}, `${n}: ${v}`)))),
       el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, j.idempotency_key || 'none')),
       j.callback ? [el('dt', {}, 'Callback'), el('dd', { id: 'job-callback' },
@@ -474,10 +559,13 @@ async function job(main, id) {
       j.state === 'dead' ? [el('button', { type: 'button', class: 'primary', onclick: () => act('Replay', 'replay') }, 'Replay'), ' ',
         el('button', { type: 'button', class: 'danger', onclick: () => act('Dismiss', 'dismiss') }, 'Dismiss')] : null,
       !finished ? el('button', { type: 'button', class: 'danger', onclick: () => act('Cancel', 'cancel') }, 'Cancel') : null),
+    !state.readOnly && j.state === 'dead' ? replayEditor(`/v1/jobs/${encodeURIComponent(j.id)}/replay`, {}, false) : null,
     el('h2', {}, 'Attempts'),
     attempts.length === 0 ? el('p', { class: 'muted' }, 'No attempt yet.')
       : table(['#', 'Started', { label: 'Took', num: true }, 'Result', 'Category', 'Decision', 'Delay', 'Server wait', 'Why'],
-        attempts.map(a => el('tr', { class: 'attempt' },
+        timeline(attempts, j.changes || []).map(a => a.changed ? el('tr', { class: 'change' },
+          el('td', {}, ''), el('td', {}, fmtTime(a.at)),
+          el('td', { colspan: 7 }, el('strong', {}, `Replayed with changes (replay ${a.replay}): `), a.changed.join('; '))) : el('tr', { class: 'attempt' },
           el('td', {}, String(a.number)), el('td', {}, fmtTime(a.started_at)), el('td', { class: 'num' }, ms(a.duration_ms)),
           el('td', {}, a.status ? String(a.status) : (a.error || '')),
           el('td', {}, a.category), el('td', {}, a.decision + (a.dead_category ? ` (${a.dead_category})` : '')),
@@ -485,6 +573,17 @@ async function job(main, id) {
           el('td', { class: 'reason' }, a.reason, a.error_detail ? el('div', { class: 'muted' }, a.error_detail) : null,
             a.held ? el('div', { class: 'muted' }, `held before it by ${a.held}`) : null)))),
   );
+}
+
+// A job's attempts with its replays' changes between them, in the order they happened.
+function timeline(attempts, changes) {
+  const out = [];
+  let i = 0;
+  for (const a of attempts) {
+    while (i < changes.length && new Date(changes[i].at) <= new Date(a.started_at)) out.push(changes[i++]);
+    out.push(a);
+  }
+  return out.concat(changes.slice(i));
 }
 
 // The actions on one endpoint: pause or resume, and reset an open breaker.
@@ -649,11 +748,13 @@ async function render() {
   }
 }
 
-// Draws the page again unless someone is in the middle of something: a dialog open or a field
-// with focus (a redraw would throw away what is typed), or signing in.
+// Draws the page again unless someone is in the middle of something: a dialog open, a field
+// with focus or a replay's changes being written (a redraw would throw away what is typed), or
+// signing in.
 function refresh() {
-  const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
-  if (!byId('confirm').open && !byId('pause').open && !typing && byId('login').hidden) render();
+  const typing = document.activeElement && ['INPUT', 'SELECT', 'TEXTAREA'].includes(document.activeElement.tagName);
+  const editing = document.querySelector('details.editor[open]');
+  if (!byId('confirm').open && !byId('pause').open && !typing && !editing && byId('login').hidden) render();
 }
 
 function schedule() {
