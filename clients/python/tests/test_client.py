@@ -122,6 +122,27 @@ def test_dead_letters_replay_by_filter(server: Server, receiver: Receiver) -> No
             c.replay_dead_letters({})
 
 
+def test_replay_with_changes(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        receiver.status = 404
+        job = c.enqueue(job_for(receiver))
+        wait_for(lambda: c.get_job(job["id"])["state"] == "dead", "a dead job")
+        patch = {"headers": {"set": {"X-Api-Version": "2"}}}
+        preview = c.preview_dead_letters({"endpoint": receiver.origin, "patch": patch})
+        assert (preview["matched"], preview["affected"], preview["skipped"]) == (1, 1, 0)
+        assert "header x-api-version set" in preview["preview"][0]["changed"]
+        one = c.preview_replay(job["id"], patch, key="renew")
+        assert "idempotency key renewed" in one["preview"][0]["changed"]
+        assert c.get_job(job["id"])["state"] == "dead"
+        receiver.status = 200
+        c.replay(job["id"], patch)
+        done = wait_for(lambda: c.get_job(job["id"])["state"] == "completed", "completed")
+        shown = c.get_job(job["id"])
+        assert shown["idempotency_key"] == job["idempotency_key"]
+        assert shown["changes"][0]["changed"] == ["header x-api-version set"]
+        assert done
+
+
 def test_dismiss_and_cancel(server: Server, receiver: Receiver) -> None:
     with Redial(server.url) as c:
         later = c.enqueue(job_for(receiver, run_at="2999-01-01T00:00:00Z"))

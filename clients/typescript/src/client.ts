@@ -26,6 +26,8 @@ import type {
   PauseInput,
   Queue,
   QueueList,
+  ReplayInput,
+  ReplayPreview,
   Schedule,
   ScheduleInput,
   ScheduleList,
@@ -124,8 +126,31 @@ export class Redial {
     } while (cursor);
   }
 
-  replay(id: string): Promise<Job> {
-    return this.transport.request<Job>({ method: "POST", path: `/v1/jobs/${enc(id)}/replay` });
+  /**
+   * Replays a dead job: as it was, or with changes (`{ patch, key }`: its request or routing
+   * patched, its idempotency key kept or renewed), checked as an enqueue is.
+   */
+  replay(id: string, changes?: Omit<ReplayInput, "dry_run">): Promise<Job> {
+    const body = changes === undefined ? undefined : { ...changes, dry_run: false };
+    return this.transport.request<Job>({ method: "POST", path: `/v1/jobs/${enc(id)}/replay`, body });
+  }
+
+  /** What `replay(id, changes)` would do; changes nothing. */
+  previewReplay(id: string, changes: Omit<ReplayInput, "dry_run">): Promise<ReplayPreview> {
+    return this.transport.request<ReplayPreview>({
+      method: "POST",
+      path: `/v1/jobs/${enc(id)}/replay`,
+      body: { ...changes, dry_run: true },
+    });
+  }
+
+  /** What `replayDeadLetters(filter)` would do with the filter's patch; changes nothing. */
+  previewDeadLetters(filter: DeadLetterFilter): Promise<ReplayPreview> {
+    return this.transport.request<ReplayPreview>({
+      method: "POST",
+      path: "/v1/dead-letters/replay",
+      body: { ...(filter as object), dry_run: true },
+    });
   }
 
   dismiss(id: string): Promise<Dismissed> {
@@ -136,9 +161,16 @@ export class Redial {
     return this.transport.request<Job>({ method: "POST", path: `/v1/jobs/${enc(id)}/cancel` });
   }
 
-  /** Replays the dead letters matching the filter ({ all: true } for every one). */
+  /**
+   * Replays the dead letters matching the filter ({ all: true } for every one); with a `patch`
+   * (and `key`), job by job with those changes.
+   */
   replayDeadLetters(filter: DeadLetterFilter): Promise<Affected> {
-    return this.transport.request<Affected>({ method: "POST", path: "/v1/dead-letters/replay", body: filter });
+    return this.transport.request<Affected>({
+      method: "POST",
+      path: "/v1/dead-letters/replay",
+      body: { ...(filter as object), dry_run: false },
+    });
   }
 
   /** Dismisses the dead letters matching the filter ({ all: true } for every one). */

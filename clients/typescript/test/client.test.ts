@@ -163,6 +163,26 @@ describe("Redial against a real server", () => {
     assert.equal(none.affected, 0);
   });
 
+  test("replay with changes: previewed, then sent to the new URL with the same key", async () => {
+    const r = await receiver((path) => (path.startsWith("/v2/") ? 200 : 404));
+    const job = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/v1/hook`, body: "x" } });
+    await waitForState(job.id, "dead");
+    const changes = { patch: { url_prefix: { from: `${r.origin}/v1/`, to: `${r.origin}/v2/` }, headers: { set: { "X-Api-Version": "2" } } } };
+    const preview = await redial.previewDeadLetters({ endpoint: job.endpoint, ...changes });
+    assert.equal(preview.affected, 1);
+    assert.ok(preview.preview[0]!.changed.includes("header x-api-version set"), preview.preview[0]!.changed.join("; "));
+    const one = await redial.previewReplay(job.id, { patch: { url: `${r.origin}/v2/hook` }, key: "renew" });
+    assert.ok(one.preview[0]!.changed.includes("idempotency key renewed"));
+    assert.equal((await redial.getJob(job.id)).state, "dead", "a preview changes nothing");
+    const replayed = await redial.replay(job.id, changes);
+    assert.equal(replayed.request.url, `${r.origin}/v2/hook`);
+    const done = await waitForState(job.id, "completed");
+    assert.equal(done.idempotency_key, job.idempotency_key);
+    const shown = await redial.getJob(job.id);
+    assert.equal(shown.original_request?.url, `${r.origin}/v1/hook`);
+    assert.equal(shown.changes?.length, 1);
+  });
+
   test("dismissDeadLetters and cancel act on jobs", async () => {
     const r = await receiver(() => 422);
     const job = await redial.enqueue({ request: { method: "POST", url: `${r.origin}/fail`, body: "x" } });

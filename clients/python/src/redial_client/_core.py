@@ -126,12 +126,29 @@ def job_action(job_id: str, action: str) -> Call:
     return Call("POST", f"/v1/jobs/{segment(job_id)}/{action}")
 
 
-def dead_letters(action: str, filter: Mapping[str, Any]) -> Call:
+def replay(
+    job_id: str, patch: Mapping[str, Any] | None, key: str | None, dry_run: bool
+) -> Call:
+    if patch is None and key is None and not dry_run:
+        return job_action(job_id, "replay")
+    body: dict[str, Any] = {"dry_run": dry_run}
+    if patch is not None:
+        body["patch"] = dict(patch)
+    if key is not None:
+        body["key"] = key
+    return Call("POST", f"/v1/jobs/{segment(job_id)}/replay", body=body, has_body=True)
+
+
+def dead_letters(action: str, filter: Mapping[str, Any], dry_run: bool = False) -> Call:
     if not filter:
         raise ValueError(
-            "give a dead-letter filter (queue, category, endpoint, since, until) or {'all': True}"
+            "give a dead-letter filter (queue, category, endpoint, since, until, pattern)"
+            " or {'all': True}"
         )
-    return Call("POST", f"/v1/dead-letters/{action}", body=dict(filter), has_body=True)
+    body = dict(filter)
+    if action == "replay":
+        body["dry_run"] = dry_run
+    return Call("POST", f"/v1/dead-letters/{action}", body=body, has_body=True)
 
 
 def dead_letter_groups(filters: Mapping[str, Any]) -> Call:

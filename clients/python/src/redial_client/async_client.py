@@ -12,7 +12,7 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
+    EventKind, EventPage, Job, JobInput, Queue, ReplayPreview, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -111,8 +111,23 @@ class AsyncRedial:
             if not cursor:
                 return
 
-    async def replay(self, id: str) -> Job:
-        return cast(Job, await self._send(_core.job_action(id, "replay")))
+    async def replay(
+        self, id: str, patch: Mapping[str, Any] | None = None, key: str | None = None
+    ) -> Job:
+        """Replays a dead job: as it was, or with its request or routing patched (url or
+        url_prefix, headers, body, timeout, policy, queue, endpoint) and its idempotency key kept
+        ("keep", the default) or renewed ("renew")."""
+        return cast(Job, await self._send(_core.replay(id, patch, key, False)))
+
+    async def preview_replay(
+        self, id: str, patch: Mapping[str, Any] | None = None, key: str | None = None
+    ) -> ReplayPreview:
+        """What replay(id, patch, key) would do; changes nothing."""
+        return cast(ReplayPreview, await self._send(_core.replay(id, patch, key, True)))
+
+    async def preview_dead_letters(self, filter: DeadLetterFilter) -> ReplayPreview:
+        """What replay_dead_letters(filter) would do with the filter's patch; changes nothing."""
+        return cast(ReplayPreview, await self._send(_core.dead_letters("replay", filter, True)))
 
     async def dismiss(self, id: str) -> Dismissed:
         return cast(Dismissed, await self._send(_core.job_action(id, "dismiss")))

@@ -11,7 +11,7 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Queue, Schedule, ScheduleInput, Stats,
+    EventKind, EventPage, Job, JobInput, Queue, ReplayPreview, Schedule, ScheduleInput, Stats,
 )
 
 
@@ -109,8 +109,23 @@ class Redial:
             if not cursor:
                 return
 
-    def replay(self, id: str) -> Job:
-        return cast(Job, self._send(_core.job_action(id, "replay")))
+    def replay(
+        self, id: str, patch: Mapping[str, Any] | None = None, key: str | None = None
+    ) -> Job:
+        """Replays a dead job: as it was, or with its request or routing patched (url or
+        url_prefix, headers, body, timeout, policy, queue, endpoint) and its idempotency key kept
+        ("keep", the default) or renewed ("renew")."""
+        return cast(Job, self._send(_core.replay(id, patch, key, False)))
+
+    def preview_replay(
+        self, id: str, patch: Mapping[str, Any] | None = None, key: str | None = None
+    ) -> ReplayPreview:
+        """What replay(id, patch, key) would do; changes nothing."""
+        return cast(ReplayPreview, self._send(_core.replay(id, patch, key, True)))
+
+    def preview_dead_letters(self, filter: DeadLetterFilter) -> ReplayPreview:
+        """What replay_dead_letters(filter) would do with the filter's patch; changes nothing."""
+        return cast(ReplayPreview, self._send(_core.dead_letters("replay", filter, True)))
 
     def dismiss(self, id: str) -> Dismissed:
         return cast(Dismissed, self._send(_core.job_action(id, "dismiss")))

@@ -159,6 +159,8 @@ class DeadLetterFilter(TypedDict, total=False):
     until: str
     pattern: str
     all: bool
+    patch: dict[str, Any]
+    key: str
 
 
 class QueueStateCount(TypedDict):
@@ -239,6 +241,32 @@ class DeadGroup(TypedDict):
 class DeadGroups(TypedDict):
     groups: list[DeadGroup]
     total: int
+
+
+class JobSide(TypedDict):
+    """A job's request and routing (secrets redacted)."""
+
+    queue: str
+    endpoint: str
+    idempotency_key: str | None
+    request: dict[str, Any]
+
+
+class ReplayPreviewItem(TypedDict):
+    id: str
+    changed: list[str]
+    before: JobSide
+    after: JobSide
+
+
+class ReplayPreview(TypedDict):
+    """What a replay with changes would do; nothing was changed."""
+
+    dry_run: bool
+    matched: int
+    affected: int
+    skipped: int
+    preview: list[ReplayPreviewItem]
 
 
 class DeadPattern(TypedDict):
