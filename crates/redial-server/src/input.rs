@@ -380,7 +380,7 @@ impl FilterInput {
             endpoint: self.endpoint,
             since: self.since,
             until: self.until,
-            reasons: None,
+            ..JobFilter::default()
         };
         Ok((filter, self.pattern))
     }

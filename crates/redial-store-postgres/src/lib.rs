@@ -438,6 +438,14 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letter_groups(c, &filter).await)
     }
 
+    async fn dead_letter_chunk_end(
+        &self,
+        filter: JobFilter,
+        limit: u32,
+    ) -> StoreResult<Option<i64>> {
+        with_conn!(self, c => sql::dead_letter_chunk_end(c, &filter, limit).await)
+    }
+
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
         with_conn!(self, c => sql::dead_letter_reasons(c, &filter).await)
     }

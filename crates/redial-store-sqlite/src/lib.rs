@@ -495,6 +495,15 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn dead_letter_chunk_end(
+        &self,
+        filter: JobFilter,
+        limit: u32,
+    ) -> StoreResult<Option<i64>> {
+        self.read(move |c| sql::dead_letter_chunk_end(c, &filter, limit))
+            .await
+    }
+
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
         self.read(move |c| sql::dead_letter_reasons(c, &filter))
             .await

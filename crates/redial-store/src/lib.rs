@@ -188,6 +188,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Dismisses every dead job matching the filter; returns how many.
     async fn dead_letter_dismiss(&self, filter: JobFilter) -> StoreResult<u64>;
 
+    /// Where the next chunk of a bulk action ends: the `seq` of the `limit`-th dead letter the
+    /// filter matches (its state is ignored), in `seq` order, after its `after_seq` (or of the
+    /// last one, when fewer follow); none when none follows. Reads the dead letters only.
+    async fn dead_letter_chunk_end(
+        &self,
+        filter: JobFilter,
+        limit: u32,
+    ) -> StoreResult<Option<i64>>;
+
     /// Appends endpoint events to the event log (job events are written with the change that
     /// makes them, by the store itself).
     async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()>;

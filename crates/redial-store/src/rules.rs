@@ -302,6 +302,12 @@ impl JobFilter {
         if let Some(r) = &self.reasons {
             out.push(c("last_reason", SqlValue::TextList(r.clone())));
         }
+        if let Some(s) = self.after_seq {
+            out.push(c("seq >", SqlValue::Int(s)));
+        }
+        if let Some(s) = self.upto_seq {
+            out.push(c("seq <=", SqlValue::Int(s)));
+        }
         out
     }
 }

@@ -439,6 +439,14 @@ impl Store for Watched {
         self.inner.job_changes(id).await
     }
 
+    async fn dead_letter_chunk_end(
+        &self,
+        filter: JobFilter,
+        limit: u32,
+    ) -> StoreResult<Option<i64>> {
+        self.inner.dead_letter_chunk_end(filter, limit).await
+    }
+
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>> {
         self.inner.dead_letter_reasons(filter).await
     }

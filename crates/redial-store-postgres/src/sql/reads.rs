@@ -98,6 +98,25 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
     })
 }
 
+/// [`redial_store::Store::dead_letter_chunk_end`]: by `jobs_dead`, in its order.
+pub async fn dead_letter_chunk_end(
+    c: &mut Conn,
+    f: &JobFilter,
+    limit: u32,
+) -> StoreResult<Option<i64>> {
+    let mut sql = "SELECT MAX(seq) FROM (SELECT seq FROM jobs WHERE state = 'dead'".to_owned();
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    params.push(Box::new(i64::from(limit.max(1))));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ${}) chunk", params.len()));
+    let row = c
+        .client
+        .query_one(&sql, &refs(&params))
+        .await
+        .map_err(backend)?;
+    get(&row, 0)
+}
+
 /// [`redial_store::Store::dead_letter_reasons`]: the matching dead letters read by `jobs_dead`.
 pub async fn dead_letter_reasons(c: &mut Conn, f: &JobFilter) -> StoreResult<Vec<DeadReason>> {
     let mut sql = "SELECT last_reason, COUNT(*), MIN(finished_at), MAX(finished_at) FROM jobs \

@@ -100,8 +100,13 @@ pub fn dead_letter_groups(
     f: &JobFilter,
     counts: &counts::Shared,
 ) -> StoreResult<Vec<DeadGroup>> {
-    // The kept counts know no time and no reason.
-    if f.since.is_some() || f.until.is_some() || f.reasons.is_some() {
+    // The kept counts know no time, no reason and no place in the table.
+    if f.since.is_some()
+        || f.until.is_some()
+        || f.reasons.is_some()
+        || f.after_seq.is_some()
+        || f.upto_seq.is_some()
+    {
         return dead_letter_groups_read(c, f);
     }
     let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)
@@ -194,6 +199,23 @@ pub(super) fn dead_letter_groups_read(
             })
         })
         .collect())
+}
+
+/// [`Store::dead_letter_chunk_end`]: read by `jobs_dead`, in its order.
+pub fn dead_letter_chunk_end(
+    c: &mut Connection,
+    f: &JobFilter,
+    limit: u32,
+) -> StoreResult<Option<i64>> {
+    let mut sql =
+        "SELECT MAX(seq) FROM (SELECT seq FROM jobs INDEXED BY jobs_dead WHERE state = 'dead'"
+            .to_owned();
+    let mut params = Vec::new();
+    push_conditions(&mut sql, &mut params, f.conditions());
+    params.push(Value::Integer(i64::from(limit.max(1))));
+    sql.push_str(&format!(" ORDER BY seq LIMIT ?{})", params.len()));
+    c.query_row(&sql, params_from_iter(params.iter()), |r| r.get(0))
+        .map_err(backend)
 }
 
 /// [`Store::dead_letter_reasons`]: the matching dead letters read by `jobs_dead`.

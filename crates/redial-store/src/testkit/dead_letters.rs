@@ -523,3 +523,84 @@ pub async fn replay_with_changes(store: Arc<dyn Store>) {
         "{missing:?}"
     );
 }
+
+/// A bulk action in chunks: each chunk's end is the `limit`-th matching dead letter in `seq`
+/// order after the last chunk's; acting on the range between (the filter's `after_seq` and
+/// `upto_seq`) takes exactly those, whatever else is dead or alive around them.
+pub async fn bulk_actions_in_chunks(store: Arc<dyn Store>) {
+    for i in 0..5 {
+        make_dead(&store, &format!("a{i}"), "default", DeadCategory::Permanent).await;
+        make_dead(&store, &format!("b{i}"), "other", DeadCategory::Permanent).await;
+    }
+    store
+        .job_insert(new_job("alive", "default"))
+        .await
+        .expect("insert");
+    let only = JobFilter {
+        queue: Some("default".into()),
+        ..JobFilter::default()
+    };
+    let mut after = None;
+    let mut chunks = Vec::new();
+    while let Some(end) = store
+        .dead_letter_chunk_end(
+            JobFilter {
+                after_seq: after,
+                ..only.clone()
+            },
+            2,
+        )
+        .await
+        .expect("chunk end")
+    {
+        let chunk = JobFilter {
+            after_seq: after,
+            upto_seq: Some(end),
+            ..only.clone()
+        };
+        chunks.push(
+            store
+                .dead_letter_replay(chunk, at(50))
+                .await
+                .expect("replay a chunk"),
+        );
+        after = Some(end);
+    }
+    assert_eq!(chunks, vec![2, 2, 1]);
+    for i in 0..5 {
+        assert_eq!(get(&store, &format!("a{i}")).await.0.state, JobState::Ready);
+        assert_eq!(get(&store, &format!("b{i}")).await.0.state, JobState::Dead);
+    }
+    // The groups and a dismiss take the range too.
+    let (first, _) = get(&store, "b1").await;
+    let range = JobFilter {
+        upto_seq: Some(first.seq),
+        ..JobFilter::default()
+    };
+    let groups = store
+        .dead_letter_groups(range.clone())
+        .await
+        .expect("groups");
+    assert_eq!(groups.iter().map(|g| g.count).sum::<u64>(), 2);
+    assert_eq!(store.dead_letter_dismiss(range).await.expect("dismiss"), 2);
+    assert_eq!(
+        store
+            .dead_letter_chunk_end(JobFilter::default(), 100)
+            .await
+            .expect("chunk end"),
+        Some(get(&store, "b4").await.0.seq)
+    );
+    assert_eq!(
+        store
+            .dead_letter_chunk_end(
+                JobFilter {
+                    queue: Some("default".into()),
+                    ..JobFilter::default()
+                },
+                100
+            )
+            .await
+            .expect("chunk end"),
+        None
+    );
+}

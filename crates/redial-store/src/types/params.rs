@@ -17,6 +17,9 @@ pub struct JobFilter {
     /// The job's last reason is one of these (exactly); an empty list matches nothing. What a
     /// reason pattern resolves to: [`reasons_with_pattern`](crate::reasons_with_pattern).
     pub reasons: Option<Vec<String>>,
+    /// Rows after this `seq` only, and up to this one (a bulk action's chunk).
+    pub after_seq: Option<i64>,
+    pub upto_seq: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
