@@ -117,7 +117,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replay every dead job matching the filter */
+        /** Replay every dead job matching the filter (a chunk of at most 1,000 jobs at a time, one transaction each; with wait: false, answered at once with the operation) */
         post: operations["replayDeadLetters"];
         delete?: never;
         options?: never;
@@ -134,7 +134,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Dismiss (delete) every dead job matching the filter */
+        /** Dismiss (delete) every dead job matching the filter (a chunk of at most 1,000 jobs at a time, one transaction each; with wait: false, answered at once with the operation) */
         post: operations["dismissDeadLetters"];
         delete?: never;
         options?: never;
@@ -326,6 +326,57 @@ export interface paths {
         get: operations["deadLetterPatterns"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This node's bulk operations, newest first: those running and the last 100 finished */
+        get: operations["listOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A bulk operation's progress: done of total, its state */
+        get: operations["getOperation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stops a running bulk operation before its next chunk (the chunk under way commits); 409 invalid_state once it has finished */
+        post: operations["cancelOperation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -789,6 +840,13 @@ export interface components {
             matched?: number;
             /** @description With changes: those not replayed (the patch is not for them, or they changed since they were read) */
             skipped?: number;
+            /** @description Without changes: the operation that did it (GET /v1/operations/{id}) */
+            operation?: string;
+            /**
+             * @description Without changes: how the operation ended (cancelled: affected says how many before)
+             * @enum {string}
+             */
+            state?: "running" | "done" | "cancelled" | "failed";
         };
         /** @description Which dead letters. Every field given must match. A body with no criterion (or an empty body) is refused (422 filter_required) unless it says {"all": true}. */
         DeadLetterFilter: {
@@ -820,6 +878,8 @@ export interface components {
             key?: "keep" | "renew";
             /** @description Replay only: answer what would change (ReplayPreview) and change nothing */
             dry_run?: boolean;
+            /** @description false: answer at once (202) with the operation, to follow at GET /v1/operations/{id}; true (the default): answer when it has finished. Not with a patch. */
+            wait?: boolean;
         } | unknown | unknown | unknown | unknown | unknown | unknown | {
             /** @constant */
             all: true;
@@ -1354,6 +1414,30 @@ export interface components {
             changed: string[];
             before: components["schemas"]["JobSide"];
         };
+        /** @description A bulk replay or dismiss, run a chunk at a time (each chunk one transaction of at most 1,000 jobs). Operations live in the process that runs them: a restart forgets them, and each job was acted on or left as it was (run the same filter again for the rest). */
+        Operation: {
+            id: string;
+            /** @enum {string} */
+            kind: "replay" | "dismiss";
+            /** @enum {string} */
+            state: "running" | "done" | "cancelled" | "failed";
+            /** @description The dead letters the filter matched when it started */
+            total: number;
+            /** @description Those acted on so far (more than total when more died meanwhile) */
+            done: number;
+            /** @description Chunks committed so far */
+            chunks: number;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description Why it failed */
+            error: string | null;
+        };
+        OperationList: {
+            /** @description This node's operations, newest first: those running and the last 100 finished */
+            operations: components["schemas"]["Operation"][];
+        };
     };
     responses: {
         /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
@@ -1756,6 +1840,15 @@ export interface operations {
                     "application/json": components["schemas"]["Affected"] | components["schemas"]["ReplayPreview"];
                 };
             };
+            /** @description Started: the operation, to follow at GET /v1/operations/{id} (with wait: false) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -1787,6 +1880,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Affected"];
+                };
+            };
+            /** @description Started: the operation, to follow at GET /v1/operations/{id} (with wait: false) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2112,6 +2214,89 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["Unprocessable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOperations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The operation's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The operation's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operation, still running until its chunk under way commits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -12,10 +12,16 @@ pub struct Affected {
     /// With changes: the dead letters the filter matched
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matched: Option<i64>,
+    /// Without changes: the operation that did it (GET /v1/operations/{id})
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
     /// With changes: those not replayed (the patch is not for them, or they changed since they
     /// were read)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<i64>,
+    /// Without changes: how the operation ended (cancelled: affected says how many before)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -177,6 +183,10 @@ pub struct DeadLetterFilter {
     /// created before; not before since (422 invalid_range)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
+    /// false: answer at once (202) with the operation, to follow at GET /v1/operations/{id};
+    /// true (the default): answer when it has finished. Not with a patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -559,6 +569,32 @@ pub struct JobTemplateInputRequest {
 pub struct NotReady {
     pub reason: String,
     pub status: String,
+}
+
+/// A bulk replay or dismiss, run a chunk at a time (each chunk one transaction of at most 1,000
+/// jobs). Operations live in the process that runs them: a restart forgets them, and each job
+/// was acted on or left as it was (run the same filter again for the rest).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Operation {
+    /// Chunks committed so far
+    pub chunks: i64,
+    /// Those acted on so far (more than total when more died meanwhile)
+    pub done: i64,
+    /// Why it failed
+    pub error: Option<String>,
+    pub finished_at: Option<String>,
+    pub id: String,
+    pub kind: String,
+    pub started_at: String,
+    pub state: String,
+    /// The dead letters the filter matched when it started
+    pub total: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OperationList {
+    /// This node's operations, newest first: those running and the last 100 finished
+    pub operations: Vec<Operation>,
 }
 
 /// Why, and until when: an instant (until) or a duration from now (for), not both; with

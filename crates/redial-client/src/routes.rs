@@ -21,6 +21,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/dead-letters/dismiss"),
     ("GET", "/v1/dead-letters/groups"),
     ("GET", "/v1/dead-letters/patterns"),
+    ("GET", "/v1/operations"),
+    ("GET", "/v1/operations/{id}"),
+    ("POST", "/v1/operations/{id}/cancel"),
     ("GET", "/v1/events"),
     ("GET", "/v1/events/stream"),
     ("GET", "/v1/session"),
@@ -230,6 +233,40 @@ impl Client {
             ..filter.clone()
         };
         let call = Call::new(Method::POST, &["v1", "dead-letters", "replay"]).json(&filter)?;
+        self.transport.json(call).await
+    }
+
+    /// Starts replaying (`replay`) or dismissing (`dismiss`) every dead letter the filter
+    /// matches, and answers at once with the operation, to follow with [`Client::operation`].
+    pub async fn start_dead_letters(
+        &self,
+        action: &str,
+        filter: &DeadLetterFilter,
+    ) -> Result<Operation, Error> {
+        let filter = DeadLetterFilter {
+            wait: Some(false),
+            dry_run: None,
+            ..filter.clone()
+        };
+        let call = Call::new(Method::POST, &["v1", "dead-letters", action]).json(&filter)?;
+        self.transport.json(call).await
+    }
+
+    /// A bulk operation's progress.
+    pub async fn operation(&self, id: &str) -> Result<Operation, Error> {
+        let call = Call::new(Method::GET, &["v1", "operations", id]);
+        self.transport.json(call).await
+    }
+
+    /// The server's bulk operations, newest first.
+    pub async fn operations(&self) -> Result<OperationList, Error> {
+        let call = Call::new(Method::GET, &["v1", "operations"]);
+        self.transport.json(call).await
+    }
+
+    /// Stops a running bulk operation before its next chunk.
+    pub async fn cancel_operation(&self, id: &str) -> Result<Operation, Error> {
+        let call = Call::new(Method::POST, &["v1", "operations", id, "cancel"]);
         self.transport.json(call).await
     }
 

@@ -23,10 +23,11 @@ pub mod signing;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
 pub use engine::{
-    check_schedule_id, derived_idempotency_key, random_u64, CallbackTarget, Engine, EngineConfig,
-    GroupLimits, GroupView, Groups, JobTemplate, MissedRule, QueueConfig, QueueGroups, QueueView,
-    Retention, RunningEngine, ScheduleCheck, ScheduleDefinition, ScheduleError, ScheduleRule,
-    ScheduleView, ShutdownReport, WaitError, MAX_TEMPLATE_TAGS,
+    check_schedule_id, derived_idempotency_key, random_u64, BulkKind, CallbackTarget, CancelError,
+    Engine, EngineConfig, GroupLimits, GroupView, Groups, JobTemplate, MissedRule, OperationState,
+    OperationView, QueueConfig, QueueGroups, QueueView, Retention, RunningEngine, ScheduleCheck,
+    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, ShutdownReport, WaitError,
+    CHUNK, MAX_TEMPLATE_TAGS,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -228,6 +228,9 @@ pub struct FilterInput {
     pub patch: Option<crate::replay::PatchInput>,
     pub key: Option<crate::replay::KeyChoice>,
     pub dry_run: Option<bool>,
+    /// Whether the answer waits for the bulk action to finish (the default), or comes at once
+    /// with its operation (202), to follow at `GET /v1/operations/{id}`.
+    pub wait: Option<bool>,
 }
 
 impl FilterInput {

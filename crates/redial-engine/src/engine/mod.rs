@@ -36,6 +36,7 @@ mod facts;
 mod gauges;
 mod lease;
 mod loops;
+mod operations;
 mod recording;
 mod schedules;
 mod waiting;
@@ -46,6 +47,7 @@ pub use controls::{GroupView, QueueGroups, QueueView};
 use facts::*;
 use lease::*;
 use loops::*;
+pub use operations::{BulkKind, CancelError, OperationState, OperationView, CHUNK};
 use recording::*;
 pub use schedules::{
     check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
@@ -136,6 +138,8 @@ struct Inner {
     leading: std::sync::atomic::AtomicBool,
     /// The store's counts as last read for the gauges, and when.
     stats_cache: tokio::sync::Mutex<Option<(std::time::Instant, redial_store::Stats)>>,
+    /// Bulk actions on dead letters run here (`operations.rs`).
+    operations: operations::Operations,
 }
 
 /// How old the store's counts behind the gauges may be: reading them scans the jobs.
@@ -238,6 +242,7 @@ impl Engine {
                 schedules_skipped: Mutex::new(HashMap::new()),
                 metrics,
                 stats_cache: tokio::sync::Mutex::new(None),
+                operations: Default::default(),
                 finishes: waiting::Finishes::default(),
                 delivery_wake: Arc::default(),
                 events: tokio::sync::watch::channel(0).0,

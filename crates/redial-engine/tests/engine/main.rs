@@ -9,6 +9,7 @@
 
 mod callbacks;
 mod leases;
+mod operations;
 mod outcomes;
 
 #[path = "../support/mod.rs"]

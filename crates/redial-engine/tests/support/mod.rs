@@ -43,7 +43,14 @@ pub struct Watched {
     /// Set: the queue's next lease, once the inner store answered, says so on the first and
     /// waits for the second before it returns ([`Watched::hold_next_lease`]).
     hold_lease: Mutex<Option<HeldLease>>,
+    /// Calls of `dead_letter_chunk_end` so far, and the one to hold (its number, where to say it
+    /// got there, when it may go on: [`Watched::hold_chunk_end`]).
+    chunk_ends: AtomicUsize,
+    hold_chunk: Mutex<Option<HeldChunk>>,
 }
+
+/// The call to hold, where to say it got there, and when it may go on.
+type HeldChunk = (usize, oneshot::Sender<()>, oneshot::Receiver<()>);
 
 /// The queue whose next lease is held, where to say it got there, and when it may go on.
 type HeldLease = (String, oneshot::Sender<()>, oneshot::Receiver<()>);
@@ -77,6 +84,8 @@ impl Watched {
             account: Mutex::default(),
             ticks: watch::Sender::new(0),
             hold_lease: Mutex::default(),
+            chunk_ends: AtomicUsize::new(0),
+            hold_chunk: Mutex::default(),
         })
     }
 
@@ -87,6 +96,16 @@ impl Watched {
         let (reached_tx, reached_rx) = oneshot::channel();
         let (go_tx, go_rx) = oneshot::channel();
         *self.hold_lease.lock().expect("hold") = Some((queue.to_owned(), reached_tx, go_rx));
+        (reached_rx, go_tx)
+    }
+
+    /// Holds the `nth` call (from 1) of `dead_letter_chunk_end` before it reaches the inner
+    /// store: the receiver hears when it got there, and it goes on when the sender is used.
+    #[allow(dead_code)] // used by some of the test files that share this module
+    pub fn hold_chunk_end(&self, nth: usize) -> (oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (reached_tx, reached_rx) = oneshot::channel();
+        let (go_tx, go_rx) = oneshot::channel();
+        *self.hold_chunk.lock().expect("hold") = Some((nth, reached_tx, go_rx));
         (reached_rx, go_tx)
     }
 
@@ -444,6 +463,21 @@ impl Store for Watched {
         filter: JobFilter,
         limit: u32,
     ) -> StoreResult<Option<i64>> {
+        let n = self.chunk_ends.fetch_add(1, Ordering::SeqCst) + 1;
+        let held = {
+            let mut hold = self.hold_chunk.lock().expect("hold");
+            match hold.take() {
+                Some((nth, reached, go)) if nth == n => Some((reached, go)),
+                other => {
+                    *hold = other;
+                    None
+                }
+            }
+        };
+        if let Some((reached, go)) = held {
+            let _ = reached.send(());
+            let _ = go.await;
+        }
         self.inner.dead_letter_chunk_end(filter, limit).await
     }
 

@@ -420,15 +420,24 @@ pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>
     Ok(job_response(StatusCode::OK, &job, None))
 }
 
-/// A bulk action's filter, and the changes (and whether it is a dry run) a replay carries.
+/// A bulk action as asked: its filter, the changes (and whether it is a dry run) a replay
+/// carries, and whether the answer waits for it to finish.
+pub(super) struct Bulk {
+    filter: JobFilter,
+    changes: Changes,
+    dry_run: bool,
+    wait: bool,
+}
+
 pub(super) async fn bulk_filter(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(JobFilter, Changes, bool), ApiError> {
+) -> Result<Bulk, ApiError> {
     let mut input: FilterInput = match body {
         Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
         other => input::parse_json(other)?,
     };
+    let wait = input.wait.take().unwrap_or(true);
     let extras = ReplayInput {
         patch: input.patch.take(),
         key: input.key.take(),
@@ -446,19 +455,55 @@ pub(super) async fn bulk_filter(
     changes.check(state)?;
     let (filter, pattern) = input.into_filter(state)?;
     let filter = input::with_pattern(state, filter, pattern).await?;
-    Ok((filter, changes, dry_run))
+    Ok(Bulk {
+        filter,
+        changes,
+        dry_run,
+        wait,
+    })
 }
 
 pub(super) async fn bulk_replay(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let (filter, changes, dry_run) = bulk_filter(&state, body).await?;
-    if changes.is_none() && !dry_run {
-        let n = state.engine.replay_dead_letters(filter).await?;
-        return Ok(Json(json!({ "affected": n })).into_response());
+    let b = bulk_filter(&state, body).await?;
+    if b.changes.is_none() && !b.dry_run {
+        return bulk_operation(&state, BulkKind::Replay, b.filter, b.wait).await;
     }
-    replay_changed_all(&state, filter, &changes, dry_run).await
+    if !b.wait {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidField,
+            "wait: false is for a replay without changes or a dismiss (a replay with changes answers when it is done)",
+        ));
+    }
+    replay_changed_all(&state, b.filter, &b.changes, b.dry_run).await
+}
+
+/// A bulk replay or dismiss as an operation, a chunk at a time: answered once it is done
+/// (`affected`, and the operation's id and end state), or at once with the operation (202).
+async fn bulk_operation(
+    state: &AppState,
+    kind: BulkKind,
+    filter: JobFilter,
+    wait: bool,
+) -> ApiResult {
+    let op = state.engine.bulk_start(kind, filter).await?;
+    if !wait {
+        return Ok((StatusCode::ACCEPTED, Json(op)).into_response());
+    }
+    let op = state.engine.operation_wait(&op.id).await.unwrap_or(op);
+    if op.state == redial_engine::OperationState::Failed {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::StorageUnavailable,
+            format!(
+                "the store failed after {} of {} dead letters (each was acted on or left as it was; the server log says why): run the same request again for the rest",
+                op.done, op.total
+            ),
+        ));
+    }
+    Ok(Json(json!({ "affected": op.done, "operation": op.id, "state": op.state })).into_response())
 }
 
 /// The dead letters a page of the bulk replay with changes reads at a time.
@@ -561,13 +606,52 @@ pub(super) async fn bulk_dismiss(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let (filter, changes, dry_run) = bulk_filter(&state, body).await?;
-    if !changes.is_none() || dry_run {
+    let b = bulk_filter(&state, body).await?;
+    if !b.changes.is_none() || b.dry_run {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidField,
             "a dismiss takes a filter only: patch, key and dry_run are a replay's",
         ));
     }
-    let n = state.engine.store().dead_letter_dismiss(filter).await?;
-    Ok(Json(json!({ "affected": n })).into_response())
+    bulk_operation(&state, BulkKind::Dismiss, b.filter, b.wait).await
+}
+
+/// This node's bulk operations, newest first.
+pub(super) async fn operations(State(state): State<AppState>) -> ApiResult {
+    Ok(Json(json!({ "operations": state.engine.operations() })).into_response())
+}
+
+pub(super) async fn operation(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let op = state
+        .engine
+        .operation(&id)
+        .ok_or_else(|| no_operation(&id))?;
+    Ok(Json(op).into_response())
+}
+
+/// Stops a running operation before its next chunk; the chunk under way commits.
+pub(super) async fn operation_cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    match state.engine.operation_cancel(&id) {
+        Ok(op) => Ok(Json(op).into_response()),
+        Err(redial_engine::CancelError::NotFound) => Err(no_operation(&id)),
+        Err(redial_engine::CancelError::Finished(s)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::InvalidState,
+            format!(
+                "operation {id} has finished ({}): nothing to cancel",
+                json!(s).as_str().unwrap_or("finished")
+            ),
+        )),
+    }
+}
+
+fn no_operation(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NotFound,
+        format!("operation {id} not found on this node (operations live in the process that runs them; a restart forgets them)"),
+    )
 }

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use redial_engine::BulkKind;
 use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams};
 use serde_json::json;
 use std::collections::HashMap;
@@ -42,6 +43,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
         .route("/v1/dead-letters/groups", get(dead_letter_groups))
         .route("/v1/dead-letters/patterns", get(dead_letter_patterns))
+        .route("/v1/operations", get(operations))
+        .route("/v1/operations/{id}", get(operation))
+        .route("/v1/operations/{id}/cancel", post(operation_cancel))
         .route("/v1/events", get(events))
         .route("/v1/events/stream", get(stream))
         .route("/v1/session", get(session))

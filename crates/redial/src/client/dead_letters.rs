@@ -107,6 +107,7 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
         patch: None,
         key: None,
         dry_run: None,
+        wait: None,
     };
     if filter == DeadLetterFilter::default() && !a.all {
         return Err(UsageError(format!(
@@ -132,35 +133,19 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
             return Ok(());
         }
     }
-    // On a terminal, say how many first: a bulk action over many jobs takes a moment.
-    let started = std::time::Instant::now();
+    // On a terminal, a bulk action without changes is followed as it goes: a progress bar from
+    // its operation, polled. Elsewhere (and with changes) the answer comes when it is done.
     let terminal = std::io::stderr().is_terminal() && !a.out.json();
-    if terminal {
-        let query = DeadGroupsQuery {
-            queue: filter.queue.clone(),
-            category: filter.category.clone(),
-            endpoint: filter.endpoint.clone(),
-            since: filter.since.clone(),
-            until: filter.until.clone(),
-            pattern: filter.pattern.clone(),
-            limit: None,
-        };
-        if let Ok(groups) = server.client.dead_letter_groups(&query).await {
-            let doing = if replay { "replaying" } else { "dismissing" };
-            let n = u64::try_from(groups.total).unwrap_or(0);
-            eprint!("{doing} {} dead jobs...", human::thousands(n));
-        }
-    }
-    let out = if replay {
+    let with_changes = filter.patch.is_some() || filter.key.is_some();
+    let out = if terminal && !with_changes {
+        follow(&server, if replay { "replay" } else { "dismiss" }, &filter).await
+    } else if replay {
         server.ask(server.client.replay_dead_letters(&filter)).await
     } else {
         server
             .ask(server.client.dismiss_dead_letters(&filter))
             .await
     };
-    if terminal {
-        eprintln!(" done in {:.1} s", started.elapsed().as_secs_f64());
-    }
     let out = out?;
     if a.out.json() {
         return print_json(&out);
@@ -232,4 +217,42 @@ async fn patterns(a: PatternsArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Starts a bulk action and shows its progress until it ends; answers as a waiting request would.
+async fn follow(
+    server: &super::Server,
+    action: &str,
+    filter: &DeadLetterFilter,
+) -> Result<redial_client::Affected> {
+    let mut op = server
+        .ask(server.client.start_dead_letters(action, filter))
+        .await?;
+    let what = if action == "replay" {
+        "dead jobs replayed"
+    } else {
+        "dead jobs dismissed"
+    };
+    let mut bar = human::Progress::new(what, usize::try_from(op.total).unwrap_or(0));
+    while op.state == "running" {
+        bar.update(usize::try_from(op.done.min(op.total)).unwrap_or(0));
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        op = server.ask(server.client.operation(&op.id)).await?;
+    }
+    bar.update(usize::try_from(op.done.min(op.total)).unwrap_or(0));
+    bar.finish();
+    if op.state == "failed" {
+        anyhow::bail!(
+            "the bulk action failed after {} of {} dead jobs ({}): each was acted on or left as it was; run the same command again for the rest",
+            op.done,
+            op.total,
+            op.error.as_deref().unwrap_or("the server log says why")
+        );
+    }
+    Ok(redial_client::Affected {
+        affected: op.done,
+        operation: Some(op.id),
+        state: Some(op.state),
+        ..Default::default()
+    })
 }
