@@ -175,6 +175,17 @@ function describe(body) {
   return Object.entries(body).map(([k, v]) => `${say[k] || k} ${time(k) ? fmtTime(v) : v}`).join(', ');
 }
 
+// Follows a bulk operation until it ends, its progress in the toast; resolves to how it ended.
+async function followOperation(op, doing) {
+  while (op.state === 'running') {
+    toast(`${doing}: ${fmtNum(Math.min(op.done, op.total))} of ${fmtNum(op.total)} dead jobs`);
+    await new Promise(resolve => setTimeout(resolve, 500));
+    op = await api('GET', `/v1/operations/${encodeURIComponent(op.id)}`);
+  }
+  if (op.state === 'failed') throw new Error(`stopped after ${fmtNum(op.done)} of ${fmtNum(op.total)}: ${op.error || 'the server log says why'}; run it again for the rest`);
+  return op;
+}
+
 // ---- replay with changes --------------------------------------------------------------------------
 
 // A form for a replay's changes: a field left empty changes nothing. `bulk` adds the URL prefix.
@@ -427,8 +438,10 @@ async function triage(main, params) {
     const ok = await confirmAction(`${verb} ${fmtNum(count)} dead ${count === 1 ? 'job' : 'jobs'} (${describe(filter)})?`, verb);
     if (!ok) return;
     try {
-      const r = await api('POST', `/v1/dead-letters/${verb.toLowerCase()}`, filter);
-      toast(`${fmtNum(r.affected)} ${verb === 'Replay' ? 'replayed' : 'dismissed'}`);
+      // A chunk at a time on the server; its progress shown until it ends.
+      const done = await followOperation(await api('POST', `/v1/dead-letters/${verb.toLowerCase()}`, { ...filter, wait: false }),
+        verb === 'Replay' ? 'Replaying' : 'Dismissing');
+      toast(`${fmtNum(done.done)} ${verb === 'Replay' ? 'replayed' : 'dismissed'}${done.state === 'done' ? '' : ` (${done.state})`}`);
       render();
     } catch (e) { toast(e.message); }
   };

@@ -392,6 +392,72 @@ async fn reason_patterns_are_checked() {
     );
 }
 
+/// Bulk actions are operations: started at once with `wait: false` (202), followed and listed,
+/// refused a cancel once finished; waited for, they answer how many and how they ended.
+#[tokio::test]
+async fn bulk_actions_are_operations() {
+    let api = api();
+    let (status, op) = api
+        .post(
+            "/v1/dead-letters/replay",
+            json!({"all": true, "wait": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{op}");
+    assert_eq!(
+        (op["kind"].as_str(), op["total"].as_u64()),
+        (Some("replay"), Some(0))
+    );
+    let id = op["id"].as_str().expect("an id").to_owned();
+    let mut state = String::new();
+    for _ in 0..3000 {
+        let (status, now) = api.get(&format!("/v1/operations/{id}")).await;
+        assert_eq!(status, StatusCode::OK);
+        state = now["state"].as_str().unwrap_or("").to_owned();
+        if state != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(state, "done");
+    let (_, list) = api.get("/v1/operations").await;
+    assert_eq!(list["operations"][0]["id"], id.as_str());
+    let (status, e) = api
+        .post(&format!("/v1/operations/{id}/cancel"), json!(null))
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("invalid_state"))
+    );
+    let (status, e) = api.post("/v1/operations/op-none/cancel", json!(null)).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    assert_eq!(
+        api.get("/v1/operations/op-none").await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, out) = api
+        .post("/v1/dead-letters/dismiss", json!({"all": true}))
+        .await;
+    assert_eq!(
+        (status, out["affected"].as_u64(), out["state"].as_str()),
+        (StatusCode::OK, Some(0), Some("done"))
+    );
+    assert!(out["operation"].is_string());
+    let (status, e) = api
+        .post(
+            "/v1/dead-letters/replay",
+            json!({"all": true, "wait": false, "patch": {"url": "https://example.com/"}}),
+        )
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field"))
+    );
+}
+
 #[tokio::test]
 async fn secrets_are_redacted_in_job_views() {
     let api = api();
