@@ -21,6 +21,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/dead-letters/dismiss"),
     ("GET", "/v1/dead-letters/groups"),
     ("GET", "/v1/dead-letters/patterns"),
+    ("POST", "/v1/dead-letters/export"),
     ("GET", "/v1/operations"),
     ("GET", "/v1/operations/{id}"),
     ("POST", "/v1/operations/{id}/cancel"),
@@ -250,6 +251,19 @@ impl Client {
         };
         let call = Call::new(Method::POST, &["v1", "dead-letters", action]).json(&filter)?;
         self.transport.json(call).await
+    }
+
+    /// Every dead letter the filter matches, as NDJSON (a job a line, secrets included): the
+    /// response, to read as it comes.
+    pub async fn export_dead_letters(
+        &self,
+        filter: &DeadLetterFilter,
+    ) -> Result<reqwest::Response, Error> {
+        let mut once = self.transport.clone();
+        once.max_retries = 0;
+        let call = Call::new(Method::POST, &["v1", "dead-letters", "export"]).json(filter)?;
+        // However long it takes to read: no time limit on the whole.
+        once.send(&call, Some(std::time::Duration::ZERO)).await
     }
 
     /// A bulk operation's progress.

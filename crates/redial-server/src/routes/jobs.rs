@@ -616,7 +616,110 @@ pub(super) async fn bulk_dismiss(
     bulk_operation(&state, BulkKind::Dismiss, b.filter, b.wait).await
 }
 
-/// This node's bulk operations, newest first.
+/// Every dead letter the filter matches (an empty body: every one), one JSON object a line:
+/// the job as `POST /v1/jobs` takes it, with its request as sent (secrets included: this is a
+/// POST, so a read-only token cannot), and under `dead` what became of it (category, reason,
+/// times, counts and attempts). `redial enqueue --file` takes the lines back.
+pub(super) async fn export(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let input: FilterInput = match body {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
+        other => input::parse_json(other)?,
+    };
+    if input.patch.is_some()
+        || input.key.is_some()
+        || input.dry_run.is_some()
+        || input.wait.is_some()
+    {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidField,
+            "an export takes a filter only: patch, key, dry_run and wait are a bulk action's",
+        ));
+    }
+    let (filter, pattern) = input.into_filter(&state)?;
+    let filter = input::with_pattern(&state, filter, pattern).await?;
+    let store = state.engine.store().clone();
+    let lines = futures_util::stream::unfold(Some(None), move |after: Option<Option<i64>>| {
+        let store = store.clone();
+        let filter = filter.clone();
+        async move {
+            let after = after?;
+            let failed = |e: StoreError| {
+                tracing::error!(error = %e, "export stopped");
+                Some((Err(std::io::Error::other("the store failed")), None))
+            };
+            let page = match store
+                .job_list(JobListParams {
+                    filter,
+                    after,
+                    limit: EXPORT_PAGE,
+                })
+                .await
+            {
+                Ok(page) => page,
+                Err(e) => return failed(e),
+            };
+            let mut out = Vec::new();
+            for job in &page.jobs {
+                let attempts = match store.job_get(&job.id).await {
+                    Ok(Some((_, attempts))) => attempts,
+                    // Replayed or dismissed since the page was read.
+                    Ok(None) => continue,
+                    Err(e) => return failed(e),
+                };
+                if let Err(e) = serde_json::to_writer(&mut out, &export_line(job, &attempts)) {
+                    return failed(StoreError::Backend(e.to_string()));
+                }
+                out.push(b'\n');
+            }
+            Some((Ok(Bytes::from(out)), page.next.map(Some)))
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/x-ndjson")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from_stream(lines))
+        .map_err(|e| ApiError::internal("building the export", e))
+}
+
+/// Dead letters an export reads at a time.
+const EXPORT_PAGE: u32 = 200;
+
+/// One exported dead letter: the job as an enqueue takes it, and what became of it.
+fn export_line(job: &redial_store::Job, attempts: &[redial_store::Attempt]) -> serde_json::Value {
+    json!({
+        "id": job.id.0,
+        "queue": job.queue,
+        "endpoint": job.endpoint,
+        "request": {
+            "method": job.request.method,
+            "url": job.request.url,
+            "headers": job.request.headers,
+            "body": job.request.body,
+            "timeout": job.request.timeout_ms.map(|ms| format!("{ms}ms")),
+        },
+        "idempotency_key": job.idempotency_key,
+        "priority": job.priority,
+        "tags": job.tags,
+        "group": job.group,
+        "policy": job.policy,
+        "callback": job.callback.as_ref().map(|c| json!({ "url": c.url, "on": c.on, "headers": c.headers })),
+        "dead": {
+            "category": job.category,
+            "reason": job.last_reason,
+            "created_at": job.created_at,
+            "finished_at": job.finished_at,
+            "deadline": job.deadline,
+            "replays": job.replays,
+            "runs": job.runs,
+            "attempts": attempts,
+        },
+    })
+}
+
+/// This node's bulk operations, newest first./// This node's bulk operations, newest first.
 pub(super) async fn operations(State(state): State<AppState>) -> ApiResult {
     Ok(Json(json!({ "operations": state.engine.operations() })).into_response())
 }

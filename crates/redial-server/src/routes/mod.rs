@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use redial_engine::BulkKind;
-use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams};
+use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams, StoreError};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/dead-letters/dismiss", post(bulk_dismiss))
         .route("/v1/dead-letters/groups", get(dead_letter_groups))
         .route("/v1/dead-letters/patterns", get(dead_letter_patterns))
+        .route("/v1/dead-letters/export", post(export))
         .route("/v1/operations", get(operations))
         .route("/v1/operations/{id}", get(operation))
         .route("/v1/operations/{id}/cancel", post(operation_cancel))

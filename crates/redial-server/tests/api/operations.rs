@@ -63,6 +63,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/dead-letters/dismiss"),
         ("get", "/v1/dead-letters/groups"),
         ("get", "/v1/dead-letters/patterns"),
+        ("post", "/v1/dead-letters/export"),
         ("get", "/v1/operations"),
         ("get", "/v1/operations/{id}"),
         ("post", "/v1/operations/{id}/cancel"),

@@ -21,6 +21,10 @@ pub enum DeadLettersCommand {
     Replay(ReplayArgs),
     /// Dismiss (delete) every dead job matching the filter.
     Dismiss(FilterArgs),
+    /// Write every dead job matching the filter (every one without a filter) as NDJSON, a job a
+    /// line, with its request as sent (secrets included: keep the file safe) and under `dead` its
+    /// category, reason and attempts. `redial enqueue --file` takes it back.
+    Export(ExportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -63,6 +67,33 @@ pub struct ReplayArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// Only dead jobs of this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only this dead-letter category.
+    #[arg(long)]
+    category: Option<String>,
+    /// Only dead jobs of this endpoint.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    since: Option<Timestamp>,
+    /// Created before (RFC 3339).
+    #[arg(long, value_parser = cli_args::instant)]
+    until: Option<Timestamp>,
+    /// Only dead jobs whose reason has this pattern.
+    #[arg(long)]
+    pattern: Option<String>,
+    /// Write to this file (made readable by its owner only) instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct PatternsArgs {
     #[command(flatten)]
     conn: Conn,
@@ -92,6 +123,7 @@ pub struct PatternsArgs {
 pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     let (a, replay, changes) = match cmd {
         DeadLettersCommand::Patterns(a) => return patterns(a).await,
+        DeadLettersCommand::Export(a) => return export(a).await,
         DeadLettersCommand::Replay(ReplayArgs { filter, patch }) => (filter, true, patch),
         DeadLettersCommand::Dismiss(a) => (a, false, PatchArgs::default()),
     };
@@ -255,4 +287,58 @@ async fn follow(
         state: Some(op.state),
         ..Default::default()
     })
+}
+
+async fn export(a: ExportArgs) -> Result<()> {
+    use std::io::Write;
+    let server = a.conn.connect()?;
+    let filter = DeadLetterFilter {
+        queue: a.queue,
+        category: a.category,
+        endpoint: a.endpoint,
+        since: a.since.map(|t| t.to_string()),
+        until: a.until.map(|t| t.to_string()),
+        pattern: a.pattern,
+        ..DeadLetterFilter::default()
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(path) => {
+            let mut open = std::fs::OpenOptions::new();
+            open.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+            Box::new(std::io::BufWriter::new(open.open(path).map_err(|e| {
+                UsageError(format!("cannot write {}: {e}", path.display()))
+            })?))
+        }
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut resp = server
+        .ask(server.client.export_dead_letters(&filter))
+        .await?;
+    let mut lines = 0u64;
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| anyhow::anyhow!("the export was cut off after {lines} dead jobs: {e}"))?
+    {
+        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        match out.write_all(&chunk) {
+            // A reader that went away (| head) ends it quietly.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            other => other?,
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        other => other?,
+    }
+    if let Some(path) = &a.output {
+        say!(
+            "{} dead jobs written to {}",
+            human::thousands(lines),
+            path.display()
+        );
+    }
+    Ok(())
 }

@@ -67,6 +67,14 @@ pub struct EnqueueArgs {
     /// Time limit of each attempt, with a unit: 10s.
     #[arg(long, value_parser = cli_args::duration)]
     timeout: Option<Duration>,
+    /// With --file: give each job a new id (dead letters exported from another Redial, taken as
+    /// new jobs; their idempotency keys stay).
+    #[arg(long, requires = "file")]
+    new_ids: bool,
+    /// With --file: a job whose id is here already as a dead letter (an export taken back) is
+    /// replayed, as it was.
+    #[arg(long, requires = "file", conflicts_with = "new_ids")]
+    replay_existing: bool,
     /// Jobs per batch request when reading a file.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     batch_size: u32,
@@ -108,7 +116,12 @@ impl EnqueueArgs {
 pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     let server = args.conn.connect()?;
     if let Some(path) = &args.file {
-        return enqueue_file(&server, path, args.batch_size as usize, &args.out).await;
+        let how = FileImport {
+            batch_size: args.batch_size as usize,
+            new_ids: args.new_ids,
+            replay_existing: args.replay_existing,
+        };
+        return enqueue_file(&server, path, &how, &args.out).await;
     }
     let job = args.job()?;
     let out = server.ask(server.client.enqueue(&job)).await?;
@@ -130,14 +143,23 @@ pub async fn enqueue(args: EnqueueArgs) -> Result<()> {
     Ok(())
 }
 
+/// How a file's jobs are taken.
+struct FileImport {
+    batch_size: usize,
+    new_ids: bool,
+    replay_existing: bool,
+}
+
 /// Reads jobs from JSON or NDJSON and sends them in batches, with progress on a terminal. The
-/// jobs go as they were read: the server checks them, and its refusal names the job.
+/// jobs go as they were read (an exported dead letter's `dead` dropped, and its `id` with
+/// `--new-ids`): the server checks them, and its refusal names the job.
 async fn enqueue_file(
     server: &Server,
     path: &PathBuf,
-    batch_size: usize,
+    how: &FileImport,
     output: &OutputArgs,
 ) -> Result<()> {
+    let batch_size = how.batch_size;
     let text = if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -148,7 +170,15 @@ async fn enqueue_file(
         std::fs::read_to_string(path)
             .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
     };
-    let (jobs, unit) = parse_jobs(&text)?;
+    let (mut jobs, unit) = parse_jobs(&text)?;
+    for (_, job) in &mut jobs {
+        if let Value::Object(fields) = job {
+            fields.remove("dead");
+            if how.new_ids {
+                fields.remove("id");
+            }
+        }
+    }
     if jobs.is_empty() {
         return Err(UsageError("no jobs in the input".into()).into());
     }
@@ -159,7 +189,7 @@ async fn enqueue_file(
     };
     // More than one batch: say how far it got, as it goes.
     let mut progress = (jobs.len() > batch_size).then(|| human::Progress::new("jobs", jobs.len()));
-    let (mut inserted, mut deduplicated) = (0u64, 0u64);
+    let (mut inserted, mut deduplicated, mut replayed) = (0u64, 0u64, 0u64);
     for (n, chunk) in jobs.chunks(batch_size).enumerate() {
         let values: Vec<&Value> = chunk.iter().map(|(_, v)| v).collect();
         let out = server
@@ -188,6 +218,16 @@ async fn enqueue_file(
             })?;
         inserted += u64::try_from(out.inserted).unwrap_or(0);
         deduplicated += u64::try_from(out.deduplicated).unwrap_or(0);
+        if how.replay_existing {
+            for job in out
+                .jobs
+                .iter()
+                .filter(|j| j.deduplicated == Some(true) && j.state == "dead")
+            {
+                server.ask(server.client.replay(&job.id)).await?;
+                replayed += 1;
+            }
+        }
         if let Some(p) = progress.as_mut() {
             p.update(n * batch_size + chunk.len());
         }
@@ -196,15 +236,24 @@ async fn enqueue_file(
         p.finish();
     }
     if output.json() {
-        return print_json(
-            &json!({ "inserted": inserted, "deduplicated": deduplicated, "total": jobs.len() }),
-        );
+        return print_json(&json!({
+            "inserted": inserted, "deduplicated": deduplicated, "replayed": replayed,
+            "total": jobs.len(),
+        }));
     }
     say!(
-        "{} jobs from {source}: {} enqueued, {} already there",
+        "{} jobs from {source}: {} enqueued, {} already there{}",
         human::thousands(jobs.len() as u64),
         human::thousands(inserted),
-        human::thousands(deduplicated)
+        human::thousands(deduplicated),
+        if how.replay_existing {
+            format!(
+                " ({} of them dead letters, replayed)",
+                human::thousands(replayed)
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(())
 }

@@ -227,6 +227,109 @@ async fn replay_with_changes_from_the_cli() {
     );
 }
 
+/// Dead letters exported (a job a line, the request as sent with its secret, what became of it)
+/// and taken back: into the same server, replaying the ones still dead; into another, as new
+/// jobs with their idempotency keys.
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_letters_exported_and_taken_back() {
+    let rx = Receiver::start().await;
+    rx.script("/gone", vec![Reply::status(404)]);
+    let (dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    for id in ["x1", "x2"] {
+        let args = [
+            "enqueue",
+            "--id",
+            id,
+            "--url",
+            &rx.url("/gone"),
+            "-H",
+            "Authorization: Bearer sk-secret-1",
+        ];
+        assert_eq!(cli(&s.url, &args, None).code, 0);
+    }
+    for id in ["x1", "x2"] {
+        wait_for(&s.url, id, "dead", |j| j["state"] == "dead");
+    }
+    let file = dir.path().join("dead.ndjson");
+    let path = file.to_str().expect("a UTF-8 path");
+    let out = cli_text(&s.url, &["dead-letters", "export", "--output", path], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("2 dead jobs written"), "{}", out.stdout);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file)
+            .expect("the file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "readable by its owner only: {mode:o}");
+    }
+    let text = std::fs::read_to_string(&file).expect("read");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let first = &lines[0];
+    assert_eq!(first["id"], "x1");
+    assert_eq!(first["request"]["url"], rx.url("/gone"));
+    assert!(
+        text.contains("sk-secret-1"),
+        "the request as sent, secrets included"
+    );
+    assert_eq!(first["dead"]["category"], "permanent");
+    assert_eq!(first["dead"]["attempts"].as_array().map(Vec::len), Some(1));
+    let piped = cli_text(
+        &s.url,
+        &["dead-letters", "export", "--queue", "default"],
+        None,
+    );
+    assert_eq!(piped.stdout.lines().count(), 2, "{}", piped.stderr);
+
+    // Back into the same server: still dead letters, so replayed.
+    rx.script("/gone", vec![Reply::status(200)]);
+    let out = cli(
+        &s.url,
+        &["enqueue", "--file", path, "--replay-existing"],
+        None,
+    );
+    assert_eq!(
+        (
+            out.code,
+            out.json["deduplicated"].as_u64(),
+            out.json["replayed"].as_u64()
+        ),
+        (0, Some(2), Some(2)),
+        "{}",
+        out.stderr
+    );
+    for id in ["x1", "x2"] {
+        wait_for(&s.url, id, "completed", |j| j["state"] == "completed");
+    }
+
+    // Into another server, as new jobs: new ids, the same keys.
+    let (_other_dir, other_data) = temp();
+    let other = start(&other_data, &[], &[]);
+    let out = cli(&other.url, &["enqueue", "--file", path, "--new-ids"], None);
+    assert_eq!(out.json["inserted"].as_u64(), Some(2), "{}", out.stderr);
+    let listed = cli(&other.url, &["jobs", "list"], None);
+    let jobs = listed.json.as_array().cloned().unwrap_or_default();
+    assert_eq!(jobs.len(), 2);
+    assert!(jobs.iter().all(|j| j["id"] != "x1" && j["id"] != "x2"));
+    let mut keys: Vec<&str> = jobs
+        .iter()
+        .filter_map(|j| j["idempotency_key"].as_str())
+        .collect();
+    keys.sort_unstable();
+    let mut exported: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["idempotency_key"].as_str())
+        .collect();
+    exported.sort_unstable();
+    assert_eq!(keys, exported);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     let rx = Receiver::start().await;
