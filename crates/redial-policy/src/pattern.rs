@@ -29,19 +29,32 @@ pub fn reason_pattern(reason: &str) -> String {
         out.push_str(&reason[..3]);
         i = 3;
     }
+    // Right after a mask, what follows starts afresh (`<uuid>-0` masks its `0` too), so that a
+    // pattern's own pattern is itself.
+    let mut masked = false;
     while i < b.len() {
-        let at_boundary = i == 0 || !is_word(&b[i - 1]);
+        let at_boundary = i == 0 || masked || !is_word(&b[i - 1]);
+        masked = false;
         if at_boundary {
             if let Some(n) = uuid_len(&b[i..]) {
                 out.push_str("<uuid>");
                 i += n;
+                masked = true;
                 continue;
             }
             if let Some(n) = time_len(&b[i..]) {
                 out.push_str("<time>");
                 i += n;
+                masked = true;
                 continue;
             }
+        }
+        // Redial writes a wait under a millisecond as "<1ms".
+        if b[i..].starts_with(b"<1ms") && !b.get(i + 4).is_some_and(is_word) {
+            out.push_str("<duration>");
+            i += 4;
+            masked = true;
+            continue;
         }
         if let Some(n) = quoted_len(&b[i..]) {
             let q = b[i] as char;
@@ -314,6 +327,11 @@ mod tests {
         check("died after 3 stalls.", "died after <n> stalls.");
         check("", "");
         check("1.5s", "<duration>");
+        check("backoff <1ms", "backoff <duration>");
+        check(
+            "order 0a0000a0-a0aa-000a-aaa0-0aaaa000aa00-0 gone",
+            "order <uuid>-<n> gone",
+        );
         check("200", "200");
         check("2000 jobs", "<n> jobs");
         check("unterminated \"quote 12", "unterminated \"quote <n>");
