@@ -42,7 +42,8 @@ enum Command {
     /// List, show, replay, dismiss or cancel jobs on a running server.
     #[command(subcommand)]
     Jobs(client::JobsCommand),
-    /// Replay or dismiss dead jobs by filter on a running server.
+    /// Dead letters on a running server: their causes (reason patterns), replay (as they were or
+    /// with changes) or dismiss by filter, export.
     #[command(subcommand, name = "dead-letters")]
     DeadLetters(client::DeadLettersCommand),
     /// Counts per queue, state and dead-letter category, and per endpoint.

@@ -89,8 +89,8 @@ pub struct ExportArgs {
     #[arg(long)]
     pattern: Option<String>,
     /// Write to this file (made readable by its owner only) instead of standard output.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    output_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -301,7 +301,7 @@ async fn export(a: ExportArgs) -> Result<()> {
         pattern: a.pattern,
         ..DeadLetterFilter::default()
     };
-    let mut out: Box<dyn Write> = match &a.output {
+    let mut out: Box<dyn Write> = match &a.output_file {
         Some(path) => {
             let mut open = std::fs::OpenOptions::new();
             open.write(true).create(true).truncate(true);
@@ -333,7 +333,7 @@ async fn export(a: ExportArgs) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     }
-    if let Some(path) = &a.output {
+    if let Some(path) = &a.output_file {
         say!(
             "{} dead jobs written to {}",
             human::thousands(lines),

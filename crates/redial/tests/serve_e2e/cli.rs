@@ -253,7 +253,11 @@ async fn dead_letters_exported_and_taken_back() {
     }
     let file = dir.path().join("dead.ndjson");
     let path = file.to_str().expect("a UTF-8 path");
-    let out = cli_text(&s.url, &["dead-letters", "export", "--output", path], None);
+    let out = cli_text(
+        &s.url,
+        &["dead-letters", "export", "--output-file", path],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("2 dead jobs written"), "{}", out.stdout);
     #[cfg(unix)]
