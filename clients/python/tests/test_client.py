@@ -112,9 +112,11 @@ def test_dead_letters_replay_by_filter(server: Server, receiver: Receiver) -> No
         assert len(list(c.list_jobs(endpoint=receiver.origin, pattern=pattern))) == 3
         assert c.dead_letter_groups(endpoint=receiver.origin, pattern=pattern)["total"] == 3
         receiver.status = 200
-        assert c.replay_dead_letters(
+        replayed = c.replay_dead_letters(
             {"endpoint": receiver.origin, "category": "permanent", "pattern": pattern}
-        ) == {"affected": 3}
+        )
+        assert (replayed["affected"], replayed["state"]) == (3, "done")
+        assert c.operation(replayed["operation"])["done"] == 3
         wait_for(lambda: all(c.get_job(i)["state"] == "completed" for i in ids), "3 replayed jobs completed")
         assert all(c.get_job(i)["replays"] == 1 for i in ids)
         assert receiver.count() == 6

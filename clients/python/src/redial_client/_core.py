@@ -151,6 +151,12 @@ def dead_letters(action: str, filter: Mapping[str, Any], dry_run: bool = False) 
     return Call("POST", f"/v1/dead-letters/{action}", body=body, has_body=True)
 
 
+def operation(op_id: str, cancel: bool = False) -> Call:
+    if cancel:
+        return Call("POST", f"/v1/operations/{segment(op_id)}/cancel")
+    return Call("GET", f"/v1/operations/{segment(op_id)}")
+
+
 def dead_letter_groups(filters: Mapping[str, Any]) -> Call:
     return Call("GET", "/v1/dead-letters/groups", params=_clean(filters))
 

@@ -12,7 +12,8 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Queue, ReplayPreview, Schedule, ScheduleInput, Stats,
+    EventKind, EventPage, Job, JobInput, Operation, Queue, ReplayPreview, Schedule, ScheduleInput,
+    Stats,
 )
 
 
@@ -141,6 +142,14 @@ class AsyncRedial:
 
     async def dismiss_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
         return cast(Affected, await self._send(_core.dead_letters("dismiss", filter)))
+
+    async def operation(self, id: str) -> Operation:
+        """A bulk replay's or dismiss's progress: done of total, its state."""
+        return cast(Operation, await self._send(_core.operation(id)))
+
+    async def cancel_operation(self, id: str) -> Operation:
+        """Stops a running bulk operation before its next chunk."""
+        return cast(Operation, await self._send(_core.operation(id, cancel=True)))
 
     async def dead_letter_groups(self, **filters: Any) -> DeadGroups:
         return cast(DeadGroups, await self._send(_core.dead_letter_groups(filters)))

@@ -11,7 +11,8 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Queue, ReplayPreview, Schedule, ScheduleInput, Stats,
+    EventKind, EventPage, Job, JobInput, Operation, Queue, ReplayPreview, Schedule, ScheduleInput,
+    Stats,
 )
 
 
@@ -139,6 +140,14 @@ class Redial:
 
     def dismiss_dead_letters(self, filter: DeadLetterFilter | Mapping[str, Any]) -> Affected:
         return cast(Affected, self._send(_core.dead_letters("dismiss", filter)))
+
+    def operation(self, id: str) -> Operation:
+        """A bulk replay's or dismiss's progress: done of total, its state."""
+        return cast(Operation, self._send(_core.operation(id)))
+
+    def cancel_operation(self, id: str) -> Operation:
+        """Stops a running bulk operation before its next chunk."""
+        return cast(Operation, self._send(_core.operation(id, cancel=True)))
 
     def dead_letter_groups(self, **filters: Any) -> DeadGroups:
         return cast(DeadGroups, self._send(_core.dead_letter_groups(filters)))

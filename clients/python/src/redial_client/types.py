@@ -147,6 +147,24 @@ class Dismissed(TypedDict):
 
 class Affected(TypedDict):
     affected: int
+    operation: NotRequired[str]
+    state: NotRequired[str]
+    matched: NotRequired[int]
+    skipped: NotRequired[int]
+
+
+class Operation(TypedDict):
+    """A bulk replay or dismiss, run a chunk at a time on the server that took it."""
+
+    id: str
+    kind: str
+    state: str
+    total: int
+    done: int
+    chunks: int
+    started_at: str
+    finished_at: str | None
+    error: str | None
 
 
 class DeadLetterFilter(TypedDict, total=False):
