@@ -11,6 +11,8 @@ use redial_client::{DeadGroupsQuery, DeadLetterFilter};
 use redial_policy::Timestamp;
 use std::io::IsTerminal;
 
+// Parsed once per run: the size of its largest variant (a replay's filter and patch) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 pub enum DeadLettersCommand {
     /// The dead letters grouped by the pattern of their reason (numbers, ids, times and quoted
