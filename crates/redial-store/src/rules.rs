@@ -148,23 +148,38 @@ pub fn may_replay(job: &Job) -> StoreResult<()> {
     only_dead(job, "replay")
 }
 
+/// The text columns a replay with changes writes, as stored (JSON).
+#[derive(Debug)]
+pub struct ReplayColumns {
+    pub request: String,
+    pub policy: Option<String>,
+    /// The job's changes with this one appended.
+    pub changes: String,
+}
+
 /// A replay with changes takes a dead job only, and only the one its changes were worked out
-/// from (no replay since). Returns the job's changes with this one appended, as stored (JSON).
+/// from (no replay since). Returns what it writes, given the job's changes as stored.
 pub fn replay_changes(
     job: &Job,
     p: &ReplayChangedParams,
     stored: Option<&str>,
-) -> StoreResult<String> {
+) -> StoreResult<ReplayColumns> {
     only_dead(job, "replay")?;
     if job.replays != p.replays {
         return Err(StoreError::Changed(job.id.clone()));
     }
-    let mut changes: Vec<JobChange> = match stored {
-        Some(s) => serde_json::from_str(s).map_err(corrupt_json)?,
-        None => Vec::new(),
-    };
+    let mut changes = read_changes(stored)?;
     changes.push(p.change.clone());
-    serde_json::to_string(&changes).map_err(corrupt_json)
+    Ok(ReplayColumns {
+        request: serde_json::to_string(&p.request).map_err(corrupt_json)?,
+        policy: p
+            .policy
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(corrupt_json)?,
+        changes: serde_json::to_string(&changes).map_err(corrupt_json)?,
+    })
 }
 
 /// A job's changes as stored (JSON, or none).

@@ -48,14 +48,7 @@ pub async fn replay_changed(
         .await
         .map_err(backend)?
         .get(0);
-    let changes = replay_changes(&job, p, stored.as_deref())?;
-    let request = serde_json::to_string(&p.request).map_err(json_err)?;
-    let policy = p
-        .policy
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(json_err)?;
+    let cols = replay_changes(&job, p, stored.as_deref())?;
     tx.execute(
         &format!(
             "UPDATE jobs SET {REPLAY_SET}, queue = $3, endpoint = $4, request = $5, \
@@ -66,10 +59,10 @@ pub async fn replay_changed(
             &job.seq,
             &p.queue,
             &p.endpoint,
-            &request,
+            &cols.request,
             &p.idempotency_key,
-            &policy,
-            &changes,
+            &cols.policy,
+            &cols.changes,
         ],
     )
     .await

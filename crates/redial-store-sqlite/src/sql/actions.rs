@@ -37,14 +37,7 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
             r.get(0)
         })
         .map_err(backend)?;
-    let changes = replay_changes(&job, p, stored.as_deref())?;
-    let request = serde_json::to_string(&p.request).map_err(json_err)?;
-    let policy = p
-        .policy
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(json_err)?;
+    let cols = replay_changes(&job, p, stored.as_deref())?;
     tx.execute(
         &format!(
             "UPDATE jobs SET {REPLAY_SET}, queue = ?3, endpoint = ?4, request = ?5, \
@@ -55,10 +48,10 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
             job.seq,
             p.queue,
             p.endpoint,
-            request,
+            cols.request,
             p.idempotency_key,
-            policy,
-            changes
+            cols.policy,
+            cols.changes
         ],
     )
     .map_err(backend)?;

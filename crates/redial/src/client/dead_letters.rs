@@ -29,10 +29,9 @@ pub enum DeadLettersCommand {
     Export(ExportArgs),
 }
 
+/// Which dead letters, as every dead-letters command takes them (a pattern is a command's own).
 #[derive(Debug, clap::Args)]
-pub struct FilterArgs {
-    #[command(flatten)]
-    conn: Conn,
+pub struct Criteria {
     /// Only dead jobs of this queue.
     #[arg(long)]
     queue: Option<String>,
@@ -49,6 +48,28 @@ pub struct FilterArgs {
     /// Created before (RFC 3339).
     #[arg(long, value_parser = cli_args::instant)]
     until: Option<Timestamp>,
+}
+
+impl Criteria {
+    /// The criteria as a bulk action's filter (no pattern, nothing else).
+    fn filter(&self) -> DeadLetterFilter {
+        DeadLetterFilter {
+            queue: self.queue.clone(),
+            category: self.category.clone(),
+            endpoint: self.endpoint.clone(),
+            since: self.since.map(|t| t.to_string()),
+            until: self.until.map(|t| t.to_string()),
+            ..DeadLetterFilter::default()
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    criteria: Criteria,
     /// Only dead jobs whose reason has this pattern, as `redial dead-letters patterns` prints
     /// it (the dead letters that have it when the action starts).
     #[arg(long)]
@@ -72,21 +93,8 @@ pub struct ReplayArgs {
 pub struct ExportArgs {
     #[command(flatten)]
     conn: Conn,
-    /// Only dead jobs of this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only this dead-letter category.
-    #[arg(long)]
-    category: Option<String>,
-    /// Only dead jobs of this endpoint.
-    #[arg(long)]
-    endpoint: Option<String>,
-    /// Created at or after (RFC 3339).
-    #[arg(long, value_parser = cli_args::instant)]
-    since: Option<Timestamp>,
-    /// Created before (RFC 3339).
-    #[arg(long, value_parser = cli_args::instant)]
-    until: Option<Timestamp>,
+    #[command(flatten)]
+    criteria: Criteria,
     /// Only dead jobs whose reason has this pattern.
     #[arg(long)]
     pattern: Option<String>,
@@ -99,22 +107,8 @@ pub struct ExportArgs {
 pub struct PatternsArgs {
     #[command(flatten)]
     conn: Conn,
-    /// Only dead jobs of this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only this dead-letter category: permanent, transient_exhausted, unknown_exhausted,
-    /// deferral_exhausted, deadline_exceeded or budget_exhausted.
-    #[arg(long)]
-    category: Option<String>,
-    /// Only dead jobs of this endpoint (a URL origin such as https://api.example.com).
-    #[arg(long)]
-    endpoint: Option<String>,
-    /// Created at or after (RFC 3339).
-    #[arg(long, value_parser = cli_args::instant)]
-    since: Option<Timestamp>,
-    /// Created before (RFC 3339).
-    #[arg(long, value_parser = cli_args::instant)]
-    until: Option<Timestamp>,
+    #[command(flatten)]
+    criteria: Criteria,
     /// Patterns to show at most (1 to 500).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=500))]
     limit: u32,
@@ -131,17 +125,8 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
     };
     let verb = if replay { "replay" } else { "dismiss" };
     let mut filter = DeadLetterFilter {
-        queue: a.queue.clone(),
-        category: a.category.clone(),
-        endpoint: a.endpoint.clone(),
-        since: a.since.map(|t| t.to_string()),
-        until: a.until.map(|t| t.to_string()),
         pattern: a.pattern.clone(),
-        all: None,
-        patch: None,
-        key: None,
-        dry_run: None,
-        wait: None,
+        ..a.criteria.filter()
     };
     if filter == DeadLetterFilter::default() && !a.all {
         return Err(UsageError(format!(
@@ -204,12 +189,13 @@ pub async fn dead_letters(cmd: DeadLettersCommand) -> Result<()> {
 
 async fn patterns(a: PatternsArgs) -> Result<()> {
     let server = a.conn.connect()?;
+    let f = a.criteria.filter();
     let query = DeadGroupsQuery {
-        queue: a.queue,
-        category: a.category,
-        endpoint: a.endpoint,
-        since: a.since.map(|t| t.to_string()),
-        until: a.until.map(|t| t.to_string()),
+        queue: f.queue,
+        category: f.category,
+        endpoint: f.endpoint,
+        since: f.since,
+        until: f.until,
         pattern: None,
         limit: Some(a.limit),
     };
@@ -295,13 +281,8 @@ async fn export(a: ExportArgs) -> Result<()> {
     use std::io::Write;
     let server = a.conn.connect()?;
     let filter = DeadLetterFilter {
-        queue: a.queue,
-        category: a.category,
-        endpoint: a.endpoint,
-        since: a.since.map(|t| t.to_string()),
-        until: a.until.map(|t| t.to_string()),
         pattern: a.pattern,
-        ..DeadLetterFilter::default()
+        ..a.criteria.filter()
     };
     let mut out: Box<dyn Write> = match &a.output_file {
         Some(path) => {
