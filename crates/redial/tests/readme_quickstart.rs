@@ -126,8 +126,11 @@ fn the_quick_start_works_as_written() {
             );
             waited = true;
         }
+        // In the test's own folder: what a command writes (an export's file) stays out of the
+        // work tree.
         let out = Command::new("sh")
             .args(["-c", &line])
+            .current_dir(dir.path())
             .env("REDIAL_SERVER", &server.url)
             .env_remove("REDIAL_TOKEN")
             .output()
