@@ -85,6 +85,7 @@ error_codes! {
     InvalidPolicy = "invalid_policy": "The retry policy is not valid.",
     InvalidRange = "invalid_range": "The time range is not valid.",
     InvalidReason = "invalid_reason": "The reason is not valid.",
+    InvalidReasonText = "invalid_reason_text": "The reason text of a search is not valid (1 to 8 words in at most 1,000 characters), or is used where it cannot be (it searches dead letters).",
     InvalidSchedule = "invalid_schedule": "The schedule is not valid.",
     InvalidState = "invalid_state": "The job is not in a state that allows the action, or the state named is not one.",
     InvalidTags = "invalid_tags": "The tags are not valid.",

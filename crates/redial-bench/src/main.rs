@@ -22,6 +22,7 @@ mod plain;
 mod protection;
 mod protection_nodes;
 mod schedules;
+mod search;
 mod shapes;
 mod waiters;
 mod workloads;
@@ -48,7 +49,8 @@ struct Args {
     /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
     /// job, delivered, `--rounds` alternated rounds) and `events` (no-op with the job-event
     /// triggers dropped and as shipped, `--rounds` alternated rounds) and `account` (where a
-    /// no-op job's cost goes: CPU, rows, WAL, per job) run only when named.
+    /// no-op job's cost goes: CPU, rows, WAL, per job) and `search-cost` (enqueue and no-op with
+    /// derived keys, with and without tags) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -108,6 +110,9 @@ fn main() -> Result<()> {
         };
         if args.only.iter().any(|w| w == "account") {
             account::account(args.jobs, args.concurrency, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "search-cost") {
+            search::cost(args.jobs, args.concurrency, &mut report).await?;
         }
         if wants("enqueue") {
             workloads::enqueue(args.jobs, &mut report).await?;

@@ -405,6 +405,52 @@ pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
     )
 }
 
+/// A search's idempotency key: as an enqueue takes one (400 otherwise: it is a query).
+pub fn search_key(k: String) -> Result<String, ApiError> {
+    if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
+        ));
+    }
+    Ok(k)
+}
+
+/// A search's tag: as an enqueue takes one (400 otherwise: it is a query).
+pub fn search_tag(t: String) -> Result<String, ApiError> {
+    if t.is_empty() || t.len() > 100 {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidTags,
+            "tag must be 1 to 100 characters",
+        ));
+    }
+    Ok(t)
+}
+
+/// The most words a search by reason text takes.
+const MAX_SEARCH_WORDS: usize = 8;
+
+/// The words of a search by reason text ([`redial_store::reason_words`]): 1 to 8 of them, from
+/// at most 1,000 characters.
+pub fn search_words(text: &str) -> Result<Vec<String>, ApiError> {
+    let words = redial_store::reason_words(text);
+    if text.chars().count() > 1000 || words.is_empty() || words.len() > MAX_SEARCH_WORDS {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidReasonText,
+            "reason_text must hold 1 to 8 words (letters and digits; each matches the words of a reason that start with it) in at most 1000 characters",
+        ));
+    }
+    Ok(words)
+}
+
+/// Brings the dead letters' search index up to date (`Store::index_dead_reasons`), before a
+/// search by reason text: what died since the last maintenance tick is found too.
+pub async fn index_dead_reasons(state: &AppState) -> Result<(), ApiError> {
+    const CHUNK: u32 = 1000;
+    while state.engine.store().index_dead_reasons(CHUNK).await? >= CHUNK {}
+    Ok(())
+}
+
 /// The filter narrowed to the dead letters whose reason has `pattern`: the reasons, word for
 /// word, that the filter's dead letters have with that pattern now (none: the filter matches
 /// nothing). Dead letters that die later with a new reason of the pattern are not in it.

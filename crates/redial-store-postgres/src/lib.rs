@@ -450,6 +450,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letter_reasons(c, &filter).await)
     }
 
+    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
+        with_conn!(self, c => sql::index_dead_reasons(c, limit).await)
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         with_conn!(self, c => sql::group_counts(c, queue, limit).await)
     }

@@ -209,6 +209,63 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN changes TEXT;
     "#,
+    // 13: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). `job_terms` holds each
+    // job's key and tags (`redial_store::job_terms`), written by the insert's own statement and
+    // never updated: not an index on `jobs`, whose every lease and finish (none of them HOT)
+    // would add an entry to it. `dead_words` holds the words of dead jobs' reasons
+    // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
+    // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
+    // writes the words later. Byte order ("C") for both: a search's word is a range of them.
+    // Deleting jobs takes their rows with them (one statement-level trigger).
+    r#"
+    CREATE TABLE job_terms (
+        term TEXT COLLATE "C" NOT NULL,
+        seq  BIGINT NOT NULL,
+        PRIMARY KEY (term, seq)
+    );
+    INSERT INTO job_terms (term, seq)
+        SELECT 'k:' || idempotency_key, seq FROM jobs WHERE idempotency_key IS NOT NULL
+        UNION ALL SELECT 't:' || t, seq FROM jobs, jsonb_array_elements_text(tags::jsonb) t
+        ON CONFLICT DO NOTHING;
+    CREATE TABLE dead_words (
+        word TEXT COLLATE "C" NOT NULL,
+        seq  BIGINT NOT NULL,
+        PRIMARY KEY (word, seq)
+    );
+    CREATE INDEX dead_words_seq ON dead_words (seq);
+    CREATE TABLE dead_pending (seq BIGINT PRIMARY KEY);
+    INSERT INTO dead_pending (seq) SELECT seq FROM jobs WHERE state = 'dead';
+    CREATE OR REPLACE FUNCTION redial_job_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        IF NEW.replays > OLD.replays THEN
+            INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+            VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint,
+                    OLD.last_reason);
+        ELSE
+            INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+            VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                    NEW.category, NEW.last_reason);
+            IF NEW.state = 'dead' THEN
+                INSERT INTO dead_pending (seq) VALUES (NEW.seq) ON CONFLICT DO NOTHING;
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE FUNCTION redial_jobs_gone() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        DELETE FROM job_terms j USING gone g
+            WHERE j.term = 'k:' || g.idempotency_key AND j.seq = g.seq;
+        DELETE FROM job_terms j USING gone g, jsonb_array_elements_text(g.tags::jsonb) t
+            WHERE g.tags <> '[]' AND j.term = 't:' || t AND j.seq = g.seq;
+        DELETE FROM dead_words w USING gone g WHERE w.seq = g.seq;
+        DELETE FROM dead_pending p USING gone g WHERE p.seq = g.seq;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER jobs_gone AFTER DELETE ON jobs REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION redial_jobs_gone();
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

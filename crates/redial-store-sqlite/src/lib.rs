@@ -509,6 +509,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
+        self.run(move |c| sql::index_dead_reasons(c, limit)).await
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         let queue = queue.to_owned();
         self.read(move |c| sql::group_counts(c, &queue, limit))

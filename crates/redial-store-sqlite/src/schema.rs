@@ -265,6 +265,51 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN changes TEXT;
     "#,
+    // 20: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). `job_terms` holds each
+    // job's key and tags (`redial_store::job_terms`), written with the job by the insert's own
+    // code, never updated: a lease or a finish does not touch it (an index on `jobs` would
+    // not be touched either, but a side table is what PostgreSQL needs, and both stores keep
+    // the same). `dead_words` holds the words of dead jobs' reasons
+    // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
+    // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
+    // writes the words later: no tokenizer runs in a finish. Deleting a job takes its rows
+    // with it.
+    r#"
+    CREATE TABLE job_terms (
+        term TEXT NOT NULL,
+        seq  INTEGER NOT NULL,
+        PRIMARY KEY (term, seq)
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO job_terms (term, seq)
+        SELECT 'k:' || idempotency_key, seq FROM jobs WHERE idempotency_key IS NOT NULL;
+    INSERT OR IGNORE INTO job_terms (term, seq)
+        SELECT 't:' || t.value, jobs.seq FROM jobs, json_each(jobs.tags) AS t;
+    CREATE TABLE dead_words (
+        word TEXT NOT NULL,
+        seq  INTEGER NOT NULL,
+        PRIMARY KEY (word, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX dead_words_seq ON dead_words (seq);
+    CREATE TABLE dead_pending (seq INTEGER PRIMARY KEY);
+    INSERT INTO dead_pending (seq) SELECT seq FROM jobs WHERE state = 'dead';
+    DROP TRIGGER jobs_finish_events;
+    CREATE TRIGGER jobs_finish_events AFTER UPDATE OF finished_at ON jobs
+        WHEN (NEW.state = 'completed' OR NEW.state = 'dead' OR NEW.state = 'cancelled')
+            AND NEW.state <> OLD.state
+    BEGIN
+        INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+        VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                NEW.category, NEW.last_reason);
+        INSERT OR IGNORE INTO dead_pending (seq) SELECT NEW.seq WHERE NEW.state = 'dead';
+    END;
+    CREATE TRIGGER jobs_delete_terms AFTER DELETE ON jobs BEGIN
+        DELETE FROM job_terms WHERE term = 'k:' || old.idempotency_key AND seq = old.seq;
+        DELETE FROM job_terms
+            WHERE term IN (SELECT 't:' || value FROM json_each(old.tags)) AND seq = old.seq;
+        DELETE FROM dead_words WHERE seq = old.seq;
+        DELETE FROM dead_pending WHERE seq = old.seq;
+    END;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

@@ -224,6 +224,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// dead letters only, by their own index; its cost follows their number.
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>>;
 
+    /// Brings the `dead_words` index (a search of dead letters by reason text) up to date with
+    /// up to `limit` of the jobs that died since it was last brought up to date (a trigger
+    /// notes them as they die, so that no path forgets one); returns how many it took. Dying
+    /// costs only that note: the words are written here, by maintenance and before a search.
+    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32>;
+
     /// The groups of `queue` with waiting or running jobs, most waiting first (then by name),
     /// `limit` at most, and how many there are. Reads every grouped job of the queue that is
     /// waiting or running: an on-demand view, not for a hot path.

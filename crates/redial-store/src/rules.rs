@@ -283,6 +283,12 @@ pub enum SqlValue {
     /// The column is one of these: each store spells the test its own way (`IN` a JSON array's
     /// values, `= ANY` an array), with one placeholder whatever the length.
     TextList(Vec<String>),
+    /// The job has this term in `job_terms` ([`job_terms`]): `seq IN (SELECT seq FROM
+    /// job_terms WHERE term = ?)`; the clause is empty.
+    Term(String),
+    /// The dead job's reason has a word starting with each of these (`dead_words`); the clause
+    /// is empty. Each store spells the ranges of [`word_range`].
+    Words(Vec<String>),
 }
 
 /// One condition of a `WHERE`: the SQL before its placeholder (`queue =`) and the value bound;
@@ -316,6 +322,15 @@ impl JobFilter {
         }
         if let Some(r) = &self.reasons {
             out.push(c("last_reason", SqlValue::TextList(r.clone())));
+        }
+        if let Some(k) = &self.idempotency_key {
+            out.push(c("", SqlValue::Term(key_term(k))));
+        }
+        if let Some(t) = &self.tag {
+            out.push(c("", SqlValue::Term(tag_term(t))));
+        }
+        if !self.reason_words.is_empty() {
+            out.push(c("", SqlValue::Words(self.reason_words.clone())));
         }
         if let Some(s) = self.after_seq {
             out.push(c("seq >", SqlValue::Int(s)));
@@ -451,4 +466,55 @@ pub fn reasons_with_pattern(reasons: &[DeadReason], pattern: &str) -> Vec<String
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// A job's idempotency key as a term of the `job_terms` index.
+pub fn key_term(key: &str) -> String {
+    format!("k:{key}")
+}
+
+/// A job's tag as a term of the `job_terms` index.
+pub fn tag_term(tag: &str) -> String {
+    format!("t:{tag}")
+}
+
+/// What a job puts in the `job_terms` index when it is inserted: its idempotency key and its
+/// tags (each once), from which a search by key or tag is answered without a scan.
+pub fn job_terms(key: Option<&str>, tags: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = key.map(key_term).into_iter().collect();
+    for t in tags {
+        let term = tag_term(t);
+        if !out.contains(&term) {
+            out.push(term);
+        }
+    }
+    out
+}
+
+/// The longest word the `dead_words` index keeps, in characters: a longer one is cut there
+/// (and a search's word too, so that they still meet).
+pub const MAX_WORD_CHARS: usize = 40;
+
+/// The words of a dead job's reason, as the `dead_words` index keeps them and a search by
+/// reason text asks for them: lower-cased runs of letters and digits, each cut at
+/// [`MAX_WORD_CHARS`], each once, in the order they first appear. "HTTP 404: Not Found" gives
+/// `http`, `404`, `not`, `found`.
+pub fn reason_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for run in text.split(|c: char| !c.is_alphanumeric()) {
+        if run.is_empty() {
+            continue;
+        }
+        let word: String = run.chars().flat_map(char::to_lowercase).take(MAX_WORD_CHARS).collect();
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The range of `dead_words.word` a search's `word` covers, as `(from, to)` with
+/// `from <= word < to` in byte order: every word that starts with it.
+pub fn word_range(word: &str) -> (String, String) {
+    (word.to_owned(), format!("{word}{}", char::MAX))
 }

@@ -41,6 +41,7 @@ ErrorCode = Literal[
     "invalid_policy",
     "invalid_range",
     "invalid_reason",
+    "invalid_reason_text",
     "invalid_schedule",
     "invalid_state",
     "invalid_tags",

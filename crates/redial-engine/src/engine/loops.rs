@@ -247,7 +247,10 @@ pub(super) async fn maintenance_loop(inner: Arc<Inner>) {
     }
 }
 
-/// Rescue, promotion, deadlines and retention.
+/// Dead jobs whose reasons a maintenance tick indexes for search, at most.
+const DEAD_WORDS_PER_TICK: u32 = 1000;
+
+/// Rescue, promotion, deadlines, the dead letters' search index and retention.
 pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) {
     {
         let now = inner.clock.now();
@@ -296,6 +299,11 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
+        }
+        // The words of the reasons of jobs that died since, for a search by reason text (a
+        // bounded batch: a search brings the rest up to date itself).
+        if let Err(e) = inner.store.index_dead_reasons(DEAD_WORDS_PER_TICK).await {
+            tracing::error!(error = %e, "indexing dead letters' reasons failed");
         }
         if last_cleanup.is_none_or(|t| t.elapsed() >= inner.config.cleanup_interval) {
             *last_cleanup = Some(std::time::Instant::now());

@@ -485,6 +485,12 @@ impl Store for Watched {
         self.inner.dead_letter_reasons(filter).await
     }
 
+    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
+        let out = self.inner.index_dead_reasons(limit).await;
+        self.wrote();
+        out
+    }
+
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
         self.inner.group_counts(queue, limit).await
     }

@@ -312,6 +312,9 @@ pub(super) async fn list(
                 }
                 pattern = Some(v);
             }
+            "idempotency_key" => filter.idempotency_key = Some(input::search_key(v)?),
+            "tag" => filter.tag = Some(input::search_tag(v)?),
+            "reason_text" => filter.reason_words = input::search_words(&v)?,
             "cursor" => {
                 after = Some(v.parse::<i64>().map_err(|_| {
                     ApiError::bad_request(ErrorCode::InvalidCursor, "cursor must be a next_cursor value from a previous page")
@@ -321,7 +324,7 @@ pub(super) async fn list(
             other => {
                 return Err(ApiError::bad_request(
                     ErrorCode::UnknownParameter,
-                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, pattern, cursor, limit"),
+                    format!("unknown query parameter {other:?}: use queue, state, category, endpoint, pattern, idempotency_key, tag, reason_text, cursor, limit"),
                 ))
             }
         }
@@ -338,6 +341,20 @@ pub(super) async fn list(
                 ))
             }
         }
+    }
+    if !filter.reason_words.is_empty() {
+        // Reason text searches dead letters.
+        match filter.state {
+            None => filter.state = Some(redial_store::JobState::Dead),
+            Some(redial_store::JobState::Dead) => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::InvalidReasonText,
+                    format!("reason_text searches dead letters: use it with state=dead or without a state, not state={}", other.as_str()),
+                ))
+            }
+        }
+        input::index_dead_reasons(&state).await?;
     }
     let filter = input::with_pattern(&state, filter, pattern).await?;
     let page = state

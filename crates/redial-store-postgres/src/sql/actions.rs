@@ -67,6 +67,24 @@ pub async fn replay_changed(
     )
     .await
     .map_err(backend)?;
+    if job.idempotency_key != p.idempotency_key {
+        // A renewed key: the search finds the job by the new one, not the old.
+        let old = job.idempotency_key.as_deref().map(redial_store::key_term);
+        let new = p.idempotency_key.as_deref().map(redial_store::key_term);
+        tx.execute(
+            "DELETE FROM job_terms WHERE term = $1 AND seq = $2",
+            &[&old, &job.seq],
+        )
+        .await
+        .map_err(backend)?;
+        tx.execute(
+            "INSERT INTO job_terms (term, seq) SELECT $1::text, $2 WHERE $1::text IS NOT NULL \
+             ON CONFLICT DO NOTHING",
+            &[&new, &job.seq],
+        )
+        .await
+        .map_err(backend)?;
+    }
     notify(&tx, channel, &p.queue).await?;
     let job = must_get(&tx, &p.id).await?;
     tx.commit().await.map_err(backend)?;

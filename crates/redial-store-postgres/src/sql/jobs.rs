@@ -10,9 +10,11 @@ pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult
 }
 
 /// One statement for the whole batch (arrays unnested into rows); ids that already exist are
-/// then read back and compared, as duplicates or conflicts.
+/// then read back and compared, as duplicates or conflicts. The same statement puts each new
+/// job's key and tags in the search index (`job_terms`, as `redial_store::job_terms` spells
+/// them).
 pub(super) const INSERT_MANY: &str =
-    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+    "WITH ins AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
      priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
          created_at, created_at, grp, callback \
@@ -22,12 +24,18 @@ pub(super) const INSERT_MANY: &str =
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
              deadline, tags, policy, created_at, grp, callback, n) \
      ORDER BY n \
-     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, idempotency_key, tags), \
+     terms AS (INSERT INTO job_terms (term, seq) \
+         SELECT 'k:' || idempotency_key, seq FROM ins WHERE idempotency_key IS NOT NULL \
+         UNION ALL SELECT 't:' || t, seq FROM ins, jsonb_array_elements_text(ins.tags::jsonb) t \
+             WHERE ins.tags <> '[]' \
+         ON CONFLICT DO NOTHING) \
+     SELECT id, seq FROM ins";
 
 /// [`INSERT_MANY`] with each job's lease (`$15` owner, `$16` until; none for a job that goes
 /// in as it would): a callback delivery its recorder sends at once goes in leased to it.
 pub(super) const INSERT_MANY_LEASED: &str =
-    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+    "WITH ins AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
      priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
      lease_owner, lease_until) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
@@ -38,7 +46,13 @@ pub(super) const INSERT_MANY_LEASED: &str =
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
              deadline, tags, policy, created_at, grp, callback, lease_owner, lease_until, n) \
      ORDER BY n \
-     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, idempotency_key, tags), \
+     terms AS (INSERT INTO job_terms (term, seq) \
+         SELECT 'k:' || idempotency_key, seq FROM ins WHERE idempotency_key IS NOT NULL \
+         UNION ALL SELECT 't:' || t, seq FROM ins, jsonb_array_elements_text(ins.tags::jsonb) t \
+             WHERE ins.tags <> '[]' \
+         ON CONFLICT DO NOTHING) \
+     SELECT id, seq FROM ins";
 
 /// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$14`), one array per column, and their
 /// leases as [`INSERT_MANY_LEASED`]'s (`$15`, `$16`).
@@ -315,6 +329,30 @@ pub(super) fn push_conditions(
             SqlValue::Text(t) => Box::new(t),
             SqlValue::Int(i) => Box::new(i),
             SqlValue::TextList(l) => Box::new(l),
+            SqlValue::Term(t) => {
+                params.push(Box::new(t));
+                sql.push_str(&format!(
+                    " AND seq IN (SELECT seq FROM job_terms WHERE term = ${})",
+                    params.len()
+                ));
+                continue;
+            }
+            SqlValue::Words(words) => {
+                // Each word a range of the index (every word it starts), the jobs in all of them.
+                let mut parts = Vec::with_capacity(words.len());
+                for w in &words {
+                    let (from, to) = redial_store::word_range(w);
+                    params.push(Box::new(from));
+                    params.push(Box::new(to));
+                    parts.push(format!(
+                        "SELECT seq FROM dead_words WHERE word >= ${} AND word < ${}",
+                        params.len() - 1,
+                        params.len()
+                    ));
+                }
+                sql.push_str(&format!(" AND seq IN ({})", parts.join(" INTERSECT ")));
+                continue;
+            }
         });
         if list {
             sql.push_str(&format!(" AND {} = ANY(${})", c.clause, params.len()));

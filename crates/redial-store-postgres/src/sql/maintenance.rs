@@ -262,3 +262,47 @@ pub async fn cleanup(c: &mut Conn, p: &CleanupParams) -> StoreResult<u64> {
     .await?;
     Ok(by_age + by_count)
 }
+
+/// [`redial_store::Store::index_dead_reasons`]: the words of up to `limit` jobs noted in
+/// `dead_pending`, in one transaction (another node's run at the same time takes other ones). A
+/// job no longer dead (replayed since) loses its words; one dead again has its old words
+/// replaced.
+pub async fn index_dead_reasons(c: &mut Conn, limit: u32) -> StoreResult<u32> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let rows = tx
+        .query(
+            "SELECT p.seq, CASE WHEN j.state = 'dead' THEN j.last_reason END \
+             FROM dead_pending p LEFT JOIN jobs j ON j.seq = p.seq \
+             ORDER BY p.seq LIMIT $1 FOR UPDATE OF p SKIP LOCKED",
+            &[&i64::from(limit)],
+        )
+        .await
+        .map_err(backend)?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let seqs: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let (mut words, mut of) = (Vec::new(), Vec::new());
+    for r in &rows {
+        let reason: Option<String> = r.get(1);
+        for w in redial_store::reason_words(reason.as_deref().unwrap_or("")) {
+            words.push(w);
+            of.push(r.get::<_, i64>(0));
+        }
+    }
+    tx.execute("DELETE FROM dead_words WHERE seq = ANY($1)", &[&seqs])
+        .await
+        .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO dead_words (word, seq) SELECT * FROM unnest($1::text[], $2::bigint[]) \
+         ON CONFLICT DO NOTHING",
+        &[&words, &of],
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute("DELETE FROM dead_pending WHERE seq = ANY($1)", &[&seqs])
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(seqs.len() as u32)
+}

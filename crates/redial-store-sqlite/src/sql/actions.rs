@@ -55,6 +55,23 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
         ],
     )
     .map_err(backend)?;
+    if job.idempotency_key != p.idempotency_key {
+        // A renewed key: the search finds the job by the new one, not the old.
+        if let Some(old) = &job.idempotency_key {
+            tx.execute(
+                "DELETE FROM job_terms WHERE term = ?1 AND seq = ?2",
+                params![redial_store::key_term(old), job.seq],
+            )
+            .map_err(backend)?;
+        }
+        let new: Vec<String> = p
+            .idempotency_key
+            .as_deref()
+            .map(redial_store::key_term)
+            .into_iter()
+            .collect();
+        super::jobs::insert_terms(&tx, job.seq, &new)?;
+    }
     counts::moved(&job.queue, &job.endpoint, Some(place(&job)), None, 1);
     counts::moved(
         &p.queue,

@@ -76,10 +76,29 @@ pub(super) fn insert_as(
     counts::moved(&job.queue, &job.endpoint, None, Some((state, None)), 1);
     // The job as stored, built from what was written rather than read back.
     let seq = tx.last_insert_rowid();
+    insert_terms(
+        tx,
+        seq,
+        &redial_store::job_terms(job.idempotency_key.as_deref(), &job.tags),
+    )?;
     Ok(InsertOutcome::Inserted(match lease {
         Some((owner, until)) => job.into_leased(seq, owner, until),
         None => job.into_stored(seq),
     }))
+}
+
+/// Puts `terms` ([`redial_store::job_terms`]) in the search index for the job of `seq`.
+pub(super) fn insert_terms(tx: &Connection, seq: i64, terms: &[String]) -> StoreResult<()> {
+    if terms.is_empty() {
+        return Ok(());
+    }
+    let mut s = tx
+        .prepare_cached("INSERT OR IGNORE INTO job_terms (term, seq) VALUES (?1, ?2)")
+        .map_err(backend)?;
+    for t in terms {
+        s.execute(params![t, seq]).map_err(backend)?;
+    }
+    Ok(())
 }
 
 pub fn get_with_attempts(
@@ -131,6 +150,30 @@ pub(super) fn push_conditions(
                     c.clause,
                     params.len()
                 ));
+                continue;
+            }
+            SqlValue::Term(t) => {
+                params.push(Value::Text(t));
+                sql.push_str(&format!(
+                    " AND seq IN (SELECT seq FROM job_terms WHERE term = ?{})",
+                    params.len()
+                ));
+                continue;
+            }
+            SqlValue::Words(words) => {
+                // Each word a range of the index (every word it starts), the jobs in all of them.
+                let mut parts = Vec::with_capacity(words.len());
+                for w in &words {
+                    let (from, to) = redial_store::word_range(w);
+                    params.push(Value::Text(from));
+                    params.push(Value::Text(to));
+                    parts.push(format!(
+                        "SELECT seq FROM dead_words WHERE word >= ?{} AND word < ?{}",
+                        params.len() - 1,
+                        params.len()
+                    ));
+                }
+                sql.push_str(&format!(" AND seq IN ({})", parts.join(" INTERSECT ")));
                 continue;
             }
         }

@@ -182,3 +182,37 @@ pub(super) fn delete_counted<P: rusqlite::Params>(
     }
     Ok(n)
 }
+
+/// [`Store::index_dead_reasons`]: the words of up to `limit` jobs noted in `dead_pending`, in
+/// one transaction. A job no longer dead (replayed since) loses its words; one dead again has
+/// its old words replaced.
+pub fn index_dead_reasons(c: &mut Connection, limit: u32) -> StoreResult<u32> {
+    let tx = Sp::begin(c)?;
+    let pending = query_rows(
+        &tx,
+        "SELECT p.seq, CASE WHEN j.state = 'dead' THEN j.last_reason END \
+         FROM dead_pending p LEFT JOIN jobs j ON j.seq = p.seq ORDER BY p.seq LIMIT ?1",
+        [i64::from(limit)],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)),
+    )?;
+    {
+        let mut forget = tx
+            .prepare_cached("DELETE FROM dead_words WHERE seq = ?1")
+            .map_err(backend)?;
+        let mut add = tx
+            .prepare_cached("INSERT OR IGNORE INTO dead_words (word, seq) VALUES (?1, ?2)")
+            .map_err(backend)?;
+        let mut done = tx
+            .prepare_cached("DELETE FROM dead_pending WHERE seq = ?1")
+            .map_err(backend)?;
+        for (seq, reason) in &pending {
+            forget.execute([seq]).map_err(backend)?;
+            for w in redial_store::reason_words(reason.as_deref().unwrap_or("")) {
+                add.execute(params![w, seq]).map_err(backend)?;
+            }
+            done.execute([seq]).map_err(backend)?;
+        }
+    }
+    tx.commit()?;
+    Ok(pending.len() as u32)
+}

@@ -100,13 +100,16 @@ pub fn dead_letter_groups(
     f: &JobFilter,
     counts: &counts::Shared,
 ) -> StoreResult<Vec<DeadGroup>> {
-    // The kept counts know no time, no reason and no place in the table.
-    if f.since.is_some()
-        || f.until.is_some()
-        || f.reasons.is_some()
-        || f.after_seq.is_some()
-        || f.upto_seq.is_some()
-    {
+    // The kept counts know queues, endpoints and categories only (no time, no reason, no key,
+    // no tag, no place in the table).
+    let counted = JobFilter {
+        queue: f.queue.clone(),
+        endpoint: f.endpoint.clone(),
+        category: f.category,
+        state: f.state,
+        ..JobFilter::default()
+    };
+    if *f != counted {
         return dead_letter_groups_read(c, f);
     }
     let mut groups: Vec<(String, DeadCategory, String, u64)> = counts::lock(counts)

@@ -16,6 +16,7 @@ mod reads;
 mod record;
 mod scan;
 mod schedules;
+mod search;
 
 pub use callbacks::*;
 pub use dead_letters::*;
@@ -28,6 +29,7 @@ pub use reads::*;
 pub use record::*;
 pub use scan::*;
 pub use schedules::*;
+pub use search::*;
 
 use crate::*;
 use redial_policy::{DeadCategory, Timestamp};
@@ -54,7 +56,7 @@ macro_rules! store_suite {
             grouped_jobs_wait_for_their_time, groups_are_counted,
             groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
             callbacks_of_cancels_replays_and_maintenance, a_delivery_can_go_in_leased_to_its_recorder,
-            events_are_written_with_the_change);
+            events_are_written_with_the_change, search_by_key_tag_and_reason_text);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

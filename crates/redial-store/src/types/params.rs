@@ -17,6 +17,14 @@ pub struct JobFilter {
     /// The job's last reason is one of these (exactly); an empty list matches nothing. What a
     /// reason pattern resolves to: [`reasons_with_pattern`](crate::reasons_with_pattern).
     pub reasons: Option<Vec<String>>,
+    /// The job's idempotency key is this one (exactly), answered from the `job_terms` index.
+    pub idempotency_key: Option<String>,
+    /// The job carries this tag (exactly), answered from the `job_terms` index.
+    pub tag: Option<String>,
+    /// Dead jobs whose reason has a word starting with each of these ([`reason_words`] of
+    /// what was asked; all must match), answered from the `dead_words` index. A store reads it
+    /// as it stood at its last [`Store::index_dead_reasons`]: callers bring that up to date first.
+    pub reason_words: Vec<String>,
     /// Rows after this `seq` only, and up to this one (a bulk action's chunk).
     pub after_seq: Option<i64>,
     pub upto_seq: Option<i64>,
