@@ -68,6 +68,12 @@ pub struct JobsQuery {
     pub endpoint: Option<String>,
     /// Only dead letters whose reason has this pattern ([`Client::dead_letter_patterns`]).
     pub pattern: Option<String>,
+    /// Only the job(s) with this idempotency key (exactly).
+    pub idempotency_key: Option<String>,
+    /// Only jobs with this tag (exactly).
+    pub tag: Option<String>,
+    /// Only dead letters whose reason has words starting with each of these words.
+    pub reason_text: Option<String>,
     /// A page's `next_cursor`.
     pub cursor: Option<String>,
     /// At most this many (1 to 500; the server's default when none).
@@ -161,6 +167,9 @@ impl Client {
             .query("category", q.category.as_ref())
             .query("endpoint", q.endpoint.as_ref())
             .query("pattern", q.pattern.as_ref())
+            .query("idempotency_key", q.idempotency_key.as_ref())
+            .query("tag", q.tag.as_ref())
+            .query("reason_text", q.reason_text.as_ref())
             .query("cursor", q.cursor.as_ref())
             .query("limit", q.limit);
         self.transport.json(call).await

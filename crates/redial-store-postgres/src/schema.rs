@@ -210,23 +210,40 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN changes TEXT;
     "#,
     // 13: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). `job_terms` holds each
-    // job's key and tags (`redial_store::job_terms`), written by the insert's own statement and
+    // job's key and tags (`redial_store::job_terms`) by bucket of 1,024 jobs
+    // (`redial_store::TERM_BUCKET_BITS`: an insert writes where the last ones did), written by
+    // the insert's own statement and
     // never updated: not an index on `jobs`, whose every lease and finish (none of them HOT)
-    // would add an entry to it. `dead_words` holds the words of dead jobs' reasons
+    // would add an entry to it; a batch of 64 jobs or more puts its terms in one row of
+    // `job_term_blocks` instead (see `sql::jobs::BLOCK_MIN`), which a deletion of one of
+    // its jobs turns back into rows. `dead_words` holds the words of dead jobs' reasons
     // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
     // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
     // writes the words later. Byte order ("C") for both: a search's word is a range of them.
     // Deleting jobs takes their rows with them (one statement-level trigger).
     r#"
     CREATE TABLE job_terms (
-        term TEXT COLLATE "C" NOT NULL,
-        seq  BIGINT NOT NULL,
-        PRIMARY KEY (term, seq)
+        bucket BIGINT NOT NULL,
+        term   TEXT COLLATE "C" NOT NULL,
+        seq    BIGINT NOT NULL,
+        PRIMARY KEY (bucket, term, seq)
     );
-    INSERT INTO job_terms (term, seq)
-        SELECT 'k:' || idempotency_key, seq FROM jobs WHERE idempotency_key IS NOT NULL
-        UNION ALL SELECT 't:' || t, seq FROM jobs, jsonb_array_elements_text(tags::jsonb) t
+    INSERT INTO job_terms (bucket, term, seq)
+        SELECT seq >> 10, 'k:' || idempotency_key, seq FROM jobs
+            WHERE idempotency_key IS NOT NULL
+        UNION ALL SELECT seq >> 10, 't:' || t, seq
+            FROM jobs, jsonb_array_elements_text(tags::jsonb) t
         ON CONFLICT DO NOTHING;
+    CREATE TABLE job_term_blocks (
+        first_seq BIGINT PRIMARY KEY,
+        last_seq  BIGINT NOT NULL,
+        bloom     BYTEA NOT NULL,
+        terms     TEXT[] NOT NULL,
+        seqs      BIGINT[] NOT NULL
+    );
+    -- Kept out of line as they are: compressing a block's random keys costs more than it saves.
+    ALTER TABLE job_term_blocks ALTER COLUMN terms SET STORAGE EXTERNAL,
+        ALTER COLUMN seqs SET STORAGE EXTERNAL;
     CREATE TABLE dead_words (
         word TEXT COLLATE "C" NOT NULL,
         seq  BIGINT NOT NULL,
@@ -255,9 +272,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE FUNCTION redial_jobs_gone() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
         DELETE FROM job_terms j USING gone g
-            WHERE j.term = 'k:' || g.idempotency_key AND j.seq = g.seq;
+            WHERE j.bucket = g.seq >> 10 AND j.term = 'k:' || g.idempotency_key
+            AND j.seq = g.seq;
         DELETE FROM job_terms j USING gone g, jsonb_array_elements_text(g.tags::jsonb) t
-            WHERE g.tags <> '[]' AND j.term = 't:' || t AND j.seq = g.seq;
+            WHERE g.tags <> '[]' AND j.bucket = g.seq >> 10 AND j.term = 't:' || t
+            AND j.seq = g.seq;
+        -- A block that held a deleted job: the terms of its jobs still there become rows.
+        WITH hit AS (
+            DELETE FROM job_term_blocks b USING gone g
+            WHERE b.first_seq = (SELECT max(k.first_seq) FROM job_term_blocks k
+                                 WHERE k.first_seq <= g.seq)
+            AND b.last_seq >= g.seq
+            RETURNING b.terms, b.seqs)
+        INSERT INTO job_terms (bucket, term, seq)
+            SELECT u.s >> 10, u.t, u.s FROM hit, unnest(hit.terms, hit.seqs) AS u (t, s)
+            WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.seq = u.s)
+            ON CONFLICT DO NOTHING;
         DELETE FROM dead_words w USING gone g WHERE w.seq = g.seq;
         DELETE FROM dead_pending p USING gone g WHERE p.seq = g.seq;
         RETURN NULL;

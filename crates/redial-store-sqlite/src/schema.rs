@@ -266,31 +266,36 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN changes TEXT;
     "#,
     // 20: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). `job_terms` holds each
-    // job's key and tags (`redial_store::job_terms`), written with the job by the insert's own
-    // code, never updated: a lease or a finish does not touch it (an index on `jobs` would
-    // not be touched either, but a side table is what PostgreSQL needs, and both stores keep
-    // the same). `dead_words` holds the words of dead jobs' reasons
+    // job's key and tags (`redial_store::job_terms`) by bucket of 1,024 jobs
+    // (`redial_store::TERM_BUCKET_BITS`: an insert writes where the last ones did), written
+    // with the job by the insert's own code, never updated: a lease or a finish does not touch
+    // it (PostgreSQL needs a side table for that, and both stores keep the same). `dead_words` holds the words of dead jobs' reasons
     // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
     // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
     // writes the words later: no tokenizer runs in a finish. Deleting a job takes its rows
-    // with it.
+    // with it (its notes, if any, are dropped by the next indexing). `dead_pending` has no key:
+    // a job that dies twice before the next indexing is noted twice (a conflict in a trigger is
+    // the firing statement's to resolve, and a check for one reads the table the trigger
+    // writes: a temporary table for every finish, see `state_changes_build_no_temporary_tables`).
     r#"
     CREATE TABLE job_terms (
-        term TEXT NOT NULL,
-        seq  INTEGER NOT NULL,
-        PRIMARY KEY (term, seq)
+        bucket INTEGER NOT NULL,
+        term   TEXT NOT NULL,
+        seq    INTEGER NOT NULL,
+        PRIMARY KEY (bucket, term, seq)
     ) WITHOUT ROWID;
-    INSERT OR IGNORE INTO job_terms (term, seq)
-        SELECT 'k:' || idempotency_key, seq FROM jobs WHERE idempotency_key IS NOT NULL;
-    INSERT OR IGNORE INTO job_terms (term, seq)
-        SELECT 't:' || t.value, jobs.seq FROM jobs, json_each(jobs.tags) AS t;
+    INSERT OR IGNORE INTO job_terms (bucket, term, seq)
+        SELECT seq >> 10, 'k:' || idempotency_key, seq FROM jobs
+        WHERE idempotency_key IS NOT NULL;
+    INSERT OR IGNORE INTO job_terms (bucket, term, seq)
+        SELECT jobs.seq >> 10, 't:' || t.value, jobs.seq FROM jobs, json_each(jobs.tags) AS t;
     CREATE TABLE dead_words (
         word TEXT NOT NULL,
         seq  INTEGER NOT NULL,
         PRIMARY KEY (word, seq)
     ) WITHOUT ROWID;
     CREATE INDEX dead_words_seq ON dead_words (seq);
-    CREATE TABLE dead_pending (seq INTEGER PRIMARY KEY);
+    CREATE TABLE dead_pending (seq INTEGER NOT NULL);
     INSERT INTO dead_pending (seq) SELECT seq FROM jobs WHERE state = 'dead';
     DROP TRIGGER jobs_finish_events;
     CREATE TRIGGER jobs_finish_events AFTER UPDATE OF finished_at ON jobs
@@ -300,14 +305,15 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
         VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
                 NEW.category, NEW.last_reason);
-        INSERT OR IGNORE INTO dead_pending (seq) SELECT NEW.seq WHERE NEW.state = 'dead';
+        INSERT INTO dead_pending (seq) SELECT NEW.seq WHERE NEW.state = 'dead';
     END;
     CREATE TRIGGER jobs_delete_terms AFTER DELETE ON jobs BEGIN
-        DELETE FROM job_terms WHERE term = 'k:' || old.idempotency_key AND seq = old.seq;
         DELETE FROM job_terms
-            WHERE term IN (SELECT 't:' || value FROM json_each(old.tags)) AND seq = old.seq;
+            WHERE bucket = old.seq >> 10 AND term = 'k:' || old.idempotency_key AND seq = old.seq;
+        DELETE FROM job_terms
+            WHERE bucket = old.seq >> 10
+            AND term IN (SELECT 't:' || value FROM json_each(old.tags)) AND seq = old.seq;
         DELETE FROM dead_words WHERE seq = old.seq;
-        DELETE FROM dead_pending WHERE seq = old.seq;
     END;
     "#,
 ];

@@ -72,14 +72,14 @@ pub async fn replay_changed(
         let old = job.idempotency_key.as_deref().map(redial_store::key_term);
         let new = p.idempotency_key.as_deref().map(redial_store::key_term);
         tx.execute(
-            "DELETE FROM job_terms WHERE term = $1 AND seq = $2",
+            "DELETE FROM job_terms WHERE bucket = $2::bigint >> 10 AND term = $1 AND seq = $2",
             &[&old, &job.seq],
         )
         .await
         .map_err(backend)?;
         tx.execute(
-            "INSERT INTO job_terms (term, seq) SELECT $1::text, $2 WHERE $1::text IS NOT NULL \
-             ON CONFLICT DO NOTHING",
+            "INSERT INTO job_terms (bucket, term, seq) \
+             SELECT $2::bigint >> 10, $1::text, $2 WHERE $1::text IS NOT NULL ON CONFLICT DO NOTHING",
             &[&new, &job.seq],
         )
         .await

@@ -137,8 +137,9 @@ pub(super) const RECORD_MANY: &str = concat!(
 
 /// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
 /// each delivery (`$16` the seq of the job that owes it, then the columns of
-/// [`INSERT_MANY_LEASED`]) goes in only if its job was recorded. Rows with a second column are
-/// the deliveries that went in leased (their id and seq).
+/// [`INSERT_MANY_LEASED`]) goes in only if its job was recorded, its terms in the search index
+/// (`job_terms`, as `redial_store::job_terms` spells them). Rows with a second column are the
+/// deliveries that went in leased (their id and seq).
 pub(super) const RECORD_MANY_OWING: &str = concat!(
     record_many_ctes!(),
     ", d AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
@@ -153,7 +154,13 @@ pub(super) const RECORD_MANY_OWING: &str = concat!(
        AS t (owner_seq, id, queue, endpoint, state, request, key, priority, run_at, deadline, \
          tags, policy, created_at, grp, callback, lease_owner, lease_until) \
      JOIN u ON u.seq = t.owner_seq \
-     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner) \
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner, idempotency_key, tags), \
+     dt AS (INSERT INTO job_terms (bucket, term, seq) \
+         SELECT seq >> 10, 'k:' || idempotency_key, seq FROM d \
+             WHERE idempotency_key IS NOT NULL \
+         UNION ALL SELECT seq >> 10, 't:' || t, seq \
+             FROM d, jsonb_array_elements_text(d.tags::jsonb) t WHERE d.tags <> '[]' \
+         ON CONFLICT DO NOTHING) \
      SELECT i.id, NULL::bigint FROM u JOIN i ON i.seq = u.seq \
      UNION ALL SELECT d.id, d.seq FROM d WHERE d.lease_owner IS NOT NULL"
 );

@@ -59,8 +59,12 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
         // A renewed key: the search finds the job by the new one, not the old.
         if let Some(old) = &job.idempotency_key {
             tx.execute(
-                "DELETE FROM job_terms WHERE term = ?1 AND seq = ?2",
-                params![redial_store::key_term(old), job.seq],
+                "DELETE FROM job_terms WHERE bucket = ?1 AND term = ?2 AND seq = ?3",
+                params![
+                    redial_store::term_bucket(job.seq),
+                    redial_store::key_term(old),
+                    job.seq
+                ],
             )
             .map_err(backend)?;
         }

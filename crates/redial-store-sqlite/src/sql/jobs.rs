@@ -92,11 +92,22 @@ pub(super) fn insert_terms(tx: &Connection, seq: i64, terms: &[String]) -> Store
     if terms.is_empty() {
         return Ok(());
     }
-    let mut s = tx
-        .prepare_cached("INSERT OR IGNORE INTO job_terms (term, seq) VALUES (?1, ?2)")
-        .map_err(backend)?;
-    for t in terms {
-        s.execute(params![t, seq]).map_err(backend)?;
+    // Up to four terms a statement (a key and three tags: most jobs, in one), so that the
+    // statement cache holds four shapes at most.
+    const ROWS: [&str; 4] = [
+        "INSERT OR IGNORE INTO job_terms (bucket, term, seq) VALUES (?1, ?3, ?2)",
+        "INSERT OR IGNORE INTO job_terms (bucket, term, seq) VALUES (?1, ?3, ?2), (?1, ?4, ?2)",
+        "INSERT OR IGNORE INTO job_terms (bucket, term, seq) VALUES (?1, ?3, ?2), (?1, ?4, ?2), \
+         (?1, ?5, ?2)",
+        "INSERT OR IGNORE INTO job_terms (bucket, term, seq) VALUES (?1, ?3, ?2), (?1, ?4, ?2), \
+         (?1, ?5, ?2), (?1, ?6, ?2)",
+    ];
+    let bucket = redial_store::term_bucket(seq);
+    for chunk in terms.chunks(ROWS.len()) {
+        let mut s = tx.prepare_cached(ROWS[chunk.len() - 1]).map_err(backend)?;
+        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&bucket, &seq];
+        values.extend(chunk.iter().map(|t| t as &dyn rusqlite::ToSql));
+        s.execute(values.as_slice()).map_err(backend)?;
     }
     Ok(())
 }
@@ -154,8 +165,11 @@ pub(super) fn push_conditions(
             }
             SqlValue::Term(t) => {
                 params.push(Value::Text(t));
+                // A point read in each bucket from the first job's to the last's.
                 sql.push_str(&format!(
-                    " AND seq IN (SELECT seq FROM job_terms WHERE term = ?{})",
+                    " AND seq IN (WITH RECURSIVE b(n) AS (SELECT (SELECT MIN(seq) FROM jobs) >> 10 \
+                     UNION ALL SELECT n + 1 FROM b WHERE n < (SELECT MAX(seq) FROM jobs) >> 10) \
+                     SELECT t.seq FROM b, job_terms t WHERE t.bucket = b.n AND t.term = ?{})",
                     params.len()
                 ));
                 continue;

@@ -188,13 +188,26 @@ pub(super) fn delete_counted<P: rusqlite::Params>(
 /// its old words replaced.
 pub fn index_dead_reasons(c: &mut Connection, limit: u32) -> StoreResult<u32> {
     let tx = Sp::begin(c)?;
-    let pending = query_rows(
+    let notes = query_rows(
         &tx,
-        "SELECT p.seq, CASE WHEN j.state = 'dead' THEN j.last_reason END \
-         FROM dead_pending p LEFT JOIN jobs j ON j.seq = p.seq ORDER BY p.seq LIMIT ?1",
+        "SELECT p.rowid, p.seq, CASE WHEN j.state = 'dead' THEN j.last_reason END \
+         FROM dead_pending p LEFT JOIN jobs j ON j.seq = p.seq ORDER BY p.rowid LIMIT ?1",
         [i64::from(limit)],
-        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)),
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        },
     )?;
+    // A job noted twice (dead, replayed, dead again) is indexed once, as it stands.
+    let mut pending: Vec<(i64, Option<String>)> = Vec::with_capacity(notes.len());
+    for (_, seq, reason) in &notes {
+        if !pending.iter().any(|(s, _)| s == seq) {
+            pending.push((*seq, reason.clone()));
+        }
+    }
     {
         let mut forget = tx
             .prepare_cached("DELETE FROM dead_words WHERE seq = ?1")
@@ -203,16 +216,18 @@ pub fn index_dead_reasons(c: &mut Connection, limit: u32) -> StoreResult<u32> {
             .prepare_cached("INSERT OR IGNORE INTO dead_words (word, seq) VALUES (?1, ?2)")
             .map_err(backend)?;
         let mut done = tx
-            .prepare_cached("DELETE FROM dead_pending WHERE seq = ?1")
+            .prepare_cached("DELETE FROM dead_pending WHERE rowid = ?1")
             .map_err(backend)?;
         for (seq, reason) in &pending {
             forget.execute([seq]).map_err(backend)?;
             for w in redial_store::reason_words(reason.as_deref().unwrap_or("")) {
                 add.execute(params![w, seq]).map_err(backend)?;
             }
-            done.execute([seq]).map_err(backend)?;
+        }
+        for (rowid, _, _) in &notes {
+            done.execute([rowid]).map_err(backend)?;
         }
     }
     tx.commit()?;
-    Ok(pending.len() as u32)
+    Ok(notes.len() as u32)
 }

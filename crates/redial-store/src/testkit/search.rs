@@ -53,7 +53,10 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
     assert_eq!(found(&store, tag("order")).await, Vec::<String>::new());
     assert_eq!(found(&store, key("key-b")).await, ["b"]);
     assert_eq!(found(&store, key("Key With Case")).await, ["c"]);
-    assert_eq!(found(&store, key("key with case")).await, Vec::<String>::new());
+    assert_eq!(
+        found(&store, key("key with case")).await,
+        Vec::<String>::new()
+    );
     assert_eq!(found(&store, key("suite")).await, Vec::<String>::new());
     let both = JobFilter {
         tag: Some("order:1".into()),
@@ -62,6 +65,44 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
         ..JobFilter::default()
     };
     assert_eq!(found(&store, both).await, ["a"]);
+    // Across the index's buckets (1,024 jobs each): every one is read.
+    let many: Vec<NewJob> = (0..2100)
+        .map(|i| {
+            let mut j = new_job(&format!("m{i:04}"), "many");
+            j.tags = if i % 700 == 0 {
+                vec!["spread".into()]
+            } else {
+                vec![]
+            };
+            j
+        })
+        .collect();
+    store.job_insert_batch(many).await.expect("batch");
+    assert_eq!(
+        found(&store, tag("spread")).await,
+        ["m0000", "m0700", "m1400"]
+    );
+    assert_eq!(found(&store, key("key-m2099")).await, ["m2099"]);
+    assert_eq!(found(&store, key("key-a")).await, ["a"]);
+    // One of them deleted: the others are still found, it is not.
+    store
+        .job_cancel(&JobId::from("m0700"), at(1))
+        .await
+        .expect("cancel");
+    let deleted = store
+        .job_cleanup(CleanupParams {
+            completed_before: at(2),
+            dead_before: T0,
+            completed_keep: None,
+            limit: 1000,
+        })
+        .await
+        .expect("cleanup");
+    assert_eq!(deleted, 1);
+    assert_eq!(found(&store, tag("spread")).await, ["m0000", "m1400"]);
+    assert_eq!(found(&store, key("key-m0699")).await, ["m0699"]);
+    assert_eq!(found(&store, key("key-m0700")).await, Vec::<String>::new());
+    assert_eq!(found(&store, key("key-m2099")).await, ["m2099"]);
 
     for (id, reason) in [
         ("d1", "timeout after 30012 ms"),
@@ -76,11 +117,22 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
     assert_eq!(store.index_dead_reasons(100).await.expect("index"), 1);
     assert_eq!(store.index_dead_reasons(100).await.expect("index"), 0);
     assert_eq!(found(&store, words("timeout")).await, ["d1"]);
-    assert_eq!(found(&store, words("TIME")).await, ["d1"], "a word's start, any case");
+    assert_eq!(
+        found(&store, words("TIME")).await,
+        ["d1"],
+        "a word's start, any case"
+    );
     assert_eq!(found(&store, words("30012")).await, ["d1"]);
     assert_eq!(found(&store, words("not found")).await, ["d2"]);
-    assert_eq!(found(&store, words("found 404")).await, ["d2"], "in any order");
-    assert_eq!(found(&store, words("404 certificate")).await, Vec::<String>::new());
+    assert_eq!(
+        found(&store, words("found 404")).await,
+        ["d2"],
+        "in any order"
+    );
+    assert_eq!(
+        found(&store, words("404 certificate")).await,
+        Vec::<String>::new()
+    );
     assert_eq!(found(&store, words("api.example")).await, ["d3"]);
     assert_eq!(found(&store, words("imeout")).await, Vec::<String>::new());
     let dead_tagged = JobFilter {
@@ -88,10 +140,7 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
         reason_words: reason_words("expired"),
         ..JobFilter::default()
     };
-    let groups = store
-        .dead_letter_groups(dead_tagged)
-        .await
-        .expect("groups");
+    let groups = store.dead_letter_groups(dead_tagged).await.expect("groups");
     assert_eq!(groups.iter().map(|g| g.count).sum::<u64>(), 1);
 
     // Replayed: no longer dead, so no longer found.
@@ -104,9 +153,14 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
     // Dead again, for another reason: found by that one only.
     let leased = lease(&store, "dead", "w2", at(10), 10).await;
     assert_eq!(ids(&leased), ["d1"]);
-    let mut p = record("d1", "w2", 2, Transition::Dead {
-        category: DeadCategory::TransientExhausted,
-    });
+    let mut p = record(
+        "d1",
+        "w2",
+        2,
+        Transition::Dead {
+            category: DeadCategory::TransientExhausted,
+        },
+    );
     p.attempt.reason = "500 internal server error".into();
     store.job_record_attempt(p).await.expect("dead again");
     assert_eq!(store.index_dead_reasons(100).await.expect("index"), 1);

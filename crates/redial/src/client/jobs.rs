@@ -79,6 +79,16 @@ pub struct ListArgs {
     /// Only dead jobs whose reason has this pattern, as `redial dead-letters patterns` prints it.
     #[arg(long)]
     pattern: Option<String>,
+    /// Only the job(s) with this idempotency key (exactly, as sent in the request's header).
+    #[arg(long)]
+    idempotency_key: Option<String>,
+    /// Only jobs with this tag (exactly).
+    #[arg(long)]
+    tag: Option<String>,
+    /// Only dead jobs whose reason has words starting with each of these words, in any order
+    /// (case does not matter): --reason-text "certificate expired".
+    #[arg(long)]
+    reason_text: Option<String>,
     /// Jobs to show at most.
     #[arg(long, default_value_t = 50)]
     limit: u32,
@@ -214,6 +224,9 @@ async fn list(a: ListArgs) -> Result<()> {
         category: a.category.clone(),
         endpoint: a.endpoint.clone(),
         pattern: a.pattern.clone(),
+        idempotency_key: a.idempotency_key.clone(),
+        tag: a.tag.clone(),
+        reason_text: a.reason_text.clone(),
         ..JobsQuery::default()
     };
     while jobs.len() < a.limit as usize {

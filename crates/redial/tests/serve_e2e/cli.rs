@@ -891,3 +891,73 @@ async fn jobs_wait_exits_zero_only_for_a_completed_job() {
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("not_found"), "{}", missing.stderr);
 }
+
+/// Search from the CLI: a job by its idempotency key (one it named, and one Redial derived for
+/// it), jobs by tag, dead letters by the words of their reason; reason text that holds no word,
+/// or asked of live jobs, refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_by_key_tag_and_reason_text_from_the_cli() {
+    let rx = Receiver::start().await;
+    rx.script("/gone", vec![Reply::status(404)]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    let later = "2099-01-01T00:00:00Z";
+    for args in [
+        vec![
+            "--id",
+            "k1",
+            "--idempotency-key",
+            "charge-42",
+            "--tag",
+            "order:42",
+        ],
+        vec!["--id", "k2", "--tag", "order:42", "--tag", "vip"],
+        vec!["--id", "k3", "--tag", "order:43"],
+    ] {
+        let url = rx.url("/ok");
+        let mut all = vec!["enqueue", "--url", &url, "--run-at", later];
+        all.extend(args);
+        let out = cli(&s.url, &all, None);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let out = cli(
+        &s.url,
+        &["enqueue", "--id", "g1", "--url", &rx.url("/gone")],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_for(&s.url, "g1", "dead", |j| j["state"] == "dead");
+    let found = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["jobs", "list"];
+        all.extend(args);
+        let out = cli(&s.url, &all, None);
+        assert_eq!(out.code, 0, "{:?}: {}", args, out.stderr);
+        let mut ids: Vec<String> = out.json.as_array().map_or(vec![], |a| {
+            a.iter()
+                .filter_map(|j| j["id"].as_str().map(str::to_owned))
+                .collect()
+        });
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(found(&["--idempotency-key", "charge-42"]), ["k1"]);
+    let derived = show(&s.url, "k3")["idempotency_key"]
+        .as_str()
+        .expect("a derived key")
+        .to_owned();
+    assert_eq!(found(&["--idempotency-key", &derived]), ["k3"]);
+    assert_eq!(found(&["--tag", "order:42"]), ["k1", "k2"]);
+    assert_eq!(found(&["--tag", "vip", "--state", "scheduled"]), ["k2"]);
+    assert_eq!(found(&["--reason-text", "NOT fou"]), ["g1"]);
+    assert_eq!(found(&["--reason-text", "404", "--state", "dead"]), ["g1"]);
+    assert_eq!(found(&["--reason-text", "timeout"]), Vec::<String>::new());
+
+    for args in [
+        &["jobs", "list", "--reason-text", "!! ??"][..],
+        &["jobs", "list", "--reason-text", "404", "--state", "ready"][..],
+    ] {
+        let out = cli(&s.url, args, None);
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("invalid_reason_text"), "{}", out.stderr);
+    }
+}
