@@ -96,6 +96,18 @@ def test_list_jobs_iterates_every_page(server: Server, receiver: Receiver) -> No
             list(c.list_jobs(colour="red"))
 
 
+def test_list_jobs_by_idempotency_key_and_tag(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        tag = f"order:{uuid.uuid4()}"
+        key = f"charge-{uuid.uuid4()}"
+        first = c.enqueue({**job_for(receiver), "idempotency_key": key, "tags": [tag]})
+        second = c.enqueue({**job_for(receiver), "tags": [tag]})
+        assert [j["id"] for j in c.list_jobs(idempotency_key=key)] == [first["id"]]
+        assert sorted(j["id"] for j in c.list_jobs(tag=tag)) == sorted([first["id"], second["id"]])
+        derived = second["idempotency_key"]
+        assert [j["id"] for j in c.list_jobs(idempotency_key=derived)] == [second["id"]]
+
+
 def test_dead_letters_replay_by_filter(server: Server, receiver: Receiver) -> None:
     with Redial(server.url) as c:
         receiver.status = 400  # permanent: dead at once

@@ -678,7 +678,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -1457,7 +1457,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
+        /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, invalid_idempotency_key, invalid_tags, invalid_reason_text, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1579,6 +1579,12 @@ export interface operations {
                 endpoint?: string;
                 /** @description Only the dead letters whose reason has this pattern (GET /v1/dead-letters/patterns); implies state=dead, and any other state is refused (400 invalid_pattern) */
                 pattern?: string;
+                /** @description Only the job(s) with this idempotency key, exactly (the one a job names or the one Redial derived for it, as sent in the request's header); answered from an index. 1 to 255 printable ASCII characters without spaces (400 invalid_idempotency_key) */
+                idempotency_key?: string;
+                /** @description Only jobs with this tag, exactly; answered from an index. 1 to 100 characters (400 invalid_tags) */
+                tag?: string;
+                /** @description Only the dead letters whose reason has, for each word given (letters and digits; case does not matter), a word that starts with it: "cert expired" finds "TLS certificate expired". 1 to 8 words in at most 1,000 characters; implies state=dead, and any other state is refused (400 invalid_reason_text). Answered from an index of the words of dead letters' reasons, brought up to date first */
+                reason_text?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description Jobs per page */

@@ -1,6 +1,7 @@
 // Owns the client's tests against a real `redial serve`: enqueue, dedup, conflicts, batches,
 // attempts, paging, dead letters, endpoint and queue pauses, tokens, and connection failures.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Redial, RedialConnectionError, RedialError, type Job } from "../src/index.js";
 import { startReceiver, startServer, waitFor, type Receiver, type Server } from "./helpers.js";
@@ -134,6 +135,19 @@ describe("Redial against a real server", () => {
     const seen: string[] = [];
     for await (const job of redial.listJobs({ endpoint, limit: 3 })) seen.push(job.id);
     assert.deepEqual([...seen].sort(), [...ids].sort());
+  });
+
+  test("listJobs finds jobs by idempotency key and by tag, exactly", async () => {
+    const r = await receiver();
+    const tag = `order:${randomUUID()}`;
+    const key = `charge-${randomUUID()}`;
+    const first = await redial.enqueue({ idempotency_key: key, tags: [tag], request: { method: "GET", url: `${r.origin}/k` } });
+    const second = await redial.enqueue({ tags: [tag], request: { method: "GET", url: `${r.origin}/k` } });
+    assert.deepEqual((await redial.listJobsPage({ idempotency_key: key })).jobs.map((j) => j.id), [first.id]);
+    const tagged = (await redial.listJobsPage({ tag })).jobs.map((j) => j.id);
+    assert.deepEqual([...tagged].sort(), [first.id, second.id].sort());
+    const derived = second.idempotency_key!;
+    assert.deepEqual((await redial.listJobsPage({ idempotency_key: derived })).jobs.map((j) => j.id), [second.id]);
   });
 
   test("replayDeadLetters by filter replays the dead job, which then completes", async () => {

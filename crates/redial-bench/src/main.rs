@@ -50,7 +50,8 @@ struct Args {
     /// job, delivered, `--rounds` alternated rounds) and `events` (no-op with the job-event
     /// triggers dropped and as shipped, `--rounds` alternated rounds) and `account` (where a
     /// no-op job's cost goes: CPU, rows, WAL, per job) and `search-cost` (enqueue and no-op with
-    /// derived keys, with and without tags) run only when named.
+    /// derived keys, with and without tags) and `search` (searches by key, tag and reason words
+    /// at `--big-backlog` jobs) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -113,6 +114,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "search-cost") {
             search::cost(args.jobs, args.concurrency, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "search") {
+            search::lookups(args.big_backlog, &mut report).await?;
         }
         if wants("enqueue") {
             workloads::enqueue(args.jobs, &mut report).await?;

@@ -443,11 +443,11 @@ pub fn search_words(text: &str) -> Result<Vec<String>, ApiError> {
     Ok(words)
 }
 
-/// Brings the dead letters' search index up to date (`Store::index_dead_reasons`), before a
-/// search by reason text: what died since the last maintenance tick is found too.
-pub async fn index_dead_reasons(state: &AppState) -> Result<(), ApiError> {
+/// Brings the search indexes up to date (`Store::index_for_search`), before a search: what was
+/// enqueued or died since the last maintenance tick is found too.
+pub async fn index_for_search(state: &AppState) -> Result<(), ApiError> {
     const CHUNK: u32 = 1000;
-    while state.engine.store().index_dead_reasons(CHUNK).await? >= CHUNK {}
+    while state.engine.store().index_for_search(CHUNK).await? >= CHUNK {}
     Ok(())
 }
 

@@ -450,8 +450,8 @@ impl Store for PgStore {
         with_conn!(self, c => sql::dead_letter_reasons(c, &filter).await)
     }
 
-    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
-        with_conn!(self, c => sql::index_dead_reasons(c, limit).await)
+    async fn index_for_search(&self, limit: u32) -> StoreResult<u32> {
+        with_conn!(self, c => sql::index_for_search(c, limit).await)
     }
 
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {

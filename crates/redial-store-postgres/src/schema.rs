@@ -218,7 +218,7 @@ const MIGRATIONS: &[&str] = &[
     // `job_term_blocks` instead (see `sql::jobs::BLOCK_MIN`), which a deletion of one of
     // its jobs turns back into rows. `dead_words` holds the words of dead jobs' reasons
     // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
-    // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
+    // finish's event trigger, so that no path forgets one) and `Store::index_for_search`
     // writes the words later. Byte order ("C") for both: a search's word is a range of them.
     // Deleting jobs takes their rows with them (one statement-level trigger).
     r#"

@@ -305,10 +305,7 @@ impl Store for SqliteStore {
     async fn job_insert_batch(&self, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
         self.run(move |c| {
             let tx = sql::Sp::begin(c)?;
-            let mut outs = Vec::with_capacity(jobs.len());
-            for job in jobs {
-                outs.push(sql::insert(&tx, job)?);
-            }
+            let outs = sql::insert_batch(&tx, jobs)?;
             if !outs.iter().any(|o| matches!(o, InsertOutcome::Conflict(_))) {
                 tx.commit()?;
             }
@@ -509,8 +506,8 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
-        self.run(move |c| sql::index_dead_reasons(c, limit)).await
+    async fn index_for_search(&self, limit: u32) -> StoreResult<u32> {
+        self.run(move |c| sql::index_for_search(c, limit)).await
     }
 
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts> {

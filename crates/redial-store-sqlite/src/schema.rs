@@ -265,18 +265,19 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN changes TEXT;
     "#,
-    // 20: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). `job_terms` holds each
-    // job's key and tags (`redial_store::job_terms`) by bucket of 1,024 jobs
-    // (`redial_store::TERM_BUCKET_BITS`: an insert writes where the last ones did), written
-    // with the job by the insert's own code, never updated: a lease or a finish does not touch
-    // it (PostgreSQL needs a side table for that, and both stores keep the same). `dead_words` holds the words of dead jobs' reasons
-    // (`redial_store::reason_words`); dying only notes the job in `dead_pending` (in the
-    // finish's event trigger, so that no path forgets one) and `Store::index_dead_reasons`
-    // writes the words later: no tokenizer runs in a finish. Deleting a job takes its rows
-    // with it (its notes, if any, are dropped by the next indexing). `dead_pending` has no key:
-    // a job that dies twice before the next indexing is noted twice (a conflict in a trigger is
-    // the firing statement's to resolve, and a check for one reads the table the trigger
-    // writes: a temporary table for every finish, see `state_changes_build_no_temporary_tables`).
+    // 20: search (`JobFilter::idempotency_key`, `tag`, `reason_words`). Nothing is written for
+    // search when a job is inserted, leased or finished: `Store::index_for_search` (maintenance,
+    // and every search first) writes the terms (`redial_store::job_terms`: key and tags) of the
+    // jobs inserted since `search_state.terms_upto`, a row each in `job_terms`, by bucket of
+    // 1,024 jobs (`redial_store::TERM_BUCKET_BITS`: rows go where the last ones did), or for 64
+    // jobs or more one row of `job_term_blocks` (the terms, their seqs, a bloom filter); and
+    // the words of the reasons (`redial_store::reason_words`) of the jobs that died since, which
+    // the finish's event trigger notes in `dead_pending` (so that no path forgets one), in
+    // `dead_words`. Deleting a job takes its rows with it, turns a block it was in back into rows,
+    // and leaves its notes to the next indexing. `dead_pending` has no key: a job that dies twice
+    // before the next indexing is noted twice (a conflict in a trigger is the firing
+    // statement's to resolve, and a check for one reads the table the trigger writes: a
+    // temporary table for every finish, see `state_changes_build_no_temporary_tables`).
     r#"
     CREATE TABLE job_terms (
         bucket INTEGER NOT NULL,
@@ -289,6 +290,18 @@ const MIGRATIONS: &[&str] = &[
         WHERE idempotency_key IS NOT NULL;
     INSERT OR IGNORE INTO job_terms (bucket, term, seq)
         SELECT jobs.seq >> 10, 't:' || t.value, jobs.seq FROM jobs, json_each(jobs.tags) AS t;
+    CREATE TABLE search_state (
+        id         INTEGER PRIMARY KEY CHECK (id = 1),
+        terms_upto INTEGER NOT NULL
+    );
+    INSERT INTO search_state (id, terms_upto) SELECT 1, COALESCE(MAX(seq), 0) FROM jobs;
+    CREATE TABLE job_term_blocks (
+        first_seq INTEGER PRIMARY KEY,
+        last_seq  INTEGER NOT NULL,
+        bloom     BLOB NOT NULL,
+        terms     TEXT NOT NULL,
+        seqs      TEXT NOT NULL
+    );
     CREATE TABLE dead_words (
         word TEXT NOT NULL,
         seq  INTEGER NOT NULL,
@@ -314,6 +327,23 @@ const MIGRATIONS: &[&str] = &[
             WHERE bucket = old.seq >> 10
             AND term IN (SELECT 't:' || value FROM json_each(old.tags)) AND seq = old.seq;
         DELETE FROM dead_words WHERE seq = old.seq;
+    END;
+    -- A block that held a deleted job: the terms of its jobs still there become rows.
+    CREATE TRIGGER jobs_delete_block AFTER DELETE ON jobs
+        WHEN (SELECT last_seq FROM job_term_blocks WHERE first_seq <= old.seq
+              ORDER BY first_seq DESC LIMIT 1) >= old.seq
+    BEGIN
+        INSERT OR IGNORE INTO job_terms (bucket, term, seq)
+            SELECT json_extract(k.seqs, '$[' || u.key || ']') >> 10, u.value,
+                   json_extract(k.seqs, '$[' || u.key || ']')
+            FROM job_term_blocks k, json_each(k.terms) u
+            WHERE k.first_seq = (SELECT first_seq FROM job_term_blocks
+                                 WHERE first_seq <= old.seq ORDER BY first_seq DESC LIMIT 1)
+            AND EXISTS (SELECT 1 FROM jobs
+                        WHERE seq = json_extract(k.seqs, '$[' || u.key || ']'));
+        DELETE FROM job_term_blocks
+            WHERE first_seq = (SELECT first_seq FROM job_term_blocks
+                               WHERE first_seq <= old.seq ORDER BY first_seq DESC LIMIT 1);
     END;
     "#,
 ];

@@ -224,11 +224,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// dead letters only, by their own index; its cost follows their number.
     async fn dead_letter_reasons(&self, filter: JobFilter) -> StoreResult<Vec<DeadReason>>;
 
-    /// Brings the `dead_words` index (a search of dead letters by reason text) up to date with
-    /// up to `limit` of the jobs that died since it was last brought up to date (a trigger
-    /// notes them as they die, so that no path forgets one); returns how many it took. Dying
-    /// costs only that note: the words are written here, by maintenance and before a search.
-    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32>;
+    /// Brings the search indexes up to date, `limit` at a time: the `dead_words` index (a
+    /// search of dead letters by reason text) with the jobs that died since (a trigger notes them
+    /// as they die, so that no path forgets one), and where a store writes its `job_terms` after
+    /// the insert (SQLite: the jobs inserted since). Returns the most it took of either: a caller
+    /// that wants everything calls it again while that is `limit`. Dying and inserting cost
+    /// (almost) nothing for search: the words and terms are written here, by maintenance and
+    /// before a search.
+    async fn index_for_search(&self, limit: u32) -> StoreResult<u32>;
 
     /// The groups of `queue` with waiting or running jobs, most waiting first (then by name),
     /// `limit` at most, and how many there are. Reads every grouped job of the queue that is

@@ -332,7 +332,10 @@ impl JobFilter {
             out.push(c("", SqlValue::Term(tag_term(t))));
         }
         if !self.reason_words.is_empty() {
-            out.push(c("", SqlValue::Words(self.reason_words.clone())));
+            out.push(c(
+                "",
+                SqlValue::Words(likely_rarest_first(&self.reason_words)),
+            ));
         }
         if let Some(s) = self.after_seq {
             out.push(c("seq >", SqlValue::Int(s)));
@@ -523,6 +526,15 @@ pub fn term_bloom(terms: &[String]) -> Vec<u8> {
     out
 }
 
+/// [`term_bloom`] with a byte (0 or 1) per bit, bit `n` being byte `n`: SQLite has no function
+/// that reads a bit, but `substr` of a blob reads a byte where it is.
+pub fn term_bloom_bytes(terms: &[String]) -> Vec<u8> {
+    let bits = term_bloom(terms);
+    (0..bits.len() * 8)
+        .map(|n| (bits[n / 8] >> (n % 8)) & 1)
+        .collect()
+}
+
 /// Whether the bloom filter `bloom` ([`term_bloom`]) may hold `term`.
 pub fn bloom_may_hold(bloom: &[u8], term: &str) -> bool {
     let bits = (bloom.len() * 8) as i64;
@@ -582,6 +594,20 @@ pub fn reason_words(text: &str) -> Vec<String> {
             out.push(word);
         }
     }
+    out
+}
+
+/// A search's words, the one likely to match the fewest dead letters first (words with a digit,
+/// then longer words: `timeout 30012` reads the few jobs with `30012` and checks each for
+/// `timeout`, not the other way round). A store reads them in this order where it cannot tell.
+pub fn likely_rarest_first(words: &[String]) -> Vec<String> {
+    let mut out = words.to_vec();
+    out.sort_by_key(|w| {
+        (
+            !w.chars().any(|c| c.is_ascii_digit()),
+            std::cmp::Reverse(w.chars().count()),
+        )
+    });
     out
 }
 

@@ -413,6 +413,24 @@ async fn triage_by_reason_pattern_in_a_browser() {
         dead_count(&http, &server.url, None).await == 2
     })
     .await;
+
+    // The jobs page's search: words no reason has find nothing; the words of a reason, in any
+    // case, find its dead letters.
+    b.goto(&format!("{}/ui/#/jobs", server.url)).await;
+    b.wait_text("table", "every job listed", |t| t.contains("a1"))
+        .await;
+    b.type_into("input[name='reason_text']", "zebra").await;
+    b.click("form.filters button[type='submit']").await;
+    b.wait_text("p.muted", "no dead letter with that word", |t| {
+        t.contains("No job matches")
+    })
+    .await;
+    b.goto(&format!("{}/ui/#/jobs?reason_text=NOT%20fou", server.url))
+        .await;
+    b.wait_text("table", "the dead letters the words find", |t| {
+        t.contains("a1") && t.contains("a2")
+    })
+    .await;
     drop(b);
     server.terminate();
 }

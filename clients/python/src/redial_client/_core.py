@@ -114,10 +114,15 @@ def get_job_after(job_id: str, wait: float, client_timeout: float) -> Call:
 
 
 def list_jobs_page(filters: Mapping[str, Any], cursor: str | None) -> Call:
-    unknown = set(filters) - {"queue", "state", "category", "endpoint", "pattern", "limit"}
+    known = {
+        "queue", "state", "category", "endpoint", "pattern",
+        "idempotency_key", "tag", "reason_text", "limit",
+    }
+    unknown = set(filters) - known
     if unknown:
         raise TypeError(
-            f"unknown job filter {sorted(unknown)}: use queue, state, category, endpoint, pattern or limit"
+            f"unknown job filter {sorted(unknown)}: use queue, state, category, endpoint, pattern, "
+            "idempotency_key, tag, reason_text or limit"
         )
     return Call("GET", "/v1/jobs", params=_clean({**filters, "cursor": cursor}))
 

@@ -102,7 +102,9 @@ class AsyncRedial:
                 return job
 
     async def list_jobs(self, **filters: Any) -> AsyncIterator[Job]:
-        """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""
+        """Every job matching queue=, state=, category=, endpoint=, pattern=,
+        idempotency_key= (exactly), tag= (exactly) and reason_text= (dead letters whose reason has
+        words starting with each word given), across pages of limit= jobs."""
         cursor: str | None = None
         while True:
             page = await self._send(_core.list_jobs_page(filters, cursor))

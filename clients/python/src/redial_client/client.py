@@ -101,7 +101,9 @@ class Redial:
                 return job
 
     def list_jobs(self, **filters: Any) -> Iterator[Job]:
-        """Every job matching queue=, state=, category=, endpoint=, across pages of limit= jobs."""
+        """Every job matching queue=, state=, category=, endpoint=, pattern=,
+        idempotency_key= (exactly), tag= (exactly) and reason_text= (dead letters whose reason has
+        words starting with each word given), across pages of limit= jobs."""
         cursor: str | None = None
         while True:
             page = self._send(_core.list_jobs_page(filters, cursor))

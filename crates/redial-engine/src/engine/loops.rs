@@ -247,8 +247,12 @@ pub(super) async fn maintenance_loop(inner: Arc<Inner>) {
     }
 }
 
-/// Dead jobs whose reasons a maintenance tick indexes for search, at most.
-const DEAD_WORDS_PER_TICK: u32 = 1000;
+/// Jobs (new ones, dead ones) one transaction indexes for search, at most.
+const SEARCH_CHUNK: u32 = 1000;
+
+/// Transactions of [`SEARCH_CHUNK`] a maintenance tick runs at most (10,000 jobs a tick), so
+/// that the indexes keep up with a burst of enqueues or an outage's dead letters.
+const SEARCH_CHUNKS_PER_TICK: u32 = 10;
 
 /// Rescue, promotion, deadlines, the dead letters' search index and retention.
 pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time::Instant>) {
@@ -300,10 +304,19 @@ pub(super) async fn maintain(inner: &Inner, last_cleanup: &mut Option<std::time:
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring deadlines failed"),
         }
-        // The words of the reasons of jobs that died since, for a search by reason text (a
-        // bounded batch: a search brings the rest up to date itself).
-        if let Err(e) = inner.store.index_dead_reasons(DEAD_WORDS_PER_TICK).await {
-            tracing::error!(error = %e, "indexing dead letters' reasons failed");
+        // The search indexes: the terms of the jobs enqueued since (where a store writes them
+        // after the insert) and the words of the reasons of jobs that died since; in chunks
+        // (each its own transaction, so dispatch goes on between them), a bounded number a tick;
+        // a search brings the rest up to date itself.
+        for _ in 0..SEARCH_CHUNKS_PER_TICK {
+            match inner.store.index_for_search(SEARCH_CHUNK).await {
+                Ok(n) if n >= SEARCH_CHUNK => tokio::task::yield_now().await,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "bringing the search indexes up to date failed");
+                    break;
+                }
+            }
         }
         if last_cleanup.is_none_or(|t| t.elapsed() >= inner.config.cleanup_interval) {
             *last_cleanup = Some(std::time::Instant::now());

@@ -485,8 +485,8 @@ impl Store for Watched {
         self.inner.dead_letter_reasons(filter).await
     }
 
-    async fn index_dead_reasons(&self, limit: u32) -> StoreResult<u32> {
-        let out = self.inner.index_dead_reasons(limit).await;
+    async fn index_for_search(&self, limit: u32) -> StoreResult<u32> {
+        let out = self.inner.index_for_search(limit).await;
         self.wrote();
         out
     }

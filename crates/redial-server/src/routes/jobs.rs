@@ -354,7 +354,9 @@ pub(super) async fn list(
                 ))
             }
         }
-        input::index_dead_reasons(&state).await?;
+    }
+    if filter.idempotency_key.is_some() || filter.tag.is_some() || !filter.reason_words.is_empty() {
+        input::index_for_search(&state).await?;
     }
     let filter = input::with_pattern(&state, filter, pattern).await?;
     let page = state

@@ -494,7 +494,9 @@ async function triage(main, params) {
 
 async function jobs(main, params) {
   const qs = new URLSearchParams();
-  for (const k of ['queue', 'state', 'category', 'endpoint', 'pattern', 'cursor']) if (params.get(k)) qs.set(k, params.get(k));
+  for (const k of ['queue', 'state', 'category', 'endpoint', 'pattern', 'idempotency_key', 'tag', 'reason_text', 'cursor']) {
+    if (params.get(k)) qs.set(k, params.get(k));
+  }
   qs.set('limit', '50');
   const data = await api('GET', '/v1/jobs?' + qs);
   const form = el('form', { class: 'filters', role: 'search', onsubmit: e => {
@@ -514,6 +516,9 @@ async function jobs(main, params) {
     CATEGORIES.map(c => el('option', { value: c, selected: params.get('category') === c }, c)))),
   el('label', {}, 'Endpoint', el('input', { name: 'endpoint', value: params.get('endpoint') || '' })),
   el('label', {}, 'Reason pattern', el('input', { name: 'pattern', value: params.get('pattern') || '', placeholder: 'dead letters only' })),
+  el('label', {}, 'Reason words', el('input', { name: 'reason_text', value: params.get('reason_text') || '', placeholder: 'dead letters: cert expired' })),
+  el('label', {}, 'Idempotency key', el('input', { name: 'idempotency_key', value: params.get('idempotency_key') || '', placeholder: 'exactly, as sent' })),
+  el('label', {}, 'Tag', el('input', { name: 'tag', value: params.get('tag') || '', placeholder: 'exactly' })),
   el('button', { type: 'submit' }, 'Show'));
   const next = new URLSearchParams(params);
   if (data.next_cursor) next.set('cursor', data.next_cursor);

@@ -6,6 +6,11 @@ pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     insert_as(tx, job, None)
 }
 
+/// Inserts `jobs` in the caller's transaction, one by one ([`insert`]).
+pub fn insert_batch(tx: &Connection, jobs: Vec<NewJob>) -> StoreResult<Vec<InsertOutcome>> {
+    jobs.into_iter().map(|j| insert(tx, j)).collect()
+}
+
 /// [`insert`], or with `lease` (owner, until) the job goes in already leased: running, as a
 /// callback delivery its recorder sends at once (`Recorded::delivery`).
 pub(super) fn insert_as(
@@ -75,12 +80,8 @@ pub(super) fn insert_as(
     }
     counts::moved(&job.queue, &job.endpoint, None, Some((state, None)), 1);
     // The job as stored, built from what was written rather than read back.
+    // Its key and tags go in the search index later (`index_terms`), not here.
     let seq = tx.last_insert_rowid();
-    insert_terms(
-        tx,
-        seq,
-        &redial_store::job_terms(job.idempotency_key.as_deref(), &job.tags),
-    )?;
     Ok(InsertOutcome::Inserted(match lease {
         Some((owner, until)) => job.into_leased(seq, owner, until),
         None => job.into_stored(seq),
@@ -164,30 +165,58 @@ pub(super) fn push_conditions(
                 continue;
             }
             SqlValue::Term(t) => {
+                // A point read in each bucket from the first job's to the last's, and the
+                // blocks whose bloom may hold the term.
+                let (h1, h2) = redial_store::term_hashes(&t);
                 params.push(Value::Text(t));
-                // A point read in each bucket from the first job's to the last's.
+                let term = params.len();
+                params.push(Value::Integer(h1));
+                params.push(Value::Integer(h2));
+                let bits: Vec<String> = (0..redial_store::BLOOM_HASHES)
+                    .map(|i| {
+                        format!(
+                            "substr(k.bloom, (?{} + {i} * ?{}) % length(k.bloom) + 1, 1) = x'01'",
+                            term + 1,
+                            term + 2
+                        )
+                    })
+                    .collect();
                 sql.push_str(&format!(
                     " AND seq IN (WITH RECURSIVE b(n) AS (SELECT (SELECT MIN(seq) FROM jobs) >> 10 \
                      UNION ALL SELECT n + 1 FROM b WHERE n < (SELECT MAX(seq) FROM jobs) >> 10) \
-                     SELECT t.seq FROM b, job_terms t WHERE t.bucket = b.n AND t.term = ?{})",
-                    params.len()
+                     SELECT t.seq FROM b, job_terms t WHERE t.bucket = b.n AND t.term = ?{term} \
+                     UNION ALL SELECT json_extract(k.seqs, '$[' || u.key || ']') \
+                     FROM job_term_blocks k, json_each(k.terms) u \
+                     WHERE {} AND u.value = ?{term})",
+                    bits.join(" AND ")
                 ));
                 continue;
             }
             SqlValue::Words(words) => {
-                // Each word a range of the index (every word it starts), the jobs in all of them.
-                let mut parts = Vec::with_capacity(words.len());
-                for w in &words {
+                // Each word a range of the index (every word it starts): the jobs of the first
+                // word's range (likely the rarest), each checked for the others by its seq, in
+                // the order given (CROSS JOIN: SQLite keeps it).
+                let mut from_clause = Vec::with_capacity(words.len());
+                let mut wheres = Vec::with_capacity(words.len() * 2);
+                for (i, w) in words.iter().enumerate() {
                     let (from, to) = redial_store::word_range(w);
                     params.push(Value::Text(from));
                     params.push(Value::Text(to));
-                    parts.push(format!(
-                        "SELECT seq FROM dead_words WHERE word >= ?{} AND word < ?{}",
+                    from_clause.push(format!("dead_words w{i}"));
+                    wheres.push(format!(
+                        "w{i}.word >= ?{} AND w{i}.word < ?{}",
                         params.len() - 1,
                         params.len()
                     ));
+                    if i > 0 {
+                        wheres.push(format!("w{i}.seq = w0.seq"));
+                    }
                 }
-                sql.push_str(&format!(" AND seq IN ({})", parts.join(" INTERSECT ")));
+                sql.push_str(&format!(
+                    " AND seq IN (SELECT w0.seq FROM {} WHERE {})",
+                    from_clause.join(" CROSS JOIN "),
+                    wheres.join(" AND ")
+                ));
                 continue;
             }
         }

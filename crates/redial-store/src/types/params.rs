@@ -22,8 +22,11 @@ pub struct JobFilter {
     /// The job carries this tag (exactly), answered from the `job_terms` index.
     pub tag: Option<String>,
     /// Dead jobs whose reason has a word starting with each of these ([`reason_words`] of
-    /// what was asked; all must match), answered from the `dead_words` index. A store reads it
-    /// as it stood at its last [`Store::index_dead_reasons`]: callers bring that up to date first.
+    /// what was asked; all must match), answered from the `dead_words` index.
+    ///
+    /// These three read the indexes as they stood at the last [`Store::index_for_search`]
+    /// (SQLite writes a job's terms there, not when inserting it): callers bring them up to
+    /// date first.
     pub reason_words: Vec<String>,
     /// Rows after this `seq` only, and up to this one (a bulk action's chunk).
     pub after_seq: Option<i64>,
