@@ -46,6 +46,8 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
         .job_insert_batch(vec![b, c, a.clone()])
         .await
         .expect("batch");
+    let again = store.job_insert(a.clone()).await.expect("insert again");
+    assert!(matches!(again, InsertOutcome::Duplicate(_)), "{again:?}");
     caught_up(&store).await;
     let tag = |t: &str| JobFilter {
         tag: Some(t.into()),
