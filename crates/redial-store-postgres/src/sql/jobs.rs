@@ -309,6 +309,7 @@ pub async fn insert_batch(
     let n = jobs.len();
     let insert = c.prepared(INSERT_MANY).await?;
     let terms = TermStatements::of(c).await?;
+    let wake = c.prepared(NOTIFY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
     let mut seqs = insert_rows_with(&tx, &insert, Some(&terms), &jobs).await?;
     let mut outs = Vec::with_capacity(n);
@@ -342,7 +343,7 @@ pub async fn insert_batch(
         return Ok(outs);
     }
     for q in &queues {
-        notify(&tx, channel, q).await?;
+        notify_prepared(&tx, &wake, channel, q).await?;
     }
     tx.commit().await.map_err(backend)?;
     Ok(outs)

@@ -94,7 +94,24 @@ async fn notify(
     channel: &str,
     payload: &str,
 ) -> StoreResult<()> {
-    c.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+    c.execute(NOTIFY, &[&channel, &payload])
+        .await
+        .map(|_| ())
+        .map_err(backend)
+}
+
+/// Tells the nodes listening on `channel` (`$1`) that queue `$2` has work.
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+
+/// [`notify`] with [`NOTIFY`] prepared (`Conn::prepared`): one round trip where a statement
+/// given as text takes two (it is parsed first), on every enqueue.
+async fn notify_prepared(
+    c: &impl tokio_postgres::GenericClient,
+    statement: &tokio_postgres::Statement,
+    channel: &str,
+    payload: &str,
+) -> StoreResult<()> {
+    c.execute(statement, &[&channel, &payload])
         .await
         .map(|_| ())
         .map_err(backend)
