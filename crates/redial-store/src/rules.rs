@@ -611,6 +611,35 @@ pub fn likely_rarest_first(words: &[String]) -> Vec<String> {
     out
 }
 
+/// The condition on `seq` for a search's `words` ([`SqlValue::Words`]): each word a range of
+/// `dead_words` (every word it starts, [`word_range`]), the jobs of the first word's range (the
+/// likeliest rarest, [`likely_rarest_first`]) checked for the others by seq. `bind` takes each
+/// bound of the ranges in turn and answers its placeholder (`?3`, `$3`); `join` is how the store
+/// joins the ranges (SQLite `CROSS JOIN`, which keeps the order given; PostgreSQL `,`, whose
+/// planner orders them by its statistics).
+pub fn words_condition(
+    words: &[String],
+    mut bind: impl FnMut(String) -> String,
+    join: &str,
+) -> String {
+    let mut from_clause = Vec::with_capacity(words.len());
+    let mut wheres = Vec::with_capacity(words.len() * 2);
+    for (i, w) in words.iter().enumerate() {
+        let (from, to) = word_range(w);
+        let (from, to) = (bind(from), bind(to));
+        from_clause.push(format!("dead_words w{i}"));
+        wheres.push(format!("w{i}.word >= {from} AND w{i}.word < {to}"));
+        if i > 0 {
+            wheres.push(format!("w{i}.seq = w0.seq"));
+        }
+    }
+    format!(
+        " AND seq IN (SELECT w0.seq FROM {} WHERE {})",
+        from_clause.join(join),
+        wheres.join(" AND ")
+    )
+}
+
 /// The range of `dead_words.word` a search's `word` covers, as `(from, to)` with
 /// `from <= word < to` in byte order: every word that starts with it.
 pub fn word_range(word: &str) -> (String, String) {

@@ -331,29 +331,14 @@ pub(super) async fn list(
     }
     if pattern.is_some() {
         // A pattern is of dead letters' reasons.
-        match filter.state {
-            None => filter.state = Some(redial_store::JobState::Dead),
-            Some(redial_store::JobState::Dead) => {}
-            Some(other) => {
-                return Err(ApiError::bad_request(
-                    ErrorCode::InvalidPattern,
-                    format!("pattern filters dead letters: use it with state=dead or without a state, not state={}", other.as_str()),
-                ))
-            }
-        }
+        dead_only(&mut filter, ErrorCode::InvalidPattern, "pattern filters")?;
     }
     if !filter.reason_words.is_empty() {
-        // Reason text searches dead letters.
-        match filter.state {
-            None => filter.state = Some(redial_store::JobState::Dead),
-            Some(redial_store::JobState::Dead) => {}
-            Some(other) => {
-                return Err(ApiError::bad_request(
-                    ErrorCode::InvalidReasonText,
-                    format!("reason_text searches dead letters: use it with state=dead or without a state, not state={}", other.as_str()),
-                ))
-            }
-        }
+        dead_only(
+            &mut filter,
+            ErrorCode::InvalidReasonText,
+            "reason_text searches",
+        )?;
     }
     if filter.idempotency_key.is_some() || filter.tag.is_some() || !filter.reason_words.is_empty() {
         input::index_for_search(&state).await?;
@@ -373,6 +358,25 @@ pub(super) async fn list(
         Json(json!({ "jobs": jobs, "next_cursor": page.next.map(|n| n.to_string()) }))
             .into_response(),
     )
+}
+
+/// Narrows `filter` to dead letters, for a parameter (`what`: "pattern filters") that only dead
+/// letters have: any other state asked for is refused with `code`.
+fn dead_only(filter: &mut JobFilter, code: ErrorCode, what: &str) -> Result<(), ApiError> {
+    match filter.state {
+        None => filter.state = Some(redial_store::JobState::Dead),
+        Some(redial_store::JobState::Dead) => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                code,
+                format!(
+                    "{what} dead letters: use it with state=dead or without a state, not state={}",
+                    other.as_str()
+                ),
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// A dead job back to ready: as it was, or with changes (`{"patch", "key"}`), or only a

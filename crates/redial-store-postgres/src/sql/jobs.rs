@@ -474,29 +474,12 @@ pub(super) fn push_conditions(
                 continue;
             }
             SqlValue::Words(words) => {
-                // Each word a range of the index (every word it starts): the jobs in all the
-                // ranges, joined by seq (the planner starts with the rarest, by its statistics).
-                let mut from_clause = Vec::with_capacity(words.len());
-                let mut wheres = Vec::with_capacity(words.len() * 2);
-                for (i, w) in words.iter().enumerate() {
-                    let (from, to) = redial_store::word_range(w);
-                    params.push(Box::new(from));
-                    params.push(Box::new(to));
-                    from_clause.push(format!("dead_words w{i}"));
-                    wheres.push(format!(
-                        "w{i}.word >= ${} AND w{i}.word < ${}",
-                        params.len() - 1,
-                        params.len()
-                    ));
-                    if i > 0 {
-                        wheres.push(format!("w{i}.seq = w0.seq"));
-                    }
-                }
-                sql.push_str(&format!(
-                    " AND seq IN (SELECT w0.seq FROM {} WHERE {})",
-                    from_clause.join(", "),
-                    wheres.join(" AND ")
-                ));
+                // The planner starts with the rarest word, by its statistics.
+                let bind = |v: String| {
+                    params.push(Box::new(v));
+                    format!("${}", params.len())
+                };
+                sql.push_str(&redial_store::words_condition(&words, bind, ", "));
                 continue;
             }
         });

@@ -193,30 +193,12 @@ pub(super) fn push_conditions(
                 continue;
             }
             SqlValue::Words(words) => {
-                // Each word a range of the index (every word it starts): the jobs of the first
-                // word's range (likely the rarest), each checked for the others by its seq, in
-                // the order given (CROSS JOIN: SQLite keeps it).
-                let mut from_clause = Vec::with_capacity(words.len());
-                let mut wheres = Vec::with_capacity(words.len() * 2);
-                for (i, w) in words.iter().enumerate() {
-                    let (from, to) = redial_store::word_range(w);
-                    params.push(Value::Text(from));
-                    params.push(Value::Text(to));
-                    from_clause.push(format!("dead_words w{i}"));
-                    wheres.push(format!(
-                        "w{i}.word >= ?{} AND w{i}.word < ?{}",
-                        params.len() - 1,
-                        params.len()
-                    ));
-                    if i > 0 {
-                        wheres.push(format!("w{i}.seq = w0.seq"));
-                    }
-                }
-                sql.push_str(&format!(
-                    " AND seq IN (SELECT w0.seq FROM {} WHERE {})",
-                    from_clause.join(" CROSS JOIN "),
-                    wheres.join(" AND ")
-                ));
+                // CROSS JOIN: SQLite keeps the order given, the likeliest rarest word first.
+                let bind = |v: String| {
+                    params.push(Value::Text(v));
+                    format!("?{}", params.len())
+                };
+                sql.push_str(&redial_store::words_condition(&words, bind, " CROSS JOIN "));
                 continue;
             }
         }
