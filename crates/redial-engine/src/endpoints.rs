@@ -33,6 +33,16 @@ struct Entry {
     announced: Option<(bool, bool)>,
 }
 
+/// What a finished attempt tells the engine besides its job's decision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Finished {
+    pub sooner: Option<Sooner>,
+    /// This success ended an outage (the endpoint was held as down: suspect, or its breaker
+    /// open or half-open) whose failures began then: the endpoint's retries scheduled since are
+    /// due now.
+    pub recovered_from: Option<Timestamp>,
+}
+
 /// What an endpoint asks of a finished attempt's job besides its decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Sooner {
@@ -78,10 +88,10 @@ impl Admitted {
     /// The group's admission ends as a plain success: a group learns nothing from answers, it
     /// only counts what it started. Returns, for a bare 429 from an endpoint that keeps a pace
     /// learned from them, when the refused job may go again at that pace.
-    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Option<Sooner> {
-        let mut release = None;
+    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Finished {
+        let mut finished = Finished::default();
         if let Some(permit) = self.permit.take() {
-            release = self.registry.finish(&self.endpoint, now, permit, observed);
+            finished = self.registry.finish(&self.endpoint, now, permit, observed);
         }
         if let Some(mut group) = self.group.take() {
             if let Some(permit) = group.permit.take() {
@@ -97,7 +107,7 @@ impl Admitted {
                 group.registry.finish(&group.endpoint, now, permit, plain);
             }
         }
-        release
+        finished
     }
 
     /// Carries the job's group admission along with this one.
@@ -286,7 +296,7 @@ impl Registry {
         now: Timestamp,
         permit: Permit,
         mut observed: Observed,
-    ) -> Option<Sooner> {
+    ) -> Finished {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
@@ -294,6 +304,8 @@ impl Registry {
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
         let paused_before = e.state.paused_until;
+        let failing_since = e.state.failing_since;
+        let was_down = e.state.held_as_down();
         let retry_now = e.state.record(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
@@ -309,9 +321,16 @@ impl Registry {
                 .flatten()
                 .map(Sooner::AtPace)
         };
+        let recovered = was_down
+            && observed.class == redial_policy::endpoint::ResultClass::Success
+            && !e.state.held_as_down();
+        let recovered_from = recovered.then_some(failing_since).flatten();
         drop(entries);
         self.count_transition(endpoint, before, after);
-        sooner
+        Finished {
+            sooner,
+            recovered_from,
+        }
     }
 
     /// What held a job of `endpoint` that was due at `run_at`, if something did.

@@ -382,6 +382,11 @@ impl Store for PgStore {
         with_conn!(self, c => sql::expire_deadlines(c, &channel, &params).await)
     }
 
+    async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::retries_now(c, &channel, &params).await)
+    }
+
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
         with_conn!(self, c => sql::endpoint_backlog(c, now).await)
     }

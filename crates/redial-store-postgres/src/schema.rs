@@ -296,6 +296,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER jobs_gone AFTER DELETE ON jobs REFERENCING OLD TABLE AS gone
         FOR EACH STATEMENT EXECUTE FUNCTION redial_jobs_gone();
     "#,
+    // 14: an endpoint's retries waiting their backoff, found when its outage ends.
+    r#"
+    CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -417,6 +417,10 @@ impl Store for SqliteStore {
         self.run(move |c| sql::expire_deadlines(c, &params)).await
     }
 
+    async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
+        self.run(move |c| sql::retries_now(c, &params)).await
+    }
+
     async fn endpoint_backlog(&self, _now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
         Ok(sql::endpoint_backlog(&self.inner.counts))
     }

@@ -346,6 +346,10 @@ const MIGRATIONS: &[&str] = &[
                                WHERE first_seq <= old.seq ORDER BY first_seq DESC LIMIT 1);
     END;
     "#,
+    // 21: an endpoint's retries waiting their backoff, found when its outage ends.
+    r#"
+    CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

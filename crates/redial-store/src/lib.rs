@@ -155,6 +155,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// whose time just came as later until maintenance promotes it.
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>>;
 
+    /// An endpoint's outage ended: its retries scheduled after failures since `since` are due
+    /// now rather than after their backoff (a delayed first attempt, or a retry scheduled before
+    /// the outage, keeps its time). Returns how many; the other nodes are told.
+    async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64>;
+
     /// Every endpoint's saved protection state (opaque JSON the engine owns).
     async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>>;
 

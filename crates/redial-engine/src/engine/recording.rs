@@ -52,7 +52,8 @@ pub(super) async fn record(
     };
     // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
     // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell.
-    match admission.finish(now, observe(&ran.output, &decision, now)) {
+    let finished = admission.finish(now, observe(&ran.output, &decision, now));
+    match finished.sooner {
         Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
         Some(Sooner::Now) => decision.retry_at_once(now),
         None => {}
@@ -65,6 +66,9 @@ pub(super) async fn record(
         inner.holds_to_publish.notify_one();
     }
     count_attempt(inner, job, &ran.output, &decision, ran.duration_ms, now);
+    if let Some(since) = finished.recovered_from {
+        retries_now(inner, &job.endpoint, since, now).await;
+    }
     if inner.endpoints.announce_due() {
         inner.announce_endpoints().await;
     }
@@ -313,5 +317,26 @@ pub(super) fn count_attempt(
             &[("queue", &job.queue), ("state", state)],
             now.saturating_since(job.created_at).as_secs_f64(),
         );
+    }
+}
+
+/// The endpoint's outage is over (its breaker closed on probes that succeeded): the retries it
+/// failed since `since` are due now, not after the rest of their backoff; slow start paces them.
+/// A store error leaves them to their backoff.
+async fn retries_now(inner: &Arc<Inner>, endpoint: &str, since: Timestamp, now: Timestamp) {
+    let params = redial_store::RetriesNowParams {
+        endpoint: endpoint.to_owned(),
+        since,
+        now,
+    };
+    match inner.store.endpoint_retries_now(params).await {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::info!(endpoint, retries = n, since = %since, "outage over: its retries are due now");
+            inner.wake_all();
+        }
+        Err(e) => {
+            tracing::warn!(endpoint, error = %e, "outage over, but its retries keep their backoff: the store failed")
+        }
     }
 }

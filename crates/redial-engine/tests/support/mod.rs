@@ -402,6 +402,10 @@ impl Store for Watched {
         self.inner.job_expire_deadlines(params).await
     }
 
+    async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
+        self.inner.endpoint_retries_now(params).await
+    }
+
     async fn endpoint_backlog(&self, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
         self.inner.endpoint_backlog(now).await
     }

@@ -195,6 +195,7 @@ impl EndpointState {
         {
             self.breaker = BreakerState::Closed;
             self.breaker_opens = 0;
+            self.open_period = None;
             self.window.clear();
             self.event(
                 now,
@@ -264,6 +265,7 @@ impl EndpointState {
         self.breaker_reset_at = Some(at);
         self.window.clear();
         self.breaker_opens = 0;
+        self.open_period = None;
         self.clear_suspicion();
         if self.breaker == BreakerState::Closed {
             return false;
@@ -274,18 +276,47 @@ impl EndpointState {
         true
     }
 
+    /// The first opening lasts as long as the endpoint has been failing, between `min_open_for`
+    /// and `open_for`; each reopening (its probes failed) twice as long as the one before, up to
+    /// `max_open_for`. An outage of two seconds is probed about two seconds after it began, not
+    /// after a fixed first step; one of an hour as rarely as the doubling allows.
     fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
-        let doubling = 1u32 << self.breaker_opens.min(16);
-        let open_for = cfg
-            .breaker
-            .open_for
-            .saturating_mul(doubling)
-            .min(cfg.breaker.max_open_for.max(cfg.breaker.open_for));
+        let b = &cfg.breaker;
+        let longest = b.max_open_for.max(b.open_for);
+        let open_for = match self.open_period {
+            Some(last) if self.breaker_opens > 0 => last.saturating_mul(2).min(longest),
+            _ => b.fitted(self.failure_streak(now)),
+        };
+        self.open_period = Some(open_for);
         self.breaker_opens = self.breaker_opens.saturating_add(1);
         let until = now.saturating_add(open_for);
         self.breaker = BreakerState::Open { until };
         self.clear_suspicion();
         self.event(now, "open", reason);
+    }
+
+    /// How long the endpoint has been failing: since the first failure after its last success
+    /// (zero when its last answer was a success).
+    pub(super) fn failure_streak(&self, now: Timestamp) -> std::time::Duration {
+        self.failing_since
+            .map_or(std::time::Duration::ZERO, |since| {
+                now.saturating_since(since)
+            })
+    }
+
+    /// A result moves the failure streak: a failure starts it (if none is going), a success
+    /// ends it unless the endpoint is still held as down (a half-open breaker's first good
+    /// probe: the outage goes on until the probes close it); a neutral answer (a 400, a
+    /// deferral) leaves it. Called after the breaker and suspicion took the result in.
+    pub(super) fn track_streak(&mut self, now: Timestamp, class: ResultClass) {
+        match class {
+            ResultClass::Success if !self.held_as_down() => self.failing_since = None,
+            ResultClass::Success => {}
+            ResultClass::Failure => {
+                self.failing_since.get_or_insert(now);
+            }
+            ResultClass::Neutral => {}
+        }
     }
 
     /// Remembers a transition, keeping the last [`HISTORY`].

@@ -112,10 +112,16 @@ pub struct BreakerConfig {
     pub min_throughput: u32,
     #[serde(with = "serde_human")]
     pub window: Duration,
-    /// How long it stays open before letting probes through, the first time; each time the
-    /// probes fail and it opens again, twice as long, up to `max_open_for`.
+    /// How long it stays open before letting probes through, the first time, at most: it opens
+    /// for as long as the endpoint has been failing (its failure streak, since its last success),
+    /// between `min_open_for` and this. Each time the probes fail and it opens again, twice as
+    /// long as the time before, up to `max_open_for`. A short outage is probed soon after it
+    /// ends; a long one ever more rarely.
     #[serde(with = "serde_human")]
     pub open_for: Duration,
+    /// The shortest open period, however short the failure streak that opened it.
+    #[serde(with = "serde_human")]
+    pub min_open_for: Duration,
     #[serde(with = "serde_human")]
     pub max_open_for: Duration,
     /// Probes let through when half-open. Once `failure_ratio` of them failed it opens again;
@@ -132,9 +138,18 @@ impl Default for BreakerConfig {
             min_throughput: 10,
             window: Duration::from_secs(30),
             open_for: Duration::from_secs(5),
+            min_open_for: Duration::from_secs(1),
             max_open_for: Duration::from_secs(120),
             half_open_probes: 3,
         }
+    }
+}
+
+impl BreakerConfig {
+    /// A first open period (or suspicion's hold) fitted to a failure streak: as long as it,
+    /// between `min_open_for` and `open_for`.
+    pub fn fitted(&self, streak: Duration) -> Duration {
+        streak.clamp(self.min_open_for.min(self.open_for), self.open_for)
     }
 }
 
@@ -156,6 +171,9 @@ impl EndpointConfig {
         let br = &self.breaker;
         if !(br.failure_ratio > 0.0 && br.failure_ratio <= 1.0) {
             return Err("breaker.failure_ratio must be above 0 and at most 1".into());
+        }
+        if br.min_open_for > br.open_for {
+            return Err("breaker.min_open_for must be at most breaker.open_for".into());
         }
         if br.half_open_probes == 0 {
             return Err("breaker.half_open_probes must be at least 1".into());

@@ -11,7 +11,10 @@
 //! Slow start: after a learned pause ends or the breaker closes, on an endpoint with no
 //! configured rate and no learned quota, `ramp_initial` requests go in the first `ramp_step`
 //! (this node's part of them), then twice as many in each step as in the one before, until
-//! `ramp_for` has passed.
+//! `ramp_for` has passed; and each success since slow start began lets two more go (the
+//! allowance doubles each round trip, as TCP's slow start): an endpoint that answers quickly
+//! and well is back at full speed in a few round trips, one that answers slowly or fails waits
+//! for the steps.
 //!
 //! Invariants: a request admitted and then released gives its slot back, but never back past
 //! now (a returned slot is not a burst saved for later); both rates hold (the configured one
@@ -188,8 +191,10 @@ impl EndpointState {
             return Ok(());
         }
         let step = (elapsed.as_millis() / cfg.ramp_step.as_millis().max(1)) as u32;
-        let allowed = u64::from(self.share.part32(cfg.ramp_initial.max(1)).max(1))
-            .saturating_mul((1u64 << (step + 1).min(62)) - 1);
+        let initial = u64::from(self.share.part32(cfg.ramp_initial.max(1)).max(1));
+        let by_time = initial.saturating_mul((1u64 << (step + 1).min(62)) - 1);
+        let by_answers = initial.saturating_add(self.ramp_successes.saturating_mul(2));
+        let allowed = by_time.max(by_answers);
         if self.ramp_admitted >= allowed {
             let next = started.saturating_add(cfg.ramp_step * (step + 1));
             return hold(
@@ -204,6 +209,14 @@ impl EndpointState {
     pub(super) fn start_ramp(&mut self, now: Timestamp) {
         self.ramp_started = Some(now);
         self.ramp_admitted = 0;
+        self.ramp_successes = 0;
+    }
+
+    /// During slow start, a success lets two more requests go.
+    pub(super) fn count_ramp_success(&mut self, class: ResultClass) {
+        if self.ramp_started.is_some() && class == ResultClass::Success {
+            self.ramp_successes += 1;
+        }
     }
 
     /// Counts an admission during slow start.

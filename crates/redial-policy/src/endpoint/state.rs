@@ -163,6 +163,20 @@ pub struct EndpointState {
     /// Answers counted for the first contact's widening window (up to
     /// [`super::concurrency::CONTACT_ANSWERS`]).
     pub(super) contact_answers: u32,
+
+    // The failure streak (breaker.rs), saved after the fields above.
+    /// The first failure since the endpoint's last success: how long it has been failing, which
+    /// sets how long the breaker opens and suspicion holds first attempts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Timestamp>,
+    /// How long the breaker stayed open the last time it opened (since it was last closed): a
+    /// reopening lasts twice as long.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_period: Option<std::time::Duration>,
+    /// Successes since slow start began: each lets two more requests go (the allowance doubles
+    /// each round trip, as TCP's slow start), on top of what the time steps allow.
+    #[serde(skip)]
+    pub(super) ramp_successes: u64,
 }
 
 impl EndpointState {
@@ -282,8 +296,10 @@ impl EndpointState {
         let probe = self.end_permit(&permit);
         self.count_budget(cfg, now, &permit, o.class);
         self.suspect(cfg, now, &permit, o.class);
+        self.count_ramp_success(o.class);
         let retry_now = self.take_retry_now(now, &permit, o);
         self.record_breaker(cfg, now, probe, &permit, o.class);
+        self.track_streak(now, o.class);
         self.adapt_concurrency(cfg, o);
         // A server-given wait holds every job of the endpoint.
         if let Some((wait, why)) = &o.server_wait {

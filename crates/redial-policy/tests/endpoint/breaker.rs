@@ -240,3 +240,96 @@ fn every_probe_ends_whatever_its_outcome() {
     let mut back: EndpointState = serde_json::from_str(&json).expect("reads back");
     assert!(back.admit(&cfg, at(30_000), false, 0).is_go());
 }
+
+/// Issue 36: a two-second outage was probed only after the breaker's whole first step (5 s).
+/// The first opening now lasts as long as the endpoint has been failing (at least
+/// `min_open_for`, at most `open_for`), and each reopening twice the one before.
+#[test]
+fn the_first_opening_lasts_as_long_as_the_failure_streak() {
+    let cfg = EndpointConfig {
+        breaker: BreakerConfig {
+            open_for: Duration::from_secs(5),
+            min_open_for: Duration::from_secs(1),
+            max_open_for: Duration::from_secs(120),
+            ..BreakerConfig::default()
+        },
+        ..bare()
+    };
+    let open_until = |s: &EndpointState| match s.breaker {
+        BreakerState::Open { until } => until,
+        other => panic!("not open: {other:?}"),
+    };
+    // Failing since 0, retries failing from 1.5 s: it opens at the tenth, for 1.5 s.
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 1_500, 10, true, ResultClass::Failure);
+    assert_eq!(open_until(&s), at(3_000));
+    assert_eq!(s.failing_since, Some(at(0)));
+    // Its probes fail: twice as long, then twice again.
+    feed(&mut s, &cfg, 3_000, 2, true, ResultClass::Failure);
+    assert_eq!(open_until(&s), at(6_000));
+    feed(&mut s, &cfg, 6_000, 2, true, ResultClass::Failure);
+    assert_eq!(open_until(&s), at(12_000));
+    // Its probes succeed: closed, the streak and the doubling over.
+    feed(&mut s, &cfg, 12_000, 2, true, ResultClass::Success);
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert_eq!((s.failing_since, s.open_period), (None, None));
+
+    // A streak shorter than min_open_for opens for min_open_for; a longer one than open_for,
+    // for open_for.
+    for (streak_ms, open_ms) in [(0, 1_000), (300, 1_000), (4_000, 4_000), (60_000, 5_000)] {
+        let mut s = EndpointState::default();
+        feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
+        feed(&mut s, &cfg, streak_ms, 10, true, ResultClass::Failure);
+        assert_eq!(
+            open_until(&s),
+            at(streak_ms + open_ms),
+            "streak {streak_ms} ms"
+        );
+    }
+
+    // A success in between starts the streak again.
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 10_000, 1, false, ResultClass::Success);
+    feed(&mut s, &cfg, 11_000, 1, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 13_000, 1, true, ResultClass::Failure);
+    assert_eq!(s.failing_since, Some(at(11_000)));
+}
+
+/// Slow start after the breaker closes: each success lets two more go, so an endpoint that
+/// answers well is back at full speed in a few round trips; without answers, the time steps.
+#[test]
+fn slow_start_doubles_with_each_round_trip_of_successes() {
+    let cfg = EndpointConfig {
+        ramp_initial: 2,
+        ..breaker_cfg()
+    };
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 10, true, ResultClass::Failure);
+    feed(&mut s, &cfg, 30_000, 2, true, ResultClass::Success);
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert_eq!(s.ramp_started, Some(at(30_000)));
+    // Round trips at one instant: 2 go, their successes let 4 go, theirs 8, and so on.
+    let mut sent_per_trip = vec![];
+    for _ in 0..5 {
+        let mut permits = vec![];
+        while let Admission::Go(p) = s.admit(&cfg, at(30_000), false, 0) {
+            permits.push(p);
+        }
+        sent_per_trip.push(permits.len());
+        for p in permits {
+            s.record(&cfg, at(30_000), p, &observed(ResultClass::Success));
+        }
+    }
+    assert_eq!(sent_per_trip, [2, 4, 8, 16, 32]);
+    // Failures let none more go: the step's allowance alone.
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 10, true, ResultClass::Failure);
+    feed(&mut s, &cfg, 30_000, 2, true, ResultClass::Success);
+    for _ in 0..2 {
+        let p = go(s.admit(&cfg, at(30_000), false, 0));
+        s.record(&cfg, at(30_000), p, &observed(ResultClass::Failure));
+    }
+    assert_eq!(kind(&s.admit(&cfg, at(30_000), false, 0)), "hold Ramp");
+}

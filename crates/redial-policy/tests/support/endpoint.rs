@@ -32,10 +32,13 @@ pub fn bare() -> EndpointConfig {
     }
 }
 
+/// A breaker that opens for fixed periods (30 s, doubling), however long the endpoint has been
+/// failing: the tests that pin its steps need not feed a streak first.
 pub fn breaker_cfg() -> EndpointConfig {
     EndpointConfig {
         breaker: BreakerConfig {
             open_for: Duration::from_secs(30),
+            min_open_for: Duration::from_secs(30),
             ..BreakerConfig::default()
         },
         ..bare()

@@ -26,6 +26,25 @@ pub async fn endpoint_backlog(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<E
         .collect()
 }
 
+/// Scheduled retries of the endpoint, failed since `since`, are due now; the nodes are told.
+pub async fn retries_now(c: &mut Conn, channel: &str, p: &RetriesNowParams) -> StoreResult<u64> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    let n = tx
+        .execute(
+            "UPDATE jobs SET run_at = $3 \
+             WHERE endpoint = $1 AND state = 'scheduled' AND attempts > 0 AND run_at > $3 \
+             AND updated_at >= $2",
+            &[&p.endpoint, &ms(p.since), &ms(p.now)],
+        )
+        .await
+        .map_err(backend)?;
+    if n > 0 {
+        notify(&tx, channel, "").await?;
+    }
+    tx.commit().await.map_err(backend)?;
+    Ok(n)
+}
+
 pub async fn endpoint_load(c: &mut Conn) -> StoreResult<Vec<EndpointRecord>> {
     let rows = c
         .client

@@ -27,6 +27,21 @@ pub fn endpoint_backlog(counts: &counts::Shared) -> Vec<EndpointBacklog> {
     by.into_values().collect()
 }
 
+/// Scheduled retries of the endpoint, failed since `since`, are due now (still scheduled: the
+/// next lease takes them, or maintenance promotes them).
+pub fn retries_now(c: &mut Connection, p: &RetriesNowParams) -> StoreResult<u64> {
+    let n = c
+        .prepare_cached(
+            "UPDATE jobs INDEXED BY jobs_retrying SET run_at = ?3 \
+             WHERE endpoint = ?1 AND state = 'scheduled' AND attempts > 0 AND run_at > ?3 \
+             AND updated_at >= ?2",
+        )
+        .map_err(backend)?
+        .execute(params![p.endpoint, ms(p.since), ms(p.now)])
+        .map_err(backend)?;
+    Ok(n as u64)
+}
+
 pub fn endpoint_load(c: &mut Connection) -> StoreResult<Vec<EndpointRecord>> {
     let rows = query_rows(
         c,

@@ -236,3 +236,62 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
         vec![hold]
     );
 }
+
+/// An outage ended: the endpoint's retries scheduled during it are due now; a delayed first
+/// attempt, a retry scheduled before the outage, a deferral and another endpoint's retry keep
+/// their times.
+pub async fn retries_due_when_an_outage_ends(store: Arc<dyn Store>) {
+    for (id, endpoint, run_at) in [
+        ("during", "A", 0),
+        ("before", "A", 0),
+        ("deferred", "A", 0),
+        ("delayed", "A", 500),
+        ("other", "B", 0),
+    ] {
+        let mut j = new_job(id, "q");
+        j.endpoint = endpoint.into();
+        j.run_at = at(run_at);
+        store.job_insert(j).await.expect("insert");
+    }
+    lease(&store, "q", "w", at(0), 10).await;
+    for (id, failed_at, transition) in [
+        ("before", 5, Transition::Retry { at: at(400) }),
+        ("during", 20, Transition::Retry { at: at(300) }),
+        ("other", 20, Transition::Retry { at: at(300) }),
+        ("deferred", 20, Transition::Defer { until: at(300) }),
+    ] {
+        let mut p = record(id, "w", 1, transition);
+        p.now = at(failed_at);
+        store.job_record_attempt(p).await.expect("record");
+    }
+    let n = store
+        .endpoint_retries_now(RetriesNowParams {
+            endpoint: "A".into(),
+            since: at(10),
+            now: at(100),
+        })
+        .await
+        .expect("retries now");
+    assert_eq!(n, 1);
+    let mut times = vec![];
+    for id in ["during", "before", "deferred", "delayed", "other"] {
+        let job = get(&store, id).await.0;
+        times.push((id, job.state, job.run_at));
+    }
+    assert_eq!(
+        times,
+        [
+            ("during", JobState::Scheduled, at(100)),
+            ("before", JobState::Scheduled, at(400)),
+            ("deferred", JobState::Deferred, at(300)),
+            ("delayed", JobState::Scheduled, at(500)),
+            ("other", JobState::Scheduled, at(300)),
+        ]
+    );
+    // Due now: the next lease takes it.
+    let leased = lease(&store, "q", "w", at(100), 10).await;
+    assert_eq!(
+        leased.iter().map(|j| j.id.0.as_str()).collect::<Vec<_>>(),
+        ["during"]
+    );
+}

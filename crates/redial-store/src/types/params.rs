@@ -483,6 +483,15 @@ pub struct AdmittedLease {
     pub more: bool,
 }
 
+/// The retries of an endpoint whose outage just ended: those scheduled after a failure since
+/// `since` (the outage's start) and still waiting their backoff are due `now`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetriesNowParams {
+    pub endpoint: String,
+    pub since: Timestamp,
+    pub now: Timestamp,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExpireParams {
     pub now: Timestamp,
