@@ -189,7 +189,13 @@ def test_token_required(token_server: Server, monkeypatch: pytest.MonkeyPatch) -
 
 def test_pause_and_resume_an_endpoint(server: Server, receiver: Receiver) -> None:
     with Redial(server.url) as c:
-        paused = c.pause_endpoint(receiver.origin, reason="provider maintenance", for_="30m")
+        # no job named it yet: refused unless the pause asks to create it
+        with pytest.raises(RedialError) as err:
+            c.pause_endpoint(receiver.origin, reason="provider maintenance")
+        assert (err.value.status, err.value.code) == (404, "not_found")
+        paused = c.pause_endpoint(
+            receiver.origin, reason="provider maintenance", for_="30m", create=True
+        )
         assert paused["name"] == receiver.origin
         assert paused["paused_by_hand"] is not None
         assert paused["paused_by_hand"]["reason"] == "provider maintenance"

@@ -183,7 +183,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every endpoint's protection state and backlog */
+        /** A page of endpoints by name, each with its protection state and backlog */
         get: operations["listEndpoints"];
         put?: never;
         post?: never;
@@ -563,7 +563,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every schedule, by id */
+        /** A page of schedules, by id */
         get: operations["listSchedules"];
         put?: never;
         /** Create a recurring schedule; each occurrence becomes an ordinary job */
@@ -678,7 +678,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_parameter" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -974,6 +974,8 @@ export interface components {
         };
         EndpointList: {
             endpoints: components["schemas"]["Endpoint"][];
+            /** @description Pass as cursor for the next page; null on the last one. */
+            next_cursor: string | null;
         };
         Alert: {
             name: string;
@@ -1247,6 +1249,8 @@ export interface components {
         };
         ScheduleList: {
             schedules: components["schemas"]["Schedule"][];
+            /** @description Pass as cursor for the next page; null on the last one. */
+            next_cursor: string | null;
         };
         /** @description What a group of a queue's jobs may use: attempts in flight and started per interval (across the cluster), and its turns in the queue's round-robin. */
         GroupLimits: {
@@ -1984,14 +1988,19 @@ export interface operations {
     };
     listEndpoints: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description Endpoints per page */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every endpoint with jobs or configuration */
+            /** @description Endpoints with jobs waiting, configured, or seen lately (unseen ones that hold nothing are forgotten after retention.endpoints), by name */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2000,6 +2009,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndpointList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["Internal"];
@@ -2383,7 +2393,10 @@ export interface operations {
     };
     pauseEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Set the control even if the endpoint is not known yet (no jobs, no configuration, not seen): to pause it before its first job. Without it, an unknown endpoint is 404. */
+                create?: boolean;
+            };
             header?: never;
             path: {
                 /**
@@ -2412,6 +2425,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2422,7 +2436,10 @@ export interface operations {
     };
     resumeEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Set the control even if the endpoint is not known yet (no jobs, no configuration, not seen): to pause it before its first job. Without it, an unknown endpoint is 404. */
+                create?: boolean;
+            };
             header?: never;
             path: {
                 /**
@@ -2447,6 +2464,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2457,7 +2475,10 @@ export interface operations {
     };
     resetEndpointBreaker: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Set the control even if the endpoint is not known yet (no jobs, no configuration, not seen): to pause it before its first job. Without it, an unknown endpoint is 404. */
+                create?: boolean;
+            };
             header?: never;
             path: {
                 /**
@@ -2482,6 +2503,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2641,7 +2663,12 @@ export interface operations {
     };
     listSchedules: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description Schedules per page */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2657,6 +2684,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScheduleList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["Internal"];

@@ -11,6 +11,7 @@ import type {
   DeadLetterFilter,
   DeadPatterns,
   DeadPatternsQuery,
+  PageQuery,
   Dismissed,
   Endpoint,
   EndpointList,
@@ -195,8 +196,9 @@ export class Redial {
     return this.transport.request<Stats>({ method: "GET", path: "/v1/stats" });
   }
 
-  endpoints(): Promise<EndpointList> {
-    return this.transport.request<EndpointList>({ method: "GET", path: "/v1/endpoints" });
+  /** A page of endpoints by name (100 unless limit says); pass next_cursor as cursor for the next. */
+  endpoints(page: PageQuery = {}): Promise<EndpointList> {
+    return this.transport.request<EndpointList>({ method: "GET", path: "/v1/endpoints", query: { ...page } });
   }
 
   /** One endpoint by name, usually a URL origin such as https://api.example.com. */
@@ -204,9 +206,13 @@ export class Redial {
     return this.transport.request<Endpoint>({ method: "GET", path: `/v1/endpoints/${enc(name)}` });
   }
 
-  /** Holds deliveries to an endpoint, until resumed, or for a duration ({ for: "30m" }), or until an instant. */
-  pauseEndpoint(name: string, pause: PauseInput = {}): Promise<Endpoint> {
-    return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/pause`, body: pause });
+  /**
+   * Holds deliveries to an endpoint, until resumed, or for a duration ({ for: "30m" }), or until an instant.
+   * An endpoint not known yet is a 404 unless { create: true } (to pause it before its first job).
+   */
+  pauseEndpoint(name: string, pause: PauseInput = {}, options: { create?: boolean } = {}): Promise<Endpoint> {
+    const query = options.create ? { create: "true" } : undefined;
+    return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/pause`, query, body: pause });
   }
 
   resumeEndpoint(name: string): Promise<Endpoint> {
@@ -229,8 +235,9 @@ export class Redial {
     return this.transport.request<Queue>({ method: "POST", path: `/v1/queues/${enc(name)}/resume` });
   }
 
-  listSchedules(): Promise<ScheduleList> {
-    return this.transport.request<ScheduleList>({ method: "GET", path: "/v1/schedules" });
+  /** A page of schedules by id (100 unless limit says); pass next_cursor as cursor for the next. */
+  listSchedules(page: PageQuery = {}): Promise<ScheduleList> {
+    return this.transport.request<ScheduleList>({ method: "GET", path: "/v1/schedules", query: { ...page } });
   }
 
   schedule(id: string): Promise<Schedule> {

@@ -216,7 +216,12 @@ describe("Redial against a real server", () => {
   test("pauseEndpoint holds deliveries until resumeEndpoint", async () => {
     const r = await receiver();
     const name = r.origin;
-    const paused = await redial.pauseEndpoint(name, { reason: "provider maintenance", for: "30m" });
+    // No job named it yet: refused unless the pause asks to create it.
+    const err = await redial.pauseEndpoint(name, { reason: "early" }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof RedialError, `expected RedialError, got ${String(err)}`);
+    assert.equal(err.status, 404);
+    assert.equal(err.code, "not_found");
+    const paused = await redial.pauseEndpoint(name, { reason: "provider maintenance", for: "30m" }, { create: true });
     assert.equal(paused.name, name);
     assert.ok(paused.paused_by_hand, "the endpoint is paused by hand");
     assert.equal(paused.paused_by_hand.reason, "provider maintenance");

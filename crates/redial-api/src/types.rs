@@ -283,6 +283,8 @@ pub struct EndpointBreakerHistory {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndpointList {
     pub endpoints: Vec<Endpoint>,
+    /// Pass as cursor for the next page; null on the last one.
+    pub next_cursor: Option<String>,
 }
 
 /// Every error answer, whatever its status.
@@ -879,6 +881,8 @@ pub struct ScheduleInput {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleList {
+    /// Pass as cursor for the next page; null on the last one.
+    pub next_cursor: Option<String>,
     pub schedules: Vec<Schedule>,
 }
 

@@ -30,7 +30,7 @@ mod transport;
 
 pub use error::Error;
 pub use redial_api::*;
-pub use routes::{is_finished, DeadGroupsQuery, EventsQuery, JobsQuery, ROUTES};
+pub use routes::{is_finished, DeadGroupsQuery, EventsQuery, JobsQuery, PageQuery, ROUTES};
 
 use std::time::Duration;
 use transport::Transport;

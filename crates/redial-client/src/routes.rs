@@ -80,6 +80,15 @@ pub struct JobsQuery {
     pub limit: Option<u32>,
 }
 
+/// A page of a list ([`Client::endpoints`], [`Client::schedules`]).
+#[derive(Clone, Debug, Default)]
+pub struct PageQuery {
+    /// A page's `next_cursor`.
+    pub cursor: Option<String>,
+    /// At most this many (1 to 500; the server's default, 100, when none).
+    pub limit: Option<u32>,
+}
+
 /// Which dead letters [`Client::dead_letter_groups`] and [`Client::dead_letter_patterns`] group.
 #[derive(Clone, Debug, Default)]
 pub struct DeadGroupsQuery {
@@ -357,9 +366,12 @@ impl Client {
         self.get(&["v1", "stats"]).await
     }
 
-    /// Every endpoint's protection state.
-    pub async fn endpoints(&self) -> Result<EndpointList, Error> {
-        self.get(&["v1", "endpoints"]).await
+    /// A page of endpoints by name, with their protection state.
+    pub async fn endpoints(&self, page: &PageQuery) -> Result<EndpointList, Error> {
+        let call = Call::new(Method::GET, &["v1", "endpoints"])
+            .query("cursor", page.cursor.as_ref())
+            .query("limit", page.limit);
+        self.transport.json(call).await
     }
 
     /// One endpoint's protection state.
@@ -367,9 +379,23 @@ impl Client {
         self.get(&["v1", "endpoints", name]).await
     }
 
-    /// Pauses an endpoint by hand (until a time, for a while, or until resumed).
+    /// Pauses an endpoint by hand (until a time, for a while, or until resumed). An endpoint
+    /// not known yet is `not_found`.
     pub async fn pause_endpoint(&self, name: &str, pause: &PauseInput) -> Result<Endpoint, Error> {
         let call = Call::new(Method::POST, &["v1", "endpoints", name, "pause"]).json(pause)?;
+        self.transport.json(call).await
+    }
+
+    /// Pauses an endpoint before its first job: as [`Client::pause_endpoint`], for a name not
+    /// known yet too.
+    pub async fn pause_endpoint_ahead(
+        &self,
+        name: &str,
+        pause: &PauseInput,
+    ) -> Result<Endpoint, Error> {
+        let call = Call::new(Method::POST, &["v1", "endpoints", name, "pause"])
+            .query("create", Some("true"))
+            .json(pause)?;
         self.transport.json(call).await
     }
 
@@ -405,9 +431,12 @@ impl Client {
         self.post(&["v1", "queues", name, "resume"]).await
     }
 
-    /// Every schedule.
-    pub async fn schedules(&self) -> Result<ScheduleList, Error> {
-        self.get(&["v1", "schedules"]).await
+    /// A page of schedules, by id.
+    pub async fn schedules(&self, page: &PageQuery) -> Result<ScheduleList, Error> {
+        let call = Call::new(Method::GET, &["v1", "schedules"])
+            .query("cursor", page.cursor.as_ref())
+            .query("limit", page.limit);
+        self.transport.json(call).await
     }
 
     /// One schedule.

@@ -183,7 +183,10 @@ async fn the_read_routes_answer_in_their_types() {
     c.enqueue(&job("job-1")).await.expect("enqueued");
     let stats = c.stats().await.expect("stats");
     loses_nothing("stats", &raw(&s.base, "/v1/stats").await, &stats);
-    let endpoints = c.endpoints().await.expect("endpoints");
+    let endpoints = c
+        .endpoints(&redial_client::PageQuery::default())
+        .await
+        .expect("endpoints");
     loses_nothing(
         "endpoints",
         &raw(&s.base, "/v1/endpoints").await,
@@ -230,15 +233,20 @@ async fn the_read_routes_answer_in_their_types() {
 async fn endpoints_queues_and_schedules_are_controlled() {
     let s = server().await;
     let c = client(&s.base);
+    let pause = PauseInput {
+        r#for: Some("10m".into()),
+        reason: Some("maintenance".into()),
+        ..Default::default()
+    };
+    // Not known yet: refused; paused ahead of its first job when asked.
+    match c.pause_endpoint("api.example.com", &pause).await {
+        Err(Error::Api {
+            status: 404, code, ..
+        }) => assert_eq!(code, "not_found"),
+        other => panic!("expected not_found, got {other:?}"),
+    }
     let paused = c
-        .pause_endpoint(
-            "api.example.com",
-            &PauseInput {
-                r#for: Some("10m".into()),
-                reason: Some("maintenance".into()),
-                ..Default::default()
-            },
-        )
+        .pause_endpoint_ahead("api.example.com", &pause)
         .await
         .expect("paused");
     assert_eq!(paused.name, "api.example.com");
@@ -283,7 +291,10 @@ async fn endpoints_queues_and_schedules_are_controlled() {
     );
     let err = c.create_schedule(&input).await.expect_err("exists");
     assert_eq!(err.code(), Some(ErrorCode::ScheduleExists), "{err}");
-    let list = c.schedules().await.expect("listed");
+    let list = c
+        .schedules(&redial_client::PageQuery::default())
+        .await
+        .expect("listed");
     loses_nothing("schedules", &raw(&s.base, "/v1/schedules").await, &list);
     assert!(c.pause_schedule("nightly").await.expect("paused").paused);
     assert!(!c.resume_schedule("nightly").await.expect("resumed").paused);

@@ -31,6 +31,10 @@ struct Entry {
     /// Whether it was paused and its breaker open when the event log was last told
     /// ([`Registry::announce`]); `None` after a restart, until the first look.
     announced: Option<(bool, bool)>,
+    /// When a job of it was last admitted or answered, or a control named it (after a restart,
+    /// when its state was last saved): an endpoint unseen long enough, with nothing held, is
+    /// forgotten ([`Registry::forgettable`]).
+    last_seen: Option<Timestamp>,
 }
 
 /// What a finished attempt tells the engine besides its job's decision.
@@ -160,6 +164,7 @@ impl Registry {
         entries.entry(endpoint.to_owned()).or_insert_with(|| {
             let mut e = Entry {
                 announced: Some((false, false)),
+                last_seen: Some(self.clock.now()),
                 ..Entry::default()
             };
             e.state.set_share(self.share_of(endpoint));
@@ -223,6 +228,7 @@ impl Registry {
                             dirty: false,
                             shared: (None, None, None),
                             announced: None,
+                            last_seen: Some(r.updated_at),
                         },
                     );
                 }
@@ -244,6 +250,7 @@ impl Registry {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
+        e.last_seen = Some(now);
         let before = e.state.breaker.name();
         let a = e.state.admit(cfg, now, is_retry, e.in_flight);
         if a.is_go() {
@@ -300,6 +307,7 @@ impl Registry {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
+        e.last_seen = Some(now);
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
@@ -488,42 +496,127 @@ impl Registry {
         let mut changed = false;
         let mut transitions = Vec::new();
         for (name, e) in entries.iter_mut() {
-            let control = by_name.get(name.as_str());
+            let control = by_name.get(name.as_str()).copied();
             // Most endpoints have no control and no hand pause: nothing to compare.
             if control.is_none() && e.state.hand_pause.is_none() {
                 continue;
             }
-            let before = e.state.clone();
-            e.state.hand_pause = control.and_then(|c| c.pause.clone());
-            if let Some(at) = control.and_then(|c| c.resumed_at) {
-                e.state.take_resume(at);
-            }
-            if let Some(at) = control.and_then(|c| c.breaker_reset_at) {
-                e.state.take_breaker_reset(at, now);
-            }
-            // The shared hold a resume or reset ended is gone from the store: the next hold,
-            // however short, must be published again.
-            if e.state.resumed_at != before.resumed_at {
-                e.shared.0 = None;
-            }
-            if e.state.breaker_reset_at != before.breaker_reset_at {
-                e.shared.1 = None;
-            }
-            if e.state != before {
-                e.dirty = true;
-                changed = true;
-                self.announce_due.store(true, Ordering::Relaxed);
-                let (was, is) = (before.breaker.name(), e.state.breaker.name());
-                if was != is {
-                    transitions.push((name.clone(), was, is));
-                }
-            }
+            let (did, transition) = self.take_control(e, control, now);
+            changed |= did;
+            transitions.extend(transition.map(|(was, is)| (name.clone(), was, is)));
         }
         drop(entries);
         for (endpoint, before, after) in transitions {
             self.count_transition(&endpoint, before, after);
         }
         changed
+    }
+
+    /// Takes in one endpoint's control, just changed on this node: the cost of one entry,
+    /// whatever the number of endpoints. Returns whether its state changed.
+    pub fn apply_control(&self, control: &Control, now: Timestamp) -> bool {
+        let mut entries = self.lock();
+        let e = self.entry(&mut entries, &control.name);
+        e.last_seen = Some(now);
+        let (changed, transition) = self.take_control(e, Some(control), now);
+        drop(entries);
+        if let Some((before, after)) = transition {
+            self.count_transition(&control.name, before, after);
+        }
+        changed
+    }
+
+    /// Lays `control` (none: lifted) over an entry's state. Returns whether the state changed,
+    /// and the breaker's transition if it made one.
+    fn take_control(
+        &self,
+        e: &mut Entry,
+        control: Option<&Control>,
+        now: Timestamp,
+    ) -> (bool, Option<(&'static str, &'static str)>) {
+        let before = e.state.clone();
+        e.state.hand_pause = control.and_then(|c| c.pause.clone());
+        if let Some(at) = control.and_then(|c| c.resumed_at) {
+            e.state.take_resume(at);
+        }
+        if let Some(at) = control.and_then(|c| c.breaker_reset_at) {
+            e.state.take_breaker_reset(at, now);
+        }
+        // The shared hold a resume or reset ended is gone from the store: the next hold,
+        // however short, must be published again.
+        if e.state.resumed_at != before.resumed_at {
+            e.shared.0 = None;
+        }
+        if e.state.breaker_reset_at != before.breaker_reset_at {
+            e.shared.1 = None;
+        }
+        if e.state == before {
+            return (false, None);
+        }
+        e.dirty = true;
+        self.announce_due.store(true, Ordering::Relaxed);
+        let (was, is) = (before.breaker.name(), e.state.breaker.name());
+        (true, (was != is).then_some((was, is)))
+    }
+
+    /// Whether this node knows `endpoint`: configured, or seen (a job of it ran here, its state
+    /// was saved, a control names it).
+    pub fn known(&self, endpoint: &str) -> bool {
+        self.settings.contains_key(endpoint) || self.lock().contains_key(endpoint)
+    }
+
+    /// One endpoint's view (as [`Registry::views`] gives it).
+    pub fn view(&self, endpoint: &str, now: Timestamp) -> EndpointView {
+        let entries = self.lock();
+        match entries.get(endpoint) {
+            Some(e) => e
+                .state
+                .clone()
+                .view(self.config(endpoint), now, e.in_flight),
+            None => {
+                let mut state = EndpointState::default();
+                state.set_share(self.share_of(endpoint));
+                state.view(self.config(endpoint), now, 0)
+            }
+        }
+    }
+
+    /// Endpoints that may be forgotten: not configured, unseen since `unseen_since`, nothing in
+    /// flight, nothing holding them (no pause, by hand or by answers; breaker closed; not
+    /// suspect). The caller checks that no job waits for them, then [`Registry::forget`]s them.
+    pub fn forgettable(&self, unseen_since: Timestamp, now: Timestamp) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(name, e)| self.idle_since(name, e, unseen_since, now))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Drops the entries of `names` that are still forgettable (a job may have come since they
+    /// were listed); returns those dropped.
+    pub fn forget(&self, names: &[String], unseen_since: Timestamp, now: Timestamp) -> Vec<String> {
+        let mut entries = self.lock();
+        let mut out = Vec::new();
+        for name in names {
+            if entries
+                .get(name)
+                .is_some_and(|e| self.idle_since(name, e, unseen_since, now))
+            {
+                entries.remove(name);
+                out.push(name.clone());
+            }
+        }
+        out
+    }
+
+    fn idle_since(&self, name: &str, e: &Entry, unseen_since: Timestamp, now: Timestamp) -> bool {
+        let s = &e.state;
+        !self.settings.contains_key(name)
+            && e.in_flight == 0
+            && e.last_seen.is_some_and(|t| t < unseen_since)
+            && !s.held_as_down()
+            && s.hand_pause.as_ref().is_none_or(|p| !p.in_force(now))
+            && s.paused_until.is_none_or(|u| u <= now)
     }
 
     /// The endpoint events since the last call: paused and resumed (by hand or by its answers),

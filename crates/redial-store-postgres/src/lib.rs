@@ -382,6 +382,23 @@ impl Store for PgStore {
         with_conn!(self, c => sql::expire_deadlines(c, &channel, &params).await)
     }
 
+    async fn endpoint_backlog_of(
+        &self,
+        name: &str,
+        now: Timestamp,
+    ) -> StoreResult<EndpointBacklog> {
+        with_conn!(self, c => sql::endpoint_backlog_of(c, name, now).await)
+    }
+
+    async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
+        let channel = self.inner.channel.clone();
+        with_conn!(self, c => sql::endpoint_forget(c, &channel, &names).await)
+    }
+
+    async fn control_get(&self, kind: ControlKind, name: &str) -> StoreResult<Option<Control>> {
+        with_conn!(self, c => sql::control_get(c, kind, name).await)
+    }
+
     async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
         let channel = self.inner.channel.clone();
         with_conn!(self, c => sql::retries_now(c, &channel, &params).await)
@@ -546,6 +563,14 @@ impl Store for PgStore {
 
     async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
         with_conn!(self, c => sql::schedule_list(c).await)
+    }
+
+    async fn schedule_page(
+        &self,
+        after: Option<String>,
+        limit: u32,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        with_conn!(self, c => sql::schedule_page(c, after.as_deref(), limit).await)
     }
 
     async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {

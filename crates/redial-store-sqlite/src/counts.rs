@@ -117,6 +117,30 @@ impl Table {
         n
     }
 
+    /// The counts of one endpoint, in every queue: as [`Table::counts`], a few rows read.
+    pub fn counts_of_endpoint<'a>(&'a self, endpoint: &'a str) -> impl Iterator<Item = Count> + 'a {
+        self.numbers
+            .values()
+            .filter_map(move |by_endpoint| by_endpoint.get(endpoint))
+            .flat_map(move |n| {
+                let (queue, endpoint) = &self.pairs[*n as usize];
+                self.rows[*n as usize]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(move |(s, n)| {
+                        let (state, category) = place_of(s);
+                        Count {
+                            queue: queue.clone(),
+                            endpoint: endpoint.clone(),
+                            state,
+                            category,
+                            n: *n as u64,
+                        }
+                    })
+            })
+    }
+
     /// Every count above zero.
     pub fn counts(&self) -> impl Iterator<Item = Count> + '_ {
         self.pairs

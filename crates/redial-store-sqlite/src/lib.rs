@@ -417,6 +417,18 @@ impl Store for SqliteStore {
         self.run(move |c| sql::expire_deadlines(c, &params)).await
     }
 
+    async fn endpoint_backlog_of(
+        &self,
+        name: &str,
+        _now: Timestamp,
+    ) -> StoreResult<EndpointBacklog> {
+        Ok(sql::endpoint_backlog_of(&self.inner.counts, name))
+    }
+
+    async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
+        self.run(move |c| sql::endpoint_forget(c, &names)).await
+    }
+
     async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
         self.run(move |c| sql::retries_now(c, &params)).await
     }
@@ -543,6 +555,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn control_get(&self, kind: ControlKind, name: &str) -> StoreResult<Option<Control>> {
+        let name = name.to_owned();
+        self.read(move |c| sql::control_get(c, kind, &name)).await
+    }
+
     async fn controls_load(&self) -> StoreResult<Vec<Control>> {
         self.run(sql::controls_load).await
     }
@@ -562,6 +579,15 @@ impl Store for SqliteStore {
 
     async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
         self.read(sql::schedule_list).await
+    }
+
+    async fn schedule_page(
+        &self,
+        after: Option<String>,
+        limit: u32,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        self.read(move |c| sql::schedule_page(c, after.as_deref(), limit))
+            .await
     }
 
     async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {

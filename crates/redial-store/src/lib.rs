@@ -160,6 +160,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// the outage, keeps its time). Returns how many; the other nodes are told.
     async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64>;
 
+    /// One endpoint's waiting jobs: due now, and scheduled later (as [`Store::endpoint_backlog`]
+    /// counts them), without counting the others'.
+    async fn endpoint_backlog_of(&self, name: &str, now: Timestamp)
+        -> StoreResult<EndpointBacklog>;
+
+    /// Forgets endpoints: their saved state, their shared holds and their controls (an endpoint
+    /// that comes back starts afresh). The other nodes are told.
+    async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()>;
+
     /// Every endpoint's saved protection state (opaque JSON the engine owns).
     async fn endpoint_load(&self) -> StoreResult<Vec<EndpointRecord>>;
 
@@ -272,6 +281,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every control set by hand, by kind and name.
     async fn controls_load(&self) -> StoreResult<Vec<Control>>;
 
+    /// The control of this kind and name, if one was saved.
+    async fn control_get(&self, kind: ControlKind, name: &str) -> StoreResult<Option<Control>>;
+
     /// Saves a control, replacing the one of the same kind and name; the other nodes are told.
     async fn control_save(&self, control: Control) -> StoreResult<()>;
 
@@ -284,6 +296,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Every schedule, by id.
     async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>>;
+
+    /// At most `limit` schedules by id (byte order), those after `after` when given: a page.
+    async fn schedule_page(
+        &self,
+        after: Option<String>,
+        limit: u32,
+    ) -> StoreResult<Vec<ScheduleRecord>>;
 
     /// Deletes a schedule (not the jobs it enqueued); whether there was one.
     async fn schedule_delete(&self, id: &str) -> StoreResult<bool>;

@@ -223,6 +223,7 @@ fn resolved(s: &Settings) -> Value {
             "completed_max": e.retention.completed_max,
             "dead": human(e.retention.dead),
             "events": human(e.retention.events),
+            "endpoints": human(e.retention.endpoints),
         }),
     );
     doc.insert(

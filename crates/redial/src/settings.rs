@@ -173,6 +173,7 @@ impl Settings {
                 completed_max: file.retention.completed_max,
                 dead: file.retention.dead,
                 events: file.retention.events,
+                endpoints: file.retention.endpoints,
             },
             default_timeout: file.http.default_timeout,
             metrics_max_endpoints: file.metrics.max_endpoints,

@@ -174,15 +174,26 @@ def get(path: str) -> Call:
     return Call("GET", path)
 
 
+def page(path: str, cursor: str | None) -> Call:
+    """One page of a list that pages by cursor (endpoints, schedules), 500 at a time."""
+    params = {"limit": "500"}
+    if cursor:
+        params["cursor"] = cursor
+    return Call("GET", path, params=params)
+
+
 def endpoint(name: str) -> Call:
     return Call("GET", f"/v1/endpoints/{segment(name)}")
 
 
-def pause(kind: str, name: str, reason: str | None, for_: str | None, until: str | None) -> Call:
+def pause(
+    kind: str, name: str, reason: str | None, for_: str | None, until: str | None, create: bool = False
+) -> Call:
     if for_ is not None and until is not None:
         raise ValueError("give either for_ (a duration such as '30m') or until (an instant), not both")
     body = _clean({"reason": reason, "for": for_, "until": until})
-    return Call("POST", f"/v1/{kind}/{segment(name)}/pause", body=body, has_body=True)
+    params = {"create": "true"} if create else {}
+    return Call("POST", f"/v1/{kind}/{segment(name)}/pause", params=params, body=body, has_body=True)
 
 
 def post_action(kind: str, name: str, action: str) -> Call:

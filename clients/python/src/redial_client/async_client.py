@@ -167,7 +167,18 @@ class AsyncRedial:
         return cast(Stats, await self._send(_core.get("/v1/stats")))
 
     async def endpoints(self) -> list[Endpoint]:
-        return cast(list[Endpoint], (await self._send(_core.get("/v1/endpoints")))["endpoints"])
+        """Every endpoint, by name (the server gives them a page at a time)."""
+        return cast(list[Endpoint], await self._all("/v1/endpoints", "endpoints"))
+
+    async def _all(self, path: str, key: str) -> list[Any]:
+        out: list[Any] = []
+        cursor: str | None = None
+        while True:
+            page = await self._send(_core.page(path, cursor))
+            out.extend(page[key])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return out
 
     async def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, await self._send(_core.endpoint(name)))
@@ -215,7 +226,8 @@ class AsyncRedial:
 
     # schedules
     async def schedules(self) -> list[Schedule]:
-        return cast(list[Schedule], (await self._send(_core.get("/v1/schedules")))["schedules"])
+        """Every schedule, by id (the server gives them a page at a time)."""
+        return cast(list[Schedule], await self._all("/v1/schedules", "schedules"))
 
     async def schedule(self, schedule_id: str) -> Schedule:
         return cast(Schedule, await self._send(_core.schedule_call("GET", schedule_id)))
@@ -243,9 +255,17 @@ class AsyncRedial:
 
     # control
     async def pause_endpoint(
-        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+        self,
+        name: str,
+        reason: str | None = None,
+        for_: str | None = None,
+        until: str | None = None,
+        create: bool = False,
     ) -> Endpoint:
-        return cast(Endpoint, await self._send(_core.pause("endpoints", name, reason, for_, until)))
+        """Holds an endpoint's jobs; an endpoint not known yet is a 404 unless `create`."""
+        return cast(
+            Endpoint, await self._send(_core.pause("endpoints", name, reason, for_, until, create))
+        )
 
     async def resume_endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, await self._send(_core.post_action("endpoints", name, "resume")))

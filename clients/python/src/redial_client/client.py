@@ -165,7 +165,18 @@ class Redial:
         return cast(Stats, self._send(_core.get("/v1/stats")))
 
     def endpoints(self) -> list[Endpoint]:
-        return cast(list[Endpoint], self._send(_core.get("/v1/endpoints"))["endpoints"])
+        """Every endpoint, by name (the server gives them a page at a time)."""
+        return cast(list[Endpoint], self._all("/v1/endpoints", "endpoints"))
+
+    def _all(self, path: str, key: str) -> list[Any]:
+        out: list[Any] = []
+        cursor: str | None = None
+        while True:
+            page = self._send(_core.page(path, cursor))
+            out.extend(page[key])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return out
 
     def endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, self._send(_core.endpoint(name)))
@@ -219,7 +230,8 @@ class Redial:
 
     # schedules
     def schedules(self) -> list[Schedule]:
-        return cast(list[Schedule], (self._send(_core.get("/v1/schedules")))["schedules"])
+        """Every schedule, by id (the server gives them a page at a time)."""
+        return cast(list[Schedule], self._all("/v1/schedules", "schedules"))
 
     def schedule(self, schedule_id: str) -> Schedule:
         return cast(Schedule, self._send(_core.schedule_call("GET", schedule_id)))
@@ -247,9 +259,15 @@ class Redial:
 
     # control
     def pause_endpoint(
-        self, name: str, reason: str | None = None, for_: str | None = None, until: str | None = None
+        self,
+        name: str,
+        reason: str | None = None,
+        for_: str | None = None,
+        until: str | None = None,
+        create: bool = False,
     ) -> Endpoint:
-        return cast(Endpoint, self._send(_core.pause("endpoints", name, reason, for_, until)))
+        """Holds an endpoint's jobs; an endpoint not known yet is a 404 unless `create`."""
+        return cast(Endpoint, self._send(_core.pause("endpoints", name, reason, for_, until, create)))
 
     def resume_endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, self._send(_core.post_action("endpoints", name, "resume")))

@@ -118,6 +118,10 @@ pub struct Retention {
     pub dead: Duration,
     /// The event log (`GET /v1/events`): events older than this are deleted.
     pub events: Duration,
+    /// An endpoint unseen this long (no job of it admitted or answered, no control set), that
+    /// is not configured and holds nothing (no pause, breaker closed, no job waiting), is
+    /// forgotten: its saved state and controls are deleted.
+    pub endpoints: Duration,
 }
 
 impl Default for Retention {
@@ -127,6 +131,7 @@ impl Default for Retention {
             completed_max: None,
             dead: Duration::from_secs(30 * 24 * 3600),
             events: Duration::from_secs(24 * 3600),
+            endpoints: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

@@ -165,20 +165,33 @@ impl Engine {
         self.inner
             .controls_version
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // One control read, changed and saved, and taken in alone: the cost of a change does
+        // not grow with the number of endpoints (the share loop reads the whole list).
         let store = &self.inner.store;
-        let mut all = store.controls_load().await?;
-        let i = match all.iter().position(|c| c.kind == kind && c.name == name) {
-            Some(i) => i,
-            None => {
-                all.push(Control::new(kind, name));
-                all.len() - 1
-            }
-        };
-        change(&mut all[i]);
-        store.control_save(all[i].clone()).await?;
-        // The list as saved: no need to read it back.
-        self.inner.apply_controls(all, self.inner.clock.now());
+        let mut control = store
+            .control_get(kind, name)
+            .await?
+            .unwrap_or_else(|| Control::new(kind, name));
+        change(&mut control);
+        store.control_save(control.clone()).await?;
+        self.inner.apply_control(&control, self.inner.clock.now());
         Ok(())
+    }
+
+    /// Whether `endpoint` is known: configured, seen by this node (a job of it ran, its state
+    /// was saved, a control names it), or with jobs waiting in the store.
+    pub async fn endpoint_known(&self, endpoint: &str) -> Result<bool, StoreError> {
+        if self.inner.endpoints.known(endpoint) {
+            return Ok(true);
+        }
+        let now = self.inner.clock.now();
+        let b = self.inner.store.endpoint_backlog_of(endpoint, now).await?;
+        Ok(b.due + b.later > 0)
+    }
+
+    /// One endpoint's limits in force and state (as [`Engine::endpoint_views`] gives each).
+    pub fn endpoint_view(&self, endpoint: &str) -> EndpointView {
+        self.inner.endpoints.view(endpoint, self.inner.clock.now())
     }
 }
 
@@ -193,6 +206,26 @@ impl Inner {
             .get(queue)
             .filter(|p| p.in_force(now))
             .cloned()
+    }
+
+    /// Takes in one control just changed here. Wakes every queue when something changed.
+    pub(super) fn apply_control(&self, control: &Control, now: Timestamp) {
+        let changed = match control.kind {
+            ControlKind::Queue => {
+                let mut pauses = self.lock_queue_pauses();
+                let before = pauses.get(&control.name).cloned();
+                match &control.pause {
+                    Some(p) => pauses.insert(control.name.clone(), p.clone()),
+                    None => pauses.remove(&control.name),
+                };
+                before != control.pause
+            }
+            ControlKind::Endpoint => self.endpoints.apply_control(control, now),
+        };
+        if changed {
+            self.wake_all();
+            self.holds_changed.notify_one();
+        }
     }
 
     /// Takes in every control (the whole list: a control missing from it is lifted). Wakes

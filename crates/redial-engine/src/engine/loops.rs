@@ -337,6 +337,35 @@ pub(super) async fn save_endpoints(inner: &Inner) {
     }
 }
 
+/// Forgets endpoints unseen since `unseen_since` that hold nothing and have no job waiting:
+/// their entries here, their saved state and their controls. A name that comes back starts
+/// afresh.
+async fn forget_endpoints(inner: &Inner, unseen_since: Timestamp, now: Timestamp) {
+    let mut idle = Vec::new();
+    for name in inner.endpoints.forgettable(unseen_since, now) {
+        match inner.store.endpoint_backlog_of(&name, now).await {
+            Ok(b) if b.due + b.later == 0 => idle.push(name),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "forgetting unseen endpoints failed");
+                return;
+            }
+        }
+    }
+    let gone = inner.endpoints.forget(&idle, unseen_since, now);
+    if gone.is_empty() {
+        return;
+    }
+    let n = gone.len();
+    match inner.store.endpoint_forget(gone).await {
+        Ok(()) => tracing::info!(
+            endpoints = n,
+            "forgot endpoints unseen for the retention time"
+        ),
+        Err(e) => tracing::error!(error = %e, "forgetting unseen endpoints failed"),
+    }
+}
+
 /// Deletes finished jobs past retention, a bounded batch at a time so the store is never held long.
 pub(super) async fn cleanup(inner: &Inner, now: Timestamp) {
     let before = |d: Duration| {
@@ -351,6 +380,7 @@ pub(super) async fn cleanup(inner: &Inner, now: Timestamp) {
         completed_keep: inner.config.retention.completed_max,
         limit: 1000,
     };
+    forget_endpoints(inner, before(inner.config.retention.endpoints), now).await;
     let events_before = before(inner.config.retention.events);
     loop {
         match inner.store.event_cleanup(events_before, 1000).await {

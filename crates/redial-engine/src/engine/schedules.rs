@@ -275,6 +275,34 @@ impl Engine {
             .collect())
     }
 
+    /// A page of schedules by id: at most `limit` after `after`, and the id to give as `after`
+    /// for the next page when there may be one.
+    pub async fn schedules_page(
+        &self,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<(Vec<ScheduleView>, Option<String>), ScheduleError> {
+        let mut records = self
+            .inner
+            .store
+            .schedule_page(after, limit.saturating_add(1))
+            .await?;
+        let more = records.len() > limit as usize;
+        records.truncate(limit as usize);
+        let next = more.then(|| records.last().map(|r| r.id.clone())).flatten();
+        let views = records
+            .into_iter()
+            .filter_map(|r| match view(r) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::error!(error = %e, "a schedule is left out of the list");
+                    None
+                }
+            })
+            .collect();
+        Ok((views, next))
+    }
+
     /// Deletes a schedule; the jobs it enqueued stay.
     pub async fn schedule_delete(&self, id: &str) -> Result<(), ScheduleError> {
         if self.inner.store.schedule_delete(id).await? {

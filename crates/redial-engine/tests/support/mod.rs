@@ -402,6 +402,22 @@ impl Store for Watched {
         self.inner.job_expire_deadlines(params).await
     }
 
+    async fn endpoint_backlog_of(
+        &self,
+        name: &str,
+        now: Timestamp,
+    ) -> StoreResult<EndpointBacklog> {
+        self.inner.endpoint_backlog_of(name, now).await
+    }
+
+    async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
+        self.inner.endpoint_forget(names).await
+    }
+
+    async fn control_get(&self, kind: ControlKind, name: &str) -> StoreResult<Option<Control>> {
+        self.inner.control_get(kind, name).await
+    }
+
     async fn endpoint_retries_now(&self, params: RetriesNowParams) -> StoreResult<u64> {
         self.inner.endpoint_retries_now(params).await
     }
@@ -542,6 +558,14 @@ impl Store for Watched {
 
     async fn schedule_list(&self) -> StoreResult<Vec<ScheduleRecord>> {
         self.inner.schedule_list().await
+    }
+
+    async fn schedule_page(
+        &self,
+        after: Option<String>,
+        limit: u32,
+    ) -> StoreResult<Vec<ScheduleRecord>> {
+        self.inner.schedule_page(after, limit).await
     }
 
     async fn schedule_delete(&self, id: &str) -> StoreResult<bool> {

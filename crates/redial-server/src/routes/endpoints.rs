@@ -2,69 +2,147 @@
 
 use super::*;
 
-/// Every endpoint with its protection state and its backlog: `held` jobs are due but waiting on
-/// the endpoint's limits, `later` ones are scheduled ahead.
-pub(super) async fn endpoint_list(state: &AppState) -> Result<Vec<serde_json::Value>, ApiError> {
+/// An endpoint's view as the API shows it: its protection state, its name, and its backlog
+/// (`held`: due but waiting on its limits; `waiting_later`: scheduled ahead).
+fn endpoint_json(
+    name: &str,
+    view: &redial_policy::endpoint::EndpointView,
+    backlog: Option<&redial_store::EndpointBacklog>,
+) -> Result<serde_json::Value, ApiError> {
+    let mut v = serde_json::to_value(view)
+        .map_err(|e| ApiError::internal("encoding an endpoint view", e))?;
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("name".into(), json!(name));
+        obj.insert("held".into(), json!(backlog.map_or(0, |b| b.due)));
+        obj.insert(
+            "waiting_later".into(),
+            json!(backlog.map_or(0, |b| b.later)),
+        );
+    }
+    Ok(v)
+}
+
+/// A page of endpoints by name (those seen, configured, or with jobs waiting), each with its
+/// protection state and backlog: `limit` (1 to 500, 100 by default) after `cursor` (the
+/// `next_cursor` of the page before).
+pub(super) async fn endpoints(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let (mut after, mut limit) = (None::<String>, 100usize);
+    for (k, v) in q {
+        match k.as_str() {
+            "cursor" => after = Some(v),
+            "limit" => limit = super::jobs::page_limit(&v)? as usize,
+            other => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::UnknownParameter,
+                    format!("unknown query parameter {other:?}: use cursor, limit"),
+                ))
+            }
+        }
+    }
     let now = state.engine.clock().now();
     let backlog = state.engine.store().endpoint_backlog(now).await?;
     let names: Vec<String> = backlog.iter().map(|b| b.endpoint.clone()).collect();
     let views = state.engine.endpoint_views(&names);
-    let mut out = Vec::with_capacity(views.len());
-    for (name, view) in views {
-        let b = backlog.iter().find(|b| b.endpoint == name);
-        let mut v = serde_json::to_value(&view)
-            .map_err(|e| ApiError::internal("encoding an endpoint view", e))?;
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert("name".into(), json!(name));
-            obj.insert("held".into(), json!(b.map_or(0, |b| b.due)));
-            obj.insert("waiting_later".into(), json!(b.map_or(0, |b| b.later)));
+    let mut page = Vec::with_capacity(limit.min(views.len()));
+    let mut next = None;
+    let start = match &after {
+        Some(a) => std::ops::Bound::Excluded(a.clone()),
+        None => std::ops::Bound::Unbounded,
+    };
+    for (name, view) in views.range((start, std::ops::Bound::Unbounded)) {
+        if page.len() == limit {
+            next = page
+                .last()
+                .and_then(|v: &serde_json::Value| v["name"].as_str().map(str::to_owned));
+            break;
         }
-        out.push(v);
+        let b = backlog.iter().find(|b| &b.endpoint == name);
+        page.push(endpoint_json(name, view, b)?);
     }
-    Ok(out)
+    Ok(Json(json!({ "endpoints": page, "next_cursor": next })).into_response())
 }
 
-pub(super) async fn endpoints(State(state): State<AppState>) -> ApiResult {
-    Ok(Json(json!({ "endpoints": endpoint_list(&state).await? })).into_response())
+fn unknown_endpoint(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::NotFound,
+        format!("endpoint {name:?} is not known: it has no jobs, no configuration and was not seen lately (names are URL origins such as https://api.example.com, percent-encoded in the path)"),
+    )
 }
 
 pub(super) async fn endpoint(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
-    endpoint_list(&state)
-        .await?
-        .into_iter()
-        .find(|v| v["name"] == name)
-        .map(|v| Json(v).into_response())
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                ErrorCode::NotFound,
-                format!("endpoint {name:?} is not known: it has no jobs and no configuration (names are URL origins such as https://api.example.com, percent-encoded in the path)"),
-            )
-        })
+    if !state.engine.endpoint_known(&name).await? {
+        return Err(unknown_endpoint(&name));
+    }
+    endpoint_after(&state, &name).await
 }
 
-/// An endpoint name people may act on: any name a job may carry.
+/// An endpoint name people may act on: any name a job may carry, without control characters.
 pub(super) fn check_endpoint_name(name: &str) -> Result<(), ApiError> {
-    if name.is_empty() || name.chars().count() > 200 {
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidEndpoint,
-            "endpoint must be 1 to 200 characters (names are URL origins such as https://api.example.com, percent-encoded in the path)",
+            "endpoint must be 1 to 200 characters, none of them a control character (names are URL origins such as https://api.example.com, percent-encoded in the path)",
         ));
     }
     Ok(())
 }
 
-/// The endpoint's view after a change made by hand (a control makes its endpoint known).
+/// Before a control: the name must be one people may act on, and known, unless the request
+/// asks to create its record (`?create=true`, to pause an endpoint before its first job).
+async fn check_control(
+    state: &AppState,
+    name: &str,
+    q: HashMap<String, String>,
+) -> Result<(), ApiError> {
+    let mut create = false;
+    for (k, v) in q {
+        match (k.as_str(), v.as_str()) {
+            ("create", "true") => create = true,
+            ("create", "false") => create = false,
+            ("create", other) => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::InvalidParameter,
+                    format!("create must be true or false, not {other:?}"),
+                ))
+            }
+            (other, _) => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::UnknownParameter,
+                    format!("unknown query parameter {other:?}: use create"),
+                ))
+            }
+        }
+    }
+    check_endpoint_name(name)?;
+    if create || state.engine.endpoint_known(name).await? {
+        return Ok(());
+    }
+    let mut e = unknown_endpoint(name);
+    e.message
+        .push_str("; to set a control before its first job, add ?create=true");
+    Err(e)
+}
+
+/// The endpoint's view after a change made by hand (a control makes its endpoint known): one
+/// endpoint read, whatever the number of endpoints.
 pub(super) async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
-    endpoint(State(state.clone()), Path(name.to_owned())).await
+    let now = state.engine.clock().now();
+    let backlog = state.engine.store().endpoint_backlog_of(name, now).await?;
+    let view = state.engine.endpoint_view(name);
+    Ok(Json(endpoint_json(name, &view, Some(&backlog))?).into_response())
 }
 
 pub(super) async fn endpoint_pause(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    check_endpoint_name(&name)?;
+    check_control(&state, &name, q).await?;
     let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
     state
         .engine
@@ -76,8 +154,9 @@ pub(super) async fn endpoint_pause(
 pub(super) async fn endpoint_resume(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    check_endpoint_name(&name)?;
+    check_control(&state, &name, q).await?;
     state.engine.resume(ControlKind::Endpoint, &name).await?;
     endpoint_after(&state, &name).await
 }
@@ -85,8 +164,9 @@ pub(super) async fn endpoint_resume(
 pub(super) async fn endpoint_reset_breaker(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    check_endpoint_name(&name)?;
+    check_control(&state, &name, q).await?;
     state.engine.reset_breaker(&name).await?;
     endpoint_after(&state, &name).await
 }

@@ -230,7 +230,7 @@ fn dead_query(
 }
 
 /// A page limit from a query string: 1 to 500.
-fn page_limit(v: &str) -> Result<u32, ApiError> {
+pub(super) fn page_limit(v: &str) -> Result<u32, ApiError> {
     v.parse::<u32>()
         .ok()
         .filter(|n| (1..=500).contains(n))

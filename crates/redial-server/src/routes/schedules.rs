@@ -53,9 +53,27 @@ pub(super) async fn schedule_put(
     Ok(schedule_response(status, &saved))
 }
 
-pub(super) async fn schedule_list(State(state): State<AppState>) -> ApiResult {
-    let schedules = state.engine.schedules().await?;
-    Ok(Json(json!({ "schedules": schedules })).into_response())
+/// A page of schedules by id: `limit` (1 to 500, 100 by default) after `cursor` (the
+/// `next_cursor` of the page before).
+pub(super) async fn schedule_list(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let (mut after, mut limit) = (None, 100);
+    for (k, v) in q {
+        match k.as_str() {
+            "cursor" => after = Some(v),
+            "limit" => limit = super::jobs::page_limit(&v)?,
+            other => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::UnknownParameter,
+                    format!("unknown query parameter {other:?}: use cursor, limit"),
+                ))
+            }
+        }
+    }
+    let (schedules, next) = state.engine.schedules_page(after, limit).await?;
+    Ok(Json(json!({ "schedules": schedules, "next_cursor": next })).into_response())
 }
 
 pub(super) async fn schedule_show(

@@ -640,8 +640,22 @@ async function groups(main, queue) {
   );
 }
 
-async function endpoints(main) {
-  const data = await api('GET', '/v1/endpoints');
+// A list page's query: its cursor (from the address) and a page of 100.
+function pageQuery(params) {
+  const qs = new URLSearchParams({ limit: '100' });
+  if (params.get('cursor')) qs.set('cursor', params.get('cursor'));
+  return qs;
+}
+
+// The link to a list's next page, when there is one.
+function nextPage(route, data) {
+  return data.next_cursor
+    ? el('p', {}, el('a', { href: `${route}?` + new URLSearchParams({ cursor: data.next_cursor }) }, 'Next page'))
+    : null;
+}
+
+async function endpoints(main, params) {
+  const data = await api('GET', '/v1/endpoints?' + pageQuery(params));
   put(main,
     el('h1', {}, 'Endpoints'),
     data.endpoints.length === 0 ? el('p', { class: 'muted' }, 'No endpoint yet.')
@@ -656,6 +670,7 @@ async function endpoints(main) {
           el('td', { class: 'num' }, `${e.in_flight}${e.concurrency_limit ? ' / ' + e.concurrency_limit : ''}`),
           el('td', {}, `${e.budget_remaining} left`),
           el('td', {}, endpointActions(e))))),
+    nextPage('#/endpoints', data),
   );
 }
 
@@ -694,8 +709,8 @@ function ruleText(rule) {
   return '';
 }
 
-async function schedules(main) {
-  const data = await api('GET', '/v1/schedules');
+async function schedules(main, params) {
+  const data = await api('GET', '/v1/schedules?' + pageQuery(params));
   const toggle = async (id, paused) => {
     const verb = paused ? 'resume' : 'pause';
     const question = paused
@@ -726,6 +741,7 @@ async function schedules(main) {
               type: 'button', class: s.paused ? null : 'danger', onclick: () => toggle(s.id, s.paused),
             }, s.paused ? 'Resume' : 'Pause')]))),
         'Each occurrence becomes a job named <schedule>@<instant>.'),
+    nextPage('#/schedules', data),
   );
 }
 
@@ -748,8 +764,8 @@ async function render() {
     if (path.startsWith('#/job/')) await job(main, decodeURIComponent(path.slice(6)));
     else if (path === '#/triage') await triage(main, params);
     else if (path === '#/jobs') await jobs(main, params);
-    else if (path === '#/endpoints') await endpoints(main);
-    else if (path === '#/schedules') await schedules(main);
+    else if (path === '#/endpoints') await endpoints(main, params);
+    else if (path === '#/schedules') await schedules(main, params);
     else if (path.startsWith('#/endpoint/')) await endpoint(main, decodeURIComponent(path.slice(11)));
     else if (path.startsWith('#/groups/')) await groups(main, decodeURIComponent(path.slice(9)));
     else await overview(main);

@@ -168,16 +168,61 @@ async fn endpoints_and_queues_pause_and_resume_by_hand() {
         (status, v["breaker"].as_str()),
         (StatusCode::OK, Some("closed"))
     );
-    // An endpoint no job named yet can be paused ahead of its first job.
+    // Issue 36: a control on a name never seen answered 200 and made a record that outlived
+    // restarts (a name of %00 too). Now an unknown endpoint is 404 and nothing is written;
+    // the request may ask to create it, to pause an endpoint ahead of its first job.
+    let new = "/v1/endpoints/https%3A%2F%2Fnew.example.com";
+    for action in ["pause", "resume", "reset-breaker"] {
+        let (status, e) = api.post(&format!("{new}/{action}"), json!({})).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::NOT_FOUND, Some("not_found")),
+            "{action}: {e}"
+        );
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("?create=true")),
+            "{e}"
+        );
+    }
+    let (status, _) = api.get(new).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was created");
     let (status, v) = api
-        .post(
-            "/v1/endpoints/https%3A%2F%2Fnew.example.com/pause",
-            json!({}),
-        )
+        .post(&format!("{new}/pause?create=true"), json!({}))
         .await;
     assert_eq!(
         (status, &v["name"]),
         (StatusCode::OK, &json!("https://new.example.com"))
+    );
+    assert!(v["paused_by_hand"].is_object(), "{v}");
+    let (status, v) = api.get(new).await;
+    assert_eq!(
+        (status, v["paused_by_hand"].is_object()),
+        (StatusCode::OK, true)
+    );
+    // Created, it is known: its controls need no flag.
+    let (status, _) = api.post(&format!("{new}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    for (query, code) in [
+        ("create=yes", "invalid_parameter"),
+        ("make=true", "unknown_parameter"),
+    ] {
+        let (status, e) = api.post(&format!("{new}/pause?{query}"), json!({})).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(code)),
+            "{query}: {e}"
+        );
+    }
+    // A control character is no endpoint's name, created or not.
+    let (status, e) = api
+        .post("/v1/endpoints/%00/pause?create=true", json!({}))
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_endpoint")),
+        "{e}"
     );
 
     for (body, code) in [
@@ -475,4 +520,80 @@ async fn schedules_round_trip_and_refuse_mistakes() {
         (s, out["error"]["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_id"))
     );
+}
+
+/// Issue 36: `GET /v1/endpoints` and `GET /v1/schedules` answered every one at once (4 MB and
+/// 4.6 MB at 6,000 endpoints and 10,000 schedules). Both are pages now, by name and by id,
+/// followed by `next_cursor` as jobs are.
+#[tokio::test]
+async fn endpoints_and_schedules_come_in_pages() {
+    let a = api();
+    for (i, host) in ["e", "a", "d", "b", "c"].iter().enumerate() {
+        let job = json!({ "id": format!("j{i}"), "request": { "method": "POST", "url": format!("https://{host}.example.com/x") } });
+        let (s, v) = a.post("/v1/jobs", job).await;
+        assert!(s.is_success(), "{v}");
+        let schedule = json!({ "id": format!("s-{host}"), "every": "1h", "job": { "request": { "method": "POST", "url": "https://a.example.com/r" } } });
+        let (s, v) = a.post("/v1/schedules", schedule).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+    }
+    for (route, key, field) in [
+        ("/v1/endpoints", "endpoints", "name"),
+        ("/v1/schedules", "schedules", "id"),
+    ] {
+        let mut seen = Vec::new();
+        let mut pages = 0;
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(c) => format!("{route}?limit=2&cursor={}", urlencode(c)),
+                None => format!("{route}?limit=2"),
+            };
+            let (s, v) = a.get(&path).await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            let items = v[key].as_array().expect("a list");
+            assert!(items.len() <= 2, "{v}");
+            seen.extend(
+                items
+                    .iter()
+                    .map(|i| i[field].as_str().expect("named").to_owned()),
+            );
+            pages += 1;
+            match v["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        assert_eq!(seen, sorted, "{route}: in order");
+        assert_eq!(seen.len(), 5, "{route}: each once: {seen:?}");
+        assert_eq!(pages, 3, "{route}");
+        // Without a limit, a page of 100: all five, and no next page.
+        let (_, v) = a.get(route).await;
+        assert_eq!(v[key].as_array().map(Vec::len), Some(5));
+        assert_eq!(v["next_cursor"], Value::Null);
+        for (query, code) in [
+            ("limit=0", "invalid_limit"),
+            ("limit=501", "invalid_limit"),
+            ("page=2", "unknown_parameter"),
+        ] {
+            let (s, e) = a.get(&format!("{route}?{query}")).await;
+            assert_eq!(
+                (s, e["error"]["code"].as_str()),
+                (StatusCode::BAD_REQUEST, Some(code)),
+                "{route}?{query}: {e}"
+            );
+        }
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

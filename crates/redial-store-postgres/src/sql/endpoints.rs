@@ -164,6 +164,71 @@ pub async fn holds_clear(
     tx.commit().await.map_err(backend)
 }
 
+pub async fn endpoint_backlog_of(
+    c: &mut Conn,
+    name: &str,
+    now: Timestamp,
+) -> StoreResult<EndpointBacklog> {
+    let row = c
+        .client
+        .query_one(
+            &format!(
+                "SELECT COUNT(*) FILTER (WHERE run_at <= $2), COUNT(*) FILTER (WHERE run_at > $2) \
+                 FROM jobs WHERE endpoint = $1 AND {WAITING}"
+            ),
+            &[&name, &ms(now)],
+        )
+        .await
+        .map_err(backend)?;
+    Ok(EndpointBacklog {
+        endpoint: name.to_owned(),
+        due: get::<i64>(&row, 0)?.max(0) as u64,
+        later: get::<i64>(&row, 1)?.max(0) as u64,
+    })
+}
+
+/// Forgets endpoints' saved state, shared holds and controls; the other nodes are told.
+pub async fn endpoint_forget(c: &mut Conn, channel: &str, names: &[String]) -> StoreResult<()> {
+    let tx = c.client.transaction().await.map_err(backend)?;
+    for sql in [
+        "DELETE FROM endpoints WHERE name = ANY($1)",
+        "DELETE FROM endpoint_holds WHERE name = ANY($1)",
+        "DELETE FROM controls WHERE kind = 'endpoint' AND name = ANY($1)",
+    ] {
+        tx.execute(sql, &[&names]).await.map_err(backend)?;
+    }
+    notify(&tx, channel, ENDPOINTS_CHANGED).await?;
+    tx.commit().await.map_err(backend)
+}
+
+pub async fn control_get(
+    c: &mut Conn,
+    kind: ControlKind,
+    name: &str,
+) -> StoreResult<Option<Control>> {
+    let row = c
+        .client
+        .query_opt(
+            "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
+             FROM controls WHERE kind = $1 AND name = $2",
+            &[&kind.as_str(), &name],
+        )
+        .await
+        .map_err(backend)?;
+    row.map(|r| {
+        control(
+            &get::<String>(&r, 0)?,
+            get(&r, 1)?,
+            get(&r, 2)?,
+            get(&r, 3)?,
+            get(&r, 4)?,
+            get(&r, 5)?,
+            get(&r, 6)?,
+        )
+    })
+    .transpose()
+}
+
 pub async fn controls_load(c: &mut Conn) -> StoreResult<Vec<Control>> {
     let rows = c
         .client

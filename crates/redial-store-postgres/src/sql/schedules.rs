@@ -63,6 +63,25 @@ pub async fn schedule_list(c: &mut Conn) -> StoreResult<Vec<ScheduleRecord>> {
         .collect()
 }
 
+pub async fn schedule_page(
+    c: &mut Conn,
+    after: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<ScheduleRecord>> {
+    let sql = format!(
+        "SELECT {SCHEDULE_COLUMNS} FROM schedules \
+         WHERE $1::text IS NULL OR id COLLATE \"C\" > $1::text COLLATE \"C\" \
+         ORDER BY id COLLATE \"C\" LIMIT $2"
+    );
+    c.client
+        .query(sql.as_str(), &[&after, &i64::from(limit)])
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(schedule)
+        .collect()
+}
+
 pub async fn schedule_delete(c: &mut Conn, id: &str) -> StoreResult<bool> {
     c.client
         .execute("DELETE FROM schedules WHERE id = $1", &[&id])

@@ -7,8 +7,23 @@ use super::*;
 /// and deferred ones wait for later (one whose time came is promoted to ready within a
 /// maintenance tick, or leased).
 pub fn endpoint_backlog(counts: &counts::Shared) -> Vec<EndpointBacklog> {
+    backlog_from(counts::lock(counts).counts())
+}
+
+/// One endpoint's backlog, from its own counts.
+pub fn endpoint_backlog_of(counts: &counts::Shared, name: &str) -> EndpointBacklog {
+    backlog_from(counts::lock(counts).counts_of_endpoint(name))
+        .pop()
+        .unwrap_or_else(|| EndpointBacklog {
+            endpoint: name.to_owned(),
+            due: 0,
+            later: 0,
+        })
+}
+
+fn backlog_from(counts: impl Iterator<Item = counts::Count>) -> Vec<EndpointBacklog> {
     let mut by: std::collections::BTreeMap<String, EndpointBacklog> = Default::default();
-    for key in counts::lock(counts).counts() {
+    for key in counts {
         let (due, later) = match key.state {
             JobState::Ready => (key.n, 0),
             JobState::Scheduled | JobState::Deferred => (0, key.n),
@@ -143,6 +158,47 @@ pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -
     )
     .map(|_| ())
     .map_err(backend)
+}
+
+pub fn endpoint_forget(c: &mut Connection, names: &[String]) -> StoreResult<()> {
+    let tx = Sp::begin(c)?;
+    for name in names {
+        for sql in [
+            "DELETE FROM endpoints WHERE name = ?1",
+            "DELETE FROM endpoint_holds WHERE name = ?1",
+            "DELETE FROM controls WHERE kind = 'endpoint' AND name = ?1",
+        ] {
+            tx.execute(sql, [name]).map_err(backend)?;
+        }
+    }
+    tx.commit()
+}
+
+pub fn control_get(
+    c: &mut Connection,
+    kind: ControlKind,
+    name: &str,
+) -> StoreResult<Option<Control>> {
+    query_rows(
+        c,
+        "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
+         FROM controls WHERE kind = ?1 AND name = ?2",
+        params![kind.as_str(), name],
+        |r| {
+            Ok(control(
+                &r.get::<_, String>(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        },
+    )?
+    .into_iter()
+    .next()
+    .transpose()
 }
 
 pub fn controls_load(c: &mut Connection) -> StoreResult<Vec<Control>> {

@@ -58,6 +58,21 @@ pub fn schedule_list(c: &mut Connection) -> StoreResult<Vec<ScheduleRecord>> {
     )
 }
 
+pub fn schedule_page(
+    c: &mut Connection,
+    after: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<ScheduleRecord>> {
+    query_rows(
+        c,
+        &format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2"
+        ),
+        params![after, limit],
+        schedule,
+    )
+}
+
 pub fn schedule_delete(c: &mut Connection, id: &str) -> StoreResult<bool> {
     c.execute("DELETE FROM schedules WHERE id = ?1", [id])
         .map(|n| n > 0)

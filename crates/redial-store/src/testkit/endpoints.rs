@@ -143,6 +143,16 @@ pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
         store.job_insert(j).await.expect("insert");
     }
     lease(&store, "q", "w", at(0), 1).await; // k1 runs: not waiting
+    let one = store
+        .endpoint_backlog_of("A", at(1))
+        .await
+        .expect("backlog");
+    assert_eq!((one.due, one.later), (1, 1));
+    let none = store
+        .endpoint_backlog_of("C", at(1))
+        .await
+        .expect("backlog");
+    assert_eq!((none.endpoint.as_str(), none.due, none.later), ("C", 0, 0));
     let backlog = store.endpoint_backlog(at(1)).await.expect("backlog");
     assert_eq!(
         backlog,
@@ -177,6 +187,21 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
     });
     store.control_save(queue.clone()).await.expect("save");
     store.control_save(endpoint.clone()).await.expect("save");
+    // One read by kind and name.
+    assert_eq!(
+        store
+            .control_get(ControlKind::Endpoint, "emails")
+            .await
+            .expect("get"),
+        Some(endpoint.clone())
+    );
+    assert_eq!(
+        store
+            .control_get(ControlKind::Endpoint, "other")
+            .await
+            .expect("get"),
+        None
+    );
     // A queue and an endpoint of one name are two controls.
     assert_eq!(
         store.controls_load().await.expect("load"),
@@ -189,7 +214,7 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
     store.control_save(endpoint.clone()).await.expect("save");
     assert_eq!(
         store.controls_load().await.expect("load"),
-        vec![endpoint, queue]
+        vec![endpoint, queue.clone()]
     );
 
     let hold = SharedHold {
@@ -233,8 +258,51 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
         .expect("share");
     assert_eq!(
         store.endpoint_holds_load(at(0)).await.expect("load"),
-        vec![hold]
+        vec![hold.clone()]
     );
+
+    // Forgotten: its saved state, its shared holds and its controls; the queue of the same
+    // name keeps its own, and another endpoint keeps everything.
+    store
+        .endpoint_save(vec![
+            EndpointRecord {
+                name: "emails".into(),
+                state: "{}".into(),
+                updated_at: at(5),
+            },
+            EndpointRecord {
+                name: "kept".into(),
+                state: "{}".into(),
+                updated_at: at(5),
+            },
+        ])
+        .await
+        .expect("save");
+    store
+        .endpoint_holds_share(vec![SharedHold {
+            endpoint: "emails".into(),
+            ..hold.clone()
+        }])
+        .await
+        .expect("share");
+    store
+        .endpoint_forget(vec!["emails".into(), "A".into()])
+        .await
+        .expect("forget");
+    let names: Vec<String> = store
+        .endpoint_load()
+        .await
+        .expect("load")
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(names, ["kept"]);
+    assert!(store
+        .endpoint_holds_load(at(0))
+        .await
+        .expect("load")
+        .is_empty());
+    assert_eq!(store.controls_load().await.expect("load"), vec![queue]);
 }
 
 /// An outage ended: the endpoint's retries scheduled during it are due now; a delayed first

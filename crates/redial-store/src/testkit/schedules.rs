@@ -34,6 +34,24 @@ pub async fn schedules_round_trip(store: Arc<dyn Store>) {
         .map(|s| s.id)
         .collect();
     assert_eq!(ids, ["a", "b"]);
+    // Pages, by id.
+    let page = |after: Option<&str>, limit| {
+        let store = store.clone();
+        let after = after.map(str::to_owned);
+        async move {
+            store
+                .schedule_page(after, limit)
+                .await
+                .expect("page")
+                .into_iter()
+                .map(|s| s.id)
+                .collect::<Vec<String>>()
+        }
+    };
+    assert_eq!(page(None, 1).await, ["a"]);
+    assert_eq!(page(Some("a"), 1).await, ["b"]);
+    assert_eq!(page(Some("a"), 5).await, ["b"]);
+    assert!(page(Some("b"), 5).await.is_empty());
     // Saving again replaces the definition and next occurrence; the pause, the creation time
     // and the last occurrence stay.
     assert!(store

@@ -4,6 +4,7 @@
 use super::{or_dash, print_json, say_paused, Conn, PauseArgs, TargetArgs};
 use crate::human::{self, say, say_part, OutputArgs};
 use anyhow::Result;
+use redial_client::PageQuery;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -12,6 +13,9 @@ pub struct EndpointsArgs {
     command: Option<EndpointsCommand>,
     #[command(flatten)]
     conn: Conn,
+    /// Endpoints to show at most (by name).
+    #[arg(long, default_value_t = 100)]
+    limit: u32,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -21,7 +25,7 @@ pub enum EndpointsCommand {
     /// One endpoint in full: pause, limits in force, budget, breaker and its history.
     Show(EndpointShowArgs),
     /// Hold every job of an endpoint, on every node, until resumed (or for a while).
-    Pause(PauseArgs),
+    Pause(EndpointPauseArgs),
     /// Lift a hand pause, and end a pause the endpoint's answers set (a server-given wait).
     Resume(TargetArgs),
     /// Close the endpoint's circuit breaker now, with an empty window.
@@ -39,6 +43,16 @@ pub struct EndpointShowArgs {
     out: OutputArgs,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct EndpointPauseArgs {
+    #[command(flatten)]
+    pause: PauseArgs,
+    /// Pause it even if Redial does not know it yet (no jobs, no configuration, not seen
+    /// lately): to hold its jobs from the first one. Without it, an unknown name is refused.
+    #[arg(long)]
+    create: bool,
+}
+
 pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
     match a.command {
         Some(EndpointsCommand::Show(s)) => {
@@ -50,11 +64,17 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             say_part!("{}", human::endpoint(&out));
             Ok(())
         }
-        Some(EndpointsCommand::Pause(p)) => {
+        Some(EndpointsCommand::Pause(EndpointPauseArgs { pause: p, create })) => {
             let server = p.conn.connect()?;
-            let out = server
-                .ask(server.client.pause_endpoint(&p.name, &p.input()))
-                .await?;
+            let out = if create {
+                server
+                    .ask(server.client.pause_endpoint_ahead(&p.name, &p.input()))
+                    .await?
+            } else {
+                server
+                    .ask(server.client.pause_endpoint(&p.name, &p.input()))
+                    .await?
+            };
             if p.out.json() {
                 return print_json(&out);
             }
@@ -85,12 +105,21 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
         }
         None => {
             let server = a.conn.connect()?;
-            let out = server.ask(server.client.endpoints()).await?;
-            if a.out.json() {
-                return print_json(&out);
+            let mut endpoints = Vec::new();
+            let mut page = PageQuery::default();
+            while endpoints.len() < a.limit as usize {
+                page.limit = Some((a.limit - endpoints.len() as u32).min(500));
+                let out = server.ask(server.client.endpoints(&page)).await?;
+                endpoints.extend(out.endpoints);
+                match out.next_cursor {
+                    Some(c) => page.cursor = Some(c),
+                    None => break,
+                }
             }
-            let rows: Vec<Vec<String>> = out
-                .endpoints
+            if a.out.json() {
+                return print_json(&serde_json::json!({ "endpoints": endpoints }));
+            }
+            let rows: Vec<Vec<String>> = endpoints
                 .iter()
                 .map(|e| {
                     vec![

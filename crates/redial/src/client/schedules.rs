@@ -17,6 +17,9 @@ pub struct SchedulesArgs {
     command: Option<SchedulesCommand>,
     #[command(flatten)]
     conn: Conn,
+    /// Schedules to show at most (by id).
+    #[arg(long, default_value_t = 100)]
+    limit: u32,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -213,12 +216,21 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
         }
         None => {
             let server = a.conn.connect()?;
-            let out = server.ask(server.client.schedules()).await?;
-            if a.out.json() {
-                return print_json(&out);
+            let mut schedules = Vec::new();
+            let mut page = redial_client::PageQuery::default();
+            while schedules.len() < a.limit as usize {
+                page.limit = Some((a.limit - schedules.len() as u32).min(500));
+                let out = server.ask(server.client.schedules(&page)).await?;
+                schedules.extend(out.schedules);
+                match out.next_cursor {
+                    Some(c) => page.cursor = Some(c),
+                    None => break,
+                }
             }
-            let rows: Vec<Vec<String>> = out
-                .schedules
+            if a.out.json() {
+                return print_json(&json!({ "schedules": schedules }));
+            }
+            let rows: Vec<Vec<String>> = schedules
                 .iter()
                 .map(|s| {
                     vec![

@@ -321,6 +321,9 @@ pub struct RetentionSection {
     /// The event log (`GET /v1/events`, its stream, the dashboard's live updates).
     #[serde(with = "serde_human")]
     pub events: Duration,
+    /// Endpoints unseen this long, not configured and holding nothing, are forgotten.
+    #[serde(with = "serde_human")]
+    pub endpoints: Duration,
 }
 
 impl Default for RetentionSection {
@@ -331,6 +334,7 @@ impl Default for RetentionSection {
             completed_max: d.completed_max,
             dead: d.dead,
             events: d.events,
+            endpoints: d.endpoints,
         }
     }
 }

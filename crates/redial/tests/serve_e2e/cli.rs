@@ -545,12 +545,21 @@ async fn hand_pauses_from_the_cli_hold_through_a_restart_until_resumed() {
     let (_dir, data) = temp();
     let s = start(&data, &[], &[]);
     let origin = rx.url("").trim_end_matches('/').to_owned();
+    // No job named it yet: refused, naming the flag that pauses it ahead of its first job.
+    let out = cli(&s.url, &["endpoints", "pause", &origin], None);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("not_found") && out.stderr.contains("create"),
+        "{}",
+        out.stderr
+    );
     let out = cli(
         &s.url,
         &[
             "endpoints",
             "pause",
             &origin,
+            "--create",
             "--reason",
             "provider maintenance",
             "--json",
