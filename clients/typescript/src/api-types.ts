@@ -667,6 +667,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/endpoints/{name}/replay-outage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replay, in one action, the endpoint's dead letters that died since its last outage began */
+        post: operations["replayEndpointOutage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -971,6 +988,21 @@ export interface components {
             held: number;
             /** @description jobs scheduled ahead */
             waiting_later: number;
+            /**
+             * Format: date-time
+             * @description Since when the endpoint is quarantined: its breaker stayed open with probes failing for breaker.quarantine_after (15 min); its jobs are held, not failed, and one probe goes every breaker.quarantine_probe_every (1 min). Null when it is not.
+             */
+            quarantined_since: string | null;
+            /**
+             * Format: date-time
+             * @description Since when the endpoint has been failing (its first failure after its last success); null when its last answer was a success.
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description When its last outage began (kept after it ended): POST /v1/endpoints/{name}/replay-outage replays the dead letters since then.
+             */
+            outage_began: string | null;
         };
         EndpointList: {
             endpoints: components["schemas"]["Endpoint"][];
@@ -1458,6 +1490,19 @@ export interface components {
         OperationList: {
             /** @description This node's operations, newest first: those running and the last 100 finished */
             operations: components["schemas"]["Operation"][];
+        };
+        OutageReplay: {
+            /** @description Dead letters replayed */
+            affected: number;
+            /** @description The bulk operation that did it (GET /v1/operations/{id}) */
+            operation: string;
+            /** @description The operation's end state */
+            state: string;
+            /**
+             * Format: date-time
+             * @description When the outage began: the dead letters that died since were replayed
+             */
+            since: string;
         };
     };
     responses: {
@@ -2964,6 +3009,38 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayEndpointOutage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's name (a URL origin such as https://api.example.com, unless a job named another), percent-encoded
+                 * @example https://api.example.com
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Replayed: how many, by which operation, and since when */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutageReplay"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

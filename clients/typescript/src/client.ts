@@ -12,6 +12,7 @@ import type {
   DeadPatterns,
   DeadPatternsQuery,
   PageQuery,
+  OutageReplay,
   Dismissed,
   Endpoint,
   EndpointList,
@@ -217,6 +218,11 @@ export class Redial {
 
   resumeEndpoint(name: string): Promise<Endpoint> {
     return this.transport.request<Endpoint>({ method: "POST", path: `/v1/endpoints/${enc(name)}/resume` });
+  }
+
+  /** Replays the endpoint's dead letters that died since its last outage began. */
+  replayOutage(name: string): Promise<OutageReplay> {
+    return this.transport.request<OutageReplay>({ method: "POST", path: `/v1/endpoints/${enc(name)}/replay-outage` });
   }
 
   resetBreaker(name: string): Promise<Endpoint> {

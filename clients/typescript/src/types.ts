@@ -28,6 +28,7 @@ export type DeadPatternsQuery = NonNullable<operations["deadLetterPatterns"]["pa
 export type Stats = Schemas["Stats"];
 export type Endpoint = Schemas["Endpoint"];
 export type EndpointList = Schemas["EndpointList"];
+export type OutageReplay = Schemas["OutageReplay"];
 /** A page of endpoints or schedules: `cursor` a page's next_cursor, `limit` 1 to 500 (100 by default). */
 export type PageQuery = NonNullable<operations["listEndpoints"]["parameters"]["query"]>;
 export type AlertList = Schemas["AlertList"];

@@ -241,6 +241,9 @@ pub struct Endpoint {
     pub budget_used: i64,
     pub burst: i64,
     pub concurrency_limit: Option<i64>,
+    /// Since when the endpoint has been failing (its first failure after its last success);
+    /// null when its last answer was a success.
+    pub failing_since: Option<String>,
     /// jobs due now but held by the endpoint's limits
     pub held: i64,
     /// What holds its jobs right now, if anything.
@@ -258,6 +261,9 @@ pub struct Endpoint {
     /// With several, concurrency_limit, learned_remaining and the retry budget are this node's
     /// part, and in_flight is this node's; rate and burst are the cluster's.
     pub nodes: i64,
+    /// When its last outage began (kept after it ended): POST
+    /// /v1/endpoints/{name}/replay-outage replays the dead letters since then.
+    pub outage_began: Option<String>,
     /// Why the endpoint's answers paused it (while paused_until is in force).
     pub pause_reason: Option<String>,
     /// A pause set by hand, while in force: every job of the endpoint is held, on every node.
@@ -266,6 +272,10 @@ pub struct Endpoint {
     /// Retry-After, a spent quota's reset), shared by every node; a pause set by hand is
     /// paused_by_hand.
     pub paused_until: Option<String>,
+    /// Since when the endpoint is quarantined: its breaker stayed open with probes failing for
+    /// breaker.quarantine_after (15 min); its jobs are held, not failed, and one probe goes
+    /// every breaker.quarantine_probe_every (1 min). Null when it is not.
+    pub quarantined_since: Option<String>,
     /// Configured rate, e.g. "10/s".
     pub rate: Option<String>,
     pub slow_start_since: Option<String>,
@@ -597,6 +607,18 @@ pub struct Operation {
 pub struct OperationList {
     /// This node's operations, newest first: those running and the last 100 finished
     pub operations: Vec<Operation>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutageReplay {
+    /// Dead letters replayed
+    pub affected: i64,
+    /// The bulk operation that did it (GET /v1/operations/{id})
+    pub operation: String,
+    /// When the outage began: the dead letters that died since were replayed
+    pub since: String,
+    /// The operation's end state
+    pub state: String,
 }
 
 /// Why, and until when: an instant (until) or a duration from now (for), not both; with

@@ -34,6 +34,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/endpoints/{name}/pause"),
     ("POST", "/v1/endpoints/{name}/resume"),
     ("POST", "/v1/endpoints/{name}/reset-breaker"),
+    ("POST", "/v1/endpoints/{name}/replay-outage"),
     ("GET", "/v1/queues"),
     ("GET", "/v1/queues/{name}/groups"),
     ("POST", "/v1/queues/{name}/pause"),
@@ -402,6 +403,11 @@ impl Client {
     /// Ends a pause set by hand.
     pub async fn resume_endpoint(&self, name: &str) -> Result<Endpoint, Error> {
         self.post(&["v1", "endpoints", name, "resume"]).await
+    }
+
+    /// Replays the endpoint's dead letters that died since its last outage began.
+    pub async fn replay_outage(&self, name: &str) -> Result<OutageReplay, Error> {
+        self.post(&["v1", "endpoints", name, "replay-outage"]).await
     }
 
     /// Closes an endpoint's breaker by hand.

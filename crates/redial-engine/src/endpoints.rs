@@ -3,8 +3,8 @@
 
 use crate::clock::Clock;
 use redial_policy::endpoint::{
-    Admission, BreakerState, EndpointConfig, EndpointState, EndpointView, Observed, Permit, Share,
-    SharedHolds,
+    Admission, BreakerState, EndpointConfig, EndpointState, EndpointView, Observed, Permit,
+    ResultClass, Share, SharedHolds,
 };
 use redial_policy::Timestamp;
 use redial_store::{Control, EndpointRecord, EventKind, NewEvent, SharedHold};
@@ -45,6 +45,9 @@ pub(crate) struct Finished {
     /// open or half-open) whose failures began then: the endpoint's retries scheduled since are
     /// due now.
     pub recovered_from: Option<Timestamp>,
+    /// A quarantined endpoint's probe failed: its job is held until then (the next probe), not
+    /// failed, and its counters stay.
+    pub held_until: Option<Timestamp>,
 }
 
 /// What an endpoint asks of a finished attempt's job besides its decision.
@@ -314,7 +317,16 @@ impl Registry {
         let paused_before = e.state.paused_until;
         let failing_since = e.state.failing_since;
         let was_down = e.state.held_as_down();
+        let quarantine_probe = permit.quarantined();
         let retry_now = e.state.record(cfg, now, permit, &observed);
+        let held_until = if quarantine_probe && observed.class == ResultClass::Failure {
+            match e.state.breaker {
+                BreakerState::Open { until } => Some(until),
+                _ => None,
+            }
+        } else {
+            None
+        };
         e.dirty = true;
         let after = e.state.breaker.name();
         if before != after || paused_before != e.state.paused_until {
@@ -329,15 +341,15 @@ impl Registry {
                 .flatten()
                 .map(Sooner::AtPace)
         };
-        let recovered = was_down
-            && observed.class == redial_policy::endpoint::ResultClass::Success
-            && !e.state.held_as_down();
+        let recovered =
+            was_down && observed.class == ResultClass::Success && !e.state.held_as_down();
         let recovered_from = recovered.then_some(failing_since).flatten();
         drop(entries);
         self.count_transition(endpoint, before, after);
         Finished {
             sooner,
             recovered_from,
+            held_until,
         }
     }
 
@@ -501,7 +513,7 @@ impl Registry {
             if control.is_none() && e.state.hand_pause.is_none() {
                 continue;
             }
-            let (did, transition) = self.take_control(e, control, now);
+            let (did, transition) = self.take_control(name, e, control, now);
             changed |= did;
             transitions.extend(transition.map(|(was, is)| (name.clone(), was, is)));
         }
@@ -518,7 +530,7 @@ impl Registry {
         let mut entries = self.lock();
         let e = self.entry(&mut entries, &control.name);
         e.last_seen = Some(now);
-        let (changed, transition) = self.take_control(e, Some(control), now);
+        let (changed, transition) = self.take_control(&control.name, e, Some(control), now);
         drop(entries);
         if let Some((before, after)) = transition {
             self.count_transition(&control.name, before, after);
@@ -530,6 +542,7 @@ impl Registry {
     /// and the breaker's transition if it made one.
     fn take_control(
         &self,
+        name: &str,
         e: &mut Entry,
         control: Option<&Control>,
         now: Timestamp,
@@ -537,7 +550,7 @@ impl Registry {
         let before = e.state.clone();
         e.state.hand_pause = control.and_then(|c| c.pause.clone());
         if let Some(at) = control.and_then(|c| c.resumed_at) {
-            e.state.take_resume(at);
+            e.state.take_resume(self.config(name), at, now);
         }
         if let Some(at) = control.and_then(|c| c.breaker_reset_at) {
             e.state.take_breaker_reset(at, now);

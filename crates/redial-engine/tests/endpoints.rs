@@ -812,3 +812,203 @@ async fn after_a_short_outage_every_job_returns_with_the_endpoint() {
     );
     s.stop().await;
 }
+
+/// Issue 36, part 4: endpoints came and never went (a record per name ever seen, kept forever).
+/// One unseen for `retention.endpoints` (7 days), with nothing held and no job waiting, is
+/// forgotten, its saved state and controls with it; one paused by hand, one with a job still
+/// waiting, and one configured stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_unseen_for_the_retention_time_are_forgotten() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let seen = format!("http://{}", rx.addr());
+    let (paused, waiting, configured) = (
+        "https://paused.example.com",
+        "https://later.example.com",
+        "https://configured.example.com",
+    );
+    let endpoints = BTreeMap::from([(configured.to_owned(), EndpointSettings::default())]);
+    let s = setup(clock.clone(), 4, quick_policy())
+        .endpoints(endpoints.clone())
+        .start()
+        .await;
+    s.enqueue([("seen".to_owned(), rx.url("/ok"), None)]).await;
+    s.run_until("completed", STEP, |c| count(c, "completed") == 1)
+        .await;
+    s.engine
+        .pause(ControlKind::Endpoint, paused, None, "migrating".into())
+        .await
+        .expect("paused");
+    // A job for a month from now: its endpoint has something waiting.
+    let later = NewJob {
+        callback: None,
+        id: JobId("later".into()),
+        queue: "default".into(),
+        endpoint: waiting.into(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url: format!("{waiting}/x"),
+            headers: vec![],
+            body: None,
+            timeout_ms: None,
+        },
+        idempotency_key: None,
+        priority: 0,
+        run_at: clock
+            .now()
+            .saturating_add(Duration::from_secs(30 * 24 * 3600)),
+        deadline: None,
+        tags: vec![],
+        policy: None,
+        created_at: clock.now(),
+        group: None,
+    };
+    s.store.job_insert(later).await.expect("insert");
+    // A restart in between: what it knows of the endpoints comes from the store.
+    let dir = s.stop().await;
+    let s = setup(clock.clone(), 4, quick_policy())
+        .endpoints(endpoints)
+        .in_dir(dir)
+        .start()
+        .await;
+    assert!(s.engine.endpoint_known(&seen).await.expect("known"));
+    assert!(
+        s.engine.forget_unseen_endpoints().await.is_empty(),
+        "seen a moment ago"
+    );
+
+    clock.advance(Duration::from_secs(8 * 24 * 3600));
+    assert_eq!(
+        s.engine.forget_unseen_endpoints().await,
+        std::slice::from_ref(&seen)
+    );
+    assert!(!s.engine.endpoint_known(&seen).await.expect("known"));
+    let saved: Vec<String> = s
+        .store
+        .endpoint_load()
+        .await
+        .expect("load")
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert!(!saved.contains(&seen), "{saved:?}");
+    for kept in [paused, waiting, configured] {
+        assert!(
+            s.engine.endpoint_known(kept).await.expect("known"),
+            "{kept}"
+        );
+    }
+    let controls = s.store.controls_load().await.expect("controls");
+    assert_eq!(controls.len(), 1, "the hand pause stays: {controls:?}");
+    // Resumed, the paused one holds nothing any more, but it was seen (a control) just now.
+    s.engine
+        .resume(ControlKind::Endpoint, paused)
+        .await
+        .expect("resumed");
+    assert!(s.engine.forget_unseen_endpoints().await.is_empty());
+    clock.advance(Duration::from_secs(8 * 24 * 3600));
+    assert_eq!(
+        s.engine.forget_unseen_endpoints().await,
+        [paused.to_owned()]
+    );
+    assert!(s.store.controls_load().await.expect("controls").is_empty());
+    s.stop().await;
+}
+
+/// Issue 36, part 1: an endpoint down for three hours. Before, it was probed at the breaker's
+/// pace for the whole outage and its jobs died one by one as their attempts ran out. Now, once it
+/// has failed for `quarantine_after` (15 min), it is quarantined: one probe a minute, a failed
+/// probe costs its job nothing, and the jobs wait. When it answers again, every job is done
+/// within one probe interval and slow start; what died before the quarantine is replayed in one
+/// action. Defaults throughout, but three attempts a job (so that some die before the quarantine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_down_for_hours_is_quarantined_then_recovers() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let outage = Duration::from_secs(3 * 3600);
+    rx.behave("/down", Behaviour::DownFor { down_for: outage });
+    let origin = format!("http://{}", rx.addr());
+    let jobs = 30;
+    let policy = Policy {
+        max_attempts: 3,
+        ..Policy::default()
+    };
+    let s = setup(clock.clone(), 8, policy).start().await;
+    s.enqueue((0..jobs).map(|i| (format!("q{i}"), rx.url("/down"), None)))
+        .await;
+    // Well into the outage: quarantined.
+    s.run_until("quarantined", Duration::from_secs(1), |_| {
+        s.engine.endpoint_view(&origin).quarantined_since.is_some()
+    })
+    .await;
+    let view = s.engine.endpoint_view(&origin);
+    let since = view.quarantined_since.expect("quarantined");
+    let in_outage = since.saturating_since(T0);
+    assert!(
+        in_outage >= Duration::from_secs(15 * 60) && in_outage <= Duration::from_secs(20 * 60),
+        "quarantined {in_outage:?} into the outage"
+    );
+    let dead_before = count(&s.census().await, "dead:transient_exhausted");
+    assert!(
+        dead_before > 0,
+        "some ran out of attempts before the quarantine"
+    );
+    // Until the endpoint answers again: nothing more dies, about one request a minute.
+    s.run_until("the outage's end", Duration::from_secs(1), |_| {
+        clock.now().saturating_since(T0) >= outage
+    })
+    .await;
+    let c = s.census().await;
+    assert_eq!(
+        count(&c, "dead:transient_exhausted"),
+        dead_before,
+        "no job died in quarantine: {c:?}"
+    );
+    let received = rx.received("/down");
+    let in_quarantine = received
+        .iter()
+        .filter(|r| r.since_start > in_outage && r.since_start < outage)
+        .count();
+    let minutes = (outage - in_outage).as_secs() / 60;
+    assert!(
+        in_quarantine as u64 <= minutes + 2,
+        "{in_quarantine} requests in {minutes} minutes of quarantine"
+    );
+    // It answers: back within one probe interval, every waiting job done within slow start.
+    let left = jobs - dead_before;
+    s.run_until("the waiting jobs completed", STEP, |c| {
+        count(c, "completed") == left
+    })
+    .await;
+    let back = clock.now().saturating_since(T0) - outage;
+    assert!(
+        back <= Duration::from_secs(60 + 5),
+        "{back:?} after the outage ended"
+    );
+    let view = s.engine.endpoint_view(&origin);
+    assert_eq!((view.quarantined_since, view.breaker), (None, "closed"));
+    // What died before the quarantine, replayed in one action: since the outage began.
+    let began = view.outage_began.expect("an outage on record");
+    assert!(
+        began <= T0.saturating_add(Duration::from_secs(1)),
+        "{began}"
+    );
+    let replayed = s
+        .engine
+        .replay_dead_letters(redial_store::JobFilter {
+            endpoint: Some(origin.clone()),
+            finished_since: Some(began),
+            ..redial_store::JobFilter::default()
+        })
+        .await
+        .expect("replayed");
+    assert_eq!(replayed, dead_before as u64);
+    s.run_until("every job completed", STEP, |c| {
+        count(c, "completed") == jobs
+    })
+    .await;
+    println!(
+        "down 3 h: quarantined after {in_outage:?}, {dead_before} dead before it, {in_quarantine} requests in {minutes} min of quarantine, back {back:?} after"
+    );
+    s.stop().await;
+}

@@ -231,6 +231,35 @@ impl Decision {
         }
     }
 
+    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe)
+    /// instead of retried after its backoff or failed for good, and (the caller's part) it
+    /// costs no attempt. A dead end that is not the endpoint's doing (a deadline, the job's
+    /// age, a permanent error) stays. Returns whether it was held.
+    pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp) -> bool {
+        let failed = matches!(
+            self.classification.category,
+            Category::Transient | Category::Unknown
+        );
+        let held = failed
+            && matches!(
+                self.action,
+                Action::Retry { .. }
+                    | Action::Dead(DeadCategory::TransientExhausted)
+                    | Action::Dead(DeadCategory::UnknownExhausted)
+                    | Action::Dead(DeadCategory::BudgetExhausted)
+            );
+        if held {
+            let delay = until.saturating_since(now);
+            self.action = Action::Retry { at: until, delay };
+            let _ = write!(
+                self.reason,
+                "; held, not failed: the endpoint is quarantined (this was its probe), the next probe goes in {}",
+                Human(delay)
+            );
+        }
+        held
+    }
+
     /// Whether this is a retry that may be sent at once: a transient failure, or an unknown
     /// outcome of a request safe to repeat (an idempotent method or an idempotency key).
     pub fn is_safe_retry(&self) -> bool {

@@ -91,9 +91,23 @@ fn config() -> impl Strategy<Value = EndpointConfig> {
         prop_oneof![Just(0.2), Just(0.5), Just(1.0)],
         1u32..30,
         any::<bool>(),
+        (
+            prop_oneof![Just(0u64), Just(20), Just(60), Just(900)],
+            prop_oneof![Just(1_000u64), Just(5_000), Just(60_000)],
+        ),
     )
         .prop_map(
-            |(probe_first, learn, concurrency, rate, probes, ratio, min_throughput, adaptive)| {
+            |(
+                probe_first,
+                learn,
+                concurrency,
+                rate,
+                probes,
+                ratio,
+                min_throughput,
+                adaptive,
+                (quarantine_s, probe_every_ms),
+            )| {
                 EndpointConfig {
                     probe_first,
                     learn_from_headers: learn,
@@ -104,6 +118,8 @@ fn config() -> impl Strategy<Value = EndpointConfig> {
                         half_open_probes: probes,
                         failure_ratio: ratio,
                         min_throughput,
+                        quarantine_after: Duration::from_secs(quarantine_s),
+                        quarantine_probe_every: Duration::from_millis(probe_every_ms),
                         ..BreakerConfig::default()
                     },
                     ..EndpointConfig::default()
@@ -339,6 +355,105 @@ proptest! {
         for p in std::mem::take(&mut sim.in_flight) {
             sim.state.release(&sim.cfg, at, p);
         }
+        prop_assert_eq!(sim.state.permits_out(), (0, 0));
+    }
+}
+
+proptest! {
+    // Each case runs an outage to quarantine and back: fewer cases in the suite (searched at
+    // 100x, 51,200, before it landed).
+    #![proptest_config(ProptestConfig { cases: common::cases(128), ..ProptestConfig::default() })]
+
+    /// Issue 36: a quarantined endpoint that starts answering is back in service within one
+    /// probe interval plus slow start, whatever happened before: after any history, the
+    /// endpoint fails every request until it is quarantined, then answers every one with a
+    /// success; its breaker closes within `quarantine_probe_every` (and the probes' round trip),
+    /// and within slow start more it admits work at full speed again.
+    #[test]
+    fn a_quarantined_endpoint_returns_within_one_probe_interval(
+        cfg in config(),
+        share in share(),
+        ops in proptest::collection::vec(op(), 0..100),
+    ) {
+        // Quarantine on, and a breaker that a node's part of the retry budget can open (each
+        // node's breaker counts its own retries: on three nodes, a third of the budget's
+        // minimum, 10 in its 30 s window).
+        let cfg = EndpointConfig {
+            concurrency: cfg.concurrency.map(|c| c.max(share.index + 1)),
+            breaker: BreakerConfig {
+                quarantine_after: cfg.breaker.quarantine_after.max(Duration::from_secs(20)),
+                min_throughput: cfg.breaker.min_throughput.min(5),
+                ..cfg.breaker.clone()
+            },
+            ..cfg
+        };
+        let mut sim = Sim::new(cfg, share);
+        for op in ops {
+            sim.apply(op);
+        }
+        sim.settle();
+        // Down: every attempt that goes fails, first attempts and retries alike, until the
+        // endpoint is quarantined (or a generous bound passes, which fails the case).
+        let down_since = sim.now;
+        while sim.state.quarantined().is_none() {
+            prop_assert!(sim.now - down_since < 3_600_000, "never quarantined");
+            for retry in [true, false] {
+                while sim.admit(retry) {
+                    if sim.in_flight.len() > 50 {
+                        break;
+                    }
+                }
+            }
+            sim.now += 50;
+            let at = sim.at();
+            for p in std::mem::take(&mut sim.in_flight) {
+                let o = observed(ResultClass::Failure, false, None);
+                sim.state.record(&sim.cfg, at, p, &o);
+            }
+        }
+        // Healthy from here on: every admitted attempt answers a success 10 ms later.
+        let start = sim.now;
+        let every = i64::try_from(sim.cfg.breaker.quarantine_probe_every.as_millis()).expect("small");
+        let ramp = i64::try_from(sim.cfg.ramp_for.as_millis()).expect("small");
+        // What the endpoint itself said holds too: a pause it asked for, a quota spent until
+        // its reset, a pace its bare 429s taught (one request an interval).
+        let view = sim.state.clone().view(&sim.cfg, sim.at(), 0);
+        let paced = view.learned_pace.map(|rate| (1_000.0 / rate).ceil() as i64);
+        let said = [view.paused_until, view.learned_reset_at]
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_unix_millis() - start)
+            .chain(paced)
+            .max()
+            .unwrap_or(0);
+        // (Time moves in steps of 10 ms here: the first one at or after the bound.)
+        let first_bound = every.max(said) + 10;
+        let mut first_at = None;
+        let mut admitted = 0u32;
+        while sim.now <= start + first_bound + ramp + 1_000 {
+            for retry in [false, true] {
+                while sim.admit(retry) {
+                    admitted += 1;
+                    first_at.get_or_insert(sim.now);
+                    if sim.in_flight.len() > 50 {
+                        break;
+                    }
+                }
+            }
+            sim.now += 10;
+            sim.settle();
+        }
+        let first_at = first_at.expect("a probe went");
+        prop_assert!(
+            first_at - start <= first_bound,
+            "first probe after {} ms (interval {every}, the endpoint's own holds {said})",
+            first_at - start
+        );
+        prop_assert!(sim.state.quarantined().is_none(), "still quarantined");
+        prop_assert_eq!(sim.state.breaker, BreakerState::Closed);
+        // Full speed again: the slowest rate generated is 10/s, so a second past slow start
+        // admits at least ten more a second.
+        prop_assert!(admitted >= 10, "only {admitted} admitted");
         prop_assert_eq!(sim.state.permits_out(), (0, 0));
     }
 }

@@ -320,6 +320,9 @@ impl JobFilter {
         if let Some(t) = self.until {
             out.push(c("created_at <", SqlValue::Int(t.as_unix_millis())));
         }
+        if let Some(t) = self.finished_since {
+            out.push(c("finished_at >=", SqlValue::Int(t.as_unix_millis())));
+        }
         if let Some(r) = &self.reasons {
             out.push(c("last_reason", SqlValue::TextList(r.clone())));
         }

@@ -360,6 +360,27 @@ pub fn endpoint(e: &Endpoint) -> String {
             },
         ),
         (
+            "quarantined",
+            match &e.quarantined_since {
+                Some(s) => format!("since {s}: jobs held, not failed; one probe at a time"),
+                None => "no".to_owned(),
+            },
+        ),
+        (
+            "failing",
+            match &e.failing_since {
+                Some(s) => format!("since {s}"),
+                None => "no".to_owned(),
+            },
+        ),
+        (
+            "last outage began",
+            match &e.outage_began {
+                Some(s) => format!("{s} (redial endpoints replay-outage replays what died since)"),
+                None => "-".to_owned(),
+            },
+        ),
+        (
             "window",
             format!(
                 "{} failures ({} of retries) in {} calls",

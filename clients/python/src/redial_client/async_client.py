@@ -267,6 +267,12 @@ class AsyncRedial:
             Endpoint, await self._send(_core.pause("endpoints", name, reason, for_, until, create))
         )
 
+    async def replay_outage(self, name: str) -> dict[str, Any]:
+        """Replays the endpoint's dead letters that died since its last outage began."""
+        return cast(
+            dict[str, Any], await self._send(_core.post_action("endpoints", name, "replay-outage"))
+        )
+
     async def resume_endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, await self._send(_core.post_action("endpoints", name, "resume")))
 

@@ -269,6 +269,11 @@ class Redial:
         """Holds an endpoint's jobs; an endpoint not known yet is a 404 unless `create`."""
         return cast(Endpoint, self._send(_core.pause("endpoints", name, reason, for_, until, create)))
 
+    def replay_outage(self, name: str) -> dict[str, Any]:
+        """Replays the endpoint's dead letters that died since its last outage began:
+        {"affected", "operation", "state", "since"}."""
+        return cast(dict[str, Any], self._send(_core.post_action("endpoints", name, "replay-outage")))
+
     def resume_endpoint(self, name: str) -> Endpoint:
         return cast(Endpoint, self._send(_core.post_action("endpoints", name, "resume")))
 

@@ -189,6 +189,12 @@ impl Engine {
         Ok(b.due + b.later > 0)
     }
 
+    /// Forgets, now, the endpoints unseen for `retention.endpoints` that are not configured,
+    /// hold nothing and have no job waiting (maintenance does it at each cleanup); returns them.
+    pub async fn forget_unseen_endpoints(&self) -> Vec<String> {
+        super::loops::forget_endpoints(&self.inner, self.inner.clock.now()).await
+    }
+
     /// One endpoint's limits in force and state (as [`Engine::endpoint_views`] gives each).
     pub fn endpoint_view(&self, endpoint: &str) -> EndpointView {
         self.inner.endpoints.view(endpoint, self.inner.clock.now())

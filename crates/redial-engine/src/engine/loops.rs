@@ -337,10 +337,13 @@ pub(super) async fn save_endpoints(inner: &Inner) {
     }
 }
 
-/// Forgets endpoints unseen since `unseen_since` that hold nothing and have no job waiting:
-/// their entries here, their saved state and their controls. A name that comes back starts
-/// afresh.
-async fn forget_endpoints(inner: &Inner, unseen_since: Timestamp, now: Timestamp) {
+/// Forgets endpoints unseen for `retention.endpoints` that hold nothing and have no job
+/// waiting: their entries here, their saved state and their controls. A name that comes back
+/// starts afresh. Returns those forgotten.
+pub(super) async fn forget_endpoints(inner: &Inner, now: Timestamp) -> Vec<String> {
+    let unseen_since = Timestamp::from_unix_millis(now.as_unix_millis().saturating_sub(
+        i64::try_from(inner.config.retention.endpoints.as_millis()).unwrap_or(i64::MAX),
+    ));
     let mut idle = Vec::new();
     for name in inner.endpoints.forgettable(unseen_since, now) {
         match inner.store.endpoint_backlog_of(&name, now).await {
@@ -348,22 +351,22 @@ async fn forget_endpoints(inner: &Inner, unseen_since: Timestamp, now: Timestamp
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "forgetting unseen endpoints failed");
-                return;
+                return Vec::new();
             }
         }
     }
     let gone = inner.endpoints.forget(&idle, unseen_since, now);
     if gone.is_empty() {
-        return;
+        return gone;
     }
-    let n = gone.len();
-    match inner.store.endpoint_forget(gone).await {
+    match inner.store.endpoint_forget(gone.clone()).await {
         Ok(()) => tracing::info!(
-            endpoints = n,
+            endpoints = gone.len(),
             "forgot endpoints unseen for the retention time"
         ),
         Err(e) => tracing::error!(error = %e, "forgetting unseen endpoints failed"),
     }
+    gone
 }
 
 /// Deletes finished jobs past retention, a bounded batch at a time so the store is never held long.
@@ -380,7 +383,7 @@ pub(super) async fn cleanup(inner: &Inner, now: Timestamp) {
         completed_keep: inner.config.retention.completed_max,
         limit: 1000,
     };
-    forget_endpoints(inner, before(inner.config.retention.endpoints), now).await;
+    forget_endpoints(inner, now).await;
     let events_before = before(inner.config.retention.events);
     loop {
         match inner.store.event_cleanup(events_before, 1000).await {

@@ -58,7 +58,19 @@ pub(super) async fn record(
         Some(Sooner::Now) => decision.retry_at_once(now),
         None => {}
     }
-    let after = counters.after(&decision);
+    // A quarantined endpoint's failed probe: the job waits for the next probe and keeps its
+    // counters (quarantine holds jobs, it does not fail them; a deadline still ends them).
+    let held = finished
+        .held_until
+        .is_some_and(|until| decision.hold_for_quarantine(until, now));
+    let after = if held {
+        JobCounters {
+            last_delay: counters.after(&decision).last_delay,
+            ..counters
+        }
+    } else {
+        counters.after(&decision)
+    };
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.

@@ -73,7 +73,11 @@ impl EndpointState {
     ) -> Result<(), Admission> {
         match self.breaker {
             BreakerState::Open { until } if now < until => {
-                return hold(HoldKind::Breaker, Some(until), open_text(until));
+                let text = match self.quarantined_since {
+                    Some(since) => quarantined_text(since, until),
+                    None => open_text(until),
+                };
+                return hold(HoldKind::Breaker, Some(until), text);
             }
             BreakerState::Open { until } => {
                 self.breaker = BreakerState::HalfOpen {
@@ -93,7 +97,7 @@ impl EndpointState {
                 in_flight,
                 succeeded,
                 failed,
-            } if in_flight + succeeded + failed >= cfg.breaker.half_open_probes => {
+            } if in_flight + succeeded + failed >= self.probes(cfg) => {
                 return hold(
                     HoldKind::Breaker,
                     None,
@@ -105,6 +109,15 @@ impl EndpointState {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Probes a half-open period lets through: one while quarantined.
+    fn probes(&self, cfg: &EndpointConfig) -> u32 {
+        if self.quarantined_since.is_some() {
+            1
+        } else {
+            cfg.breaker.half_open_probes
+        }
     }
 
     /// Counts an admission while half-open as a probe of the current period, which it returns.
@@ -143,7 +156,9 @@ impl EndpointState {
         // Results of attempts admitted before the breaker opened, or in an earlier half-open
         // period, say nothing about the endpoint now: the probes decide.
         if probe {
-            self.record_probe(cfg, now, permit.retry, class);
+            if !self.record_quarantine_probe(cfg, now, class) {
+                self.record_probe(cfg, now, permit.retry, class);
+            }
         } else if self.breaker == BreakerState::Closed && cfg.breaker.enabled {
             self.record_closed(cfg, now, permit, class);
         }
@@ -193,22 +208,28 @@ impl EndpointState {
             );
         } else if f64::from(cfg.breaker.half_open_probes.saturating_sub(succeeded)) < ratio * probes
         {
-            self.breaker = BreakerState::Closed;
-            self.breaker_opens = 0;
-            self.open_period = None;
-            self.window.clear();
-            self.event(
+            self.close(
+                cfg,
                 now,
-                "closed",
                 format!(
                     "{succeeded} of {} probes succeeded ({failed} failed)",
                     cfg.breaker.half_open_probes
                 ),
             );
-            self.last_hold = Some(("circuit breaker".into(), now));
-            if cfg.rate.is_none() && self.quota_limit.is_none() {
-                self.start_ramp(now);
-            }
+        }
+    }
+
+    /// Closes the breaker after an outage: an empty window, the open time back to its first
+    /// step, and slow start when no rate or quota paces the endpoint.
+    pub(super) fn close(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
+        self.breaker = BreakerState::Closed;
+        self.breaker_opens = 0;
+        self.open_period = None;
+        self.window.clear();
+        self.event(now, "closed", reason);
+        self.last_hold = Some(("circuit breaker".into(), now));
+        if cfg.rate.is_none() && self.quota_limit.is_none() {
+            self.start_ramp(now);
         }
     }
 
@@ -266,6 +287,7 @@ impl EndpointState {
         self.window.clear();
         self.breaker_opens = 0;
         self.open_period = None;
+        self.end_quarantine();
         self.clear_suspicion();
         if self.breaker == BreakerState::Closed {
             return false;
@@ -280,10 +302,15 @@ impl EndpointState {
     /// and `open_for`; each reopening (its probes failed) twice as long as the one before, up to
     /// `max_open_for`. An outage of two seconds is probed about two seconds after it began, not
     /// after a fixed first step; one of an hour as rarely as the doubling allows.
-    fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
+    pub(super) fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
         let b = &cfg.breaker;
         let longest = b.max_open_for.max(b.open_for);
+        if self.breaker_opens == 0 {
+            // The outage's start, for "replay what died since the outage began".
+            self.outage_began = Some(self.failing_since.unwrap_or(now));
+        }
         let open_for = match self.open_period {
+            _ if self.quarantine_due(cfg, now) => self.enter_quarantine(cfg, now),
             Some(last) if self.breaker_opens > 0 => last.saturating_mul(2).min(longest),
             _ => b.fitted(self.failure_streak(now)),
         };
@@ -335,4 +362,9 @@ impl EndpointState {
 /// Why an open breaker holds an endpoint's jobs.
 pub(super) fn open_text(until: Timestamp) -> String {
     format!("circuit open until {until}")
+}
+
+/// Why a quarantined endpoint holds its jobs.
+pub(super) fn quarantined_text(since: Timestamp, next_probe: Timestamp) -> String {
+    format!("quarantined since {since} (down for long): jobs held, not failed; next probe at {next_probe}")
 }

@@ -124,6 +124,14 @@ pub struct BreakerConfig {
     pub min_open_for: Duration,
     #[serde(with = "serde_human")]
     pub max_open_for: Duration,
+    /// Failing this long (since the endpoint's last success) when the breaker opens again
+    /// quarantines the endpoint: its jobs are held, not failed (a failed probe costs its job no
+    /// attempt; deadlines still apply), and one probe goes every `quarantine_probe_every`. The
+    /// first probe that succeeds ends it (slow start follows), as does a hand resume. Zero: never.
+    #[serde(with = "serde_human")]
+    pub quarantine_after: Duration,
+    #[serde(with = "serde_human")]
+    pub quarantine_probe_every: Duration,
     /// Probes let through when half-open. Once `failure_ratio` of them failed it opens again;
     /// once too few are left to reach that, it closes. A probe whose answer counts for nothing
     /// (a 400, a deferral) or that never ran frees its place for another.
@@ -140,6 +148,8 @@ impl Default for BreakerConfig {
             open_for: Duration::from_secs(5),
             min_open_for: Duration::from_secs(1),
             max_open_for: Duration::from_secs(120),
+            quarantine_after: Duration::from_secs(15 * 60),
+            quarantine_probe_every: Duration::from_secs(60),
             half_open_probes: 3,
         }
     }
@@ -174,6 +184,9 @@ impl EndpointConfig {
         }
         if br.min_open_for > br.open_for {
             return Err("breaker.min_open_for must be at most breaker.open_for".into());
+        }
+        if !br.quarantine_after.is_zero() && br.quarantine_probe_every.is_zero() {
+            return Err("breaker.quarantine_probe_every must be longer than zero (or quarantine_after zero: no quarantine)".into());
         }
         if br.half_open_probes == 0 {
             return Err("breaker.half_open_probes must be at least 1".into());

@@ -73,6 +73,7 @@ mod config;
 mod learned_quota;
 pub mod pace;
 mod pause;
+mod quarantine;
 mod rate;
 mod share;
 mod state;

@@ -84,14 +84,25 @@ impl EndpointState {
     /// Takes in a hand resume made at `at`: the first time it is seen, the pause in force ends
     /// (a server-given wait, a spent quota's reset: the person resuming takes over; the next
     /// answer may pause it again). Returns whether anything changed.
-    pub fn take_resume(&mut self, at: Timestamp) -> bool {
+    pub fn take_resume(&mut self, cfg: &EndpointConfig, at: Timestamp, now: Timestamp) -> bool {
         if self.resumed_at.is_some_and(|seen| seen >= at) {
             return false;
         }
         self.resumed_at = Some(at);
+        // A quarantine ends by hand too: the breaker closes, with slow start.
+        let quarantined = self.quarantined();
+        if let Some(since) = quarantined {
+            self.end_quarantine();
+            self.breaker_period = self.breaker_period.wrapping_add(1);
+            self.close(
+                cfg,
+                now,
+                format!("resumed by hand at {at}, in quarantine since {since}"),
+            );
+        }
         // A spent quota (or this node's spent part of it) holds until its reset too.
         let quota_spent = self.quota_spent();
-        let was_held = self.paused_until.is_some() || quota_spent;
+        let was_held = self.paused_until.is_some() || quota_spent || quarantined.is_some();
         self.paused_until = None;
         self.pause_reason = None;
         if quota_spent {

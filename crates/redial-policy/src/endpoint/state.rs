@@ -173,6 +173,16 @@ pub struct EndpointState {
     /// reopening lasts twice as long.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_period: Option<std::time::Duration>,
+
+    // Quarantine (quarantine.rs), saved after the fields above.
+    /// Since when the endpoint is quarantined (down for long: its jobs held, not failed, one
+    /// probe an interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantined_since: Option<Timestamp>,
+    /// When the last outage began (the first failure before the breaker opened): what "replay
+    /// what died since the outage began" replays from. Kept after the outage ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outage_began: Option<Timestamp>,
     /// Successes since slow start began: each lets two more requests go (the allowance doubles
     /// each round trip, as TCP's slow start), on top of what the time steps allow.
     #[serde(skip)]
@@ -251,6 +261,7 @@ impl EndpointState {
             self.retries_in_flight += 1;
         }
         Permit {
+            quarantine: probe.is_some() && self.quarantined_since.is_some(),
             retry: is_retry,
             probe,
             quota_probe,

@@ -56,6 +56,14 @@ pub struct EndpointView {
     pub breaker_window_retry_failures: u32,
     pub breaker_window_calls: u32,
     pub breaker_history: Vec<BreakerEvent>,
+    /// Since when it is quarantined (down for long: its jobs held, not failed; one probe an
+    /// interval), if it is.
+    pub quarantined_since: Option<Timestamp>,
+    /// Since when it has been failing (the first failure after its last success), if it is.
+    pub failing_since: Option<Timestamp>,
+    /// When its last outage began (kept after it ended): what "replay what died since the
+    /// outage began" replays from.
+    pub outage_began: Option<Timestamp>,
 }
 
 impl EndpointState {
@@ -100,6 +108,9 @@ impl EndpointState {
             breaker_window_retry_failures: w.failed_retries,
             breaker_window_calls: w.successes + w.firsts + w.failed_retries,
             breaker_history: self.breaker_history.iter().cloned().collect(),
+            quarantined_since: self.quarantined_since,
+            failing_since: self.failing_since,
+            outage_began: self.outage_began,
         }
     }
 

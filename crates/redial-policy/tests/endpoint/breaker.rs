@@ -333,3 +333,129 @@ fn slow_start_doubles_with_each_round_trip_of_successes() {
     }
     assert_eq!(kind(&s.admit(&cfg, at(30_000), false, 0)), "hold Ramp");
 }
+
+/// Issue 36, part 1: an endpoint down for hours was probed at the breaker's pace and its jobs
+/// died one by one. Failing for `quarantine_after` when its breaker opens again, it is
+/// quarantined: open for `quarantine_probe_every` at a time, one probe each time (a first
+/// attempt's failure counts: the probe costs its job nothing), and the first success closes it.
+#[test]
+fn an_endpoint_down_for_long_is_quarantined_until_a_probe_succeeds() {
+    let cfg = EndpointConfig {
+        breaker: BreakerConfig {
+            open_for: Duration::from_secs(5),
+            min_open_for: Duration::from_secs(1),
+            max_open_for: Duration::from_secs(120),
+            quarantine_after: Duration::from_secs(60),
+            quarantine_probe_every: Duration::from_secs(10),
+            ..BreakerConfig::default()
+        },
+        ..bare()
+    };
+    let mut s = EndpointState::default();
+    feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
+    feed(&mut s, &cfg, 1_000, 10, true, ResultClass::Failure);
+    assert_eq!(s.outage_began, Some(at(0)), "the first failure");
+    // Probes fail, the breaker reopens for twice as long each time, until the endpoint has
+    // been failing for a minute.
+    let mut t = 1_000;
+    while s.quarantined().is_none() {
+        let BreakerState::Open { until } = s.breaker else {
+            panic!("{:?}", s.breaker)
+        };
+        t = until.as_unix_millis() - T0.as_unix_millis();
+        assert!(t < 120_000, "not quarantined by {t} ms");
+        feed(&mut s, &cfg, t, 2, true, ResultClass::Failure);
+    }
+    assert!(
+        t >= 60_000,
+        "quarantined after a minute of failures, at {t} ms"
+    );
+    assert_eq!(s.quarantined(), Some(at(t)));
+    assert_eq!(
+        s.breaker,
+        BreakerState::Open {
+            until: at(t + 10_000)
+        }
+    );
+    let held = s.admit(&cfg, at(t + 5_000), false, 0);
+    let Admission::Hold(h) = &held else {
+        panic!("{held:?}")
+    };
+    assert!(h.reason.starts_with("quarantined since"), "{}", h.reason);
+    // One probe per interval; a failed first attempt reopens it for another interval.
+    let probe = go(s.admit(&cfg, at(t + 10_000), false, 0));
+    assert!(probe.quarantined());
+    assert_eq!(
+        kind(&s.admit(&cfg, at(t + 10_000), true, 1)),
+        "hold Breaker"
+    );
+    s.record(&cfg, at(t + 10_000), probe, &observed(ResultClass::Failure));
+    assert_eq!(
+        s.breaker,
+        BreakerState::Open {
+            until: at(t + 20_000)
+        }
+    );
+    // A neutral answer (a 400) lets another probe go.
+    let probe = go(s.admit(&cfg, at(t + 20_000), true, 0));
+    s.record(&cfg, at(t + 20_000), probe, &observed(ResultClass::Neutral));
+    let probe = go(s.admit(&cfg, at(t + 20_000), true, 0));
+    // A success ends it: closed, slow start, the outage's start kept for its replay.
+    s.record(&cfg, at(t + 20_000), probe, &observed(ResultClass::Success));
+    assert_eq!(s.quarantined(), None);
+    assert_eq!(s.breaker, BreakerState::Closed);
+    assert_eq!(s.ramp_started, Some(at(t + 20_000)));
+    assert_eq!(s.outage_began, Some(at(0)));
+    let p = go(s.admit(&cfg, at(t + 20_000), false, 0));
+    assert!(!p.quarantined());
+    let history: Vec<&str> = s.breaker_history.iter().map(|e| e.to.as_str()).collect();
+    assert!(history.contains(&"quarantined"), "{history:?}");
+    assert_eq!(history.last(), Some(&"closed"));
+
+    // A hand resume ends it too, and so does a hand reset.
+    for by_hand in ["resume", "reset"] {
+        let mut s = EndpointState::default();
+        feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
+        let mut t = 1_000;
+        feed(&mut s, &cfg, t, 10, true, ResultClass::Failure);
+        while s.quarantined().is_none() {
+            let BreakerState::Open { until } = s.breaker else {
+                panic!("{:?}", s.breaker)
+            };
+            t = until.as_unix_millis() - T0.as_unix_millis();
+            feed(&mut s, &cfg, t, 2, true, ResultClass::Failure);
+        }
+        let changed = match by_hand {
+            "resume" => s.take_resume(&cfg, at(t + 1), at(t + 1)),
+            _ => s.take_breaker_reset(at(t + 1), at(t + 1)),
+        };
+        assert!(changed, "{by_hand}");
+        assert_eq!(
+            (s.quarantined(), s.breaker),
+            (None, BreakerState::Closed),
+            "{by_hand}"
+        );
+        assert!(s.admit(&cfg, at(t + 1), false, 0).is_go(), "{by_hand}");
+    }
+
+    // Off (zero), the breaker keeps doubling up to max_open_for.
+    let off = EndpointConfig {
+        breaker: BreakerConfig {
+            quarantine_after: Duration::ZERO,
+            ..cfg.breaker.clone()
+        },
+        ..cfg.clone()
+    };
+    let mut s = EndpointState::default();
+    feed(&mut s, &off, 0, 1, false, ResultClass::Failure);
+    feed(&mut s, &off, 1_000, 10, true, ResultClass::Failure);
+    for _ in 0..12 {
+        let BreakerState::Open { until } = s.breaker else {
+            panic!("{:?}", s.breaker)
+        };
+        let t = until.as_unix_millis() - T0.as_unix_millis();
+        feed(&mut s, &off, t, 2, true, ResultClass::Failure);
+    }
+    assert_eq!(s.quarantined(), None);
+    assert_eq!(s.open_period, Some(Duration::from_secs(120)));
+}

@@ -156,14 +156,14 @@ fn a_hand_resume_ends_a_server_pause_once() {
     let cfg = bare();
     let mut s = EndpointState::default();
     s.pause(at(30_000), "429 Retry-After 30s".into());
-    assert!(s.take_resume(at(1_000)));
+    assert!(s.take_resume(&cfg, at(1_000), at(1_000)));
     assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "go");
     // The same resume seen again (every node reads the controls often) changes nothing: a
     // pause the endpoint asked for since stays.
     s.pause(at(40_000), "429 Retry-After 38s".into());
-    assert!(!s.take_resume(at(1_000)));
+    assert!(!s.take_resume(&cfg, at(1_000), at(1_000)));
     assert_eq!(kind(&s.admit(&cfg, at(2_000), false, 0)), "hold Pause");
-    assert!(s.take_resume(at(2_000)));
+    assert!(s.take_resume(&cfg, at(2_000), at(2_000)));
     assert_eq!(kind(&s.admit(&cfg, at(2_000), false, 0)), "go");
 }
 
@@ -198,7 +198,7 @@ fn a_hand_resume_ends_a_spent_quotas_hold_too() {
     s.quota_tokens = Some(0);
     s.quota_reset_at = Some(at(3_600_000));
     assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "hold Quota");
-    assert!(s.take_resume(at(1_000)));
+    assert!(s.take_resume(&cfg, at(1_000), at(1_000)));
     assert_eq!(kind(&s.admit(&cfg, at(1_000), false, 0)), "go");
     // What was learned of the limit stays; the next answer's headers say what remains.
     assert_eq!(s.quota_limit, Some(100));
@@ -239,6 +239,9 @@ fn a_hand_resume_ends_the_hold_of_a_nodes_spent_part_of_a_quota() {
         "{}",
         h.reason
     );
-    assert!(s.take_resume(at(2)), "the part's hold was in force");
+    assert!(
+        s.take_resume(&cfg, at(2), at(2)),
+        "the part's hold was in force"
+    );
     assert!(s.admit(&cfg, at(3), false, sent).is_go());
 }

@@ -44,7 +44,7 @@ fn pauses_by_the_server_and_by_hand() {
                 let mut s = EndpointState::default();
                 attempt(&mut s, cfg, 0, false, &observed(ResultClass::Success));
                 s.record(cfg, at(10), Permit::default(), &refused(60_000));
-                assert!(s.take_resume(at(20)));
+                assert!(s.take_resume(cfg, at(20), at(20)));
                 s.record(cfg, at(30), Permit::default(), &refused(30_000));
                 s.hand_pause = Some(HandPause {
                     since: at(40),

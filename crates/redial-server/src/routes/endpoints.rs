@@ -171,6 +171,36 @@ pub(super) async fn endpoint_reset_breaker(
     endpoint_after(&state, &name).await
 }
 
+/// Replays, in one action, the endpoint's dead letters that died since its last outage began
+/// (its breaker's first opening, back to the first failure): what the outage cost, once it is
+/// over. A bulk replay (an operation, a chunk at a time), answered when done.
+pub(super) async fn endpoint_replay_outage(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult {
+    check_endpoint_name(&name)?;
+    if !state.engine.endpoint_known(&name).await? {
+        return Err(unknown_endpoint(&name));
+    }
+    let Some(since) = state.engine.endpoint_view(&name).outage_began else {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidState,
+            format!("endpoint {name:?} has no outage on record (its breaker has not opened since it was first seen): replay its dead letters with POST /v1/dead-letters/replay and a filter"),
+        ));
+    };
+    let filter = redial_store::JobFilter {
+        endpoint: Some(name),
+        finished_since: Some(since),
+        ..redial_store::JobFilter::default()
+    };
+    let (status, mut v) =
+        super::jobs::bulk_answer(&state, redial_engine::BulkKind::Replay, filter, true).await?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("since".into(), json!(since));
+    }
+    Ok((status, Json(v)).into_response())
+}
+
 pub(super) fn queue_view(state: &AppState, name: &str) -> Response {
     let view = state
         .engine

@@ -511,9 +511,22 @@ async fn bulk_operation(
     filter: JobFilter,
     wait: bool,
 ) -> ApiResult {
+    let (status, v) = bulk_answer(state, kind, filter, wait).await?;
+    Ok((status, Json(v)).into_response())
+}
+
+/// [`bulk_operation`]'s answer, before it is sent.
+pub(super) async fn bulk_answer(
+    state: &AppState,
+    kind: BulkKind,
+    filter: JobFilter,
+    wait: bool,
+) -> Result<(StatusCode, serde_json::Value), ApiError> {
     let op = state.engine.bulk_start(kind, filter).await?;
     if !wait {
-        return Ok((StatusCode::ACCEPTED, Json(op)).into_response());
+        let v = serde_json::to_value(&op)
+            .map_err(|e| ApiError::internal("encoding an operation", e))?;
+        return Ok((StatusCode::ACCEPTED, v));
     }
     let op = state.engine.operation_wait(&op.id).await.unwrap_or(op);
     if op.state == redial_engine::OperationState::Failed {
@@ -526,7 +539,10 @@ async fn bulk_operation(
             ),
         ));
     }
-    Ok(Json(json!({ "affected": op.done, "operation": op.id, "state": op.state })).into_response())
+    Ok((
+        StatusCode::OK,
+        json!({ "affected": op.done, "operation": op.id, "state": op.state }),
+    ))
 }
 
 /// The dead letters a page of the bulk replay with changes reads at a time.

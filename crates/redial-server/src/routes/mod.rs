@@ -59,6 +59,10 @@ pub fn router(state: AppState) -> Router {
             "/v1/endpoints/{name}/reset-breaker",
             post(endpoint_reset_breaker),
         )
+        .route(
+            "/v1/endpoints/{name}/replay-outage",
+            post(endpoint_replay_outage),
+        )
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{name}/groups", get(queue_groups))
         .route("/v1/queues/{name}/pause", post(queue_pause))

@@ -607,15 +607,32 @@ function timeline(attempts, changes) {
 // The actions on one endpoint: pause or resume, and reset an open breaker.
 function endpointActions(e) {
   if (state.readOnly) return null;
-  const paused = e.paused_by_hand || e.paused_until;
+  const paused = e.paused_by_hand || e.paused_until || e.quarantined_since;
   return [
     paused
       ? el('button', { type: 'button', onclick: () => controlTarget('endpoint', e.name, 'resume',
-        `Resume endpoint ${e.name}? Its held jobs go at once${e.paused_until ? ', and the pause its answers set ends too' : ''}.`, `endpoint ${e.name} resumed`) }, 'Resume')
+        `Resume endpoint ${e.name}? Its held jobs go at once${e.paused_until ? ', and the pause its answers set ends too' : ''}${e.quarantined_since ? ', and its quarantine ends (slow start follows)' : ''}.`, `endpoint ${e.name} resumed`) }, 'Resume')
       : el('button', { type: 'button', class: 'danger', onclick: () => pauseTarget('endpoint', e.name, 'Every job of it is held, on every node.') }, 'Pause'),
     e.breaker === 'closed' ? null : [' ', el('button', { type: 'button', onclick: () => controlTarget('endpoint', e.name, 'reset-breaker',
       `Close the breaker of ${e.name} now? Its window is emptied and its jobs go again.`, `breaker of ${e.name} reset`) }, 'Reset breaker')],
+    e.outage_began ? [' ', el('button', { type: 'button', onclick: () => replayOutage(e) }, 'Replay what died since the outage began')] : null,
   ];
+}
+
+// Replays the endpoint's dead letters that died since its last outage began.
+async function replayOutage(e) {
+  if (!await confirmAction(`Replay the dead letters of ${e.name} that died since its outage began (${fmtTime(e.outage_began)})?`, 'Replay')) return;
+  try {
+    const r = await api('POST', `/v1/endpoints/${encodeURIComponent(e.name)}/replay-outage`, {});
+    toast(`${plural(r.affected, 'dead letter')} of ${e.name} replayed`);
+    render();
+  } catch (err) { toast(err.message); }
+}
+
+// The breaker's state in words, with quarantine.
+function breakerText(e) {
+  if (e.quarantined_since) return `quarantined since ${fmtTime(e.quarantined_since)}` + (e.breaker_until ? `, next probe ${fmtTime(e.breaker_until)}` : '');
+  return e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '');
 }
 
 const endpointHref = name => '#/endpoint/' + encodeURIComponent(name);
@@ -663,7 +680,7 @@ async function endpoints(main, params) {
         data.endpoints.map(e => el('tr', { 'data-endpoint': e.name },
           el('td', {}, el('a', { href: endpointHref(e.name) }, el('code', {}, e.name))),
           el('td', { class: e.holding ? 'warn holding' : 'muted holding' }, e.holding || 'nothing'),
-          el('td', { class: e.breaker === 'closed' ? 'good' : 'bad' }, e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '')),
+          el('td', { class: e.breaker === 'closed' ? 'good' : 'bad' }, breakerText(e)),
           el('td', { class: 'num' }, fmtNum(e.held)),
           el('td', {}, e.rate || (e.learned_pace != null ? `learned ${e.learned_pace.toFixed(1)}/s` : 'none')),
           el('td', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit}` : 'none'),
@@ -685,7 +702,9 @@ async function endpoint(main, name) {
       el('dt', {}, 'Paused by hand'), el('dd', {}, e.paused_by_hand ? `${pausedText(e.paused_by_hand)} (since ${fmtTime(e.paused_by_hand.since)})` : 'no'),
       el('dt', {}, 'Paused by its answers'), el('dd', {}, e.paused_until ? `until ${fmtTime(e.paused_until)}: ${e.pause_reason || ''}` : 'no'),
       el('dt', {}, 'Jobs'), el('dd', {}, el('a', { href: jobsOf('ready') }, `${plural(e.held, 'job')} due and held`), `, ${fmtNum(e.waiting_later)} scheduled later`),
-      el('dt', {}, 'Breaker'), el('dd', { class: e.breaker === 'closed' ? 'good' : 'bad' }, e.breaker + (e.breaker_until ? ` until ${fmtTime(e.breaker_until)}` : '')),
+      el('dt', {}, 'Breaker'), el('dd', { id: 'endpoint-breaker', class: e.breaker === 'closed' ? 'good' : 'bad' }, breakerText(e)),
+      el('dt', {}, 'Failing'), el('dd', {}, e.failing_since ? `since ${fmtTime(e.failing_since)}` : 'no'),
+      el('dt', {}, 'Last outage began'), el('dd', {}, e.outage_began ? fmtTime(e.outage_began) : 'none on record'),
       el('dt', {}, 'Breaker window'), el('dd', {}, `${fmtNum(e.breaker_window_failures)} failures (${fmtNum(e.breaker_window_retry_failures)} of retries) in ${plural(e.breaker_window_calls, 'call')}`),
       el('dt', {}, 'Retry budget'), el('dd', {}, `${fmtNum(e.budget_used)} used of ${fmtNum(e.budget_allowed)}, ${fmtNum(e.budget_remaining)} left`),
       el('dt', {}, 'Rate'), el('dd', {}, e.rate ? `${e.rate}, burst ${e.burst}` : 'none configured'),

@@ -74,6 +74,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/endpoints/{name}/pause"),
         ("post", "/v1/endpoints/{name}/resume"),
         ("post", "/v1/endpoints/{name}/reset-breaker"),
+        ("post", "/v1/endpoints/{name}/replay-outage"),
         ("get", "/v1/queues"),
         ("post", "/v1/queues/{name}/pause"),
         ("post", "/v1/queues/{name}/resume"),
@@ -596,4 +597,35 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// Issue 36: "replay what died since the outage began" is one call; an endpoint with no outage
+/// on record, or unknown, says so.
+#[tokio::test]
+async fn replay_outage_needs_an_outage_on_record() {
+    let a = api();
+    a.post("/v1/jobs", job("r1")).await;
+    let path = "/v1/endpoints/https%3A%2F%2Fapi.example.com/replay-outage";
+    let (s, e) = a.post(path, json!({})).await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_state")),
+        "{e}"
+    );
+    let (s, e) = a
+        .post(
+            "/v1/endpoints/https%3A%2F%2Fnever.example.com/replay-outage",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found")),
+        "{e}"
+    );
+    let (s, v) = a.get("/v1/endpoints/https%3A%2F%2Fapi.example.com").await;
+    assert_eq!(s, StatusCode::OK);
+    for field in ["quarantined_since", "failing_since", "outage_began"] {
+        assert_eq!(v[field], Value::Null, "{field}: {v}");
+    }
 }

@@ -157,6 +157,31 @@ pub async fn bulk_dead_letter_actions(store: Arc<dyn Store>) {
         category: Some(DeadCategory::Permanent),
         ..JobFilter::default()
     };
+    // They died at T0 + 1 ms: none since 2 ms, both since 1 ms.
+    let died_since = |ms| JobFilter {
+        finished_since: Some(at(ms)),
+        ..filter.clone()
+    };
+    assert_eq!(
+        store
+            .dead_letter_replay(died_since(2), at(50))
+            .await
+            .expect("replay"),
+        0
+    );
+    assert_eq!(
+        store
+            .job_list(JobListParams {
+                filter: died_since(1),
+                after: None,
+                limit: 10,
+            })
+            .await
+            .expect("list")
+            .jobs
+            .len(),
+        2
+    );
     assert_eq!(
         store
             .dead_letter_replay(filter.clone(), at(50))

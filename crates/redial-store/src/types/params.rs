@@ -14,6 +14,8 @@ pub struct JobFilter {
     pub since: Option<Timestamp>,
     /// Created before.
     pub until: Option<Timestamp>,
+    /// Finished (completed, dead or cancelled) at or after: what died during an outage.
+    pub finished_since: Option<Timestamp>,
     /// The job's last reason is one of these (exactly); an empty list matches nothing. What a
     /// reason pattern resolves to: [`reasons_with_pattern`](crate::reasons_with_pattern).
     pub reasons: Option<Vec<String>>,

@@ -31,6 +31,9 @@ pub enum EndpointsCommand {
     /// Close the endpoint's circuit breaker now, with an empty window.
     #[command(name = "reset-breaker")]
     ResetBreaker(TargetArgs),
+    /// Replay the endpoint's dead letters that died since its last outage began.
+    #[command(name = "replay-outage")]
+    ReplayOutage(TargetArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -91,6 +94,20 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
             say!(
                 "endpoint {} resumed; holding its jobs now: {holding}",
                 t.name
+            );
+            Ok(())
+        }
+        Some(EndpointsCommand::ReplayOutage(t)) => {
+            let server = t.conn.connect()?;
+            let out = server.ask(server.client.replay_outage(&t.name)).await?;
+            if t.out.json() {
+                return print_json(&out);
+            }
+            say!(
+                "endpoint {}: {} dead letters replayed (those that died since its outage began, {})",
+                t.name,
+                out.affected,
+                out.since
             );
             Ok(())
         }
