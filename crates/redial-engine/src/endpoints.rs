@@ -41,9 +41,9 @@ struct Entry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Finished {
     pub sooner: Option<Sooner>,
-    /// This success ended an outage (the endpoint was held as down: suspect, or its breaker
-    /// open or half-open) whose failures began then: the endpoint's retries scheduled since are
-    /// due now.
+    /// This success ended an outage (`EndpointState::in_outage`: its breaker open or half-open,
+    /// or suspect for a while) whose failures began then: the endpoint's retries scheduled since
+    /// are due now.
     pub recovered_from: Option<Timestamp>,
     /// A quarantined endpoint's probe failed: its job is held until then (the next probe), not
     /// failed, and its counters stay.
@@ -316,7 +316,7 @@ impl Registry {
         let before = e.state.breaker.name();
         let paused_before = e.state.paused_until;
         let failing_since = e.state.failing_since;
-        let was_down = e.state.held_as_down();
+        let was_down = e.state.in_outage(cfg, now);
         let quarantine_probe = permit.quarantined();
         let retry_now = e.state.record(cfg, now, permit, &observed);
         let held_until = if quarantine_probe && observed.class == ResultClass::Failure {

@@ -103,6 +103,16 @@ impl EndpointState {
         self.firsts_held_until.is_some() || self.breaker != BreakerState::Closed
     }
 
+    /// Whether the endpoint is in an outage: its breaker not closed, or suspect after failing
+    /// for `min_open_for` or more. A success that ends one makes the retries its failures
+    /// scheduled due at once; a flaky endpoint's short suspicions (a retry answers within the
+    /// second) are not outages, and their retries keep their backoff.
+    pub fn in_outage(&self, cfg: &EndpointConfig, now: Timestamp) -> bool {
+        self.breaker != BreakerState::Closed
+            || (self.firsts_held_until.is_some()
+                && self.failure_streak(now) >= cfg.breaker.min_open_for)
+    }
+
     pub(super) fn clear_suspicion(&mut self) {
         self.first_failures = 0;
         self.firsts_held_until = None;
