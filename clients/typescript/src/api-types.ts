@@ -1337,7 +1337,7 @@ export interface components {
             /** @description The event's cursor: pass it as after (or Last-Event-ID) to read on */
             id: string;
             /** @enum {string} */
-            type: "job.completed" | "job.dead" | "job.cancelled" | "job.replayed" | "endpoint.paused" | "endpoint.resumed" | "endpoint.breaker_opened" | "endpoint.breaker_closed";
+            type: "job.completed" | "job.dead" | "job.cancelled" | "job.replayed" | "endpoint.paused" | "endpoint.resumed" | "endpoint.breaker_opened" | "endpoint.breaker_closed" | "endpoint.quarantined" | "endpoint.recovered";
             /** Format: date-time */
             at: string;
             /** @description The job's queue (job events) */

@@ -28,9 +28,9 @@ struct Entry {
     /// The ends of the pause, of the open breaker and of the learned pace as the shared store
     /// last knew them (what this node published or took in), so that only changes are published.
     shared: (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>),
-    /// Whether it was paused and its breaker open when the event log was last told
-    /// ([`Registry::announce`]); `None` after a restart, until the first look.
-    announced: Option<(bool, bool)>,
+    /// Whether it was paused, its breaker open, and it quarantined when the event log was last
+    /// told ([`Registry::announce`]); `None` after a restart, until the first look.
+    announced: Option<(bool, bool, bool)>,
     /// When a job of it was last admitted or answered, or a control named it (after a restart,
     /// when its state was last saved): an endpoint unseen long enough, with nothing held, is
     /// forgotten ([`Registry::forgettable`]).
@@ -166,7 +166,7 @@ impl Registry {
     fn entry<'a>(&self, entries: &'a mut HashMap<String, Entry>, endpoint: &str) -> &'a mut Entry {
         entries.entry(endpoint.to_owned()).or_insert_with(|| {
             let mut e = Entry {
-                announced: Some((false, false)),
+                announced: Some((false, false, false)),
                 last_seen: Some(self.clock.now()),
                 ..Entry::default()
             };
@@ -650,8 +650,9 @@ impl Registry {
                     .map(|u| (Some(u), s.pause_reason.clone().unwrap_or_default())),
             };
             let open = !matches!(s.breaker, BreakerState::Closed);
-            let was = e.announced.replace((pause.is_some(), open));
-            let Some((was_paused, was_open)) = was.filter(|_| tell) else {
+            let quarantined = s.quarantined().is_some();
+            let was = e.announced.replace((pause.is_some(), open, quarantined));
+            let Some((was_paused, was_open, was_quarantined)) = was.filter(|_| tell) else {
                 continue;
             };
             let event = |kind, reason: Option<String>, until| NewEvent {
@@ -679,6 +680,26 @@ impl Registry {
                 } else {
                     out.push(event(EventKind::BreakerClosed, None, None));
                 }
+            }
+            match (was_quarantined, quarantined) {
+                (false, true) => {
+                    let reason = s
+                        .breaker_history
+                        .iter()
+                        .rev()
+                        .find(|b| b.to == "quarantined")
+                        .map(|b| b.reason.clone());
+                    let until = match s.breaker {
+                        BreakerState::Open { until } => Some(until),
+                        _ => None,
+                    };
+                    out.push(event(EventKind::EndpointQuarantined, reason, until));
+                }
+                (true, false) => {
+                    let reason = s.breaker_history.back().map(|b| b.reason.clone());
+                    out.push(event(EventKind::EndpointRecovered, reason, None));
+                }
+                _ => {}
             }
         }
         out

@@ -14,6 +14,7 @@ mod handler;
 pub mod http;
 pub mod metrics;
 pub mod net;
+pub mod notifications;
 pub mod otel;
 pub mod redact;
 pub mod series;

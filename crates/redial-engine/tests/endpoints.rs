@@ -1012,3 +1012,154 @@ async fn an_endpoint_down_for_hours_is_quarantined_then_recovers() {
     );
     s.stop().await;
 }
+
+/// Issue 36, part 2: nobody was told that an endpoint went down for long unless an alert rule
+/// on dead letters happened to fire. A `[[notifications]]` target is told, once per event, of
+/// what it asked for, through jobs of the `notifications` queue, signed as Standard Webhooks
+/// (a real socket, the signature checked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notification_targets_are_told_of_an_outage_once_per_event_and_signed() {
+    use redial_engine::http::{HttpConfig, HttpExecutor};
+    use redial_engine::notifications::{NotificationTarget, NotifyEvent, NotifyFormat};
+    use redial_engine::signing::{verify, Signing, SigningSecret};
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let hooks = receiver_on(&clock).await;
+    rx.behave(
+        "/down",
+        Behaviour::DownFor {
+            down_for: Duration::from_secs(10 * 60),
+        },
+    );
+    let origin = format!("http://{}", rx.addr());
+    let hooks_origin = format!("http://{}", hooks.addr());
+    let secret = SigningSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").expect("a secret");
+    let signing = Signing {
+        by_endpoint: BTreeMap::from([(hooks_origin.clone(), vec![secret.clone()])]),
+        ..Signing::default()
+    };
+    let executor = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        signing,
+        ..HttpConfig::default()
+    })
+    .expect("http client");
+    let wanted = [
+        NotifyEvent::BreakerOpened,
+        NotifyEvent::EndpointQuarantined,
+        NotifyEvent::EndpointRecovered,
+    ];
+    let limits = EndpointConfig {
+        breaker: BreakerConfig {
+            quarantine_after: Duration::from_secs(60),
+            quarantine_probe_every: Duration::from_secs(10),
+            ..BreakerConfig::default()
+        },
+        ..EndpointConfig::default()
+    };
+    let s = setup(clock.clone(), 8, quick_policy())
+        .executor(Arc::new(executor))
+        .endpoints(BTreeMap::from([(
+            origin.clone(),
+            EndpointSettings {
+                policy: None,
+                limits,
+            },
+        )]))
+        .notifications(vec![
+            NotificationTarget {
+                name: "ops".into(),
+                url: hooks.url("/redial"),
+                events: wanted.to_vec(),
+                format: NotifyFormat::Standard,
+                paused_longer_than: Duration::ZERO,
+            },
+            NotificationTarget {
+                name: "chat".into(),
+                url: hooks.url("/chat"),
+                events: vec![NotifyEvent::EndpointQuarantined],
+                format: NotifyFormat::Slack,
+                paused_longer_than: Duration::ZERO,
+            },
+        ])
+        .start()
+        .await;
+    let jobs = 20;
+    s.enqueue((0..jobs).map(|i| (format!("n{i}"), rx.url("/down"), None)))
+        .await;
+    s.run_until(
+        "every job and notification completed",
+        Duration::from_secs(1),
+        |c| count(c, "completed") == jobs + 4,
+    )
+    .await;
+    // The standard target: each event once, in order, signed.
+    let told = hooks.received("/redial");
+    let types: Vec<String> = told
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(&r.body).expect("JSON");
+            assert_eq!(v["data"]["subject"], origin.as_str(), "{v}");
+            v["type"].as_str().expect("a type").to_owned()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "endpoint.breaker_opened",
+            "endpoint.quarantined",
+            "endpoint.recovered"
+        ]
+    );
+    for r in &told {
+        let header = |name: &str| {
+            r.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("{name} missing: {:?}", r.headers))
+        };
+        let timestamp = header("webhook-timestamp");
+        let now: i64 = timestamp.parse().expect("seconds");
+        verify(
+            std::slice::from_ref(&secret),
+            &header("webhook-id"),
+            &timestamp,
+            &header("webhook-signature"),
+            r.body.as_bytes(),
+            now,
+            5,
+        )
+        .expect("the signature verifies");
+    }
+    // The Slack-compatible target: a line of text, for its one event.
+    let chat = hooks.received("/chat");
+    assert_eq!(chat.len(), 1);
+    let v: serde_json::Value = serde_json::from_str(&chat[0].body).expect("JSON");
+    let text = v["text"].as_str().expect("text");
+    assert!(
+        text.starts_with("Redial: endpoint quarantined: ") && text.contains(&origin),
+        "{text}"
+    );
+    // Told again (a restart, another node), an event is the same job: stored once.
+    let notice = redial_engine::notifications::Notice {
+        event: NotifyEvent::EndpointQuarantined,
+        at: clock.now(),
+        subject: origin.clone(),
+        reason: None,
+        until: None,
+    };
+    let target = NotificationTarget {
+        name: "ops".into(),
+        url: hooks.url("/redial"),
+        events: wanted.to_vec(),
+        format: NotifyFormat::Standard,
+        paused_longer_than: Duration::ZERO,
+    };
+    let job = target.job(&notice, "notifications").expect("a job");
+    let first = s.store.job_insert(job.clone()).await.expect("insert");
+    let again = s.store.job_insert(job).await.expect("insert");
+    assert!(matches!(first, redial_store::InsertOutcome::Inserted(_)));
+    assert!(!matches!(again, redial_store::InsertOutcome::Inserted(_)));
+    s.stop().await;
+}

@@ -280,6 +280,25 @@ fn resolved(s: &Settings) -> Value {
     doc.insert("endpoints".into(), Value::Object(endpoints));
     let schedules: Vec<Value> = s.schedules.iter().map(redact_schedule).collect();
     doc.insert("schedules".into(), Value::Array(schedules));
+    let notifications: Vec<Value> = e
+        .notifications
+        .iter()
+        .map(|n| {
+            let origin = url::Url::parse(&n.url)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default();
+            let secrets = s.http.signing.by_endpoint.get(&origin).map_or(0, Vec::len);
+            json!({
+                "name": n.name,
+                "url": redial_engine::redact::url(&n.url),
+                "events": n.events.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+                "format": n.format,
+                "paused_longer_than": human(n.paused_longer_than),
+                "signing_secrets": vec![REDACTED; secrets],
+            })
+        })
+        .collect();
+    doc.insert("notifications".into(), Value::Array(notifications));
     Value::Object(doc)
 }
 

@@ -178,6 +178,7 @@ impl Settings {
             default_timeout: file.http.default_timeout,
             metrics_max_endpoints: file.metrics.max_endpoints,
             alerts: resolved.alerts,
+            notifications: resolved.notifications,
             ..EngineConfig::default()
         };
         let s = file.server;

@@ -361,6 +361,8 @@ EventKind = Literal[
     "endpoint.resumed",
     "endpoint.breaker_opened",
     "endpoint.breaker_closed",
+    "endpoint.quarantined",
+    "endpoint.recovered",
 ]
 
 

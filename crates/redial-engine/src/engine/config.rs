@@ -177,6 +177,11 @@ pub struct EngineConfig {
     /// The queue callback deliveries run in ("callbacks"); added to `queues` with the defaults
     /// when they do not name it. Its jobs never have callbacks.
     pub callback_queue: String,
+    /// Webhook targets told of endpoint and alert events (`notifications.rs`), through jobs of
+    /// `notification_queue` ("notifications", added to `queues` with the defaults when some
+    /// target is configured and the queues do not name it).
+    pub notifications: Vec<crate::notifications::NotificationTarget>,
+    pub notification_queue: String,
 }
 
 impl EngineConfig {
@@ -217,6 +222,8 @@ impl Default for EngineConfig {
             schedules: true,
             wait_recheck: Duration::from_secs(2),
             callback_queue: "callbacks".to_owned(),
+            notifications: Vec::new(),
+            notification_queue: "notifications".to_owned(),
         }
     }
 }

@@ -202,6 +202,11 @@ pub(super) async fn alert_loop(inner: Arc<Inner>) {
             continue;
         }
         if inner.store.try_lead().await.unwrap_or(false) {
+            let notices: Vec<_> = changes
+                .iter()
+                .map(|c| crate::notifications::Notice::of_alert(c, now))
+                .collect();
+            inner.notify(&notices).await;
             // Cancelled at shutdown: a notification leaves the queue only once taken.
             tokio::select! {
                 _ = inner.alerts.notify(&changes) => {}

@@ -168,6 +168,13 @@ impl Engine {
             .queues
             .entry(config.callback_queue.clone())
             .or_default();
+        // Notifications too, when some target wants them.
+        if !config.notifications.is_empty() {
+            config
+                .queues
+                .entry(config.notification_queue.clone())
+                .or_default();
+        }
         let wakers = config
             .queues
             .keys()
@@ -631,10 +638,36 @@ impl Inner {
         if events.is_empty() {
             return;
         }
+        let notices: Vec<_> = events
+            .iter()
+            .filter_map(crate::notifications::Notice::of_event)
+            .collect();
         match self.store.event_append(events).await {
             Ok(()) => self.events_changed(),
             Err(e) => {
                 tracing::error!(error = %e, "could not write endpoint events to the event log")
+            }
+        }
+        self.notify(&notices).await;
+    }
+
+    /// Enqueues the notifications of `notices` for the targets that want them. Each is a job of
+    /// the notification queue whose id the notice and target make: told twice, stored once.
+    pub(super) async fn notify(&self, notices: &[crate::notifications::Notice]) {
+        let targets = &self.config.notifications;
+        if targets.is_empty() || notices.is_empty() {
+            return;
+        }
+        let queue = &self.config.notification_queue;
+        let jobs = crate::notifications::jobs(targets, notices, queue);
+        if jobs.is_empty() {
+            return;
+        }
+        let n = jobs.len();
+        match self.store.job_insert_batch(jobs).await {
+            Ok(_) => self.wake(queue),
+            Err(e) => {
+                tracing::error!(error = %e, notifications = n, "could not enqueue notifications")
             }
         }
     }

@@ -112,6 +112,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Webhook targets told of endpoint and alert events.
+    pub fn notifications(
+        mut self,
+        targets: Vec<redial_engine::notifications::NotificationTarget>,
+    ) -> Self {
+        self.config.notifications = targets;
+        self
+    }
+
     pub fn endpoints(mut self, endpoints: BTreeMap<String, EndpointSettings>) -> Self {
         self.config.endpoints = endpoints;
         self

@@ -40,10 +40,16 @@ pub enum EventKind {
     BreakerOpened,
     #[serde(rename = "endpoint.breaker_closed")]
     BreakerClosed,
+    /// Down for long: its jobs are held, not failed, and one probe goes at a time.
+    #[serde(rename = "endpoint.quarantined")]
+    EndpointQuarantined,
+    /// A quarantine ended (a probe succeeded, or it was resumed or reset by hand).
+    #[serde(rename = "endpoint.recovered")]
+    EndpointRecovered,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::JobCompleted,
         EventKind::JobDead,
         EventKind::JobCancelled,
@@ -52,6 +58,8 @@ impl EventKind {
         EventKind::EndpointResumed,
         EventKind::BreakerOpened,
         EventKind::BreakerClosed,
+        EventKind::EndpointQuarantined,
+        EventKind::EndpointRecovered,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,6 +72,8 @@ impl EventKind {
             EventKind::EndpointResumed => "endpoint.resumed",
             EventKind::BreakerOpened => "endpoint.breaker_opened",
             EventKind::BreakerClosed => "endpoint.breaker_closed",
+            EventKind::EndpointQuarantined => "endpoint.quarantined",
+            EventKind::EndpointRecovered => "endpoint.recovered",
         }
     }
 

@@ -46,6 +46,31 @@ pub struct FileConfig {
     /// Recurring schedules defined at deploy time, each as `POST /v1/schedules` takes one;
     /// checked when serving starts. Those removed from the file are deleted then.
     pub schedules: Vec<toml::Table>,
+    /// Webhook targets told of endpoint and alert events, through jobs of the `notifications`
+    /// queue.
+    pub notifications: Vec<NotificationSection>,
+}
+
+/// One `[[notifications]]` target.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationSection {
+    /// Its name, in its jobs' ids (`notify-NAME-...`); `n1`, `n2`... by position when none.
+    pub name: Option<String>,
+    pub url: String,
+    /// What it is told of: endpoint.quarantined, endpoint.recovered, endpoint.breaker_opened,
+    /// endpoint.breaker_closed, endpoint.paused, endpoint.resumed, alert.firing, alert.resolved.
+    pub events: Vec<String>,
+    /// "standard" (`{"type", "timestamp", "data"}`) or "slack" (`{"text"}`).
+    #[serde(default)]
+    pub format: Option<String>,
+    /// endpoint.paused only for pauses meant to last this long or more.
+    #[serde(default, with = "serde_human::option")]
+    pub paused_longer_than: Option<Duration>,
+    /// Sign its deliveries (Standard Webhooks) with these, as `signing_secrets` of its URL's
+    /// endpoint would.
+    #[serde(default)]
+    pub signing_secrets: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -528,9 +553,13 @@ impl FileConfig {
             errors.extend(e);
             Default::default()
         });
-        let signing = self.signing().unwrap_or_else(|e| {
+        let mut signing = self.signing().unwrap_or_else(|e| {
             errors.extend(e);
             Default::default()
+        });
+        let notifications = self.notifications(&mut signing).unwrap_or_else(|e| {
+            errors.extend(e);
+            Vec::new()
         });
         for (origin, settings) in &endpoints {
             if let Some(o) = &settings.policy {
@@ -590,8 +619,100 @@ impl FileConfig {
                 endpoints,
                 alerts,
                 signing,
+                notifications,
             }),
             _ => Err(errors),
+        }
+    }
+
+    /// The notification targets, checked; their signing secrets join `signing` as their URL's
+    /// endpoint's.
+    fn notifications(
+        &self,
+        signing: &mut redial_engine::signing::Signing,
+    ) -> Result<Vec<redial_engine::notifications::NotificationTarget>, Vec<String>> {
+        use redial_engine::notifications::{NotificationTarget, NotifyEvent, NotifyFormat};
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
+        for (i, n) in self.notifications.iter().enumerate() {
+            let at = format!("notifications[{i}]");
+            let name = n.name.clone().unwrap_or_else(|| format!("n{}", i + 1));
+            if name.is_empty()
+                || name.len() > 64
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                errors.push(format!("{at}.name: 1 to 64 letters, digits, - or _"));
+            } else if !names.insert(name.clone()) {
+                errors.push(format!("{at}.name: {name:?} names another target too"));
+            }
+            let origin = match url::Url::parse(&n.url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                    u.origin().ascii_serialization()
+                }
+                _ => {
+                    errors.push(format!(
+                        "{at}.url: {:?} is not an http(s) URL, such as \"https://hooks.example.com/redial\"",
+                        n.url
+                    ));
+                    continue;
+                }
+            };
+            if n.events.is_empty() {
+                errors.push(format!(
+                    "{at}.events: name at least one of {}",
+                    NotifyEvent::ALL.map(|e| e.as_str()).join(", ")
+                ));
+            }
+            let mut events = Vec::new();
+            for e in &n.events {
+                match NotifyEvent::parse(e) {
+                    Ok(e) => events.push(e),
+                    Err(why) => errors.push(format!("{at}.events: {why}")),
+                }
+            }
+            let format = match n.format.as_deref() {
+                None | Some("standard") => NotifyFormat::Standard,
+                Some("slack") => NotifyFormat::Slack,
+                Some(other) => {
+                    errors.push(format!(
+                        "{at}.format: {other:?} is not one: \"standard\" or \"slack\""
+                    ));
+                    NotifyFormat::Standard
+                }
+            };
+            if !n.signing_secrets.is_empty() {
+                let parsed: Result<Vec<_>, _> = n
+                    .signing_secrets
+                    .iter()
+                    .map(|s| redial_engine::signing::SigningSecret::parse(s))
+                    .collect();
+                match parsed {
+                    Ok(secrets) => match signing.by_endpoint.get(&origin) {
+                        Some(known) if *known != secrets => errors.push(format!(
+                            "{at}.signing_secrets: the endpoint {origin:?} is signed with other secrets already (another target or its [endpoints] entry): give them the same"
+                        )),
+                        _ => {
+                            signing.by_endpoint.insert(origin.clone(), secrets);
+                        }
+                    },
+                    Err(e) => errors.push(format!("{at}.signing_secrets: {e}")),
+                }
+            }
+            out.push(NotificationTarget {
+                name,
+                url: n.url.clone(),
+                events,
+                format,
+                paused_longer_than: n.paused_longer_than.unwrap_or_default(),
+            });
+        }
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
         }
     }
 
@@ -766,6 +887,7 @@ pub struct Resolved {
     pub endpoints: BTreeMap<String, EndpointSettings>,
     pub alerts: redial_engine::alerts::AlertConfig,
     pub signing: redial_engine::signing::Signing,
+    pub notifications: Vec<redial_engine::notifications::NotificationTarget>,
 }
 
 /// A configuration file as read: as much of it as could be read, what it resolves to when it

@@ -194,3 +194,68 @@ fn queue_callbacks() {
         assert!(e.contains(says), "{text:?}: {e}");
     }
 }
+
+/// `[[notifications]]` (issue 36): targets, what each is told of, and their signing secrets as
+/// their URL's endpoint's; every mistake named with its place.
+#[test]
+fn notification_targets() {
+    use redial_engine::notifications::{NotifyEvent, NotifyFormat};
+    let text = "[[notifications]]\nname = \"ops\"\nurl = \"https://hooks.example.com/redial\"\nevents = [\"endpoint.quarantined\", \"endpoint.recovered\", \"alert.firing\"]\nsigning_secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n\n[[notifications]]\nurl = \"https://chat.example.com/hook\"\nevents = [\"endpoint.paused\"]\nformat = \"slack\"\npaused_longer_than = \"10m\"\n";
+    let config: FileConfig = toml::from_str(text).expect("parses");
+    let r = config.resolve().expect("valid");
+    assert_eq!(r.notifications.len(), 2);
+    assert_eq!(r.notifications[0].name, "ops");
+    assert_eq!(
+        r.notifications[0].events,
+        [
+            NotifyEvent::EndpointQuarantined,
+            NotifyEvent::EndpointRecovered,
+            NotifyEvent::AlertFiring
+        ]
+    );
+    assert_eq!(r.notifications[1].name, "n2");
+    assert_eq!(r.notifications[1].format, NotifyFormat::Slack);
+    assert_eq!(
+        r.notifications[1].paused_longer_than,
+        Duration::from_secs(600)
+    );
+    assert!(r
+        .signing
+        .secrets("notifications", "https://hooks.example.com")
+        .is_some());
+    assert!(r
+        .signing
+        .secrets("notifications", "https://chat.example.com")
+        .is_none());
+
+    for (text, expected) in [
+        (
+            "[[notifications]]\nurl = \"ftp://x\"\nevents = [\"alert.firing\"]\n",
+            "notifications[0].url",
+        ),
+        (
+            "[[notifications]]\nurl = \"https://x.example.com\"\nevents = [\"endpoint.exploded\"]\n",
+            "notifications[0].events: unknown notification event \"endpoint.exploded\"",
+        ),
+        (
+            "[[notifications]]\nurl = \"https://x.example.com\"\nevents = []\n",
+            "notifications[0].events: name at least one",
+        ),
+        (
+            "[[notifications]]\nurl = \"https://x.example.com\"\nevents = [\"alert.firing\"]\nformat = \"teams\"\n",
+            "notifications[0].format",
+        ),
+        (
+            "[[notifications]]\nname = \"a\"\nurl = \"https://x.example.com\"\nevents = [\"alert.firing\"]\n[[notifications]]\nname = \"a\"\nurl = \"https://y.example.com\"\nevents = [\"alert.firing\"]\n",
+            "notifications[1].name: \"a\" names another target too",
+        ),
+        (
+            "[endpoints.\"https://x.example.com\"]\nsigning_secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n[[notifications]]\nurl = \"https://x.example.com/h\"\nevents = [\"alert.firing\"]\nsigning_secrets = [\"whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBvZiAzMiBieXRlcw==\"]\n",
+            "signed with other secrets already",
+        ),
+    ] {
+        let config: FileConfig = toml::from_str(text).expect("parses");
+        let e = config.resolve().expect_err(expected);
+        assert!(e.contains(expected), "{expected}: {e}");
+    }
+}
