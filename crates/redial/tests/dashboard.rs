@@ -713,6 +713,56 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         |t| t.starts_with("on"),
     )
     .await;
+
+    // Issue 36: the page drew every schedule (10,000 rows every 5 s); it shows 100 and a link to
+    // the next page.
+    for i in 0..100 {
+        let made = http
+            .post(format!("{}/v1/schedules", server.url))
+            .header("content-type", "application/json")
+            .body(
+                serde_json::json!({
+                    "id": format!("s{i:03}"), "every": "1h",
+                    "job": { "request": { "method": "POST", "url": rx.url("/ok") } }
+                })
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("create a schedule");
+        assert_eq!(made.status(), 201);
+    }
+    // (Another address than the page's own, so that it draws at once.)
+    b.goto(&format!("{}/ui/#/schedules?again", server.url)).await;
+    b.wait_text(
+        "tr[data-schedule='s098'] th",
+        "the first page's last row",
+        |t| t == "s098",
+    )
+    .await;
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('tr[data-schedule]').length",
+            ""
+        )
+        .await,
+        100
+    );
+    assert!(b.text("tr[data-schedule='s099']").await.is_none());
+    b.click("a[href^='#/schedules?cursor=']").await;
+    b.wait_text("tr[data-schedule='s099'] th", "the next page's row", |t| {
+        t == "s099"
+    })
+    .await;
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('tr[data-schedule]').length",
+            ""
+        )
+        .await,
+        1
+    );
+    assert!(b.text("a[href^='#/schedules?cursor=']").await.is_none());
     drop(b);
     server.terminate();
 }
