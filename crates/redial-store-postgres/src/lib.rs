@@ -390,6 +390,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::endpoint_backlog_of(c, name, now).await)
     }
 
+    async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
+        with_conn!(self, c => sql::endpoint_saved(c, name).await)
+    }
+
     async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
         let channel = self.inner.channel.clone();
         with_conn!(self, c => sql::endpoint_forget(c, &channel, &names).await)

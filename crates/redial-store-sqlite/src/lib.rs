@@ -425,6 +425,11 @@ impl Store for SqliteStore {
         Ok(sql::endpoint_backlog_of(&self.inner.counts, name))
     }
 
+    async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
+        let name = name.to_owned();
+        self.read(move |c| sql::endpoint_saved(c, &name)).await
+    }
+
     async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
         self.run(move |c| sql::endpoint_forget(c, &names)).await
     }

@@ -165,6 +165,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn endpoint_backlog_of(&self, name: &str, now: Timestamp)
         -> StoreResult<EndpointBacklog>;
 
+    /// Whether some node saved a state for this endpoint (it was seen, here or elsewhere).
+    async fn endpoint_saved(&self, name: &str) -> StoreResult<bool>;
+
     /// Forgets endpoints: their saved state, their shared holds and their controls (an endpoint
     /// that comes back starts afresh). The other nodes are told.
     async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()>;

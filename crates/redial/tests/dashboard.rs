@@ -733,7 +733,8 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         assert_eq!(made.status(), 201);
     }
     // (Another address than the page's own, so that it draws at once.)
-    b.goto(&format!("{}/ui/#/schedules?again", server.url)).await;
+    b.goto(&format!("{}/ui/#/schedules?again", server.url))
+        .await;
     b.wait_text(
         "tr[data-schedule='s098'] th",
         "the first page's last row",

@@ -179,14 +179,18 @@ impl Engine {
     }
 
     /// Whether `endpoint` is known: configured, seen by this node (a job of it ran, its state
-    /// was saved, a control names it), or with jobs waiting in the store.
+    /// was saved, a control names it), seen by another (its state saved since this one
+    /// started), or with jobs waiting in the store.
     pub async fn endpoint_known(&self, endpoint: &str) -> Result<bool, StoreError> {
         if self.inner.endpoints.known(endpoint) {
             return Ok(true);
         }
         let now = self.inner.clock.now();
         let b = self.inner.store.endpoint_backlog_of(endpoint, now).await?;
-        Ok(b.due + b.later > 0)
+        if b.due + b.later > 0 {
+            return Ok(true);
+        }
+        self.inner.store.endpoint_saved(endpoint).await
     }
 
     /// Forgets, now, the endpoints unseen for `retention.endpoints` that are not configured,

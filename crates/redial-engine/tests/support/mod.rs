@@ -410,6 +410,10 @@ impl Store for Watched {
         self.inner.endpoint_backlog_of(name, now).await
     }
 
+    async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
+        self.inner.endpoint_saved(name).await
+    }
+
     async fn endpoint_forget(&self, names: Vec<String>) -> StoreResult<()> {
         self.inner.endpoint_forget(names).await
     }

@@ -187,6 +187,18 @@ pub async fn endpoint_backlog_of(
     })
 }
 
+pub async fn endpoint_saved(c: &mut Conn, name: &str) -> StoreResult<bool> {
+    let row = c
+        .client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM endpoints WHERE name = $1)",
+            &[&name],
+        )
+        .await
+        .map_err(backend)?;
+    get(&row, 0)
+}
+
 /// Forgets endpoints' saved state, shared holds and controls; the other nodes are told.
 pub async fn endpoint_forget(c: &mut Conn, channel: &str, names: &[String]) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;

@@ -160,6 +160,13 @@ pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -
     .map_err(backend)
 }
 
+pub fn endpoint_saved(c: &mut Connection, name: &str) -> StoreResult<bool> {
+    c.prepare_cached("SELECT EXISTS (SELECT 1 FROM endpoints WHERE name = ?1)")
+        .map_err(backend)?
+        .query_row([name], |r| r.get(0))
+        .map_err(backend)
+}
+
 pub fn endpoint_forget(c: &mut Connection, names: &[String]) -> StoreResult<()> {
     let tx = Sp::begin(c)?;
     for name in names {

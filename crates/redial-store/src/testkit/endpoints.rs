@@ -285,10 +285,13 @@ pub async fn controls_round_trip_and_clear_shared_holds(store: Arc<dyn Store>) {
         }])
         .await
         .expect("share");
+    assert!(store.endpoint_saved("emails").await.expect("saved"));
+    assert!(!store.endpoint_saved("never").await.expect("saved"));
     store
         .endpoint_forget(vec!["emails".into(), "A".into()])
         .await
         .expect("forget");
+    assert!(!store.endpoint_saved("emails").await.expect("saved"));
     let names: Vec<String> = store
         .endpoint_load()
         .await
