@@ -122,23 +122,7 @@ impl Table {
         self.numbers
             .values()
             .filter_map(move |by_endpoint| by_endpoint.get(endpoint))
-            .flat_map(move |n| {
-                let (queue, endpoint) = &self.pairs[*n as usize];
-                self.rows[*n as usize]
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(move |(s, n)| {
-                        let (state, category) = place_of(s);
-                        Count {
-                            queue: queue.clone(),
-                            endpoint: endpoint.clone(),
-                            state,
-                            category,
-                            n: *n as u64,
-                        }
-                    })
-            })
+            .flat_map(move |n| row_counts(&self.pairs[*n as usize], &self.rows[*n as usize]))
     }
 
     /// Every count above zero.
@@ -146,22 +130,28 @@ impl Table {
         self.pairs
             .iter()
             .zip(&self.rows)
-            .flat_map(|((queue, endpoint), row)| {
-                row.iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(s, n)| {
-                        let (state, category) = place_of(s);
-                        Count {
-                            queue: queue.clone(),
-                            endpoint: endpoint.clone(),
-                            state,
-                            category,
-                            n: *n as u64,
-                        }
-                    })
-            })
+            .flat_map(|(pair, row)| row_counts(pair, row))
     }
+}
+
+/// A pair's counts above zero.
+fn row_counts<'a>(
+    (queue, endpoint): &'a (Arc<str>, Arc<str>),
+    row: &'a [i64; SLOTS],
+) -> impl Iterator<Item = Count> + 'a {
+    row.iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, n)| {
+            let (state, category) = place_of(s);
+            Count {
+                queue: queue.clone(),
+                endpoint: endpoint.clone(),
+                state,
+                category,
+                n: *n as u64,
+            }
+        })
 }
 
 /// The counts, shared by the storage thread (which numbers pairs as it logs and adds the log

@@ -262,17 +262,7 @@ impl Engine {
     /// Every schedule this node can read, by id (one it cannot, written by a newer Redial, is
     /// left out and logged).
     pub async fn schedules(&self) -> Result<Vec<ScheduleView>, ScheduleError> {
-        let records = self.inner.store.schedule_list().await?;
-        Ok(records
-            .into_iter()
-            .filter_map(|r| match view(r) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    tracing::error!(error = %e, "a schedule is left out of the list");
-                    None
-                }
-            })
-            .collect())
+        Ok(readable(self.inner.store.schedule_list().await?))
     }
 
     /// A page of schedules by id: at most `limit` after `after`, and the id to give as `after`
@@ -290,16 +280,7 @@ impl Engine {
         let more = records.len() > limit as usize;
         records.truncate(limit as usize);
         let next = more.then(|| records.last().map(|r| r.id.clone())).flatten();
-        let views = records
-            .into_iter()
-            .filter_map(|r| match view(r) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    tracing::error!(error = %e, "a schedule is left out of the list");
-                    None
-                }
-            })
-            .collect();
+        let views = readable(records);
         Ok((views, next))
     }
 
@@ -585,6 +566,21 @@ pub(super) async fn schedule_loop(inner: Arc<Inner>, engine: Engine) {
             _ = inner.shutdown.wait() => return,
         }
     }
+}
+
+/// The views of the schedules this node can read; one it cannot (written by a newer Redial) is
+/// left out and logged.
+fn readable(records: Vec<ScheduleRecord>) -> Vec<ScheduleView> {
+    records
+        .into_iter()
+        .filter_map(|r| match view(r) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::error!(error = %e, "a schedule is left out of the list");
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

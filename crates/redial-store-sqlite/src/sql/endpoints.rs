@@ -181,6 +181,20 @@ pub fn endpoint_forget(c: &mut Connection, names: &[String]) -> StoreResult<()> 
     tx.commit()
 }
 
+/// A control from its row (kind, name, paused_since, paused_until, pause_reason, resumed_at,
+/// breaker_reset_at).
+fn control_row(r: &rusqlite::Row) -> rusqlite::Result<StoreResult<Control>> {
+    Ok(control(
+        &r.get::<_, String>(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
 pub fn control_get(
     c: &mut Connection,
     kind: ControlKind,
@@ -191,17 +205,7 @@ pub fn control_get(
         "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
          FROM controls WHERE kind = ?1 AND name = ?2",
         params![kind.as_str(), name],
-        |r| {
-            Ok(control(
-                &r.get::<_, String>(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        },
+        control_row,
     )?
     .into_iter()
     .next()
@@ -214,17 +218,7 @@ pub fn controls_load(c: &mut Connection) -> StoreResult<Vec<Control>> {
         "SELECT kind, name, paused_since, paused_until, pause_reason, resumed_at, breaker_reset_at \
          FROM controls ORDER BY kind, name",
         [],
-        |r| {
-            Ok(control(
-                &r.get::<_, String>(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        },
+        control_row,
     )?
     .into_iter()
     .collect()
