@@ -282,18 +282,20 @@ impl OwnPostgres {
     }
 
     /// Sends `signal` to the server and every process of it: STOP hangs it (connections stay
-    /// open, the kernel still acknowledges, nothing answers), CONT resumes it.
+    /// open, the kernel still acknowledges, nothing answers), CONT resumes it. The postmaster
+    /// first: stopped, it forks no backend for a new connection between the two signals (one
+    /// run in a fresh clone had a connection opened then answer while the rest hung).
     fn signal(&self, signal: &str) {
         let pid = std::fs::read_to_string(Path::new(&self.data).join("data/postmaster.pid"))
             .expect("postmaster.pid");
         let pid = pid.lines().next().expect("a pid").trim().to_owned();
-        let _ = Command::new("pkill")
-            .args([&format!("-{signal}"), "-P", &pid])
-            .status();
         let ok = Command::new("kill")
             .args([&format!("-{signal}"), &pid])
             .status();
         assert!(ok.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+        let _ = Command::new("pkill")
+            .args([&format!("-{signal}"), "-P", &pid])
+            .status();
     }
 }
 
