@@ -4,7 +4,6 @@
 use super::{or_dash, print_json, say_paused, Conn, PauseArgs, TargetArgs};
 use crate::human::{self, say, say_part, OutputArgs};
 use anyhow::Result;
-use redial_client::PageQuery;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -122,17 +121,12 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
         }
         None => {
             let server = a.conn.connect()?;
-            let mut endpoints = Vec::new();
-            let mut page = PageQuery::default();
-            while endpoints.len() < a.limit as usize {
-                page.limit = Some((a.limit - endpoints.len() as u32).min(500));
+            let server = &server;
+            let endpoints = super::up_to(a.limit, |page| async move {
                 let out = server.ask(server.client.endpoints(&page)).await?;
-                endpoints.extend(out.endpoints);
-                match out.next_cursor {
-                    Some(c) => page.cursor = Some(c),
-                    None => break,
-                }
-            }
+                Ok((out.endpoints, out.next_cursor))
+            })
+            .await?;
             if a.out.json() {
                 return print_json(&serde_json::json!({ "endpoints": endpoints }));
             }

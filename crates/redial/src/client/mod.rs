@@ -212,6 +212,29 @@ fn say_paused(kind: &str, name: &str, pause: Option<&HandPause>) {
 }
 
 /// A value for a table cell: `-` when there is none.
+/// Up to `limit` items of a list the server gives a page at a time (`GET /v1/endpoints`,
+/// `GET /v1/schedules`): pages of at most 500, each from the cursor the one before gave.
+async fn up_to<T, Fut>(
+    limit: u32,
+    mut page: impl FnMut(redial_client::PageQuery) -> Fut,
+) -> Result<Vec<T>>
+where
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>)>>,
+{
+    let mut items = Vec::new();
+    let mut query = redial_client::PageQuery::default();
+    while items.len() < limit as usize {
+        query.limit = Some((limit - items.len() as u32).min(500));
+        let (more, next) = page(query.clone()).await?;
+        items.extend(more);
+        match next {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    Ok(items)
+}
+
 fn or_dash(v: Option<impl ToString>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }

@@ -216,17 +216,12 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
         }
         None => {
             let server = a.conn.connect()?;
-            let mut schedules = Vec::new();
-            let mut page = redial_client::PageQuery::default();
-            while schedules.len() < a.limit as usize {
-                page.limit = Some((a.limit - schedules.len() as u32).min(500));
+            let server = &server;
+            let schedules = super::up_to(a.limit, |page| async move {
                 let out = server.ask(server.client.schedules(&page)).await?;
-                schedules.extend(out.schedules);
-                match out.next_cursor {
-                    Some(c) => page.cursor = Some(c),
-                    None => break,
-                }
-            }
+                Ok((out.schedules, out.next_cursor))
+            })
+            .await?;
             if a.out.json() {
                 return print_json(&json!({ "schedules": schedules }));
             }
