@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// A no-op job `n`, in group `group` (None: ungrouped).
 fn job(n: usize, group: Option<String>, now: redial_policy::Timestamp) -> NewJob {
     NewJob {
+        ordering: None,
         group,
         ..crate::workloads::job(format!("g{n}"), "default", "http://127.0.0.1:9/", now)
     }

@@ -262,6 +262,7 @@ pub(crate) fn policy() -> Policy {
 fn new_job(k: usize, url: String, timeout: Duration, now: Timestamp) -> NewJob {
     let job = crate::workloads::job(format!("p{k}"), "default", &url, now);
     NewJob {
+        ordering: None,
         // One endpoint for the whole run, whichever listener a job's URL names.
         endpoint: "shape".into(),
         request: HttpRequest {

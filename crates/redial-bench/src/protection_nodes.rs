@@ -197,6 +197,7 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
 fn new_job(k: usize, url: String, now: Timestamp) -> NewJob {
     let job = crate::workloads::job(format!("n{k}"), "default", &url, now);
     NewJob {
+        ordering: None,
         idempotency_key: None,
         endpoint: "shape".into(),
         request: HttpRequest {

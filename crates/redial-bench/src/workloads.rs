@@ -46,6 +46,7 @@ pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> 
 
 pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob {
     NewJob {
+        ordering: None,
         callback: None,
         idempotency_key: Some(id.clone()),
         id: JobId(id),
@@ -604,6 +605,7 @@ pub(crate) async fn http_rate(
         for start in (0..jobs).step_by(5000) {
             let batch: Vec<_> = (start..(start + 5000).min(jobs))
                 .map(|k| NewJob {
+                    ordering: None,
                     callback: Some(callback.clone()),
                     ..job(format!("h{k}"), "default", &url, now)
                 })

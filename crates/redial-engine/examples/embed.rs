@@ -96,6 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Stored durably, and the queue woken.
         engine
             .enqueue(NewJob {
+                ordering: None,
                 callback: None,
                 id: JobId::from(id),
                 queue: "emails".into(),

@@ -222,6 +222,7 @@ impl NotificationTarget {
             notice.at.as_unix_millis()
         );
         Some(NewJob {
+            ordering: None,
             callback: None,
             id: JobId(id.clone()),
             queue: queue.to_owned(),

@@ -69,6 +69,7 @@ impl TestEngine {
         let batch: Vec<NewJob> = jobs
             .into_iter()
             .map(|(id, url, deadline)| NewJob {
+                ordering: None,
                 callback: None,
                 id: JobId(id.clone()),
                 queue: "default".into(),
@@ -841,6 +842,7 @@ async fn endpoints_unseen_for_the_retention_time_are_forgotten() {
         .expect("paused");
     // A job for a month from now: its endpoint has something waiting.
     let later = NewJob {
+        ordering: None,
         callback: None,
         id: JobId("later".into()),
         queue: "default".into(),

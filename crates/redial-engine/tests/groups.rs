@@ -40,6 +40,7 @@ impl TestEngine {
         let now = self.clock.now();
         let batch: Vec<NewJob> = (0..count)
             .map(|i| NewJob {
+                ordering: None,
                 callback: None,
                 id: JobId(format!("{prefix}{i}")),
                 queue: "default".into(),

@@ -68,6 +68,7 @@ async fn enqueue(store: &Arc<dyn Store>, queue: &str, ids: &[String], url: &str,
     let jobs = ids
         .iter()
         .map(|id| NewJob {
+            ordering: None,
             callback: None,
             id: JobId(id.clone()),
             queue: queue.into(),

@@ -50,6 +50,7 @@ impl TestEngine {
 
     async fn enqueue_at(&self, id: &str, method: &str, url: &str, run_at: Timestamp) {
         let job = NewJob {
+            ordering: None,
             callback: None,
             id: JobId::from(id),
             queue: "default".into(),

@@ -648,6 +648,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         .and_then(|t| state.engine.callback(&queue, t))
         .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
     Ok(NewJob {
+        ordering: None,
         callback,
         id: JobId(id),
         queue,

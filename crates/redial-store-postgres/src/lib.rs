@@ -484,6 +484,10 @@ impl Store for PgStore {
         with_conn!(self, c => sql::group_counts(c, queue, limit).await)
     }
 
+    async fn ordering_keys(&self, params: OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
+        with_conn!(self, c => sql::ordering_keys(c, &params).await)
+    }
+
     async fn event_append(&self, events: Vec<NewEvent>) -> StoreResult<()> {
         if events.is_empty() {
             return Ok(());

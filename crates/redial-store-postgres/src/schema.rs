@@ -299,6 +299,77 @@ const MIGRATIONS: &[&str] = &[
     // 14: an endpoint's retries waiting their backoff, found when its outage ends.
     r#"
     CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
+    "#,    // 15: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
+    // while it waits, runs, or is dead with `block`; `ord_wait` is true for every job of a line
+    // but its head, and the runnable indexes leave those out, so a lease never reads a job behind
+    // its key's head, however long the line. Triggers keep the head (`redial_line_fix`): a keyed
+    // job inserted, one whose run ends or that enters or leaves its line (a finish, a replay, a
+    // retry, a rescue, a release: every such statement names `finished_at` or `replays`, which a
+    // lease does not set) or one deleted while in it makes the line's head its running job, if
+    // any, or else its first by seq. The fix takes the
+    // line's lock (an advisory lock per queue and key, `redial_line_lock`), then locks the
+    // line's heads: a lease that holds one commits first, and the fix sees it running, so two
+    // nodes never run two jobs of a key. A queue without keys writes nothing more: the triggers'
+    // conditions are false for its jobs.
+    r#"
+    ALTER TABLE jobs ADD COLUMN okey TEXT COLLATE "C";
+    ALTER TABLE jobs ADD COLUMN ord_skip BOOLEAN NOT NULL DEFAULT FALSE;
+    ALTER TABLE jobs ADD COLUMN ord_wait BOOLEAN NOT NULL DEFAULT FALSE;
+    DROP INDEX jobs_runnable;
+    DROP INDEX jobs_grouped;
+    DROP INDEX jobs_grouped_ready;
+    CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq)
+        INCLUDE (endpoint, attempts)
+        WHERE grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_grouped ON jobs (queue, grp, priority DESC, run_at, seq)
+        INCLUDE (endpoint, attempts)
+        WHERE grp IS NOT NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred');
+    CREATE INDEX jobs_grouped_ready ON jobs (queue, grp)
+        WHERE grp IS NOT NULL AND NOT ord_wait AND state = 'ready';
+    CREATE INDEX jobs_in_line ON jobs (queue, okey, seq) WHERE okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE INDEX jobs_line_heads ON jobs (queue, okey) WHERE NOT ord_wait AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE FUNCTION redial_line_hash(q TEXT, k TEXT) RETURNS INTEGER LANGUAGE sql IMMUTABLE
+        AS $fn$ SELECT hashtext(q || chr(31) || k) $fn$;
+    CREATE FUNCTION redial_line_lock(q TEXT, k TEXT) RETURNS VOID LANGUAGE sql
+        AS $fn$ SELECT pg_advisory_xact_lock(1380207694, redial_line_hash(q, k)) $fn$;
+    CREATE FUNCTION redial_line_fix(q TEXT, k TEXT) RETURNS VOID LANGUAGE plpgsql AS $fn$
+    DECLARE
+        h BIGINT;
+    BEGIN
+        PERFORM redial_line_lock(q, k);
+        PERFORM 1 FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
+            FOR UPDATE;
+        SELECT seq INTO h FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait
+            AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND state = 'running' LIMIT 1;
+        IF h IS NULL THEN
+            SELECT seq INTO h FROM jobs WHERE queue = q AND okey = k AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
+                ORDER BY seq LIMIT 1;
+        END IF;
+        IF h IS NULL THEN
+            RETURN;
+        END IF;
+        UPDATE jobs SET ord_wait = TRUE WHERE queue = q AND okey = k AND NOT ord_wait
+            AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND seq <> h;
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = h AND ord_wait;
+    END
+    $fn$;
+    CREATE FUNCTION redial_line_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            PERFORM redial_line_fix(OLD.queue, OLD.okey);
+        ELSE
+            PERFORM redial_line_fix(NEW.queue, NEW.okey);
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER jobs_line_insert AFTER INSERT ON jobs FOR EACH ROW
+        WHEN (NEW.okey IS NOT NULL) EXECUTE FUNCTION redial_line_changed();
+    CREATE TRIGGER jobs_line_update AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
+        WHEN (NEW.okey IS NOT NULL AND (OLD.state = 'running' OR (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)) IS DISTINCT FROM (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))))
+        EXECUTE FUNCTION redial_line_changed();
+    CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs FOR EACH ROW
+        WHEN (OLD.okey IS NOT NULL AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))) EXECUTE FUNCTION redial_line_changed();
     "#,
 ];
 

@@ -14,6 +14,8 @@
 //! connection, beside the writer, so a batch does not wait behind one.
 
 mod backup;
+#[macro_use]
+mod conditions;
 mod counts;
 mod files;
 mod schema;
@@ -535,6 +537,10 @@ impl Store for SqliteStore {
         let queue = queue.to_owned();
         self.read(move |c| sql::group_counts(c, &queue, limit))
             .await
+    }
+
+    async fn ordering_keys(&self, params: OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
+        self.read(move |c| sql::ordering_keys(c, &params)).await
     }
 
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {

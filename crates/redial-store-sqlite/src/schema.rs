@@ -350,6 +350,48 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
     "#,
+    // 22: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
+    // while it waits, runs, or is dead with `block` (`in_line!`); `ord_wait` is 1 for every job
+    // of a line but its head, and the runnable indexes leave those out, so a lease never reads a
+    // job behind its key's head, however long the line. Triggers keep the head: a keyed job
+    // inserted, one whose run ends or that enters or leaves its line (a finish, a replay, a
+    // retry, a rescue, a release: every such statement names `finished_at`, which a lease does
+    // not set) or one deleted while in it makes the line's head its running job, if any, or
+    // else its first job by seq (`line_fix!`): a replayed job waits for a later one that was
+    // running, then goes first. A queue without keys writes nothing more: the triggers'
+    // conditions are false for its jobs.
+    concat!(
+        "ALTER TABLE jobs ADD COLUMN okey TEXT; \
+         ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
+         ALTER TABLE jobs ADD COLUMN ord_wait INTEGER NOT NULL DEFAULT 0; \
+         DROP INDEX jobs_runnable; DROP INDEX jobs_grouped; DROP INDEX jobs_grouped_due; \
+         CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq, endpoint, attempts) \
+             WHERE ",
+        ungrouped!(),
+        "; CREATE INDEX jobs_grouped ON jobs (queue, grp, priority DESC, run_at, seq, endpoint, \
+             attempts) WHERE ",
+        grouped!(),
+        "; CREATE INDEX jobs_grouped_due ON jobs (queue, run_at) WHERE ",
+        grouped!(),
+        "; CREATE INDEX jobs_in_line ON jobs (queue, okey, seq) WHERE ",
+        in_line!(),
+        "; CREATE INDEX jobs_line_heads ON jobs (queue, okey) WHERE ord_wait = 0 AND ",
+        in_line!(),
+        "; CREATE TRIGGER jobs_line_insert AFTER INSERT ON jobs WHEN NEW.okey IS NOT NULL BEGIN ",
+        line_fix!("NEW"),
+        " END; CREATE TRIGGER jobs_line_change AFTER UPDATE OF finished_at ON jobs \
+             WHEN NEW.okey IS NOT NULL AND (OLD.state = 'running' OR ",
+        row_in_line!("NEW"),
+        " <> ",
+        row_in_line!("OLD"),
+        ") BEGIN ",
+        line_fix!("NEW"),
+        " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs WHEN OLD.okey IS NOT NULL AND ",
+        row_in_line!("OLD"),
+        " BEGIN ",
+        line_fix!("OLD"),
+        " END;"
+    ),
 ];
 
 /// The readiness check's write: one row, rewritten.
@@ -474,11 +516,17 @@ mod tests {
             "INSERT INTO attempts (id, data) VALUES (1048577, '{}')",
         ] {
             let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
+            // The statement's own program, up to its first Halt: the triggers' programs follow
+            // it, and each runs only when its condition holds (the ordering keys' for keyed
+            // jobs only, whose two-pass update of a line's heads is theirs to pay).
             let ops: Vec<String> = stmt
                 .query_map([], |r| r.get(1))
                 .expect("query")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows");
+                .collect::<rusqlite::Result<Vec<String>>>()
+                .expect("rows")
+                .into_iter()
+                .take_while(|op| op != "Halt")
+                .collect();
             assert!(
                 !ops.iter().any(|op| op == "OpenEphemeral"),
                 "{sql} opens a temporary table"

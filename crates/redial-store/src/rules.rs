@@ -4,7 +4,7 @@
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{
-    parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job,
+    parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job, OnDead, OrderingKey,
     JobChange, JobFilter, JobId, JobListParams, JobPage, JobState, RecordAttemptParams, RecordPlan,
     ReplayChangedParams, StoreError, StoreResult,
 };
@@ -18,7 +18,7 @@ macro_rules! job_columns {
         "seq, id, queue, endpoint, state, category, request, idempotency_key, priority, \
          run_at, deadline, tags, policy, created_at, updated_at, finished_at, attempts, \
          unknown_attempts, deferrals, stalls, replays, runs, last_delay_ms, last_reason, \
-         lease_owner, lease_until, cancel_requested, grp, callback"
+         lease_owner, lease_until, cancel_requested, grp, callback, okey, ord_skip"
     };
 }
 
@@ -82,6 +82,17 @@ impl RawJob {
                 tags: Vec::new(),
                 group: r.opt_text(27)?,
                 callback: None,
+                ordering: match r.opt_text(29)? {
+                    Some(key) => Some(OrderingKey {
+                        key,
+                        on_dead: if r.flag(30)? {
+                            OnDead::Skip
+                        } else {
+                            OnDead::Block
+                        },
+                    }),
+                    None => None,
+                },
                 policy: None,
                 created_at: Timestamp::from_unix_millis(r.int(13)?),
                 updated_at: Timestamp::from_unix_millis(r.int(14)?),

@@ -250,6 +250,7 @@ mod tests {
     fn every_fact() -> (Job, Attempt, Decision) {
         let t0 = Timestamp::from_unix_secs(1_800_000_000);
         let job = NewJob {
+            ordering: None,
             callback: None,
             id: JobId::from("j1"),
             queue: "default".into(),

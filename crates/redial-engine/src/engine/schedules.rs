@@ -529,6 +529,7 @@ fn occurrence_job(
     let mut tags = template.tags.clone();
     tags.push(format!("schedule:{schedule}"));
     NewJob {
+        ordering: None,
         callback: template.callback.clone(),
         idempotency_key: Some(derived_idempotency_key(&template.queue, &id)),
         id: JobId(id),

@@ -19,6 +19,7 @@ impl TestEngine {
             .callback("default", Some(target))
             .expect("a valid callback");
         let job = NewJob {
+            ordering: None,
             callback,
             ..self.new_job(id, "default", "POST", url, None)
         };

@@ -53,6 +53,7 @@ async fn expired_leases_are_rescued_and_run_again() {
     let h = harness().start().await;
     // Another worker leased the job and died: its lease runs out at T0 + 30s.
     let job = NewJob {
+        ordering: None,
         callback: None,
         id: JobId::from("orphan"),
         queue: "elsewhere".into(),

@@ -89,6 +89,7 @@ impl TestEngine {
         timeout_ms: Option<u64>,
     ) -> NewJob {
         NewJob {
+            ordering: None,
             callback: None,
             id: JobId::from(id),
             queue: queue.into(),

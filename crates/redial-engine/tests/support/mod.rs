@@ -519,6 +519,10 @@ impl Store for Watched {
         self.inner.group_counts(queue, limit).await
     }
 
+    async fn ordering_keys(&self, params: OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
+        self.inner.ordering_keys(params).await
+    }
+
     async fn job_cleanup(&self, params: CleanupParams) -> StoreResult<u64> {
         self.inner.job_cleanup(params).await
     }

@@ -14,14 +14,15 @@ pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult
 macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
-         priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback) \
+         priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
+         okey, ord_skip) \
          SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, \
-             policy, created_at, created_at, grp, callback \
+             policy, created_at, created_at, grp, callback, okey, ord_skip \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
              $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
-             $13::text[], $14::text[]) \
+             $13::text[], $14::text[], $15::text[], $16::bool[]) \
              WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-                 deadline, tags, policy, created_at, grp, callback, n) \
+                 deadline, tags, policy, created_at, grp, callback, okey, ord_skip, n) \
          ORDER BY n \
          ON CONFLICT (id) DO NOTHING"
     };
@@ -51,24 +52,25 @@ const INSERT_TERMS: &str = "INSERT INTO job_terms (bucket, term, seq) \
      SELECT s >> 10, t, s FROM unnest($1::bigint[], $2::text[]) AS u (s, t) \
      ON CONFLICT DO NOTHING";
 
-/// [`INSERT_MANY`] with each job's lease (`$15` owner, `$16` until; none for a job that goes
+/// [`INSERT_MANY`] with each job's lease (`$17` owner, `$18` until; none for a job that goes
 /// in as it would): a callback delivery its recorder sends at once goes in leased to it.
 pub(super) const INSERT_MANY_LEASED: &str =
     "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
      priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
-     lease_owner, lease_until) \
+     okey, ord_skip, lease_owner, lease_until) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
-         created_at, created_at, grp, callback, lease_owner, lease_until \
+         created_at, created_at, grp, callback, okey, ord_skip, lease_owner, lease_until \
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
          $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
-         $13::text[], $14::text[], $15::text[], $16::bigint[]) \
+         $13::text[], $14::text[], $15::text[], $16::bool[], $17::text[], $18::bigint[]) \
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-             deadline, tags, policy, created_at, grp, callback, lease_owner, lease_until, n) \
+             deadline, tags, policy, created_at, grp, callback, okey, ord_skip, lease_owner, \
+             lease_until, n) \
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
-/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$14`), one array per column, and their
-/// leases as [`INSERT_MANY_LEASED`]'s (`$15`, `$16`).
+/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$16`), one array per column, and their
+/// leases as [`INSERT_MANY_LEASED`]'s (`$17`, `$18`).
 pub(super) struct JobRows<'a> {
     id: Vec<&'a str>,
     queue: Vec<&'a str>,
@@ -84,6 +86,8 @@ pub(super) struct JobRows<'a> {
     created_at: Vec<i64>,
     group: Vec<Option<&'a str>>,
     callback: Vec<Option<String>>,
+    okey: Vec<Option<&'a str>>,
+    ord_skip: Vec<bool>,
     lease_owner: Vec<Option<&'a str>>,
     lease_until: Vec<Option<i64>>,
 }
@@ -106,6 +110,8 @@ impl<'a> JobRows<'a> {
             created_at: Vec::with_capacity(jobs.len()),
             group: Vec::with_capacity(jobs.len()),
             callback: Vec::with_capacity(jobs.len()),
+            okey: Vec::with_capacity(jobs.len()),
+            ord_skip: Vec::with_capacity(jobs.len()),
             lease_owner: vec![None; jobs.len()],
             lease_until: vec![None; jobs.len()],
         };
@@ -128,6 +134,10 @@ impl<'a> JobRows<'a> {
             r.group.push(job.group.as_deref());
             r.callback
                 .push(json(job.callback.as_ref().map(serde_json::to_string))?);
+            r.okey
+                .push(job.ordering.as_ref().map(|o| o.key.as_str()));
+            r.ord_skip
+                .push(job.ordering.as_ref().is_some_and(|o| o.on_dead == OnDead::Skip));
         }
         Ok(r)
     }
@@ -140,8 +150,8 @@ impl<'a> JobRows<'a> {
     }
 
     /// The arrays, in the order of [`INSERT_MANY_LEASED`]'s parameters.
-    pub(super) fn params_leased(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 16] {
-        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n] = self.params();
+    pub(super) fn params_leased(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 18] {
+        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p] = self.params();
         [
             a,
             b,
@@ -157,13 +167,15 @@ impl<'a> JobRows<'a> {
             l,
             m,
             n,
+            o,
+            p,
             &self.lease_owner,
             &self.lease_until,
         ]
     }
 
     /// The arrays, in the order of [`INSERT_MANY`]'s parameters.
-    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 14] {
+    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 16] {
         [
             &self.id,
             &self.queue,
@@ -179,6 +191,8 @@ impl<'a> JobRows<'a> {
             &self.created_at,
             &self.group,
             &self.callback,
+            &self.okey,
+            &self.ord_skip,
         ]
     }
 }
@@ -201,6 +215,7 @@ async fn insert_rows_with(
     jobs: &[NewJob],
 ) -> StoreResult<std::collections::HashMap<String, i64>> {
     let cols = JobRows::of(jobs)?;
+    lock_lines(c, jobs).await?;
     let seqs_of = |rows: &[tokio_postgres::Row]| {
         let mut seqs = std::collections::HashMap::with_capacity(rows.len());
         for r in rows {
@@ -227,6 +242,30 @@ async fn insert_rows_with(
     let seqs = seqs_of(&rows)?;
     index_terms(c, terms, jobs, &seqs).await?;
     Ok(seqs)
+}
+
+/// Takes the line locks of a batch's ordering keys in one order (`redial_line_lock`), before the
+/// insert's triggers take them row by row: two batches with the same keys then wait on each
+/// other instead of deadlocking. Nothing for a batch of one key or none.
+async fn lock_lines(c: &impl tokio_postgres::GenericClient, jobs: &[NewJob]) -> StoreResult<()> {
+    let mut lines: Vec<(&str, &str)> = jobs
+        .iter()
+        .filter_map(|j| j.ordering.as_ref().map(|o| (j.queue.as_str(), o.key.as_str())))
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    if lines.len() < 2 {
+        return Ok(());
+    }
+    let (queues, keys): (Vec<&str>, Vec<&str>) = lines.into_iter().unzip();
+    c.execute(
+        "SELECT count(redial_line_lock(q, k)) FROM (SELECT q, k FROM unnest($1::text[], \
+         $2::text[]) AS u (q, k) ORDER BY redial_line_hash(q, k)) AS s",
+        &[&queues, &keys],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
 }
 
 /// The terms (`$1`) of the job the session's last insert made, if this transaction made it

@@ -15,7 +15,8 @@ pub(super) fn lease_order(jobs: &mut [Job]) {
 
 pub(super) const CANDIDATES: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, grp FROM jobs \
-     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait \
+     AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
      AND NOT (attempts = 0 AND endpoint = ANY($6)) \
      ORDER BY priority DESC, run_at, seq LIMIT $5";
@@ -58,25 +59,25 @@ fn candidate(r: &tokio_postgres::Row, group: usize) -> StoreResult<Candidate> {
 /// Ungrouped jobs only (`jobs_runnable`'s condition): grouped ones are read group by group.
 pub(super) const RUNNABLE_HEAD_LOCKED: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
-     FROM jobs WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 /// As [`RUNNABLE_HEAD_LOCKED`], from a place within the top priority level (`$4`) on: the
 /// entries before it, left by jobs leased since the last vacuum, are not stepped over again.
 /// Nothing when a level above holds a due job (the caller then reads from the head).
 pub(super) const RUNNABLE_FLOOR_LOCKED: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
-     FROM jobs WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority = $4 AND (run_at, seq) >= ($5, $6) \
-     AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND grp IS NULL \
+     AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait \
        AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 AND priority > $4) \
      ORDER BY run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 pub(super) const RUNNABLE_SAME: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
 pub(super) const RUNNABLE_LOWER: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND grp IS NULL AND state IN ('ready', 'scheduled', 'deferred') \
+     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
      AND run_at <= $2 AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
 /// Whether one of the queue's grouped jobs is due: one is ready (`jobs_grouped_ready`), or one
 /// scheduled or deferred has come due and is not promoted yet (`jobs_waiting`, by run time).
@@ -85,10 +86,10 @@ pub(super) const RUNNABLE_LOWER: &str =
 /// `COALESCE(grp, '') <> ''` (no group is named "") so that `jobs_grouped` cannot serve it: read
 /// through that index and sorted, it would read every grouped job of the queue.
 pub const GROUPED_DUE: &str = "SELECT \
-       (SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL AND state = 'ready' \
+       (SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL AND NOT ord_wait AND state = 'ready' \
           ORDER BY grp LIMIT 1) IS NOT NULL \
     OR (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') AND run_at <= $2 \
-          AND queue = $1 AND COALESCE(grp, '') <> '' ORDER BY run_at LIMIT 1) IS NOT NULL";
+          AND queue = $1 AND COALESCE(grp, '') <> '' AND NOT ord_wait ORDER BY run_at LIMIT 1) IS NOT NULL";
 /// The queue's groups with waiting jobs, in order, after `$2` (and up to `$5` inclusive in
 /// [`GROUPS_BETWEEN`]), each with whether one of its jobs is due at `$4`: a loose scan of
 /// `jobs_grouped` (one seek per group, however many jobs each holds) that stops once `$3` groups
@@ -100,20 +101,20 @@ macro_rules! groups_scan {
                SELECT f.grp, 1, d.due, d.due::int FROM \
                  (SELECT grp FROM jobs WHERE queue = $1 AND grp > $2 ",
             $upto,
-            " AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') \
+            " AND grp IS NOT NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
                   ORDER BY grp LIMIT 1) f \
                  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
-                   AND grp = f.grp AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND grp = f.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
                    AND run_at <= $4) AS due) d \
                UNION ALL \
                SELECT x.grp, g.n + 1, d.due, g.k + d.due::int FROM g \
                  CROSS JOIN LATERAL (SELECT j.grp FROM jobs j WHERE j.queue = $1 \
                    AND j.grp > g.grp ",
             $upto,
-            " AND j.grp IS NOT NULL AND j.state IN ('ready', 'scheduled', 'deferred') \
+            " AND j.grp IS NOT NULL AND NOT j.ord_wait AND j.state IN ('ready', 'scheduled', 'deferred') \
                    ORDER BY j.grp LIMIT 1) x \
                  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
-                   AND grp = x.grp AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND grp = x.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
                    AND run_at <= $4) AS due) d \
                WHERE g.k < $3 AND g.n < $6) \
              SELECT grp, due FROM g ORDER BY n"
@@ -129,7 +130,7 @@ pub(super) const GROUP_HEADS_LOCKED: &str =
        h.priority, g.grp \
      FROM unnest($2::text[]) WITH ORDINALITY AS g (grp, n) \
      CROSS JOIN LATERAL (SELECT seq, id, endpoint, attempts, run_at, priority FROM jobs \
-       WHERE queue = $1 AND grp = g.grp AND state IN ('ready', 'scheduled', 'deferred') \
+       WHERE queue = $1 AND grp = g.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
        AND run_at <= $3 ORDER BY priority DESC, run_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED) h \
      ORDER BY g.n, h.priority DESC, h.run_at, h.seq";
 
@@ -306,7 +307,7 @@ pub async fn runnable(
 pub(super) const LEASE_IDS: &str = concat!(
     "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
      WHERE seq IN (SELECT seq FROM jobs WHERE seq = ANY($4) \
-         AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
+         AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait AND run_at <= $3 \
          ORDER BY seq FOR UPDATE SKIP LOCKED) \
      RETURNING ",
     cols!()
@@ -331,8 +332,8 @@ pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
 /// change them, so they are updated as found by the key, without locking them again.
 pub(super) const LEASE_LOCKED: &str = concat!(
     "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-     WHERE seq = ANY($4) AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $3 \
-     RETURNING ",
+     WHERE seq = ANY($4) AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait \
+     AND run_at <= $3 RETURNING ",
     cols!()
 );
 
@@ -368,10 +369,10 @@ pub async fn next_run_at(
             // it, see GROUPED_DUE; a grouped job due later is scheduled or deferred).
             &format!(
                 "SELECT LEAST( \
-                   (SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND grp IS NULL AND {WAITING} \
+                   (SELECT MIN(run_at) FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND {WAITING} \
                       AND run_at > $2), \
                    (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') \
-                      AND run_at > $2 AND queue = $1 AND COALESCE(grp, '') <> '' \
+                      AND run_at > $2 AND queue = $1 AND COALESCE(grp, '') <> '' AND NOT ord_wait \
                       ORDER BY run_at LIMIT 1))"
             ),
             &[&queue, &ms(after)],

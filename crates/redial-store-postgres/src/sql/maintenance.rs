@@ -113,7 +113,7 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
     .await?;
     let ready = tx
         .execute(
-            "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, \
+            "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, finished_at = NULL, \
              lease_until = NULL, run_at = LEAST(run_at, $1), updated_at = $1, \
              last_reason = 'lease expired while running (the worker died or hung); stall ' \
                  || (stalls + 1) || ' of ' || $2::int \

@@ -23,6 +23,61 @@ pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<
     Ok(GroupCounts::from_parts(waiting, running, limit))
 }
 
+/// In its ordering key's line: the condition of `jobs_in_line` (migration 15).
+const IN_LINE: &str = "okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))";
+
+/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_heads`, each line counted
+/// off `jobs_in_line`.
+pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
+    static HEADS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            concat!(
+                "SELECT ",
+                cols!(),
+                " FROM jobs WHERE queue = $1 AND NOT ord_wait AND {} AND okey > $2 \
+                 AND (NOT $3 OR state = 'dead') ORDER BY okey, seq LIMIT $4"
+            ),
+            IN_LINE
+        )
+    });
+    static LINE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!("SELECT COUNT(*) FROM jobs WHERE queue = $1 AND okey = $2 AND {IN_LINE}")
+    });
+    let after = p.after.as_deref().unwrap_or("");
+    let rows = c
+        .client
+        .query(
+            HEADS.as_str(),
+            &[&p.queue, &after, &p.blocked, &i64::from(p.limit)],
+        )
+        .await
+        .map_err(backend)?;
+    let mut lines: Vec<KeyLine> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let head = job_from_row(r)?;
+        let Some(key) = head.ordering.as_ref().map(|o| o.key.clone()) else {
+            continue;
+        };
+        // Two heads of one key only for a moment inside a write: the first one stands.
+        if lines.last().is_some_and(|l| l.key == key) {
+            continue;
+        }
+        let n: i64 = get(
+            &c.client
+                .query_one(LINE.as_str(), &[&p.queue, &key])
+                .await
+                .map_err(backend)?,
+            0,
+        )?;
+        lines.push(KeyLine {
+            key,
+            head,
+            behind: u64::try_from(n - 1).unwrap_or(0),
+        });
+    }
+    Ok(lines)
+}
+
 pub(super) fn parse_state(s: &str) -> StoreResult<JobState> {
     s.parse()
         .map_err(|e: String| StoreError::Backend(format!("corrupt state in the database: {e}")))

@@ -352,7 +352,7 @@ pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreRes
     let tx = c.client.transaction().await.map_err(backend)?;
     let rows = tx
         .query(
-            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = $1 \
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, finished_at = NULL, updated_at = $1 \
              WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING queue",
             &[&ms(p.now), &ids, &p.owner],
         )

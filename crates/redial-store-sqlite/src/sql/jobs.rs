@@ -40,8 +40,9 @@ pub(super) fn insert_as(
         .prepare_cached(
             "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
              deadline, tags, policy, created_at, updated_at, grp, callback, lease_owner, \
-             lease_until) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16) \
+             lease_until, okey, ord_skip) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, \
+             ?17, ?18) \
              ON CONFLICT (id) DO NOTHING",
         )
         .and_then(|mut s| {
@@ -62,6 +63,8 @@ pub(super) fn insert_as(
                 callback,
                 lease.map(|(owner, _)| owner),
                 lease.map(|(_, until)| ms(until)),
+                job.ordering.as_ref().map(|o| o.key.as_str()),
+                job.ordering.as_ref().is_some_and(|o| o.on_dead == OnDead::Skip),
             ])
         })
         .map_err(backend)?;

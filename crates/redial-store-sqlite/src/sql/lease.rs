@@ -84,7 +84,7 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
     let mut sql = concat!(
         "SELECT seq, id, endpoint, attempts > 0, run_at, grp FROM jobs WHERE queue = ?1 AND ",
         waiting!(),
-        " AND run_at <= ?2"
+        " AND ord_wait = 0 AND run_at <= ?2"
     )
     .to_owned();
     if !p.exclude.is_empty() {
@@ -127,12 +127,13 @@ pub fn candidates(c: &mut Connection, p: &CandidateParams) -> StoreResult<Vec<Ca
 }
 
 /// Returns the leased rows undecoded: the caller decodes them off the storage thread.
-/// Leases one job, found by seq, if it is still runnable: ?1 owner, ?2 lease until, ?3 now, ?4 seq.
+/// Leases one job, found by seq, if it is still runnable (and the head of its key's line, if it
+/// has a key): ?1 owner, ?2 lease until, ?3 now, ?4 seq.
 /// `OR FAIL`, so that SQLite keeps no statement journal for it: one row, no trigger, nothing
 /// that can break a constraint (see `record::record_leased`).
 pub(super) const LEASE_ONE: &str = concat!(
     "UPDATE OR FAIL jobs SET state = 'running', lease_owner = ?1, lease_until = ?2, updated_at = ?3 \
-     WHERE seq = ?4 AND ",
+     WHERE seq = ?4 AND ord_wait = 0 AND ",
     waiting!(),
     " AND run_at <= ?3"
 );

@@ -14,7 +14,7 @@ pub(super) const RESCUE_DEAD: &str =
      WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint, \
      CASE WHEN callback IS NULL THEN NULL ELSE id END";
 pub(super) const RESCUE_READY: &str =
-    "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, \
+    "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, finished_at = NULL, \
      run_at = MIN(run_at, ?1), updated_at = ?1, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' of ' || ?2 \

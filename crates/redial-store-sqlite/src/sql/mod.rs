@@ -18,29 +18,6 @@ use redial_store::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Statement};
 
-/// The waiting states (ready, scheduled, deferred) as the partial indexes spell them: a chain of
-/// `=`, not an `IN` list (which SQLite evaluates through a temporary b-tree, schema migration 7).
-/// A query must spell it exactly so to use those indexes.
-macro_rules! waiting {
-    () => {
-        "(state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
-    };
-}
-
-/// Waiting and ungrouped: the condition of `jobs_runnable` (schema migration 15).
-macro_rules! ungrouped {
-    () => {
-        "grp IS NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
-    };
-}
-
-/// Waiting and grouped: the condition of `jobs_grouped` and `jobs_grouped_due`.
-macro_rules! grouped {
-    () => {
-        "grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
-    };
-}
-
 /// The columns of a job, in the order `RawJob::read` reads them.
 const COLS: &str = redial_store::job_columns!();
 

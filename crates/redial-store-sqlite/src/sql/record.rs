@@ -239,7 +239,7 @@ pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
     for id in &p.ids {
         n += run_moving(
             &tx,
-            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, updated_at = ?1 \
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, finished_at = NULL, updated_at = ?1 \
              WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 RETURNING queue, endpoint",
             params![ms(p.now), id.0, p.owner],
             Some((JobState::Running, None)),

@@ -12,6 +12,7 @@ pub async fn insert_group(store: &Arc<dyn Store>, prefix: &str, group: Option<&s
     while n < count {
         let batch: Vec<NewJob> = (n..count.min(n + 1000))
             .map(|i| NewJob {
+                ordering: None,
                 group: group.map(str::to_owned),
                 ..new_job(&format!("{prefix}{i}"), "q")
             })
@@ -173,6 +174,7 @@ pub async fn weights_share_a_lease(store: Arc<dyn Store>) {
 /// time.
 pub async fn grouped_jobs_wait_for_their_time(store: Arc<dyn Store>) {
     let later = NewJob {
+        ordering: None,
         group: Some("g".into()),
         run_at: at(60),
         ..new_job("later", "q")
@@ -213,6 +215,7 @@ pub async fn groups_are_counted(store: Arc<dyn Store>) {
     insert_group(&store, "b", Some("b"), 5).await;
     insert_group(&store, "u", None, 4).await;
     let other = NewJob {
+        ordering: None,
         group: Some("a".into()),
         ..new_job("elsewhere", "other")
     };
@@ -251,6 +254,7 @@ pub async fn groups_are_counted(store: Arc<dyn Store>) {
 pub async fn groups_with_nothing_due_take_no_turn(store: Arc<dyn Store>) {
     for i in 0..50 {
         let later = NewJob {
+            ordering: None,
             group: Some(format!("a{i:02}")),
             run_at: at(3600),
             ..new_job(&format!("later{i}"), "q")

@@ -12,6 +12,7 @@ mod events;
 mod groups;
 mod insert;
 mod lease;
+mod ordering;
 mod reads;
 mod record;
 mod scan;
@@ -25,6 +26,7 @@ pub use events::*;
 pub use groups::*;
 pub use insert::*;
 pub use lease::*;
+pub use ordering::*;
 pub use reads::*;
 pub use record::*;
 pub use scan::*;
@@ -56,7 +58,10 @@ macro_rules! store_suite {
             grouped_jobs_wait_for_their_time, groups_are_counted,
             groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
             callbacks_of_cancels_replays_and_maintenance, a_delivery_can_go_in_leased_to_its_recorder,
-            events_are_written_with_the_change, search_by_key_tag_and_reason_text);
+            events_are_written_with_the_change, search_by_key_tag_and_reason_text,
+            ordering_keys_run_one_at_a_time_in_order, a_replayed_job_takes_its_place_in_its_line,
+            cancels_dismissals_and_rescues_keep_the_line,
+            keys_combine_with_groups_and_lines_come_in_pages, ordering_holds_for_any_interleaving);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -81,6 +86,7 @@ pub fn at(secs: i64) -> Timestamp {
 /// A job for the suite: a POST to an example endpoint, created at `T0`.
 pub fn new_job(id: &str, queue: &str) -> NewJob {
     NewJob {
+        ordering: None,
         callback: None,
         id: JobId::from(id),
         queue: queue.to_owned(),

@@ -154,6 +154,7 @@ impl Callback {
         let mut headers = cb.headers.clone();
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
         Some(NewJob {
+            ordering: None,
             idempotency_key: Some(id.0.clone()),
             id,
             queue: cb.queue.clone(),

@@ -175,6 +175,62 @@ pub struct NewJob {
     pub group: Option<String>,
     /// What to tell when the job finishes ([`Callback`]).
     pub callback: Option<Callback>,
+    /// Its ordering key: the queue's jobs with the same key start one at a time, in the order
+    /// they were enqueued ([`OrderingKey`]).
+    pub ordering: Option<OrderingKey>,
+}
+
+/// A job's ordering key and what its death does to the key. The jobs of one queue with the same
+/// key form a line: only its head may start, the others wait in enqueue order (by `seq`; a
+/// replayed job keeps its place). The head is the first job of the line, or a running one (a
+/// replayed earlier job waits for it to end). A job is in its key's line while it waits or runs,
+/// and while it is dead when [`OnDead::Block`]: a head that is retried, deferred or held stays
+/// the head; one that completes, is cancelled, or dies with [`OnDead::Skip`] leaves the line
+/// and the next job becomes the head. Stores keep the line in the database (triggers), so no
+/// path that moves a job can forget it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderingKey {
+    pub key: String,
+    /// What the job's death does to its key (the queue's `ordering_on_dead` when enqueued).
+    pub on_dead: OnDead,
+}
+
+impl OrderingKey {
+    /// A key: 1 to 256 characters of [`plain_text`], not all of them spaces.
+    pub fn valid(key: &str) -> bool {
+        !key.trim().is_empty() && key.chars().count() <= 256 && plain_text(key)
+    }
+}
+
+/// What a dead head does to its ordering key's line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDead {
+    /// The key waits until the dead job is replayed or dismissed (the default).
+    #[default]
+    Block,
+    /// The next job of the key goes on; a replay puts the dead job back in its place.
+    Skip,
+}
+
+impl OnDead {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OnDead::Block => "block",
+            OnDead::Skip => "skip",
+        }
+    }
+}
+
+impl FromStr for OnDead {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "block" => Ok(OnDead::Block),
+            "skip" => Ok(OnDead::Skip),
+            other => Err(format!("unknown ordering_on_dead {other:?}: block or skip")),
+        }
+    }
 }
 
 /// Whether `text` is one line of plain text, fit for a name or a reason that people read in a
@@ -232,6 +288,7 @@ impl NewJob {
             tags: self.tags,
             group: self.group,
             callback: self.callback,
+            ordering: self.ordering,
             policy: self.policy,
             created_at: self.created_at,
             updated_at: self.created_at,
@@ -284,6 +341,8 @@ pub struct Job {
     pub group: Option<String>,
     /// What to tell when it finishes ([`Callback`]).
     pub callback: Option<Callback>,
+    /// Its ordering key ([`OrderingKey`]).
+    pub ordering: Option<OrderingKey>,
     pub policy: Option<PolicyOverride>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,

@@ -321,6 +321,69 @@ pub struct DeadPattern {
     pub reasons: u64,
 }
 
+/// Which lines of a queue's ordering keys to read ([`crate::Store::ordering_keys`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderingKeysParams {
+    pub queue: String,
+    /// Only the keys whose head is dead (with `ordering_on_dead = "block"`: they wait for it to
+    /// be replayed or dismissed).
+    pub blocked: bool,
+    /// The page starts after this key.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// One ordering key's line: its head and how many jobs wait behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyLine {
+    pub key: String,
+    /// The job that goes first: running, waiting its turn, or dead (the key is blocked).
+    pub head: crate::Job,
+    /// Jobs of the key waiting behind the head.
+    pub behind: u64,
+}
+
+impl KeyLine {
+    /// Whether the key waits for its dead head to be replayed or dismissed.
+    pub fn blocked(&self) -> bool {
+        self.head.state == crate::JobState::Dead
+    }
+
+    /// Why the key's next job waits, in one line, at `now`.
+    pub fn why(&self, now: Timestamp) -> String {
+        use crate::JobState::*;
+        let h = &self.head;
+        let last = h
+            .last_reason
+            .as_deref()
+            .map(|r| format!(" (last: {r})"))
+            .unwrap_or_default();
+        match h.state {
+            Running => format!("its head {} is running", h.id),
+            Dead => format!(
+                "blocked: its head {} is dead ({}){last}; replay or dismiss it",
+                h.id,
+                h.category.map_or("dead", |c| c.as_str())
+            ),
+            Deferred => format!("its head {} is deferred until {}{last}", h.id, h.run_at),
+            Scheduled if h.run_at > now && h.attempts > 0 => {
+                format!("its head {} retries at {}{last}", h.id, h.run_at)
+            }
+            Scheduled if h.run_at > now => {
+                format!("its head {} is scheduled for {}", h.id, h.run_at)
+            }
+            _ if h.attempts > 0 => format!(
+                "its head {} is due again and waits for a slot or its endpoint{last}",
+                h.id
+            ),
+            _ => format!(
+                "its head {} is due and waits for a slot or its endpoint",
+                h.id
+            ),
+        }
+    }
+}
+
 /// One group's jobs in a queue: those waiting (ready, scheduled, deferred) and those running.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GroupCount {
@@ -354,9 +417,9 @@ impl GroupCounts {
                     running: 0,
                 });
                 if is_waiting {
-                    e.waiting = n;
+                    e.waiting += n;
                 } else {
-                    e.running = n;
+                    e.running += n;
                 }
             }
         }

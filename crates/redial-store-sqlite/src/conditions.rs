@@ -1,0 +1,74 @@
+//! The conditions of the partial indexes, spelled once: the migrations that make the indexes and
+//! the queries that must use them write the same text (SQLite uses a partial index only for a
+//! query whose WHERE holds each term of the index's condition).
+
+/// The waiting states (ready, scheduled, deferred) as the partial indexes spell them: a chain of
+/// `=`, not an `IN` list (which SQLite evaluates through a temporary b-tree, schema migration 7).
+/// A query must spell it exactly so to use those indexes.
+macro_rules! waiting {
+    () => {
+        "(state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
+/// Waiting, ungrouped, and not behind an earlier job of its ordering key: the condition of
+/// `jobs_runnable` (schema migration 22).
+macro_rules! ungrouped {
+    () => {
+        "grp IS NULL AND ord_wait = 0 AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
+/// Waiting, grouped, and not behind an earlier job of its ordering key: the condition of
+/// `jobs_grouped` and `jobs_grouped_due` (schema migration 22).
+macro_rules! grouped {
+    () => {
+        "grp IS NOT NULL AND ord_wait = 0 AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred')"
+    };
+}
+
+/// In its ordering key's line ([`redial_store::OrderingKey`]): waiting, running, or dead with
+/// `block`. The condition of `jobs_in_line` (schema migration 22).
+macro_rules! in_line {
+    () => {
+        "okey IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred' \
+         OR state = 'running' OR (state = 'dead' AND ord_skip = 0))"
+    };
+}
+
+/// [`in_line!`]'s state condition for the trigger row `$r` (`NEW` or `OLD`): 1 or 0.
+macro_rules! row_in_line {
+    ($r:literal) => {
+        concat!(
+            "(", $r, ".state = 'ready' OR ", $r, ".state = 'scheduled' OR ", $r,
+            ".state = 'deferred' OR ", $r, ".state = 'running' OR (", $r, ".state = 'dead' AND ",
+            $r, ".ord_skip = 0))"
+        )
+    };
+}
+
+/// The head of the line of the trigger row `$r`'s key: its running job (a head, off
+/// `jobs_line_heads`), or else its first job (off `jobs_in_line`); NULL for an empty line.
+macro_rules! line_head {
+    ($r:literal) => {
+        concat!(
+            "SELECT COALESCE((SELECT seq FROM jobs WHERE queue = ", $r, ".queue AND okey = ", $r,
+            ".okey AND ord_wait = 0 AND ", in_line!(), " AND state = 'running' LIMIT 1), \
+             (SELECT seq FROM jobs WHERE queue = ", $r, ".queue AND okey = ", $r, ".okey AND ",
+            in_line!(), " ORDER BY seq LIMIT 1))"
+        )
+    };
+}
+
+/// Makes [`line_head!`] the only job of its line that does not wait: every other head (found
+/// off `jobs_line_heads`: one or two rows, however long the line) waits. Two statements of a
+/// trigger's body.
+macro_rules! line_fix {
+    ($r:literal) => {
+        concat!(
+            "UPDATE jobs SET ord_wait = 1 WHERE queue = ", $r, ".queue AND okey = ", $r,
+            ".okey AND ord_wait = 0 AND ", in_line!(), " AND seq IS NOT (", line_head!($r), "); ",
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = (", line_head!($r), ") AND ord_wait = 1;"
+        )
+    };
+}
