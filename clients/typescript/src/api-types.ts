@@ -505,6 +505,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues/{name}/ordering-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's ordering keys: each key's head, the jobs behind it, and why it waits
+         * @description One head per key, in key order; `blocked=true` lists only the keys whose head is dead (with `ordering_on_dead` = block they wait for it to be replayed or dismissed). Each line is counted: an on-demand view.
+         */
+        get: operations["queueOrderingKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{name}/pause": {
         parameters: {
             query?: never;
@@ -695,7 +715,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_parameter" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_ordering_key" | "invalid_parameter" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -749,6 +769,8 @@ export interface components {
             tags?: string[];
             /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
+            /** @description Jobs of the queue with the same ordering key start one at a time, in the order they were enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's head holds the key; a dead head holds it until it is replayed or dismissed (the queue's `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job takes its original place. Keys and groups combine. 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_ordering_key). */
+            ordering_key?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
@@ -790,6 +812,8 @@ export interface components {
             tags: string[];
             /** @description Who the job is for; null when it has no group. */
             group: string | null;
+            /** @description Its ordering key (the queue's jobs with this key start one at a time, in enqueue order); null when it has none. */
+            ordering_key: string | null;
             last_reason: string | null;
             cancel_requested: boolean;
             request: components["schemas"]["RequestView"];
@@ -1108,6 +1132,11 @@ export interface components {
                     [key: string]: components["schemas"]["GroupLimits"];
                 };
             };
+            /**
+             * @description What a dead job does to its ordering key: block (the key waits until the job is replayed or dismissed) or skip (the next job of the key goes on).
+             * @enum {string}
+             */
+            ordering_on_dead: "block" | "skip";
         };
         QueueList: {
             queues: components["schemas"]["Queue"][];
@@ -1175,6 +1204,8 @@ export interface components {
             tags?: string[];
             /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
+            /** @description Jobs of the queue with the same ordering key start one at a time, in the order they were enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's head holds the key; a dead head holds it until it is replayed or dismissed (the queue's `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job takes its original place. Keys and groups combine. 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_ordering_key). */
+            ordering_key?: string;
             /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
@@ -1252,6 +1283,8 @@ export interface components {
                 policy?: Record<string, never>;
                 /** @description The group of each occurrence's job; absent when none. */
                 group?: string;
+                /** @description The ordering key of each occurrence's job; absent when none. */
+                ordering_key?: string;
             };
             /**
              * @description config: defined in the configuration file, kept in step with it at each start.
@@ -1503,6 +1536,29 @@ export interface components {
              * @description When the outage began: the dead letters that died since were replayed
              */
             since: string;
+        };
+        /** @description A page of a queue's ordering keys with a line (jobs waiting or running, or a dead head that blocks), by key. */
+        OrderingKeys: {
+            queue: string;
+            /**
+             * @description The queue's setting: what a dead job does to its key.
+             * @enum {string}
+             */
+            ordering_on_dead: "block" | "skip";
+            keys: components["schemas"]["OrderingKeyLine"][];
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        /** @description One ordering key's line: the job that goes first and how many wait behind it. */
+        OrderingKeyLine: {
+            key: string;
+            /** @description Its head is dead: the key waits until it is replayed or dismissed. */
+            blocked: boolean;
+            /** @description Jobs of the key waiting behind the head. */
+            behind: number;
+            /** @description Why the key's next job waits, in one line. */
+            why: string;
+            head: components["schemas"]["Job"];
         };
     };
     responses: {
@@ -2600,6 +2656,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueueGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    queueOrderingKeys: {
+        parameters: {
+            query?: {
+                /** @description Only the keys whose head is dead. */
+                blocked?: boolean;
+                /** @description The `next_cursor` of the page before. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's ordering keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrderingKeys"];
                 };
             };
             400: components["responses"]["BadRequest"];

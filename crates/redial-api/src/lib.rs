@@ -80,6 +80,7 @@ error_codes! {
     InvalidLimit = "invalid_limit": "The page limit is out of range.",
     InvalidMethod = "invalid_method": "The job's HTTP method is not valid.",
     InvalidMissed = "invalid_missed": "The schedule's rule for missed runs is not valid.",
+    InvalidOrderingKey = "invalid_ordering_key": "The ordering key is not valid (1 to 256 characters of plain text, not only spaces).",
     InvalidParameter = "invalid_parameter": "A query parameter has a value the route does not take.",
     InvalidPattern = "invalid_pattern": "The reason pattern is not valid (one line of plain text, at most 1,000 characters), or is used where it cannot be (it filters dead letters).",
     InvalidPause = "invalid_pause": "The pause is not valid (its time or reason).",

@@ -400,6 +400,9 @@ pub struct Job {
     pub id: String,
     pub idempotency_key: Option<String>,
     pub last_reason: Option<String>,
+    /// Its ordering key (the queue's jobs with this key start one at a time, in enqueue order);
+    /// null when it has none.
+    pub ordering_key: Option<String>,
     /// The request as enqueued, when a replay changed it (with the attempt log)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_request: Option<RequestView>,
@@ -456,6 +459,15 @@ pub struct JobInput {
     /// and id (UUIDv5) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Jobs of the queue with the same ordering key start one at a time, in the order they were
+    /// enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's
+    /// head holds the key; a dead head holds it until it is replayed or dismissed (the queue's
+    /// `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job
+    /// takes its original place. Keys and groups combine. 1 to 256 characters of plain text,
+    /// not only spaces: no control characters, bidirectional overrides or line separators (422
+    /// invalid_ordering_key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
     /// Overrides of the queue's retry policy (the fields of a policy file: max_attempts,
     /// max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter,
     /// trust_provider_hints, defer_with_server_wait, transient, unknown,
@@ -534,6 +546,15 @@ pub struct JobTemplateInput {
     /// invalid_group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Jobs of the queue with the same ordering key start one at a time, in the order they were
+    /// enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's
+    /// head holds the key; a dead head holds it until it is replayed or dismissed (the queue's
+    /// `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job
+    /// takes its original place. Keys and groups combine. 1 to 256 characters of plain text,
+    /// not only spaces: no control characters, bidirectional overrides or line separators (422
+    /// invalid_ordering_key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
     /// Overrides of the queue's retry policy (the fields of a policy file: max_attempts,
     /// max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter,
     /// trust_provider_hints, defer_with_server_wait, transient, unknown,
@@ -609,6 +630,31 @@ pub struct OperationList {
     pub operations: Vec<Operation>,
 }
 
+/// One ordering key's line: the job that goes first and how many wait behind it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OrderingKeyLine {
+    /// Jobs of the key waiting behind the head.
+    pub behind: i64,
+    /// Its head is dead: the key waits until it is replayed or dismissed.
+    pub blocked: bool,
+    pub head: Job,
+    pub key: String,
+    /// Why the key's next job waits, in one line.
+    pub why: String,
+}
+
+/// A page of a queue's ordering keys with a line (jobs waiting or running, or a dead head that
+/// blocks), by key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OrderingKeys {
+    pub keys: Vec<OrderingKeyLine>,
+    /// The cursor of the next page; null on the last.
+    pub next_cursor: Option<String>,
+    /// The queue's setting: what a dead job does to its key.
+    pub ordering_on_dead: String,
+    pub queue: String,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutageReplay {
     /// Dead letters replayed
@@ -644,6 +690,9 @@ pub struct Queue {
     /// configured by name.
     pub groups: QueueGroupsInline,
     pub name: String,
+    /// What a dead job does to its ordering key: block (the key waits until the job is replayed
+    /// or dismissed) or skip (the next job of the key goes on).
+    pub ordering_on_dead: String,
     /// While in force, none of its jobs is leased (those running finish).
     pub paused_by_hand: Option<HandPause>,
 }
@@ -841,6 +890,9 @@ pub struct ScheduleJob {
     /// The group of each occurrence's job; absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The ordering key of each occurrence's job; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<serde_json::Value>,
     pub priority: i64,

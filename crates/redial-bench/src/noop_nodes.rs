@@ -71,6 +71,7 @@ async fn start(
         engine_config.queues.insert(
             "default".into(),
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency,
                 policy: Policy::default(),

@@ -369,6 +369,7 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            ordering_on_dead: Default::default(),
             callback: None,
             concurrency: CONCURRENCY,
             policy: policy(),

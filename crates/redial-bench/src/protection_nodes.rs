@@ -185,6 +185,7 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            ordering_on_dead: Default::default(),
             callback: None,
             concurrency: CONCURRENCY,
             policy: policy(),

@@ -36,6 +36,7 @@ pub async fn schedules(count: usize, report: &mut Report<'_>) -> Result<()> {
         },
         missed: MissedRule::RunOnce,
         job: JobTemplate {
+            ordering_key: None,
             callback: None,
             queue: "default".into(),
             endpoint: "bench".into(),

@@ -146,6 +146,7 @@ fn engine_with(
         config.queues.insert(
             (*q).into(),
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency: *c,
                 policy: Policy::default(),
@@ -635,6 +636,7 @@ pub(crate) async fn http_rate(
     config.queues.insert(
         "default".into(),
         QueueConfig {
+            ordering_on_dead: Default::default(),
             callback: None,
             concurrency,
             policy: Policy::default(),
@@ -646,6 +648,7 @@ pub(crate) async fn http_rate(
         config.queues.insert(
             "callbacks".into(),
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency,
                 policy: Policy::default(),
@@ -925,6 +928,7 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
         config.queues.insert(
             "default".into(),
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency: 32,
                 policy: Policy::default(),

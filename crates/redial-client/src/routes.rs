@@ -37,6 +37,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/endpoints/{name}/replay-outage"),
     ("GET", "/v1/queues"),
     ("GET", "/v1/queues/{name}/groups"),
+    ("GET", "/v1/queues/{name}/ordering-keys"),
     ("POST", "/v1/queues/{name}/pause"),
     ("POST", "/v1/queues/{name}/resume"),
     ("GET", "/v1/schedules"),
@@ -423,6 +424,21 @@ impl Client {
     /// A queue's groups with waiting or running jobs, busiest first.
     pub async fn queue_groups(&self, name: &str, limit: Option<u32>) -> Result<QueueGroups, Error> {
         let call = Call::new(Method::GET, &["v1", "queues", name, "groups"]).query("limit", limit);
+        self.transport.json(call).await
+    }
+
+    /// A page of a queue's ordering keys, by key: each key's head, the jobs behind it and why it
+    /// waits; only the keys whose dead head blocks them when `blocked`.
+    pub async fn ordering_keys(
+        &self,
+        name: &str,
+        blocked: bool,
+        page: &PageQuery,
+    ) -> Result<OrderingKeys, Error> {
+        let call = Call::new(Method::GET, &["v1", "queues", name, "ordering-keys"])
+            .query("blocked", blocked.then_some("true"))
+            .query("cursor", page.cursor.as_ref())
+            .query("limit", page.limit);
         self.transport.json(call).await
     }
 

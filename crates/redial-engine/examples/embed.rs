@@ -75,6 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.queues.insert(
         "emails".into(),
         QueueConfig {
+            ordering_on_dead: Default::default(),
             callback: None,
             concurrency: 4,
             policy,

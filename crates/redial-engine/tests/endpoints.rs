@@ -54,6 +54,7 @@ fn setup(clock: Arc<ManualClock>, concurrency: usize, policy: Policy) -> EngineB
         .queue(
             "default",
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency,
                 policy,

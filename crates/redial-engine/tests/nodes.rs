@@ -44,6 +44,7 @@ async fn node(
     config.queues.insert(
         queue.into(),
         QueueConfig {
+            ordering_on_dead: Default::default(),
             callback: None,
             concurrency: 4,
             policy: Policy::default(),

@@ -26,6 +26,7 @@ fn harness(limits: EndpointConfig) -> EngineBuilder {
         .queue(
             "default",
             QueueConfig {
+                ordering_on_dead: Default::default(),
                 callback: None,
                 concurrency: 8,
                 policy: policy(),

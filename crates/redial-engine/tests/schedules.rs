@@ -36,6 +36,7 @@ fn hourly(missed: MissedRule) -> ScheduleDefinition {
         },
         missed,
         job: JobTemplate {
+            ordering_key: None,
             callback: None,
             queue: "default".into(),
             endpoint: "https://api.example.com".into(),

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
-use redial_store::{HttpRequest, JobFilter, JobId, NewJob};
+use redial_store::{HttpRequest, JobFilter, JobId, NewJob, OnDead, OrderingKey};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -27,6 +27,8 @@ pub struct JobInput {
     pub endpoint: Option<String>,
     /// Who the job is for (a tenant, a customer): the queue leases round-robin across groups.
     pub group: Option<String>,
+    /// The queue's jobs with the same ordering key start one at a time, in enqueue order.
+    pub ordering_key: Option<String>,
     /// Overrides of the queue's policy for this job: an object (an array would be read field by
     /// field in order, `[1]` as `max_attempts = 1`).
     #[serde(default, deserialize_with = "object_only")]
@@ -641,6 +643,20 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         }
         None => None,
     };
+    let ordering = match input.ordering_key {
+        Some(key) if OrderingKey::valid(&key) => Some(OrderingKey {
+            key,
+            // The queue's `ordering_on_dead`, laid on by the engine's enqueue.
+            on_dead: OnDead::Block,
+        }),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidOrderingKey,
+                "ordering_key must be 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
+            ))
+        }
+        None => None,
+    };
     let callback = input
         .callback
         .map(CallbackInput::target)
@@ -648,7 +664,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         .and_then(|t| state.engine.callback(&queue, t))
         .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
     Ok(NewJob {
-        ordering: None,
+        ordering,
         callback,
         id: JobId(id),
         queue,
@@ -848,6 +864,7 @@ pub fn schedule_definition(
                 policy: job.policy,
                 group: job.group,
                 callback: job.callback,
+                ordering_key: job.ordering.map(|o| o.key),
             },
             source: source.to_owned(),
         },

@@ -222,6 +222,8 @@ pub fn plan(
         tags: Some(job.tags.clone()),
         endpoint,
         group: job.group.clone(),
+        // A replay keeps the job's ordering key and its place in the key's line.
+        ordering_key: None,
         policy: p.policy.clone().or_else(|| job.policy.clone()),
         callback: None,
     };

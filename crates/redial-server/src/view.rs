@@ -31,6 +31,9 @@ pub struct JobView<'a> {
     pub tags: &'a [String],
     /// Who the job is for; null when it has no group.
     pub group: Option<&'a str>,
+    /// Its ordering key: the queue's jobs with this key start one at a time, in enqueue order;
+    /// null when it has none.
+    pub ordering_key: Option<&'a str>,
     pub last_reason: Option<&'a str>,
     pub cancel_requested: bool,
     pub request: RequestView<'a>,
@@ -132,6 +135,7 @@ pub fn job(j: &Job) -> JobView<'_> {
         idempotency_key: j.idempotency_key.as_deref(),
         tags: &j.tags,
         group: j.group.as_deref(),
+        ordering_key: j.ordering.as_ref().map(|o| o.key.as_str()),
         last_reason: j.last_reason.as_deref(),
         cancel_requested: j.cancel_requested,
         request: request(&j.request),

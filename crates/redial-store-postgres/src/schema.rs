@@ -299,14 +299,15 @@ const MIGRATIONS: &[&str] = &[
     // 14: an endpoint's retries waiting their backoff, found when its outage ends.
     r#"
     CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
-    "#,    // 15: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
+    "#, // 15: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
     // while it waits, runs, or is dead with `block`; `ord_wait` is true for every job of a line
     // but its head, and the runnable indexes leave those out, so a lease never reads a job behind
     // its key's head, however long the line. Triggers keep the head (`redial_line_fix`): a keyed
     // job inserted, one whose run ends or that enters or leaves its line (a finish, a replay, a
     // retry, a rescue, a release: every such statement names `finished_at` or `replays`, which a
     // lease does not set) or one deleted while in it makes the line's head its running job, if
-    // any, or else its first by seq. The fix takes the
+    // any, or else its first by seq; a job moved to another queue (a replay with changes) fixes
+    // both lines. The fix takes the
     // line's lock (an advisory lock per queue and key, `redial_line_lock`), then locks the
     // line's heads: a lease that holds one commits first, and the fix sees it running, so two
     // nodes never run two jobs of a key. A queue without keys writes nothing more: the triggers'
@@ -368,6 +369,16 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER jobs_line_update AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
         WHEN (NEW.okey IS NOT NULL AND (OLD.state = 'running' OR (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)) IS DISTINCT FROM (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))))
         EXECUTE FUNCTION redial_line_changed();
+    CREATE FUNCTION redial_line_moved() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM redial_line_fix(OLD.queue, OLD.okey);
+        PERFORM redial_line_fix(NEW.queue, NEW.okey);
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs FOR EACH ROW
+        WHEN (OLD.okey IS NOT NULL AND OLD.queue IS DISTINCT FROM NEW.queue)
+        EXECUTE FUNCTION redial_line_moved();
     CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs FOR EACH ROW
         WHEN (OLD.okey IS NOT NULL AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))) EXECUTE FUNCTION redial_line_changed();
     "#,

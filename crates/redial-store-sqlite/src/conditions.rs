@@ -40,9 +40,19 @@ macro_rules! in_line {
 macro_rules! row_in_line {
     ($r:literal) => {
         concat!(
-            "(", $r, ".state = 'ready' OR ", $r, ".state = 'scheduled' OR ", $r,
-            ".state = 'deferred' OR ", $r, ".state = 'running' OR (", $r, ".state = 'dead' AND ",
-            $r, ".ord_skip = 0))"
+            "(",
+            $r,
+            ".state = 'ready' OR ",
+            $r,
+            ".state = 'scheduled' OR ",
+            $r,
+            ".state = 'deferred' OR ",
+            $r,
+            ".state = 'running' OR (",
+            $r,
+            ".state = 'dead' AND ",
+            $r,
+            ".ord_skip = 0))"
         )
     };
 }
@@ -52,10 +62,20 @@ macro_rules! row_in_line {
 macro_rules! line_head {
     ($r:literal) => {
         concat!(
-            "SELECT COALESCE((SELECT seq FROM jobs WHERE queue = ", $r, ".queue AND okey = ", $r,
-            ".okey AND ord_wait = 0 AND ", in_line!(), " AND state = 'running' LIMIT 1), \
-             (SELECT seq FROM jobs WHERE queue = ", $r, ".queue AND okey = ", $r, ".okey AND ",
-            in_line!(), " ORDER BY seq LIMIT 1))"
+            "SELECT COALESCE((SELECT seq FROM jobs WHERE queue = ",
+            $r,
+            ".queue AND okey = ",
+            $r,
+            ".okey AND ord_wait = 0 AND ",
+            in_line!(),
+            " AND state = 'running' LIMIT 1), \
+             (SELECT seq FROM jobs WHERE queue = ",
+            $r,
+            ".queue AND okey = ",
+            $r,
+            ".okey AND ",
+            in_line!(),
+            " ORDER BY seq LIMIT 1))"
         )
     };
 }
@@ -66,9 +86,18 @@ macro_rules! line_head {
 macro_rules! line_fix {
     ($r:literal) => {
         concat!(
-            "UPDATE jobs SET ord_wait = 1 WHERE queue = ", $r, ".queue AND okey = ", $r,
-            ".okey AND ord_wait = 0 AND ", in_line!(), " AND seq IS NOT (", line_head!($r), "); ",
-            "UPDATE jobs SET ord_wait = 0 WHERE seq = (", line_head!($r), ") AND ord_wait = 1;"
+            "UPDATE jobs SET ord_wait = 1 WHERE queue = ",
+            $r,
+            ".queue AND okey = ",
+            $r,
+            ".okey AND ord_wait = 0 AND ",
+            in_line!(),
+            " AND seq IS NOT (",
+            line_head!($r),
+            "); ",
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = (",
+            line_head!($r),
+            ") AND ord_wait = 1;"
         )
     };
 }

@@ -358,8 +358,9 @@ const MIGRATIONS: &[&str] = &[
     // retry, a rescue, a release: every such statement names `finished_at`, which a lease does
     // not set) or one deleted while in it makes the line's head its running job, if any, or
     // else its first job by seq (`line_fix!`): a replayed job waits for a later one that was
-    // running, then goes first. A queue without keys writes nothing more: the triggers'
-    // conditions are false for its jobs.
+    // running, then goes first. A job moved to another queue (a replay with changes) fixes
+    // both lines. A queue without keys writes nothing more: the triggers' conditions are false
+    // for its jobs.
     concat!(
         "ALTER TABLE jobs ADD COLUMN okey TEXT; \
          ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
@@ -390,6 +391,11 @@ const MIGRATIONS: &[&str] = &[
         row_in_line!("OLD"),
         " BEGIN ",
         line_fix!("OLD"),
+        " END; CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs \
+             WHEN OLD.okey IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
+        line_fix!("OLD"),
+        " ",
+        line_fix!("NEW"),
         " END;"
     ),
 ];

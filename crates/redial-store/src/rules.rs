@@ -4,9 +4,9 @@
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{
-    parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job, OnDead, OrderingKey,
-    JobChange, JobFilter, JobId, JobListParams, JobPage, JobState, RecordAttemptParams, RecordPlan,
-    ReplayChangedParams, StoreError, StoreResult,
+    parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job,
+    JobChange, JobFilter, JobId, JobListParams, JobPage, JobState, OnDead, OrderingKey,
+    RecordAttemptParams, RecordPlan, ReplayChangedParams, StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 

@@ -211,6 +211,9 @@ pub fn job(j: &Job) -> String {
             if let Some(g) = &j.group {
                 out.push_str(&format!("  {:<9} {g}\n", "group"));
             }
+            if let Some(k) = &j.ordering_key {
+                out.push_str(&format!("  {:<9} {k}\n", "order key"));
+            }
         }
     }
     if let Some(first) = j.original_request.as_ref() {

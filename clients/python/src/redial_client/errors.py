@@ -36,6 +36,7 @@ ErrorCode = Literal[
     "invalid_limit",
     "invalid_method",
     "invalid_missed",
+    "invalid_ordering_key",
     "invalid_parameter",
     "invalid_pattern",
     "invalid_pause",

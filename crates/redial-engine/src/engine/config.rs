@@ -21,6 +21,10 @@ pub struct QueueConfig {
     pub groups: Groups,
     /// The callback of the queue's jobs that name none.
     pub callback: Option<CallbackTarget>,
+    /// What a dead job does to its ordering key's line: hold it until the job is replayed or
+    /// dismissed (`Block`, the default), or let the next job go (`Skip`). Given to each keyed
+    /// job as it is enqueued.
+    pub ordering_on_dead: redial_store::OnDead,
 }
 
 /// Where a finished job's callback goes and for which events, as a job or a queue gives it
@@ -40,6 +44,7 @@ impl Default for QueueConfig {
             policy: Policy::default(),
             groups: Groups::default(),
             callback: None,
+            ordering_on_dead: redial_store::OnDead::Block,
         }
     }
 }
@@ -185,6 +190,14 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// Gives a keyed job its queue's `ordering_on_dead` (a queue not configured keeps what the
+    /// job says).
+    pub fn order(&self, job: &mut redial_store::NewJob) {
+        if let (Some(o), Some(q)) = (job.ordering.as_mut(), self.queues.get(&job.queue)) {
+            o.on_dead = q.ordering_on_dead;
+        }
+    }
+
     /// How long a node sharing the store may be out of touch (its presence lock free, no sign of
     /// life) before its leases are ended early: three maintenance ticks, at least 3 s. A node
     /// whose connection blinked announces itself again at its next tick, well within it.

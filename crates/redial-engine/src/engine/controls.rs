@@ -16,6 +16,8 @@ pub struct QueueView {
     pub paused_by_hand: Option<HandPause>,
     /// What each group of its jobs may use (as configured).
     pub groups: Groups,
+    /// What a dead job does to its ordering key: block or skip.
+    pub ordering_on_dead: redial_store::OnDead,
 }
 
 /// One group of a queue, as `GET /v1/queues/{name}/groups` shows it.
@@ -118,6 +120,7 @@ impl Engine {
                 concurrency: qc.concurrency,
                 paused_by_hand: pauses.get(name).filter(|p| p.in_force(now)).cloned(),
                 groups: qc.groups.clone(),
+                ordering_on_dead: qc.ordering_on_dead,
             })
             .collect()
     }

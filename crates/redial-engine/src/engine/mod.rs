@@ -55,13 +55,20 @@ pub use schedules::{
 };
 pub use waiting::WaitError;
 
-/// Refuses a job whose group's name is not one ([`NewJob::valid_group`]).
+/// Refuses a job whose group's name is not one ([`NewJob::valid_group`]) or whose ordering key
+/// is not one ([`redial_store::OrderingKey::valid`]).
 fn check_group(job: &NewJob) -> Result<(), StoreError> {
-    match &job.group {
-        Some(g) if !NewJob::valid_group(g) => Err(StoreError::InvalidJob(format!(
+    match (&job.group, &job.ordering) {
+        (Some(g), _) if !NewJob::valid_group(g) => Err(StoreError::InvalidJob(format!(
             "job {}: a group is 1 to 128 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)",
             job.id
         ))),
+        (_, Some(o)) if !redial_store::OrderingKey::valid(&o.key) => {
+            Err(StoreError::InvalidJob(format!(
+                "job {}: an ordering key is 1 to 256 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)",
+                job.id
+            )))
+        }
         _ => Ok(()),
     }
 }
@@ -341,8 +348,10 @@ impl Engine {
 
     /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an
     /// embedding program), so no caller has to remember the wake-up.
-    pub async fn enqueue(&self, job: NewJob) -> Result<InsertOutcome, StoreError> {
+    /// A job with an ordering key takes its queue's `ordering_on_dead`.
+    pub async fn enqueue(&self, mut job: NewJob) -> Result<InsertOutcome, StoreError> {
         check_group(&job)?;
+        self.inner.config.order(&mut job);
         let outcome = self.inner.store.job_insert(job).await?;
         if let InsertOutcome::Inserted(j) = &outcome {
             self.wake(&j.queue);
@@ -351,9 +360,13 @@ impl Engine {
     }
 
     /// Stores a batch (all or nothing) and wakes the queues it added jobs to.
-    pub async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<InsertOutcome>, StoreError> {
-        for job in &jobs {
+    pub async fn enqueue_batch(
+        &self,
+        mut jobs: Vec<NewJob>,
+    ) -> Result<Vec<InsertOutcome>, StoreError> {
+        for job in &mut jobs {
             check_group(job)?;
+            self.inner.config.order(job);
         }
         let outcomes = self.inner.store.job_insert_batch(jobs).await?;
         let mut queues: Vec<&str> = outcomes

@@ -104,6 +104,9 @@ pub struct JobTemplate {
     /// What each occurrence's job tells when it finishes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<redial_store::Callback>,
+    /// The ordering key of each occurrence's job: occurrences start one at a time, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
 }
 
 /// A schedule as defined by the API or the configuration file.
@@ -423,7 +426,9 @@ impl Engine {
                 tracing::warn!(schedule = %id, "schedule has no further occurrence (its rule matches no later date); it stays, with none next");
             }
             for &occurrence in &firing.run {
-                jobs.push(occurrence_job(&id, &definition.job, occurrence, now));
+                let mut job = occurrence_job(&id, &definition.job, occurrence, now);
+                inner.config.order(&mut job);
+                jobs.push(job);
             }
             advances.push(ScheduleAdvance {
                 id,
@@ -529,7 +534,14 @@ fn occurrence_job(
     let mut tags = template.tags.clone();
     tags.push(format!("schedule:{schedule}"));
     NewJob {
-        ordering: None,
+        // The queue's `ordering_on_dead` is laid on by the caller (`EngineConfig::order`).
+        ordering: template
+            .ordering_key
+            .clone()
+            .map(|key| redial_store::OrderingKey {
+                key,
+                on_dead: redial_store::OnDead::Block,
+            }),
         callback: template.callback.clone(),
         idempotency_key: Some(derived_idempotency_key(&template.queue, &id)),
         id: JobId(id),
@@ -594,6 +606,7 @@ mod tests {
     fn occurrences_carry_the_templates_callback() {
         let now = Timestamp::from_unix_millis(1_795_996_800_000);
         let template = JobTemplate {
+            ordering_key: Some("nightly".into()),
             queue: "default".into(),
             endpoint: "https://api.example.com".into(),
             request: redial_store::HttpRequest {
@@ -621,5 +634,6 @@ mod tests {
         assert_eq!(stored, template);
         let job = occurrence_job("nightly", &stored, now, now);
         assert_eq!(job.callback, template.callback);
+        assert_eq!(job.ordering.map(|o| o.key).as_deref(), Some("nightly"));
     }
 }

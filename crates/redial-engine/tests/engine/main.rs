@@ -47,6 +47,7 @@ pub(crate) fn policy() -> Policy {
 /// handler runs), both on [`policy`].
 pub(crate) fn harness() -> EngineBuilder {
     let queue = |concurrency| QueueConfig {
+        ordering_on_dead: Default::default(),
         callback: None,
         concurrency,
         policy: policy(),

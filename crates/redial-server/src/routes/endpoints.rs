@@ -1,4 +1,5 @@
-//! Endpoints and queues: views, pauses and resumes, a breaker's reset, a queue's groups.
+//! Endpoints and queues: views, pauses and resumes, a breaker's reset, a queue's groups and
+//! ordering keys.
 
 use super::*;
 
@@ -251,6 +252,89 @@ pub(super) async fn queue_groups(
             format!("no queue {name:?} is configured"),
         )),
     }
+}
+
+/// The lines of a queue's ordering keys, a page by key: each key's head (the job that goes
+/// first), how many jobs wait behind it, and why the next one waits. `blocked=true`: only the
+/// keys whose head is dead (they wait for it to be replayed or dismissed). `limit` (1 to 500,
+/// 100 by default) after `cursor` (the `next_cursor` of the page before).
+pub(super) async fn queue_ordering_keys(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let (mut after, mut limit, mut blocked) = (None::<String>, 100u32, false);
+    for (k, v) in q {
+        match k.as_str() {
+            "cursor" => after = Some(v),
+            "limit" => limit = super::jobs::page_limit(&v)?,
+            "blocked" => {
+                blocked = match v.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(ApiError::bad_request(
+                            ErrorCode::InvalidParameter,
+                            "blocked must be true or false",
+                        ))
+                    }
+                }
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    ErrorCode::UnknownParameter,
+                    format!("unknown query parameter {other:?}: use blocked, cursor, limit"),
+                ))
+            }
+        }
+    }
+    let Some(on_dead) = state
+        .engine
+        .config()
+        .queues
+        .get(&name)
+        .map(|q| q.ordering_on_dead)
+    else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("no queue {name:?} is configured"),
+        ));
+    };
+    let mut lines = state
+        .engine
+        .store()
+        .ordering_keys(redial_store::OrderingKeysParams {
+            queue: name.clone(),
+            blocked,
+            after,
+            limit: limit + 1,
+        })
+        .await?;
+    let next = (lines.len() > limit as usize).then(|| {
+        lines.truncate(limit as usize);
+        lines.last().map(|l| l.key.clone())
+    });
+    let now = state.engine.clock().now();
+    let keys: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| {
+            json!({
+                "key": l.key,
+                "blocked": l.blocked(),
+                "behind": l.behind,
+                "why": l.why(now),
+                "head": view::job(&l.head),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "queue": name,
+        "ordering_on_dead": on_dead,
+        "keys": keys,
+        "next_cursor": next.flatten(),
+    }))
+    .into_response())
 }
 
 pub(super) async fn queue_pause(

@@ -65,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/queues", get(queues))
         .route("/v1/queues/{name}/groups", get(queue_groups))
+        .route("/v1/queues/{name}/ordering-keys", get(queue_ordering_keys))
         .route("/v1/queues/{name}/pause", post(queue_pause))
         .route("/v1/queues/{name}/resume", post(queue_resume))
         .route("/v1/schedules", post(schedule_create).get(schedule_list))

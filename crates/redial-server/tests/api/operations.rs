@@ -44,6 +44,112 @@ async fn a_queues_groups_are_shown_and_bad_requests_for_them_refused() {
 }
 
 #[tokio::test]
+async fn a_queues_ordering_keys_are_listed_in_pages_and_bad_requests_refused() {
+    let api = api();
+    for (id, key) in [
+        ("a1", "acct-a"),
+        ("a2", "acct-a"),
+        ("a3", "acct-a"),
+        ("b1", "acct-b"),
+        ("c1", "acct-c"),
+    ] {
+        let body = json!({"id": id, "request": {"method": "POST", "url": "https://a.example/"}, "ordering_key": key, "run_at": "2999-01-01T00:00:00Z"}).to_string();
+        let (status, job) = api.call("POST", "/v1/jobs", Some(&body), None).await;
+        assert_eq!(status, StatusCode::CREATED, "{job}");
+        assert_eq!(job["ordering_key"], key);
+    }
+    let (status, page) = api
+        .call(
+            "GET",
+            "/v1/queues/default/ordering-keys?limit=2",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["ordering_on_dead"], "block");
+    assert_eq!(page["keys"][0]["key"], "acct-a");
+    assert_eq!(page["keys"][0]["head"]["id"], "a1");
+    assert_eq!(page["keys"][0]["behind"], 2);
+    assert_eq!(page["keys"][0]["blocked"], false);
+    assert!(
+        page["keys"][0]["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("a1 is scheduled"),
+        "{page}"
+    );
+    assert_eq!(page["keys"].as_array().map(Vec::len), Some(2));
+    assert_eq!(page["next_cursor"], "acct-b");
+    let (_, rest) = api
+        .call(
+            "GET",
+            "/v1/queues/default/ordering-keys?cursor=acct-b",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(rest["keys"][0]["key"], "acct-c", "{rest}");
+    assert_eq!(rest["next_cursor"], Value::Null);
+    let (_, blocked) = api
+        .call(
+            "GET",
+            "/v1/queues/default/ordering-keys?blocked=true",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(blocked["keys"], json!([]), "{blocked}");
+    for (path, status, code) in [
+        (
+            "/v1/queues/nope/ordering-keys",
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "/v1/queues/default/ordering-keys?blocked=yes",
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/v1/queues/default/ordering-keys?limit=501",
+            StatusCode::BAD_REQUEST,
+            "invalid_limit",
+        ),
+        (
+            "/v1/queues/default/ordering-keys?colour=1",
+            StatusCode::BAD_REQUEST,
+            "unknown_parameter",
+        ),
+    ] {
+        let (got, e) = api.call("GET", path, None, None).await;
+        assert_eq!(
+            (got, e["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{path}: {e}"
+        );
+    }
+    for bad in [
+        json!(""),
+        json!(" "),
+        json!("a\nb"),
+        json!("k".repeat(257)),
+        json!("x\u{202e}y"),
+    ] {
+        let body = json!({"request": {"method": "POST", "url": "https://a.example/"}, "ordering_key": bad}).to_string();
+        let (status, e) = api.call("POST", "/v1/jobs", Some(&body), None).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some("invalid_ordering_key")
+            ),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_openapi_document_covers_every_route() {
     let api = api();
     let (status, doc) = api.get("/v1/openapi.json").await;
@@ -76,6 +182,7 @@ async fn the_openapi_document_covers_every_route() {
         ("post", "/v1/endpoints/{name}/reset-breaker"),
         ("post", "/v1/endpoints/{name}/replay-outage"),
         ("get", "/v1/queues"),
+        ("get", "/v1/queues/{name}/ordering-keys"),
         ("post", "/v1/queues/{name}/pause"),
         ("post", "/v1/queues/{name}/resume"),
         ("get", "/v1/schedules"),

@@ -134,10 +134,12 @@ impl<'a> JobRows<'a> {
             r.group.push(job.group.as_deref());
             r.callback
                 .push(json(job.callback.as_ref().map(serde_json::to_string))?);
-            r.okey
-                .push(job.ordering.as_ref().map(|o| o.key.as_str()));
-            r.ord_skip
-                .push(job.ordering.as_ref().is_some_and(|o| o.on_dead == OnDead::Skip));
+            r.okey.push(job.ordering.as_ref().map(|o| o.key.as_str()));
+            r.ord_skip.push(
+                job.ordering
+                    .as_ref()
+                    .is_some_and(|o| o.on_dead == OnDead::Skip),
+            );
         }
         Ok(r)
     }
@@ -250,7 +252,11 @@ async fn insert_rows_with(
 async fn lock_lines(c: &impl tokio_postgres::GenericClient, jobs: &[NewJob]) -> StoreResult<()> {
     let mut lines: Vec<(&str, &str)> = jobs
         .iter()
-        .filter_map(|j| j.ordering.as_ref().map(|o| (j.queue.as_str(), o.key.as_str())))
+        .filter_map(|j| {
+            j.ordering
+                .as_ref()
+                .map(|o| (j.queue.as_str(), o.key.as_str()))
+        })
         .collect();
     lines.sort_unstable();
     lines.dedup();

@@ -100,7 +100,10 @@ pub async fn ordering_keys_run_one_at_a_time_in_order(store: Arc<dyn Store>) {
         lines(&store, "q", true).await,
         [("customer-1".into(), "a2".into(), 1)]
     );
-    store.job_replay(&JobId::from("a2"), at(23)).await.expect("replay");
+    store
+        .job_replay(&JobId::from("a2"), at(23))
+        .await
+        .expect("replay");
     assert!(lines(&store, "q", true).await.is_empty());
     assert_eq!(lease_at(&store, "q", at(23)).await, ["a2"]);
     finish(&store, "a2", at(24), Transition::Complete).await;
@@ -121,14 +124,23 @@ pub async fn a_replayed_job_takes_its_place_in_its_line(store: Arc<dyn Store>) {
     };
     finish(&store, "s1", at(1), dead).await;
     // s2 is the head, not started: the replayed s1 goes before it.
-    store.job_replay(&JobId::from("s1"), at(2)).await.expect("replay");
+    store
+        .job_replay(&JobId::from("s1"), at(2))
+        .await
+        .expect("replay");
     assert_eq!(lease_at(&store, "q", at(2)).await, ["s1"]);
     finish(&store, "s1", at(3), dead).await;
     assert_eq!(lease_at(&store, "q", at(3)).await, ["s2"]);
     // s2 runs: the replayed s1 waits for it, then goes before s3.
-    store.job_replay(&JobId::from("s1"), at(4)).await.expect("replay");
+    store
+        .job_replay(&JobId::from("s1"), at(4))
+        .await
+        .expect("replay");
     assert!(lease_at(&store, "q", at(4)).await.is_empty());
-    assert_eq!(lines(&store, "q", false).await, [("k".into(), "s2".into(), 3)]);
+    assert_eq!(
+        lines(&store, "q", false).await,
+        [("k".into(), "s2".into(), 3)]
+    );
     finish(&store, "s2", at(5), Transition::Complete).await;
     assert_eq!(lease_at(&store, "q", at(5)).await, ["s1"]);
     finish(&store, "s1", at(6), Transition::Complete).await;
@@ -140,8 +152,14 @@ pub async fn a_replayed_job_takes_its_place_in_its_line(store: Arc<dyn Store>) {
 pub async fn cancels_dismissals_and_rescues_keep_the_line(store: Arc<dyn Store>) {
     let jobs = ["c1", "c2", "c3", "c4", "c5"].map(|id| keyed(id, "q", "k", OnDead::Block));
     store.job_insert_batch(jobs.to_vec()).await.expect("batch");
-    store.job_cancel(&JobId::from("c2"), at(0)).await.expect("cancel behind");
-    store.job_cancel(&JobId::from("c1"), at(0)).await.expect("cancel head");
+    store
+        .job_cancel(&JobId::from("c2"), at(0))
+        .await
+        .expect("cancel behind");
+    store
+        .job_cancel(&JobId::from("c1"), at(0))
+        .await
+        .expect("cancel head");
     assert_eq!(lease_at(&store, "q", at(0)).await, ["c3"]);
     // Its lease expires (the process died): back in line, still first.
     store
@@ -163,10 +181,16 @@ pub async fn cancels_dismissals_and_rescues_keep_the_line(store: Arc<dyn Store>)
     )
     .await;
     assert!(lease_at(&store, "q", at(32)).await.is_empty());
-    store.job_dismiss(&JobId::from("c3")).await.expect("dismiss");
+    store
+        .job_dismiss(&JobId::from("c3"))
+        .await
+        .expect("dismiss");
     assert_eq!(lease_at(&store, "q", at(33)).await, ["c4"]);
     // A running head asked to cancel ends cancelled at its attempt's end, and frees the key.
-    store.job_cancel(&JobId::from("c4"), at(34)).await.expect("cancel running");
+    store
+        .job_cancel(&JobId::from("c4"), at(34))
+        .await
+        .expect("cancel running");
     assert!(lease_at(&store, "q", at(34)).await.is_empty());
     finish(&store, "c4", at(35), Transition::Retry { at: at(40) }).await;
     assert_eq!(get(&store, "c4").await.0.state, JobState::Cancelled);
@@ -208,11 +232,18 @@ pub async fn keys_combine_with_groups_and_lines_come_in_pages(store: Arc<dyn Sto
     };
     let first = store.ordering_keys(page(None)).await.expect("page");
     assert_eq!(
-        first.iter().map(|l| (l.key.as_str(), l.behind)).collect::<Vec<_>>(),
+        first
+            .iter()
+            .map(|l| (l.key.as_str(), l.behind))
+            .collect::<Vec<_>>(),
         [("k1", 2), ("k2", 0)]
     );
     assert_eq!(first[0].head.id.0, "g1");
-    assert!(first[0].why(at(0)).contains("g1 is running"), "{}", first[0].why(at(0)));
+    assert!(
+        first[0].why(at(0)).contains("g1 is running"),
+        "{}",
+        first[0].why(at(0))
+    );
     let rest = store.ordering_keys(page(Some("k2"))).await.expect("page");
     assert_eq!(
         rest.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
@@ -292,12 +323,18 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
 }
 
 /// Runs `ops` in `queue`, checking the lines after each against the jobs as stored.
-async fn run_ops(store: &Arc<dyn Store>, queue: &str, skip: bool, ops: &[Op]) -> Result<(), String> {
+async fn run_ops(
+    store: &Arc<dyn Store>,
+    queue: &str,
+    skip: bool,
+    ops: &[Op],
+) -> Result<(), String> {
     let on_dead = if skip { OnDead::Skip } else { OnDead::Block };
     let mut made: Vec<String> = Vec::new();
     let mut enqueued = 0;
     let mut now = T0;
-    let later = |now: Timestamp, s: i64| Timestamp::from_unix_millis(now.as_unix_millis() + s * 1000);
+    let later =
+        |now: Timestamp, s: i64| Timestamp::from_unix_millis(now.as_unix_millis() + s * 1000);
     for (i, op) in ops.iter().enumerate() {
         let jobs = read_all(store, &made).await;
         let pick = |n: u8, state: JobState| -> Option<&Job> {
@@ -328,7 +365,9 @@ async fn run_ops(store: &Arc<dyn Store>, queue: &str, skip: bool, ops: &[Op]) ->
                         if heads.get(&o.key) != Some(&j.id.0) {
                             return Err(format!(
                                 "op {i}: leased {} of key {}, whose due head is {:?}",
-                                j.id, o.key, heads.get(&o.key)
+                                j.id,
+                                o.key,
+                                heads.get(&o.key)
                             ));
                         }
                     }
@@ -337,7 +376,9 @@ async fn run_ops(store: &Arc<dyn Store>, queue: &str, skip: bool, ops: &[Op]) ->
                 let leased: Vec<&str> = got.iter().map(|j| j.id.0.as_str()).collect();
                 for (key, head) in &heads {
                     if !leased.contains(&head.as_str()) {
-                        return Err(format!("op {i}: key {key}'s due head {head} was not leased"));
+                        return Err(format!(
+                            "op {i}: key {key}'s due head {head} was not leased"
+                        ));
                     }
                 }
             }
@@ -346,26 +387,37 @@ async fn run_ops(store: &Arc<dyn Store>, queue: &str, skip: bool, ops: &[Op]) ->
                     let transition = match how {
                         0 => Transition::Complete,
                         1 => Transition::Retry { at: later(now, 5) },
-                        2 => Transition::Defer { until: later(now, 3) },
+                        2 => Transition::Defer {
+                            until: later(now, 3),
+                        },
                         _ => Transition::Dead {
                             category: DeadCategory::TransientExhausted,
                         },
                     };
                     let mut p = record(&j.id.0, "w1", j.runs + 1, transition);
                     p.now = now;
-                    store.job_record_attempt(p).await.map_err(|e| e.to_string())?;
+                    store
+                        .job_record_attempt(p)
+                        .await
+                        .map_err(|e| e.to_string())?;
                 }
             }
             Op::Replay(n) => {
                 if let Some(j) = pick(*n, JobState::Dead) {
-                    store.job_replay(&j.id, now).await.map_err(|e| e.to_string())?;
+                    store
+                        .job_replay(&j.id, now)
+                        .await
+                        .map_err(|e| e.to_string())?;
                 }
             }
             Op::Cancel(n) => {
                 let open: Vec<&Job> = jobs.iter().filter(|j| !j.state.is_finished()).collect();
                 if !open.is_empty() {
                     let j = open[*n as usize % open.len()];
-                    store.job_cancel(&j.id, now).await.map_err(|e| e.to_string())?;
+                    store
+                        .job_cancel(&j.id, now)
+                        .await
+                        .map_err(|e| e.to_string())?;
                 }
             }
             Op::Dismiss(n) => {
@@ -396,7 +448,9 @@ async fn run_ops(store: &Arc<dyn Store>, queue: &str, skip: bool, ops: &[Op]) ->
             .collect();
         running.sort_unstable();
         if running.windows(2).any(|w| w[0] == w[1]) {
-            return Err(format!("op {i} ({op:?}): two jobs of one key run: {running:?}"));
+            return Err(format!(
+                "op {i} ({op:?}): two jobs of one key run: {running:?}"
+            ));
         }
     }
     Ok(())

@@ -64,6 +64,9 @@ pub struct EnqueueArgs {
     /// Who the job is for (a tenant, a customer): the queue takes turns across groups.
     #[arg(long)]
     group: Option<String>,
+    /// The queue's jobs with the same ordering key start one at a time, in enqueue order.
+    #[arg(long)]
+    ordering_key: Option<String>,
     /// Time limit of each attempt, with a unit: 10s.
     #[arg(long, value_parser = cli_args::duration)]
     timeout: Option<Duration>,
@@ -108,6 +111,7 @@ impl EnqueueArgs {
             priority: self.priority.map(i64::from),
             tags: (!self.tags.is_empty()).then(|| self.tags.clone()),
             group: self.group.clone(),
+            ordering_key: self.ordering_key.clone(),
             ..JobInput::default()
         })
     }

@@ -1,5 +1,5 @@
 //! `redial queues`: every queue with its concurrency and hand pause, a queue's groups with work,
-//! and the hand controls (pause, resume).
+//! its ordering keys' lines, and the hand controls (pause, resume).
 
 use super::{or_dash, print_json, say_paused, Conn, PauseArgs, TargetArgs};
 use crate::human::{self, say, OutputArgs};
@@ -24,6 +24,24 @@ pub enum QueuesCommand {
     Resume(TargetArgs),
     /// A queue's groups (tenants) with work, most waiting first, with their limits.
     Groups(GroupsArgs),
+    /// A queue's ordering keys with a line: each key's head, the jobs behind it, why it waits.
+    OrderingKeys(OrderingKeysArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct OrderingKeysArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The queue.
+    name: String,
+    /// Only the keys whose head is dead (they wait for it to be replayed or dismissed).
+    #[arg(long)]
+    blocked: bool,
+    /// Keys shown at most, in key order.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    limit: u32,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -110,6 +128,48 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
             say!("{}", human::table(&headers, &rows, &headers[1..]));
             Ok(())
         }
+        Some(QueuesCommand::OrderingKeys(k)) => {
+            let server = k.conn.connect()?;
+            let server = &server;
+            let (name, blocked) = (&k.name, k.blocked);
+            let keys = super::up_to(k.limit, |page| async move {
+                let out = server
+                    .ask(server.client.ordering_keys(name, blocked, &page))
+                    .await?;
+                Ok((out.keys, out.next_cursor))
+            })
+            .await?;
+            if k.out.json() {
+                return print_json(&serde_json::json!({ "queue": k.name, "keys": keys }));
+            }
+            if keys.is_empty() {
+                say!(
+                    "queue {}: no ordering key{}",
+                    k.name,
+                    if k.blocked {
+                        " is blocked"
+                    } else {
+                        " has a line"
+                    }
+                );
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = keys
+                .iter()
+                .map(|l| {
+                    vec![
+                        l.key.clone(),
+                        l.head.id.clone(),
+                        l.head.state.clone(),
+                        l.behind.to_string(),
+                        l.why.clone(),
+                    ]
+                })
+                .collect();
+            let headers = ["KEY", "HEAD", "STATE", "BEHIND", "WHY"];
+            say!("{}", human::table(&headers, &rows, &["BEHIND"]));
+            Ok(())
+        }
         None => {
             let server = a.conn.connect()?;
             let out = server.ask(server.client.queues()).await?;
@@ -132,13 +192,18 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                                 .unwrap_or("no reason given")
                         ),
                     };
-                    vec![q.name.clone(), q.concurrency.to_string(), paused]
+                    vec![
+                        q.name.clone(),
+                        q.concurrency.to_string(),
+                        paused,
+                        q.ordering_on_dead.clone(),
+                    ]
                 })
                 .collect();
             say!(
                 "{}",
                 human::table(
-                    &["QUEUE", "CONCURRENCY", "PAUSED BY HAND"],
+                    &["QUEUE", "CONCURRENCY", "PAUSED BY HAND", "ORDERING ON DEAD"],
                     &rows,
                     &["CONCURRENCY"]
                 )

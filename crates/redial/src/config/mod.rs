@@ -385,6 +385,9 @@ pub struct QueueSection {
     pub groups: BTreeMap<String, GroupSection>,
     /// The callback of the queue's jobs that name none (`url`, `on`, `headers`).
     pub callback: Option<redial_server::CallbackInput>,
+    /// What a dead job does to its ordering key: "block" (the key waits until the job is
+    /// replayed or dismissed) or "skip" (the next job of the key goes on).
+    pub ordering_on_dead: redial_store::OnDead,
 }
 
 impl Default for QueueSection {
@@ -397,6 +400,7 @@ impl Default for QueueSection {
             group_rate: None,
             groups: BTreeMap::new(),
             callback: None,
+            ordering_on_dead: redial_store::OnDead::Block,
         }
     }
 }
@@ -849,6 +853,7 @@ impl FileConfig {
                     None => None,
                 };
                 Ok(redial_engine::QueueConfig {
+                    ordering_on_dead: q.ordering_on_dead,
                     callback,
                     concurrency: q.concurrency,
                     policy,
@@ -869,6 +874,7 @@ impl FileConfig {
         for name in ["default", CALLBACK_QUEUE] {
             out.entry(name.to_owned())
                 .or_insert_with(|| redial_engine::QueueConfig {
+                    ordering_on_dead: Default::default(),
                     callback: None,
                     concurrency: QueueSection::default().concurrency,
                     policy: self.policy.clone(),
