@@ -6,6 +6,7 @@
 
 mod cli;
 mod configured;
+mod ordering;
 mod server;
 
 use redial_test_receiver::{Receiver, Reply};
