@@ -734,3 +734,114 @@ async fn a_database_blink_sends_no_job_twice_and_a_killed_node_is_rescued_within
     })
     .await;
 }
+
+/// Ordering keys across two nodes, one killed with SIGKILL while it holds a key's head: each
+/// key's jobs still reach the receiver one at a time (never two of a key in flight) and in
+/// enqueue order, through a failed attempt per key (503, retried, holding the key) and the
+/// rescue of the dead node's leases; every job completes once its turn came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_nodes_one_killed_keep_each_keys_order() {
+    const KEYS: usize = 10;
+    const PER_KEY: u64 = 12;
+    let (base, schema, database_url) = fresh_schema().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        "[engine]\nlease = \"2s\"\nheartbeat = \"300ms\"\n\n[queues.default]\nconcurrency = 8\n\n\
+         [policy.transient]\nbase = \"100ms\"\ncap = \"200ms\"\n",
+    )
+    .expect("write config");
+    let rx = Receiver::start().await;
+    // Each key has a path of its own; its second request fails once.
+    for k in 0..KEYS {
+        let ok = Reply::status(200).delay(Duration::from_millis(40));
+        rx.script(
+            &format!("/ordered/{k}"),
+            vec![ok.clone(), Reply::status(503), ok],
+        );
+    }
+    let mut nodes: Vec<Node> = (0..2).map(|_| start_node(&database_url, &config)).collect();
+    let http = reqwest::Client::new();
+    let mut jobs = Vec::new();
+    for n in 0..PER_KEY {
+        for k in 0..KEYS {
+            let mut j = job(&format!("o{k}-{n}"), &rx.url(&format!("/ordered/{k}")));
+            j["ordering_key"] = json!(format!("key-{k}"));
+            j["request"]["body"] = json!(json!({ "n": n }).to_string());
+            jobs.push(j);
+        }
+    }
+    enqueue(&http, &nodes[0], jobs).await;
+    let mut pg = redial_store_postgres::DbConfig::parse(&base).expect("DATABASE_URL parses");
+    pg.pg_mut().options(format!("-c search_path={schema}"));
+    let (client, conn) = pg.connect().await.expect("connect to check");
+    tokio::spawn(conn);
+    let node_1 = nodes[1].child.id();
+    let held_by_node_1 = || async {
+        let rows = client
+            .query(
+                "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
+                &[],
+            )
+            .await
+            .expect("read the leases");
+        rows.iter()
+            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
+            .count()
+    };
+    let sent = || {
+        (0..KEYS)
+            .map(|k| rx.count(&format!("/ordered/{k}")))
+            .sum::<usize>()
+    };
+    eventually(
+        "a quarter of the jobs were sent, and node 1 holds a head",
+        || async { sent() >= KEYS * PER_KEY as usize / 4 && held_by_node_1().await > 0 },
+    )
+    .await;
+    nodes[1].kill9();
+    eventually("every job completed", || async {
+        count(&http, &nodes[0], "completed").await == (KEYS as u64) * PER_KEY
+    })
+    .await;
+    for k in 0..KEYS {
+        let path = format!("/ordered/{k}");
+        assert_eq!(
+            rx.most_in_flight(&path),
+            1,
+            "key-{k}: one request at a time"
+        );
+        let seen: Vec<(u64, u16)> = rx
+            .received(&path)
+            .iter()
+            .map(|r| {
+                let body: Value = serde_json::from_str(&r.body).expect("JSON body");
+                (body["n"].as_u64().expect("n"), r.status)
+            })
+            .collect();
+        // In enqueue order: a job's requests (its failure, its retry, a request the killed
+        // node sent and never recorded) all come before the next job's first.
+        assert!(
+            seen.windows(2).all(|w| w[0].0 <= w[1].0),
+            "key-{k}: {seen:?}"
+        );
+        let mut succeeded: Vec<u64> = seen.iter().filter(|s| s.1 == 200).map(|s| s.0).collect();
+        succeeded.dedup();
+        assert_eq!(
+            succeeded,
+            (0..PER_KEY).collect::<Vec<_>>(),
+            "key-{k}: {seen:?}"
+        );
+        assert!(
+            seen.iter().any(|s| s.1 == 503),
+            "key-{k}: a failure was retried"
+        );
+    }
+    for n in nodes.iter_mut().take(1) {
+        assert!(
+            n.child.try_wait().expect("status").is_none(),
+            "node 0 still runs"
+        );
+    }
+}
