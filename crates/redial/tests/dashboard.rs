@@ -915,3 +915,79 @@ async fn a_page_updates_live_from_the_event_stream() {
     let last = b.js("return state.lastEvent;", "").await;
     assert!(last.as_str().is_some_and(|id| id.contains('-')), "{last}");
 }
+
+/// A queue's ordering keys: from the overview to the blocked key, its dead head replayed from
+/// the page after a confirmation, and the job behind it sent next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_ordering_key_replayed_in_a_browser() {
+    let rx = redial_test_receiver::Receiver::start().await;
+    rx.script(
+        "/ledger",
+        vec![
+            redial_test_receiver::Reply::status(400),
+            redial_test_receiver::Reply::status(200),
+        ],
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = serve(&dir.path().join("data"), &[]);
+    let http = reqwest::Client::new();
+    for id in ["h0", "h1"] {
+        let job = serde_json::json!({
+            "id": id, "ordering_key": "acct-7",
+            "request": {"method": "POST", "url": rx.url("/ledger")}
+        });
+        let r = http
+            .post(format!("{}/v1/jobs", server.url))
+            .header("content-type", "application/json")
+            .body(job.to_string())
+            .send()
+            .await
+            .expect("enqueue");
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    eventually("the head died", || async {
+        job_state(&http, &server.url, "h0").await == "dead"
+    })
+    .await;
+    let b = Browser::start().await;
+    b.goto(&format!("{}/ui/#/", server.url)).await;
+    b.press("tr[data-queue='default'] a.ordering-link").await;
+    b.wait_text(
+        "tr[data-key='acct-7'] td:nth-child(5)",
+        "why the key waits",
+        |t| t.starts_with("blocked: its head h0 is dead"),
+    )
+    .await;
+    b.wait_text(
+        "tr[data-key='acct-7'] td:nth-child(4)",
+        "jobs behind",
+        |t| t == "1",
+    )
+    .await;
+    // The blocked keys only, then the head's replay, confirmed.
+    b.press("#ordering-blocked").await;
+    b.press("tr[data-key='acct-7'] button").await;
+    b.wait_text("#confirm-text", "the confirmation", |t| {
+        t.contains("Replay job h0")
+    })
+    .await;
+    b.click("#confirm-ok").await;
+    eventually("the job behind the head completed", || async {
+        job_state(&http, &server.url, "h1").await == "completed"
+    })
+    .await;
+    let sent: Vec<u16> = rx.received("/ledger").iter().map(|r| r.status).collect();
+    assert_eq!(sent, [400, 200, 200], "h0, h0 again, then h1");
+    b.goto(&format!("{}/ui/#/ordering/default?again", server.url))
+        .await;
+    b.wait_text("main p.muted:last-of-type", "no line left", |t| {
+        t == "No key has a line."
+    })
+    .await;
+    // A job's page links to its key's queue.
+    b.goto(&format!("{}/ui/#/job/h1", server.url)).await;
+    b.wait_text("#job-ordering-key", "the job's ordering key", |t| {
+        t == "acct-7"
+    })
+    .await;
+}

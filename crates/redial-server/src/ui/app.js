@@ -373,6 +373,7 @@ async function overview(main) {
           ? el('a', { href: `#/jobs?queue=${encodeURIComponent(q)}&state=${s}` }, fmtNum(queues[q][s]))
           : fmtNum(queues[q][s]))),
         el('td', { class: pauses[q] ? 'warn' : 'muted' }, pauses[q] ? pausedText(pauses[q]) : (q in pauses ? 'on' : 'not configured'),
+          q in pauses ? [' ', el('a', { href: orderingHref(q), class: 'ordering-link', title: `${q}: its ordering keys` }, 'keys')] : null,
           state.readOnly || !(q in pauses) ? null : [' ', pauses[q]
             ? el('button', { type: 'button', onclick: () => controlTarget('queue', q, 'resume', `Resume queue ${q}? Its jobs are leased again at once.`, `queue ${q} resumed`) }, 'Resume')
             : el('button', { type: 'button', class: 'danger', onclick: () => pauseTarget('queue', q, 'None of its jobs will be leased; those running finish.') }, 'Pause')])))),
@@ -559,6 +560,7 @@ async function job(main, id) {
       el('dt', {}, 'Why'), el('dd', {}, j.last_reason || ''),
       el('dt', {}, 'Queue'), el('dd', {}, j.queue),
       j.group ? [el('dt', {}, 'Group'), el('dd', {}, el('a', { href: groupsHref(j.queue) }, j.group))] : null,
+      j.ordering_key ? [el('dt', {}, 'Ordering key'), el('dd', { id: 'job-ordering-key' }, el('a', { href: orderingHref(j.queue) }, j.ordering_key))] : null,
       el('dt', {}, 'Endpoint'), el('dd', {}, el('code', {}, j.endpoint)),
       el('dt', {}, 'Request'), el('dd', {}, el('code', {}, `${j.request.method} ${j.request.url}`), ` (${fmtNum(j.request.body_bytes)} bytes of body)`),
       j.original_request ? [el('dt', {}, 'Enqueued as'), el('dd', { id: 'job-original' },
@@ -637,6 +639,46 @@ function breakerText(e) {
 
 const endpointHref = name => '#/endpoint/' + encodeURIComponent(name);
 const groupsHref = queue => '#/groups/' + encodeURIComponent(queue);
+const orderingHref = (queue, blocked) => '#/ordering/' + encodeURIComponent(queue) + (blocked ? '?blocked=true' : '');
+
+// One queue's ordering keys with a line: each key's head (the job that goes first), how many
+// wait behind it and why; blocked keys (a dead head) can have their head replayed from here.
+async function ordering(main, queue, params) {
+  const blocked = params.get('blocked') === 'true';
+  const qs = pageQuery(params);
+  if (blocked) qs.set('blocked', 'true');
+  const data = await api('GET', `/v1/queues/${encodeURIComponent(queue)}/ordering-keys?` + qs);
+  const replay = async id => {
+    if (!await confirmAction(`Replay job ${id}? It goes first in its key again; the jobs behind it follow.`, 'Replay')) return;
+    try {
+      await api('POST', `/v1/jobs/${encodeURIComponent(id)}/replay`, {});
+      toast(`${id}: replayed`);
+      render();
+    } catch (e) { toast(e.message); }
+  };
+  const next = new URLSearchParams();
+  if (blocked) next.set('blocked', 'true');
+  if (data.next_cursor) next.set('cursor', data.next_cursor);
+  put(main,
+    el('h1', {}, 'Ordering keys of ', el('code', {}, queue)),
+    el('p', { class: 'muted' }, `A key's jobs start one at a time, in the order they were enqueued. A dead head ` +
+      (data.ordering_on_dead === 'skip' ? 'lets the next job go (ordering_on_dead = skip).' : 'blocks its key until it is replayed or dismissed (ordering_on_dead = block).')),
+    el('p', {}, blocked
+      ? el('a', { href: orderingHref(queue, false), id: 'ordering-all' }, 'Show every key')
+      : el('a', { href: orderingHref(queue, true), id: 'ordering-blocked' }, 'Show blocked keys only')),
+    data.keys.length === 0 ? el('p', { class: 'muted' }, blocked ? 'No key is blocked.' : 'No key has a line.')
+      : table(['Key', 'Head', 'State', { label: 'Behind', num: true }, 'Why', ''],
+        data.keys.map(k => el('tr', { 'data-key': k.key, class: k.blocked ? 'warn' : '' },
+          el('th', { scope: 'row' }, k.key),
+          el('td', {}, el('a', { href: '#/job/' + encodeURIComponent(k.head.id) }, el('code', {}, k.head.id))),
+          el('td', { class: 'state-' + k.head.state }, k.head.state),
+          el('td', { class: 'num' }, fmtNum(k.behind)),
+          el('td', {}, k.why),
+          el('td', {}, k.blocked && !state.readOnly
+            ? el('button', { type: 'button', onclick: () => replay(k.head.id) }, 'Replay head') : null)))),
+    data.next_cursor ? el('p', {}, el('a', { href: `#/ordering/${encodeURIComponent(queue)}?` + next }, 'Next page')) : null,
+  );
+}
 
 // One queue's groups (tenants) with work, most waiting first, with their limits.
 async function groups(main, queue) {
@@ -774,7 +816,7 @@ async function render() {
   const path = hash.split('?')[0];
   const params = query(hash);
   const page = path.startsWith('#/job/') ? 'jobs' : path.startsWith('#/endpoint/') ? 'endpoints'
-    : path.startsWith('#/groups/') ? 'overview' : (path.slice(2) || 'overview');
+    : path.startsWith('#/groups/') || path.startsWith('#/ordering/') ? 'overview' : (path.slice(2) || 'overview');
   for (const a of document.querySelectorAll('nav a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -787,6 +829,7 @@ async function render() {
     else if (path === '#/schedules') await schedules(main, params);
     else if (path.startsWith('#/endpoint/')) await endpoint(main, decodeURIComponent(path.slice(11)));
     else if (path.startsWith('#/groups/')) await groups(main, decodeURIComponent(path.slice(9)));
+    else if (path.startsWith('#/ordering/')) await ordering(main, decodeURIComponent(path.slice(11)), params);
     else await overview(main);
     byId('main').replaceWith(main);
     byId('login').hidden = true;
