@@ -47,6 +47,24 @@ def test_async_basics(server: Server, receiver: Receiver) -> None:
     asyncio.run(main())
 
 
+def test_async_ordering_keys(server: Server, receiver: Receiver) -> None:
+    async def main() -> None:
+        async with AsyncRedial(server.url) as c:
+            key = f"py-async-{uuid.uuid4()}"
+            job = {"request": {"method": "POST", "url": receiver.origin + "/o"},
+                   "ordering_key": key, "run_at": "2999-01-01T00:00:00Z"}
+            first = await c.enqueue(job)
+            await c.enqueue(job)
+            assert first["ordering_key"] == key
+            lines = {line["key"]: line for line in (await c.ordering_keys("default", limit=500))["keys"]}
+            assert (lines[key]["head"]["id"], lines[key]["behind"]) == (first["id"], 1)
+            with pytest.raises(RedialError) as err:
+                await c.ordering_keys("no-such-queue", blocked=True)
+            assert (err.value.status, err.value.code) == (404, "not_found")
+
+    asyncio.run(main())
+
+
 def test_async_token_error(token_server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REDIAL_TOKEN", raising=False)
 

@@ -1,5 +1,5 @@
 """The sync client against a real `redial serve`: enqueue, dedup, conflicts, batches, jobs that
-ran, listing across pages, dead-letter replay, tokens, endpoint and queue pauses."""
+ran, listing across pages, ordering keys, dead-letter replay, tokens, endpoint and queue pauses."""
 
 from __future__ import annotations
 
@@ -54,6 +54,45 @@ def test_a_job_keeps_its_group_and_a_bad_group_is_a_422(server: Server, receiver
         with pytest.raises(RedialError) as err:
             c.enqueue(job_for(receiver, group=""))
         assert (err.value.status, err.value.code) == (422, "invalid_group")
+
+
+def test_ordering_keys_list_each_key_with_its_first_job_ahead(server: Server, receiver: Receiver) -> None:
+    with Redial(server.url) as c:
+        # Far in the future: the jobs stay waiting, so each key keeps its line while it is read.
+        later = "2999-01-01T00:00:00Z"
+        a, b = f"py-{uuid.uuid4()}/a", f"py-{uuid.uuid4()}/b"
+        first = c.enqueue(job_for(receiver, ordering_key=a, run_at=later))
+        assert first["ordering_key"] == a
+        assert c.get_job(first["id"])["ordering_key"] == a
+        c.enqueue_batch([job_for(receiver, ordering_key=a, run_at=later) for _ in range(2)])
+        only = c.enqueue(job_for(receiver, ordering_key=b, run_at=later))
+        assert c.enqueue(job_for(receiver, run_at=later))["ordering_key"] is None
+
+        listed = c.ordering_keys("default", limit=500)
+        assert (listed["queue"], listed["ordering_on_dead"], listed["next_cursor"]) == ("default", "block", None)
+        lines = {line["key"]: line for line in listed["keys"]}
+        assert (lines[a]["head"]["id"], lines[a]["behind"], lines[a]["blocked"]) == (first["id"], 2, False)
+        assert lines[a]["why"]
+        assert (lines[b]["head"]["id"], lines[b]["behind"]) == (only["id"], 0)
+        assert all(line["key"] not in (a, b) for line in c.ordering_keys("default", blocked=True)["keys"])
+        default = next(q for q in c.queues() if q["name"] == "default")
+        assert default["ordering_on_dead"] == "block"
+
+        # A key a page: each page's next_cursor leads to the next key, and the last has none.
+        page = c.ordering_keys("default", limit=1)
+        assert page["next_cursor"]
+        paged = [line["key"] for line in page["keys"]]
+        while page["next_cursor"]:
+            page = c.ordering_keys("default", cursor=page["next_cursor"], limit=1)
+            paged += [line["key"] for line in page["keys"]]
+        assert paged == sorted(lines)
+
+        with pytest.raises(RedialError) as err:
+            c.ordering_keys("no-such-queue")
+        assert (err.value.status, err.value.code) == (404, "not_found")
+        with pytest.raises(RedialError) as err:
+            c.enqueue(job_for(receiver, ordering_key="a\nb"))
+        assert (err.value.status, err.value.code) == (422, "invalid_ordering_key")
 
 
 def test_unknown_job_is_a_404(server: Server) -> None:

@@ -25,6 +25,8 @@ import type {
   JobFilter,
   JobInput,
   JobPage,
+  OrderingKeys,
+  OrderingKeysQuery,
   PauseInput,
   Queue,
   QueueList,
@@ -231,6 +233,21 @@ export class Redial {
 
   queues(): Promise<QueueList> {
     return this.transport.request<QueueList>({ method: "GET", path: "/v1/queues" });
+  }
+
+  /**
+   * A page of the queue's ordering keys with a line, by key: each key's head (the job that goes first), how
+   * many of its jobs wait behind it and why the next one waits. `blocked: true` lists only the keys whose
+   * head is dead (they wait for it to be replayed or dismissed); pass next_cursor as cursor for the next
+   * page (100 keys unless limit says). An unknown queue is a 404 (`not_found`).
+   */
+  orderingKeys(queue: string, query: OrderingKeysQuery = {}): Promise<OrderingKeys> {
+    const { blocked, ...page } = query;
+    return this.transport.request<OrderingKeys>({
+      method: "GET",
+      path: `/v1/queues/${enc(queue)}/ordering-keys`,
+      query: { ...page, blocked: blocked ? "true" : undefined },
+    });
   }
 
   pauseQueue(name: string, pause: PauseInput = {}): Promise<Queue> {

@@ -35,6 +35,13 @@ export type AlertList = Schemas["AlertList"];
 export type PauseInput = Schemas["PauseInput"];
 export type Queue = Schemas["Queue"];
 export type QueueList = Schemas["QueueList"];
+export type OrderingKeys = Schemas["OrderingKeys"];
+export type OrderingKeyLine = Schemas["OrderingKeyLine"];
+/**
+ * Which of a queue's ordering keys `orderingKeys` lists: only those whose head is dead when `blocked`,
+ * after `cursor` (a page's next_cursor), at most `limit` (1 to 500, 100 by default).
+ */
+export type OrderingKeysQuery = NonNullable<operations["queueOrderingKeys"]["parameters"]["query"]>;
 export type Health = Schemas["Health"];
 export type ScheduleInput = Schemas["ScheduleInput"];
 export type Schedule = Schemas["Schedule"];

@@ -1,5 +1,5 @@
 // Owns the client's tests against a real `redial serve`: enqueue, dedup, conflicts, batches,
-// attempts, paging, dead letters, endpoint and queue pauses, tokens, and connection failures.
+// attempts, paging, ordering keys, dead letters, endpoint and queue pauses, tokens, and connection failures.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -59,6 +59,55 @@ describe("Redial against a real server", () => {
     assert.ok(err instanceof RedialError, `expected RedialError, got ${String(err)}`);
     assert.equal(err.status, 422);
     assert.equal(err.code, "invalid_group");
+  });
+
+  test("orderingKeys lists each key with its first job ahead, and a bad key is a 422 invalid_ordering_key", async () => {
+    const r = await receiver();
+    // Far in the future: the jobs stay waiting, so each key keeps its line while it is read.
+    const later = "2999-01-01T00:00:00Z";
+    const request = { method: "POST", url: `${r.origin}/o` };
+    const [a, b] = [`ts-${randomUUID()}/a`, `ts-${randomUUID()}/b`];
+    const first = await redial.enqueue({ ordering_key: a, run_at: later, request });
+    assert.equal(first.ordering_key, a);
+    assert.equal((await redial.getJob(first.id)).ordering_key, a);
+    await redial.enqueueBatch([1, 2].map(() => ({ ordering_key: a, run_at: later, request })));
+    const only = await redial.enqueue({ ordering_key: b, run_at: later, request });
+    assert.equal((await redial.enqueue({ run_at: later, request })).ordering_key, null);
+
+    const listed = await redial.orderingKeys("default", { limit: 500 });
+    assert.equal(listed.queue, "default");
+    assert.equal(listed.ordering_on_dead, "block");
+    assert.equal(listed.next_cursor, null);
+    const lines = new Map(listed.keys.map((line) => [line.key, line]));
+    assert.deepEqual(
+      [lines.get(a)?.head.id, lines.get(a)?.behind, lines.get(a)?.blocked],
+      [first.id, 2, false],
+    );
+    assert.ok(lines.get(a)?.why);
+    assert.deepEqual([lines.get(b)?.head.id, lines.get(b)?.behind], [only.id, 0]);
+    const blocked = await redial.orderingKeys("default", { blocked: true });
+    assert.ok(!blocked.keys.some((line) => line.key === a || line.key === b));
+    const queue = (await redial.queues()).queues.find((q) => q.name === "default");
+    assert.equal(queue?.ordering_on_dead, "block");
+
+    // A key a page: each page's next_cursor leads to the next key, and the last has none.
+    let page = await redial.orderingKeys("default", { limit: 1 });
+    assert.ok(page.next_cursor, "a first page of one key out of several has a next cursor");
+    const paged = page.keys.map((line) => line.key);
+    while (page.next_cursor) {
+      page = await redial.orderingKeys("default", { cursor: page.next_cursor, limit: 1 });
+      paged.push(...page.keys.map((line) => line.key));
+    }
+    assert.deepEqual(paged, [...lines.keys()].sort());
+
+    const unknown = await redial.orderingKeys("no-such-queue").then(() => undefined, (e: unknown) => e);
+    assert.ok(unknown instanceof RedialError, `expected RedialError, got ${String(unknown)}`);
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.code, "not_found");
+    const invalid = await redial.enqueue({ ordering_key: "a\nb", request }).then(() => undefined, (e: unknown) => e);
+    assert.ok(invalid instanceof RedialError, `expected RedialError, got ${String(invalid)}`);
+    assert.equal(invalid.status, 422);
+    assert.equal(invalid.code, "invalid_ordering_key");
   });
 
   test("enqueue without an id generates a UUID on the client", async () => {

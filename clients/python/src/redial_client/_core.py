@@ -196,6 +196,12 @@ def pause(
     return Call("POST", f"/v1/{kind}/{segment(name)}/pause", params=params, body=body, has_body=True)
 
 
+def ordering_keys(queue: str, blocked: bool, cursor: str | None, limit: int | None) -> Call:
+    """A page of a queue's ordering keys; `blocked` only sent when true (false is the default)."""
+    params = _clean({"blocked": "true" if blocked else None, "cursor": cursor or None, "limit": limit})
+    return Call("GET", f"/v1/queues/{segment(queue)}/ordering-keys", params=params)
+
+
 def post_action(kind: str, name: str, action: str) -> Call:
     return Call("POST", f"/v1/{kind}/{segment(name)}/{action}")
 

@@ -12,8 +12,8 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Operation, Queue, ReplayPreview, Schedule, ScheduleInput,
-    Stats,
+    EventKind, EventPage, Job, JobInput, Operation, OrderingKeys, Queue, ReplayPreview, Schedule,
+    ScheduleInput, Stats,
 )
 
 
@@ -252,6 +252,17 @@ class AsyncRedial:
 
     async def queues(self) -> list[Queue]:
         return cast(list[Queue], (await self._send(_core.get("/v1/queues")))["queues"])
+
+    async def ordering_keys(
+        self,
+        queue: str,
+        *,
+        blocked: bool = False,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> OrderingKeys:
+        """A page of the queue's ordering keys, as `Redial.ordering_keys`."""
+        return cast(OrderingKeys, await self._send(_core.ordering_keys(queue, blocked, cursor, limit)))
 
     # control
     async def pause_endpoint(

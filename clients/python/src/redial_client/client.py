@@ -11,8 +11,8 @@ from . import _core, _stream
 from ._sse import SseParser
 from .types import (
     Affected, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed, Endpoint, Event,
-    EventKind, EventPage, Job, JobInput, Operation, Queue, ReplayPreview, Schedule, ScheduleInput,
-    Stats,
+    EventKind, EventPage, Job, JobInput, Operation, OrderingKeys, Queue, ReplayPreview, Schedule,
+    ScheduleInput, Stats,
 )
 
 
@@ -256,6 +256,21 @@ class Redial:
 
     def queues(self) -> list[Queue]:
         return cast(list[Queue], self._send(_core.get("/v1/queues"))["queues"])
+
+    def ordering_keys(
+        self,
+        queue: str,
+        *,
+        blocked: bool = False,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> OrderingKeys:
+        """A page of the queue's ordering keys with a line, by key: each key's head (the job that
+        goes first), how many of its jobs wait behind it and why the next one waits. blocked=True
+        lists only the keys whose head is dead (they wait for it to be replayed or dismissed);
+        read on with cursor=page["next_cursor"]; limit= 1 to 500 (default 100). An unknown queue
+        is a 404 (not_found)."""
+        return cast(OrderingKeys, self._send(_core.ordering_keys(queue, blocked, cursor, limit)))
 
     # control
     def pause_endpoint(

@@ -61,6 +61,7 @@ class JobInput(TypedDict):
     priority: NotRequired[int]
     tags: NotRequired[list[str]]
     group: NotRequired[str]
+    ordering_key: NotRequired[str]
     endpoint: NotRequired[str]
     policy: NotRequired[dict[str, Any] | None]
     callback: NotRequired[CallbackInput]
@@ -119,6 +120,7 @@ class Job(TypedDict):
     idempotency_key: str | None
     tags: list[str]
     group: str | None
+    ordering_key: str | None
     last_reason: str | None
     cancel_requested: bool
     request: RequestView
@@ -240,10 +242,37 @@ class Endpoint(TypedDict):
     waiting_later: int
 
 
+# What a dead job does to its ordering key: block it until the job is replayed or dismissed, or
+# let the key's next job go on.
+OrderingOnDead = Literal["block", "skip"]
+
+
 class Queue(TypedDict):
     name: str
     concurrency: int
     paused_by_hand: HandPause | None
+    ordering_on_dead: OrderingOnDead
+
+
+class OrderingKeyLine(TypedDict):
+    """One ordering key's line: `head` is the job that goes first (running, waiting, or dead
+    when `blocked`), `behind` how many of the key's jobs wait after it, `why` why the next waits."""
+
+    key: str
+    blocked: bool
+    behind: int
+    why: str
+    head: Job
+
+
+class OrderingKeys(TypedDict):
+    """A page of a queue's ordering keys that have a line, by key; read on with
+    cursor=next_cursor (None on the last page)."""
+
+    queue: str
+    ordering_on_dead: OrderingOnDead
+    keys: list[OrderingKeyLine]
+    next_cursor: str | None
 
 
 class DeadGroup(TypedDict):
