@@ -18,6 +18,7 @@ mod callbacks;
 mod events;
 mod groups;
 mod noop_nodes;
+mod ordering;
 mod plain;
 mod protection;
 mod protection_nodes;
@@ -43,7 +44,10 @@ struct Args {
     /// or `DATABASE_URL` names one) and `noop-nodes` (no-op jobs drained by one, two, then three
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
     /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
-    /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `backup` (an
+    /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `ordering`
+    /// (enqueue and no-op without keys and over `--jobs`/10 keys, `--rounds` alternated rounds;
+    /// 10,000 jobs over 1,000 keys alone and beside a key of `--hot-key` jobs; one lease beside
+    /// that key) and `backup` (an
     /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
     /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
@@ -70,6 +74,9 @@ struct Args {
     /// Alternated rounds of the `groups` workload's no-op runs, of `waiters` and of `callbacks`.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Jobs of the hot key in the `ordering` workload.
+    #[arg(long, default_value_t = 100_000)]
+    hot_key: usize,
     /// Schedules in the `schedules` workload.
     #[arg(long, default_value_t = 10_000)]
     schedules: usize,
@@ -168,6 +175,16 @@ fn main() -> Result<()> {
                 args.jobs,
                 args.concurrency,
                 args.big_backlog,
+                args.rounds,
+                &mut report,
+            )
+            .await?;
+        }
+        if args.only.iter().any(|w| w == "ordering") {
+            ordering::ordering(
+                args.jobs,
+                args.concurrency,
+                args.hot_key,
                 args.rounds,
                 &mut report,
             )

@@ -299,21 +299,28 @@ const MIGRATIONS: &[&str] = &[
     // 14: an endpoint's retries waiting their backoff, found when its outage ends.
     r#"
     CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
-    "#, // 15: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
-    // while it waits, runs, or is dead with `block`; `ord_wait` is true for every job of a line
-    // but its head, and the runnable indexes leave those out, so a lease never reads a job behind
-    // its key's head, however long the line. Triggers keep the head (`redial_line_fix`): a keyed
-    // job inserted, one whose run ends or that enters or leaves its line (a finish, a replay, a
-    // retry, a rescue, a release: every such statement names `finished_at` or `replays`, which a
-    // lease does not set) or one deleted while in it makes the line's head its running job, if
-    // any, or else its first by seq; a job moved to another queue (a replay with changes) fixes
-    // both lines. The fix takes the
-    // line's lock (an advisory lock per queue and key, `redial_line_lock`), then locks the
-    // line's heads: a lease that holds one commits first, and the fix sees it running, so two
-    // nodes never run two jobs of a key. A queue without keys writes nothing more: the triggers'
-    // conditions are false for its jobs.
+    "#,
+    // 15: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
+    // while it waits, runs, or is dead with `block`; `oline` names the line
+    // (`OrderingKey::line`), `ord_wait` is true for every job of a line but its head, and the
+    // runnable indexes leave those out, so a lease never reads a job behind its key's head,
+    // however long the line. The head is the line's running job, if any, or else its first job
+    // by seq. Every change to a line takes the line's lock first (an advisory lock per line,
+    // `redial_line_lock`), so two nodes never decide a line at once. Triggers keep the head: a
+    // keyed job goes in waiting, and its insert makes the line's first job the head when the
+    // line has none (`redial_line_insert`: a batch's rows are all in when their triggers run,
+    // and two enqueues at once may commit out of seq order, so the new job is not always the
+    // last; of two enqueued at once, the one committed first may go first); a head
+    // that leaves its line (a finish) or is deleted from it makes the first job the head
+    // (`redial_line_next`); a job that enters its line (a replay after `skip`), a run that ends
+    // (an earlier job may have been replayed meanwhile) or a move to another queue sets the
+    // head afresh (`redial_line_fix`, which locks the line's heads first: a lease that holds
+    // one commits before, and the fix sees it running). The updates name `finished_at`,
+    // `replays` or `queue`, which a lease does not set. A queue without keys writes nothing
+    // more: the triggers' conditions are false for its jobs.
     r#"
     ALTER TABLE jobs ADD COLUMN okey TEXT COLLATE "C";
+    ALTER TABLE jobs ADD COLUMN oline BIGINT;
     ALTER TABLE jobs ADD COLUMN ord_skip BOOLEAN NOT NULL DEFAULT FALSE;
     ALTER TABLE jobs ADD COLUMN ord_wait BOOLEAN NOT NULL DEFAULT FALSE;
     DROP INDEX jobs_runnable;
@@ -327,60 +334,76 @@ const MIGRATIONS: &[&str] = &[
         WHERE grp IS NOT NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred');
     CREATE INDEX jobs_grouped_ready ON jobs (queue, grp)
         WHERE grp IS NOT NULL AND NOT ord_wait AND state = 'ready';
-    CREATE INDEX jobs_in_line ON jobs (queue, okey, seq) WHERE okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
-    CREATE INDEX jobs_line_heads ON jobs (queue, okey) WHERE NOT ord_wait AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
-    CREATE FUNCTION redial_line_hash(q TEXT, k TEXT) RETURNS INTEGER LANGUAGE sql IMMUTABLE
-        AS $fn$ SELECT hashtext(q || chr(31) || k) $fn$;
-    CREATE FUNCTION redial_line_lock(q TEXT, k TEXT) RETURNS VOID LANGUAGE sql
-        AS $fn$ SELECT pg_advisory_xact_lock(1380207694, redial_line_hash(q, k)) $fn$;
-    CREATE FUNCTION redial_line_fix(q TEXT, k TEXT) RETURNS VOID LANGUAGE plpgsql AS $fn$
+    CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE INDEX jobs_line_keys ON jobs (queue, okey) WHERE NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE FUNCTION redial_line_lock(l BIGINT) RETURNS VOID LANGUAGE sql
+        AS $fn$ SELECT pg_advisory_xact_lock(1380207694, ((l # (l >> 32)) & 2147483647)::int) $fn$;
+    CREATE FUNCTION redial_line_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM redial_line_lock(NEW.oline);
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = (SELECT seq FROM jobs
+            WHERE oline = NEW.oline AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1) AND ord_wait
+            AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = NEW.queue AND okey = NEW.okey
+                AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)));
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE FUNCTION redial_line_next() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM redial_line_lock(OLD.oline);
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = (SELECT seq FROM jobs
+            WHERE oline = OLD.oline AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1) AND ord_wait;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE FUNCTION redial_line_fix(q TEXT, k TEXT, l BIGINT) RETURNS VOID LANGUAGE plpgsql
+    AS $fn$
     DECLARE
         h BIGINT;
     BEGIN
-        PERFORM redial_line_lock(q, k);
-        PERFORM 1 FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
+        PERFORM redial_line_lock(l);
+        PERFORM 1 FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
             FOR UPDATE;
         SELECT seq INTO h FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait
-            AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND state = 'running' LIMIT 1;
+            AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND state = 'running' LIMIT 1;
         IF h IS NULL THEN
-            SELECT seq INTO h FROM jobs WHERE queue = q AND okey = k AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
-                ORDER BY seq LIMIT 1;
+            SELECT seq INTO h FROM jobs WHERE oline = l AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1;
         END IF;
         IF h IS NULL THEN
             RETURN;
         END IF;
-        UPDATE jobs SET ord_wait = TRUE WHERE queue = q AND okey = k AND NOT ord_wait
-            AND okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND seq <> h;
         UPDATE jobs SET ord_wait = FALSE WHERE seq = h AND ord_wait;
+        UPDATE jobs SET ord_wait = TRUE WHERE queue = q AND okey = k AND NOT ord_wait
+            AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND seq <> h;
     END
     $fn$;
     CREATE FUNCTION redial_line_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-        IF TG_OP = 'DELETE' THEN
-            PERFORM redial_line_fix(OLD.queue, OLD.okey);
-        ELSE
-            PERFORM redial_line_fix(NEW.queue, NEW.okey);
+        IF TG_NAME = 'jobs_line_move' THEN
+            PERFORM redial_line_fix(OLD.queue, OLD.okey, OLD.oline);
         END IF;
+        PERFORM redial_line_fix(NEW.queue, NEW.okey, NEW.oline);
         RETURN NULL;
     END
     $fn$;
     CREATE TRIGGER jobs_line_insert AFTER INSERT ON jobs FOR EACH ROW
-        WHEN (NEW.okey IS NOT NULL) EXECUTE FUNCTION redial_line_changed();
-    CREATE TRIGGER jobs_line_update AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
-        WHEN (NEW.okey IS NOT NULL AND (OLD.state = 'running' OR (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)) IS DISTINCT FROM (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))))
+        WHEN (NEW.oline IS NOT NULL) EXECUTE FUNCTION redial_line_insert();
+    CREATE TRIGGER jobs_line_leave AFTER UPDATE OF finished_at ON jobs FOR EACH ROW
+        WHEN (NEW.oline IS NOT NULL AND NOT OLD.ord_wait AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))
+              AND NOT (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)))
+        EXECUTE FUNCTION redial_line_next();
+    CREATE TRIGGER jobs_line_enter AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
+        WHEN (NEW.oline IS NOT NULL AND NOT (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip)) AND (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)))
         EXECUTE FUNCTION redial_line_changed();
-    CREATE FUNCTION redial_line_moved() RETURNS trigger LANGUAGE plpgsql AS $fn$
-    BEGIN
-        PERFORM redial_line_fix(OLD.queue, OLD.okey);
-        PERFORM redial_line_fix(NEW.queue, NEW.okey);
-        RETURN NULL;
-    END
-    $fn$;
+    CREATE TRIGGER jobs_line_run_ended AFTER UPDATE OF finished_at ON jobs FOR EACH ROW
+        WHEN (NEW.oline IS NOT NULL AND OLD.state = 'running' AND (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)))
+        EXECUTE FUNCTION redial_line_changed();
     CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs FOR EACH ROW
-        WHEN (OLD.okey IS NOT NULL AND OLD.queue IS DISTINCT FROM NEW.queue)
-        EXECUTE FUNCTION redial_line_moved();
+        WHEN (OLD.oline IS NOT NULL AND OLD.queue IS DISTINCT FROM NEW.queue)
+        EXECUTE FUNCTION redial_line_changed();
     CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs FOR EACH ROW
-        WHEN (OLD.okey IS NOT NULL AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))) EXECUTE FUNCTION redial_line_changed();
+        WHEN (OLD.oline IS NOT NULL AND NOT OLD.ord_wait AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip)))
+        EXECUTE FUNCTION redial_line_next();
     "#,
 ];
 

@@ -31,7 +31,7 @@ macro_rules! grouped {
 /// `block`. The condition of `jobs_in_line` (schema migration 22).
 macro_rules! in_line {
     () => {
-        "okey IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred' \
+        "oline IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred' \
          OR state = 'running' OR (state = 'dead' AND ord_skip = 0))"
     };
 }
@@ -69,23 +69,25 @@ macro_rules! line_head {
             ".okey AND ord_wait = 0 AND ",
             in_line!(),
             " AND state = 'running' LIMIT 1), \
-             (SELECT seq FROM jobs WHERE queue = ",
+             (SELECT seq FROM jobs WHERE oline = ",
             $r,
-            ".queue AND okey = ",
-            $r,
-            ".okey AND ",
+            ".oline AND ",
             in_line!(),
             " ORDER BY seq LIMIT 1))"
         )
     };
 }
 
-/// Makes [`line_head!`] the only job of its line that does not wait: every other head (found
-/// off `jobs_line_heads`: one or two rows, however long the line) waits. Two statements of a
-/// trigger's body.
+/// Makes [`line_head!`] the only job of its line that does not wait: every other head (off
+/// `jobs_line_heads`: one or two rows, however long the line) waits. Two statements of a
+/// trigger's body, for the rarer moves: a job entering its line, a run ending behind a job
+/// replayed meanwhile, a move between queues.
 macro_rules! line_fix {
     ($r:literal) => {
         concat!(
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = (",
+            line_head!($r),
+            ") AND ord_wait = 1; ",
             "UPDATE jobs SET ord_wait = 1 WHERE queue = ",
             $r,
             ".queue AND okey = ",
@@ -94,10 +96,21 @@ macro_rules! line_fix {
             in_line!(),
             " AND seq IS NOT (",
             line_head!($r),
-            "); ",
-            "UPDATE jobs SET ord_wait = 0 WHERE seq = (",
-            line_head!($r),
-            ") AND ord_wait = 1;"
+            ");"
+        )
+    };
+}
+
+/// Makes the first job of the line of the trigger row `$r`'s key its head (its head just left
+/// the line): one statement of a trigger's body, one seek of `jobs_in_line` and the row.
+macro_rules! line_next {
+    ($r:literal) => {
+        concat!(
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
+            $r,
+            ".oline AND ",
+            in_line!(),
+            " ORDER BY seq LIMIT 1) AND ord_wait = 1;"
         )
     };
 }

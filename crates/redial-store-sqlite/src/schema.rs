@@ -351,18 +351,20 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_retrying ON jobs (endpoint, run_at) WHERE state = 'scheduled' AND attempts > 0;
     "#,
     // 22: ordering keys (`redial_store::OrderingKey`). A job with a key is in its key's line
-    // while it waits, runs, or is dead with `block` (`in_line!`); `ord_wait` is 1 for every job
-    // of a line but its head, and the runnable indexes leave those out, so a lease never reads a
-    // job behind its key's head, however long the line. Triggers keep the head: a keyed job
-    // inserted, one whose run ends or that enters or leaves its line (a finish, a replay, a
-    // retry, a rescue, a release: every such statement names `finished_at`, which a lease does
-    // not set) or one deleted while in it makes the line's head its running job, if any, or
-    // else its first job by seq (`line_fix!`): a replayed job waits for a later one that was
-    // running, then goes first. A job moved to another queue (a replay with changes) fixes
-    // both lines. A queue without keys writes nothing more: the triggers' conditions are false
-    // for its jobs.
+    // while it waits, runs, or is dead with `block` (`in_line!`); `oline` names the line
+    // (`OrderingKey::line`: an integer compares in one step); `ord_wait` is 1 for every job of a
+    // line but its head, and the runnable indexes leave those out, so a lease never reads a job
+    // behind its key's head, however long the line. The head is the line's running job, if any,
+    // or else its first job by seq. An insert writes `ord_wait` itself (the new job is the last
+    // of its line: it waits when the line has a job). Triggers keep the head as jobs move, on the
+    // statements that name `finished_at` (every finish, replay, retry, rescue and release does;
+    // a lease does not): a head that leaves its line, or is deleted from it, makes the first job
+    // the head (`line_next!`, one seek of `jobs_in_line`); a job that enters its line (a replay
+    // after `skip`), a run that ends with an earlier job waiting (one replayed meanwhile), or a
+    // move to another queue sets the head afresh (`line_fix!`, off `jobs_line_heads`). A queue
+    // without keys writes nothing more: the triggers' conditions are false for its jobs.
     concat!(
-        "ALTER TABLE jobs ADD COLUMN okey TEXT; \
+        "ALTER TABLE jobs ADD COLUMN okey TEXT; ALTER TABLE jobs ADD COLUMN oline INTEGER; \
          ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
          ALTER TABLE jobs ADD COLUMN ord_wait INTEGER NOT NULL DEFAULT 0; \
          DROP INDEX jobs_runnable; DROP INDEX jobs_grouped; DROP INDEX jobs_grouped_due; \
@@ -374,25 +376,38 @@ const MIGRATIONS: &[&str] = &[
         grouped!(),
         "; CREATE INDEX jobs_grouped_due ON jobs (queue, run_at) WHERE ",
         grouped!(),
-        "; CREATE INDEX jobs_in_line ON jobs (queue, okey, seq) WHERE ",
+        "; CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE ",
         in_line!(),
         "; CREATE INDEX jobs_line_heads ON jobs (queue, okey) WHERE ord_wait = 0 AND ",
         in_line!(),
-        "; CREATE TRIGGER jobs_line_insert AFTER INSERT ON jobs WHEN NEW.okey IS NOT NULL BEGIN ",
-        line_fix!("NEW"),
-        " END; CREATE TRIGGER jobs_line_change AFTER UPDATE OF finished_at ON jobs \
-             WHEN NEW.okey IS NOT NULL AND (OLD.state = 'running' OR ",
-        row_in_line!("NEW"),
-        " <> ",
+        "; CREATE TRIGGER jobs_line_leave AFTER UPDATE OF finished_at ON jobs \
+             WHEN NEW.oline IS NOT NULL AND OLD.ord_wait = 0 AND ",
         row_in_line!("OLD"),
-        ") BEGIN ",
+        " AND NOT ",
+        row_in_line!("NEW"),
+        " BEGIN ",
+        line_next!("NEW"),
+        " END; CREATE TRIGGER jobs_line_enter AFTER UPDATE OF finished_at ON jobs \
+             WHEN NEW.oline IS NOT NULL AND NOT ",
+        row_in_line!("OLD"),
+        " AND ",
+        row_in_line!("NEW"),
+        " BEGIN ",
         line_fix!("NEW"),
-        " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs WHEN OLD.okey IS NOT NULL AND ",
+        " END; CREATE TRIGGER jobs_line_run_ended AFTER UPDATE OF finished_at ON jobs \
+             WHEN NEW.oline IS NOT NULL AND OLD.state = 'running' AND ",
+        row_in_line!("NEW"),
+        " AND EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND ",
+        in_line!(),
+        " AND seq < NEW.seq) BEGIN ",
+        line_fix!("NEW"),
+        " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs \
+             WHEN OLD.oline IS NOT NULL AND OLD.ord_wait = 0 AND ",
         row_in_line!("OLD"),
         " BEGIN ",
-        line_fix!("OLD"),
+        line_next!("OLD"),
         " END; CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs \
-             WHEN OLD.okey IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
+             WHEN OLD.oline IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
         line_fix!("OLD"),
         " ",
         line_fix!("NEW"),

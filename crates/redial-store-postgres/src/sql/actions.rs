@@ -49,10 +49,15 @@ pub async fn replay_changed(
         .map_err(backend)?
         .get(0);
     let cols = replay_changes(&job, p, stored.as_deref())?;
+    // A job moved to another queue joins its key's line there.
+    let line = job
+        .ordering
+        .as_ref()
+        .map(|o| OrderingKey::line(&p.queue, &o.key));
     tx.execute(
         &format!(
             "UPDATE jobs SET {REPLAY_SET}, queue = $3, endpoint = $4, request = $5, \
-             idempotency_key = $6, policy = $7, changes = $8 WHERE seq = $2"
+             idempotency_key = $6, policy = $7, changes = $8, oline = $9 WHERE seq = $2"
         ),
         &[
             &ms(p.now),
@@ -63,6 +68,7 @@ pub async fn replay_changed(
             &p.idempotency_key,
             &cols.policy,
             &cols.changes,
+            &line,
         ],
     )
     .await

@@ -15,14 +15,15 @@ macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
          priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
-         okey, ord_skip) \
+         okey, ord_skip, oline, ord_wait) \
          SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, \
-             policy, created_at, created_at, grp, callback, okey, ord_skip \
+             policy, created_at, created_at, grp, callback, okey, ord_skip, oline, \
+             oline IS NOT NULL \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
              $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
-             $13::text[], $14::text[], $15::text[], $16::bool[]) \
+             $13::text[], $14::text[], $15::text[], $16::bool[], $17::bigint[]) \
              WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-                 deadline, tags, policy, created_at, grp, callback, okey, ord_skip, n) \
+                 deadline, tags, policy, created_at, grp, callback, okey, ord_skip, oline, n) \
          ORDER BY n \
          ON CONFLICT (id) DO NOTHING"
     };
@@ -52,25 +53,27 @@ const INSERT_TERMS: &str = "INSERT INTO job_terms (bucket, term, seq) \
      SELECT s >> 10, t, s FROM unnest($1::bigint[], $2::text[]) AS u (s, t) \
      ON CONFLICT DO NOTHING";
 
-/// [`INSERT_MANY`] with each job's lease (`$17` owner, `$18` until; none for a job that goes
+/// [`INSERT_MANY`] with each job's lease (`$18` owner, `$19` until; none for a job that goes
 /// in as it would): a callback delivery its recorder sends at once goes in leased to it.
 pub(super) const INSERT_MANY_LEASED: &str =
     "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
      priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
-     okey, ord_skip, lease_owner, lease_until) \
+     okey, ord_skip, oline, ord_wait, lease_owner, lease_until) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
-         created_at, created_at, grp, callback, okey, ord_skip, lease_owner, lease_until \
+         created_at, created_at, grp, callback, okey, ord_skip, oline, oline IS NOT NULL, \
+         lease_owner, lease_until \
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
          $7::int[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], \
-         $13::text[], $14::text[], $15::text[], $16::bool[], $17::text[], $18::bigint[]) \
+         $13::text[], $14::text[], $15::text[], $16::bool[], $17::bigint[], $18::text[], \
+         $19::bigint[]) \
          WITH ORDINALITY AS t (id, queue, endpoint, state, request, key, priority, run_at, \
-             deadline, tags, policy, created_at, grp, callback, okey, ord_skip, lease_owner, \
-             lease_until, n) \
+             deadline, tags, policy, created_at, grp, callback, okey, ord_skip, oline, \
+             lease_owner, lease_until, n) \
      ORDER BY n \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq";
 
-/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$16`), one array per column, and their
-/// leases as [`INSERT_MANY_LEASED`]'s (`$17`, `$18`).
+/// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$17`), one array per column, and their
+/// leases as [`INSERT_MANY_LEASED`]'s (`$18`, `$19`).
 pub(super) struct JobRows<'a> {
     id: Vec<&'a str>,
     queue: Vec<&'a str>,
@@ -88,6 +91,7 @@ pub(super) struct JobRows<'a> {
     callback: Vec<Option<String>>,
     okey: Vec<Option<&'a str>>,
     ord_skip: Vec<bool>,
+    oline: Vec<Option<i64>>,
     lease_owner: Vec<Option<&'a str>>,
     lease_until: Vec<Option<i64>>,
 }
@@ -112,6 +116,7 @@ impl<'a> JobRows<'a> {
             callback: Vec::with_capacity(jobs.len()),
             okey: Vec::with_capacity(jobs.len()),
             ord_skip: Vec::with_capacity(jobs.len()),
+            oline: Vec::with_capacity(jobs.len()),
             lease_owner: vec![None; jobs.len()],
             lease_until: vec![None; jobs.len()],
         };
@@ -140,6 +145,11 @@ impl<'a> JobRows<'a> {
                     .as_ref()
                     .is_some_and(|o| o.on_dead == OnDead::Skip),
             );
+            r.oline.push(
+                job.ordering
+                    .as_ref()
+                    .map(|o| OrderingKey::line(&job.queue, &o.key)),
+            );
         }
         Ok(r)
     }
@@ -152,8 +162,8 @@ impl<'a> JobRows<'a> {
     }
 
     /// The arrays, in the order of [`INSERT_MANY_LEASED`]'s parameters.
-    pub(super) fn params_leased(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 18] {
-        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p] = self.params();
+    pub(super) fn params_leased(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 19] {
+        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q] = self.params();
         [
             a,
             b,
@@ -171,13 +181,14 @@ impl<'a> JobRows<'a> {
             n,
             o,
             p,
+            q,
             &self.lease_owner,
             &self.lease_until,
         ]
     }
 
     /// The arrays, in the order of [`INSERT_MANY`]'s parameters.
-    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 16] {
+    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 17] {
         [
             &self.id,
             &self.queue,
@@ -195,6 +206,7 @@ impl<'a> JobRows<'a> {
             &self.callback,
             &self.okey,
             &self.ord_skip,
+            &self.oline,
         ]
     }
 }
@@ -250,12 +262,12 @@ async fn insert_rows_with(
 /// insert's triggers take them row by row: two batches with the same keys then wait on each
 /// other instead of deadlocking. Nothing for a batch of one key or none.
 async fn lock_lines(c: &impl tokio_postgres::GenericClient, jobs: &[NewJob]) -> StoreResult<()> {
-    let mut lines: Vec<(&str, &str)> = jobs
+    let mut lines: Vec<i64> = jobs
         .iter()
         .filter_map(|j| {
             j.ordering
                 .as_ref()
-                .map(|o| (j.queue.as_str(), o.key.as_str()))
+                .map(|o| OrderingKey::line(&j.queue, &o.key))
         })
         .collect();
     lines.sort_unstable();
@@ -263,11 +275,10 @@ async fn lock_lines(c: &impl tokio_postgres::GenericClient, jobs: &[NewJob]) -> 
     if lines.len() < 2 {
         return Ok(());
     }
-    let (queues, keys): (Vec<&str>, Vec<&str>) = lines.into_iter().unzip();
     c.execute(
-        "SELECT count(redial_line_lock(q, k)) FROM (SELECT q, k FROM unnest($1::text[], \
-         $2::text[]) AS u (q, k) ORDER BY redial_line_hash(q, k)) AS s",
-        &[&queues, &keys],
+        "SELECT count(redial_line_lock(l)) FROM (SELECT l FROM unnest($1::bigint[]) AS u (l) \
+         ORDER BY l) AS s",
+        &[&lines],
     )
     .await
     .map_err(backend)?;

@@ -24,9 +24,9 @@ pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<
 }
 
 /// In its ordering key's line: the condition of `jobs_in_line` (migration 15).
-const IN_LINE: &str = "okey IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))";
+const IN_LINE: &str = "oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))";
 
-/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_heads`, each line counted
+/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_keys`, each line counted
 /// off `jobs_in_line`.
 pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
     static HEADS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -41,7 +41,9 @@ pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<
         )
     });
     static LINE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!("SELECT COUNT(*) FROM jobs WHERE queue = $1 AND okey = $2 AND {IN_LINE}")
+        format!(
+            "SELECT COUNT(*) FROM jobs WHERE oline = $3 AND queue = $1 AND okey = $2 AND {IN_LINE}"
+        )
     });
     let after = p.after.as_deref().unwrap_or("");
     let rows = c
@@ -64,7 +66,10 @@ pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<
         }
         let n: i64 = get(
             &c.client
-                .query_one(LINE.as_str(), &[&p.queue, &key])
+                .query_one(
+                    LINE.as_str(),
+                    &[&p.queue, &key, &OrderingKey::line(&p.queue, &key)],
+                )
                 .await
                 .map_err(backend)?,
             0,

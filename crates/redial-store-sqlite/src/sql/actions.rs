@@ -38,10 +38,15 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
         })
         .map_err(backend)?;
     let cols = replay_changes(&job, p, stored.as_deref())?;
+    // A job moved to another queue joins its key's line there.
+    let line = job
+        .ordering
+        .as_ref()
+        .map(|o| OrderingKey::line(&p.queue, &o.key));
     tx.execute(
         &format!(
             "UPDATE jobs SET {REPLAY_SET}, queue = ?3, endpoint = ?4, request = ?5, \
-             idempotency_key = ?6, policy = ?7, changes = ?8 WHERE seq = ?2"
+             idempotency_key = ?6, policy = ?7, changes = ?8, oline = ?9 WHERE seq = ?2"
         ),
         params![
             ms(p.now),
@@ -51,7 +56,8 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
             cols.request,
             p.idempotency_key,
             cols.policy,
-            cols.changes
+            cols.changes,
+            line,
         ],
     )
     .map_err(backend)?;

@@ -36,15 +36,22 @@ pub(super) fn insert_as(
         .map(serde_json::to_string)
         .transpose()
         .map_err(json_err)?;
-    let inserted = tx
-        .prepare_cached(
-            "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, run_at, \
-             deadline, tags, policy, created_at, updated_at, grp, callback, lease_owner, \
-             lease_until, okey, ord_skip) \
+    // A keyed job is the last of its key's line: it waits when the line has a job (schema
+    // migration 22); the CASE reads nothing for a job without a key.
+    static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, \
+             run_at, deadline, tags, policy, created_at, updated_at, grp, callback, lease_owner, \
+             lease_until, okey, ord_skip, oline, ord_wait) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, \
-             ?17, ?18) \
+             ?17, ?18, ?19, CASE WHEN ?19 IS NULL THEN 0 ELSE EXISTS (SELECT 1 FROM jobs \
+             INDEXED BY jobs_in_line WHERE oline = ?19 AND {}) END) \
              ON CONFLICT (id) DO NOTHING",
+            in_line!()
         )
+    });
+    let inserted = tx
+        .prepare_cached(&INSERT)
         .and_then(|mut s| {
             s.execute(params![
                 job.id.0,
@@ -64,7 +71,12 @@ pub(super) fn insert_as(
                 lease.map(|(owner, _)| owner),
                 lease.map(|(_, until)| ms(until)),
                 job.ordering.as_ref().map(|o| o.key.as_str()),
-                job.ordering.as_ref().is_some_and(|o| o.on_dead == OnDead::Skip),
+                job.ordering
+                    .as_ref()
+                    .is_some_and(|o| o.on_dead == OnDead::Skip),
+                job.ordering
+                    .as_ref()
+                    .map(|o| OrderingKey::line(&job.queue, &o.key)),
             ])
         })
         .map_err(backend)?;

@@ -259,7 +259,7 @@ pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<
     };
     // Jobs waiting behind their key's head are left out of `jobs_grouped`: counted apart.
     const BEHIND: &str = concat!(
-        "SELECT grp, COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE queue = ?1 AND ",
+        "SELECT grp, COUNT(*) FROM jobs WHERE queue = ?1 AND ",
         in_line!(),
         " AND ord_wait = 1 AND grp IS NOT NULL GROUP BY grp"
     );
@@ -279,7 +279,7 @@ pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<
         )
     });
     const LINE: &str = concat!(
-        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE queue = ?1 AND okey = ?2 AND ",
+        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE oline = ?3 AND queue = ?1 AND okey = ?2 AND ",
         in_line!()
     );
     let heads = {
@@ -309,7 +309,10 @@ pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<
             continue;
         }
         let n: i64 = count
-            .query_row(params![p.queue, key], |r| r.get(0))
+            .query_row(
+                params![p.queue, key, OrderingKey::line(&p.queue, &key)],
+                |r| r.get(0),
+            )
             .map_err(backend)?;
         lines.push(KeyLine {
             key,

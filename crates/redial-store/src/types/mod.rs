@@ -196,6 +196,20 @@ pub struct OrderingKey {
 }
 
 impl OrderingKey {
+    /// The number that stands for the line of `key` in `queue` in the stores' indexes (an integer
+    /// compares in one step where the queue and key compare byte by byte): FNV-1a over the
+    /// queue, a NUL and the key. Two lines that share a number (about one chance in 10^7 with
+    /// a million keys) are kept as one: their jobs start one at a time, in enqueue order
+    /// together, which keeps each key's order. Stored: it never changes.
+    pub fn line(queue: &str, key: &str) -> i64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in queue.bytes().chain([0]).chain(key.bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h as i64
+    }
+
     /// A key: 1 to 256 characters of [`plain_text`], not all of them spaces.
     pub fn valid(key: &str) -> bool {
         !key.trim().is_empty() && key.chars().count() <= 256 && plain_text(key)

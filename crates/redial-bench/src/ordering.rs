@@ -1,0 +1,272 @@
+//! The `ordering` workload: what ordering keys cost.
+//!
+//! - Enqueue and no-op throughput on the full path, the same jobs without keys and spread over
+//!   10,000 keys (ten jobs each at the default 100,000 jobs), run in alternation (`rounds`
+//!   times) so that the machine's drift falls on each alike; reported as each setup's median and
+//!   the median of the rounds' ratios to no keys.
+//! - A hot key: 10,000 jobs over 1,000 keys drained alone, and beside one key holding 100,000
+//!   jobs enqueued before them, alternated; the rate of the 10,000 and its ratio.
+//! - The cost of one lease of 32 beside the hot key, and from as many jobs without a key.
+
+use crate::workloads::{engine, store_in, wait_recorded, Report};
+use anyhow::Result;
+use async_trait::async_trait;
+use redial_engine::{AttemptOutput, Clock, Handler, SystemClock};
+use redial_policy::{HandlerOutcome, Outcome};
+use redial_store::{LeaseParams, NewJob, OnDead, OrderingKey, Store};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A no-op job `n` (id prefix `prefix`), with ordering key `key` when given.
+fn job(prefix: &str, n: usize, key: Option<String>, now: redial_policy::Timestamp) -> NewJob {
+    NewJob {
+        ordering: key.map(|key| OrderingKey {
+            key,
+            on_dead: OnDead::Block,
+        }),
+        ..crate::workloads::job(
+            format!("{prefix}{n}"),
+            "default",
+            "http://127.0.0.1:9/",
+            now,
+        )
+    }
+}
+
+/// Inserts `n` jobs, job `k` with the key `keying(k)`; returns the seconds it took.
+async fn insert(
+    store: &Arc<dyn Store>,
+    prefix: &str,
+    n: usize,
+    keying: impl Fn(usize) -> Option<String>,
+) -> Result<f64> {
+    let now = SystemClock.now();
+    let start = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let batch: Vec<_> = (i..(i + 5000).min(n))
+            .map(|k| job(prefix, k, keying(k), now))
+            .collect();
+        i += batch.len();
+        store.job_insert_batch(batch).await?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Succeeds at once; counts the jobs whose id starts with `watch` and notes when the last of
+/// `want` of them ran.
+#[derive(Debug)]
+struct Watching {
+    watch: &'static str,
+    want: u64,
+    seen: AtomicU64,
+    calls: AtomicU64,
+    done_at: Mutex<Option<Instant>>,
+}
+
+#[async_trait]
+impl Handler for Watching {
+    async fn run(&self, job: &redial_store::Job) -> AttemptOutput {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if job.id.0.starts_with(self.watch)
+            && self.seen.fetch_add(1, Ordering::Relaxed) + 1 == self.want
+        {
+            if let Ok(mut at) = self.done_at.lock() {
+                *at = Some(Instant::now());
+            }
+        }
+        AttemptOutput::from_outcome(Outcome::Handler(HandlerOutcome::Success))
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One no-op run of `jobs` jobs over `keys` keys (0: none): (enqueue jobs/s, no-op jobs/s).
+async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<(f64, f64)> {
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir).await?;
+    let took = insert(&store, "j", jobs, |k| {
+        (keys > 0).then(|| format!("key-{}", k % keys))
+    })
+    .await?;
+    let handler = Arc::new(Watching {
+        watch: "j",
+        want: jobs as u64,
+        seen: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
+        done_at: Mutex::new(None),
+    });
+    let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
+    let start = Instant::now();
+    let running = e.start().await?;
+    wait_recorded(&running, &handler.calls, jobs as u64).await;
+    let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    running.shutdown(Duration::from_secs(5)).await;
+    Ok((jobs as f64 / took, rate))
+}
+
+/// The 10,000 jobs over 1,000 keys, beside a key of `hot` jobs enqueued first (none when 0):
+/// their rate, from the start until the last of them ran.
+async fn hot_run(concurrency: usize, hot: usize) -> Result<f64> {
+    const OTHERS: usize = 10_000;
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir).await?;
+    if hot > 0 {
+        insert(&store, "h", hot, |_| Some("hot".to_owned())).await?;
+    }
+    insert(&store, "o", OTHERS, |k| Some(format!("key-{}", k % 1000))).await?;
+    let handler = Arc::new(Watching {
+        watch: "o",
+        want: OTHERS as u64,
+        seen: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
+        done_at: Mutex::new(None),
+    });
+    let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
+    let start = Instant::now();
+    let running = e.start().await?;
+    let done = loop {
+        if let Some(at) = handler.done_at.lock().ok().and_then(|a| *a) {
+            break at;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let rate = OTHERS as f64 / done.duration_since(start).as_secs_f64();
+    running.shutdown(Duration::from_secs(5)).await;
+    Ok(rate)
+}
+
+/// The median of `n` timings of one lease of up to 32 jobs of queue "default", in
+/// microseconds, and how many the last took (each lease given back afterwards).
+async fn lease_cost(store: &Arc<dyn Store>, n: usize) -> Result<(f64, usize)> {
+    let mut times = Vec::with_capacity(n);
+    let mut leased = 0;
+    for _ in 0..n {
+        let now = SystemClock.now();
+        let start = Instant::now();
+        let jobs = store
+            .job_lease_available(LeaseParams {
+                queue: "default".into(),
+                now,
+                owner: "bench".into(),
+                lease_until: now.saturating_add(Duration::from_secs(60)),
+                limit: 32,
+            })
+            .await?;
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        leased = jobs.len();
+        store
+            .job_release(redial_store::ReleaseParams {
+                owner: "bench".into(),
+                ids: jobs.into_iter().map(|j| j.id).collect(),
+                now,
+            })
+            .await?;
+    }
+    Ok((median(times), leased))
+}
+
+pub async fn ordering(
+    jobs: usize,
+    concurrency: usize,
+    hot: usize,
+    rounds: usize,
+    report: &mut Report<'_>,
+) -> Result<()> {
+    let keys = (jobs / 10).max(1);
+    let setups = [(0, "no keys".to_owned()), (keys, format!("{keys} keys"))];
+    let mut rates: Vec<Vec<(f64, f64)>> = vec![Vec::new(); setups.len()];
+    for round in 0..rounds.max(1) {
+        for (i, (k, name)) in setups.iter().enumerate() {
+            let (enq, rate) = noop_run(jobs, concurrency, *k).await?;
+            eprintln!(
+                "round {}: {name}: enqueue {enq:.0} jobs/s, no-op {rate:.0} jobs/s",
+                round + 1
+            );
+            rates[i].push((enq, rate));
+        }
+    }
+    for (i, (_, name)) in setups.iter().enumerate() {
+        for (what, pick) in [("enqueue", 0), ("no-op", 1)] {
+            let of = |r: &(f64, f64)| if pick == 0 { r.0 } else { r.1 };
+            report(
+                &format!("ordering: {what}, {name} (median of {rounds})"),
+                median(rates[i].iter().map(of).collect()),
+                "jobs/s",
+            );
+            if i > 0 {
+                let ratios = rates[i]
+                    .iter()
+                    .zip(&rates[0])
+                    .map(|(r, b)| 100.0 * of(r) / of(b))
+                    .collect();
+                report(
+                    &format!("ordering: {what}, {name} / no keys (median of rounds)"),
+                    median(ratios),
+                    "%",
+                );
+            }
+        }
+    }
+
+    // A hot key beside the others.
+    let (mut alone, mut beside) = (Vec::new(), Vec::new());
+    for round in 0..rounds.max(1) {
+        let a = hot_run(concurrency, 0).await?;
+        let b = hot_run(concurrency, hot).await?;
+        eprintln!(
+            "round {}: 10,000 jobs over 1,000 keys: alone {a:.0} jobs/s, beside a key of {hot}: {b:.0} jobs/s",
+            round + 1
+        );
+        alone.push(a);
+        beside.push(b);
+    }
+    report(
+        "ordering: 10,000 jobs over 1,000 keys, alone (median)",
+        median(alone.clone()),
+        "jobs/s",
+    );
+    report(
+        &format!("ordering: the same beside a key of {hot} (median)"),
+        median(beside.clone()),
+        "jobs/s",
+    );
+    report(
+        &format!("ordering: beside a key of {hot} / alone (median of rounds)"),
+        median(
+            beside
+                .iter()
+                .zip(&alone)
+                .map(|(b, a)| 100.0 * b / a)
+                .collect(),
+        ),
+        "%",
+    );
+
+    // One lease beside the hot key, and from as many jobs without a key.
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir).await?;
+    insert(&store, "u", hot, |_| None).await?;
+    let (plain, _) = lease_cost(&store, 200).await?;
+    report(
+        &format!("ordering: one lease of 32, {hot} jobs without a key (median)"),
+        plain,
+        "us",
+    );
+    let dir = tempfile::tempdir()?;
+    let store = store_in(&dir).await?;
+    insert(&store, "h", hot, |_| Some("hot".to_owned())).await?;
+    insert(&store, "o", 31, |k| Some(format!("key-{k}"))).await?;
+    let (keyed, leased) = lease_cost(&store, 200).await?;
+    anyhow::ensure!(leased == 32, "a lease took {leased} of 32");
+    report(
+        &format!("ordering: one lease of 32, a key of {hot} and 31 others (median)"),
+        keyed,
+        "us",
+    );
+    Ok(())
+}
