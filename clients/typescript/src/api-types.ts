@@ -514,7 +514,7 @@ export interface paths {
         };
         /**
          * A queue's ordering keys: each key's head, the jobs behind it, and why it waits
-         * @description One head per key, in key order; `blocked=true` lists only the keys whose head is dead (with `ordering_on_dead` = block they wait for it to be replayed or dismissed). Each line is counted: an on-demand view.
+         * @description One head per key, in an order of the listing's own (each line's number: stable from page to page); `blocked=true` lists only the keys whose head is dead (with `ordering_on_dead` = block they wait for it to be replayed or dismissed). Each line is counted: an on-demand view.
          */
         get: operations["queueOrderingKeys"];
         put?: never;
@@ -1537,7 +1537,7 @@ export interface components {
              */
             since: string;
         };
-        /** @description A page of a queue's ordering keys with a line (jobs waiting or running, or a dead head that blocks), by key. */
+        /** @description A page of a queue's ordering keys with a line (jobs waiting or running, or a dead head that blocks); pages carry on from the last key of the page before. */
         OrderingKeys: {
             queue: string;
             /**
@@ -1546,7 +1546,7 @@ export interface components {
              */
             ordering_on_dead: "block" | "skip";
             keys: components["schemas"]["OrderingKeyLine"][];
-            /** @description The cursor of the next page; null on the last. */
+            /** @description The cursor of the next page (the last key of this one); null on the last. */
             next_cursor: string | null;
         };
         /** @description One ordering key's line: the job that goes first and how many wait behind it. */

@@ -236,7 +236,7 @@ export class Redial {
   }
 
   /**
-   * A page of the queue's ordering keys with a line, by key: each key's head (the job that goes first), how
+   * A page of the queue's ordering keys with a line (in an order of its own, stable from page to page): each key's head (the job that goes first), how
    * many of its jobs wait behind it and why the next one waits. `blocked: true` lists only the keys whose
    * head is dead (they wait for it to be replayed or dismissed); pass next_cursor as cursor for the next
    * page (100 keys unless limit says). An unknown queue is a 404 (`not_found`).

@@ -98,7 +98,8 @@ describe("Redial against a real server", () => {
       page = await redial.orderingKeys("default", { cursor: page.next_cursor, limit: 1 });
       paged.push(...page.keys.map((line) => line.key));
     }
-    assert.deepEqual(paged, [...lines.keys()].sort());
+    // In the listing's own order (the lines' numbers), every key once.
+    assert.deepEqual(paged, [...lines.keys()]);
 
     const unknown = await redial.orderingKeys("no-such-queue").then(() => undefined, (e: unknown) => e);
     assert.ok(unknown instanceof RedialError, `expected RedialError, got ${String(unknown)}`);

@@ -644,11 +644,11 @@ pub struct OrderingKeyLine {
 }
 
 /// A page of a queue's ordering keys with a line (jobs waiting or running, or a dead head that
-/// blocks), by key.
+/// blocks); pages carry on from the last key of the page before.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OrderingKeys {
     pub keys: Vec<OrderingKeyLine>,
-    /// The cursor of the next page; null on the last.
+    /// The cursor of the next page (the last key of this one); null on the last.
     pub next_cursor: Option<String>,
     /// The queue's setting: what a dead job does to its key.
     pub ordering_on_dead: String,

@@ -1098,6 +1098,7 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
                     unknown_attempts: 0,
                     deferrals: 0,
                     last_delay_ms: None,
+                    ordered: job.ordering.is_some(),
                 };
                 store.job_record_attempt(p).await?;
             }

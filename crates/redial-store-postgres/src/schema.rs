@@ -335,7 +335,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_grouped_ready ON jobs (queue, grp)
         WHERE grp IS NOT NULL AND NOT ord_wait AND state = 'ready';
     CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
-    CREATE INDEX jobs_line_keys ON jobs (queue, okey) WHERE NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
     CREATE FUNCTION redial_line_lock(l BIGINT) RETURNS VOID LANGUAGE sql
         AS $fn$ SELECT pg_advisory_xact_lock(1380207694, ((l # (l >> 32)) & 2147483647)::int) $fn$;
     CREATE FUNCTION redial_line_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -343,7 +343,7 @@ const MIGRATIONS: &[&str] = &[
         PERFORM redial_line_lock(NEW.oline);
         UPDATE jobs SET ord_wait = FALSE WHERE seq = (SELECT seq FROM jobs
             WHERE oline = NEW.oline AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1) AND ord_wait
-            AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = NEW.queue AND okey = NEW.okey
+            AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = NEW.queue AND oline = NEW.oline
                 AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)));
         RETURN NULL;
     END
@@ -356,15 +356,15 @@ const MIGRATIONS: &[&str] = &[
         RETURN NULL;
     END
     $fn$;
-    CREATE FUNCTION redial_line_fix(q TEXT, k TEXT, l BIGINT) RETURNS VOID LANGUAGE plpgsql
+    CREATE FUNCTION redial_line_fix(q TEXT, l BIGINT) RETURNS VOID LANGUAGE plpgsql
     AS $fn$
     DECLARE
         h BIGINT;
     BEGIN
         PERFORM redial_line_lock(l);
-        PERFORM 1 FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
+        PERFORM 1 FROM jobs WHERE queue = q AND oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
             FOR UPDATE;
-        SELECT seq INTO h FROM jobs WHERE queue = q AND okey = k AND NOT ord_wait
+        SELECT seq INTO h FROM jobs WHERE queue = q AND oline = l AND NOT ord_wait
             AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND state = 'running' LIMIT 1;
         IF h IS NULL THEN
             SELECT seq INTO h FROM jobs WHERE oline = l AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1;
@@ -373,16 +373,16 @@ const MIGRATIONS: &[&str] = &[
             RETURN;
         END IF;
         UPDATE jobs SET ord_wait = FALSE WHERE seq = h AND ord_wait;
-        UPDATE jobs SET ord_wait = TRUE WHERE queue = q AND okey = k AND NOT ord_wait
+        UPDATE jobs SET ord_wait = TRUE WHERE queue = q AND oline = l AND NOT ord_wait
             AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND seq <> h;
     END
     $fn$;
     CREATE FUNCTION redial_line_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
         IF TG_NAME = 'jobs_line_move' THEN
-            PERFORM redial_line_fix(OLD.queue, OLD.okey, OLD.oline);
+            PERFORM redial_line_fix(OLD.queue, OLD.oline);
         END IF;
-        PERFORM redial_line_fix(NEW.queue, NEW.okey, NEW.oline);
+        PERFORM redial_line_fix(NEW.queue, NEW.oline);
         RETURN NULL;
     END
     $fn$;

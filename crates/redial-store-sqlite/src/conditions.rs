@@ -64,9 +64,9 @@ macro_rules! line_head {
         concat!(
             "SELECT COALESCE((SELECT seq FROM jobs WHERE queue = ",
             $r,
-            ".queue AND okey = ",
+            ".queue AND oline = ",
             $r,
-            ".okey AND ord_wait = 0 AND ",
+            ".oline AND ord_wait = 0 AND ",
             in_line!(),
             " AND state = 'running' LIMIT 1), \
              (SELECT seq FROM jobs WHERE oline = ",
@@ -81,36 +81,80 @@ macro_rules! line_head {
 /// Makes [`line_head!`] the only job of its line that does not wait: every other head (off
 /// `jobs_line_heads`: one or two rows, however long the line) waits. Two statements of a
 /// trigger's body, for the rarer moves: a job entering its line, a run ending behind a job
-/// replayed meanwhile, a move between queues.
+/// replayed meanwhile, a move between queues. With a guard (a condition on the trigger's rows),
+/// they do nothing unless it holds.
 macro_rules! line_fix {
     ($r:literal) => {
+        line_fix!($r, "1")
+    };
+    ($r:literal, $($guard:tt)+) => {
         concat!(
             "UPDATE jobs SET ord_wait = 0 WHERE seq = (",
             line_head!($r),
-            ") AND ord_wait = 1; ",
-            "UPDATE jobs SET ord_wait = 1 WHERE queue = ",
+            ") AND ord_wait = 1 AND (",
+            $($guard)+,
+            "); UPDATE jobs SET ord_wait = 1 WHERE queue = ",
             $r,
-            ".queue AND okey = ",
+            ".queue AND oline = ",
             $r,
-            ".okey AND ord_wait = 0 AND ",
+            ".oline AND ord_wait = 0 AND ",
             in_line!(),
             " AND seq IS NOT (",
             line_head!($r),
+            ") AND (",
+            $($guard)+,
             ");"
         )
     };
 }
 
 /// Makes the first job of the line of the trigger row `$r`'s key its head (its head just left
-/// the line): one statement of a trigger's body, one seek of `jobs_in_line` and the row.
+/// the line): one statement of a trigger's body, one seek of `jobs_in_line` and the row. With a
+/// guard, it does nothing unless the guard holds.
 macro_rules! line_next {
     ($r:literal) => {
+        line_next!($r, "1")
+    };
+    ($r:literal, $($guard:tt)+) => {
         concat!(
             "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
             $r,
             ".oline AND ",
             in_line!(),
-            " ORDER BY seq LIMIT 1) AND ord_wait = 1;"
+            " ORDER BY seq LIMIT 1) AND ord_wait = 1 AND (",
+            $($guard)+,
+            ");"
+        )
+    };
+}
+
+/// An update that takes the line's head out of it (a finish, a death with `skip`, a cancel).
+macro_rules! leaving {
+    () => {
+        concat!(
+            "OLD.ord_wait = 0 AND ",
+            row_in_line!("OLD"),
+            " AND NOT ",
+            row_in_line!("NEW")
+        )
+    };
+}
+
+/// An update that may change which job heads the line: a job entering it (a replay after
+/// `skip`), or a run that ends with an earlier job of the line waiting (one replayed while it
+/// ran).
+macro_rules! heading {
+    () => {
+        concat!(
+            "(NOT ",
+            row_in_line!("OLD"),
+            " AND ",
+            row_in_line!("NEW"),
+            ") OR (OLD.state = 'running' AND ",
+            row_in_line!("NEW"),
+            " AND EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND ",
+            in_line!(),
+            " AND seq < NEW.seq))"
         )
     };
 }

@@ -255,9 +255,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// waiting or running: an on-demand view, not for a hot path.
     async fn group_counts(&self, queue: &str, limit: u32) -> StoreResult<GroupCounts>;
 
-    /// The lines of `params.queue`'s ordering keys ([`OrderingKey`]), a page in key order after
-    /// `params.after`: each key's head and how many jobs wait behind it; only the keys whose head
-    /// is dead (blocked) when `params.blocked`. Reads one head per key and counts each line.
+    /// The lines of `params.queue`'s ordering keys ([`OrderingKey`]), a page in the order of
+    /// their lines' numbers ([`OrderingKey::line`]: the same in every store) after the line of
+    /// `params.after`: each key's head and how many jobs wait behind it; only the keys whose
+    /// head is dead (blocked) when `params.blocked`. Reads one head per key and counts each
+    /// line.
     async fn ordering_keys(&self, params: OrderingKeysParams) -> StoreResult<Vec<KeyLine>>;
 
     /// Deletes finished jobs past their retention; returns how many.

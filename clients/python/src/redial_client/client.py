@@ -265,8 +265,9 @@ class Redial:
         cursor: str | None = None,
         limit: int | None = None,
     ) -> OrderingKeys:
-        """A page of the queue's ordering keys with a line, by key: each key's head (the job that
-        goes first), how many of its jobs wait behind it and why the next one waits. blocked=True
+        """A page of the queue's ordering keys with a line (in an order of its own, stable from
+        page to page): each key's head (the job that goes first), how many of its jobs wait
+        behind it and why the next one waits. blocked=True
         lists only the keys whose head is dead (they wait for it to be replayed or dismissed);
         read on with cursor=page["next_cursor"]; limit= 1 to 500 (default 100). An unknown queue
         is a 404 (not_found)."""

@@ -266,7 +266,7 @@ class OrderingKeyLine(TypedDict):
 
 
 class OrderingKeys(TypedDict):
-    """A page of a queue's ordering keys that have a line, by key; read on with
+    """A page of a queue's ordering keys that have a line (in an order of its own); read on with
     cursor=next_cursor (None on the last page)."""
 
     queue: str

@@ -538,6 +538,7 @@ pub(super) async fn fail_retries(
             unknown_attempts: job.unknown_attempts,
             deferrals: job.deferrals,
             last_delay_ms: job.last_delay_ms,
+            ordered: job.ordering.is_some(),
         }
         .with_delivery(&job);
         match inner.store.job_record_attempt(params).await {

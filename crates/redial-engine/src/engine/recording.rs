@@ -124,6 +124,7 @@ pub(super) async fn record(
         unknown_attempts: after.unknown_failures,
         deferrals: after.deferrals,
         last_delay_ms: after.last_delay.map(millis),
+        ordered: job.ordering.is_some(),
     }
     .with_delivery(job);
     // The callback delivery the finish makes goes in leased to this worker and starts at once

@@ -254,10 +254,11 @@ pub(super) async fn queue_groups(
     }
 }
 
-/// The lines of a queue's ordering keys, a page by key: each key's head (the job that goes
-/// first), how many jobs wait behind it, and why the next one waits. `blocked=true`: only the
-/// keys whose head is dead (they wait for it to be replayed or dismissed). `limit` (1 to 500,
-/// 100 by default) after `cursor` (the `next_cursor` of the page before).
+/// The lines of a queue's ordering keys, a page at a time (in the order of the lines' numbers,
+/// `OrderingKey::line`): each key's head (the job that goes first), how many jobs wait behind
+/// it, and why the next one waits. `blocked=true`: only the keys whose head is dead (they wait
+/// for it to be replayed or dismissed). `limit` (1 to 500, 100 by default) after `cursor` (the
+/// `next_cursor` of the page before: its last key).
 pub(super) async fn queue_ordering_keys(
     State(state): State<AppState>,
     Path(name): Path<String>,

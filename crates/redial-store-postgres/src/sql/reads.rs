@@ -26,16 +26,17 @@ pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<
 /// In its ordering key's line: the condition of `jobs_in_line` (migration 15).
 const IN_LINE: &str = "oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))";
 
-/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_keys`, each line counted
-/// off `jobs_in_line`.
+/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_heads`, in the order of
+/// their lines' numbers ([`OrderingKey::line`]), each line counted off `jobs_in_line`.
 pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
     static HEADS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             concat!(
                 "SELECT ",
                 cols!(),
-                " FROM jobs WHERE queue = $1 AND NOT ord_wait AND {} AND okey > $2 \
-                 AND (NOT $3 OR state = 'dead') ORDER BY okey, seq LIMIT $4"
+                " FROM jobs WHERE queue = $1 AND NOT ord_wait AND {} \
+                 AND ($2::bigint IS NULL OR oline > $2) AND (NOT $3 OR state = 'dead') \
+                 ORDER BY oline, seq LIMIT $4"
             ),
             IN_LINE
         )
@@ -45,7 +46,7 @@ pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<
             "SELECT COUNT(*) FROM jobs WHERE oline = $3 AND queue = $1 AND okey = $2 AND {IN_LINE}"
         )
     });
-    let after = p.after.as_deref().unwrap_or("");
+    let after = p.after.as_deref().map(|k| OrderingKey::line(&p.queue, k));
     let rows = c
         .client
         .query(

@@ -268,30 +268,41 @@ pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<
     Ok(GroupCounts::from_parts(waiting, read(RUNNING)?, limit))
 }
 
-/// [`Store::ordering_keys`]: the heads off `jobs_line_heads`, each line counted off
-/// `jobs_in_line`.
+/// [`Store::ordering_keys`]: the heads off `jobs_line_heads`, in the order of their lines'
+/// numbers ([`OrderingKey::line`]), each line counted off `jobs_in_line`.
 pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
-    static HEADS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    static FIRST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
-             AND {} AND okey > ?2 AND (?3 = 0 OR state = 'dead') ORDER BY okey, seq LIMIT ?4",
+             AND {} AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
+            in_line!()
+        )
+    });
+    static AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
+             AND {} AND oline > ?2 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
             in_line!()
         )
     });
     const LINE: &str = concat!(
-        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE oline = ?3 AND queue = ?1 AND okey = ?2 AND ",
+        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE oline = ?3 AND queue = ?1 \
+         AND okey = ?2 AND ",
         in_line!()
     );
+    let after = p.after.as_deref().map(|k| OrderingKey::line(&p.queue, k));
     let heads = {
-        let mut s = c.prepare_cached(&HEADS).map_err(backend)?;
-        let mut rows = s
-            .query(params![
-                p.queue,
-                p.after.as_deref().unwrap_or(""),
-                p.blocked,
-                i64::from(p.limit)
-            ])
+        let mut s = c
+            .prepare_cached(if after.is_some() { &AFTER } else { &FIRST })
             .map_err(backend)?;
+        s.raw_bind_parameter(1, &p.queue).map_err(backend)?;
+        if let Some(after) = after {
+            s.raw_bind_parameter(2, after).map_err(backend)?;
+        }
+        s.raw_bind_parameter(3, p.blocked).map_err(backend)?;
+        s.raw_bind_parameter(4, i64::from(p.limit))
+            .map_err(backend)?;
+        let mut rows = s.raw_query();
         let mut heads = Vec::new();
         while let Some(r) = rows.next().map_err(backend)? {
             heads.push(raw_from_row(r).map_err(backend)?.decode()?);

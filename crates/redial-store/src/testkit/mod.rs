@@ -138,6 +138,7 @@ fn by_seq(p: &mut RecordAttemptParams, job: &Job) {
     p.seq = Some(job.seq);
     p.queue = job.queue.clone();
     p.endpoint = job.endpoint.clone();
+    p.ordered = job.ordering.is_some();
 }
 
 /// An attempt of job `id` by `owner` that decides `transition` (recorded at `at(1)`).
@@ -163,6 +164,7 @@ pub fn record(id: &str, owner: &str, number: u32, transition: Transition) -> Rec
         unknown_attempts: 0,
         deferrals: 0,
         last_delay_ms: Some(1000),
+        ordered: false,
     }
 }
 

@@ -21,9 +21,11 @@ async fn lease_at(store: &Arc<dyn Store>, queue: &str, now: Timestamp) -> Vec<St
     got
 }
 
+/// Records an attempt of `id` as the engine does (by seq, saying whether it has a key).
 async fn finish(store: &Arc<dyn Store>, id: &str, now: Timestamp, transition: Transition) {
     let (job, _) = get(store, id).await;
     let mut p = record(id, "w1", job.runs + 1, transition);
+    by_seq(&mut p, &job);
     p.now = now;
     store.job_record_attempt(p).await.expect("record");
 }
@@ -68,8 +70,10 @@ pub async fn ordering_keys_run_one_at_a_time_in_order(store: Arc<dyn Store>) {
         })
     );
     assert_eq!(lease_at(&store, "q", at(0)).await, ["a1", "b1", "n1"]);
+    let mut listed = lines(&store, "q", false).await;
+    listed.sort();
     assert_eq!(
-        lines(&store, "q", false).await,
+        listed,
         [
             ("customer-1".into(), "a1".into(), 2),
             ("customer-2".into(), "b1".into(), 0)
@@ -198,7 +202,7 @@ pub async fn cancels_dismissals_and_rescues_keep_the_line(store: Arc<dyn Store>)
 }
 
 /// A job may have a group and a key: the group's turn takes only its keys' heads, the group's
-/// count of waiting jobs includes those behind a head; the lines come in pages by key.
+/// count of waiting jobs includes those behind a head; the lines come in pages.
 pub async fn keys_combine_with_groups_and_lines_come_in_pages(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();
     for (id, group, key) in [
@@ -224,31 +228,46 @@ pub async fn keys_combine_with_groups_and_lines_come_in_pages(store: Arc<dyn Sto
     );
     // The key is the queue's: g4 (zeta, k1) waits behind g1 (acme, k1).
     assert_eq!(lease_at(&store, "q", at(0)).await, ["g1", "g3", "g5"]);
-    let page = |after: Option<&str>| OrderingKeysParams {
+    let page = |after: Option<String>| OrderingKeysParams {
         queue: "q".into(),
         blocked: false,
-        after: after.map(str::to_owned),
+        after,
         limit: 2,
     };
+    // Pages in the order of the lines' numbers, each carrying on after the last key of the one
+    // before, together every key once.
     let first = store.ordering_keys(page(None)).await.expect("page");
+    assert_eq!(first.len(), 2);
+    let rest = store
+        .ordering_keys(page(first.last().map(|l| l.key.clone())))
+        .await
+        .expect("page");
+    let mut all: Vec<(String, String, u64)> = first
+        .iter()
+        .chain(&rest)
+        .map(|l| (l.key.clone(), l.head.id.0.clone(), l.behind))
+        .collect();
+    let lines: Vec<i64> = first
+        .iter()
+        .chain(&rest)
+        .map(|l| OrderingKey::line("q", &l.key))
+        .collect();
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+    all.sort();
     assert_eq!(
-        first
-            .iter()
-            .map(|l| (l.key.as_str(), l.behind))
-            .collect::<Vec<_>>(),
-        [("k1", 2), ("k2", 0)]
+        all,
+        [
+            ("k1".to_owned(), "g1".to_owned(), 2),
+            ("k2".to_owned(), "g3".to_owned(), 0),
+            ("k3".to_owned(), "g5".to_owned(), 0)
+        ]
     );
-    assert_eq!(first[0].head.id.0, "g1");
-    assert!(
-        first[0].why(at(0)).contains("g1 is running"),
-        "{}",
-        first[0].why(at(0))
-    );
-    let rest = store.ordering_keys(page(Some("k2"))).await.expect("page");
-    assert_eq!(
-        rest.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
-        ["k3"]
-    );
+    let k1 = first
+        .iter()
+        .chain(&rest)
+        .find(|l| l.key == "k1")
+        .expect("k1");
+    assert!(k1.why(at(0)).contains("g1 is running"), "{}", k1.why(at(0)));
     finish(&store, "g1", at(1), Transition::Complete).await;
     assert_eq!(lease_at(&store, "q", at(1)).await, ["g2"]);
 }
@@ -297,8 +316,10 @@ enum Op {
     /// A job with key `k0`..`k2`, or none (3).
     Enqueue(u8),
     Lease,
-    /// Ends the `n`th running job (mod their count): complete, retry, defer, dead.
-    Finish(u8, u8),
+    /// Ends the `n`th running job (mod their count): complete, retry, defer, dead; recorded as
+    /// the engine does (by seq, saying whether it has a key), by id, or by seq saying wrongly
+    /// that it has none.
+    Finish(u8, u8, u8),
     Replay(u8),
     Cancel(u8),
     Dismiss(u8),
@@ -313,7 +334,7 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     prop_oneof![
         4 => (0u8..4).prop_map(Op::Enqueue),
         4 => Just(Op::Lease),
-        4 => (any::<u8>(), 0u8..4).prop_map(|(n, how)| Op::Finish(n, how)),
+        4 => (any::<u8>(), 0u8..4, 0u8..3).prop_map(|(n, how, path)| Op::Finish(n, how, path)),
         2 => any::<u8>().prop_map(Op::Replay),
         1 => any::<u8>().prop_map(Op::Cancel),
         1 => any::<u8>().prop_map(Op::Dismiss),
@@ -382,7 +403,7 @@ async fn run_ops(
                     }
                 }
             }
-            Op::Finish(n, how) => {
+            Op::Finish(n, how, path) => {
                 if let Some(j) = pick(*n, JobState::Running) {
                     let transition = match how {
                         0 => Transition::Complete,
@@ -395,6 +416,15 @@ async fn run_ops(
                         },
                     };
                     let mut p = record(&j.id.0, "w1", j.runs + 1, transition);
+                    if *path == 0 {
+                        by_seq(&mut p, j);
+                    }
+                    if *path == 2 {
+                        p.seq = Some(j.seq);
+                        p.queue = j.queue.clone();
+                        p.endpoint = j.endpoint.clone();
+                        p.ordered = false;
+                    }
                     p.now = now;
                     store
                         .job_record_attempt(p)

@@ -105,6 +105,10 @@ pub struct RecordAttemptParams {
     /// with `seq` given, as the engine records. A delivery the careful path makes instead (the
     /// job was found otherwise) goes in ready, as every other one does.
     pub callback_leased_until: Option<Timestamp>,
+    /// The job has an ordering key (as leased, read with `seq`): a store may record a job
+    /// without one by a statement that leaves the lines alone. Wrong for a keyed job, the store
+    /// finds it out and records it the careful way.
+    pub ordered: bool,
 }
 
 /// What recording an attempt did.
@@ -328,7 +332,7 @@ pub struct OrderingKeysParams {
     /// Only the keys whose head is dead (with `ordering_on_dead = "block"`: they wait for it to
     /// be replayed or dismissed).
     pub blocked: bool,
-    /// The page starts after this key.
+    /// The page starts after this key's line (the last key of the page before).
     pub after: Option<String>,
     pub limit: u32,
 }

@@ -37,7 +37,7 @@ pub struct OrderingKeysArgs {
     /// Only the keys whose head is dead (they wait for it to be replayed or dismissed).
     #[arg(long)]
     blocked: bool,
-    /// Keys shown at most, in key order.
+    /// Keys shown at most (in the listing's own order, stable from page to page).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     limit: u32,
     #[command(flatten)]
