@@ -94,7 +94,21 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     {
         let c = rusqlite::Connection::open(&db).expect("open");
         c.execute_batch(&format!(
-            "DROP INDEX jobs_retrying; PRAGMA user_version = {};",
+            "DROP TRIGGER jobs_line_leave; DROP TRIGGER jobs_line_heading; \
+             DROP TRIGGER jobs_line_delete; DROP TRIGGER jobs_line_move; \
+             DROP INDEX jobs_in_line; DROP INDEX jobs_line_heads; DROP INDEX jobs_runnable; \
+             DROP INDEX jobs_grouped; DROP INDEX jobs_grouped_due; \
+             ALTER TABLE jobs DROP COLUMN okey; ALTER TABLE jobs DROP COLUMN oline; \
+             ALTER TABLE jobs DROP COLUMN ord_skip; ALTER TABLE jobs DROP COLUMN ord_wait; \
+             CREATE INDEX jobs_runnable ON jobs (queue, priority DESC, run_at, seq, endpoint, \
+                 attempts) WHERE grp IS NULL AND (state = 'ready' OR state = 'scheduled' \
+                 OR state = 'deferred'); \
+             CREATE INDEX jobs_grouped ON jobs (queue, grp, priority DESC, run_at, seq, endpoint, \
+                 attempts) WHERE grp IS NOT NULL AND (state = 'ready' OR state = 'scheduled' \
+                 OR state = 'deferred'); \
+             CREATE INDEX jobs_grouped_due ON jobs (queue, run_at) WHERE grp IS NOT NULL \
+                 AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred'); \
+             PRAGMA user_version = {};",
             latest - 1
         ))
         .expect("roll back the last migration");
@@ -111,7 +125,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     let out = migrate(&["--data-dir", data_arg, "--dry-run"]);
     assert!(
         out.stdout.contains(&format!("migration {latest}:"))
-            && out.stdout.contains("CREATE INDEX jobs_retrying"),
+            && out.stdout.contains("CREATE INDEX jobs_in_line"),
         "{}",
         out.stdout
     );

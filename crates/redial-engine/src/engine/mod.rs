@@ -627,6 +627,11 @@ impl Inner {
     /// told, and the callback queue looks for the delivery it may have made, unless that one
     /// was `started` at once.
     fn finished(&self, job: &Job, state: JobState, started: bool) {
+        // The end of a keyed job's run may have made the next job of its key the head: new work
+        // the queue's last lease could not see (it may have left nothing else behind).
+        if job.ordering.is_some() {
+            self.wake(&job.queue);
+        }
         if state.is_finished() {
             self.events_changed();
             self.finishes.tell(&job.id);

@@ -170,7 +170,14 @@ impl Engine {
             };
             let acted = match kind {
                 BulkKind::Replay => self.replay_dead_letters(chunk).await,
-                BulkKind::Dismiss => self.store().dead_letter_dismiss(chunk).await,
+                BulkKind::Dismiss => {
+                    let n = self.store().dead_letter_dismiss(chunk).await;
+                    // A dismissed dead head frees its ordering key: the next job may go.
+                    if n.as_ref().is_ok_and(|n| *n > 0) {
+                        self.wake_all();
+                    }
+                    n
+                }
             };
             match acted {
                 Ok(n) => {

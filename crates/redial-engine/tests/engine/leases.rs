@@ -363,3 +363,30 @@ async fn a_queue_pause_with_an_end_ends_by_itself() {
     h.wait_state("waits", JobState::Completed).await;
     h.stop().await;
 }
+
+/// A key's jobs run one after the other without waiting for a poll: the end of a keyed job's run
+/// makes the next job of its key the head, and wakes its queue (whose last lease left nothing
+/// else behind). Polls are an hour apart here: each lease follows a wake-up.
+#[tokio::test]
+async fn a_keys_next_job_starts_when_the_one_before_ends() {
+    let rx = Receiver::start().await;
+    let h = harness()
+        .poll_interval(Duration::from_secs(3600))
+        .start()
+        .await;
+    for n in 0..4 {
+        let mut job = h.new_job(&format!("k{n}"), "default", "POST", &rx.url("/k"), None);
+        job.ordering = Some(redial_store::OrderingKey {
+            key: "customer-7".into(),
+            on_dead: redial_store::OnDead::Block,
+        });
+        job.request.body = Some(n.to_string());
+        h.store.job_insert(job).await.expect("insert");
+    }
+    h.engine.wake("default");
+    h.wait_state("k3", JobState::Completed).await;
+    let order: Vec<String> = rx.received("/k").iter().map(|r| r.body.clone()).collect();
+    assert_eq!(order, ["0", "1", "2", "3"]);
+    assert_eq!(rx.most_in_flight("/k"), 1);
+    h.stop().await;
+}

@@ -435,6 +435,8 @@ pub(super) async fn replay(
 pub(super) async fn dismiss(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
     let id = JobId(id);
     state.engine.store().job_dismiss(&id).await?;
+    // A dismissed dead head frees its ordering key: the next job may go.
+    state.engine.wake_all();
     Ok(Json(json!({ "id": id, "dismissed": true })).into_response())
 }
 
