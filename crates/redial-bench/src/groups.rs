@@ -61,14 +61,14 @@ async fn noop_run(jobs: usize, concurrency: usize, groups: usize) -> Result<f64>
     Ok(rate)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// The median of `n` timings of one lease of up to 32 jobs of queue "default", in microseconds
 /// (each lease given back afterwards, so every lease reads the same queue).
-async fn lease_cost(store: &Arc<dyn Store>, n: usize) -> Result<(f64, usize)> {
+pub(crate) async fn lease_cost(store: &Arc<dyn Store>, n: usize) -> Result<(f64, usize)> {
     let mut times = Vec::with_capacity(n);
     let mut leased = 0;
     for _ in 0..n {

@@ -8,12 +8,13 @@
 //!   jobs enqueued before them, alternated; the rate of the 10,000 and its ratio.
 //! - The cost of one lease of 32 beside the hot key, and from as many jobs without a key.
 
+use crate::groups::{lease_cost, median};
 use crate::workloads::{engine, store_in, wait_recorded, Report};
 use anyhow::Result;
 use async_trait::async_trait;
 use redial_engine::{AttemptOutput, Clock, Handler, SystemClock};
 use redial_policy::{HandlerOutcome, Outcome};
-use redial_store::{LeaseParams, NewJob, OnDead, OrderingKey, Store};
+use redial_store::{NewJob, OnDead, OrderingKey, Store};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -65,6 +66,18 @@ struct Watching {
     done_at: Mutex<Option<Instant>>,
 }
 
+impl Watching {
+    fn new(watch: &'static str, want: usize) -> Arc<Watching> {
+        Arc::new(Watching {
+            watch,
+            want: want as u64,
+            seen: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+            done_at: Mutex::new(None),
+        })
+    }
+}
+
 #[async_trait]
 impl Handler for Watching {
     async fn run(&self, job: &redial_store::Job) -> AttemptOutput {
@@ -80,11 +93,6 @@ impl Handler for Watching {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// One no-op run of `jobs` jobs over `keys` keys (0: none): (enqueue jobs/s, no-op jobs/s).
 async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<(f64, f64)> {
     let dir = tempfile::tempdir()?;
@@ -93,13 +101,7 @@ async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<(f64, 
         (keys > 0).then(|| format!("key-{}", k % keys))
     })
     .await?;
-    let handler = Arc::new(Watching {
-        watch: "j",
-        want: jobs as u64,
-        seen: AtomicU64::new(0),
-        calls: AtomicU64::new(0),
-        done_at: Mutex::new(None),
-    });
+    let handler = Watching::new("j", jobs);
     let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
     let start = Instant::now();
     let running = e.start().await?;
@@ -119,13 +121,7 @@ async fn hot_run(concurrency: usize, hot: usize) -> Result<f64> {
         insert(&store, "h", hot, |_| Some("hot".to_owned())).await?;
     }
     insert(&store, "o", OTHERS, |k| Some(format!("key-{}", k % 1000))).await?;
-    let handler = Arc::new(Watching {
-        watch: "o",
-        want: OTHERS as u64,
-        seen: AtomicU64::new(0),
-        calls: AtomicU64::new(0),
-        done_at: Mutex::new(None),
-    });
+    let handler = Watching::new("o", OTHERS);
     let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
     let start = Instant::now();
     let running = e.start().await?;
@@ -138,36 +134,6 @@ async fn hot_run(concurrency: usize, hot: usize) -> Result<f64> {
     let rate = OTHERS as f64 / done.duration_since(start).as_secs_f64();
     running.shutdown(Duration::from_secs(5)).await;
     Ok(rate)
-}
-
-/// The median of `n` timings of one lease of up to 32 jobs of queue "default", in
-/// microseconds, and how many the last took (each lease given back afterwards).
-async fn lease_cost(store: &Arc<dyn Store>, n: usize) -> Result<(f64, usize)> {
-    let mut times = Vec::with_capacity(n);
-    let mut leased = 0;
-    for _ in 0..n {
-        let now = SystemClock.now();
-        let start = Instant::now();
-        let jobs = store
-            .job_lease_available(LeaseParams {
-                queue: "default".into(),
-                now,
-                owner: "bench".into(),
-                lease_until: now.saturating_add(Duration::from_secs(60)),
-                limit: 32,
-            })
-            .await?;
-        times.push(start.elapsed().as_secs_f64() * 1e6);
-        leased = jobs.len();
-        store
-            .job_release(redial_store::ReleaseParams {
-                owner: "bench".into(),
-                ids: jobs.into_iter().map(|j| j.id).collect(),
-                now,
-            })
-            .await?;
-    }
-    Ok((median(times), leased))
 }
 
 pub async fn ordering(

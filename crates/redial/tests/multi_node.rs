@@ -110,6 +110,20 @@ fn worker_pid(worker: &str) -> Option<u32> {
     worker.rsplit('-').nth(1)?.parse().ok()
 }
 
+/// How many jobs the node of process `pid` holds leased now, read from the database.
+async fn leases_held_by(client: &tokio_postgres::Client, pid: u32) -> usize {
+    client
+        .query(
+            "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
+            &[],
+        )
+        .await
+        .expect("read the leases")
+        .iter()
+        .filter(|r| worker_pid(r.get(0)) == Some(pid))
+        .count()
+}
+
 /// A schema of its own on the test's PostgreSQL server: the server's URL, the schema, and a URL
 /// that uses it.
 async fn fresh_schema() -> (String, String, String) {
@@ -168,18 +182,7 @@ async fn three_nodes_one_killed_every_job_once_and_pauses_shared() {
     let (client, conn) = pg.connect().await.expect("connect to check");
     tokio::spawn(conn);
     let node_1 = nodes[1].child.id();
-    let held_by_node_1 = || async {
-        let rows = client
-            .query(
-                "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
-                &[],
-            )
-            .await
-            .expect("read the leases");
-        rows.iter()
-            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
-            .count()
-    };
+    let held_by_node_1 = || leases_held_by(&client, node_1);
     eventually(
         "a quarter of the jobs reached the receiver, and node 1 holds leases",
         || async { rx.count("/work") >= JOBS / 4 && held_by_node_1().await > 0 },
@@ -700,18 +703,7 @@ async fn a_database_blink_sends_no_job_twice_and_a_killed_node_is_rescued_within
     let jobs = (0..FIRST).map(|n| job(&format!("k{n}"), &target)).collect();
     enqueue(&http, &nodes[0], jobs).await;
     let node_1 = nodes[1].child.id();
-    let held_by_node_1 = || async {
-        client
-            .query(
-                "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
-                &[],
-            )
-            .await
-            .expect("leases")
-            .iter()
-            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
-            .count()
-    };
+    let held_by_node_1 = || leases_held_by(&client, node_1);
     eventually("node 1 holds leases", || async {
         held_by_node_1().await >= 20
     })
@@ -778,18 +770,7 @@ async fn two_nodes_one_killed_keep_each_keys_order() {
     let (client, conn) = pg.connect().await.expect("connect to check");
     tokio::spawn(conn);
     let node_1 = nodes[1].child.id();
-    let held_by_node_1 = || async {
-        let rows = client
-            .query(
-                "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
-                &[],
-            )
-            .await
-            .expect("read the leases");
-        rows.iter()
-            .filter(|r| worker_pid(r.get(0)) == Some(node_1))
-            .count()
-    };
+    let held_by_node_1 = || leases_held_by(&client, node_1);
     let sent = || {
         (0..KEYS)
             .map(|k| rx.count(&format!("/ordered/{k}")))
