@@ -361,11 +361,11 @@ const MIGRATIONS: &[&str] = &[
     // that ends a run, finishes, replays, cancels or rescues a job does, but the engine's
     // record of a job without a key, so that its hot path enters no trigger program (each
     // costs the writer a sub-program per row: about 2 us of a no-op job's 18). A head that
-    // leaves its line,
-    // or is deleted from it, makes the first job the head (`line_next!`, one seek of
-    // `jobs_in_line`); a job that enters its line (a replay after `skip`), a run that ends with
-    // an earlier job waiting (one replayed meanwhile), or a move to another queue sets the head
-    // afresh (`line_fix!`, off `jobs_line_heads`). A queue without keys writes nothing more.
+    // leaves its line, or is deleted from it, makes the first job the head (`line_next!`, one
+    // seek of `jobs_in_line`); a job that enters its line (a replay after `skip`), a run that
+    // ends with an earlier job waiting (one replayed meanwhile), or a move to another queue sets
+    // the head afresh (`line_fix!`, off `jobs_line_heads`). A queue without keys writes nothing
+    // more.
     concat!(
         "ALTER TABLE jobs ADD COLUMN okey TEXT; ALTER TABLE jobs ADD COLUMN oline INTEGER; \
          ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
