@@ -727,7 +727,8 @@ async fn a_database_blink_sends_no_job_twice_and_a_killed_node_is_rescued_within
     .await;
 }
 
-/// Ordering keys across two nodes, one killed with SIGKILL while it holds a key's head: each
+/// Ordering keys across two nodes, one killed with SIGKILL while it holds a key's head (a request
+/// the receiver answers only after a minute, so whichever node sent it holds it then): each
 /// key's jobs still reach the receiver one at a time (never two of a key in flight) and in
 /// enqueue order, through a failed attempt per key (503, retried, holding the key) and the
 /// rescue of the dead node's leases; every job completes once its turn came.
@@ -745,12 +746,20 @@ async fn two_nodes_one_killed_keep_each_keys_order() {
     )
     .expect("write config");
     let rx = Receiver::start().await;
-    // Each key has a path of its own; its second request fails once.
+    // Each key has a path of its own; its second request fails once. Key 0's first request is
+    // answered only after a minute: the node that sent it holds that key's head until it is
+    // killed, whatever the scheduling (its client gone, the request no longer counts as in
+    // flight).
     for k in 0..KEYS {
         let ok = Reply::status(200).delay(Duration::from_millis(40));
+        let first = if k == 0 {
+            Reply::status(200).delay(Duration::from_secs(60))
+        } else {
+            ok.clone()
+        };
         rx.script(
             &format!("/ordered/{k}"),
-            vec![ok.clone(), Reply::status(503), ok],
+            vec![first, Reply::status(503), ok],
         );
     }
     let mut nodes: Vec<Node> = (0..2).map(|_| start_node(&database_url, &config)).collect();
@@ -769,21 +778,39 @@ async fn two_nodes_one_killed_keep_each_keys_order() {
     pg.pg_mut().options(format!("-c search_path={schema}"));
     let (client, conn) = pg.connect().await.expect("connect to check");
     tokio::spawn(conn);
-    let node_1 = nodes[1].child.id();
-    let held_by_node_1 = || leases_held_by(&client, node_1);
     let sent = || {
         (0..KEYS)
             .map(|k| rx.count(&format!("/ordered/{k}")))
             .sum::<usize>()
     };
-    eventually(
-        "a quarter of the jobs were sent, and node 1 holds a head",
-        || async { sent() >= KEYS * PER_KEY as usize / 4 && held_by_node_1().await > 0 },
+    // Key 0's head is held (its request waits a minute) while the other keys go on, on both
+    // nodes; the node holding it is the one killed.
+    let holder = eventually(
+        "key 0's head was sent and a quarter of the jobs too",
+        || async {
+            let row = client
+                .query_opt(
+                    "SELECT lease_owner FROM jobs WHERE id = 'o0-0' AND state = 'running'",
+                    &[],
+                )
+                .await
+                .expect("read the head");
+            let pid = row.and_then(|r| worker_pid(r.get(0)));
+            (rx.count("/ordered/0") == 1 && sent() >= KEYS * PER_KEY as usize / 4)
+                .then_some(pid)
+                .flatten()
+        },
     )
     .await;
-    nodes[1].kill9();
+    let killed = nodes
+        .iter()
+        .position(|n| n.child.id() == holder)
+        .expect("one of the nodes holds key 0's head");
+    assert!(leases_held_by(&client, holder).await > 0);
+    nodes[killed].kill9();
+    let survivor = &nodes[1 - killed];
     eventually("every job completed", || async {
-        count(&http, &nodes[0], "completed").await == (KEYS as u64) * PER_KEY
+        count(&http, survivor, "completed").await == (KEYS as u64) * PER_KEY
     })
     .await;
     for k in 0..KEYS {
@@ -819,10 +846,12 @@ async fn two_nodes_one_killed_keep_each_keys_order() {
             "key-{k}: a failure was retried"
         );
     }
-    for n in nodes.iter_mut().take(1) {
-        assert!(
-            n.child.try_wait().expect("status").is_none(),
-            "node 0 still runs"
-        );
-    }
+    assert!(
+        nodes[1 - killed]
+            .child
+            .try_wait()
+            .expect("status")
+            .is_none(),
+        "the other node still runs"
+    );
 }
