@@ -9,7 +9,7 @@
 //! - The cost of one lease of 32 beside the hot key, and from as many jobs without a key.
 
 use crate::groups::{lease_cost, median};
-use crate::workloads::{engine, store_in, wait_recorded, Report};
+use crate::workloads::{engine, store_in, thread_cpu_ns, thread_wchar, wait_recorded, Report};
 use anyhow::Result;
 use async_trait::async_trait;
 use redial_engine::{AttemptOutput, Clock, Handler, SystemClock};
@@ -93,8 +93,22 @@ impl Handler for Watching {
     }
 }
 
-/// One no-op run of `jobs` jobs over `keys` keys (0: none): (enqueue jobs/s, no-op jobs/s).
-async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<(f64, f64)> {
+/// One no-op run's figures.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    /// Enqueue, jobs/s.
+    enqueue: f64,
+    /// No-op, jobs/s.
+    noop: f64,
+    /// SQLite: the storage thread's CPU per job of the no-op (us), steadier than the rate on a
+    /// shared machine.
+    cpu_us: Option<f64>,
+    /// SQLite: what the storage thread wrote per job of the no-op (KiB; the WAL, mostly).
+    written_kib: Option<f64>,
+}
+
+/// One no-op run of `jobs` jobs over `keys` keys (0: none).
+async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<Run> {
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
     let took = insert(&store, "j", jobs, |k| {
@@ -103,12 +117,26 @@ async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<(f64, 
     .await?;
     let handler = Watching::new("j", jobs);
     let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
+    let (cpu, wrote) = (
+        thread_cpu_ns("redial-sqlite"),
+        thread_wchar("redial-sqlite"),
+    );
     let start = Instant::now();
     let running = e.start().await?;
     wait_recorded(&running, &handler.calls, jobs as u64).await;
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    let per_job = |a: Option<u64>, b: Option<u64>, unit: f64| {
+        Some(b?.saturating_sub(a?) as f64 / unit / jobs as f64)
+    };
+    let cpu_us = per_job(cpu, thread_cpu_ns("redial-sqlite"), 1000.0);
+    let written_kib = per_job(wrote, thread_wchar("redial-sqlite"), 1024.0);
     running.shutdown(Duration::from_secs(5)).await;
-    Ok((jobs as f64 / took, rate))
+    Ok(Run {
+        enqueue: jobs as f64 / took,
+        noop: rate,
+        cpu_us,
+        written_kib,
+    })
 }
 
 /// The 10,000 jobs over 1,000 keys, beside a key of `hot` jobs enqueued first (none when 0):
@@ -145,30 +173,45 @@ pub async fn ordering(
 ) -> Result<()> {
     let keys = (jobs / 10).max(1);
     let setups = [(0, "no keys".to_owned()), (keys, format!("{keys} keys"))];
-    let mut rates: Vec<Vec<(f64, f64)>> = vec![Vec::new(); setups.len()];
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); setups.len()];
     for round in 0..rounds.max(1) {
         for (i, (k, name)) in setups.iter().enumerate() {
-            let (enq, rate) = noop_run(jobs, concurrency, *k).await?;
+            let run = noop_run(jobs, concurrency, *k).await?;
             eprintln!(
-                "round {}: {name}: enqueue {enq:.0} jobs/s, no-op {rate:.0} jobs/s",
-                round + 1
+                "round {}: {name}: enqueue {:.0} jobs/s, no-op {:.0} jobs/s, storage thread {:.1} us \
+                 and {:.1} KiB written a job",
+                round + 1,
+                run.enqueue,
+                run.noop,
+                run.cpu_us.unwrap_or(f64::NAN),
+                run.written_kib.unwrap_or(f64::NAN),
             );
-            rates[i].push((enq, rate));
+            runs[i].push(run);
         }
     }
+    type Pick = fn(&Run) -> Option<f64>;
+    let figures: [(&str, &str, Pick); 4] = [
+        ("enqueue", "jobs/s", |r| Some(r.enqueue)),
+        ("no-op", "jobs/s", |r| Some(r.noop)),
+        ("no-op, storage thread CPU per job", "us", |r| r.cpu_us),
+        ("no-op, written per job", "KiB", |r| r.written_kib),
+    ];
     for (i, (_, name)) in setups.iter().enumerate() {
-        for (what, pick) in [("enqueue", 0), ("no-op", 1)] {
-            let of = |r: &(f64, f64)| if pick == 0 { r.0 } else { r.1 };
+        for (what, unit, pick) in figures {
+            let values: Vec<f64> = runs[i].iter().filter_map(pick).collect();
+            if values.is_empty() {
+                continue;
+            }
             report(
                 &format!("ordering: {what}, {name} (median of {rounds})"),
-                median(rates[i].iter().map(of).collect()),
-                "jobs/s",
+                median(values),
+                unit,
             );
             if i > 0 {
-                let ratios = rates[i]
+                let ratios = runs[i]
                     .iter()
-                    .zip(&rates[0])
-                    .map(|(r, b)| 100.0 * of(r) / of(b))
+                    .zip(&runs[0])
+                    .filter_map(|(r, b)| Some(100.0 * pick(r)? / pick(b)?))
                     .collect();
                 report(
                     &format!("ordering: {what}, {name} / no keys (median of rounds)"),
@@ -177,6 +220,9 @@ pub async fn ordering(
                 );
             }
         }
+    }
+    if hot == 0 {
+        return Ok(());
     }
 
     // A hot key beside the others.

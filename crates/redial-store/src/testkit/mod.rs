@@ -61,7 +61,8 @@ macro_rules! store_suite {
             events_are_written_with_the_change, search_by_key_tag_and_reason_text,
             ordering_keys_run_one_at_a_time_in_order, a_replayed_job_takes_its_place_in_its_line,
             cancels_dismissals_and_rescues_keep_the_line,
-            keys_combine_with_groups_and_lines_come_in_pages, ordering_holds_for_any_interleaving);
+            keys_combine_with_groups_and_lines_come_in_pages, ordering_holds_for_any_interleaving,
+            a_head_replayed_into_another_queue_changes_lines);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

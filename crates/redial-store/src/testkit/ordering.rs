@@ -272,6 +272,69 @@ pub async fn keys_combine_with_groups_and_lines_come_in_pages(store: Arc<dyn Sto
     assert_eq!(lease_at(&store, "q", at(1)).await, ["g2"]);
 }
 
+/// A blocked head replayed with changes into another queue leaves its line there (the next job
+/// of its key goes on) and joins its key's line in the new queue at its seq's place: ahead of
+/// a job of that key enqueued after it, which then waits; a running head there keeps its run.
+pub async fn a_head_replayed_into_another_queue_changes_lines(store: Arc<dyn Store>) {
+    store
+        .job_insert_batch(vec![
+            keyed("m1", "q", "k", OnDead::Block),
+            keyed("m2", "q", "k", OnDead::Block),
+        ])
+        .await
+        .expect("batch");
+    assert_eq!(lease_at(&store, "q", at(0)).await, ["m1"]);
+    let dead = Transition::Dead {
+        category: DeadCategory::Permanent,
+    };
+    finish(&store, "m1", at(1), dead).await;
+    store
+        .job_insert_batch(vec![
+            keyed("o1", "other", "k", OnDead::Block),
+            keyed("o2", "other", "k", OnDead::Block),
+        ])
+        .await
+        .expect("batch");
+    let (m1, _) = get(&store, "m1").await;
+    store
+        .job_replay_changed(ReplayChangedParams {
+            id: JobId::from("m1"),
+            now: at(2),
+            replays: 0,
+            queue: "other".into(),
+            endpoint: m1.endpoint.clone(),
+            request: m1.request.clone(),
+            idempotency_key: m1.idempotency_key.clone(),
+            policy: None,
+            change: JobChange {
+                at: at(2),
+                replay: 1,
+                changed: vec!["queue".into()],
+                before: JobBefore {
+                    queue: m1.queue.clone(),
+                    endpoint: m1.endpoint.clone(),
+                    request: m1.request.clone(),
+                    idempotency_key: m1.idempotency_key.clone(),
+                    policy: None,
+                },
+            },
+        })
+        .await
+        .expect("replay into another queue");
+    assert_eq!(lease_at(&store, "q", at(3)).await, ["m2"]);
+    assert_eq!(
+        lines(&store, "other", false).await,
+        [("k".into(), "m1".into(), 2)]
+    );
+    assert_eq!(lease_at(&store, "other", at(3)).await, ["m1"]);
+    finish(&store, "m1", at(4), Transition::Complete).await;
+    assert_eq!(lease_at(&store, "other", at(5)).await, ["o1"]);
+    assert_eq!(
+        lines(&store, "q", false).await,
+        [("k".into(), "m2".into(), 0)]
+    );
+}
+
 /// For any interleaving of enqueues, leases, retries, deferrals, deaths, replays, cancels,
 /// dismissals and rescues: at most one job of a key runs at a time, a lease takes a key's job
 /// only when it is the head of its line (the running one, or else the first by enqueue order,
