@@ -364,10 +364,8 @@ const MIGRATIONS: &[&str] = &[
     // leaves its line, or is deleted from it, makes the first job the head (`line_next!`, one
     // seek of `jobs_in_line`); a job that enters its line (a replay after `skip`), a run that
     // ends with an earlier job waiting (one replayed meanwhile), or a move to another queue sets
-    // the head afresh (off `jobs_line_heads`). A queue without keys writes nothing more. 23
-    // replaced the two line indexes and the triggers: 22 made the triggers as it shipped
-    // (`jobs_line_leave`, `jobs_line_heading`, `jobs_line_delete`, `jobs_line_move`), and 23
-    // drops those it finds and makes its own, so a new database makes them at 23 only.
+    // the head afresh (`line_fix!`, off `jobs_line_heads`). A queue without keys writes nothing
+    // more.
     concat!(
         "ALTER TABLE jobs ADD COLUMN okey TEXT; ALTER TABLE jobs ADD COLUMN oline INTEGER; \
          ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
@@ -385,23 +383,27 @@ const MIGRATIONS: &[&str] = &[
         in_line!(),
         "; CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 AND ",
         in_line!(),
-    ),
-    // 23: a job is in its key's line while `oin` holds the line's number (`in_line_of!`; the
-    // triggers keep it to `in_line!`, on the same statements as 22's), and the line's index
-    // is on it, naming the jobs that wait apart from the head (`ord_wait` after the line).
-    // With 10,000 keys interleaved a line's index entries lie on pages all over it, and each
-    // page a commit touches is written to the WAL again: 22's index, on the state, was written
-    // by every lease of a keyed job (ready to running changes its condition's terms), and 22's
-    // index of heads was a second page at each finish. Now a lease writes none of it, and a
-    // head that leaves and the job it promotes write one page of one index.
-    concat!(
-        "ALTER TABLE jobs ADD COLUMN oin INTEGER; \
-         DROP TRIGGER IF EXISTS jobs_line_leave; DROP TRIGGER IF EXISTS jobs_line_heading; \
-         DROP TRIGGER IF EXISTS jobs_line_delete; DROP TRIGGER IF EXISTS jobs_line_move; \
-         DROP INDEX jobs_line_heads; DROP INDEX jobs_in_line; UPDATE jobs SET oin = oline WHERE ",
-        in_line!(),
-        "; CREATE INDEX jobs_in_line ON jobs (queue, oin, ord_wait, seq) WHERE oin IS NOT NULL; ",
-        line_triggers!(),
+        "; CREATE TRIGGER jobs_line_leave AFTER UPDATE OF okey ON jobs \
+             WHEN NEW.oline IS NOT NULL AND ",
+        leaving!(),
+        " BEGIN ",
+        line_next!("NEW"),
+        " END; CREATE TRIGGER jobs_line_heading AFTER UPDATE OF okey ON jobs \
+             WHEN NEW.oline IS NOT NULL AND (",
+        heading!(),
+        ") BEGIN ",
+        line_fix!("NEW"),
+        " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs \
+             WHEN OLD.oline IS NOT NULL AND OLD.ord_wait = 0 AND ",
+        row_in_line!("OLD"),
+        " BEGIN ",
+        line_next!("OLD"),
+        " END; CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs \
+             WHEN OLD.oline IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
+        line_fix!("OLD"),
+        " ",
+        line_fix!("NEW"),
+        " END;"
     ),
 ];
 

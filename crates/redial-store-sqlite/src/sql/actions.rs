@@ -46,7 +46,7 @@ pub fn replay_changed(c: &mut Connection, p: &ReplayChangedParams) -> StoreResul
     tx.execute(
         &format!(
             "UPDATE jobs SET {REPLAY_SET}, queue = ?3, endpoint = ?4, request = ?5, \
-             idempotency_key = ?6, policy = ?7, changes = ?8, oline = ?9, oin = NULL WHERE seq = ?2"
+             idempotency_key = ?6, policy = ?7, changes = ?8, oline = ?9 WHERE seq = ?2"
         ),
         params![
             ms(p.now),

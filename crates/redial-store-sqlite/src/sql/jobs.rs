@@ -37,17 +37,17 @@ pub(super) fn insert_as(
         .transpose()
         .map_err(json_err)?;
     // A keyed job is the last of its key's line: it waits when the line has a job (schema
-    // migrations 22 and 23); the CASE reads nothing for a job without a key.
+    // migration 22); the CASE reads nothing for a job without a key.
     static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, priority, \
              run_at, deadline, tags, policy, created_at, updated_at, grp, callback, lease_owner, \
-             lease_until, okey, ord_skip, oline, oin, ord_wait) \
+             lease_until, okey, ord_skip, oline, ord_wait) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, \
-             ?17, ?18, ?19, ?19, CASE WHEN ?19 IS NULL THEN 0 ELSE EXISTS (SELECT 1 FROM jobs \
-             INDEXED BY jobs_in_line WHERE {}) END) \
+             ?17, ?18, ?19, CASE WHEN ?19 IS NULL THEN 0 ELSE EXISTS (SELECT 1 FROM jobs \
+             INDEXED BY jobs_in_line WHERE oline = ?19 AND {}) END) \
              ON CONFLICT (id) DO NOTHING",
-            in_line_of!("?2", "?19")
+            in_line!()
         )
     });
     let inserted = tx

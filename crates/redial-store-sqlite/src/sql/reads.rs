@@ -268,25 +268,27 @@ pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<
     Ok(GroupCounts::from_parts(waiting, read(RUNNING)?, limit))
 }
 
-/// [`Store::ordering_keys`]: the heads off `jobs_in_line` (its jobs that do not wait), in the
-/// order of their lines' numbers ([`OrderingKey::line`]), each line counted off it too.
+/// [`Store::ordering_keys`]: the heads off `jobs_line_heads`, in the order of their lines'
+/// numbers ([`OrderingKey::line`]), each line counted off `jobs_in_line`.
 pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
     static FIRST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT {COLS} FROM jobs INDEXED BY jobs_in_line WHERE queue = ?1 AND oin IS NOT NULL \
-             AND ord_wait = 0 AND (?3 = 0 OR state = 'dead') ORDER BY oin, seq LIMIT ?4"
+            "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
+             AND {} AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
+            in_line!()
         )
     });
     static AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT {COLS} FROM jobs INDEXED BY jobs_in_line WHERE queue = ?1 AND oin > ?2 \
-             AND ord_wait = 0 AND (?3 = 0 OR state = 'dead') ORDER BY oin, seq LIMIT ?4"
+            "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
+             AND {} AND oline > ?2 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
+            in_line!()
         )
     });
     const LINE: &str = concat!(
-        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE ",
-        in_line_of!("?1", "?3"),
-        " AND okey = ?2"
+        "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE oline = ?3 AND queue = ?1 \
+         AND okey = ?2 AND ",
+        in_line!()
     );
     let after = p.after.as_deref().map(|k| OrderingKey::line(&p.queue, k));
     let heads = {
