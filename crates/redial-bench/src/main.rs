@@ -45,9 +45,9 @@ struct Args {
     /// nodes on one PostgreSQL database, the same server choice) and `schedules` (due checks
     /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
     /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `ordering`
-    /// (enqueue and no-op without keys and over `--jobs`/10 keys, `--rounds` alternated rounds;
-    /// 10,000 jobs over 1,000 keys alone and beside a key of `--hot-key` jobs; one lease beside
-    /// that key) and `backup` (an
+    /// (enqueue and no-op without keys and over `--jobs`/10 keys, `--rounds` alternated rounds,
+    /// with SQLite's storage-thread CPU and bytes written per job; 10,000 jobs over 1,000 keys
+    /// alone and beside a key of `--hot-key` jobs; one lease beside that key) and `backup` (an
     /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`
     /// alternated rounds) and `callbacks` (HTTP dispatch without callbacks and with one on every
@@ -74,7 +74,7 @@ struct Args {
     /// Alternated rounds of the `groups` workload's no-op runs, of `waiters` and of `callbacks`.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Jobs of the hot key in the `ordering` workload.
+    /// Jobs of the hot key in the `ordering` workload (0: skip the hot key's part).
     #[arg(long, default_value_t = 100_000)]
     hot_key: usize,
     /// Schedules in the `schedules` workload.

@@ -3,9 +3,11 @@
 //! - Enqueue and no-op throughput on the full path, the same jobs without keys and spread over
 //!   10,000 keys (ten jobs each at the default 100,000 jobs), run in alternation (`rounds`
 //!   times) so that the machine's drift falls on each alike; reported as each setup's median and
-//!   the median of the rounds' ratios to no keys.
+//!   the median of the rounds' ratios to no keys; on SQLite also the storage thread's CPU and
+//!   the bytes it wrote per job, steadier than the rate on a shared machine.
 //! - A hot key: 10,000 jobs over 1,000 keys drained alone, and beside one key holding 100,000
-//!   jobs enqueued before them, alternated; the rate of the 10,000 and its ratio.
+//!   jobs enqueued before them, alternated; the rate of the 10,000 and its ratio (none with
+//!   `--hot-key 0`).
 //! - The cost of one lease of 32 beside the hot key, and from as many jobs without a key.
 
 use crate::groups::{lease_cost, median};
