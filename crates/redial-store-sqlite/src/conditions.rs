@@ -28,11 +28,23 @@ macro_rules! grouped {
 }
 
 /// In its ordering key's line ([`redial_store::OrderingKey`]): waiting, running, or dead with
-/// `block`. The condition of `jobs_in_line` (schema migration 22).
+/// `block`, as the states say it. The condition of schema migration 22's line indexes; 23's
+/// say it as [`lined!`].
 macro_rules! in_line {
     () => {
         "oline IS NOT NULL AND (state = 'ready' OR state = 'scheduled' OR state = 'deferred' \
          OR state = 'running' OR (state = 'dead' AND ord_skip = 0))"
+    };
+}
+
+/// [`in_line!`] without the state, which every lease changes: not finished (waiting or running),
+/// or dead (the only state with a `category`) with `block`. The condition of `jobs_in_line` and
+/// `jobs_line_heads` (schema migration 23), so that the lease of a keyed job, which changes
+/// its state and not whether it is in its line, writes neither index: with 22's, on the
+/// state, each lease rewrote the job's entry in both, on pages all over them.
+macro_rules! lined {
+    () => {
+        "oline IS NOT NULL AND (finished_at IS NULL OR (category IS NOT NULL AND ord_skip = 0))"
     };
 }
 
@@ -59,6 +71,7 @@ macro_rules! row_in_line {
 
 /// The head of the line of the trigger row `$r`'s key: its running job (a head, off
 /// `jobs_line_heads`), or else its first job (off `jobs_in_line`); NULL for an empty line.
+/// Its queries, and those of the macros below, say [`lined!`], as the indexes do.
 macro_rules! line_head {
     ($r:literal) => {
         concat!(
@@ -67,12 +80,12 @@ macro_rules! line_head {
             ".queue AND oline = ",
             $r,
             ".oline AND ord_wait = 0 AND ",
-            in_line!(),
+            lined!(),
             " AND state = 'running' LIMIT 1), \
              (SELECT seq FROM jobs WHERE oline = ",
             $r,
             ".oline AND ",
-            in_line!(),
+            lined!(),
             " ORDER BY seq LIMIT 1))"
         )
     };
@@ -98,7 +111,7 @@ macro_rules! line_fix {
             ".queue AND oline = ",
             $r,
             ".oline AND ord_wait = 0 AND ",
-            in_line!(),
+            lined!(),
             " AND seq IS NOT (",
             line_head!($r),
             ") AND (",
@@ -120,7 +133,7 @@ macro_rules! line_next {
             "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
             $r,
             ".oline AND ",
-            in_line!(),
+            lined!(),
             " ORDER BY seq LIMIT 1) AND ord_wait = 1 AND (",
             $($guard)+,
             ");"
@@ -153,8 +166,38 @@ macro_rules! heading {
             ") OR (OLD.state = 'running' AND ",
             row_in_line!("NEW"),
             " AND EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND ",
-            in_line!(),
+            lined!(),
             " AND seq < NEW.seq))"
+        )
+    };
+}
+
+/// The triggers that keep each line's head (schema migration 23), on the statements that name
+/// `okey` (`okey = okey`), on deletes, and on moves between queues.
+macro_rules! line_triggers {
+    () => {
+        concat!(
+            "CREATE TRIGGER jobs_line_leave AFTER UPDATE OF okey ON jobs \
+             WHEN NEW.oline IS NOT NULL AND ",
+            leaving!(),
+            " BEGIN ",
+            line_next!("NEW"),
+            " END; CREATE TRIGGER jobs_line_heading AFTER UPDATE OF okey ON jobs \
+             WHEN NEW.oline IS NOT NULL AND (",
+            heading!(),
+            ") BEGIN ",
+            line_fix!("NEW"),
+            " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs \
+             WHEN OLD.oline IS NOT NULL AND OLD.ord_wait = 0 AND ",
+            row_in_line!("OLD"),
+            " BEGIN ",
+            line_next!("OLD"),
+            " END; CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs \
+             WHEN OLD.oline IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
+            line_fix!("OLD"),
+            " ",
+            line_fix!("NEW"),
+            " END;"
         )
     };
 }

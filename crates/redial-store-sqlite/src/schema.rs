@@ -365,7 +365,8 @@ const MIGRATIONS: &[&str] = &[
     // seek of `jobs_in_line`); a job that enters its line (a replay after `skip`), a run that
     // ends with an earlier job waiting (one replayed meanwhile), or a move to another queue sets
     // the head afresh (`line_fix!`, off `jobs_line_heads`). A queue without keys writes nothing
-    // more.
+    // more. 23 made the line indexes again, and the triggers (`line_triggers!`), which 22 made
+    // as it shipped.
     concat!(
         "ALTER TABLE jobs ADD COLUMN okey TEXT; ALTER TABLE jobs ADD COLUMN oline INTEGER; \
          ALTER TABLE jobs ADD COLUMN ord_skip INTEGER NOT NULL DEFAULT 0; \
@@ -383,27 +384,23 @@ const MIGRATIONS: &[&str] = &[
         in_line!(),
         "; CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 AND ",
         in_line!(),
-        "; CREATE TRIGGER jobs_line_leave AFTER UPDATE OF okey ON jobs \
-             WHEN NEW.oline IS NOT NULL AND ",
-        leaving!(),
-        " BEGIN ",
-        line_next!("NEW"),
-        " END; CREATE TRIGGER jobs_line_heading AFTER UPDATE OF okey ON jobs \
-             WHEN NEW.oline IS NOT NULL AND (",
-        heading!(),
-        ") BEGIN ",
-        line_fix!("NEW"),
-        " END; CREATE TRIGGER jobs_line_delete AFTER DELETE ON jobs \
-             WHEN OLD.oline IS NOT NULL AND OLD.ord_wait = 0 AND ",
-        row_in_line!("OLD"),
-        " BEGIN ",
-        line_next!("OLD"),
-        " END; CREATE TRIGGER jobs_line_move AFTER UPDATE OF queue ON jobs \
-             WHEN OLD.oline IS NOT NULL AND OLD.queue <> NEW.queue BEGIN ",
-        line_fix!("OLD"),
-        " ",
-        line_fix!("NEW"),
-        " END;"
+    ),
+    // 23: the line indexes again, on `lined!`, which says "in its line" without the state: a
+    // lease changes the state (ready to running), so with 22's conditions every lease of a keyed
+    // job rewrote its entries in both indexes, on pages all over them; now a lease writes
+    // neither. The triggers are made here, their queries saying `lined!` as the indexes do.
+    // 22, as it shipped, made the same four with its own conditions; a database made now gets
+    // them here only, and one made then has them dropped and made again.
+    concat!(
+        "DROP INDEX jobs_in_line; DROP INDEX jobs_line_heads; \
+         DROP TRIGGER IF EXISTS jobs_line_leave; DROP TRIGGER IF EXISTS jobs_line_heading; \
+         DROP TRIGGER IF EXISTS jobs_line_delete; DROP TRIGGER IF EXISTS jobs_line_move; \
+         CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE ",
+        lined!(),
+        "; CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 AND ",
+        lined!(),
+        "; ",
+        line_triggers!(),
     ),
 ];
 

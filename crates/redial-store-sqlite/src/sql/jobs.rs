@@ -47,7 +47,7 @@ pub(super) fn insert_as(
              ?17, ?18, ?19, CASE WHEN ?19 IS NULL THEN 0 ELSE EXISTS (SELECT 1 FROM jobs \
              INDEXED BY jobs_in_line WHERE oline = ?19 AND {}) END) \
              ON CONFLICT (id) DO NOTHING",
-            in_line!()
+            lined!()
         )
     });
     let inserted = tx

@@ -275,20 +275,20 @@ pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<
         format!(
             "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
              AND {} AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
-            in_line!()
+            lined!()
         )
     });
     static AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
              AND {} AND oline > ?2 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
-            in_line!()
+            lined!()
         )
     });
     const LINE: &str = concat!(
         "SELECT COUNT(*) FROM jobs INDEXED BY jobs_in_line WHERE oline = ?3 AND queue = ?1 \
          AND okey = ?2 AND ",
-        in_line!()
+        lined!()
     );
     let after = p.after.as_deref().map(|k| OrderingKey::line(&p.queue, k));
     let heads = {
