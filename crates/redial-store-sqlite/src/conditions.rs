@@ -172,8 +172,10 @@ macro_rules! heading {
     };
 }
 
-/// The triggers that keep each line's head (schema migration 23), on the statements that name
-/// `okey` (`okey = okey`), on deletes, and on moves between queues.
+/// The triggers that keep each line's head (schema migration 23): a head leaving its line, on
+/// the statements that name `okey` (`okey = okey`); the head set afresh, on those that name
+/// `ord_stay` (all that name `okey` but the engine's record of a completion); on deletes, and
+/// on moves between queues.
 macro_rules! line_triggers {
     () => {
         concat!(
@@ -182,7 +184,7 @@ macro_rules! line_triggers {
             leaving!(),
             " BEGIN ",
             line_next!("NEW"),
-            " END; CREATE TRIGGER jobs_line_heading AFTER UPDATE OF okey ON jobs \
+            " END; CREATE TRIGGER jobs_line_heading AFTER UPDATE OF ord_stay ON jobs \
              WHEN NEW.oline IS NOT NULL AND (",
             heading!(),
             ") BEGIN ",

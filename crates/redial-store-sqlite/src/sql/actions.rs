@@ -5,7 +5,7 @@ use super::*;
 pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
     deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = ?1, \
-    finished_at = NULL, updated_at = ?1, cancel_requested = 0, okey = okey, \
+    finished_at = NULL, updated_at = ?1, cancel_requested = 0, okey = okey, ord_stay = ord_stay, \
     last_reason = 'replayed from the dead letters'";
 
 pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
@@ -124,7 +124,7 @@ pub fn cancel(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job
         Cancel::Now => {
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled', finished_at = ?1, updated_at = ?1, \
-                 last_reason = ?3, okey = okey WHERE seq = ?2",
+                 last_reason = ?3, okey = okey, ord_stay = ord_stay WHERE seq = ?2",
                 params![ms(now), job.seq, CANCELLED],
             )
             .map_err(backend)?;

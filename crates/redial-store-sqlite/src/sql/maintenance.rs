@@ -8,13 +8,13 @@ use super::*;
 // is large.
 pub(super) const RESCUE_DEAD: &str =
     "UPDATE jobs SET state = 'dead', category = 'unknown_exhausted', stalls = stalls + 1, \
-     lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, okey = okey, \
+     lease_owner = NULL, lease_until = NULL, finished_at = ?1, updated_at = ?1, okey = okey, ord_stay = ord_stay, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' over the limit of ' || ?2 \
      WHERE state = 'running' AND lease_until < ?1 AND stalls + 1 > ?2 RETURNING queue, endpoint, \
      CASE WHEN callback IS NULL THEN NULL ELSE id END";
 pub(super) const RESCUE_READY: &str =
-    "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, okey = okey, \
+    "UPDATE jobs SET state = 'ready', stalls = stalls + 1, lease_owner = NULL, lease_until = NULL, okey = okey, ord_stay = ord_stay, \
      run_at = MIN(run_at, ?1), updated_at = ?1, \
      last_reason = 'lease expired while running (the worker died or hung); stall ' \
          || (stalls + 1) || ' of ' || ?2 \
@@ -90,7 +90,7 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
                 &tx,
                 concat!(
                     "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', \
-                     finished_at = ?1, updated_at = ?1, okey = okey, \
+                     finished_at = ?1, updated_at = ?1, okey = okey, ord_stay = ord_stay, \
                      last_reason = 'deadline passed while held by its endpoint: ' || ?3 \
                      WHERE deadline IS NOT NULL AND deadline <= ?1 AND endpoint = ?2 AND ",
                     waiting!(),
@@ -107,7 +107,7 @@ pub fn expire_deadlines(c: &mut Connection, p: &ExpireParams) -> StoreResult<u64
             &tx,
             concat!(
                 "UPDATE jobs SET state = 'dead', category = 'deadline_exceeded', finished_at = ?1, \
-                 updated_at = ?1, okey = okey, last_reason = 'deadline passed before the job could run' \
+                 updated_at = ?1, okey = okey, ord_stay = ord_stay, last_reason = 'deadline passed before the job could run' \
                  WHERE deadline IS NOT NULL AND deadline <= ?1 AND ",
                 waiting!(),
                 " AND state = ?2 RETURNING queue, endpoint, \

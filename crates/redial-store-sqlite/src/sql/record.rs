@@ -125,10 +125,12 @@ fn record_leased(
     // constraint (the values are bound and checked, the event's key is the next rowid), so
     // there is nothing to undo; an I/O error fails the whole batch at commit anyway. The
     // journal's copies cost the writer 13% of a no-op job (BENCHMARKS.md).
-    // A job with an ordering key names `okey`, so that the triggers keeping its line run
-    // (schema migration 22); one without names it not and takes only jobs without a key, so
-    // that no trigger of the lines is even entered (each costs the writer a sub-program per
-    // row). A keyed job recorded as keyless matches nothing and goes the careful way.
+    // A job with an ordering key names `okey`, so that the trigger taking it out of its line
+    // runs, and `ord_stay` unless it completed, so that the one setting its line's head afresh
+    // runs when it may stay in the line (schema migrations 22 and 23); one without names
+    // neither and takes only jobs without a key, so that no trigger of the lines is even entered
+    // (each costs the writer a sub-program per row). A keyed job recorded as keyless matches
+    // nothing and goes the careful way.
     const SET: &str = "UPDATE OR FAIL jobs SET state = ?1, category = ?2, \
          run_at = COALESCE(?3, run_at), finished_at = ?4, attempts = ?5, unknown_attempts = ?6, \
          deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
@@ -137,11 +139,18 @@ fn record_leased(
         " WHERE seq = ?12 AND id = ?13 AND state = 'running' AND lease_owner = ?14 \
          AND cancel_requested = 0 AND runs = ?15";
     static KEYED: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("{SET}, okey = okey, ord_stay = ord_stay{WHERE}"));
+    static KEYED_COMPLETED: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("{SET}, okey = okey{WHERE}"));
     static KEYLESS: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("{SET}{WHERE} AND oline IS NULL"));
+    let sql = match (p.ordered, state) {
+        (false, _) => &KEYLESS,
+        (true, JobState::Completed) => &KEYED_COMPLETED,
+        (true, _) => &KEYED,
+    };
     let updated = c
-        .prepare_cached(if p.ordered { &KEYED } else { &KEYLESS })
+        .prepare_cached(sql)
         .and_then(|mut s| {
             s.execute(params![
                 state.as_str(),
@@ -208,7 +217,7 @@ pub(super) fn record_attempt_slow(
     tx.prepare_cached(
         "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
          unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
-         lease_owner = NULL, lease_until = NULL, updated_at = ?10, okey = okey WHERE seq = ?11",
+         lease_owner = NULL, lease_until = NULL, updated_at = ?10, okey = okey, ord_stay = ord_stay WHERE seq = ?11",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -247,7 +256,7 @@ pub fn release(c: &mut Connection, p: &ReleaseParams) -> StoreResult<u64> {
     for id in &p.ids {
         n += run_moving(
             &tx,
-            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, okey = okey, updated_at = ?1 \
+            "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, okey = okey, ord_stay = ord_stay, updated_at = ?1 \
              WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 RETURNING queue, endpoint",
             params![ms(p.now), id.0, p.owner],
             Some((JobState::Running, None)),
