@@ -38,10 +38,10 @@ macro_rules! in_line {
 }
 
 /// [`in_line!`] without the state, which every lease changes: not finished (waiting or running),
-/// or dead (the only state with a `category`) with `block`. The condition of `jobs_in_line` and
-/// `jobs_line_heads` (schema migration 23), so that the lease of a keyed job, which changes
-/// its state and not whether it is in its line, writes neither index: with 22's, on the
-/// state, each lease rewrote the job's entry in both, on pages all over them.
+/// or dead (the only state with a `category`) with `block`. The condition of `jobs_in_line`
+/// (schema migration 23), so that the lease of a keyed job, which changes its state and not
+/// whether it is in its line, does not write it: with 22's line indexes, on the state, each
+/// lease rewrote the job's entries in both, on pages all over them.
 macro_rules! lined {
     () => {
         "oline IS NOT NULL AND (finished_at IS NULL OR (category IS NOT NULL AND ord_skip = 0))"
@@ -69,30 +69,46 @@ macro_rules! row_in_line {
     };
 }
 
-/// The head of the line of the trigger row `$r`'s key: its running job (a head, off
-/// `jobs_line_heads`), or else its first job (off `jobs_in_line`); NULL for an empty line.
-/// Its queries, and those of the macros below, say [`lined!`], as the indexes do.
-macro_rules! line_head {
+/// The first job by seq of the line of the trigger row `$r`'s key (NULL for an empty line): the
+/// first of its jobs that do not wait and the first of those that do, one seek each of
+/// `jobs_in_line` (on the line, then `ord_wait`: schema migration 23), in the index alone.
+macro_rules! line_first {
     ($r:literal) => {
         concat!(
-            "SELECT COALESCE((SELECT seq FROM jobs WHERE queue = ",
-            $r,
-            ".queue AND oline = ",
+            "(SELECT min(s) FROM (SELECT (SELECT seq FROM jobs WHERE oline = ",
             $r,
             ".oline AND ord_wait = 0 AND ",
             lined!(),
-            " AND state = 'running' LIMIT 1), \
-             (SELECT seq FROM jobs WHERE oline = ",
+            " ORDER BY seq LIMIT 1) AS s UNION ALL SELECT (SELECT seq FROM jobs WHERE oline = ",
             $r,
-            ".oline AND ",
+            ".oline AND ord_wait = 1 AND ",
             lined!(),
-            " ORDER BY seq LIMIT 1))"
+            " ORDER BY seq LIMIT 1)))"
+        )
+    };
+}
+
+/// The head of the line of the trigger row `$r`'s key: its running job (one that does not wait),
+/// or else its first job ([`line_first!`]); NULL for an empty line. Its queries, and those of
+/// the macros below, say [`lined!`], as the index does.
+macro_rules! line_head {
+    ($r:literal) => {
+        concat!(
+            "SELECT COALESCE((SELECT seq FROM jobs WHERE oline = ",
+            $r,
+            ".oline AND ord_wait = 0 AND ",
+            lined!(),
+            " AND queue = ",
+            $r,
+            ".queue AND state = 'running' LIMIT 1), ",
+            line_first!($r),
+            ")"
         )
     };
 }
 
 /// Makes [`line_head!`] the only job of its line that does not wait: every other head (off
-/// `jobs_line_heads`: one or two rows, however long the line) waits. Two statements of a
+/// `jobs_in_line`'s jobs that do not wait: one or two, however long the line) waits. Two statements of a
 /// trigger's body, for the rarer moves: a job entering its line, a run ending behind a job
 /// replayed meanwhile, a move between queues. With a guard (a condition on the trigger's rows),
 /// they do nothing unless it holds.
@@ -106,13 +122,13 @@ macro_rules! line_fix {
             line_head!($r),
             ") AND ord_wait = 1 AND (",
             $($guard)+,
-            "); UPDATE jobs SET ord_wait = 1 WHERE queue = ",
-            $r,
-            ".queue AND oline = ",
+            "); UPDATE jobs SET ord_wait = 1 WHERE oline = ",
             $r,
             ".oline AND ord_wait = 0 AND ",
             lined!(),
-            " AND seq IS NOT (",
+            " AND queue = ",
+            $r,
+            ".queue AND seq IS NOT (",
             line_head!($r),
             ") AND (",
             $($guard)+,
@@ -122,19 +138,17 @@ macro_rules! line_fix {
 }
 
 /// Makes the first job of the line of the trigger row `$r`'s key its head (its head just left
-/// the line): one statement of a trigger's body, one seek of `jobs_in_line` and the row. With a
-/// guard, it does nothing unless the guard holds.
+/// the line): one statement of a trigger's body, [`line_first!`] and the row. With a guard, it
+/// does nothing unless the guard holds.
 macro_rules! line_next {
     ($r:literal) => {
         line_next!($r, "1")
     };
     ($r:literal, $($guard:tt)+) => {
         concat!(
-            "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
-            $r,
-            ".oline AND ",
-            lined!(),
-            " ORDER BY seq LIMIT 1) AND ord_wait = 1 AND (",
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = ",
+            line_first!($r),
+            " AND ord_wait = 1 AND (",
             $($guard)+,
             ");"
         )
@@ -165,9 +179,12 @@ macro_rules! heading {
             row_in_line!("NEW"),
             ") OR (OLD.state = 'running' AND ",
             row_in_line!("NEW"),
-            " AND EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND ",
+            " AND (EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND ord_wait = 0 AND ",
             lined!(),
-            " AND seq < NEW.seq))"
+            " AND seq < NEW.seq) OR EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline \
+             AND ord_wait = 1 AND ",
+            lined!(),
+            " AND seq < NEW.seq)))"
         )
     };
 }

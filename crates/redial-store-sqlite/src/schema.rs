@@ -390,7 +390,9 @@ const MIGRATIONS: &[&str] = &[
     //   lease changes the state (ready to running), so with 22's conditions every lease of a
     //   keyed job rewrote its entries in both indexes, on pages all over them; now a lease
     //   writes neither. `jobs_in_line` holds the columns of that condition, so a line's first
-    //   job is found in the index alone.
+    //   job is found in the index alone; it names the jobs that wait apart from the head
+    //   (`ord_wait` after the line), so it finds the heads too, and `jobs_line_heads` goes: a
+    //   finish and the promotion it makes write one page of one index, not one of each.
     // - The trigger that sets a line's head afresh hangs on a column of its own, `ord_stay`,
     //   named by the statements after which a job may stay in its line (all that named `okey`),
     //   but the engine's record of a completion: that one leaves its line, and enters only the
@@ -403,9 +405,8 @@ const MIGRATIONS: &[&str] = &[
          DROP TRIGGER IF EXISTS jobs_line_leave; DROP TRIGGER IF EXISTS jobs_line_heading; \
          DROP TRIGGER IF EXISTS jobs_line_delete; DROP TRIGGER IF EXISTS jobs_line_move; \
          ALTER TABLE jobs ADD COLUMN ord_stay INTEGER; \
-         CREATE INDEX jobs_in_line ON jobs (oline, seq, finished_at, category, ord_skip) WHERE ",
-        lined!(),
-        "; CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 AND ",
+         CREATE INDEX jobs_in_line ON jobs (oline, ord_wait, seq, finished_at, category, ord_skip) \
+             WHERE ",
         lined!(),
         "; ",
         line_triggers!(),

@@ -98,8 +98,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
         c.execute_batch(&format!(
             "DROP TRIGGER jobs_line_leave; DROP TRIGGER jobs_line_heading; \
              DROP TRIGGER jobs_line_delete; DROP TRIGGER jobs_line_move; \
-             DROP INDEX jobs_in_line; DROP INDEX jobs_line_heads; \
-             ALTER TABLE jobs DROP COLUMN ord_stay; \
+             DROP INDEX jobs_in_line; ALTER TABLE jobs DROP COLUMN ord_stay; \
              CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE oline IS NOT NULL \
                  AND state <> 'completed'; \
              CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 \

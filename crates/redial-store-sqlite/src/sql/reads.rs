@@ -268,20 +268,21 @@ pub fn group_counts(c: &mut Connection, queue: &str, limit: u32) -> StoreResult<
     Ok(GroupCounts::from_parts(waiting, read(RUNNING)?, limit))
 }
 
-/// [`Store::ordering_keys`]: the heads off `jobs_line_heads`, in the order of their lines'
-/// numbers ([`OrderingKey::line`]), each line counted off `jobs_in_line`.
+/// [`Store::ordering_keys`]: the heads off `jobs_in_line` (its jobs that do not wait: the jobs
+/// behind a head are passed over in the index), in the order of their lines' numbers
+/// ([`OrderingKey::line`]), each line counted off it too.
 pub fn ordering_keys(c: &mut Connection, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
     static FIRST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
-             AND {} AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
+            "SELECT {COLS} FROM jobs INDEXED BY jobs_in_line WHERE ord_wait = 0 AND {} \
+             AND queue = ?1 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
             lined!()
         )
     });
     static AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            "SELECT {COLS} FROM jobs INDEXED BY jobs_line_heads WHERE queue = ?1 AND ord_wait = 0 \
-             AND {} AND oline > ?2 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
+            "SELECT {COLS} FROM jobs INDEXED BY jobs_in_line WHERE oline > ?2 AND ord_wait = 0 \
+             AND {} AND queue = ?1 AND (?3 = 0 OR state = 'dead') ORDER BY oline, seq LIMIT ?4",
             lined!()
         )
     });
