@@ -138,17 +138,20 @@ macro_rules! line_fix {
 }
 
 /// Makes the first job of the line of the trigger row `$r`'s key its head (its head just left
-/// the line): one statement of a trigger's body, [`line_first!`] and the row. With a guard, it
-/// does nothing unless the guard holds.
+/// the line, and a line has one head at most, so every job left in it waits): one statement of
+/// a trigger's body, one seek of `jobs_in_line` and the row. With a guard, it does nothing
+/// unless the guard holds.
 macro_rules! line_next {
     ($r:literal) => {
         line_next!($r, "1")
     };
     ($r:literal, $($guard:tt)+) => {
         concat!(
-            "UPDATE jobs SET ord_wait = 0 WHERE seq = ",
-            line_first!($r),
-            " AND ord_wait = 1 AND (",
+            "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
+            $r,
+            ".oline AND ord_wait = 1 AND ",
+            lined!(),
+            " ORDER BY seq LIMIT 1) AND (",
             $($guard)+,
             ");"
         )
