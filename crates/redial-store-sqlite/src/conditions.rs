@@ -108,10 +108,10 @@ macro_rules! line_head {
 }
 
 /// Makes [`line_head!`] the only job of its line that does not wait: every other head (off
-/// `jobs_in_line`'s jobs that do not wait: one or two, however long the line) waits. Two statements of a
-/// trigger's body, for the rarer moves: a job entering its line, a run ending behind a job
-/// replayed meanwhile, a move between queues. With a guard (a condition on the trigger's rows),
-/// they do nothing unless it holds.
+/// `jobs_in_line`'s jobs that do not wait: one or two, however long the line) waits. Two
+/// statements of a trigger's body, for the rarer moves: a job entering its line, a run ending
+/// behind a job replayed meanwhile, a move between queues. With a guard (a condition on the
+/// trigger's rows), they do nothing unless it holds.
 macro_rules! line_fix {
     ($r:literal) => {
         line_fix!($r, "1")
