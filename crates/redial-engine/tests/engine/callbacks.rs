@@ -49,6 +49,10 @@ impl TestEngine {
 async fn a_delivery_starts_from_the_finish_that_made_it() {
     let receiver = Receiver::start().await;
     let t = harness().start().await;
+    // Every queue's first lease done first: the callback queue's, still out when the job's
+    // attempt ended (a loaded machine, one failed run in a fresh clone), leased again on that
+    // attempt's word, holding its free slots while the finish looked for one.
+    t.settle().await;
     t.enqueue_told("a", &receiver.url("/charge"), &receiver.url("/hook"))
         .await;
     t.wait_for("a", "completed", |j| j.state == JobState::Completed)
