@@ -46,7 +46,7 @@ struct Args {
     /// with `--schedules` schedules) and `groups` (no-op without groups, in one, in 10,000, in
     /// `--rounds` alternated rounds; one lease beside a `--big-backlog` group) and `ordering`
     /// (enqueue and no-op without keys and over `--jobs`/10 keys, `--rounds` alternated rounds,
-    /// with SQLite's storage-thread CPU and bytes written per job; 10,000 jobs over 1,000 keys
+    /// with the store's CPU per job and SQLite's bytes written per job; 10,000 jobs over 1,000 keys
     /// alone and beside a key of `--hot-key` jobs; one lease beside that key) and `backup` (an
     /// online backup of a SQLite file of `--big-backlog` jobs, idle and while they drain) and
     /// `waiters` (HTTP dispatch without and with 1,000 requests waiting for jobs, `--rounds`

@@ -3,15 +3,18 @@
 //! - Enqueue and no-op throughput on the full path, the same jobs without keys and spread over
 //!   10,000 keys (ten jobs each at the default 100,000 jobs), run in alternation (`rounds`
 //!   times) so that the machine's drift falls on each alike; reported as each setup's median and
-//!   the median of the rounds' ratios to no keys; on SQLite also the storage thread's CPU and
-//!   the bytes it wrote per job, steadier than the rate on a shared machine.
+//!   the median of the rounds' ratios to no keys; also the store's CPU per job (SQLite's
+//!   storage thread, or PostgreSQL's server processes here) and on SQLite the bytes its thread
+//!   wrote, steadier than the rate on a shared machine.
 //! - A hot key: 10,000 jobs over 1,000 keys drained alone, and beside one key holding 100,000
 //!   jobs enqueued before them, alternated; the rate of the 10,000 and its ratio (none with
 //!   `--hot-key 0`).
 //! - The cost of one lease of 32 beside the hot key, and from as many jobs without a key.
 
 use crate::groups::{lease_cost, median};
-use crate::workloads::{engine, store_in, thread_cpu_ns, thread_wchar, wait_recorded, Report};
+use crate::workloads::{
+    engine, postgres_cpu_ns, store_in, thread_cpu_ns, thread_wchar, wait_recorded, Report,
+};
 use anyhow::Result;
 use async_trait::async_trait;
 use redial_engine::{AttemptOutput, Clock, Handler, SystemClock};
@@ -102,8 +105,8 @@ struct Run {
     enqueue: f64,
     /// No-op, jobs/s.
     noop: f64,
-    /// SQLite: the storage thread's CPU per job of the no-op (us), steadier than the rate on a
-    /// shared machine.
+    /// The store's CPU per job of the no-op (us), steadier than the rate on a shared machine:
+    /// SQLite's storage thread, or PostgreSQL's server processes on this machine.
     cpu_us: Option<f64>,
     /// SQLite: what the storage thread wrote per job of the no-op (KiB; the WAL, mostly).
     written_kib: Option<f64>,
@@ -119,10 +122,9 @@ async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<Run> {
     .await?;
     let handler = Watching::new("j", jobs);
     let e = engine(store.clone(), &[("default", concurrency)], handler.clone());
-    let (cpu, wrote) = (
-        thread_cpu_ns("redial-sqlite"),
-        thread_wchar("redial-sqlite"),
-    );
+    // No storage thread: the store is PostgreSQL, and its server's CPU is read instead.
+    let store_cpu = || thread_cpu_ns("redial-sqlite").or_else(postgres_cpu_ns);
+    let (cpu, wrote) = (store_cpu(), thread_wchar("redial-sqlite"));
     let start = Instant::now();
     let running = e.start().await?;
     wait_recorded(&running, &handler.calls, jobs as u64).await;
@@ -130,7 +132,7 @@ async fn noop_run(jobs: usize, concurrency: usize, keys: usize) -> Result<Run> {
     let per_job = |a: Option<u64>, b: Option<u64>, unit: f64| {
         Some(b?.saturating_sub(a?) as f64 / unit / jobs as f64)
     };
-    let cpu_us = per_job(cpu, thread_cpu_ns("redial-sqlite"), 1000.0);
+    let cpu_us = per_job(cpu, store_cpu(), 1000.0);
     let written_kib = per_job(wrote, thread_wchar("redial-sqlite"), 1024.0);
     running.shutdown(Duration::from_secs(5)).await;
     Ok(Run {
@@ -180,7 +182,7 @@ pub async fn ordering(
         for (i, (k, name)) in setups.iter().enumerate() {
             let run = noop_run(jobs, concurrency, *k).await?;
             eprintln!(
-                "round {}: {name}: enqueue {:.0} jobs/s, no-op {:.0} jobs/s, storage thread {:.1} us \
+                "round {}: {name}: enqueue {:.0} jobs/s, no-op {:.0} jobs/s, store CPU {:.1} us \
                  and {:.1} KiB written a job",
                 round + 1,
                 run.enqueue,
@@ -195,7 +197,7 @@ pub async fn ordering(
     let figures: [(&str, &str, Pick); 4] = [
         ("enqueue", "jobs/s", |r| Some(r.enqueue)),
         ("no-op", "jobs/s", |r| Some(r.noop)),
-        ("no-op, storage thread CPU per job", "us", |r| r.cpu_us),
+        ("no-op, store CPU per job", "us", |r| r.cpu_us),
         ("no-op, written per job", "KiB", |r| r.written_kib),
     ];
     for (i, (_, name)) in setups.iter().enumerate() {
