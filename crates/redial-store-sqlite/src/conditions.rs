@@ -110,19 +110,13 @@ macro_rules! line_head {
 /// Makes [`line_head!`] the only job of its line that does not wait: every other head (off
 /// `jobs_in_line`'s jobs that do not wait: one or two, however long the line) waits. Two
 /// statements of a trigger's body, for the rarer moves: a job entering its line, a run ending
-/// behind a job replayed meanwhile, a move between queues. With a guard (a condition on the
-/// trigger's rows), they do nothing unless it holds.
+/// behind a job replayed meanwhile, a move between queues.
 macro_rules! line_fix {
     ($r:literal) => {
-        line_fix!($r, "1")
-    };
-    ($r:literal, $($guard:tt)+) => {
         concat!(
             "UPDATE jobs SET ord_wait = 0 WHERE seq = (",
             line_head!($r),
-            ") AND ord_wait = 1 AND (",
-            $($guard)+,
-            "); UPDATE jobs SET ord_wait = 1 WHERE oline = ",
+            ") AND ord_wait = 1; UPDATE jobs SET ord_wait = 1 WHERE oline = ",
             $r,
             ".oline AND ord_wait = 0 AND ",
             lined!(),
@@ -130,8 +124,6 @@ macro_rules! line_fix {
             $r,
             ".queue AND seq IS NOT (",
             line_head!($r),
-            ") AND (",
-            $($guard)+,
             ");"
         )
     };
@@ -139,21 +131,15 @@ macro_rules! line_fix {
 
 /// Makes the first job of the line of the trigger row `$r`'s key its head (its head just left
 /// the line, and a line has one head at most, so every job left in it waits): one statement of
-/// a trigger's body, one seek of `jobs_in_line` and the row. With a guard, it does nothing
-/// unless the guard holds.
+/// a trigger's body, one seek of `jobs_in_line` and the row.
 macro_rules! line_next {
     ($r:literal) => {
-        line_next!($r, "1")
-    };
-    ($r:literal, $($guard:tt)+) => {
         concat!(
             "UPDATE jobs SET ord_wait = 0 WHERE seq = (SELECT seq FROM jobs WHERE oline = ",
             $r,
             ".oline AND ord_wait = 1 AND ",
             lined!(),
-            " ORDER BY seq LIMIT 1) AND (",
-            $($guard)+,
-            ");"
+            " ORDER BY seq LIMIT 1);"
         )
     };
 }

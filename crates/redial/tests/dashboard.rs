@@ -180,6 +180,14 @@ impl Browser {
         .await;
     }
 
+    /// Presses `css`, waits for the confirmation whose text `want` accepts, and confirms it.
+    async fn press_and_confirm(&self, css: &str, want: impl Fn(&str) -> bool) {
+        self.press(css).await;
+        self.wait_text("#confirm-text", "the confirmation", want)
+            .await;
+        self.click("#confirm-ok").await;
+    }
+
     async fn type_into(&self, css: &str, text: &str) {
         let id = self.element(css).await;
         self.call(
@@ -306,12 +314,10 @@ async fn triage_replay_and_the_attempt_timeline_in_a_browser() {
         t == "3"
     })
     .await;
-    b.press(&format!("{group} button")).await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm(&format!("{group} button"), |t| {
         t.contains("Replay 3 dead jobs")
     })
     .await;
-    b.click("#confirm-ok").await;
     // The result stays in the toast after it fades (its text is read, not its visibility).
     eventually("the result was shown", || async {
         b.js("return document.getElementById('toast').textContent;", "")
@@ -403,12 +409,10 @@ async fn triage_by_reason_pattern_in_a_browser() {
     )
     .await;
     // The other pattern dismissed: the confirmation names it.
-    b.press(&format!("{gone_row} button.danger")).await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm(&format!("{gone_row} button.danger"), |t| {
         t.contains("Dismiss 1 dead job") && t.contains("reason like 410 gone")
     })
     .await;
-    b.click("#confirm-ok").await;
     eventually("the 410 dead letter dismissed", || async {
         dead_count(&http, &server.url, None).await == 2
     })
@@ -479,12 +483,10 @@ async fn a_dead_job_replayed_with_changes_in_a_browser() {
         .await;
     assert!(changes.contains("url "), "{changes}");
     assert_eq!(new.count("/v2/hook"), 0, "a preview sends nothing");
-    b.press("#replay-apply").await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm("#replay-apply", |t| {
         t.contains("Replay 1 dead job with these changes")
     })
     .await;
-    b.click("#confirm-ok").await;
     eventually("the new request was sent", || async {
         new.received("/v2/hook")
             .iter()
@@ -625,12 +627,8 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     .await;
     assert_eq!(job_state(&http, &server.url, "second").await, "ready");
     assert_eq!(rx.count("/ok"), 1, "a paused endpoint got a request");
-    b.press("main button").await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
-        t.starts_with("Resume endpoint")
-    })
-    .await;
-    b.click("#confirm-ok").await;
+    b.press_and_confirm("main button", |t| t.starts_with("Resume endpoint"))
+        .await;
     eventually("the held job completes", || async {
         job_state(&http, &server.url, "second").await == "completed"
     })
@@ -687,12 +685,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         |t| t == "cron 0 9 * * 1-5 (Europe/Berlin)",
     )
     .await;
-    b.press(&format!("{sched} button")).await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm(&format!("{sched} button"), |t| {
         t.starts_with("Pause schedule morning?")
     })
     .await;
-    b.click("#confirm-ok").await;
     b.wait_text(
         &format!("{sched} td:last-child"),
         "the schedule paused",
@@ -701,12 +697,10 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     .await;
     let v = get_json(&http, &format!("{}/v1/schedules/morning", server.url)).await;
     assert_eq!(v["paused"], true, "{v}");
-    b.press(&format!("{sched} button")).await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm(&format!("{sched} button"), |t| {
         t.starts_with("Resume schedule morning?")
     })
     .await;
-    b.click("#confirm-ok").await;
     b.wait_text(
         &format!("{sched} td:last-child"),
         "the schedule resumed",
@@ -966,12 +960,10 @@ async fn a_blocked_ordering_key_replayed_in_a_browser() {
     .await;
     // The blocked keys only, then the head's replay, confirmed.
     b.press("#ordering-blocked").await;
-    b.press("tr[data-key='acct-7'] button").await;
-    b.wait_text("#confirm-text", "the confirmation", |t| {
+    b.press_and_confirm("tr[data-key='acct-7'] button", |t| {
         t.contains("Replay job h0")
     })
     .await;
-    b.click("#confirm-ok").await;
     eventually("the job behind the head completed", || async {
         job_state(&http, &server.url, "h1").await == "completed"
     })
