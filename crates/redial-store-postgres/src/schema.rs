@@ -405,6 +405,60 @@ const MIGRATIONS: &[&str] = &[
         WHEN (OLD.oline IS NOT NULL AND NOT OLD.ord_wait AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip)))
         EXECUTE FUNCTION redial_line_next();
     "#,
+    // 16: one line index, as SQLite's migration 23. `jobs_in_line` is on (oline, ord_wait,
+    // seq): a line's head and its first waiting job are each one seek in it, and
+    // `jobs_line_heads` is gone. Every new row version of a keyed job (its lease, its
+    // promotion) wrote an entry in both indexes; it writes one now. A line has one head at
+    // most (the triggers keep it so, under the line's lock), so when its head leaves, the next
+    // head is its first waiting job; its first job is the first of its head and its first
+    // waiting job.
+    r#"
+    DROP INDEX jobs_line_heads;
+    DROP INDEX jobs_in_line;
+    CREATE INDEX jobs_in_line ON jobs (oline, ord_wait, seq) WHERE oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip));
+    CREATE OR REPLACE FUNCTION redial_line_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM redial_line_lock(NEW.oline);
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = LEAST(
+                (SELECT seq FROM jobs WHERE oline = NEW.oline AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1),
+                (SELECT seq FROM jobs WHERE oline = NEW.oline AND ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1))
+            AND ord_wait
+            AND NOT EXISTS (SELECT 1 FROM jobs WHERE oline = NEW.oline AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))
+                AND queue = NEW.queue);
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE OR REPLACE FUNCTION redial_line_next() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM redial_line_lock(OLD.oline);
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = (SELECT seq FROM jobs
+            WHERE oline = OLD.oline AND ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1) AND ord_wait;
+        RETURN NULL;
+    END
+    $fn$;
+    CREATE OR REPLACE FUNCTION redial_line_fix(q TEXT, l BIGINT) RETURNS VOID LANGUAGE plpgsql
+    AS $fn$
+    DECLARE
+        h BIGINT;
+    BEGIN
+        PERFORM redial_line_lock(l);
+        PERFORM 1 FROM jobs WHERE oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND queue = q FOR UPDATE;
+        SELECT seq INTO h FROM jobs WHERE oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND queue = q
+            AND state = 'running' LIMIT 1;
+        IF h IS NULL THEN
+            h := LEAST(
+                (SELECT seq FROM jobs WHERE oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1),
+                (SELECT seq FROM jobs WHERE oline = l AND ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1));
+        END IF;
+        IF h IS NULL THEN
+            RETURN;
+        END IF;
+        UPDATE jobs SET ord_wait = FALSE WHERE seq = h AND ord_wait;
+        UPDATE jobs SET ord_wait = TRUE WHERE oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND queue = q
+            AND seq <> h;
+    END
+    $fn$;
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -26,7 +26,7 @@ pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<
 /// In its ordering key's line: the condition of `jobs_in_line` (migration 15).
 const IN_LINE: &str = "oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip))";
 
-/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_line_heads`, in the order of
+/// [`redial_store::Store::ordering_keys`]: the heads off `jobs_in_line` (its entries with `ord_wait` false), in the order of
 /// their lines' numbers ([`OrderingKey::line`]), each line counted off `jobs_in_line`.
 pub async fn ordering_keys(c: &mut Conn, p: &OrderingKeysParams) -> StoreResult<Vec<KeyLine>> {
     static HEADS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
