@@ -411,7 +411,10 @@ const MIGRATIONS: &[&str] = &[
     // promotion) wrote an entry in both indexes; it writes one now. A line has one head at
     // most (the triggers keep it so, under the line's lock), so when its head leaves, the next
     // head is its first waiting job; its first job is the first of its head and its first
-    // waiting job.
+    // waiting job. The engine's batch record of completions promotes the next heads itself,
+    // set-wise (`redial_lines_next`, one call for the batch instead of a trigger call a row):
+    // it marks each keyed job it completes with `ord_wait`, and the leave trigger passes over
+    // rows so marked.
     r#"
     DROP INDEX jobs_line_heads;
     DROP INDEX jobs_in_line;
@@ -456,6 +459,24 @@ const MIGRATIONS: &[&str] = &[
         UPDATE jobs SET ord_wait = FALSE WHERE seq = h AND ord_wait;
         UPDATE jobs SET ord_wait = TRUE WHERE oline = l AND NOT ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) AND queue = q
             AND seq <> h;
+    END
+    $fn$;
+    DROP TRIGGER jobs_line_leave ON jobs;
+    CREATE TRIGGER jobs_line_leave AFTER UPDATE OF finished_at ON jobs FOR EACH ROW
+        WHEN (NEW.oline IS NOT NULL AND NOT OLD.ord_wait AND NOT NEW.ord_wait AND (OLD.state IN ('ready', 'scheduled', 'deferred', 'running') OR (OLD.state = 'dead' AND NOT OLD.ord_skip))
+              AND NOT (NEW.state IN ('ready', 'scheduled', 'deferred', 'running') OR (NEW.state = 'dead' AND NOT NEW.ord_skip)))
+        EXECUTE FUNCTION redial_line_next();
+    CREATE FUNCTION redial_lines_next(ls BIGINT[]) RETURNS BIGINT LANGUAGE plpgsql AS $fn$
+    DECLARE
+        n BIGINT;
+    BEGIN
+        PERFORM count(redial_line_lock(l)) FROM (SELECT DISTINCT l FROM unnest(ls) AS u (l)
+            ORDER BY l) AS s;
+        UPDATE jobs SET ord_wait = FALSE WHERE seq IN (SELECT (SELECT seq FROM jobs
+                WHERE oline = u.l AND ord_wait AND oline IS NOT NULL AND (state IN ('ready', 'scheduled', 'deferred', 'running') OR (state = 'dead' AND NOT ord_skip)) ORDER BY seq LIMIT 1)
+            FROM unnest(ls) AS u (l)) AND ord_wait;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        RETURN n;
     END
     $fn$;
     "#,

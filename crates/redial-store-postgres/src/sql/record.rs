@@ -120,19 +120,27 @@ macro_rules! record_many_ctes {
          run_at = COALESCE(i.run_at, j.run_at), finished_at = i.finished_at, \
          attempts = i.attempts, unknown_attempts = i.unknown_attempts, deferrals = i.deferrals, \
          last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = i.number, \
-         lease_owner = NULL, lease_until = NULL, updated_at = i.now \
+         lease_owner = NULL, lease_until = NULL, updated_at = i.now, \
+         ord_wait = j.ord_wait OR (j.oline IS NOT NULL AND i.state = 'completed') \
        FROM i \
        WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
          AND NOT j.cancel_requested AND j.runs = i.number - 1 \
-       RETURNING j.seq), \
+       RETURNING j.seq, CASE WHEN j.oline IS NOT NULL AND i.state = 'completed' \
+         THEN j.oline END AS left_line), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
-       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq) "
+       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq), \
+     p AS (SELECT redial_lines_next(array_agg(left_line)) FROM u \
+       WHERE left_line IS NOT NULL HAVING count(*) > 0) "
     };
 }
 
+/// [`record_many_ctes!`]'s ids. A keyed job completed here leaves its line marked (`ord_wait`:
+/// the line trigger passes over it), and its line's next job becomes the head in one call for
+/// the batch (`p`, `redial_lines_next`, PostgreSQL schema migration 16), after every row of
+/// `u` is written; the join on `p` is what runs it, and adds no row.
 pub(super) const RECORD_MANY: &str = concat!(
     record_many_ctes!(),
-    "SELECT i.id FROM u JOIN i ON i.seq = u.seq"
+    "SELECT i.id FROM u JOIN i ON i.seq = u.seq LEFT JOIN p ON TRUE"
 );
 
 /// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
@@ -161,7 +169,7 @@ pub(super) const RECORD_MANY_OWING: &str = concat!(
          UNION ALL SELECT seq >> 10, 't:' || t, seq \
              FROM d, jsonb_array_elements_text(d.tags::jsonb) t WHERE d.tags <> '[]' \
          ON CONFLICT DO NOTHING) \
-     SELECT i.id, NULL::bigint FROM u JOIN i ON i.seq = u.seq \
+     SELECT i.id, NULL::bigint FROM u JOIN i ON i.seq = u.seq LEFT JOIN p ON TRUE \
      UNION ALL SELECT d.id, d.seq FROM d WHERE d.lease_owner IS NOT NULL"
 );
 
