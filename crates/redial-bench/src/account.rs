@@ -178,9 +178,7 @@ async fn postgres(
     concurrency: usize,
     report: &mut Report<'_>,
 ) -> Result<()> {
-    let schema = redial_store_postgres::testing::create_schema(url)
-        .await
-        .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+    let schema = crate::workloads::bench_schema(url).await?;
     let mut config =
         redial_store_postgres::testing::Config::parse(url).map_err(|e| anyhow::anyhow!(e))?;
     config.pg_mut().options(format!("-c search_path={schema}"));

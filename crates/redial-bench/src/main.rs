@@ -87,8 +87,8 @@ struct Args {
     /// process).
     #[arg(long)]
     serve_receiver: Option<u16>,
-    /// Benchmark the PostgreSQL store on this server (each workload in a fresh schema) instead
-    /// of the embedded SQLite store.
+    /// Benchmark the PostgreSQL store on this server (each workload in a fresh schema, dropped
+    /// when the benchmark ends) instead of the embedded SQLite store.
     #[arg(long, env = "REDIAL_BENCH_DATABASE_URL", value_name = "URL")]
     database_url: Option<String>,
 }
@@ -98,7 +98,7 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
         if let Some(port) = args.serve_receiver {
             return workloads::serve_receiver(port).await;
         }
@@ -223,5 +223,9 @@ fn main() -> Result<()> {
         std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
         eprintln!("results written to {}", args.out.display());
         Ok(())
-    })
+    });
+    // The schemas the workloads made on a PostgreSQL server go, whether they ran through or
+    // failed.
+    runtime.block_on(workloads::drop_schemas());
+    outcome
 }

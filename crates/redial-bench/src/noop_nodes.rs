@@ -94,9 +94,7 @@ async fn start(
 pub async fn noop_nodes(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> Result<()> {
     let (url, _server) = database()?;
     for n in 1..=3usize {
-        let config = redial_store_postgres::testing::fresh_schema(&url)
-            .await
-            .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+        let config = crate::workloads::bench_config(&url).await?;
         let loader: Arc<dyn Store> = Arc::new(PgStore::connect_with(config.clone(), 2).await?);
         insert_backlog(&loader, jobs, "default", "http://127.0.0.1:9/", "n").await?;
         let began = Instant::now();

@@ -398,9 +398,7 @@ async fn run(
     lease: Duration,
 ) -> Result<Figures> {
     let nodes = if kill_at.is_some() { 2 } else { 1 };
-    let schema = redial_store_postgres::testing::create_schema(server)
-        .await
-        .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+    let schema = crate::workloads::bench_schema(server).await?;
     let url = redial_store_postgres::testing::url_in_schema(server, &schema);
     // The benchmark's own connections: enqueue and watch, never a node's.
     let store: Arc<dyn Store> = Arc::new(PgStore::connect(&url).await?);

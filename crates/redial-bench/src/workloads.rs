@@ -27,13 +27,60 @@ pub static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new(
 pub(crate) static LAST_SCHEMA: std::sync::Mutex<Option<redial_store_postgres::DbConfig>> =
     std::sync::Mutex::new(None);
 
+/// The schemas the benchmark made, each with its server's URL: dropped when it ends
+/// ([`drop_schemas`]), so that a run leaves the server's database as it found it.
+static SCHEMAS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// A fresh, empty schema on the server at `url`, for one workload; returns its name.
+pub(crate) async fn bench_schema(url: &str) -> Result<String> {
+    let schema = redial_store_postgres::testing::create_schema(url)
+        .await
+        .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+    if let Ok(mut made) = SCHEMAS.lock() {
+        made.push((url.to_owned(), schema.clone()));
+    }
+    Ok(schema)
+}
+
+/// Connection settings that work in a [`bench_schema`].
+pub(crate) async fn bench_config(url: &str) -> Result<redial_store_postgres::DbConfig> {
+    let schema = bench_schema(url).await?;
+    let mut config = redial_store_postgres::DbConfig::parse(url).map_err(|e| anyhow::anyhow!(e))?;
+    config.pg_mut().options(format!("-c search_path={schema}"));
+    Ok(config)
+}
+
+/// Drops every schema [`bench_schema`] made. A server that is gone (one a workload started
+/// and stopped) is passed over; a drop that fails is said on stderr.
+pub async fn drop_schemas() {
+    let made = SCHEMAS
+        .lock()
+        .map(|mut m| std::mem::take(&mut *m))
+        .unwrap_or_default();
+    for (url, schema) in made {
+        let Ok(config) = redial_store_postgres::DbConfig::parse(&url) else {
+            continue;
+        };
+        let Ok((client, connection)) = config.connect().await else {
+            continue;
+        };
+        let driver = tokio::spawn(connection);
+        if let Err(e) = client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .await
+        {
+            eprintln!("could not drop the benchmark's schema {schema}: {e}");
+        }
+        drop(client);
+        let _ = driver.await;
+    }
+}
+
 /// A fresh store: a SQLite file in `dir`, or an empty schema on the PostgreSQL server.
 pub(crate) async fn store_in(dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
     match DATABASE_URL.get() {
         Some(url) => {
-            let config = redial_store_postgres::testing::fresh_schema(url)
-                .await
-                .map_err(|e| anyhow::anyhow!("creating a schema: {e}"))?;
+            let config = bench_config(url).await?;
             if let Ok(mut last) = LAST_SCHEMA.lock() {
                 *last = Some(config.clone());
             }
