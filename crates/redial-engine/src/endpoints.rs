@@ -3,8 +3,8 @@
 
 use crate::clock::Clock;
 use redial_policy::endpoint::{
-    Admission, BreakerState, EndpointConfig, EndpointState, EndpointView, Observed, Permit,
-    ResultClass, Share, SharedHolds,
+    Admission, BreakerState, EndpointConfig, EndpointState, EndpointView, Finished, Observed,
+    Permit, Share, SharedHolds,
 };
 use redial_policy::Timestamp;
 use redial_store::{Control, EndpointRecord, EventKind, NewEvent, SharedHold};
@@ -35,28 +35,6 @@ struct Entry {
     /// when its state was last saved): an endpoint unseen long enough, with nothing held, is
     /// forgotten ([`Registry::forgettable`]).
     last_seen: Option<Timestamp>,
-}
-
-/// What a finished attempt tells the engine besides its job's decision.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Finished {
-    pub sooner: Option<Sooner>,
-    /// This success ended an outage (`EndpointState::in_outage`: its breaker open or half-open,
-    /// or suspect for a while) whose failures began then: the endpoint's retries scheduled since
-    /// are due now.
-    pub recovered_from: Option<Timestamp>,
-    /// A quarantined endpoint's probe failed: its job is held until then (the next probe), not
-    /// failed, and its counters stay.
-    pub held_until: Option<Timestamp>,
-}
-
-/// What an endpoint asks of a finished attempt's job besides its decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sooner {
-    /// A bare 429's deferral ends at the endpoint's learned pace.
-    AtPace(Timestamp),
-    /// The retry goes at once: it tells whether the suspect endpoint is flaky or down.
-    Now,
 }
 
 #[derive(Debug)]
@@ -315,42 +293,15 @@ impl Registry {
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
         let paused_before = e.state.paused_until;
-        let failing_since = e.state.failing_since;
-        let was_down = e.state.in_outage(cfg, now);
-        let quarantine_probe = permit.quarantined();
-        let retry_now = e.state.record(cfg, now, permit, &observed);
-        let held_until = if quarantine_probe && observed.class == ResultClass::Failure {
-            match e.state.breaker {
-                BreakerState::Open { until } => Some(until),
-                _ => None,
-            }
-        } else {
-            None
-        };
+        let finished = e.state.finish(cfg, now, permit, &observed);
         e.dirty = true;
         let after = e.state.breaker.name();
         if before != after || paused_before != e.state.paused_until {
             self.announce_due.store(true, Ordering::Relaxed);
         }
-        let sooner = if retry_now {
-            Some(Sooner::Now)
-        } else {
-            observed
-                .is_bare_refusal()
-                .then(|| e.state.pace_release(cfg, now))
-                .flatten()
-                .map(Sooner::AtPace)
-        };
-        let recovered =
-            was_down && observed.class == ResultClass::Success && !e.state.held_as_down();
-        let recovered_from = recovered.then_some(failing_since).flatten();
         drop(entries);
         self.count_transition(endpoint, before, after);
-        Finished {
-            sooner,
-            recovered_from,
-            held_until,
-        }
+        finished
     }
 
     /// What held a job of `endpoint` that was due at `run_at`, if something did.

@@ -20,6 +20,7 @@ mod human;
 mod migrate;
 mod serve;
 mod settings;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
@@ -60,6 +61,9 @@ enum Command {
     Schedules(client::SchedulesArgs),
     /// Show what Redial would do with one outcome: complete, retry, defer or dead, and why.
     Explain(explain::Args),
+    /// What a configuration would do to a workload, on virtual time: drain time, requests,
+    /// refusals, dead letters and completion times, per endpoint (--compare: two side by side).
+    Simulate(simulate::Args),
     /// The database's schema version and pending migrations; apply them (--dry-run: only show).
     /// Upgrade a cluster by running this once, then rolling the nodes.
     Migrate(migrate::Args),
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
         matches!(&cli.command, Command::Serve(a) if a.log_format == serve::LogFormat::Json);
     let result = match cli.command {
         Command::Explain(args) => explain::run(args),
+        Command::Simulate(args) => simulate::run(args),
         Command::Completions(args) => {
             use clap::CommandFactory;
             use std::io::Write;
@@ -205,8 +210,8 @@ fn run_async(command: Command) -> anyhow::Result<()> {
             Command::Migrate(args) => migrate::run(args).await,
             Command::Backup(args) => backup::run(args).await,
             Command::Config(cmd) => config_check::run(cmd).await,
-            Command::Explain(_) | Command::Completions(_) => {
-                unreachable!("explain and completions run without the runtime")
+            Command::Explain(_) | Command::Simulate(_) | Command::Completions(_) => {
+                unreachable!("explain, simulate and completions run without the runtime")
             }
         }
     })

@@ -71,56 +71,6 @@ pub(super) async fn run_attempt(inner: Arc<Inner>, job: Job, mut slot: Slot, adm
     inner.attempt_done.notify_waiters();
 }
 
-/// What an attempt's result teaches its endpoint.
-pub(super) fn observe(output: &AttemptOutput, d: &Decision, now: Timestamp) -> Observed {
-    let category = d.classification.category;
-    let class = match category {
-        Category::Success => ResultClass::Success,
-        Category::Transient | Category::Unknown => ResultClass::Failure,
-        Category::Defer | Category::Permanent => ResultClass::Neutral,
-    };
-    let mut o = Observed {
-        class,
-        overload: false,
-        rate_limited: false,
-        server_wait: None,
-        quota: Default::default(),
-        others_in_flight: 0,
-        safe_retry: d.is_safe_retry(),
-    };
-    match &output.outcome {
-        Outcome::Response(r) => {
-            o.overload = matches!(r.status, 429 | 503 | 529);
-            o.rate_limited = r.status == 429;
-            o.server_wait = d
-                .classification
-                .server_wait
-                .filter(|_| matches!(category, Category::Defer | Category::Transient))
-                .map(|w| {
-                    let why = format!(
-                        "{} {}; {} {}",
-                        r.status,
-                        status_phrase(r.status),
-                        w.source,
-                        Human(w.requested)
-                    );
-                    (w.delay, why)
-                });
-            o.quota = quota(r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), now);
-        }
-        Outcome::Transport(e) => {
-            o.overload = matches!(
-                e,
-                TransportError::Timeout
-                    | TransportError::ReadTimeout
-                    | TransportError::ConnectTimeout
-            );
-        }
-        Outcome::Handler(_) => {}
-    }
-    o
-}
-
 /// What an attempt did, for its record.
 pub(super) struct Ran {
     pub(super) output: AttemptOutput,
@@ -137,6 +87,7 @@ pub(super) struct Ran {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redial_policy::endpoint::ResultClass;
 
     fn decided(outcome: Outcome) -> (AttemptOutput, Decision) {
         let t0 = Timestamp::from_unix_secs(1_800_000_000);
@@ -215,7 +166,7 @@ mod tests {
         for (outcome, class, overload, waits) in cases {
             let what = format!("{outcome:?}");
             let (output, d) = decided(outcome);
-            let o = observe(&output, &d, now);
+            let o = Observed::of(&output.outcome, &d, now);
             assert_eq!(o.class, class, "{what}");
             assert_eq!(o.overload, overload, "{what}");
             assert_eq!(

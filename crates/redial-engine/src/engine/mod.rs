@@ -10,10 +10,10 @@ use crate::otel::{AttrValue, JobContext, SpanData, SpanKind};
 use crate::redact;
 use crate::shutdown::Shutdown;
 use futures_util::FutureExt;
-use redial_policy::endpoint::{Admission, EndpointView, Hold, Observed, ResultClass};
+use redial_policy::endpoint::{Admission, EndpointView, Hold, Observed};
 use redial_policy::{
-    decide, quota, status_phrase, Action, Category, DeadCategory, Decision, HandlerOutcome, Human,
-    JobCounters, Outcome, Policy, SplitMix64, Timestamp, TransportError,
+    decide, Action, DeadCategory, Decision, HandlerOutcome, Human, JobCounters, Outcome, Policy,
+    SplitMix64, Timestamp, TransportError,
 };
 use redial_store::{
     Admit, Attempt, AttemptCategory, AttemptDecision, Callback, Candidate, CleanupParams,

@@ -3,7 +3,7 @@
 //!
 //! Where an attempt's result goes, in order (`attempt.rs` runs the handler; `record` then):
 //! 1. **decide**: `redial_policy::decide(outcome, counters, policy, now, jitter)`, pure;
-//! 2. **the endpoint learns** (`Admitted::finish` with what `observe` makes of the result): a pause
+//! 2. **the endpoint learns** (`Admitted::finish` with what `Observed::of` makes of the result): a pause
 //!    or an open breaker applies to the next lease at once; the run slot frees;
 //! 3. **counters and histograms** (`count_attempt`: attempts, decisions, deferrals, dead letters,
 //!    durations, latency);
@@ -21,7 +21,6 @@
 //! twice.
 
 use super::*;
-use crate::endpoints::Sooner;
 
 /// Where an attempt's result goes, in order: the policy decides; the endpoint learns (so a pause
 /// applies to the next lease at once) and the run slot frees; counters and histograms; a place
@@ -51,26 +50,11 @@ pub(super) async fn record(
         decide(&ran.output.outcome, &counters, &policy, now, &mut *jitter)
     };
     // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
-    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell.
-    let finished = admission.finish(now, observe(&ran.output, &decision, now));
-    match finished.sooner {
-        Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
-        Some(Sooner::Now) => decision.retry_at_once(now),
-        None => {}
-    }
-    // A quarantined endpoint's failed probe: the job waits for the next probe and keeps its
+    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell. A
+    // quarantined endpoint's failed probe: the job waits for the next probe and keeps its
     // counters (quarantine holds jobs, it does not fail them; a deadline still ends them).
-    let held = finished
-        .held_until
-        .is_some_and(|until| decision.hold_for_quarantine(until, now));
-    let after = if held {
-        JobCounters {
-            last_delay: counters.after(&decision).last_delay,
-            ..counters
-        }
-    } else {
-        counters.after(&decision)
-    };
+    let finished = admission.finish(now, Observed::of(&ran.output.outcome, &decision, now));
+    let after = finished.apply(&mut decision, &counters, now);
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.

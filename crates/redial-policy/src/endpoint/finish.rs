@@ -1,0 +1,162 @@
+//! What an attempt's end does to its endpoint and to its job's decision, in one place: the
+//! engine (`redial-engine`'s endpoint registry and recording) and the simulator (`redial
+//! simulate`) both take these steps, so a simulated attempt ends as a real one does.
+//!
+//! In order: the decision's outcome becomes what the endpoint learns ([`Observed::of`]); the
+//! endpoint records it ([`EndpointState::finish`], which says what it asks of the job besides
+//! the decision); the job's decision takes that ([`Finished::apply`]: a bare 429 goes again at
+//! the learned pace, the failure that made the endpoint suspect is retried at once, a
+//! quarantined endpoint's failed probe holds its job), which gives the job's counters after it.
+
+use super::{BreakerState, EndpointConfig, EndpointState, Observed, Permit, ResultClass};
+use crate::classify::Category;
+use crate::decide::{Decision, JobCounters};
+use crate::outcome::{Outcome, TransportError};
+use crate::quota::quota;
+use crate::time::Timestamp;
+use crate::{status_phrase, Human};
+
+/// What a finished attempt tells its job besides the decision, and the engine besides the
+/// endpoint's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Finished {
+    pub sooner: Option<Sooner>,
+    /// This success ended an outage (`EndpointState::in_outage`: its breaker open or half-open,
+    /// or suspect for a while) whose failures began then: the endpoint's retries scheduled since
+    /// are due now.
+    pub recovered_from: Option<Timestamp>,
+    /// A quarantined endpoint's probe failed: its job is held until then (the next probe), not
+    /// failed, and its counters stay.
+    pub held_until: Option<Timestamp>,
+}
+
+/// What an endpoint asks of a finished attempt's job besides its decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sooner {
+    /// A bare 429's deferral ends at the endpoint's learned pace.
+    AtPace(Timestamp),
+    /// The retry goes at once: it tells whether the suspect endpoint is flaky or down.
+    Now,
+}
+
+impl Observed {
+    /// What an attempt's `outcome`, as `d` decided it, teaches its endpoint. `others_in_flight`
+    /// is left at 0 for the caller, who knows what else is in flight.
+    pub fn of(outcome: &Outcome, d: &Decision, now: Timestamp) -> Observed {
+        let category = d.classification.category;
+        let class = match category {
+            Category::Success => ResultClass::Success,
+            Category::Transient | Category::Unknown => ResultClass::Failure,
+            Category::Defer | Category::Permanent => ResultClass::Neutral,
+        };
+        let mut o = Observed {
+            class,
+            overload: false,
+            rate_limited: false,
+            server_wait: None,
+            quota: Default::default(),
+            others_in_flight: 0,
+            safe_retry: d.is_safe_retry(),
+        };
+        match outcome {
+            Outcome::Response(r) => {
+                o.overload = matches!(r.status, 429 | 503 | 529);
+                o.rate_limited = r.status == 429;
+                o.server_wait = d
+                    .classification
+                    .server_wait
+                    .filter(|_| matches!(category, Category::Defer | Category::Transient))
+                    .map(|w| {
+                        let why = format!(
+                            "{} {}; {} {}",
+                            r.status,
+                            status_phrase(r.status),
+                            w.source,
+                            Human(w.requested)
+                        );
+                        (w.delay, why)
+                    });
+                o.quota = quota(r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), now);
+            }
+            Outcome::Transport(e) => {
+                o.overload = matches!(
+                    e,
+                    TransportError::Timeout
+                        | TransportError::ReadTimeout
+                        | TransportError::ConnectTimeout
+                );
+            }
+            Outcome::Handler(_) => {}
+        }
+        o
+    }
+}
+
+impl EndpointState {
+    /// Records a finished attempt (its `permit` back, what it taught in `observed`, whose
+    /// `others_in_flight` the caller fills in) and says what the endpoint asks of its job.
+    pub fn finish(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        permit: Permit,
+        observed: &Observed,
+    ) -> Finished {
+        let failing_since = self.failing_since;
+        let was_down = self.in_outage(cfg, now);
+        let quarantine_probe = permit.quarantined();
+        let retry_now = self.record(cfg, now, permit, observed);
+        let held_until = if quarantine_probe && observed.class == ResultClass::Failure {
+            match self.breaker {
+                BreakerState::Open { until } => Some(until),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let sooner = if retry_now {
+            Some(Sooner::Now)
+        } else {
+            observed
+                .is_bare_refusal()
+                .then(|| self.pace_release(cfg, now))
+                .flatten()
+                .map(Sooner::AtPace)
+        };
+        let recovered = was_down && observed.class == ResultClass::Success && !self.held_as_down();
+        Finished {
+            sooner,
+            recovered_from: recovered.then_some(failing_since).flatten(),
+            held_until,
+        }
+    }
+}
+
+impl Finished {
+    /// Applies to the job's `decision` what its endpoint asked, and returns the job's counters
+    /// after the attempt (`counters` are those before it): a job held by quarantine keeps them,
+    /// but for the delay it waits.
+    pub fn apply(
+        &self,
+        decision: &mut Decision,
+        counters: &JobCounters,
+        now: Timestamp,
+    ) -> JobCounters {
+        match self.sooner {
+            Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
+            Some(Sooner::Now) => decision.retry_at_once(now),
+            None => {}
+        }
+        let held = self
+            .held_until
+            .is_some_and(|until| decision.hold_for_quarantine(until, now));
+        if held {
+            JobCounters {
+                last_delay: counters.after(decision).last_delay,
+                ..*counters
+            }
+        } else {
+            counters.after(decision)
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! One simulation: a workload's jobs through the real policy core and endpoint protection
+//! (`redial_policy`: `decide`, `EndpointState::admit`, `EndpointState::finish`,
+//! `Finished::apply`, the same calls the engine makes for each attempt) on virtual time, against
+//! model endpoints that answer as the workload says.
+//!
+//! Time moves from event to event: an answer arrives, a job falls due, a hold ends, or (as the
+//! engine's queues poll) a second passes while due jobs are held. At each such moment the answers
+//! are recorded first, then each queue leases as the engine does: due jobs in order of due time
+//! and enqueue order, each asking its endpoint, an endpoint that holds skipped for the rest of the
+//! pass (only its retries, or only its first attempts, for the holds that say so), up to the
+//! queue's concurrency.
+//!
+//! What it leaves out: groups, priorities, ordering keys, several nodes, the engine's lease-ahead
+//! and the store's own time. The randomness of the workload (latencies, which jobs fail) is drawn
+//! per job and attempt from the seed, so two policies compared meet the same workload; the
+//! policy's jitter has a stream of its own.
+
+use super::workload::{Answer, Arrival, EndpointModel, LimitKind, Workload};
+use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit};
+use redial_policy::{
+    decide, Action, DeadCategory, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
+    TransportError,
+};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::time::Duration;
+
+/// Where virtual time starts (a realistic instant: reset headers are read by their size).
+pub const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
+
+/// How long the engine's queues wait, at most, before they look again.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Virtual time after which a simulation stops, drained or not.
+const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// What a simulation takes besides the workload: each endpoint's limits and policy (in the
+/// workload's order), each queue's concurrency.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub endpoints: Vec<(EndpointConfig, Policy)>,
+    pub concurrency: BTreeMap<String, usize>,
+}
+
+/// What one endpoint's jobs did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    pub jobs: u64,
+    pub requests: u64,
+    /// Answers 429 or 503.
+    pub refused: u64,
+    pub completed: u64,
+    pub dead: BTreeMap<&'static str, u64>,
+    /// Jobs still waiting when the simulation stopped (at its horizon).
+    pub left: u64,
+    /// From the start to the last job's end.
+    pub drain: Option<Duration>,
+    /// Enqueue to completion, of each completed job, in ms, sorted.
+    pub completion_ms: Vec<u64>,
+    /// Requests sent in each second from the start.
+    pub per_second: Vec<u32>,
+    /// Jobs not yet finished at the end of each second from the start.
+    pub backlog: Vec<u64>,
+}
+
+struct Job {
+    ep: usize,
+    seq: u64,
+    enqueued_at: Timestamp,
+    counters: JobCounters,
+    failure: Option<(Answer, bool)>,
+    attempts: u32,
+    /// When its current retry was scheduled (for an outage's end: retries scheduled since the
+    /// outage began are due at once).
+    scheduled_at: Timestamp,
+}
+
+struct Flight {
+    job: usize,
+    permit: Permit,
+    outcome: Outcome,
+}
+
+/// A model endpoint's own limiter.
+struct Server {
+    tokens: f64,
+    refilled: Timestamp,
+    window: i64,
+    used: u32,
+}
+
+/// Due jobs by (run time, enqueue order).
+type Due = BinaryHeap<Reverse<(Timestamp, u64, usize)>>;
+
+struct Endpoint<'a> {
+    model: &'a EndpointModel,
+    cfg: &'a EndpointConfig,
+    policy: &'a Policy,
+    queue: usize,
+    state: EndpointState,
+    in_flight: u32,
+    firsts: Due,
+    retries: Due,
+    server: Server,
+    tally: Tally,
+}
+
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    SplitMix64::new(
+        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03),
+    )
+    .next_u64()
+}
+
+fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn since_start(now: Timestamp) -> Duration {
+    now.saturating_since(T0)
+}
+
+impl Server {
+    /// Whether the limiter lets a request through at `now`; the headers it answers with, and
+    /// for a refusal the `Retry-After` it would give.
+    fn take(&mut self, model: &EndpointModel, now: Timestamp) -> (bool, Vec<(String, String)>) {
+        let Some(limit) = model.limit else {
+            return (true, Vec::new());
+        };
+        let mut headers = Vec::new();
+        let (ok, wait_s, quota) = match limit.kind {
+            LimitKind::TokenBucket { rate, burst } => {
+                let per_ms = f64::from(rate.count) / rate.per.as_millis().max(1) as f64;
+                let elapsed = (now.as_unix_millis() - self.refilled.as_unix_millis()).max(0);
+                self.tokens = (self.tokens + elapsed as f64 * per_ms).min(f64::from(burst));
+                self.refilled = now;
+                let ok = self.tokens >= 1.0;
+                if ok {
+                    self.tokens -= 1.0;
+                }
+                let wait_ms = ((1.0 - self.tokens).max(0.0) / per_ms).ceil();
+                let wait_s = (wait_ms / 1000.0).ceil().max(1.0) as u64;
+                (ok, wait_s, (burst, self.tokens.floor() as u32))
+            }
+            LimitKind::FixedWindow { limit: n, window } => {
+                let w = ms(window).max(1);
+                let index = ms(since_start(now)) / w;
+                if index != self.window {
+                    self.window = index;
+                    self.used = 0;
+                }
+                let ok = self.used < n;
+                if ok {
+                    self.used += 1;
+                }
+                let ends_in = (index + 1) * w - ms(since_start(now));
+                let wait_s = (ends_in as f64 / 1000.0).ceil().max(1.0) as u64;
+                (ok, wait_s, (n, n - self.used.min(n)))
+            }
+        };
+        if limit.quota_headers {
+            headers.push(("x-ratelimit-limit".into(), quota.0.to_string()));
+            headers.push(("x-ratelimit-remaining".into(), quota.1.to_string()));
+            headers.push(("x-ratelimit-reset".into(), wait_s.to_string()));
+        }
+        if !ok && limit.retry_after {
+            headers.push(("retry-after".into(), wait_s.to_string()));
+        }
+        (ok, headers)
+    }
+}
+
+/// What the model answers, and how long the attempt takes.
+fn answer_of(answer: Answer, model: &EndpointModel, latency: Duration) -> (Outcome, Duration) {
+    match answer {
+        Answer::Status(code) => (Outcome::Response(Response::new(code)), latency),
+        Answer::Unavailable(wait) => (
+            Outcome::Response(
+                Response::new(503).header("retry-after", &wait.as_secs().max(1).to_string()),
+            ),
+            latency,
+        ),
+        Answer::ConnectionRefused => (
+            Outcome::Transport(TransportError::ConnectionRefused),
+            Duration::from_millis(1),
+        ),
+        Answer::ConnectionReset => (Outcome::Transport(TransportError::ConnectionReset), latency),
+        Answer::Timeout => (Outcome::Transport(TransportError::Timeout), model.timeout),
+    }
+}
+
+/// Runs the workload under `setup`, with `seed`.
+pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
+    let queue_names: Vec<&str> = {
+        let mut q: Vec<&str> = workload
+            .endpoints
+            .iter()
+            .map(|e| e.queue.as_str())
+            .collect();
+        q.sort_unstable();
+        q.dedup();
+        q
+    };
+    let slots: Vec<usize> = queue_names
+        .iter()
+        .map(|q| setup.concurrency.get(*q).copied().unwrap_or(32).max(1))
+        .collect();
+    let mut busy = vec![0usize; queue_names.len()];
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut eps: Vec<Endpoint> = Vec::with_capacity(workload.endpoints.len());
+    let mut seq = 0u64;
+    for (i, (model, (cfg, policy))) in workload.endpoints.iter().zip(&setup.endpoints).enumerate() {
+        let mut firsts = Due::new();
+        for k in 0..model.jobs {
+            let at = match model.arrival {
+                Arrival::AtOnce => T0,
+                Arrival::Rate(every) => T0.saturating_add(every.saturating_mul(k as u32)),
+                Arrival::Bursts { size, every } => {
+                    T0.saturating_add(every.saturating_mul((k / size) as u32))
+                }
+            };
+            let draw = unit(mix(seed, seq, u64::MAX));
+            let mut acc = 0.0;
+            let failure = model.failures.iter().find_map(|f| {
+                acc += f.ratio;
+                (draw < acc).then_some((f.answer, f.always))
+            });
+            let mut counters = JobCounters::new(at);
+            counters.deadline = model.deadline.map(|d| at.saturating_add(d));
+            counters.has_idempotency_key = model.idempotency_key;
+            counters.method = model.method;
+            jobs.push(Job {
+                ep: i,
+                seq,
+                enqueued_at: at,
+                counters,
+                failure,
+                attempts: 0,
+                scheduled_at: at,
+            });
+            firsts.push(Reverse((at, seq, jobs.len() - 1)));
+            seq += 1;
+        }
+        let queue = queue_names
+            .iter()
+            .position(|q| *q == model.queue)
+            .unwrap_or(0);
+        eps.push(Endpoint {
+            model,
+            cfg,
+            policy,
+            queue,
+            state: EndpointState::default(),
+            in_flight: 0,
+            firsts,
+            retries: Due::new(),
+            server: Server {
+                tokens: model.limit.map_or(0.0, |l| match l.kind {
+                    LimitKind::TokenBucket { burst, .. } => f64::from(burst),
+                    LimitKind::FixedWindow { .. } => 0.0,
+                }),
+                refilled: T0,
+                window: -1,
+                used: 0,
+            },
+            tally: Tally {
+                jobs: model.jobs,
+                ..Tally::default()
+            },
+        });
+    }
+    let mut jitter = SplitMix64::new(seed ^ 0x7265_6469_616c_7369);
+    let mut flights: Vec<Option<Flight>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut answers: BinaryHeap<Reverse<(Timestamp, u64, usize)>> = BinaryHeap::new();
+    let mut sent = 0u64;
+    let mut open: u64 = jobs.len() as u64;
+    let mut now = T0;
+    let end = T0.saturating_add(HORIZON);
+    let mut open_per_ep: Vec<u64> = eps.iter().map(|e| e.model.jobs).collect();
+
+    loop {
+        // The answers due now.
+        while let Some(Reverse((at, _, slot))) = answers.peek().copied() {
+            if at > now {
+                break;
+            }
+            answers.pop();
+            let Some(Flight {
+                job: j,
+                permit,
+                outcome,
+            }) = flights[slot].take()
+            else {
+                continue;
+            };
+            free.push(slot);
+            let job = &mut jobs[j];
+            let e = &mut eps[job.ep];
+            busy[e.queue] -= 1;
+            e.in_flight -= 1;
+            let mut d = decide(&outcome, &job.counters, e.policy, now, &mut jitter);
+            let mut observed = Observed::of(&outcome, &d, now);
+            observed.others_in_flight = e.in_flight;
+            let finished = e.state.finish(e.cfg, now, permit, &observed);
+            job.counters = finished.apply(&mut d, &job.counters, now);
+            if let Some(since) = finished.recovered_from {
+                // The outage is over: retries scheduled since it began are due now.
+                let waiting: Vec<_> = std::mem::take(&mut e.retries).into_vec();
+                e.retries = waiting
+                    .into_iter()
+                    .map(|Reverse((run_at, s, k))| {
+                        let due = if run_at > now && jobs_scheduled_since(&jobs, k, since) {
+                            now
+                        } else {
+                            run_at
+                        };
+                        Reverse((due, s, k))
+                    })
+                    .collect();
+            }
+            let job = &mut jobs[j];
+            let e = &mut eps[job.ep];
+            match d.action {
+                Action::Complete => {
+                    e.tally.completed += 1;
+                    e.tally.completion_ms.push(
+                        u64::try_from(ms(now.saturating_since(job.enqueued_at))).unwrap_or(0),
+                    );
+                    open -= 1;
+                    open_per_ep[job.ep] -= 1;
+                    e.tally.drain = Some(since_start(now));
+                }
+                Action::Dead(category) => {
+                    *e.tally.dead.entry(category.as_str()).or_default() += 1;
+                    open -= 1;
+                    open_per_ep[job.ep] -= 1;
+                    e.tally.drain = Some(since_start(now));
+                }
+                Action::Retry { at, .. } | Action::Defer { until: at, .. } => {
+                    job.scheduled_at = now;
+                    let heap = if job.counters.failures > 0 {
+                        &mut e.retries
+                    } else {
+                        &mut e.firsts
+                    };
+                    heap.push(Reverse((at.max(now), job.seq, j)));
+                }
+            }
+        }
+
+        // Each queue leases.
+        let mut wake: Option<Timestamp> = None;
+        let soonest = |t: Timestamp, wake: &mut Option<Timestamp>| {
+            let t = t.max(now.saturating_add(Duration::from_millis(1)));
+            *wake = Some(wake.map_or(t, |w| w.min(t)));
+        };
+        for (q, &slots_q) in slots.iter().enumerate() {
+            // Per endpoint: (firsts held, retries held) for the rest of this pass.
+            let mut held = vec![(false, false); eps.len()];
+            while busy[q] < slots_q {
+                // The due job first in line across the queue's endpoints.
+                let mut best: Option<(Timestamp, u64, usize, bool)> = None;
+                for (i, e) in eps.iter().enumerate() {
+                    if e.queue != q {
+                        continue;
+                    }
+                    for (retry, heap, is_held) in
+                        [(false, &e.firsts, held[i].0), (true, &e.retries, held[i].1)]
+                    {
+                        if is_held {
+                            continue;
+                        }
+                        if let Some(Reverse((run_at, s, _))) = heap.peek() {
+                            if *run_at <= now
+                                && best.is_none_or(|(r, bs, _, _)| (*run_at, *s) < (r, bs))
+                            {
+                                best = Some((*run_at, *s, i, retry));
+                            }
+                        }
+                    }
+                }
+                let Some((_, _, i, retry)) = best else {
+                    break;
+                };
+                let e = &mut eps[i];
+                let heap = if retry { &mut e.retries } else { &mut e.firsts };
+                let Some(Reverse((_, _, j))) = heap.peek().copied() else {
+                    break;
+                };
+                let job = &mut jobs[j];
+                if job.counters.deadline.is_some_and(|d| d < now) {
+                    heap.pop();
+                    *e.tally
+                        .dead
+                        .entry(DeadCategory::DeadlineExceeded.as_str())
+                        .or_default() += 1;
+                    open -= 1;
+                    open_per_ep[i] -= 1;
+                    e.tally.drain = Some(since_start(now));
+                    continue;
+                }
+                match e.state.admit(e.cfg, now, retry, e.in_flight) {
+                    Admission::Go(permit) => {
+                        heap.pop();
+                        let model = e.model;
+                        let attempt = job.attempts;
+                        job.attempts += 1;
+                        let (lo, hi) = model.latency;
+                        let spread = hi.saturating_sub(lo);
+                        let latency =
+                            lo + spread.mul_f64(unit(mix(seed, job.seq, u64::from(attempt))));
+                        let in_outage = model.outages.iter().find(|o| {
+                            let t = since_start(now);
+                            o.from <= t && t < o.until
+                        });
+                        let (outcome, took) = if let Some(o) = in_outage {
+                            answer_of(o.answer, model, latency)
+                        } else {
+                            let (ok, headers) = e.server.take(model, now);
+                            if !ok {
+                                let mut r = Response::new(429);
+                                r.headers = headers;
+                                (Outcome::Response(r), latency)
+                            } else {
+                                match job.failure {
+                                    Some((a, always)) if always || attempt == 0 => {
+                                        answer_of(a, model, latency)
+                                    }
+                                    _ => {
+                                        let mut r = Response::new(200);
+                                        r.headers = headers;
+                                        (Outcome::Response(r), latency)
+                                    }
+                                }
+                            }
+                        };
+                        if let Outcome::Response(r) = &outcome {
+                            if r.status == 429 || r.status == 503 {
+                                e.tally.refused += 1;
+                            }
+                        }
+                        e.tally.requests += 1;
+                        let second = usize::try_from(since_start(now).as_secs()).unwrap_or(0);
+                        if e.tally.per_second.len() <= second {
+                            e.tally.per_second.resize(second + 1, 0);
+                        }
+                        e.tally.per_second[second] += 1;
+                        e.in_flight += 1;
+                        busy[q] += 1;
+                        let flight = Flight {
+                            job: j,
+                            permit,
+                            outcome,
+                        };
+                        let slot = match free.pop() {
+                            Some(s) => {
+                                flights[s] = Some(flight);
+                                s
+                            }
+                            None => {
+                                flights.push(Some(flight));
+                                flights.len() - 1
+                            }
+                        };
+                        answers.push(Reverse((
+                            now.saturating_add(took.max(Duration::from_millis(1))),
+                            sent,
+                            slot,
+                        )));
+                        sent += 1;
+                    }
+                    Admission::FailRetry(_) => {
+                        heap.pop();
+                        *e.tally
+                            .dead
+                            .entry(DeadCategory::BudgetExhausted.as_str())
+                            .or_default() += 1;
+                        open -= 1;
+                        open_per_ep[i] -= 1;
+                        e.tally.drain = Some(since_start(now));
+                    }
+                    Admission::Hold(h) => {
+                        held[i] = (true, true);
+                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
+                    }
+                    Admission::HoldRetries(h) => {
+                        held[i].1 = true;
+                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
+                    }
+                    Admission::HoldFirsts(h) => {
+                        held[i].0 = true;
+                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
+                    }
+                }
+            }
+            // When the queue's next job falls due. A due job left behind waits for a hold
+            // (whose end, or the poll, is a wake above) or for a free slot (an answer).
+            for e in eps.iter().filter(|e| e.queue == q) {
+                for heap in [&e.firsts, &e.retries] {
+                    if let Some(Reverse((run_at, _, _))) = heap.peek() {
+                        if *run_at > now {
+                            soonest(*run_at, &mut wake);
+                        }
+                    }
+                }
+            }
+        }
+
+        let next_answer = answers.peek().map(|Reverse((t, _, _))| *t);
+        let next = match (next_answer, wake) {
+            (Some(a), Some(w)) => Some(a.min(w)),
+            (a, w) => a.or(w),
+        };
+        let Some(next) = next.filter(|t| *t <= end) else {
+            break;
+        };
+        // The backlog at the end of each second passed.
+        let passed = usize::try_from(since_start(next).as_secs()).unwrap_or(0);
+        for (e, left) in eps.iter_mut().zip(&open_per_ep) {
+            while e.tally.backlog.len() < passed {
+                e.tally.backlog.push(*left);
+            }
+        }
+        now = next;
+        if open == 0 && answers.is_empty() {
+            break;
+        }
+    }
+    eps.into_iter()
+        .zip(open_per_ep)
+        .map(|(mut e, left)| {
+            e.tally.left = left;
+            e.tally.completion_ms.sort_unstable();
+            e.tally
+        })
+        .collect()
+}
+
+fn jobs_scheduled_since(jobs: &[Job], k: usize, since: Timestamp) -> bool {
+    jobs[k].scheduled_at >= since
+}

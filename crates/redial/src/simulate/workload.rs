@@ -1,0 +1,403 @@
+//! A workload model for `redial simulate`, read from TOML: for each endpoint, the jobs that go to
+//! it (how many, when they arrive, their method and key) and how the endpoint answers (its rate
+//! limit and what it says when it refuses, its outages, the failures some jobs meet, its
+//! latency). Every value is checked here, with the field it came from, so the simulation itself
+//! never meets a bad one.
+
+use anyhow::Result;
+use redial_policy::endpoint::Rate;
+use redial_policy::{parse_duration, Method};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    /// The seed of the workload's own draws and the policy's jitter (`--seed` overrides it).
+    seed: Option<u64>,
+    #[serde(rename = "endpoint", default)]
+    endpoints: Vec<EndpointFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointFile {
+    name: String,
+    #[serde(default = "default_queue")]
+    queue: String,
+    jobs: u64,
+    #[serde(default)]
+    arrival: ArrivalFile,
+    #[serde(default = "default_method")]
+    method: String,
+    #[serde(default = "yes")]
+    idempotency_key: bool,
+    /// From enqueue.
+    deadline: Option<String>,
+    #[serde(default = "default_latency")]
+    latency: String,
+    latency_max: Option<String>,
+    #[serde(default = "default_timeout")]
+    timeout: String,
+    limit: Option<LimitFile>,
+    #[serde(default, rename = "outage")]
+    outages: Vec<OutageFile>,
+    #[serde(default, rename = "failure")]
+    failures: Vec<FailureFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrivalFile {
+    /// Jobs a period ("50/s"); none: all at once.
+    rate: Option<String>,
+    /// Jobs that arrive together, every `every`.
+    burst: Option<u64>,
+    every: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitFile {
+    kind: String,
+    rate: Option<String>,
+    burst: Option<u32>,
+    limit: Option<u32>,
+    window: Option<String>,
+    #[serde(default)]
+    retry_after: bool,
+    #[serde(default)]
+    quota_headers: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutageFile {
+    from: String,
+    until: String,
+    #[serde(default = "default_outage_answer")]
+    answer: String,
+    retry_after: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailureFile {
+    answer: String,
+    ratio: f64,
+    #[serde(default = "default_repeat")]
+    repeat: String,
+}
+
+fn default_queue() -> String {
+    "default".into()
+}
+fn default_method() -> String {
+    "POST".into()
+}
+fn yes() -> bool {
+    true
+}
+fn default_latency() -> String {
+    "50ms".into()
+}
+fn default_timeout() -> String {
+    "30s".into()
+}
+fn default_outage_answer() -> String {
+    "503".into()
+}
+fn default_repeat() -> String {
+    "always".into()
+}
+
+/// A workload, checked.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub seed: Option<u64>,
+    pub endpoints: Vec<EndpointModel>,
+}
+
+/// One endpoint's jobs and answers.
+#[derive(Clone, Debug)]
+pub struct EndpointModel {
+    /// The endpoint's name, as `[endpoints."<name>"]` in a configuration names it.
+    pub name: String,
+    pub queue: String,
+    pub jobs: u64,
+    pub arrival: Arrival,
+    pub method: Method,
+    pub idempotency_key: bool,
+    pub deadline: Option<Duration>,
+    /// Uniform between the two.
+    pub latency: (Duration, Duration),
+    /// How long an attempt that times out takes.
+    pub timeout: Duration,
+    pub limit: Option<Limit>,
+    pub outages: Vec<Outage>,
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrival {
+    AtOnce,
+    /// One job every interval.
+    Rate(Duration),
+    Bursts {
+        size: u64,
+        every: Duration,
+    },
+}
+
+/// The endpoint's own rate limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limit {
+    pub kind: LimitKind,
+    /// A 429 says when to come back (`Retry-After`, whole seconds, rounded up).
+    pub retry_after: bool,
+    /// Every answer carries `x-ratelimit-limit`, `-remaining` and `-reset`.
+    pub quota_headers: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LimitKind {
+    /// Refills `rate`, holds `burst` at most.
+    TokenBucket { rate: Rate, burst: u32 },
+    /// At most `limit` a window; windows start at the simulation's start.
+    FixedWindow { limit: u32, window: Duration },
+}
+
+/// A time, from the simulation's start, when the endpoint is down.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outage {
+    pub from: Duration,
+    pub until: Duration,
+    pub answer: Answer,
+}
+
+/// What a failing endpoint does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Answer {
+    Status(u16),
+    /// A 503 that says when to come back.
+    Unavailable(Duration),
+    ConnectionRefused,
+    ConnectionReset,
+    Timeout,
+}
+
+/// A share of the jobs that fail with `answer`: on their first attempt only (`once`), or on
+/// every attempt (`always`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Failure {
+    pub answer: Answer,
+    pub ratio: f64,
+    pub always: bool,
+}
+
+fn duration(value: &str, field: &str) -> Result<Duration> {
+    parse_duration(value).ok_or_else(|| {
+        usage(format!(
+            "{field}: \"{value}\" is not a duration with a unit, such as \"500ms\", \"30s\", \"5m\" or \"1h\""
+        ))
+    })
+}
+
+fn usage(message: String) -> anyhow::Error {
+    crate::UsageError(message).into()
+}
+
+fn answer(value: &str, retry_after: Option<Duration>, field: &str) -> Result<Answer> {
+    Ok(match value {
+        "connection_refused" => Answer::ConnectionRefused,
+        "connection_reset" | "reset" => Answer::ConnectionReset,
+        "timeout" => Answer::Timeout,
+        status => {
+            let code: u16 = status.parse().ok().filter(|c| (400..600).contains(c)).ok_or_else(|| {
+                usage(format!(
+                    "{field}: \"{status}\" is not an answer: a status from 400 to 599, \"connection_refused\", \"connection_reset\" or \"timeout\""
+                ))
+            })?;
+            match (code, retry_after) {
+                (503, Some(wait)) => Answer::Unavailable(wait),
+                (_, Some(_)) => {
+                    return Err(usage(format!("{field}: retry_after goes with a 503 only")))
+                }
+                _ => Answer::Status(code),
+            }
+        }
+    })
+}
+
+impl Workload {
+    /// Reads and checks a workload file.
+    pub fn read(path: &std::path::Path) -> Result<Workload> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read workload file {}: {e}", path.display())))?;
+        Workload::parse(&text).map_err(|e| usage(format!("workload file {}: {e}", path.display())))
+    }
+
+    /// Checks a workload given as TOML text.
+    pub fn parse(text: &str) -> Result<Workload> {
+        let file: File = toml::from_str(text).map_err(|e| usage(e.to_string()))?;
+        if file.endpoints.is_empty() {
+            return Err(usage(
+                "no endpoint: add at least one [[endpoint]] with a name and a number of jobs"
+                    .into(),
+            ));
+        }
+        let mut endpoints = Vec::with_capacity(file.endpoints.len());
+        for (i, e) in file.endpoints.into_iter().enumerate() {
+            let at = format!("endpoint {} ({})", i + 1, e.name);
+            if e.name.trim().is_empty() {
+                return Err(usage(format!("endpoint {}: name is empty", i + 1)));
+            }
+            if endpoints.iter().any(|o: &EndpointModel| o.name == e.name) {
+                return Err(usage(format!("{at}: a second endpoint of this name")));
+            }
+            if e.jobs == 0 || e.jobs > 10_000_000 {
+                return Err(usage(format!("{at}: jobs must be 1 to 10,000,000")));
+            }
+            let arrival = match (e.arrival.rate, e.arrival.burst, e.arrival.every) {
+                (None, None, None) => Arrival::AtOnce,
+                (Some(rate), None, None) => {
+                    let rate = Rate::parse(&rate)
+                        .map_err(|m| usage(format!("{at}: arrival.rate: {m}")))?;
+                    Arrival::Rate(rate.interval())
+                }
+                (None, Some(size), Some(every)) if size > 0 => Arrival::Bursts {
+                    size,
+                    every: duration(&every, &format!("{at}: arrival.every"))?,
+                },
+                _ => {
+                    return Err(usage(format!(
+                        "{at}: arrival is either a rate (rate = \"50/s\") or bursts (burst = 100, every = \"1m\"), or nothing for all at once"
+                    )))
+                }
+            };
+            let method = Method::from_name(&e.method.to_ascii_uppercase());
+            let latency = duration(&e.latency, &format!("{at}: latency"))?;
+            let latency_max = match &e.latency_max {
+                Some(v) => duration(v, &format!("{at}: latency_max"))?,
+                None => latency,
+            };
+            if latency_max < latency {
+                return Err(usage(format!("{at}: latency_max is below latency")));
+            }
+            let timeout = duration(&e.timeout, &format!("{at}: timeout"))?;
+            if timeout.is_zero() {
+                return Err(usage(format!("{at}: timeout must be above zero")));
+            }
+            let limit = match e.limit {
+                None => None,
+                Some(l) => {
+                    let kind = match l.kind.as_str() {
+                        "token_bucket" => {
+                            let rate = l.rate.ok_or_else(|| {
+                                usage(format!("{at}: limit: a token bucket needs a rate (\"100/s\")"))
+                            })?;
+                            let rate = Rate::parse(&rate)
+                                .map_err(|m| usage(format!("{at}: limit.rate: {m}")))?;
+                            LimitKind::TokenBucket {
+                                rate,
+                                burst: l.burst.unwrap_or(rate.count).max(1),
+                            }
+                        }
+                        "fixed_window" => {
+                            let limit = l.limit.filter(|n| *n > 0).ok_or_else(|| {
+                                usage(format!("{at}: limit: a fixed window needs a limit of at least 1"))
+                            })?;
+                            let window = duration(
+                                l.window.as_deref().unwrap_or("1s"),
+                                &format!("{at}: limit.window"),
+                            )?;
+                            if window < Duration::from_millis(10) {
+                                return Err(usage(format!("{at}: limit.window must be 10ms or more")));
+                            }
+                            LimitKind::FixedWindow { limit, window }
+                        }
+                        other => {
+                            return Err(usage(format!(
+                                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\" or \"fixed_window\""
+                            )))
+                        }
+                    };
+                    Some(Limit {
+                        kind,
+                        retry_after: l.retry_after,
+                        quota_headers: l.quota_headers,
+                    })
+                }
+            };
+            let mut outages = Vec::new();
+            for (k, o) in e.outages.into_iter().enumerate() {
+                let here = format!("{at}: outage {}", k + 1);
+                let from = duration(&o.from, &format!("{here}: from"))?;
+                let until = duration(&o.until, &format!("{here}: until"))?;
+                if until <= from {
+                    return Err(usage(format!("{here}: until must be after from")));
+                }
+                let wait = match &o.retry_after {
+                    Some(v) => Some(duration(v, &format!("{here}: retry_after"))?),
+                    None => None,
+                };
+                outages.push(Outage {
+                    from,
+                    until,
+                    answer: answer(&o.answer, wait, &format!("{here}: answer"))?,
+                });
+            }
+            let mut failures = Vec::new();
+            for (k, f) in e.failures.into_iter().enumerate() {
+                let here = format!("{at}: failure {}", k + 1);
+                if !(f.ratio > 0.0 && f.ratio <= 1.0) {
+                    return Err(usage(format!(
+                        "{here}: ratio must be above 0 and at most 1"
+                    )));
+                }
+                let always = match f.repeat.as_str() {
+                    "always" => true,
+                    "once" => false,
+                    other => {
+                        return Err(usage(format!(
+                            "{here}: repeat \"{other}\" is not one: \"once\" or \"always\""
+                        )))
+                    }
+                };
+                failures.push(Failure {
+                    answer: answer(&f.answer, None, &format!("{here}: answer"))?,
+                    ratio: f.ratio,
+                    always,
+                });
+            }
+            if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
+                return Err(usage(format!(
+                    "{at}: the failures' ratios add up to more than 1"
+                )));
+            }
+            let deadline = match &e.deadline {
+                Some(v) => Some(duration(v, &format!("{at}: deadline"))?),
+                None => None,
+            };
+            endpoints.push(EndpointModel {
+                name: e.name,
+                queue: e.queue,
+                jobs: e.jobs,
+                arrival,
+                method,
+                idempotency_key: e.idempotency_key,
+                deadline,
+                latency: (latency, latency_max),
+                timeout,
+                limit,
+                outages,
+                failures,
+            });
+        }
+        Ok(Workload {
+            seed: file.seed,
+            endpoints,
+        })
+    }
+}
