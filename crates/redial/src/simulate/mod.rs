@@ -175,8 +175,9 @@ fn human_ms(ms: Option<u64>) -> String {
     )
 }
 
-/// The rows of one endpoint's (or the total's) figures.
-fn rows(t: &Tally) -> Vec<(String, String)> {
+/// The rows of one endpoint's (or the total's) figures; a row for each dead-letter category in
+/// `categories` (those of every run shown), 0 where this run has none.
+fn rows(t: &Tally, categories: &[&str]) -> Vec<(String, String)> {
     let mut r = vec![
         ("jobs".to_owned(), t.jobs.to_string()),
         (
@@ -193,7 +194,8 @@ fn rows(t: &Tally) -> Vec<(String, String)> {
     ];
     let dead: u64 = t.dead.values().sum();
     r.push(("dead".to_owned(), dead.to_string()));
-    for (k, v) in &t.dead {
+    for k in categories {
+        let v = t.dead.get(k).copied().unwrap_or(0);
         r.push((format!("  {k}"), v.to_string()));
     }
     r.push((
@@ -214,35 +216,43 @@ fn rows(t: &Tally) -> Vec<(String, String)> {
 
 /// One section of the table: a title row naming the runs, then each figure, a column a run.
 fn section(out: &mut String, title: &str, runs: &[Run], pick: &dyn Fn(&Run) -> &Tally) {
-    const WIDTH: usize = 32;
-    let col = runs.iter().map(|r| r.name.len()).max().unwrap_or(0).max(24) + 2;
+    const WIDTH: usize = 34;
+    let mut categories: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| pick(r).dead.keys().copied())
+        .collect();
+    categories.sort_unstable();
+    categories.dedup();
+    let columns: Vec<Vec<(String, String)>> =
+        runs.iter().map(|r| rows(pick(r), &categories)).collect();
+    let widest_value = columns.iter().flatten().map(|(_, v)| v.len()).max();
+    let col = runs
+        .iter()
+        .map(|r| r.name.len())
+        .chain(widest_value)
+        .max()
+        .unwrap_or(0)
+        + 3;
     out.push_str(&format!("{title:<WIDTH$}"));
     for r in runs {
         out.push_str(&format!("{:<col$}", r.name));
     }
+    trim_end(out);
     out.push('\n');
-    let columns: Vec<Vec<(String, String)>> = runs.iter().map(|r| rows(pick(r))).collect();
-    // The dead categories may differ between runs: every label any run has, in order.
-    let mut labels: Vec<String> = Vec::new();
-    for c in &columns {
-        for (l, _) in c {
-            if !labels.contains(l) {
-                labels.push(l.clone());
-            }
-        }
-    }
-    for l in labels {
-        out.push_str(&format!("  {l:<w$}", w = WIDTH - 2));
+    for (row, (label, _)) in columns[0].iter().enumerate() {
+        out.push_str(&format!("  {label:<w$}", w = WIDTH - 2));
         for c in &columns {
-            let v = c
-                .iter()
-                .find(|(k, _)| *k == l)
-                .map_or("0", |(_, v)| v.as_str());
-            out.push_str(&format!("{v:<col$}"));
+            out.push_str(&format!("{:<col$}", c[row].1));
         }
+        trim_end(out);
         out.push('\n');
     }
     out.push('\n');
+}
+
+/// Drops the spaces that padded the line's last column.
+fn trim_end(out: &mut String) {
+    out.truncate(out.trim_end_matches(' ').len());
 }
 
 fn table(workload: &Workload, runs: &[Run], seed: u64) -> String {

@@ -167,3 +167,23 @@ fn a_million_jobs_simulate_in_seconds() {
     assert_eq!(t[0].completed, 1_000_000);
     assert!(took < Duration::from_secs(120), "{took:?}");
 }
+
+#[test]
+fn the_worked_example_in_the_docs_runs_as_shown() {
+    // docs/simulate.md and the README show this comparison; its figures are the seed's.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/simulate");
+    let w = Workload::read(&dir.join("stripe.toml")).expect("the example workload");
+    let seed = w.seed.expect("the example fixes its seed");
+    let current = candidate(Some(&dir.join("current.toml")), &w).expect("current.toml");
+    let fewer = candidate(Some(&dir.join("fewer-attempts.toml")), &w).expect("fewer-attempts");
+    let a = &simulate(&w, &current.setup, seed)[0];
+    let b = &simulate(&w, &fewer.setup, seed)[0];
+    assert_eq!(
+        (a.requests, a.completed, dead(a, "transient_exhausted")),
+        (10904, 9969, 31)
+    );
+    assert_eq!(
+        (b.requests, b.completed, dead(b, "transient_exhausted")),
+        (10737, 9964, 36)
+    );
+}
