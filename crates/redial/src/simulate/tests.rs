@@ -187,3 +187,20 @@ fn the_worked_example_in_the_docs_runs_as_shown() {
         (10737, 9964, 36)
     );
 }
+
+#[test]
+fn the_workloads_in_the_docs_are_valid() {
+    // docs/simulate.md fences its workload files as "toml workload" (its plain "toml" blocks
+    // are configurations, which the config check's test reads).
+    let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/simulate.md");
+    let text = std::fs::read_to_string(page).expect("docs/simulate.md");
+    let blocks: Vec<&str> = text
+        .split("```toml workload\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").expect("block end")])
+        .collect();
+    assert!(!blocks.is_empty());
+    for block in blocks {
+        Workload::parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    }
+}
