@@ -4,19 +4,18 @@
 //! ([`sim`]); the figures are per endpoint and in total, for people (a table) or as JSON, and
 //! with `--compare` for two configurations side by side on the same workload and seed.
 
-mod sim;
 mod workload;
 
 use crate::config::{describe_problems, FileConfig, Resolved};
 use crate::UsageError;
 use anyhow::Result;
+use redial_engine::simulate::{self as sim, Setup, Tally};
 use redial_policy::endpoint::EndpointConfig;
 use redial_policy::{Human, Policy};
 use serde_json::{json, Value};
-use sim::{Setup, Tally};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-pub use workload::Workload;
+use workload::Workload;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = WORKLOAD_HELP)]
@@ -277,7 +276,7 @@ fn table(workload: &Workload, runs: &[Run], seed: u64) -> String {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let workload = Workload::read(&args.workload)?;
+    let workload = workload::read(&args.workload)?;
     let seed = args
         .seed
         .or(workload.seed)

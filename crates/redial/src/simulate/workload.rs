@@ -5,6 +5,9 @@
 //! never meets a bad one.
 
 use anyhow::Result;
+pub use redial_engine::simulate::{
+    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, Outage, Workload,
+};
 use redial_policy::endpoint::Rate;
 use redial_policy::{parse_duration, Method};
 use serde::Deserialize;
@@ -112,90 +115,6 @@ fn default_repeat() -> String {
     "always".into()
 }
 
-/// A workload, checked.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    pub seed: Option<u64>,
-    pub endpoints: Vec<EndpointModel>,
-}
-
-/// One endpoint's jobs and answers.
-#[derive(Clone, Debug)]
-pub struct EndpointModel {
-    /// The endpoint's name, as `[endpoints."<name>"]` in a configuration names it.
-    pub name: String,
-    pub queue: String,
-    pub jobs: u64,
-    pub arrival: Arrival,
-    pub method: Method,
-    pub idempotency_key: bool,
-    pub deadline: Option<Duration>,
-    /// Uniform between the two.
-    pub latency: (Duration, Duration),
-    /// How long an attempt that times out takes.
-    pub timeout: Duration,
-    pub limit: Option<Limit>,
-    pub outages: Vec<Outage>,
-    pub failures: Vec<Failure>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Arrival {
-    AtOnce,
-    /// One job every interval.
-    Rate(Duration),
-    Bursts {
-        size: u64,
-        every: Duration,
-    },
-}
-
-/// The endpoint's own rate limit.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limit {
-    pub kind: LimitKind,
-    /// A 429 says when to come back (`Retry-After`, whole seconds, rounded up).
-    pub retry_after: bool,
-    /// Every answer carries `x-ratelimit-limit`, `-remaining` and `-reset`.
-    pub quota_headers: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LimitKind {
-    /// Refills `rate`, holds `burst` at most.
-    TokenBucket { rate: Rate, burst: u32 },
-    /// At most `limit` a window; windows start at the simulation's start.
-    FixedWindow { limit: u32, window: Duration },
-}
-
-/// A time, from the simulation's start, when the endpoint is down.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Outage {
-    pub from: Duration,
-    pub until: Duration,
-    pub answer: Answer,
-}
-
-/// What a failing endpoint does.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Answer {
-    Status(u16),
-    /// A 503 that says when to come back.
-    Unavailable(Duration),
-    ConnectionRefused,
-    ConnectionReset,
-    Timeout,
-}
-
-/// A share of the jobs that fail with `answer`: on their first attempt only (`once`), or on
-/// every attempt (`always`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Failure {
-    pub answer: Answer,
-    pub ratio: f64,
-    pub always: bool,
-}
-
 fn duration(value: &str, field: &str) -> Result<Duration> {
     parse_duration(value).ok_or_else(|| {
         usage(format!(
@@ -230,36 +149,34 @@ fn answer(value: &str, retry_after: Option<Duration>, field: &str) -> Result<Ans
     })
 }
 
-impl Workload {
-    /// Reads and checks a workload file.
-    pub fn read(path: &std::path::Path) -> Result<Workload> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("cannot read workload file {}: {e}", path.display())))?;
-        Workload::parse(&text).map_err(|e| usage(format!("workload file {}: {e}", path.display())))
-    }
+/// Reads and checks a workload file.
+pub fn read(path: &std::path::Path) -> Result<Workload> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read workload file {}: {e}", path.display())))?;
+    parse(&text).map_err(|e| usage(format!("workload file {}: {e}", path.display())))
+}
 
-    /// Checks a workload given as TOML text.
-    pub fn parse(text: &str) -> Result<Workload> {
-        let file: File = toml::from_str(text).map_err(|e| usage(e.to_string()))?;
-        if file.endpoints.is_empty() {
-            return Err(usage(
-                "no endpoint: add at least one [[endpoint]] with a name and a number of jobs"
-                    .into(),
-            ));
+/// Checks a workload given as TOML text.
+pub fn parse(text: &str) -> Result<Workload> {
+    let file: File = toml::from_str(text).map_err(|e| usage(e.to_string()))?;
+    if file.endpoints.is_empty() {
+        return Err(usage(
+            "no endpoint: add at least one [[endpoint]] with a name and a number of jobs".into(),
+        ));
+    }
+    let mut endpoints = Vec::with_capacity(file.endpoints.len());
+    for (i, e) in file.endpoints.into_iter().enumerate() {
+        let at = format!("endpoint {} ({})", i + 1, e.name);
+        if e.name.trim().is_empty() {
+            return Err(usage(format!("endpoint {}: name is empty", i + 1)));
         }
-        let mut endpoints = Vec::with_capacity(file.endpoints.len());
-        for (i, e) in file.endpoints.into_iter().enumerate() {
-            let at = format!("endpoint {} ({})", i + 1, e.name);
-            if e.name.trim().is_empty() {
-                return Err(usage(format!("endpoint {}: name is empty", i + 1)));
-            }
-            if endpoints.iter().any(|o: &EndpointModel| o.name == e.name) {
-                return Err(usage(format!("{at}: a second endpoint of this name")));
-            }
-            if e.jobs == 0 || e.jobs > 10_000_000 {
-                return Err(usage(format!("{at}: jobs must be 1 to 10,000,000")));
-            }
-            let arrival = match (e.arrival.rate, e.arrival.burst, e.arrival.every) {
+        if endpoints.iter().any(|o: &EndpointModel| o.name == e.name) {
+            return Err(usage(format!("{at}: a second endpoint of this name")));
+        }
+        if e.jobs == 0 || e.jobs > 10_000_000 {
+            return Err(usage(format!("{at}: jobs must be 1 to 10,000,000")));
+        }
+        let arrival = match (e.arrival.rate, e.arrival.burst, e.arrival.every) {
                 (None, None, None) => Arrival::AtOnce,
                 (Some(rate), None, None) => {
                     let rate = Rate::parse(&rate)
@@ -276,23 +193,23 @@ impl Workload {
                     )))
                 }
             };
-            let method = Method::from_name(&e.method.to_ascii_uppercase());
-            let latency = duration(&e.latency, &format!("{at}: latency"))?;
-            let latency_max = match &e.latency_max {
-                Some(v) => duration(v, &format!("{at}: latency_max"))?,
-                None => latency,
-            };
-            if latency_max < latency {
-                return Err(usage(format!("{at}: latency_max is below latency")));
-            }
-            let timeout = duration(&e.timeout, &format!("{at}: timeout"))?;
-            if timeout.is_zero() {
-                return Err(usage(format!("{at}: timeout must be above zero")));
-            }
-            let limit = match e.limit {
-                None => None,
-                Some(l) => {
-                    let kind = match l.kind.as_str() {
+        let method = Method::from_name(&e.method.to_ascii_uppercase());
+        let latency = duration(&e.latency, &format!("{at}: latency"))?;
+        let latency_max = match &e.latency_max {
+            Some(v) => duration(v, &format!("{at}: latency_max"))?,
+            None => latency,
+        };
+        if latency_max < latency {
+            return Err(usage(format!("{at}: latency_max is below latency")));
+        }
+        let timeout = duration(&e.timeout, &format!("{at}: timeout"))?;
+        if timeout.is_zero() {
+            return Err(usage(format!("{at}: timeout must be above zero")));
+        }
+        let limit = match e.limit {
+            None => None,
+            Some(l) => {
+                let kind = match l.kind.as_str() {
                         "token_bucket" => {
                             let rate = l.rate.ok_or_else(|| {
                                 usage(format!("{at}: limit: a token bucket needs a rate (\"100/s\")"))
@@ -323,81 +240,80 @@ impl Workload {
                             )))
                         }
                     };
-                    Some(Limit {
-                        kind,
-                        retry_after: l.retry_after,
-                        quota_headers: l.quota_headers,
-                    })
-                }
-            };
-            let mut outages = Vec::new();
-            for (k, o) in e.outages.into_iter().enumerate() {
-                let here = format!("{at}: outage {}", k + 1);
-                let from = duration(&o.from, &format!("{here}: from"))?;
-                let until = duration(&o.until, &format!("{here}: until"))?;
-                if until <= from {
-                    return Err(usage(format!("{here}: until must be after from")));
-                }
-                let wait = match &o.retry_after {
-                    Some(v) => Some(duration(v, &format!("{here}: retry_after"))?),
-                    None => None,
-                };
-                outages.push(Outage {
-                    from,
-                    until,
-                    answer: answer(&o.answer, wait, &format!("{here}: answer"))?,
-                });
+                Some(Limit {
+                    kind,
+                    retry_after: l.retry_after,
+                    quota_headers: l.quota_headers,
+                })
             }
-            let mut failures = Vec::new();
-            for (k, f) in e.failures.into_iter().enumerate() {
-                let here = format!("{at}: failure {}", k + 1);
-                if !(f.ratio > 0.0 && f.ratio <= 1.0) {
-                    return Err(usage(format!(
-                        "{here}: ratio must be above 0 and at most 1"
-                    )));
-                }
-                let always = match f.repeat.as_str() {
-                    "always" => true,
-                    "once" => false,
-                    other => {
-                        return Err(usage(format!(
-                            "{here}: repeat \"{other}\" is not one: \"once\" or \"always\""
-                        )))
-                    }
-                };
-                failures.push(Failure {
-                    answer: answer(&f.answer, None, &format!("{here}: answer"))?,
-                    ratio: f.ratio,
-                    always,
-                });
+        };
+        let mut outages = Vec::new();
+        for (k, o) in e.outages.into_iter().enumerate() {
+            let here = format!("{at}: outage {}", k + 1);
+            let from = duration(&o.from, &format!("{here}: from"))?;
+            let until = duration(&o.until, &format!("{here}: until"))?;
+            if until <= from {
+                return Err(usage(format!("{here}: until must be after from")));
             }
-            if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
-                return Err(usage(format!(
-                    "{at}: the failures' ratios add up to more than 1"
-                )));
-            }
-            let deadline = match &e.deadline {
-                Some(v) => Some(duration(v, &format!("{at}: deadline"))?),
+            let wait = match &o.retry_after {
+                Some(v) => Some(duration(v, &format!("{here}: retry_after"))?),
                 None => None,
             };
-            endpoints.push(EndpointModel {
-                name: e.name,
-                queue: e.queue,
-                jobs: e.jobs,
-                arrival,
-                method,
-                idempotency_key: e.idempotency_key,
-                deadline,
-                latency: (latency, latency_max),
-                timeout,
-                limit,
-                outages,
-                failures,
+            outages.push(Outage {
+                from,
+                until,
+                answer: answer(&o.answer, wait, &format!("{here}: answer"))?,
             });
         }
-        Ok(Workload {
-            seed: file.seed,
-            endpoints,
-        })
+        let mut failures = Vec::new();
+        for (k, f) in e.failures.into_iter().enumerate() {
+            let here = format!("{at}: failure {}", k + 1);
+            if !(f.ratio > 0.0 && f.ratio <= 1.0) {
+                return Err(usage(format!(
+                    "{here}: ratio must be above 0 and at most 1"
+                )));
+            }
+            let always = match f.repeat.as_str() {
+                "always" => true,
+                "once" => false,
+                other => {
+                    return Err(usage(format!(
+                        "{here}: repeat \"{other}\" is not one: \"once\" or \"always\""
+                    )))
+                }
+            };
+            failures.push(Failure {
+                answer: answer(&f.answer, None, &format!("{here}: answer"))?,
+                ratio: f.ratio,
+                always,
+            });
+        }
+        if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
+            return Err(usage(format!(
+                "{at}: the failures' ratios add up to more than 1"
+            )));
+        }
+        let deadline = match &e.deadline {
+            Some(v) => Some(duration(v, &format!("{at}: deadline"))?),
+            None => None,
+        };
+        endpoints.push(EndpointModel {
+            name: e.name,
+            queue: e.queue,
+            jobs: e.jobs,
+            arrival,
+            method,
+            idempotency_key: e.idempotency_key,
+            deadline,
+            latency: (latency, latency_max),
+            timeout,
+            limit,
+            outages,
+            failures,
+        });
     }
+    Ok(Workload {
+        seed: file.seed,
+        endpoints,
+    })
 }

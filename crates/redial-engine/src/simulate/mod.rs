@@ -1,7 +1,9 @@
-//! One simulation: a workload's jobs through the real policy core and endpoint protection
-//! (`redial_policy`: `decide`, `EndpointState::admit`, `EndpointState::finish`,
-//! `Finished::apply`, the same calls the engine makes for each attempt) on virtual time, against
-//! model endpoints that answer as the workload says.
+//! `redial simulate`'s core. One simulation runs a workload's jobs through the real policy core
+//! and endpoint protection (`redial_policy`: `decide`, `EndpointState::admit`,
+//! `EndpointState::finish`, `Finished::apply`, the same calls the engine makes for each attempt)
+//! on virtual time, against model endpoints that answer as the workload says. The binary reads
+//! workloads from TOML and prints the figures; the engine's tests hold the figures against the
+//! engine itself, run on a manual clock against receivers that behave as the model does.
 //!
 //! Time moves from event to event: an answer arrives, a job falls due, a hold ends, or (as the
 //! engine's queues poll) a second passes while due jobs are held. At each such moment the answers
@@ -15,8 +17,8 @@
 //! per job and attempt from the seed, so two policies compared meet the same workload; the
 //! policy's jitter has a stream of its own.
 
-use super::workload::{Answer, Arrival, EndpointModel, LimitKind, Workload};
-use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit};
+use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit, Rate};
+use redial_policy::Method;
 use redial_policy::{
     decide, Action, DeadCategory, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
     TransportError,
@@ -24,6 +26,90 @@ use redial_policy::{
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Duration;
+
+/// A workload: what `redial simulate` read and checked from its file.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub seed: Option<u64>,
+    pub endpoints: Vec<EndpointModel>,
+}
+
+/// One endpoint's jobs and answers.
+#[derive(Clone, Debug)]
+pub struct EndpointModel {
+    /// The endpoint's name, as `[endpoints."<name>"]` in a configuration names it.
+    pub name: String,
+    pub queue: String,
+    pub jobs: u64,
+    pub arrival: Arrival,
+    pub method: Method,
+    pub idempotency_key: bool,
+    pub deadline: Option<Duration>,
+    /// Uniform between the two.
+    pub latency: (Duration, Duration),
+    /// How long an attempt that times out takes.
+    pub timeout: Duration,
+    pub limit: Option<Limit>,
+    pub outages: Vec<Outage>,
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrival {
+    AtOnce,
+    /// One job every interval.
+    Rate(Duration),
+    Bursts {
+        size: u64,
+        every: Duration,
+    },
+}
+
+/// The endpoint's own rate limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limit {
+    pub kind: LimitKind,
+    /// A 429 says when to come back (`Retry-After`).
+    pub retry_after: bool,
+    /// Every answer carries the quota left and when it resets (see `Server::take`).
+    pub quota_headers: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LimitKind {
+    /// Refills `rate`, holds `burst` at most.
+    TokenBucket { rate: Rate, burst: u32 },
+    /// At most `limit` a window; windows start at the simulation's start.
+    FixedWindow { limit: u32, window: Duration },
+}
+
+/// A time, from the simulation's start, when the endpoint is down.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outage {
+    pub from: Duration,
+    pub until: Duration,
+    pub answer: Answer,
+}
+
+/// What a failing endpoint does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Answer {
+    Status(u16),
+    /// A 503 that says when to come back.
+    Unavailable(Duration),
+    ConnectionRefused,
+    ConnectionReset,
+    Timeout,
+}
+
+/// A share of the jobs that fail with `answer`: on their first attempt only (`once`), or on
+/// every attempt (`always`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Failure {
+    pub answer: Answer,
+    pub ratio: f64,
+    pub always: bool,
+}
 
 /// Where virtual time starts (a realistic instant: reset headers are read by their size).
 pub const T0: Timestamp = Timestamp::from_unix_millis(1_795_996_800_000);
@@ -73,6 +159,10 @@ struct Job {
     /// When its current retry was scheduled (for an outage's end: retries scheduled since the
     /// outage began are due at once).
     scheduled_at: Timestamp,
+    /// Completed or dead (its entries in the due heaps and the deadlines are dropped when met).
+    ended: bool,
+    /// An attempt of it is out.
+    flying: bool,
 }
 
 struct Flight {
@@ -125,14 +215,18 @@ fn since_start(now: Timestamp) -> Duration {
 }
 
 impl Server {
-    /// Whether the limiter lets a request through at `now`; the headers it answers with, and
-    /// for a refusal the `Retry-After` it would give.
+    /// Whether the limiter lets a request through at `now`, and the headers it answers with.
+    /// A token bucket speaks as most APIs do: `Retry-After` in whole seconds, rounded up, and
+    /// `x-ratelimit-limit`, `-remaining` and `-reset` (seconds). A fixed window speaks as
+    /// OpenAI's does (and the test receiver's `RateLimited` behaviours): `Retry-After` in
+    /// seconds to the millisecond, and `x-ratelimit-{limit,remaining,reset}-requests` (the
+    /// reset in ms).
     fn take(&mut self, model: &EndpointModel, now: Timestamp) -> (bool, Vec<(String, String)>) {
         let Some(limit) = model.limit else {
             return (true, Vec::new());
         };
-        let mut headers = Vec::new();
-        let (ok, wait_s, quota) = match limit.kind {
+        let mut headers: Vec<(String, String)> = Vec::new();
+        let ok = match limit.kind {
             LimitKind::TokenBucket { rate, burst } => {
                 let per_ms = f64::from(rate.count) / rate.per.as_millis().max(1) as f64;
                 let elapsed = (now.as_unix_millis() - self.refilled.as_unix_millis()).max(0);
@@ -143,8 +237,17 @@ impl Server {
                     self.tokens -= 1.0;
                 }
                 let wait_ms = ((1.0 - self.tokens).max(0.0) / per_ms).ceil();
-                let wait_s = (wait_ms / 1000.0).ceil().max(1.0) as u64;
-                (ok, wait_s, (burst, self.tokens.floor() as u32))
+                let wait_s = ((wait_ms / 1000.0).ceil().max(1.0) as u64).to_string();
+                if limit.quota_headers {
+                    let remaining = (self.tokens.floor() as u32).to_string();
+                    headers.push(("x-ratelimit-limit".into(), burst.to_string()));
+                    headers.push(("x-ratelimit-remaining".into(), remaining));
+                    headers.push(("x-ratelimit-reset".into(), wait_s.clone()));
+                }
+                if !ok && limit.retry_after {
+                    headers.push(("retry-after".into(), wait_s));
+                }
+                ok
             }
             LimitKind::FixedWindow { limit: n, window } => {
                 let w = ms(window).max(1);
@@ -157,19 +260,20 @@ impl Server {
                 if ok {
                     self.used += 1;
                 }
-                let ends_in = (index + 1) * w - ms(since_start(now));
-                let wait_s = (ends_in as f64 / 1000.0).ceil().max(1.0) as u64;
-                (ok, wait_s, (n, n - self.used.min(n)))
+                let ends_in = ((index + 1) * w - ms(since_start(now))).max(1);
+                if limit.quota_headers {
+                    headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
+                    let remaining = (n - self.used.min(n)).to_string();
+                    headers.push(("x-ratelimit-remaining-requests".into(), remaining));
+                    headers.push(("x-ratelimit-reset-requests".into(), format!("{ends_in}ms")));
+                }
+                if !ok && limit.retry_after {
+                    let secs = format!("{:.3}", ends_in as f64 / 1000.0);
+                    headers.push(("retry-after".into(), secs));
+                }
+                ok
             }
         };
-        if limit.quota_headers {
-            headers.push(("x-ratelimit-limit".into(), quota.0.to_string()));
-            headers.push(("x-ratelimit-remaining".into(), quota.1.to_string()));
-            headers.push(("x-ratelimit-reset".into(), wait_s.to_string()));
-        }
-        if !ok && limit.retry_after {
-            headers.push(("retry-after".into(), wait_s.to_string()));
-        }
         (ok, headers)
     }
 }
@@ -241,6 +345,8 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 failure,
                 attempts: 0,
                 scheduled_at: at,
+                ended: false,
+                flying: false,
             });
             firsts.push(Reverse((at, seq, jobs.len() - 1)));
             seq += 1;
@@ -279,6 +385,13 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
     let mut answers: BinaryHeap<Reverse<(Timestamp, u64, usize)>> = BinaryHeap::new();
     let mut sent = 0u64;
     let mut open: u64 = jobs.len() as u64;
+    // Jobs with a deadline, by deadline: one that passes while its job waits ends it, as the
+    // engine's maintenance does.
+    let mut deadlines: BinaryHeap<Reverse<(Timestamp, usize)>> = jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, j)| Some(Reverse((j.counters.deadline?, k))))
+        .collect();
     let mut now = T0;
     let end = T0.saturating_add(HORIZON);
     let mut open_per_ep: Vec<u64> = eps.iter().map(|e| e.model.jobs).collect();
@@ -300,6 +413,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             };
             free.push(slot);
             let job = &mut jobs[j];
+            job.flying = false;
             let e = &mut eps[job.ep];
             busy[e.queue] -= 1;
             e.in_flight -= 1;
@@ -327,6 +441,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             let e = &mut eps[job.ep];
             match d.action {
                 Action::Complete => {
+                    job.ended = true;
                     e.tally.completed += 1;
                     e.tally.completion_ms.push(
                         u64::try_from(ms(now.saturating_since(job.enqueued_at))).unwrap_or(0),
@@ -336,6 +451,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     e.tally.drain = Some(since_start(now));
                 }
                 Action::Dead(category) => {
+                    job.ended = true;
                     *e.tally.dead.entry(category.as_str()).or_default() += 1;
                     open -= 1;
                     open_per_ep[job.ep] -= 1;
@@ -353,15 +469,47 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             }
         }
 
+        // Deadlines passed while their jobs waited.
+        while let Some(Reverse((deadline, k))) = deadlines.peek().copied() {
+            if deadline >= now {
+                break;
+            }
+            deadlines.pop();
+            let job = &mut jobs[k];
+            if job.ended || job.flying {
+                continue;
+            }
+            job.ended = true;
+            let e = &mut eps[job.ep];
+            *e.tally
+                .dead
+                .entry(DeadCategory::DeadlineExceeded.as_str())
+                .or_default() += 1;
+            open -= 1;
+            open_per_ep[job.ep] -= 1;
+            e.tally.drain = Some(since_start(now));
+        }
+
         // Each queue leases.
         let mut wake: Option<Timestamp> = None;
         let soonest = |t: Timestamp, wake: &mut Option<Timestamp>| {
             let t = t.max(now.saturating_add(Duration::from_millis(1)));
             *wake = Some(wake.map_or(t, |w| w.min(t)));
         };
+        if let Some(Reverse((deadline, _))) = deadlines.peek() {
+            soonest(deadline.saturating_add(Duration::from_millis(1)), &mut wake);
+        }
         for (q, &slots_q) in slots.iter().enumerate() {
             // Per endpoint: (firsts held, retries held) for the rest of this pass.
             let mut held = vec![(false, false); eps.len()];
+            // Jobs a deadline ended leave the due heaps here.
+            for e in eps.iter_mut().filter(|e| e.queue == q) {
+                for heap in [&mut e.firsts, &mut e.retries] {
+                    while heap.peek().is_some_and(|Reverse((_, _, k))| jobs[*k].ended) {
+                        heap.pop();
+                    }
+                }
+            }
             while busy[q] < slots_q {
                 // The due job first in line across the queue's endpoints.
                 let mut best: Option<(Timestamp, u64, usize, bool)> = None;
@@ -395,6 +543,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 let job = &mut jobs[j];
                 if job.counters.deadline.is_some_and(|d| d < now) {
                     heap.pop();
+                    job.ended = true;
                     *e.tally
                         .dead
                         .entry(DeadCategory::DeadlineExceeded.as_str())
@@ -407,6 +556,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 match e.state.admit(e.cfg, now, retry, e.in_flight) {
                     Admission::Go(permit) => {
                         heap.pop();
+                        job.flying = true;
                         let model = e.model;
                         let attempt = job.attempts;
                         job.attempts += 1;
@@ -476,6 +626,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     }
                     Admission::FailRetry(_) => {
                         heap.pop();
+                        job.ended = true;
                         *e.tally
                             .dead
                             .entry(DeadCategory::BudgetExhausted.as_str())
