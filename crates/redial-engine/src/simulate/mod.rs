@@ -278,6 +278,18 @@ impl Server {
     }
 }
 
+/// How many of the endpoint's jobs have arrived `t` after the start.
+fn arrived_by(model: &EndpointModel, t: Duration) -> u64 {
+    let arrived = match model.arrival {
+        Arrival::AtOnce => model.jobs,
+        Arrival::Rate(every) => (t.as_nanos() / every.as_nanos().max(1)) as u64 + 1,
+        Arrival::Bursts { size, every } => {
+            ((t.as_nanos() / every.as_nanos().max(1)) as u64 + 1).saturating_mul(size)
+        }
+    };
+    arrived.min(model.jobs)
+}
+
 /// What the model answers, and how long the attempt takes.
 fn answer_of(answer: Answer, model: &EndpointModel, latency: Duration) -> (Outcome, Duration) {
     match answer {
@@ -541,6 +553,11 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     break;
                 };
                 let job = &mut jobs[j];
+                if job.ended {
+                    // Its deadline passed while it waited behind others.
+                    heap.pop();
+                    continue;
+                }
                 if job.counters.deadline.is_some_and(|d| d < now) {
                     heap.pop();
                     job.ended = true;
@@ -670,11 +687,13 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
         let Some(next) = next.filter(|t| *t <= end) else {
             break;
         };
-        // The backlog at the end of each second passed.
+        // The backlog (jobs arrived and not yet ended) at the end of each second passed.
         let passed = usize::try_from(since_start(next).as_secs()).unwrap_or(0);
         for (e, left) in eps.iter_mut().zip(&open_per_ep) {
             while e.tally.backlog.len() < passed {
-                e.tally.backlog.push(*left);
+                let end_of = Duration::from_secs(e.tally.backlog.len() as u64 + 1);
+                let to_come = e.model.jobs - arrived_by(e.model, end_of);
+                e.tally.backlog.push(left.saturating_sub(to_come));
             }
         }
         now = next;

@@ -4,8 +4,10 @@
 //! outright: requests go while some remain, and when none do, jobs wait for the reset. A 429
 //! that reports none but says when to come back (`Retry-After`) teaches it by inference: what
 //! went through since the server's window began is the best guess of its limit; from then on
-//! that many go per window, and when they are spent, one probe at a time finds out whether there
-//! is more room. Two resets a whole number of windows apart confirm the windows (measured from
+//! that many go per window, and when they are spent, probes find out whether there is more room:
+//! one at first, then rounds that grow by one for each round that found room and halve at a 429
+//! (a limiter that refills as it goes, a token bucket, never refuses a lone probe, and one at a
+//! time would hold it to one request a round trip). Two resets a whole number of windows apart confirm the windows (measured from
 //! an anchor, to a fraction of a millisecond), and a spent window may then wait for its
 //! predicted reset instead of probing: more and more windows in a row while probes keep being
 //! refused, up to [`QUOTA_PROBE_EVERY`] of them and [`QUOTA_PREDICTED_MS`] in all, so that a
@@ -163,7 +165,12 @@ impl EndpointState {
             None => {
                 self.quota_probe_skips = 0;
                 self.quota_probing = true;
-                self.quota_tokens = Some(1);
+                let room = if self.quota_inferred {
+                    self.quota_probe_room.max(1)
+                } else {
+                    1
+                };
+                self.quota_tokens = Some(u64::from(room));
             }
         }
         Ok(())
@@ -200,14 +207,29 @@ impl EndpointState {
         if o.class == ResultClass::Success {
             self.ok_in_window += 1;
             if self.quota_probing {
-                // A probe found room: probe every window again.
+                // A probe found room: probe every window again; a round's worth of them, and
+                // the rounds of an inferred quota's probes send one more.
                 self.quota_probe_every = 0;
+                if self.quota_inferred {
+                    let most = self
+                        .quota_limit
+                        .map_or(1, |l| u32::try_from(l).unwrap_or(u32::MAX));
+                    self.quota_probe_ok += 1;
+                    if self.quota_probe_ok >= self.quota_probe_room.max(1) {
+                        self.quota_probe_ok = 0;
+                        self.quota_probe_room = self
+                            .quota_probe_room
+                            .max(1)
+                            .saturating_add(1)
+                            .min(most.max(1));
+                    }
+                }
             }
         }
         if let Some((wait, _)) = &o.server_wait {
             // A 429 from an API that reports no quota: what went through since its window began
             // is the best guess of its limit. From then on that many go per window, and when
-            // they are spent, one probe at a time finds out whether there is more room.
+            // they are spent, rounds of probes find out whether there is more room.
             if cfg.learn_from_headers
                 && o.overload
                 && o.quota.requests.is_none()
@@ -231,6 +253,8 @@ impl EndpointState {
 
     /// A 429 that said the server's window ends at `reset` and reported no quota.
     fn infer_quota(&mut self, reset: Timestamp) {
+        self.quota_probe_room = (self.quota_probe_room / 2).max(1);
+        self.quota_probe_ok = 0;
         // A window that began at a predicted reset and was refused before half its limit
         // went through most likely did not begin where predicted (what went through
         // were answers late from the window before). Refused later, it did, and what

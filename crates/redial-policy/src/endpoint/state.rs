@@ -95,8 +95,17 @@ pub struct EndpointState {
     /// How many such windows may pass between probes: none at first or after a probe found
     /// room, doubling (up to `QUOTA_PROBE_EVERY`) each time a probe is refused.
     pub(super) quota_probe_every: u32,
-    /// Probing the current window for more room: it goes on, one at a time, until a 429.
+    /// Probing the current window for more room: it goes on until a 429, in rounds that grow.
     pub(super) quota_probing: bool,
+    /// How many requests a round of probes of an inferred quota may send: one more after each
+    /// round's worth of probes that found room, half as many after a 429 (at least 1, at most
+    /// the inferred limit). A limiter that refills as it goes (a token bucket) refuses no
+    /// probe, and one at a time would hold it to one request a round trip. Not saved.
+    #[serde(skip)]
+    pub(super) quota_probe_room: u32,
+    /// Probes that found room since the round grew last.
+    #[serde(skip)]
+    pub(super) quota_probe_ok: u32,
     /// The division of the limits when the current quota window began (or its first answer
     /// came): a node that leaves does not give its part to the others before the window ends,
     /// since what it sent of it is not known.

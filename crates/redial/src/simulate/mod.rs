@@ -4,6 +4,7 @@
 //! ([`sim`]); the figures are per endpoint and in total, for people (a table) or as JSON, and
 //! with `--compare` for two configurations side by side on the same workload and seed.
 
+mod plot;
 mod workload;
 
 use crate::config::{describe_problems, FileConfig, Resolved};
@@ -37,6 +38,9 @@ pub struct Args {
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
+    /// Also draw the requests a second and the jobs not yet ended over time, as SVG, to FILE.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
 }
 
 const WORKLOAD_HELP: &str = "\
@@ -143,6 +147,12 @@ fn total_of(tallies: &[Tally]) -> Tally {
         }
         for (i, n) in x.per_second.iter().enumerate() {
             t.per_second[i] += n;
+        }
+        if t.backlog.len() < x.backlog.len() {
+            t.backlog.resize(x.backlog.len(), 0);
+        }
+        for (i, n) in x.backlog.iter().enumerate() {
+            t.backlog[i] += n;
         }
     }
     t.completion_ms.sort_unstable();
@@ -300,6 +310,18 @@ pub fn run(args: Args) -> Result<()> {
             }
         })
         .collect();
+    if let Some(path) = &args.plot {
+        let series: Vec<plot::Series> = runs
+            .iter()
+            .map(|r| plot::Series {
+                name: &r.name,
+                per_second: r.total.per_second.iter().map(|n| u64::from(*n)).collect(),
+                backlog: r.total.backlog.clone(),
+            })
+            .collect();
+        std::fs::write(path, plot::svg(&series))
+            .map_err(|e| UsageError(format!("cannot write the plot to {}: {e}", path.display())))?;
+    }
     if args.json {
         let out = json!({
             "seed": seed,
