@@ -278,6 +278,32 @@ impl Server {
     }
 }
 
+/// Ends `job` at `now`: completed (`dead` none), or dead in `dead`'s category. `open` counts the
+/// jobs not yet ended, `left` those of its endpoint.
+fn finish_job(
+    job: &mut Job,
+    tally: &mut Tally,
+    dead: Option<DeadCategory>,
+    now: Timestamp,
+    open: &mut u64,
+    left: &mut u64,
+) {
+    job.ended = true;
+    match dead {
+        None => {
+            tally.completed += 1;
+            let took = now.saturating_since(job.enqueued_at);
+            tally
+                .completion_ms
+                .push(u64::try_from(ms(took)).unwrap_or(0));
+        }
+        Some(category) => *tally.dead.entry(category.as_str()).or_default() += 1,
+    }
+    *open -= 1;
+    *left -= 1;
+    tally.drain = Some(since_start(now));
+}
+
 /// How many of the endpoint's jobs have arrived `t` after the start.
 fn arrived_by(model: &EndpointModel, t: Duration) -> u64 {
     let arrived = match model.arrival {
@@ -453,21 +479,12 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             let e = &mut eps[job.ep];
             match d.action {
                 Action::Complete => {
-                    job.ended = true;
-                    e.tally.completed += 1;
-                    e.tally.completion_ms.push(
-                        u64::try_from(ms(now.saturating_since(job.enqueued_at))).unwrap_or(0),
-                    );
-                    open -= 1;
-                    open_per_ep[job.ep] -= 1;
-                    e.tally.drain = Some(since_start(now));
+                    let left = &mut open_per_ep[job.ep];
+                    finish_job(job, &mut e.tally, None, now, &mut open, left);
                 }
                 Action::Dead(category) => {
-                    job.ended = true;
-                    *e.tally.dead.entry(category.as_str()).or_default() += 1;
-                    open -= 1;
-                    open_per_ep[job.ep] -= 1;
-                    e.tally.drain = Some(since_start(now));
+                    let left = &mut open_per_ep[job.ep];
+                    finish_job(job, &mut e.tally, Some(category), now, &mut open, left);
                 }
                 Action::Retry { at, .. } | Action::Defer { until: at, .. } => {
                     job.scheduled_at = now;
@@ -491,15 +508,9 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             if job.ended || job.flying {
                 continue;
             }
-            job.ended = true;
-            let e = &mut eps[job.ep];
-            *e.tally
-                .dead
-                .entry(DeadCategory::DeadlineExceeded.as_str())
-                .or_default() += 1;
-            open -= 1;
-            open_per_ep[job.ep] -= 1;
-            e.tally.drain = Some(since_start(now));
+            let (e, left) = (&mut eps[job.ep], &mut open_per_ep[job.ep]);
+            let category = Some(DeadCategory::DeadlineExceeded);
+            finish_job(job, &mut e.tally, category, now, &mut open, left);
         }
 
         // Each queue leases.
@@ -560,14 +571,15 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 }
                 if job.counters.deadline.is_some_and(|d| d < now) {
                     heap.pop();
-                    job.ended = true;
-                    *e.tally
-                        .dead
-                        .entry(DeadCategory::DeadlineExceeded.as_str())
-                        .or_default() += 1;
-                    open -= 1;
-                    open_per_ep[i] -= 1;
-                    e.tally.drain = Some(since_start(now));
+                    let category = Some(DeadCategory::DeadlineExceeded);
+                    finish_job(
+                        job,
+                        &mut e.tally,
+                        category,
+                        now,
+                        &mut open,
+                        &mut open_per_ep[i],
+                    );
                     continue;
                 }
                 match e.state.admit(e.cfg, now, retry, e.in_flight) {
@@ -643,14 +655,15 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     }
                     Admission::FailRetry(_) => {
                         heap.pop();
-                        job.ended = true;
-                        *e.tally
-                            .dead
-                            .entry(DeadCategory::BudgetExhausted.as_str())
-                            .or_default() += 1;
-                        open -= 1;
-                        open_per_ep[i] -= 1;
-                        e.tally.drain = Some(since_start(now));
+                        let category = Some(DeadCategory::BudgetExhausted);
+                        finish_job(
+                            job,
+                            &mut e.tally,
+                            category,
+                            now,
+                            &mut open,
+                            &mut open_per_ep[i],
+                        );
                     }
                     Admission::Hold(h) => {
                         held[i] = (true, true);
