@@ -7,8 +7,9 @@
 //! that many go per window, and when they are spent, probes find out whether there is more room:
 //! one at first, then rounds that grow by one for each round that found room and halve at a 429
 //! (a limiter that refills as it goes, a token bucket, never refuses a lone probe, and one at a
-//! time would hold it to one request a round trip). Two resets a whole number of windows apart confirm the windows (measured from
-//! an anchor, to a fraction of a millisecond), and a spent window may then wait for its
+//! time would hold it to one request a round trip). Two resets a whole number of windows apart
+//! confirm the windows (measured from an anchor, to a fraction of a millisecond), and a spent
+//! window may then wait for its
 //! predicted reset instead of probing: more and more windows in a row while probes keep being
 //! refused, up to [`QUOTA_PROBE_EVERY`] of them and [`QUOTA_PREDICTED_MS`] in all, so that a
 //! limit the server raised is found within a second.
