@@ -391,7 +391,7 @@ impl EndpointState {
     }
 
     /// The server's window length, as measured between its resets.
-    fn window_length(&self) -> Option<f64> {
+    pub(super) fn window_length(&self) -> Option<f64> {
         self.quota_windows
             .map(|(ms, windows)| ms as f64 / f64::from(windows.max(1)))
             .or(self.quota_period_ms.map(|p| p as f64))

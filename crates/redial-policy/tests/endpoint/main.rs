@@ -5,6 +5,7 @@
 //! budget, first contact, pace), and several nodes. The helpers shared by all are here.
 
 mod breaker;
+mod forecast;
 mod limits;
 mod nodes;
 mod pauses;
