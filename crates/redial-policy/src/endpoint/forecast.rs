@@ -182,10 +182,7 @@ impl EndpointState {
         let mut risk = 0;
         let mut first = None;
         for d in input.deadlines {
-            let forecast_start = match start {
-                None => None,
-                Some(s) => Some(at(s, d.ahead).unwrap_or(s).max(d.run_at)),
-            };
+            let forecast_start = start.map(|s| at(s, d.ahead).unwrap_or(s).max(d.run_at));
             if forecast_start.is_none_or(|f| d.deadline < f) {
                 risk += 1;
                 if first.is_none() {
