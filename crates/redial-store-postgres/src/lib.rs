@@ -390,6 +390,15 @@ impl Store for PgStore {
         with_conn!(self, c => sql::endpoint_backlog_of(c, name, now).await)
     }
 
+    async fn endpoint_deadlines(
+        &self,
+        name: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        with_conn!(self, c => sql::endpoint_deadlines(c, name, now, limit).await)
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         with_conn!(self, c => sql::endpoint_saved(c, name).await)
     }

@@ -427,6 +427,17 @@ impl Store for SqliteStore {
         Ok(sql::endpoint_backlog_of(&self.inner.counts, name))
     }
 
+    async fn endpoint_deadlines(
+        &self,
+        name: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        let name = name.to_owned();
+        self.read(move |c| sql::endpoint_deadlines(c, &name, now, limit))
+            .await
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         let name = name.to_owned();
         self.read(move |c| sql::endpoint_saved(c, &name)).await

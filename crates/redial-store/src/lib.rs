@@ -165,6 +165,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn endpoint_backlog_of(&self, name: &str, now: Timestamp)
         -> StoreResult<EndpointBacklog>;
 
+    /// One endpoint's waiting jobs with a deadline, in the order they are expected to start (the
+    /// due ones first, by priority then time, then the later ones by their time; across queues),
+    /// each with how many of the endpoint's waiting jobs go before it: at most `limit`, those
+    /// that go first. Reads every waiting job of the endpoint when some of them have a deadline;
+    /// none when none has.
+    async fn endpoint_deadlines(
+        &self,
+        name: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>>;
+
     /// Whether some node saved a state for this endpoint (it was seen, here or elsewhere).
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool>;
 

@@ -410,6 +410,15 @@ impl Store for Watched {
         self.inner.endpoint_backlog_of(name, now).await
     }
 
+    async fn endpoint_deadlines(
+        &self,
+        name: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        self.inner.endpoint_deadlines(name, now, limit).await
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         self.inner.endpoint_saved(name).await
     }

@@ -1,6 +1,7 @@
 //! Endpoints and controls: backlog, saved endpoint state, shared holds, hand pauses.
 
 use super::*;
+use redial_policy::endpoint::WaitingDeadline;
 
 pub async fn endpoint_backlog(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
     let rows = c
@@ -185,6 +186,39 @@ pub async fn endpoint_backlog_of(
         due: get::<i64>(&row, 0)?.max(0) as u64,
         later: get::<i64>(&row, 1)?.max(0) as u64,
     })
+}
+
+/// An endpoint's waiting jobs with a deadline and how many go before each
+/// ([`redial_store::Store::endpoint_deadlines`]): none read through when none has a deadline.
+pub async fn endpoint_deadlines(
+    c: &mut Conn,
+    name: &str,
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let rows = c
+        .client
+        .query(
+            &format!(
+                "SELECT ahead, run_at, deadline FROM (SELECT run_at, deadline, \
+                 row_number() OVER (ORDER BY GREATEST(run_at, $2), priority DESC, run_at, seq) - 1 \
+                 AS ahead FROM jobs WHERE endpoint = $1 AND {WAITING} AND EXISTS (SELECT 1 FROM jobs \
+                 WHERE deadline IS NOT NULL AND {WAITING} AND endpoint = $1)) w \
+                 WHERE deadline IS NOT NULL ORDER BY ahead LIMIT $3"
+            ),
+            &[&name, &ms(now), &i64::from(limit)],
+        )
+        .await
+        .map_err(backend)?;
+    rows.iter()
+        .map(|r| {
+            Ok(WaitingDeadline {
+                ahead: get::<i64>(r, 0)?.max(0) as u64,
+                run_at: Timestamp::from_unix_millis(get(r, 1)?),
+                deadline: Timestamp::from_unix_millis(get(r, 2)?),
+            })
+        })
+        .collect()
 }
 
 pub async fn endpoint_saved(c: &mut Conn, name: &str) -> StoreResult<bool> {

@@ -2,6 +2,7 @@
 //! hand pauses of queues and endpoints.
 
 use super::*;
+use redial_policy::endpoint::WaitingDeadline;
 
 /// From the kept counts: ready jobs are due (and held, when their endpoint holds them); scheduled
 /// and deferred ones wait for later (one whose time came is promoted to ready within a
@@ -158,6 +159,49 @@ pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -
     )
     .map(|_| ())
     .map_err(backend)
+}
+
+/// An endpoint's waiting jobs with a deadline and how many go before each
+/// ([`redial_store::Store::endpoint_deadlines`]): a look in the deadlines' index first, so that
+/// an endpoint whose jobs have none is not read through.
+pub fn endpoint_deadlines(
+    c: &mut Connection,
+    name: &str,
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let any: bool = c
+        .prepare_cached(concat!(
+            "SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_waiting_deadline \
+             WHERE deadline IS NOT NULL AND ",
+            waiting!(),
+            " AND endpoint = ?1)"
+        ))
+        .map_err(backend)?
+        .query_row([name], |r| r.get(0))
+        .map_err(backend)?;
+    if !any {
+        return Ok(Vec::new());
+    }
+    let mut stmt = c
+        .prepare_cached(concat!(
+            "SELECT ahead, run_at, deadline FROM (SELECT run_at, deadline, \
+             row_number() OVER (ORDER BY max(run_at, ?2), priority DESC, run_at, seq) - 1 AS ahead \
+             FROM jobs WHERE endpoint = ?1 AND ",
+            waiting!(),
+            ") WHERE deadline IS NOT NULL ORDER BY ahead LIMIT ?3"
+        ))
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map(params![name, ms(now), limit], |r| {
+            Ok(WaitingDeadline {
+                ahead: r.get::<_, i64>(0)?.max(0) as u64,
+                run_at: Timestamp::from_unix_millis(r.get(1)?),
+                deadline: Timestamp::from_unix_millis(r.get(2)?),
+            })
+        })
+        .map_err(backend)?;
+    rows.collect::<Result<_, _>>().map_err(backend)
 }
 
 pub fn endpoint_saved(c: &mut Connection, name: &str) -> StoreResult<bool> {

@@ -130,6 +130,61 @@ pub async fn shared_holds_only_lengthen(store: Arc<dyn Store>) {
         .is_empty());
 }
 
+pub async fn endpoint_deadlines_in_start_order(store: Arc<dyn Store>) {
+    // A: due jobs by priority then time, then the later ones by time, across queues; B's and a
+    // running job are not counted.
+    for (id, queue, endpoint, priority, run_at, deadline) in [
+        ("d1", "q", "A", 0, 0, None),
+        ("d2", "q", "A", 0, 5, Some(100)),
+        ("d3", "r", "A", 9, 8, Some(90)),
+        ("d4", "q", "A", 0, 60, Some(70)),
+        ("d5", "q", "A", 9, 50, None),
+        ("d6", "q", "B", 0, 0, Some(10)),
+        ("d7", "q", "A", 0, 1, Some(5)),
+    ] {
+        let mut j = new_job(id, queue);
+        j.endpoint = endpoint.into();
+        j.priority = priority;
+        j.run_at = at(run_at);
+        j.deadline = deadline.map(at);
+        store.job_insert(j).await.expect("insert");
+    }
+    lease(&store, "q", "w", at(1), 1).await; // d1 runs
+    let got = store
+        .endpoint_deadlines("A", at(10), 10)
+        .await
+        .expect("deadlines");
+    let w = |ahead, run_at, deadline| redial_policy::endpoint::WaitingDeadline {
+        ahead,
+        run_at: at(run_at),
+        deadline: at(deadline),
+    };
+    // Order: d3 (due, priority 9), d7 (due at 1), d2 (due at 5), d5 (at 50), d4 (at 60).
+    assert_eq!(
+        got,
+        vec![w(0, 8, 90), w(1, 1, 5), w(2, 5, 100), w(4, 60, 70)]
+    );
+    let first = store
+        .endpoint_deadlines("A", at(10), 2)
+        .await
+        .expect("deadlines");
+    assert_eq!(first, got[..2]);
+    assert!(store
+        .endpoint_deadlines("C", at(10), 10)
+        .await
+        .expect("deadlines")
+        .is_empty());
+    // An endpoint whose waiting jobs have no deadline has none.
+    let mut j = new_job("e1", "q");
+    j.endpoint = "E".into();
+    store.job_insert(j).await.expect("insert");
+    assert!(store
+        .endpoint_deadlines("E", at(10), 10)
+        .await
+        .expect("deadlines")
+        .is_empty());
+}
+
 pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
     for (id, endpoint, run_at) in [
         ("k1", "A", 0),
