@@ -1027,6 +1027,8 @@ export interface components {
              * @description When its last outage began (kept after it ended): POST /v1/endpoints/{name}/replay-outage replays the dead letters since then.
              */
             outage_began: string | null;
+            /** @description Only in GET /v1/endpoints/{name} and in the answers of its controls, not in the list. */
+            forecast?: components["schemas"]["Forecast"];
         };
         EndpointList: {
             endpoints: components["schemas"]["Endpoint"][];
@@ -1042,7 +1044,7 @@ export interface components {
              * @description Since when it fires (or, when it does not, since when it stopped), if it ever fired.
              */
             since: string | null;
-            /** @description What was measured: a count of dead letters, or a deferral's age in seconds. */
+            /** @description What was measured: a count of dead letters, a deferral's age in seconds, or a count of waiting jobs forecast to miss their deadline. */
             value: number | null;
             threshold: number | null;
             /** Format: date-time */
@@ -1338,6 +1340,7 @@ export interface components {
                 /** @description Attempts in flight on this node, as the group's limits count them (0 when it has none). */
                 in_flight_here: number;
                 limits: components["schemas"]["GroupLimits"];
+                forecast: components["schemas"]["Forecast"];
             }[];
         };
         /** @description Where Redial tells when the job finishes: a POST of a JSON event (type job.completed, job.dead or job.cancelled; data: the job's id, queue, group, tags, idempotency key, state, category, reason, counts, times, and the final response: status, headers that are not secrets, body as text or base64, content type, whether it was cut). The delivery is a job of its own in the callback queue (callbacks), with the whole policy, signed like any job of that queue or endpoint; its webhook-id (and idempotency key) is the same on every attempt of one event. The queue's callback applies when absent; a job of the callback queue has none (422 invalid_callback). */
@@ -1559,6 +1562,41 @@ export interface components {
             /** @description Why the key's next job waits, in one line. */
             why: string;
             head: components["schemas"]["Job"];
+        };
+        /** @description How long a backlog takes to drain at the limits in force, and which waiting jobs are forecast to miss their deadline. The model: every job takes one request (retries, slow start and the retry budget are not counted), jobs start in the order they would be leased, each no sooner than its time; sending starts when what stops every job ends (a pause, an open breaker, suspect first attempts) and then goes at the smallest of the configured rate, the pace learned from bare 429s, and the concurrency over the attempt time measured on this node, within a learned quota's windows. See docs/simulate.md#forecasts. */
+        Forecast: {
+            /** @description Waiting jobs counted (due now and scheduled later). */
+            waiting: number;
+            /**
+             * Format: date-time
+             * @description When sending can start: now, or the end of what stops every job; null for a pause by hand with no end.
+             */
+            starts_at: string | null;
+            /** @description Jobs a second once sending starts, in the long run; null when nothing known bounds it (no limit, and no attempt timed on this node yet). */
+            jobs_per_second: number | null;
+            /** @description What sets that pace, or why none is known, in words. */
+            limited_by: string;
+            /**
+             * Format: date-time
+             * @description When the last waiting job is forecast to start; null when the pace or the start is unknown.
+             */
+            drains_at: string | null;
+            /** @description Seconds from now until drains_at. */
+            drain_seconds: number | null;
+            /** @description Waiting jobs with a deadline (an endpoint's first 10,000 in start order; always 0 for a group, whose deadlines are not read). */
+            with_deadline: number;
+            /** @description Of those, the jobs whose deadline falls before their forecast start: what the alert rule deadline_at_risk counts. */
+            deadline_at_risk: number;
+            /** @description The first job in start order forecast to miss its deadline. */
+            first_at_risk: null | {
+                /** Format: date-time */
+                deadline: string;
+                /**
+                 * Format: date-time
+                 * @description null when sending has no known start.
+                 */
+                forecast_start: string | null;
+            };
         };
     };
     responses: {

@@ -34,7 +34,8 @@ pub struct Alert {
     pub since: Option<String>,
     pub summary: String,
     pub threshold: Option<f64>,
-    /// What was measured: a count of dead letters, or a deferral's age in seconds.
+    /// What was measured: a count of dead letters, a deferral's age in seconds, or a count of
+    /// waiting jobs forecast to miss their deadline.
     pub value: Option<f64>,
 }
 
@@ -244,6 +245,9 @@ pub struct Endpoint {
     /// Since when the endpoint has been failing (its first failure after its last success);
     /// null when its last answer was a success.
     pub failing_since: Option<String>,
+    /// Only in GET /v1/endpoints/{name} and in the answers of its controls, not in the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<Forecast>,
     /// jobs due now but held by the endpoint's limits
     pub held: i64,
     /// What holds its jobs right now, if anything.
@@ -341,6 +345,47 @@ pub struct EventPage {
     pub more: bool,
     /// Pass as after to read on (also when events is empty: the log may grow)
     pub next_cursor: String,
+}
+
+/// How long a backlog takes to drain at the limits in force, and which waiting jobs are
+/// forecast to miss their deadline. The model: every job takes one request (retries, slow start
+/// and the retry budget are not counted), jobs start in the order they would be leased, each no
+/// sooner than its time; sending starts when what stops every job ends (a pause, an open
+/// breaker, suspect first attempts) and then goes at the smallest of the configured rate, the
+/// pace learned from bare 429s, and the concurrency over the attempt time measured on this
+/// node, within a learned quota's windows. See docs/simulate.md#forecasts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Forecast {
+    /// Of those, the jobs whose deadline falls before their forecast start: what the alert rule
+    /// deadline_at_risk counts.
+    pub deadline_at_risk: i64,
+    /// Seconds from now until drains_at.
+    pub drain_seconds: Option<f64>,
+    /// When the last waiting job is forecast to start; null when the pace or the start is
+    /// unknown.
+    pub drains_at: Option<String>,
+    /// The first job in start order forecast to miss its deadline.
+    pub first_at_risk: Option<ForecastFirstAtRisk>,
+    /// Jobs a second once sending starts, in the long run; null when nothing known bounds it
+    /// (no limit, and no attempt timed on this node yet).
+    pub jobs_per_second: Option<f64>,
+    /// What sets that pace, or why none is known, in words.
+    pub limited_by: String,
+    /// When sending can start: now, or the end of what stops every job; null for a pause by
+    /// hand with no end.
+    pub starts_at: Option<String>,
+    /// Waiting jobs counted (due now and scheduled later).
+    pub waiting: i64,
+    /// Waiting jobs with a deadline (an endpoint's first 10,000 in start order; always 0 for a
+    /// group, whose deadlines are not read).
+    pub with_deadline: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForecastFirstAtRisk {
+    pub deadline: String,
+    /// null when sending has no known start.
+    pub forecast_start: Option<String>,
 }
 
 /// What a group of a queue's jobs may use: attempts in flight and started per interval (across
@@ -716,6 +761,7 @@ pub struct QueueGroups {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueGroupsGroups {
+    pub forecast: Forecast,
     pub group: String,
     /// Attempts in flight on this node, as the group's limits count them (0 when it has none).
     pub in_flight_here: i64,

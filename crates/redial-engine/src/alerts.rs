@@ -33,6 +33,13 @@ pub enum AlertCondition {
         queue: Option<String>,
         older_than: Duration,
     },
+    /// More than `more_than` waiting jobs (of an endpoint, when given) are forecast to miss
+    /// their deadline: their deadline falls before their forecast start at the limits in force
+    /// ([`redial_policy::endpoint::Forecast`]).
+    DeadlineAtRisk {
+        endpoint: Option<String>,
+        more_than: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +72,15 @@ impl AlertRule {
                 queue
                     .as_ref()
                     .map_or(String::new(), |q| format!(" in queue {q}"))
+            ),
+            AlertCondition::DeadlineAtRisk {
+                endpoint,
+                more_than,
+            } => format!(
+                "more than {more_than} waiting jobs{} forecast to miss their deadline",
+                endpoint
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(" of {e}"))
             ),
         }
     }
@@ -106,6 +122,13 @@ impl AlertRule {
                     older_than: Duration::from_secs(3600),
                 },
             },
+            AlertRule {
+                name: "deadline_at_risk".into(),
+                condition: AlertCondition::DeadlineAtRisk {
+                    endpoint: None,
+                    more_than: 0,
+                },
+            },
         ]
     }
 }
@@ -136,7 +159,8 @@ pub struct AlertStatus {
     pub firing: bool,
     /// Since when it fires (or, when it does not, since when it stopped), if it ever fired.
     pub since: Option<Timestamp>,
-    /// What was measured: a count of dead letters, or a deferral's age in seconds.
+    /// What was measured: a count of dead letters, a deferral's age in seconds, or a count of
+    /// waiting jobs forecast to miss their deadline.
     pub value: f64,
     pub threshold: f64,
     pub evaluated_at: Option<Timestamp>,
@@ -208,12 +232,23 @@ impl Alerts {
             .any(|r| matches!(r.condition, AlertCondition::DeferredAge { .. }))
     }
 
-    /// Evaluates every rule against the store (dead letters) and `stats` (deferral ages; pass
-    /// them when [`Alerts::needs_stats`]); returns the alerts that started or stopped firing.
+    /// Whether some rule watches the forecasts (deadlines at risk).
+    pub fn needs_forecasts(&self) -> bool {
+        self.config
+            .rules
+            .iter()
+            .any(|r| matches!(r.condition, AlertCondition::DeadlineAtRisk { .. }))
+    }
+
+    /// Evaluates every rule against the store (dead letters), `stats` (deferral ages; pass
+    /// them when [`Alerts::needs_stats`]) and `at_risk` (per endpoint, the waiting jobs
+    /// forecast to miss their deadline; pass them when [`Alerts::needs_forecasts`]); returns
+    /// the alerts that started or stopped firing.
     pub async fn evaluate(
         &self,
         store: &dyn Store,
         stats: Option<&redial_store::Stats>,
+        at_risk: Option<&[(String, u64)]>,
         now: Timestamp,
     ) -> Result<Vec<Change>, StoreError> {
         let mut values = Vec::with_capacity(self.config.rules.len());
@@ -247,6 +282,13 @@ impl Alerts {
                             .fold(0.0, f64::max)
                     })
                     .unwrap_or(0.0),
+                AlertCondition::DeadlineAtRisk { endpoint, .. } => at_risk
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|(e, _)| endpoint.as_ref().is_none_or(|want| want == e))
+                    .map(|(_, n)| *n)
+                    .sum::<u64>()
+                    as f64,
             };
             values.push(value);
         }
@@ -361,6 +403,7 @@ fn threshold(c: &AlertCondition) -> f64 {
     match c {
         AlertCondition::DeadLetters { more_than, .. } => *more_than as f64,
         AlertCondition::DeferredAge { older_than, .. } => older_than.as_secs_f64(),
+        AlertCondition::DeadlineAtRisk { more_than, .. } => *more_than as f64,
     }
 }
 
@@ -380,6 +423,15 @@ fn summary(rule: &AlertRule, firing: bool, value: f64) -> String {
         AlertCondition::DeferredAge { .. } => format!(
             "oldest deferral {}s ({}: {})",
             value.round(),
+            if firing {
+                "over the limit"
+            } else {
+                "within the limit"
+            },
+            rule.describe()
+        ),
+        AlertCondition::DeadlineAtRisk { .. } => format!(
+            "{value} waiting jobs forecast to miss their deadline ({}: {})",
             if firing {
                 "over the limit"
             } else {

@@ -35,6 +35,9 @@ struct Entry {
     /// when its state was last saved): an endpoint unseen long enough, with nothing held, is
     /// forgotten ([`Registry::forgettable`]).
     last_seen: Option<Timestamp>,
+    /// How long its attempts take here, from admission to answer, in milliseconds: a moving
+    /// average (each answer weighs a fifth), for forecasts. Not saved.
+    attempt_ms: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -66,6 +69,8 @@ pub(crate) struct Admitted {
     permit: Option<Permit>,
     /// The admission of the job's group (its own limits), which ends with this one.
     group: Option<Box<Admitted>>,
+    /// When it was granted: the attempt's time runs from here to its answer.
+    at: Timestamp,
 }
 
 impl Admitted {
@@ -76,7 +81,10 @@ impl Admitted {
     pub fn finish(mut self, now: Timestamp, observed: Observed) -> Finished {
         let mut finished = Finished::default();
         if let Some(permit) = self.permit.take() {
-            finished = self.registry.finish(&self.endpoint, now, permit, observed);
+            let took = now.saturating_since(self.at);
+            finished = self
+                .registry
+                .finish(&self.endpoint, now, permit, observed, took);
         }
         if let Some(mut group) = self.group.take() {
             if let Some(permit) = group.permit.take() {
@@ -89,7 +97,10 @@ impl Admitted {
                     others_in_flight: 0,
                     safe_retry: false,
                 };
-                group.registry.finish(&group.endpoint, now, permit, plain);
+                let took = now.saturating_since(group.at);
+                group
+                    .registry
+                    .finish(&group.endpoint, now, permit, plain, took);
             }
         }
         finished
@@ -210,6 +221,7 @@ impl Registry {
                             shared: (None, None, None),
                             announced: None,
                             last_seen: Some(r.updated_at),
+                            attempt_ms: None,
                         },
                     );
                 }
@@ -247,6 +259,7 @@ impl Registry {
                 endpoint: endpoint.to_owned(),
                 permit: Some(permit),
                 group: None,
+                at: now,
             }),
             held => Err(held),
         }
@@ -284,11 +297,14 @@ impl Registry {
         now: Timestamp,
         permit: Permit,
         mut observed: Observed,
+        took: std::time::Duration,
     ) -> Finished {
         let cfg = self.config(endpoint);
         let mut entries = self.lock();
         let e = self.entry(&mut entries, endpoint);
         e.last_seen = Some(now);
+        let ms = took.as_secs_f64() * 1000.0;
+        e.attempt_ms = Some(e.attempt_ms.map_or(ms, |avg| avg + (ms - avg) / 5.0));
         e.in_flight = e.in_flight.saturating_sub(1);
         observed.others_in_flight = e.in_flight;
         let before = e.state.breaker.name();
@@ -541,6 +557,35 @@ impl Registry {
                 let mut state = EndpointState::default();
                 state.set_share(self.share_of(endpoint));
                 state.view(self.config(endpoint), now, 0)
+            }
+        }
+    }
+
+    /// The forecast of `endpoint`'s backlog ([`EndpointState::forecast`]), with the attempt
+    /// time measured here (`input.attempt_time` is filled in).
+    pub fn forecast(
+        &self,
+        endpoint: &str,
+        now: Timestamp,
+        mut input: redial_policy::endpoint::ForecastInput<'_>,
+    ) -> redial_policy::endpoint::Forecast {
+        let cfg = self.config(endpoint);
+        let entries = self.lock();
+        match entries.get(endpoint) {
+            Some(e) => {
+                input.attempt_time = e
+                    .attempt_ms
+                    .map(|ms| std::time::Duration::from_micros((ms * 1000.0) as u64));
+                let mut state = e.state.clone();
+                drop(entries);
+                state.view(cfg, now, 0);
+                state.forecast(cfg, now, &input)
+            }
+            None => {
+                drop(entries);
+                let mut state = EndpointState::default();
+                state.set_share(self.share_of(endpoint));
+                state.forecast(cfg, now, &input)
             }
         }
     }

@@ -1417,3 +1417,92 @@ async fn the_simulator_agrees_with_the_engine_on_a_hard_down_endpoint() {
     let engine = engined(clock, &rx, jobs, deadline, |_| "/down", policy, limits, 32).await;
     agrees(&sim, &engine);
 }
+
+/// A backlog held by a pause: the forecast starts at the pause's end and goes at the configured
+/// rate, the jobs whose deadline falls before their turn are counted, and the alert rule
+/// `deadline_at_risk` fires; once resumed and drained, nothing is at risk and it resolves.
+#[tokio::test]
+async fn a_backlog_behind_a_pause_is_forecast_and_its_deadlines_at_risk_fire_the_alert() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let origin = format!("http://{}", rx.addr());
+    let endpoints = BTreeMap::from([(
+        origin.clone(),
+        EndpointSettings {
+            policy: None,
+            limits: EndpointConfig {
+                rate: Some(Rate::parse("10/s").expect("rate")),
+                burst: 1,
+                ..EndpointConfig::default()
+            },
+        },
+    )]);
+    let s = setup(clock, 8, quick_policy())
+        .endpoints(endpoints)
+        .start()
+        .await;
+    s.engine
+        .pause(
+            ControlKind::Endpoint,
+            &origin,
+            Some(T0.saturating_add(Duration::from_secs(60))),
+            "provider maintenance".into(),
+        )
+        .await
+        .expect("pause");
+    // 100 jobs in one batch, in order; each must start within 65 s.
+    s.enqueue((0..100).map(|i| {
+        (
+            format!("j{i:03}"),
+            rx.url("/ok"),
+            Some(Duration::from_secs(65)),
+        )
+    }))
+    .await;
+    s.settle().await;
+
+    let f = s.engine.endpoint_forecast(&origin).await.expect("forecast");
+    assert_eq!(f.waiting, 100);
+    assert_eq!(
+        f.starts_at,
+        Some(T0.saturating_add(Duration::from_secs(60)))
+    );
+    assert_eq!(f.jobs_per_second, Some(10.0), "{}", f.limited_by);
+    assert!(f.limited_by.contains("configured rate"), "{}", f.limited_by);
+    // The 100th starts 9.9 s after the pause ends.
+    assert_eq!(
+        f.drains_at,
+        Some(T0.saturating_add(Duration::from_millis(69_900)))
+    );
+    // The kth starts at 60 s + k/10 s: jobs 51 to 99 start after 65 s.
+    assert_eq!((f.with_deadline, f.deadline_at_risk), (100, 49));
+    let first = f.first_at_risk.expect("one at risk");
+    assert_eq!(
+        first.forecast_start,
+        Some(T0.saturating_add(Duration::from_millis(65_100)))
+    );
+    let alerts = s.engine.evaluate_alerts().await.expect("alerts");
+    let risk = alerts
+        .iter()
+        .find(|a| a.name == "deadline_at_risk")
+        .expect("a default rule");
+    assert!(risk.firing, "{risk:?}");
+    assert_eq!(risk.value, 49.0);
+
+    s.engine
+        .resume(ControlKind::Endpoint, &origin)
+        .await
+        .expect("resume");
+    let f = s.engine.endpoint_forecast(&origin).await.expect("forecast");
+    assert_eq!((f.starts_at, f.deadline_at_risk), (Some(T0), 0));
+    s.run_until("all completed", STEP, |c| count(c, "completed") == 100)
+        .await;
+    let alerts = s.engine.evaluate_alerts().await.expect("alerts");
+    let risk = alerts
+        .iter()
+        .find(|a| a.name == "deadline_at_risk")
+        .expect("a default rule");
+    assert!(!risk.firing, "{risk:?}");
+    let f = s.engine.endpoint_forecast(&origin).await.expect("forecast");
+    assert_eq!((f.waiting, f.deadline_at_risk), (0, 0));
+}

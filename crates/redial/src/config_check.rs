@@ -323,6 +323,15 @@ fn alert_rule(rule: &redial_engine::alerts::AlertRule) -> Value {
             "queue": queue,
             "deferred_older_than": human(*older_than),
         }),
+        AlertCondition::DeadlineAtRisk {
+            endpoint,
+            more_than,
+        } => json!({
+            "name": rule.name,
+            "deadline_at_risk": true,
+            "endpoint": endpoint,
+            "more_than": more_than,
+        }),
     }
 }
 

@@ -425,6 +425,9 @@ pub fn endpoint(e: &Endpoint) -> String {
         ),
     ];
     let mut facts = facts.to_vec();
+    if let Some(f) = &e.forecast {
+        facts.extend(forecast(f));
+    }
     if e.nodes > 1 {
         facts.push((
             "nodes",
@@ -448,6 +451,43 @@ pub fn endpoint(e: &Endpoint) -> String {
         out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
         out.push('\n');
     }
+    out
+}
+
+/// A forecast's lines: when the backlog drains and at what pace, and the deadlines at risk.
+pub fn forecast(f: &redial_client::Forecast) -> Vec<(&'static str, String)> {
+    let drains = match (&f.drains_at, f.drain_seconds) {
+        _ if f.waiting == 0 => "nothing waits".to_owned(),
+        (Some(at), Some(secs)) => format!(
+            "{at}, in {} ({} jobs{}, limited by {})",
+            redial_policy::Human(std::time::Duration::from_secs(secs.max(0.0).round() as u64)),
+            f.waiting,
+            f.jobs_per_second.map_or(String::new(), |r| format!(
+                " at {}",
+                redial_policy::endpoint::pace_text(r)
+            )),
+            f.limited_by
+        ),
+        _ => format!("not known: {}", f.limited_by),
+    };
+    let mut out = vec![("drains", drains)];
+    if let Some(start) = f.starts_at.as_ref().filter(|_| f.waiting > 0) {
+        out.push(("starts", start.clone()));
+    }
+    let risk = match &f.first_at_risk {
+        None => format!(
+            "{} of {} with a deadline",
+            f.deadline_at_risk, f.with_deadline
+        ),
+        Some(first) => format!(
+            "{} of {} with a deadline; the first due by {}, forecast to start {}",
+            f.deadline_at_risk,
+            f.with_deadline,
+            first.deadline,
+            or_dash(first.forecast_start.as_ref())
+        ),
+    };
+    out.push(("deadlines at risk", risk));
     out
 }
 

@@ -608,8 +608,21 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
         t.starts_with("paused by hand") && t.ends_with("provider maintenance")
     })
     .await;
-    // A job sent to it now waits.
+    // A job sent to it now waits, and one with a deadline is at risk: nothing is sent before
+    // the pause is lifted by hand.
     enqueue(&http, &server.url, None, "second", &rx.url("/ok")).await;
+    let r = http
+        .post(format!("{}/v1/jobs", server.url))
+        .header("content-type", "application/json")
+        .body(
+            json!({ "id": "third", "deadline": "2999-01-01T00:00:00Z",
+                    "request": { "method": "POST", "url": rx.url("/later") } })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("enqueue");
+    assert_eq!(r.status().as_u16(), 201);
     b.goto(&format!(
         "{}/ui/#/endpoint/{}",
         server.url,
@@ -623,6 +636,15 @@ async fn an_endpoint_and_a_queue_paused_and_resumed_in_a_browser() {
     // It answered no 429 without Retry-After: no pace learned.
     b.wait_text("#endpoint-pace", "the endpoint's learned pace", |t| {
         t == "none learned"
+    })
+    .await;
+    b.wait_text("#endpoint-drains", "the endpoint's forecast", |t| {
+        t == "not known: paused by hand until resumed"
+    })
+    .await;
+    b.wait_text("#endpoint-at-risk", "the deadlines at risk", |t| {
+        t.starts_with("1 of 1 with a deadline; the first is due by ")
+            && t.ends_with("forecast to start when resumed")
     })
     .await;
     assert_eq!(job_state(&http, &server.url, "second").await, "ready");
@@ -812,6 +834,13 @@ async fn a_queues_groups_in_a_browser() {
     b.wait_text("main p.muted", "the summary", |t| {
         t.starts_with("2 groups have work")
     })
+    .await;
+    // No limit and no attempt timed: how long the groups take is not known, and said so.
+    b.wait_text(
+        "tr[data-group='tenant-a'] td.drains",
+        "tenant-a's forecast",
+        |t| t == "not known",
+    )
     .await;
     // A job's page names its group.
     b.goto(&format!("{}/ui/#/job/a1", server.url)).await;

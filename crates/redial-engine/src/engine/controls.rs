@@ -32,6 +32,9 @@ pub struct GroupView {
     /// none).
     pub in_flight_here: u32,
     pub limits: GroupLimits,
+    /// How long its waiting jobs take to start, at its own limits and the queue's concurrency
+    /// (deadlines are not read for groups).
+    pub forecast: redial_policy::endpoint::Forecast,
 }
 
 /// A queue's groups with work, most waiting first.
@@ -141,6 +144,7 @@ impl Engine {
             .groups
             .into_iter()
             .map(|g| GroupView {
+                forecast: self.group_forecast(queue, &g.group, g.waiting),
                 in_flight_here: registry.map_or(0, |r| r.in_flight(&g.group)),
                 limits: qc.groups.limits(&g.group).clone(),
                 group: g.group,

@@ -160,6 +160,29 @@ pub(super) async fn cached_stats(inner: &Inner) -> Result<redial_store::Stats, S
     }
 }
 
+impl Inner {
+    /// Evaluates the alert rules now, with the counts (deferral ages) and the forecasts
+    /// (deadlines at risk) they need; returns the alerts that started or stopped firing.
+    pub(super) async fn evaluate_alerts(
+        &self,
+        now: Timestamp,
+    ) -> Result<Vec<crate::alerts::Change>, StoreError> {
+        let stats = if self.alerts.needs_stats() {
+            Some(cached_stats(self).await?)
+        } else {
+            None
+        };
+        let at_risk = if self.alerts.needs_forecasts() {
+            Some(self.deadlines_at_risk(now).await?)
+        } else {
+            None
+        };
+        self.alerts
+            .evaluate(self.store.as_ref(), stats.as_ref(), at_risk.as_deref(), now)
+            .await
+    }
+}
+
 /// Evaluates the alert rules; the maintenance leader tells the webhook about changes.
 pub(super) async fn alert_loop(inner: Arc<Inner>) {
     loop {
@@ -168,22 +191,7 @@ pub(super) async fn alert_loop(inner: Arc<Inner>) {
             _ = inner.stopped.wait() => return,
         }
         let now = inner.clock.now();
-        let stats = if inner.alerts.needs_stats() {
-            match cached_stats(&inner).await {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    tracing::error!(error = %e, "reading counts for alerts failed");
-                    continue;
-                }
-            }
-        } else {
-            None
-        };
-        let changes = match inner
-            .alerts
-            .evaluate(inner.store.as_ref(), stats.as_ref(), now)
-            .await
-        {
+        let changes = match inner.evaluate_alerts(now).await {
             Ok(changes) => changes,
             Err(e) => {
                 tracing::error!(error = %e, "evaluating alerts failed");

@@ -33,6 +33,7 @@ mod attempt;
 mod config;
 mod controls;
 mod facts;
+mod forecasts;
 mod gauges;
 mod lease;
 mod loops;

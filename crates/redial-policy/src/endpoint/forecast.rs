@@ -124,7 +124,7 @@ impl EndpointState {
         }
         let secs = input.attempt_time.map(|d| d.as_secs_f64().max(0.001));
         if let Some(secs) = secs {
-            let shown = crate::Human(Duration::from_millis((secs * 1000.0).round() as u64));
+            let shown = shown(secs);
             match self.concurrency_limit(cfg) {
                 Some(c) => consider(
                     f64::from(c) * nodes / secs,
@@ -148,7 +148,7 @@ impl EndpointState {
                 format!(
                     "the learned quota, {} a window of {}",
                     w.limit,
-                    crate::Human(Duration::from_millis((w.period * 1000.0) as u64))
+                    shown(w.period)
                 ),
             ),
             _ => match pace {
@@ -247,6 +247,27 @@ impl EndpointState {
             reset_at: to_reset,
             period,
         })
+    }
+}
+
+/// Seconds in words, to the second from a second up (to the millisecond below).
+fn shown(secs: f64) -> crate::Human {
+    let ms = if secs >= 1.0 {
+        secs.round() * 1000.0
+    } else {
+        (secs * 1000.0).round()
+    };
+    crate::Human(Duration::from_millis(ms as u64))
+}
+
+/// A pace in words: a second, a minute or an hour, whichever shows it best.
+pub fn pace_text(per_second: f64) -> String {
+    if per_second >= 1.0 {
+        format!("{per_second:.1}/s")
+    } else if per_second * 60.0 >= 1.0 {
+        format!("{:.1}/min", per_second * 60.0)
+    } else {
+        format!("{:.2}/h", per_second * 3600.0)
     }
 }
 

@@ -88,7 +88,7 @@ pub use breaker::{BreakerEvent, BreakerState};
 pub use cluster::SharedHolds;
 pub use config::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
 pub use finish::{Finished, Sooner};
-pub use forecast::{AtRisk, Forecast, ForecastInput, WaitingDeadline};
+pub use forecast::{pace_text, AtRisk, Forecast, ForecastInput, WaitingDeadline};
 pub use pause::HandPause;
 pub use share::Share;
 pub use state::EndpointState;

@@ -128,13 +128,18 @@ async fn check_control(
     Err(e)
 }
 
-/// The endpoint's view after a change made by hand (a control makes its endpoint known): one
-/// endpoint read, whatever the number of endpoints.
+/// The endpoint's view after a change made by hand (a control makes its endpoint known), or as
+/// `GET /v1/endpoints/{name}` shows it, with its forecast: one endpoint read, whatever the
+/// number of endpoints.
 pub(super) async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
     let now = state.engine.clock().now();
     let backlog = state.engine.store().endpoint_backlog_of(name, now).await?;
     let view = state.engine.endpoint_view(name);
-    Ok(Json(endpoint_json(name, &view, Some(&backlog))?).into_response())
+    let forecast = state.engine.endpoint_forecast(name).await?;
+    let mut v = endpoint_json(name, &view, Some(&backlog))?;
+    v["forecast"] = serde_json::to_value(&forecast)
+        .map_err(|e| ApiError::internal("encoding a forecast", e))?;
+    Ok(Json(v).into_response())
 }
 
 pub(super) async fn endpoint_pause(

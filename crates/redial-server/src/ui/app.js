@@ -87,6 +87,36 @@ const fmtTime = t => (t ? new Date(t).toLocaleString() : '');
 const fmtNum = n => Number(n || 0).toLocaleString();
 const plural = (n, word) => `${fmtNum(n)} ${word}${n === 1 ? '' : 's'}`;
 const byId = id => document.getElementById(id);
+// Seconds in words: "45s", "12m 5s", "3h 20m", "2d 4h".
+function fmtSecs(secs) {
+  const s = Math.ceil(secs);
+  if (s < 60) return `${s}s`;
+  const parts = [[86400, 'd'], [3600, 'h'], [60, 'm'], [1, 's']];
+  const out = [];
+  let left = s;
+  for (const [size, unit] of parts) {
+    if (left >= size && out.length < 2) { out.push(`${Math.floor(left / size)}${unit}`); left %= size; } else if (out.length) break;
+  }
+  return out.join(' ');
+}
+
+// A pace in words: a second, a minute or an hour, whichever shows it best.
+function paceText(perSecond) {
+  if (perSecond >= 1) return `${perSecond.toFixed(1)}/s`;
+  if (perSecond * 60 >= 1) return `${(perSecond * 60).toFixed(1)}/min`;
+  return `${(perSecond * 3600).toFixed(2)}/h`;
+}
+
+// A backlog's forecast in words: when it drains, and the deadlines at risk.
+function forecastText(f) {
+  if (!f || f.waiting === 0) return ['nothing waits', ''];
+  const drains = f.drains_at != null
+    ? `in ${fmtSecs(f.drain_seconds)} (${fmtTime(f.drains_at)}): ${plural(f.waiting, 'job')}${f.jobs_per_second != null ? ` at ${paceText(f.jobs_per_second)}` : ''}, limited by ${f.limited_by}`
+    : `not known: ${f.limited_by}`;
+  const risk = `${fmtNum(f.deadline_at_risk)} of ${fmtNum(f.with_deadline)} with a deadline`
+    + (f.first_at_risk ? `; the first is due by ${fmtTime(f.first_at_risk.deadline)}, forecast to start ${f.first_at_risk.forecast_start ? fmtTime(f.first_at_risk.forecast_start) : 'when resumed'}` : '');
+  return [drains, risk];
+}
 
 function toast(text) {
   const t = byId('toast');
@@ -691,11 +721,12 @@ async function groups(main, queue) {
         (data.groups.length < data.total ? ` (the ${fmtNum(data.groups.length)} with most waiting shown).` : '.')),
     data.groups.length === 0 ? null
       : table(['Group', { label: 'Waiting', num: true }, { label: 'Running', num: true }, { label: 'In flight here', num: true },
-        'Concurrency', 'Rate', { label: 'Weight', num: true }],
+        'Concurrency', 'Rate', { label: 'Weight', num: true }, 'Drains in'],
       data.groups.map(g => el('tr', { 'data-group': g.group },
         el('th', { scope: 'row' }, g.group), el('td', { class: 'num' }, fmtNum(g.waiting)), el('td', { class: 'num' }, fmtNum(g.running)),
         el('td', { class: 'num' }, fmtNum(g.in_flight_here)), el('td', {}, limit(g.limits.concurrency)), el('td', {}, limit(g.limits.rate)),
-        el('td', { class: 'num' }, String(g.limits.weight))))),
+        el('td', { class: 'num' }, String(g.limits.weight)),
+        el('td', { class: 'drains', title: g.forecast.limited_by }, g.waiting === 0 ? '-' : g.forecast.drain_seconds != null ? fmtSecs(g.forecast.drain_seconds) : 'not known')))),
   );
 }
 
@@ -736,6 +767,7 @@ async function endpoints(main, params) {
 async function endpoint(main, name) {
   const e = await api('GET', '/v1/endpoints/' + encodeURIComponent(name));
   const jobsOf = s => `#/jobs?endpoint=${encodeURIComponent(e.name)}&state=${s}`;
+  const [drains, risk] = forecastText(e.forecast);
   put(main,
     el('h1', {}, 'Endpoint ', el('code', {}, e.name)),
     el('p', {}, endpointActions(e)),
@@ -744,6 +776,8 @@ async function endpoint(main, name) {
       el('dt', {}, 'Paused by hand'), el('dd', {}, e.paused_by_hand ? `${pausedText(e.paused_by_hand)} (since ${fmtTime(e.paused_by_hand.since)})` : 'no'),
       el('dt', {}, 'Paused by its answers'), el('dd', {}, e.paused_until ? `until ${fmtTime(e.paused_until)}: ${e.pause_reason || ''}` : 'no'),
       el('dt', {}, 'Jobs'), el('dd', {}, el('a', { href: jobsOf('ready') }, `${plural(e.held, 'job')} due and held`), `, ${fmtNum(e.waiting_later)} scheduled later`),
+      el('dt', {}, 'Drains'), el('dd', { id: 'endpoint-drains' }, drains),
+      el('dt', {}, 'Deadlines at risk'), el('dd', { id: 'endpoint-at-risk', class: e.forecast && e.forecast.deadline_at_risk > 0 ? 'bad' : null }, risk || 'none'),
       el('dt', {}, 'Breaker'), el('dd', { id: 'endpoint-breaker', class: e.breaker === 'closed' ? 'good' : 'bad' }, breakerText(e)),
       el('dt', {}, 'Failing'), el('dd', {}, e.failing_since ? `since ${fmtTime(e.failing_since)}` : 'no'),
       el('dt', {}, 'Last outage began'), el('dd', {}, e.outage_began ? fmtTime(e.outage_began) : 'none on record'),

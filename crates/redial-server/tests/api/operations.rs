@@ -231,10 +231,22 @@ async fn endpoints_show_their_backlog_and_state() {
         (list[0]["held"].as_u64(), list[0]["breaker"].as_str()),
         (Some(2), Some("closed"))
     );
+    assert!(list[0].get("forecast").is_none(), "the list has none");
     let (status, one) = api.get("/v1/endpoints/https%3A%2F%2Fapi.example.com").await;
     assert_eq!(
         (status, &one["name"]),
         (StatusCode::OK, &json!("https://api.example.com"))
+    );
+    // Its forecast: two waiting, nothing timed and no limit, so no pace; no deadline.
+    let f = &one["forecast"];
+    assert_eq!(
+        (&f["waiting"], &f["jobs_per_second"], &f["drains_at"]),
+        (&json!(2), &json!(null), &json!(null)),
+        "{f}"
+    );
+    assert_eq!(
+        (&f["with_deadline"], &f["deadline_at_risk"]),
+        (&json!(0), &json!(0))
     );
     let (status, e) = api.get("/v1/endpoints/nope").await;
     assert_eq!(

@@ -113,6 +113,16 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                         or_dash(r.limits.concurrency),
                         or_dash(r.limits.rate.as_ref()),
                         r.limits.weight.to_string(),
+                        match r.forecast.drain_seconds {
+                            _ if r.waiting == 0 => "-".to_owned(),
+                            Some(s) => format!(
+                                "{}",
+                                redial_policy::Human(std::time::Duration::from_secs(
+                                    s.ceil() as u64
+                                ))
+                            ),
+                            None => "not known".to_owned(),
+                        },
                     ]
                 })
                 .collect();
@@ -124,6 +134,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                 "CONCURRENCY",
                 "RATE",
                 "WEIGHT",
+                "DRAINS IN",
             ];
             say!("{}", human::table(&headers, &rows, &headers[1..]));
             Ok(())

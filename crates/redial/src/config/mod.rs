@@ -193,8 +193,10 @@ impl Default for AlertsSection {
     }
 }
 
-/// One rule: either dead letters (`more_than` within `within`, of a `category` and a `queue`
-/// when given), or deferred work (`deferred_older_than`, of a `queue` when given).
+/// One rule: dead letters (`more_than` within `within`, of a `category` and a `queue` when
+/// given), deferred work (`deferred_older_than`, of a `queue` when given), or deadlines at risk
+/// (`deadline_at_risk = true`: more than `more_than` waiting jobs, of an `endpoint` when given,
+/// forecast to miss their deadline).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AlertRuleSection {
@@ -206,6 +208,9 @@ pub struct AlertRuleSection {
     pub within: Option<Duration>,
     #[serde(default, with = "serde_human::option")]
     pub deferred_older_than: Option<Duration>,
+    #[serde(default)]
+    pub deadline_at_risk: bool,
+    pub endpoint: Option<String>,
 }
 
 impl AlertsSection {
@@ -230,7 +235,23 @@ impl AlertsSection {
                     if r.name.is_empty() || out.iter().any(|o: &AlertRule| o.name == r.name) {
                         return Err(format!("{at}: each rule needs a name of its own"));
                     }
+                    if r.endpoint.is_some() && !r.deadline_at_risk {
+                        return Err(format!("{at}: endpoint is for deadline_at_risk rules only"));
+                    }
                     let condition = match r.deferred_older_than {
+                        _ if r.deadline_at_risk => {
+                            if r.category.is_some()
+                                || r.queue.is_some()
+                                || r.within.is_some()
+                                || r.deferred_older_than.is_some()
+                            {
+                                return Err(format!("{at}: deadline_at_risk takes only more_than and endpoint, not category, queue, within or deferred_older_than"));
+                            }
+                            AlertCondition::DeadlineAtRisk {
+                                endpoint: r.endpoint.clone(),
+                                more_than: r.more_than.unwrap_or(0),
+                            }
+                        }
                         Some(older_than) => {
                             if r.category.is_some() || r.more_than.is_some() || r.within.is_some() {
                                 return Err(format!("{at}: deferred_older_than takes only a queue, not category, more_than or within"));

@@ -103,6 +103,14 @@ fn alert_rules_are_checked() {
         "deferred_older_than takes only a queue",
     );
     bad(
+        "[[alerts.rules]]\nname = \"x\"\ndeadline_at_risk = true\nwithin = \"5m\"\n",
+        "deadline_at_risk takes only more_than and endpoint",
+    );
+    bad(
+        "[[alerts.rules]]\nname = \"x\"\nendpoint = \"https://a.example\"\n",
+        "endpoint is for deadline_at_risk rules only",
+    );
+    bad(
         "[[alerts.rules]]\nname = \"x\"\n[[alerts.rules]]\nname = \"x\"\n",
         "a name of its own",
     );

@@ -529,6 +529,25 @@ async fn endpoints_show_a_shared_pause() {
         "the second job is held by the pause: {}",
         out.json
     );
+    // The forecast: sending starts when the pause ends, an hour on.
+    let starts = out.json["forecast"]["starts_at"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        Some(starts),
+        out.json["paused_until"].as_str(),
+        "{}",
+        out.json
+    );
+    let text = cli_text(&s.url, &["endpoints", "show", &origin], None).stdout;
+    assert!(
+        text.contains(&format!("  starts            {starts}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("  deadlines at risk 0 of 0 with a deadline"),
+        "{text}"
+    );
     let list = cli(&s.url, &["endpoints", "--json"], None);
     assert_eq!(list.json["endpoints"].as_array().map(Vec::len), Some(1));
     assert_eq!(
