@@ -1205,6 +1205,7 @@ fn model(
         limit,
         outages,
         failures,
+        history: None,
     }
 }
 

@@ -52,6 +52,69 @@ pub struct EndpointModel {
     pub limit: Option<Limit>,
     pub outages: Vec<Outage>,
     pub failures: Vec<Failure>,
+    /// What happened to the endpoint, read from a store: its jobs and its answers are replayed
+    /// instead of drawn (`jobs` is then the number of its jobs; `arrival`, `method`,
+    /// `idempotency_key`, `deadline`, `latency`, `limit`, `outages` and `failures` are unused).
+    pub history: Option<History>,
+}
+
+/// An endpoint's past: its jobs as they arrived, and what it answered when.
+///
+/// A request is answered as the endpoint answered at about that moment: by one of the answers
+/// recorded within half a second of it (drawn from the seed), else by the nearest one. So an
+/// outage or a run of 429s comes back where it was, whatever the policy sends; how the endpoint
+/// would have answered more or fewer requests is not known. A job that met an answer of its
+/// own (a 4xx other than 408 or 429: its payload, not the endpoint) meets it on every attempt.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// By arrival.
+    pub jobs: Vec<PastJob>,
+    /// By time.
+    pub answers: Vec<PastAnswer>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PastJob {
+    /// From the start.
+    pub at: Duration,
+    /// From its arrival.
+    pub deadline: Option<Duration>,
+    pub method: Method,
+    pub idempotency_key: bool,
+    /// An answer of its own, met on every attempt.
+    pub fails_with: Option<Answer>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PastAnswer {
+    /// From the start.
+    pub at: Duration,
+    /// None: a success.
+    pub answer: Option<Answer>,
+    /// How long the attempt took.
+    pub took: Duration,
+}
+
+impl History {
+    /// The answer to a request `t` after the start; `draw` in [0, 1) picks among those recorded
+    /// within half a second. None when nothing was recorded (a success then).
+    fn answer_at(&self, t: Duration, draw: f64) -> Option<PastAnswer> {
+        let near = Duration::from_millis(500);
+        let a = &self.answers;
+        let lo = a.partition_point(|x| x.at + near < t);
+        let hi = a.partition_point(|x| x.at <= t + near);
+        if lo < hi {
+            let k = lo + ((draw * (hi - lo) as f64) as usize).min(hi - lo - 1);
+            return Some(a[k]);
+        }
+        // None that near: the nearest, before or after.
+        let after = a.get(lo);
+        let before = lo.checked_sub(1).and_then(|k| a.get(k));
+        match (before, after) {
+            (Some(b), Some(n)) => Some(if t - b.at <= n.at - t { *b } else { *n }),
+            (b, n) => b.or(n).copied(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,6 +160,10 @@ pub enum Answer {
     Status(u16),
     /// A 503 that says when to come back.
     Unavailable(Duration),
+    /// A 429, saying when to come back or not.
+    TooMany(Option<Duration>),
+    /// Any failure without a response, taking the attempt's time (read from a store).
+    Transport(TransportError),
     ConnectionRefused,
     ConnectionReset,
     Timeout,
@@ -306,6 +373,9 @@ fn finish_job(
 
 /// How many of the endpoint's jobs have arrived `t` after the start.
 fn arrived_by(model: &EndpointModel, t: Duration) -> u64 {
+    if let Some(h) = &model.history {
+        return h.jobs.partition_point(|j| j.at <= t) as u64;
+    }
     let arrived = match model.arrival {
         Arrival::AtOnce => model.jobs,
         Arrival::Rate(every) => (t.as_nanos() / every.as_nanos().max(1)) as u64 + 1,
@@ -326,6 +396,14 @@ fn answer_of(answer: Answer, model: &EndpointModel, latency: Duration) -> (Outco
             ),
             latency,
         ),
+        Answer::TooMany(wait) => {
+            let mut r = Response::new(429);
+            if let Some(w) = wait {
+                r = r.header("retry-after", &format!("{:.3}", w.as_secs_f64()));
+            }
+            (Outcome::Response(r), latency)
+        }
+        Answer::Transport(e) => (Outcome::Transport(e), latency),
         Answer::ConnectionRefused => (
             Outcome::Transport(TransportError::ConnectionRefused),
             Duration::from_millis(1),
@@ -358,6 +436,28 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
     for (i, (model, (cfg, policy))) in workload.endpoints.iter().zip(&setup.endpoints).enumerate() {
         let mut firsts = Due::new();
         for k in 0..model.jobs {
+            if let Some(h) = &model.history {
+                let past = &h.jobs[k as usize];
+                let at = T0.saturating_add(past.at);
+                let mut counters = JobCounters::new(at);
+                counters.deadline = past.deadline.map(|d| at.saturating_add(d));
+                counters.has_idempotency_key = past.idempotency_key;
+                counters.method = past.method;
+                jobs.push(Job {
+                    ep: i,
+                    seq,
+                    enqueued_at: at,
+                    counters,
+                    failure: past.fails_with.map(|a| (a, true)),
+                    attempts: 0,
+                    scheduled_at: at,
+                    ended: false,
+                    flying: false,
+                });
+                firsts.push(Reverse((at, seq, jobs.len() - 1)));
+                seq += 1;
+                continue;
+            }
             let at = match model.arrival {
                 Arrival::AtOnce => T0,
                 Arrival::Rate(every) => T0.saturating_add(every.saturating_mul(k as u32)),
@@ -597,7 +697,26 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                             let t = since_start(now);
                             o.from <= t && t < o.until
                         });
-                        let (outcome, took) = if let Some(o) = in_outage {
+                        let (outcome, took) = if let Some(h) = &model.history {
+                            match job.failure {
+                                Some((a, _)) => answer_of(a, model, latency),
+                                None => {
+                                    let draw =
+                                        unit(mix(seed, job.seq, 1 << 40 | u64::from(attempt)));
+                                    match h.answer_at(since_start(now), draw) {
+                                        Some(PastAnswer {
+                                            answer: Some(a),
+                                            took,
+                                            ..
+                                        }) => answer_of(a, model, took),
+                                        past => (
+                                            Outcome::Response(Response::new(200)),
+                                            past.map_or(latency, |p| p.took),
+                                        ),
+                                    }
+                                }
+                            }
+                        } else if let Some(o) = in_outage {
                             answer_of(o.answer, model, latency)
                         } else {
                             let (ok, headers) = e.server.take(model, now);

@@ -4,6 +4,7 @@
 //! ([`sim`]); the figures are per endpoint and in total, for people (a table) or as JSON, and
 //! with `--compare` for two configurations side by side on the same workload and seed.
 
+mod history;
 mod plot;
 mod workload;
 
@@ -22,8 +23,24 @@ use workload::Workload;
 #[command(after_help = WORKLOAD_HELP)]
 pub struct Args {
     /// The workload: a TOML file with one [[endpoint]] table per endpoint (see below).
-    #[arg(long, value_name = "FILE")]
-    workload: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "from_store")]
+    workload: Option<PathBuf>,
+    /// Replay history instead: the jobs a store holds that were created in the last --since, as
+    /// they arrived, each endpoint answering as its attempt log says it did at each moment.
+    /// SOURCE is a SQLite file (such as a `redial backup` copy), a data folder no `redial serve`
+    /// holds, or a postgres:// URL. Without SOURCE, the store `redial serve` would use:
+    /// REDIAL_DATABASE_URL, else REDIAL_DATA_DIR, else the default data folder.
+    #[arg(
+        long,
+        value_name = "SOURCE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with = "workload"
+    )]
+    from_store: Option<String>,
+    /// With --from-store: how far back to read (jobs created since then).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = since, requires = "from_store")]
+    since: Duration,
     /// The Redial configuration to simulate (the file `redial serve --config` reads: its policy,
     /// queues and endpoints); without it, the defaults.
     #[arg(long, value_name = "FILE")]
@@ -285,8 +302,21 @@ fn table(workload: &Workload, runs: &[Run], seed: u64) -> String {
     out
 }
 
+fn since(text: &str) -> Result<Duration, String> {
+    redial_policy::parse_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a duration longer than zero, such as 24h or 90m"))
+}
+
 pub fn run(args: Args) -> Result<()> {
-    let workload = workload::read(&args.workload)?;
+    let workload = match (&args.workload, &args.from_store) {
+        (Some(path), _) => workload::read(path)?,
+        (None, Some(source)) => {
+            let now = redial_engine::Clock::now(&redial_engine::SystemClock);
+            history::read(&history::source(source), args.since, now)?
+        }
+        (None, None) => unreachable!("clap requires one of --workload and --from-store"),
+    };
     let seed = args
         .seed
         .or(workload.seed)

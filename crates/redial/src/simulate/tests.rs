@@ -208,3 +208,41 @@ fn the_workloads_in_the_docs_are_valid() {
         parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
     }
 }
+
+/// A history where the endpoint answered 503 for its first 10 s, then 200: replayed, the jobs
+/// meet the outage where it was and complete after it; a job refused for its own sake is dead
+/// at once.
+#[test]
+fn a_replayed_outage_comes_back_where_it_was() {
+    use redial_engine::simulate::{Answer, History, PastAnswer, PastJob};
+    let ms = Duration::from_millis;
+    let answers = (0..200)
+        .map(|i| PastAnswer {
+            at: ms(i * 100),
+            answer: (i < 100).then_some(Answer::Status(503)),
+            took: ms(20),
+        })
+        .collect();
+    let jobs = (0..50)
+        .map(|i| PastJob {
+            at: ms(i * 10),
+            deadline: None,
+            method: redial_policy::Method::Post,
+            idempotency_key: true,
+            fails_with: (i == 0).then_some(Answer::Status(422)),
+        })
+        .collect();
+    let mut w = parse("[[endpoint]]\nname = \"past\"\njobs = 50\n").expect("a workload");
+    w.endpoints[0].history = Some(History { jobs, answers });
+    let t = &simulate(&w, &defaults(&w), 7)[0];
+    assert_eq!(
+        (t.completed, dead(t, "permanent"), t.left),
+        (49, 1, 0),
+        "{t:?}"
+    );
+    let drain = t.drain.expect("drained");
+    assert!(drain >= Duration::from_secs(10), "{drain:?}");
+    // Every job met the outage first; retries went on within it, but not 50 a round.
+    assert!(t.refused >= 49, "{t:?}");
+    assert!(t.requests < 49 * 10, "{t:?}");
+}

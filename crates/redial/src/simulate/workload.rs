@@ -310,6 +310,7 @@ pub fn parse(text: &str) -> Result<Workload> {
             limit,
             outages,
             failures,
+            history: None,
         });
     }
     Ok(Workload {

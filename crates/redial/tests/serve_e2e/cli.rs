@@ -989,3 +989,81 @@ async fn search_by_key_tag_and_reason_text_from_the_cli() {
         assert!(out.stderr.contains("invalid_reason_text"), "{}", out.stderr);
     }
 }
+
+/// `redial simulate --from-store`: what a server did, read back from its stopped data folder and
+/// replayed: the jobs arrive as they did, the endpoint answers as it did, and the jobs refused
+/// for their own sake (400) are refused again.
+#[tokio::test(flavor = "multi_thread")]
+async fn simulate_replays_what_a_store_holds() {
+    let rx = Receiver::start().await;
+    rx.script("/reject", vec![Reply::status(400)]);
+    let (_dir, data) = temp();
+    let s = start(&data, &[], &[]);
+    let jobs: Vec<(String, &str)> = (0..6)
+        .map(|i| (format!("ok{i}"), "/ok"))
+        .chain((0..2).map(|i| (format!("no{i}"), "/reject")))
+        .collect();
+    for (id, path) in &jobs {
+        let out = cli(
+            &s.url,
+            &["enqueue", "--id", id, "--url", &rx.url(path)],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    for (id, _) in &jobs {
+        wait_for(&s.url, id, "finished", |j| {
+            j["state"] == "completed" || j["state"] == "dead"
+        });
+    }
+    // A running server holds its folder: the simulator says what to do.
+    let data_arg = data.display().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["simulate", "--from-store", &data_arg])
+            .args(args)
+            .output()
+            .expect("simulate runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = run(&["--since", "1h"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("redial backup"), "{stderr}");
+    s.terminate();
+
+    let (code, stdout, stderr) = run(&["--since", "1h", "--seed", "7", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    let total = &v["runs"][0]["total"];
+    assert_eq!(
+        (&total["jobs"], &total["completed"], &total["requests"]),
+        (
+            &serde_json::json!(8),
+            &serde_json::json!(6),
+            &serde_json::json!(8)
+        ),
+        "{v}"
+    );
+    assert_eq!(total["dead"]["permanent"], 2, "{v}");
+    assert_eq!(
+        v["runs"][0]["endpoints"][0]["name"],
+        format!("http://{}", rx.addr())
+    );
+    // Nothing created in the window: said so.
+    let (code, _, stderr) = run(&["--since", "1ms"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no job was created in the last"),
+        "{stderr}"
+    );
+    // --since goes with --from-store only.
+    let out = Command::new(BIN)
+        .args(["simulate", "--workload", "x.toml", "--since", "1h"])
+        .output()
+        .expect("simulate runs");
+    assert_eq!(out.status.code(), Some(2));
+}
