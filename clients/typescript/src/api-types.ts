@@ -1583,7 +1583,7 @@ export interface components {
             drains_at: string | null;
             /** @description Seconds from now until drains_at. */
             drain_seconds: number | null;
-            /** @description Waiting jobs with a deadline (an endpoint's first 10,000 in start order; always 0 for a group, whose deadlines are not read). */
+            /** @description Waiting jobs with a deadline: an endpoint's or a group's first 10,000 in start order (a group's leave out the jobs waiting behind their ordering key's head). */
             with_deadline: number;
             /** @description Of those, the jobs whose deadline falls before their forecast start: what the alert rule deadline_at_risk counts. */
             deadline_at_risk: number;

@@ -376,8 +376,8 @@ pub struct Forecast {
     pub starts_at: Option<String>,
     /// Waiting jobs counted (due now and scheduled later).
     pub waiting: i64,
-    /// Waiting jobs with a deadline (an endpoint's first 10,000 in start order; always 0 for a
-    /// group, whose deadlines are not read).
+    /// Waiting jobs with a deadline: an endpoint's or a group's first 10,000 in start order (a
+    /// group's leave out the jobs waiting behind their ordering key's head).
     pub with_deadline: i64,
 }
 

@@ -1507,3 +1507,83 @@ async fn a_backlog_behind_a_pause_is_forecast_and_its_deadlines_at_risk_fire_the
     let f = s.engine.endpoint_forecast(&origin).await.expect("forecast");
     assert_eq!((f.waiting, f.deadline_at_risk), (0, 0));
 }
+
+/// A group's forecast: its waiting jobs go at its own rate from their time, and those whose
+/// deadline falls before their turn are counted.
+#[tokio::test]
+async fn a_groups_forecast_counts_its_deadlines_at_risk() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let groups = redial_engine::Groups {
+        each: redial_engine::GroupLimits {
+            rate: Some(Rate::parse("1/s").expect("rate")),
+            ..Default::default()
+        },
+        named: BTreeMap::new(),
+    };
+    let s = TestEngine::builder()
+        .clock(clock)
+        .queue(
+            "default",
+            QueueConfig {
+                ordering_on_dead: Default::default(),
+                callback: None,
+                concurrency: 4,
+                policy: quick_policy(),
+                groups,
+            },
+        )
+        .start()
+        .await;
+    // Ten jobs of tenant-a due in 100 s, each to start within 104 s; one of tenant-b.
+    let now = s.clock.now();
+    let job = |id: String, group: &str| NewJob {
+        ordering: None,
+        callback: None,
+        id: JobId(id.clone()),
+        queue: "default".into(),
+        endpoint: format!("http://{}", rx.addr()),
+        request: HttpRequest {
+            method: "POST".into(),
+            url: rx.url("/ok"),
+            headers: vec![],
+            body: None,
+            timeout_ms: Some(5_000),
+        },
+        idempotency_key: Some(id),
+        priority: 0,
+        run_at: now.saturating_add(Duration::from_secs(100)),
+        deadline: Some(now.saturating_add(Duration::from_secs(104))),
+        tags: vec![],
+        policy: None,
+        created_at: now,
+        group: Some(group.into()),
+    };
+    let mut batch: Vec<NewJob> = (0..10).map(|i| job(format!("a{i}"), "tenant-a")).collect();
+    batch.push(job("b0".into(), "tenant-b"));
+    s.store.job_insert_batch(batch).await.expect("insert");
+    let groups = s
+        .engine
+        .queue_groups("default", 10)
+        .await
+        .expect("groups")
+        .expect("a configured queue");
+    let a = groups
+        .groups
+        .iter()
+        .find(|g| g.group == "tenant-a")
+        .expect("tenant-a");
+    let f = &a.forecast;
+    assert_eq!((f.waiting, f.jobs_per_second), (10, Some(1.0)), "{f:?}");
+    // The kth starts at 100 s + k s at the soonest: the 6th to 10th after 104 s.
+    assert_eq!((f.with_deadline, f.deadline_at_risk), (10, 5), "{f:?}");
+    let b = groups
+        .groups
+        .iter()
+        .find(|g| g.group == "tenant-b")
+        .expect("tenant-b");
+    assert_eq!(
+        (b.forecast.with_deadline, b.forecast.deadline_at_risk),
+        (1, 0)
+    );
+}

@@ -399,6 +399,16 @@ impl Store for PgStore {
         with_conn!(self, c => sql::endpoint_deadlines(c, name, now, limit).await)
     }
 
+    async fn group_deadlines(
+        &self,
+        queue: &str,
+        group: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        with_conn!(self, c => sql::group_deadlines(c, queue, group, now, limit).await)
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         with_conn!(self, c => sql::endpoint_saved(c, name).await)
     }

@@ -438,6 +438,18 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn group_deadlines(
+        &self,
+        queue: &str,
+        group: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        let (queue, group) = (queue.to_owned(), group.to_owned());
+        self.read(move |c| sql::group_deadlines(c, &queue, &group, now, limit))
+            .await
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         let name = name.to_owned();
         self.read(move |c| sql::endpoint_saved(c, &name)).await

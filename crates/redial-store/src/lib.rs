@@ -177,6 +177,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         limit: u32,
     ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>>;
 
+    /// As [`Store::endpoint_deadlines`], for the waiting jobs of one group of a queue (those
+    /// waiting behind their ordering key's head left out: each store reads one group through
+    /// the group's own index).
+    async fn group_deadlines(
+        &self,
+        queue: &str,
+        group: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>>;
+
     /// Whether some node saved a state for this endpoint (it was seen, here or elsewhere).
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool>;
 

@@ -842,6 +842,12 @@ async fn a_queues_groups_in_a_browser() {
         |t| t == "not known",
     )
     .await;
+    b.wait_text(
+        "tr[data-group='tenant-a'] td.at-risk",
+        "tenant-a's deadlines at risk",
+        |t| t == "0 of 0",
+    )
+    .await;
     // A job's page names its group.
     b.goto(&format!("{}/ui/#/job/a1", server.url)).await;
     b.wait_text("dl.facts a[href^='#/groups/']", "the job's group", |t| {

@@ -32,8 +32,8 @@ pub struct GroupView {
     /// none).
     pub in_flight_here: u32,
     pub limits: GroupLimits,
-    /// How long its waiting jobs take to start, at its own limits and the queue's concurrency
-    /// (deadlines are not read for groups).
+    /// How long its waiting jobs take to start, at its own limits and the queue's concurrency,
+    /// and those of them forecast to miss their deadline.
     pub forecast: redial_policy::endpoint::Forecast,
 }
 
@@ -140,18 +140,17 @@ impl Engine {
         };
         let counts = self.inner.store.group_counts(queue, limit).await?;
         let registry = self.inner.groups.get(queue);
-        let groups = counts
-            .groups
-            .into_iter()
-            .map(|g| GroupView {
-                forecast: self.group_forecast(queue, &g.group, g.waiting),
+        let mut groups = Vec::with_capacity(counts.groups.len());
+        for g in counts.groups {
+            groups.push(GroupView {
+                forecast: self.group_forecast(queue, &g.group, g.waiting).await?,
                 in_flight_here: registry.map_or(0, |r| r.in_flight(&g.group)),
                 limits: qc.groups.limits(&g.group).clone(),
                 group: g.group,
                 waiting: g.waiting,
                 running: g.running,
-            })
-            .collect();
+            });
+        }
         Ok(Some(QueueGroups {
             queue: queue.to_owned(),
             groups,

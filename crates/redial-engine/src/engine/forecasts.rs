@@ -7,7 +7,8 @@
 use super::*;
 use redial_policy::endpoint::{EndpointState, Forecast, ForecastInput};
 
-/// The most waiting jobs with a deadline one endpoint's forecast reads (those that go first):
+/// The most waiting jobs with a deadline one endpoint's or group's forecast reads (those that go
+/// first):
 /// beyond them, jobs are counted in the drain but not in `with_deadline` or
 /// `deadline_at_risk`.
 pub const FORECAST_DEADLINES: u32 = 10_000;
@@ -32,16 +33,30 @@ impl Engine {
         Ok(self.inner.alerts.statuses())
     }
 
-    /// The forecast of a group of `queue` with `waiting` jobs: at the group's own limits and the
-    /// attempt time its admissions measured here (no deadlines are read for groups).
-    pub(super) fn group_forecast(&self, queue: &str, group: &str, waiting: u64) -> Forecast {
+    /// The forecast of a group of `queue` with `waiting` jobs: at the group's own limits, the
+    /// queue's workers and the attempt time its admissions measured here.
+    pub(super) async fn group_forecast(
+        &self,
+        queue: &str,
+        group: &str,
+        waiting: u64,
+    ) -> Result<Forecast, StoreError> {
         let now = self.inner.clock.now();
+        let deadlines = if waiting > 0 {
+            self.inner
+                .store
+                .group_deadlines(queue, group, now, FORECAST_DEADLINES)
+                .await?
+        } else {
+            Vec::new()
+        };
         let input = ForecastInput {
             due: waiting,
             workers: self.inner.workers(Some(queue)),
+            deadlines: &deadlines,
             ..Default::default()
         };
-        match self.inner.groups.get(queue) {
+        Ok(match self.inner.groups.get(queue) {
             Some(registry) => registry.forecast(group, now, input),
             None => {
                 let cfg = self
@@ -53,7 +68,7 @@ impl Engine {
                     .unwrap_or_default();
                 EndpointState::default().forecast(&cfg, now, &input)
             }
-        }
+        })
     }
 }
 

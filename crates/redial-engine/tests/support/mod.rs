@@ -419,6 +419,16 @@ impl Store for Watched {
         self.inner.endpoint_deadlines(name, now, limit).await
     }
 
+    async fn group_deadlines(
+        &self,
+        queue: &str,
+        group: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<redial_policy::endpoint::WaitingDeadline>> {
+        self.inner.group_deadlines(queue, group, now, limit).await
+    }
+
     async fn endpoint_saved(&self, name: &str) -> StoreResult<bool> {
         self.inner.endpoint_saved(name).await
     }

@@ -16,7 +16,11 @@
 //!   of these known, the pace is unknown and so is the drain.
 //! - **Every job takes one request.** Retries, slow start and the retry budget are not counted:
 //!   the forecast is the soonest the backlog can drain at the limits in force.
-//! - **Jobs start in the order the caller lists them**, each no sooner than its `run_at`.
+//! - **Jobs start in the order the caller lists them**, each no sooner than its `run_at`, and a
+//!   job held up by one scheduled later (all of them behind it wait too) holds up those behind
+//!   it by the time the jobs between them take at the pace of the limits other than a quota
+//!   (each still no sooner than the quota's windows let it). Of the jobs without a deadline
+//!   only the number is known, so they are taken to be due as soon as they can.
 //! - **With several nodes**, the backlog is the cluster's, and so is the pace: this node's part
 //!   of a learned pace or of the concurrency, times the nodes.
 
@@ -172,17 +176,33 @@ impl EndpointState {
                     .saturating_add((secs * 1000.0).round() as i64),
             ))
         };
-        let drains_at = start.and_then(|s| {
-            if waiting == 0 {
-                Some(s)
-            } else {
-                at(s, waiting - 1)
-            }
-        });
+        // A sweep in start order: each job with a deadline starts at its place in the schedule
+        // from `start`, but no sooner than its own time, nor sooner after the one before than
+        // the jobs between them take (a job scheduled later holds up those behind it).
         let mut risk = 0;
         let mut first = None;
+        let mut prev: Option<(u64, Timestamp)> = None;
+        let after = |s: Timestamp, k: u64, prev: Option<(u64, Timestamp)>| -> Option<Timestamp> {
+            let planned = at(s, k)?;
+            Some(match prev {
+                // The jobs between go at the pace of the limits other than a quota (whose
+                // windows `planned` keeps).
+                Some((pk, pt)) => {
+                    let gap = if others.is_finite() {
+                        ((k - pk) as f64 / others * 1000.0).round() as i64
+                    } else {
+                        0
+                    };
+                    planned.max(Timestamp::from_unix_millis(pt.as_unix_millis() + gap))
+                }
+                None => planned,
+            })
+        };
         for d in input.deadlines {
-            let forecast_start = start.map(|s| at(s, d.ahead).unwrap_or(s).max(d.run_at));
+            let forecast_start = start.map(|s| after(s, d.ahead, prev).unwrap_or(s).max(d.run_at));
+            if let Some(f) = forecast_start {
+                prev = Some((d.ahead, f));
+            }
             if forecast_start.is_none_or(|f| d.deadline < f) {
                 risk += 1;
                 if first.is_none() {
@@ -193,6 +213,13 @@ impl EndpointState {
                 }
             }
         }
+        let drains_at = start.and_then(|s| {
+            if waiting == 0 {
+                Some(s)
+            } else {
+                after(s, waiting - 1, prev.filter(|(k, _)| *k < waiting))
+            }
+        });
         Forecast {
             waiting,
             starts_at: start,

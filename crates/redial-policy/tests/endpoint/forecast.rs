@@ -91,12 +91,13 @@ fn a_pause_delays_the_start_and_puts_the_jobs_behind_it_at_risk() {
     };
     let mut s = EndpointState::default();
     s.paused_until = Some(at(60_000));
-    // Starts: the 6th at 60.5 s, the 51st at 65 s, one scheduled for 100 s at 100 s.
+    // Starts: the 6th at 60.5 s, the 51st at 65 s, the first scheduled for 100 s at 100 s and
+    // the 11th after it 1 s later (the 20 scheduled jobs come after the 100 due).
     let d = [
         deadline(5, 0, 62_000),
         deadline(50, 0, 62_000),
-        deadline(60, 100_000, 100_000),
-        deadline(70, 100_000, 99_999),
+        deadline(100, 100_000, 100_000),
+        deadline(110, 100_000, 100_999),
     ];
     let input = ForecastInput {
         due: 100,
@@ -106,7 +107,8 @@ fn a_pause_delays_the_start_and_puts_the_jobs_behind_it_at_risk() {
     };
     let f = s.forecast(&cfg, at(0), &input);
     assert_eq!(f.starts_at, Some(at(60_000)));
-    assert!((secs(&f) - 71.9).abs() < 0.01, "{f:?}");
+    // The last starts 0.9 s after the 11th scheduled one: held up with it.
+    assert!((secs(&f) - 101.9).abs() < 0.01, "{f:?}");
     assert_eq!((f.with_deadline, f.deadline_at_risk), (4, 2));
     let first = f.first_at_risk.expect("one at risk");
     assert_eq!(first.deadline, at(62_000));
@@ -212,4 +214,99 @@ fn an_empty_backlog_drains_now() {
         (f.waiting, f.drains_at, f.drain_seconds),
         (0, Some(at(5)), Some(0.0))
     );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    use crate::common;
+
+    /// A pause's end, a learned quota (limit, tokens, reset), jobs due and later, and each job
+    /// with a deadline as (places after the one before, run at, deadline).
+    type Case = (
+        Option<i64>,
+        Option<(u64, u64, i64)>,
+        u64,
+        u64,
+        Vec<(u64, i64, i64)>,
+    );
+
+    fn case() -> impl Strategy<Value = Case> {
+        (
+            prop::option::of(0i64..600_000),
+            prop::option::of((1u64..200, 0u64..200, 0i64..120_000)),
+            0u64..5_000,
+            0u64..200,
+            prop::collection::vec((0u64..50, 0i64..900_000, 0i64..900_000), 0..40),
+        )
+    }
+
+    fn state(pause: Option<i64>, quota: Option<(u64, u64, i64)>) -> EndpointState {
+        let mut s = EndpointState::default();
+        s.paused_until = pause.map(at);
+        if let Some((limit, tokens, reset)) = quota {
+            s.quota_limit = Some(limit);
+            s.quota_tokens = Some(tokens.min(limit));
+            s.quota_reset_at = Some(at(reset));
+        }
+        s
+    }
+
+    /// The deadlines as a store lists them: in start order (by time), each some places past
+    /// the one before.
+    fn deadlines(raw: &[(u64, i64, i64)]) -> Vec<WaitingDeadline> {
+        let mut rows: Vec<(i64, i64)> = raw.iter().map(|(_, r, d)| (*r, *d)).collect();
+        rows.sort_unstable();
+        let mut ahead = 0;
+        rows.iter()
+            .zip(raw)
+            .map(|((run_at, dl), (gap, _, _))| {
+                ahead += gap;
+                deadline(ahead, *run_at, *dl)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(common::cases(500)))]
+
+        /// A faster configured rate never puts more jobs at risk nor drains later; the counts
+        /// agree with each other and the drain is never before the start.
+        #[test]
+        fn a_faster_pace_never_puts_more_jobs_at_risk_nor_drains_later(
+            (pause, quota, due, later, raw) in case(),
+            slow in 1u32..500,
+            faster in 0u32..500,
+        ) {
+            let s = state(pause, quota);
+            let d = deadlines(&raw);
+            let waiting = due + later;
+            let d: Vec<WaitingDeadline> = d.into_iter().filter(|w| w.ahead < waiting.max(1)).collect();
+            let input = ForecastInput {
+                due,
+                later,
+                deadlines: &d,
+                ..Default::default()
+            };
+            let cfg = |n: u32| EndpointConfig {
+                rate: Some(Rate { count: n, per: Duration::from_secs(1) }),
+                ..bare()
+            };
+            let f1 = s.forecast(&cfg(slow), at(0), &input);
+            let f2 = s.forecast(&cfg(slow + faster), at(0), &input);
+            for f in [&f1, &f2] {
+                prop_assert!(f.deadline_at_risk <= f.with_deadline);
+                prop_assert_eq!(f.first_at_risk.is_some(), f.deadline_at_risk > 0);
+                prop_assert_eq!(f.with_deadline, d.len() as u64);
+                if let (Some(start), Some(drain)) = (f.starts_at, f.drains_at) {
+                    prop_assert!(drain >= start, "{:?}", f);
+                }
+            }
+            prop_assert!(f2.deadline_at_risk <= f1.deadline_at_risk, "{:?}\n{:?}", f1, f2);
+            if let (Some(a), Some(b)) = (f1.drains_at, f2.drains_at) {
+                prop_assert!(b <= a, "{:?}\n{:?}", f1, f2);
+            }
+        }
+    }
 }

@@ -10,6 +10,8 @@ mod limits;
 mod nodes;
 mod pauses;
 
+#[path = "../common/mod.rs"]
+mod common;
 #[path = "../support/endpoint.rs"]
 mod support;
 use redial_policy::endpoint::*;

@@ -721,12 +721,13 @@ async function groups(main, queue) {
         (data.groups.length < data.total ? ` (the ${fmtNum(data.groups.length)} with most waiting shown).` : '.')),
     data.groups.length === 0 ? null
       : table(['Group', { label: 'Waiting', num: true }, { label: 'Running', num: true }, { label: 'In flight here', num: true },
-        'Concurrency', 'Rate', { label: 'Weight', num: true }, 'Drains in'],
+        'Concurrency', 'Rate', { label: 'Weight', num: true }, 'Drains in', { label: 'Deadlines at risk', num: true }],
       data.groups.map(g => el('tr', { 'data-group': g.group },
         el('th', { scope: 'row' }, g.group), el('td', { class: 'num' }, fmtNum(g.waiting)), el('td', { class: 'num' }, fmtNum(g.running)),
         el('td', { class: 'num' }, fmtNum(g.in_flight_here)), el('td', {}, limit(g.limits.concurrency)), el('td', {}, limit(g.limits.rate)),
         el('td', { class: 'num' }, String(g.limits.weight)),
-        el('td', { class: 'drains', title: g.forecast.limited_by }, g.waiting === 0 ? '-' : g.forecast.drain_seconds != null ? fmtSecs(g.forecast.drain_seconds) : 'not known')))),
+        el('td', { class: 'drains', title: g.forecast.limited_by }, g.waiting === 0 ? '-' : g.forecast.drain_seconds != null ? fmtSecs(g.forecast.drain_seconds) : 'not known'),
+        el('td', { class: 'num at-risk' + (g.forecast.deadline_at_risk > 0 ? ' bad' : '') }, `${fmtNum(g.forecast.deadline_at_risk)} of ${fmtNum(g.forecast.with_deadline)}`)))),
   );
 }
 

@@ -189,24 +189,53 @@ pub async fn endpoint_backlog_of(
 }
 
 /// An endpoint's waiting jobs with a deadline and how many go before each
-/// ([`redial_store::Store::endpoint_deadlines`]): none read through when none has a deadline.
+/// ([`redial_store::Store::endpoint_deadlines`]).
 pub async fn endpoint_deadlines(
     c: &mut Conn,
     name: &str,
     now: Timestamp,
     limit: u32,
 ) -> StoreResult<Vec<WaitingDeadline>> {
+    deadlines(c, "endpoint = $3", &[&name], now, limit).await
+}
+
+/// A group's waiting jobs with a deadline and how many go before each
+/// ([`redial_store::Store::group_deadlines`]): those in the group's index (`jobs_grouped`), so
+/// the jobs waiting behind their ordering key's head are left out.
+pub async fn group_deadlines(
+    c: &mut Conn,
+    queue: &str,
+    group: &str,
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let scope = "queue = $3 AND grp = $4 AND grp IS NOT NULL AND NOT ord_wait";
+    deadlines(c, scope, &[&queue, &group], now, limit).await
+}
+
+/// The waiting jobs of `scope` (its parameters from `$3`) with a deadline, in start order, with
+/// how many go before each; none read through when none has a deadline.
+async fn deadlines(
+    c: &mut Conn,
+    scope: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let (now, limit) = (ms(now), i64::from(limit));
+    let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&now, &limit];
+    all.extend_from_slice(params);
     let rows = c
         .client
         .query(
             &format!(
                 "SELECT ahead, run_at, deadline FROM (SELECT run_at, deadline, \
-                 row_number() OVER (ORDER BY GREATEST(run_at, $2), priority DESC, run_at, seq) - 1 \
-                 AS ahead FROM jobs WHERE endpoint = $1 AND {WAITING} AND EXISTS (SELECT 1 FROM jobs \
-                 WHERE deadline IS NOT NULL AND {WAITING} AND endpoint = $1)) w \
-                 WHERE deadline IS NOT NULL ORDER BY ahead LIMIT $3"
+                 row_number() OVER (ORDER BY GREATEST(run_at, $1), priority DESC, run_at, seq) - 1 \
+                 AS ahead FROM jobs WHERE {scope} AND {WAITING} AND EXISTS (SELECT 1 FROM jobs \
+                 WHERE deadline IS NOT NULL AND {WAITING} AND {scope})) w \
+                 WHERE deadline IS NOT NULL ORDER BY ahead LIMIT $2"
             ),
-            &[&name, &ms(now), &i64::from(limit)],
+            &all,
         )
         .await
         .map_err(backend)?;

@@ -161,39 +161,95 @@ pub fn holds_clear(c: &mut Connection, name: &str, pause: bool, breaker: bool) -
     .map_err(backend)
 }
 
+/// The two statements of a deadlines read for the waiting jobs of `$scope` (its parameters
+/// from `?3`): whether one of them has a deadline, a look through `$any` (`INDEXED BY` the index
+/// that finds it soonest), so that a scope whose jobs have none is not read through; then those
+/// with one, in start order (through `$read`), with how many go before each (`?1` now, `?2` the
+/// limit).
+macro_rules! deadlines_of {
+    ($any:literal, $read:literal, $scope:literal) => {
+        (
+            concat!(
+                "SELECT EXISTS (SELECT 1 FROM jobs ",
+                $any,
+                " WHERE deadline IS NOT NULL AND ",
+                waiting!(),
+                " AND ",
+                $scope,
+                ")"
+            ),
+            concat!(
+                "SELECT ahead, run_at, deadline FROM (SELECT run_at, deadline, \
+                 row_number() OVER (ORDER BY max(run_at, ?1), priority DESC, run_at, seq) - 1 \
+                 AS ahead FROM jobs ",
+                $read,
+                " WHERE ",
+                $scope,
+                " AND ",
+                waiting!(),
+                ") WHERE deadline IS NOT NULL ORDER BY ahead LIMIT ?2"
+            ),
+        )
+    };
+}
+
 /// An endpoint's waiting jobs with a deadline and how many go before each
-/// ([`redial_store::Store::endpoint_deadlines`]): a look in the deadlines' index first, so that
-/// an endpoint whose jobs have none is not read through.
+/// ([`redial_store::Store::endpoint_deadlines`]).
 pub fn endpoint_deadlines(
     c: &mut Connection,
     name: &str,
     now: Timestamp,
     limit: u32,
 ) -> StoreResult<Vec<WaitingDeadline>> {
+    // An endpoint's jobs are found by the index of jobs with a deadline: few, as a rule.
+    let sql = deadlines_of!("INDEXED BY jobs_waiting_deadline", "", "endpoint = ?3");
+    deadlines(c, sql, &[&name], now, limit)
+}
+
+/// A group's waiting jobs with a deadline and how many go before each
+/// ([`redial_store::Store::group_deadlines`]): those in the group's index (`jobs_grouped`), so
+/// the jobs waiting behind their ordering key's head are left out; a listing of the queue's
+/// groups reads each group once, not the queue once per group.
+pub fn group_deadlines(
+    c: &mut Connection,
+    queue: &str,
+    group: &str,
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let sql = deadlines_of!(
+        "INDEXED BY jobs_grouped",
+        "INDEXED BY jobs_grouped",
+        "queue = ?3 AND grp = ?4 AND grp IS NOT NULL AND ord_wait = 0"
+    );
+    deadlines(c, sql, &[&queue, &group], now, limit)
+}
+
+fn deadlines(
+    c: &mut Connection,
+    (any, read): (&str, &str),
+    scope: &[&dyn rusqlite::ToSql],
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Vec<WaitingDeadline>> {
+    let (now, limit) = (ms(now), i64::from(limit));
+    let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &limit];
+    all.extend_from_slice(scope);
+    // The look in the index takes the scope's parameters at ?3 on: the first two are bound too,
+    // unused, so that the numbers match.
     let any: bool = c
-        .prepare_cached(concat!(
-            "SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_waiting_deadline \
-             WHERE deadline IS NOT NULL AND ",
-            waiting!(),
-            " AND endpoint = ?1)"
-        ))
+        .prepare_cached(any)
         .map_err(backend)?
-        .query_row([name], |r| r.get(0))
+        .query_row(rusqlite::params_from_iter(all.iter().copied()), |r| {
+            r.get(0)
+        })
         .map_err(backend)?;
     if !any {
         return Ok(Vec::new());
     }
-    let mut stmt = c
-        .prepare_cached(concat!(
-            "SELECT ahead, run_at, deadline FROM (SELECT run_at, deadline, \
-             row_number() OVER (ORDER BY max(run_at, ?2), priority DESC, run_at, seq) - 1 AS ahead \
-             FROM jobs WHERE endpoint = ?1 AND ",
-            waiting!(),
-            ") WHERE deadline IS NOT NULL ORDER BY ahead LIMIT ?3"
-        ))
-        .map_err(backend)?;
+    let mut stmt = c.prepare_cached(read).map_err(backend)?;
     let rows = stmt
-        .query_map(params![name, ms(now), limit], |r| {
+        .query_map(rusqlite::params_from_iter(all.iter().copied()), |r| {
             Ok(WaitingDeadline {
                 ahead: r.get::<_, i64>(0)?.max(0) as u64,
                 run_at: Timestamp::from_unix_millis(r.get(1)?),

@@ -185,6 +185,41 @@ pub async fn endpoint_deadlines_in_start_order(store: Arc<dyn Store>) {
         .is_empty());
 }
 
+pub async fn group_deadlines_in_start_order(store: Arc<dyn Store>) {
+    // Group g of queue q, across endpoints; another group's, another queue's and an ungrouped
+    // job are not counted.
+    for (id, queue, group, run_at, deadline) in [
+        ("g1", "q", Some("g"), 0, None),
+        ("g2", "q", Some("g"), 5, Some(100)),
+        ("g3", "q", Some("h"), 1, Some(10)),
+        ("g4", "r", Some("g"), 1, Some(10)),
+        ("g5", "q", None, 1, Some(10)),
+        ("g6", "q", Some("g"), 60, Some(70)),
+    ] {
+        let mut j = new_job(id, queue);
+        j.endpoint = if id == "g6" { "B".into() } else { "A".into() };
+        j.group = group.map(str::to_owned);
+        j.run_at = at(run_at);
+        j.deadline = deadline.map(at);
+        store.job_insert(j).await.expect("insert");
+    }
+    let got = store
+        .group_deadlines("q", "g", at(10), 10)
+        .await
+        .expect("deadlines");
+    let w = |ahead, run_at, deadline| redial_policy::endpoint::WaitingDeadline {
+        ahead,
+        run_at: at(run_at),
+        deadline: at(deadline),
+    };
+    assert_eq!(got, vec![w(1, 5, 100), w(2, 60, 70)]);
+    assert!(store
+        .group_deadlines("q", "none", at(10), 10)
+        .await
+        .expect("deadlines")
+        .is_empty());
+}
+
 pub async fn endpoint_backlog_counts(store: Arc<dyn Store>) {
     for (id, endpoint, run_at) in [
         ("k1", "A", 0),

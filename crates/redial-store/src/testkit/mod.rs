@@ -50,7 +50,7 @@ macro_rules! store_suite {
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
-            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts, endpoint_deadlines_in_start_order, retries_due_when_an_outage_ends,
+            deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts, endpoint_deadlines_in_start_order, group_deadlines_in_start_order, retries_due_when_an_outage_ends,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
             dead_letter_groups_for_triage, dead_letters_by_reason_pattern, replay_with_changes, bulk_actions_in_chunks, controls_round_trip_and_clear_shared_holds,
             schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,

@@ -123,6 +123,10 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                             ),
                             None => "not known".to_owned(),
                         },
+                        format!(
+                            "{} of {}",
+                            r.forecast.deadline_at_risk, r.forecast.with_deadline
+                        ),
                     ]
                 })
                 .collect();
@@ -135,6 +139,7 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                 "RATE",
                 "WEIGHT",
                 "DRAINS IN",
+                "AT RISK",
             ];
             say!("{}", human::table(&headers, &rows, &headers[1..]));
             Ok(())
