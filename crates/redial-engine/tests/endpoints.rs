@@ -1377,11 +1377,13 @@ async fn the_simulator_agrees_with_the_engine_on_an_endpoint_with_mixed_errors()
             answer: Answer::Status(500),
             ratio: 0.1,
             always: true,
+            commit: false,
         },
         Failure {
             answer: Answer::Status(400),
             ratio: 0.05,
             always: true,
+            commit: false,
         },
     ];
     let sim = simulated(

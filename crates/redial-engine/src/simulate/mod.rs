@@ -170,12 +170,15 @@ pub enum Answer {
 }
 
 /// A share of the jobs that fail with `answer`: on their first attempt only (`once`), or on
-/// every attempt (`always`).
+/// every attempt (`always`). With `commit`, the endpoint did the work before the failure (an
+/// answer lost to a timeout or a reset, a 500 after the write): a repeat that is not safe (no
+/// idempotency key, a method that is not idempotent) does it again.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Failure {
     pub answer: Answer,
     pub ratio: f64,
     pub always: bool,
+    pub commit: bool,
 }
 
 /// Where virtual time starts (a realistic instant: reset headers are read by their size).
@@ -206,6 +209,9 @@ pub struct Tally {
     pub dead: BTreeMap<&'static str, u64>,
     /// Jobs still waiting when the simulation stopped (at its horizon).
     pub left: u64,
+    /// Jobs whose work the endpoint did more than once: a repeat that was not safe after a
+    /// failure that came after the work (`Failure::commit`).
+    pub duplicates: u64,
     /// From the start to the last job's end.
     pub drain: Option<Duration>,
     /// Enqueue to completion, of each completed job, in ms, sorted.
@@ -221,8 +227,13 @@ struct Job {
     seq: u64,
     enqueued_at: Timestamp,
     counters: JobCounters,
-    failure: Option<(Answer, bool)>,
+    /// Its failure: the answer, on every attempt, after the work was done.
+    failure: Option<(Answer, bool, bool)>,
     attempts: u32,
+    /// Times the endpoint did its work (a success, or a failure after the work): more than one
+    /// is a duplicate. A repeat that is safe (an idempotency key, an idempotent method) is
+    /// answered from the first.
+    effects: u32,
     /// When its current retry was scheduled (for an outage's end: retries scheduled since the
     /// outage began are due at once).
     scheduled_at: Timestamp,
@@ -448,8 +459,9 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     seq,
                     enqueued_at: at,
                     counters,
-                    failure: past.fails_with.map(|a| (a, true)),
+                    failure: past.fails_with.map(|a| (a, true, false)),
                     attempts: 0,
+                    effects: 0,
                     scheduled_at: at,
                     ended: false,
                     flying: false,
@@ -469,7 +481,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             let mut acc = 0.0;
             let failure = model.failures.iter().find_map(|f| {
                 acc += f.ratio;
-                (draw < acc).then_some((f.answer, f.always))
+                (draw < acc).then_some((f.answer, f.always, f.commit))
             });
             let mut counters = JobCounters::new(at);
             counters.deadline = model.deadline.map(|d| at.saturating_add(d));
@@ -482,6 +494,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 counters,
                 failure,
                 attempts: 0,
+                effects: 0,
                 scheduled_at: at,
                 ended: false,
                 flying: false,
@@ -697,9 +710,11 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                             let t = since_start(now);
                             o.from <= t && t < o.until
                         });
+                        // Whether the endpoint does the work this time.
+                        let mut worked = false;
                         let (outcome, took) = if let Some(h) = &model.history {
                             match job.failure {
-                                Some((a, _)) => answer_of(a, model, latency),
+                                Some((a, _, _)) => answer_of(a, model, latency),
                                 None => {
                                     let draw =
                                         unit(mix(seed, job.seq, 1 << 40 | u64::from(attempt)));
@@ -709,10 +724,13 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                                             took,
                                             ..
                                         }) => answer_of(a, model, took),
-                                        past => (
-                                            Outcome::Response(Response::new(200)),
-                                            past.map_or(latency, |p| p.took),
-                                        ),
+                                        past => {
+                                            worked = true;
+                                            (
+                                                Outcome::Response(Response::new(200)),
+                                                past.map_or(latency, |p| p.took),
+                                            )
+                                        }
                                     }
                                 }
                             }
@@ -726,10 +744,12 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                                 (Outcome::Response(r), latency)
                             } else {
                                 match job.failure {
-                                    Some((a, always)) if always || attempt == 0 => {
+                                    Some((a, always, commit)) if always || attempt == 0 => {
+                                        worked = commit;
                                         answer_of(a, model, latency)
                                     }
                                     _ => {
+                                        worked = true;
                                         let mut r = Response::new(200);
                                         r.headers = headers;
                                         (Outcome::Response(r), latency)
@@ -737,6 +757,11 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                                 }
                             }
                         };
+                        let safe =
+                            job.counters.has_idempotency_key || job.counters.method.is_idempotent();
+                        if worked && (job.effects == 0 || !safe) {
+                            job.effects += 1;
+                        }
                         if let Outcome::Response(r) = &outcome {
                             if r.status == 429 || r.status == 503 {
                                 e.tally.refused += 1;
@@ -832,6 +857,9 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
         if open == 0 && answers.is_empty() {
             break;
         }
+    }
+    for job in jobs.iter().filter(|j| j.effects > 1) {
+        eps[job.ep].tally.duplicates += 1;
     }
     eps.into_iter()
         .zip(open_per_ep)

@@ -73,7 +73,8 @@ Workload file (TOML), one [[endpoint]] table per endpoint:
         or { kind = \"fixed_window\", limit = 100, window = \"1s\", ... }
   [[endpoint.outage]]  from = \"1m\", until = \"5m\", answer = \"503\" (retry_after = \"30s\"),
                        or \"connection_refused\", \"connection_reset\", \"timeout\", or a status
-  [[endpoint.failure]] answer = \"500\", ratio = 0.02, repeat = \"once\" or \"always\"
+  [[endpoint.failure]] answer = \"500\", ratio = 0.02, repeat = \"once\" or \"always\",
+                       commit = true (the work was done, then the answer failed)
 A top-level seed = 7 fixes the draws.";
 
 /// A configuration's name for people, and what the simulation takes from it.
@@ -151,6 +152,7 @@ fn total_of(tallies: &[Tally]) -> Tally {
         t.refused += x.refused;
         t.completed += x.completed;
         t.left += x.left;
+        t.duplicates += x.duplicates;
         for (k, v) in &x.dead {
             *t.dead.entry(k).or_default() += v;
         }
@@ -185,6 +187,7 @@ fn figures(t: &Tally) -> Value {
         "completed": t.completed,
         "dead": t.dead,
         "left": t.left,
+        "duplicates": t.duplicates,
         "completion_ms": {
             "p50": percentile(&t.completion_ms, 0.5),
             "p99": percentile(&t.completion_ms, 0.99),
@@ -217,6 +220,10 @@ fn rows(t: &Tally, categories: &[&str]) -> Vec<(String, String)> {
         ("requests sent".to_owned(), t.requests.to_string()),
         ("refused (429, 503)".to_owned(), t.refused.to_string()),
         ("completed".to_owned(), t.completed.to_string()),
+        (
+            "done twice (duplicates)".to_owned(),
+            t.duplicates.to_string(),
+        ),
     ];
     let dead: u64 = t.dead.values().sum();
     r.push(("dead".to_owned(), dead.to_string()));

@@ -246,3 +246,38 @@ fn a_replayed_outage_comes_back_where_it_was() {
     assert!(t.refused >= 49, "{t:?}");
     assert!(t.requests < 49 * 10, "{t:?}");
 }
+
+/// Commit-then-fail: the endpoint charges, then the answer is lost. With an idempotency key the
+/// retry is answered from the first charge: nothing is done twice. Without one, every retried
+/// lost answer is a second charge.
+#[test]
+fn a_lost_answer_is_done_twice_only_without_an_idempotency_key() {
+    let workload = |key: bool| {
+        format!(
+            "[[endpoint]]\nname = \"charges\"\njobs = 2000\nmethod = \"POST\"\n\
+             idempotency_key = {key}\n\
+             [[endpoint.failure]]\nanswer = \"timeout\"\nratio = 0.1\nrepeat = \"once\"\n\
+             commit = true\n"
+        )
+    };
+    let with_key = &run(&workload(true))[0];
+    assert_eq!((with_key.completed, with_key.duplicates), (2000, 0));
+    let without = &run(&workload(false))[0];
+    assert_eq!(without.completed, 2000);
+    // About a tenth of the jobs lost their answer once: each retry charged again.
+    assert!(
+        (150..=250).contains(&without.duplicates),
+        "{}",
+        without.duplicates
+    );
+    // A PUT is idempotent: its repeat is not a second effect.
+    let put = workload(false).replace("POST", "PUT");
+    assert_eq!(run(&put)[0].duplicates, 0);
+    // A refused connection reached nothing that could do the work.
+    let err = parse(
+        "[[endpoint]]\nname = \"x\"\njobs = 1\n\
+         [[endpoint.failure]]\nanswer = \"connection_refused\"\nratio = 0.1\ncommit = true\n",
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("failure 1: commit"), "{err}");
+}

@@ -91,6 +91,9 @@ struct FailureFile {
     ratio: f64,
     #[serde(default = "default_repeat")]
     repeat: String,
+    /// The endpoint did the work before it failed (commit-then-fail).
+    #[serde(default)]
+    commit: bool,
 }
 
 fn default_queue() -> String {
@@ -282,10 +285,17 @@ pub fn parse(text: &str) -> Result<Workload> {
                     )))
                 }
             };
+            let failed = answer(&f.answer, None, &format!("{here}: answer"))?;
+            if f.commit && matches!(failed, Answer::ConnectionRefused) {
+                return Err(usage(format!(
+                    "{here}: commit: a refused connection reached nothing to do the work"
+                )));
+            }
             failures.push(Failure {
-                answer: answer(&f.answer, None, &format!("{here}: answer"))?,
+                answer: failed,
                 ratio: f.ratio,
                 always,
+                commit: f.commit,
             });
         }
         if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
