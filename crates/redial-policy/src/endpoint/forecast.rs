@@ -189,7 +189,7 @@ impl EndpointState {
                 // windows `planned` keeps).
                 Some((pk, pt)) => {
                     let gap = if others.is_finite() {
-                        ((k - pk) as f64 / others * 1000.0).round() as i64
+                        (k.saturating_sub(pk) as f64 / others * 1000.0).round() as i64
                     } else {
                         0
                     };
@@ -261,11 +261,14 @@ impl EndpointState {
         let limit = self.quota_limit.filter(|l| *l > 0)?;
         let reset = self.quota_reset_at?;
         let to_reset = (reset.as_unix_millis() - now.as_unix_millis()).max(0) as f64 / 1000.0;
-        let period = self
-            .window_length()
-            .map(|ms| ms / 1000.0)
-            .unwrap_or(to_reset)
-            .max(0.001);
+        // Without a measured window, the time to the reset stands for it; a reset that passed
+        // unseen says nothing of the next window.
+        let period = match self.window_length() {
+            Some(ms) => ms / 1000.0,
+            None if to_reset > 0.0 => to_reset,
+            None => return None,
+        }
+        .max(0.001);
         // An inferred quota is this node's own; one read from headers is the API's.
         let scale = if self.quota_inferred { nodes } else { 1.0 };
         Some(Windows {

@@ -208,6 +208,28 @@ fn a_spent_quota_drains_window_by_window() {
 }
 
 #[test]
+fn a_quota_whose_reset_passed_unseen_does_not_bound_the_pace() {
+    let mut s = EndpointState::default();
+    s.quota_limit = Some(100);
+    s.quota_tokens = Some(0);
+    s.quota_reset_at = Some(at(0));
+    let cfg = EndpointConfig {
+        rate: Some(Rate::parse("10/s").expect("rate")),
+        ..bare()
+    };
+    let f = s.forecast(
+        &cfg,
+        at(5_000),
+        &ForecastInput {
+            due: 11,
+            ..Default::default()
+        },
+    );
+    assert_eq!(f.jobs_per_second, Some(10.0), "{}", f.limited_by);
+    assert!((secs(&f) - 1.0).abs() < 0.01, "{f:?}");
+}
+
+#[test]
 fn an_empty_backlog_drains_now() {
     let f = EndpointState::default().forecast(&bare(), at(5), &ForecastInput::default());
     assert_eq!(
