@@ -111,7 +111,7 @@ function paceText(perSecond) {
 function forecastText(f) {
   if (!f || f.waiting === 0) return ['nothing waits', ''];
   const drains = f.drains_at != null
-    ? `in ${fmtSecs(f.drain_seconds)} (${fmtTime(f.drains_at)}): ${plural(f.waiting, 'job')}${f.jobs_per_second != null ? ` at ${paceText(f.jobs_per_second)}` : ''}, limited by ${f.limited_by}`
+    ? `${f.drain_seconds > 2 * 86400 ? `at ${fmtTime(f.drains_at)}` : `in ${fmtSecs(f.drain_seconds)} (${fmtTime(f.drains_at)})`}: ${plural(f.waiting, 'job')}${f.jobs_per_second != null ? ` at ${paceText(f.jobs_per_second)}` : ''}, limited by ${f.limited_by}`
     : `not known: ${f.limited_by}`;
   const risk = `${fmtNum(f.deadline_at_risk)} of ${fmtNum(f.with_deadline)} with a deadline`
     + (f.first_at_risk ? `; the first is due by ${fmtTime(f.first_at_risk.deadline)}, forecast to start ${f.first_at_risk.forecast_start ? fmtTime(f.first_at_risk.forecast_start) : 'when resumed'}` : '');
@@ -726,7 +726,8 @@ async function groups(main, queue) {
         el('th', { scope: 'row' }, g.group), el('td', { class: 'num' }, fmtNum(g.waiting)), el('td', { class: 'num' }, fmtNum(g.running)),
         el('td', { class: 'num' }, fmtNum(g.in_flight_here)), el('td', {}, limit(g.limits.concurrency)), el('td', {}, limit(g.limits.rate)),
         el('td', { class: 'num' }, String(g.limits.weight)),
-        el('td', { class: 'drains', title: g.forecast.limited_by }, g.waiting === 0 ? '-' : g.forecast.drain_seconds != null ? fmtSecs(g.forecast.drain_seconds) : 'not known'),
+        el('td', { class: 'drains', title: g.forecast.limited_by }, g.waiting === 0 ? '-' : g.forecast.drain_seconds == null ? 'not known'
+          : g.forecast.drain_seconds > 2 * 86400 ? `at ${fmtTime(g.forecast.drains_at)}` : fmtSecs(g.forecast.drain_seconds)),
         el('td', { class: 'num at-risk' + (g.forecast.deadline_at_risk > 0 ? ' bad' : '') }, `${fmtNum(g.forecast.deadline_at_risk)} of ${fmtNum(g.forecast.with_deadline)}`)))),
   );
 }

@@ -113,15 +113,17 @@ pub async fn queues(a: QueuesArgs) -> Result<()> {
                         or_dash(r.limits.concurrency),
                         or_dash(r.limits.rate.as_ref()),
                         r.limits.weight.to_string(),
-                        match r.forecast.drain_seconds {
+                        match (r.forecast.drain_seconds, &r.forecast.drains_at) {
                             _ if r.waiting == 0 => "-".to_owned(),
-                            Some(s) => format!(
+                            // Beyond two days, when rather than how long.
+                            (Some(s), Some(at)) if s > 2.0 * 86_400.0 => format!("at {at}"),
+                            (Some(s), _) => format!(
                                 "{}",
                                 redial_policy::Human(std::time::Duration::from_secs(
                                     s.ceil() as u64
                                 ))
                             ),
-                            None => "not known".to_owned(),
+                            (None, _) => "not known".to_owned(),
                         },
                         format!(
                             "{} of {}",
