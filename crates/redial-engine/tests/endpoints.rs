@@ -248,7 +248,11 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
     );
     // Without quota headers the first 429 is the first news, and attempts already in flight
     // then can still be refused. From the next window on, the limit inferred from that window
-    // holds: at most one 429 (the probe that finds the window full) per window.
+    // holds: once it is spent, only a round of probes asks for more, and the round that finds
+    // the window full is refused. A round is one probe at first, one more after each round that
+    // found room, half after a 429 (`learned_quota.rs`); how many of a round go out at one
+    // virtual instant before the first 429 is read back depends on the order the answers come
+    // in, so a window may see two or three 429s, not a burst.
     let first = *per_window.keys().next().expect("a 429");
     let later_worst = per_window
         .iter()
@@ -257,7 +261,7 @@ async fn a_rate_limited_api_without_quota_headers_is_paused_by_its_429s() {
         .max()
         .unwrap_or(0);
     assert!(
-        later_worst <= 1,
+        later_worst <= 3,
         "429s per window after the first: {per_window:?}"
     );
     // And once the windows are known (two 429s one window apart), most windows wait for the

@@ -178,13 +178,15 @@ impl Watched {
 
     /// Whether the engine has done all it can at `now`, its queues not in `paused` (which
     /// lease nothing) having each looked and found nothing since the last write.
-    fn settled_at(&self, now: Timestamp, paused: &[String]) -> bool {
+    fn settled_at(&self, now: Timestamp, queues: &[String]) -> bool {
         let a = self.account.lock().unwrap_or_else(|p| p.into_inner());
         a.leasing == 0
             && a.out.is_empty()
-            // Every queue that leases (the callback queue's too) found nothing at `now` after
-            // the last write.
-            && a.leases.keys().filter(|q| !paused.contains(q)).all(|q| {
+            // Every queue the engine runs and that is not paused (the callback queue's too)
+            // found nothing at `now` after the last write. Each of them, not only those that
+            // leased already: on a loaded machine a queue's first lease can come after the
+            // first look, and virtual time must not move on before it.
+            && queues.iter().all(|q| {
                 a.last_empty
                     .get(q)
                     .is_some_and(|&(tick, at)| at == now && tick > a.last_write)
@@ -214,13 +216,13 @@ pub async fn settle(engine: &Engine, store: &Watched, now: Timestamp) {
     let give_up = tokio::time::Instant::now() + SETTLE_BOUND;
     loop {
         ticks.borrow_and_update();
-        let paused: Vec<String> = engine
+        let leasing: Vec<String> = engine
             .queue_views()
             .into_iter()
-            .filter(|q| q.paused_by_hand.is_some())
+            .filter(|q| q.paused_by_hand.is_none())
             .map(|q| q.name)
             .collect();
-        if store.settled_at(now, &paused) {
+        if store.settled_at(now, &leasing) {
             return;
         }
         if store.idle() {
