@@ -447,46 +447,41 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
     for (i, (model, (cfg, policy))) in workload.endpoints.iter().zip(&setup.endpoints).enumerate() {
         let mut firsts = Due::new();
         for k in 0..model.jobs {
-            if let Some(h) = &model.history {
-                let past = &h.jobs[k as usize];
-                let at = T0.saturating_add(past.at);
-                let mut counters = JobCounters::new(at);
-                counters.deadline = past.deadline.map(|d| at.saturating_add(d));
-                counters.has_idempotency_key = past.idempotency_key;
-                counters.method = past.method;
-                jobs.push(Job {
-                    ep: i,
-                    seq,
-                    enqueued_at: at,
-                    counters,
-                    failure: past.fails_with.map(|a| (a, true, false)),
-                    attempts: 0,
-                    effects: 0,
-                    scheduled_at: at,
-                    ended: false,
-                    flying: false,
-                });
-                firsts.push(Reverse((at, seq, jobs.len() - 1)));
-                seq += 1;
-                continue;
-            }
-            let at = match model.arrival {
-                Arrival::AtOnce => T0,
-                Arrival::Rate(every) => T0.saturating_add(every.saturating_mul(k as u32)),
-                Arrival::Bursts { size, every } => {
-                    T0.saturating_add(every.saturating_mul((k / size) as u32))
+            // From history, or drawn from the model: when it arrives, its deadline (from then),
+            // its key and method, and its failure.
+            let (after, deadline, key, method, failure) = match &model.history {
+                Some(h) => {
+                    let past = &h.jobs[k as usize];
+                    let failure = past.fails_with.map(|a| (a, true, false));
+                    (
+                        past.at,
+                        past.deadline,
+                        past.idempotency_key,
+                        past.method,
+                        failure,
+                    )
+                }
+                None => {
+                    let after = match model.arrival {
+                        Arrival::AtOnce => Duration::ZERO,
+                        Arrival::Rate(every) => every.saturating_mul(k as u32),
+                        Arrival::Bursts { size, every } => every.saturating_mul((k / size) as u32),
+                    };
+                    let draw = unit(mix(seed, seq, u64::MAX));
+                    let mut acc = 0.0;
+                    let failure = model.failures.iter().find_map(|f| {
+                        acc += f.ratio;
+                        (draw < acc).then_some((f.answer, f.always, f.commit))
+                    });
+                    let m = model;
+                    (after, m.deadline, m.idempotency_key, m.method, failure)
                 }
             };
-            let draw = unit(mix(seed, seq, u64::MAX));
-            let mut acc = 0.0;
-            let failure = model.failures.iter().find_map(|f| {
-                acc += f.ratio;
-                (draw < acc).then_some((f.answer, f.always, f.commit))
-            });
+            let at = T0.saturating_add(after);
             let mut counters = JobCounters::new(at);
-            counters.deadline = model.deadline.map(|d| at.saturating_add(d));
-            counters.has_idempotency_key = model.idempotency_key;
-            counters.method = model.method;
+            counters.deadline = deadline.map(|d| at.saturating_add(d));
+            counters.has_idempotency_key = key;
+            counters.method = method;
             jobs.push(Job {
                 ep: i,
                 seq,
