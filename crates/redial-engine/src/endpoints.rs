@@ -69,19 +69,24 @@ pub(crate) struct Admitted {
     permit: Option<Permit>,
     /// The admission of the job's group (its own limits), which ends with this one.
     group: Option<Box<Admitted>>,
-    /// When it was granted: the attempt's time runs from here to its answer.
-    at: Timestamp,
 }
 
 impl Admitted {
     /// Ends the admission with the attempt's result; `observed.others_in_flight` is filled in.
-    /// The group's admission ends as a plain success: a group learns nothing from answers, it
-    /// only counts what it started. Returns, for a bare 429 from an endpoint that keeps a pace
-    /// learned from them, when the refused job may go again at that pace.
-    pub fn finish(mut self, now: Timestamp, observed: Observed) -> Finished {
+    /// `took` is the attempt's own time, from its start to its answer: not the time it waited
+    /// for a run slot after its admission, which is the engine's, not the endpoint's (the
+    /// forecast's attempt time, issue 54). The group's admission ends as a plain success: a
+    /// group learns nothing from answers, it only counts what it started. Returns, for a bare
+    /// 429 from an endpoint that keeps a pace learned from them, when the refused job may go
+    /// again at that pace.
+    pub fn finish(
+        mut self,
+        now: Timestamp,
+        observed: Observed,
+        took: std::time::Duration,
+    ) -> Finished {
         let mut finished = Finished::default();
         if let Some(permit) = self.permit.take() {
-            let took = now.saturating_since(self.at);
             finished = self
                 .registry
                 .finish(&self.endpoint, now, permit, observed, took);
@@ -96,8 +101,8 @@ impl Admitted {
                     quota: Default::default(),
                     others_in_flight: 0,
                     safe_retry: false,
+                    job: None,
                 };
-                let took = now.saturating_since(group.at);
                 group
                     .registry
                     .finish(&group.endpoint, now, permit, plain, took);
@@ -259,7 +264,6 @@ impl Registry {
                 endpoint: endpoint.to_owned(),
                 permit: Some(permit),
                 group: None,
-                at: now,
             }),
             held => Err(held),
         }

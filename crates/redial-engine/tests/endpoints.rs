@@ -1593,3 +1593,174 @@ async fn a_groups_forecast_counts_its_deadlines_at_risk() {
         (1, 0)
     );
 }
+
+/// Short quarantine settings (as issue 54's outside run had them) on `origin`, and a transient
+/// backoff of 1 s doubling to 8 s, 20 attempts.
+fn quarantine_setup(clock: Arc<ManualClock>, origin: &str, every: Duration) -> EngineBuilder {
+    let limits = EndpointConfig {
+        breaker: BreakerConfig {
+            quarantine_after: Duration::from_secs(20),
+            quarantine_probe_every: every,
+            ..BreakerConfig::default()
+        },
+        ..EndpointConfig::default()
+    };
+    let policy = Policy {
+        max_attempts: 20,
+        transient: Backoff {
+            strategy: Strategy::FullJitter,
+            base: Duration::from_secs(1),
+            factor: 2.0,
+            cap: Duration::from_secs(8),
+        },
+        ..Policy::default()
+    };
+    setup(clock, 8, policy).endpoints(BTreeMap::from([(
+        origin.to_owned(),
+        EndpointSettings {
+            policy: None,
+            limits,
+        },
+    )]))
+}
+
+/// The first request to any of `paths`, on the receiver's clock.
+fn first_request(rx: &redial_test_receiver::Receiver, paths: &[String]) -> Duration {
+    paths
+        .iter()
+        .flat_map(|p| rx.received(p))
+        .map(|r| r.since_start)
+        .min()
+        .expect("sent")
+}
+
+/// Issue 54, observation 5, as it was seen from outside (short settings: quarantine after
+/// 20 s, a probe every 3 s, 20 attempts): 8 jobs a second for 30 s, every tenth failing on
+/// every attempt (a bare 503) while the rest succeed. The failing jobs' retries alone then
+/// failed long enough to quarantine the endpoint; each failed probe held its job with its
+/// counters unchanged, none ever died, and 20 healthy jobs enqueued afterwards waited about 84 s
+/// behind some 28 probes spent on those jobs. A job that fails again after the endpoint
+/// answered others fails for its own sake: it uses its attempts and lands in the dead letters,
+/// and its failures do not count against the endpoint, which is never held for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_jobs_end_dead_and_hold_no_healthy_job() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    rx.script("/poison", vec![Reply::status(503)]);
+    let origin = format!("http://{}", rx.addr());
+    let s = quarantine_setup(clock.clone(), &origin, Duration::from_secs(3))
+        .start()
+        .await;
+    // 8 a second for 30 s; every tenth always fails.
+    let mut n = 0;
+    for _ in 0..30 {
+        let batch: Vec<_> = (0..8)
+            .map(|_| {
+                n += 1;
+                let path = if n % 10 == 0 { "/poison" } else { "/ok" };
+                (format!("j{n}"), rx.url(path), None)
+            })
+            .collect();
+        s.enqueue(batch).await;
+        let second = s.clock.now().saturating_add(Duration::from_secs(1));
+        s.run_until("a second", Duration::from_millis(100), |_| {
+            s.clock.now() >= second
+        })
+        .await;
+    }
+    let poison = 24;
+    // Every job that failed again after others succeeded uses its attempts; a poison job whose
+    // every failure came after the last success looks like a down endpoint and is held (the
+    // last one enqueued, here) until a success comes after its failure.
+    let c = s
+        .run_until(
+            "the poison jobs ended or held",
+            Duration::from_secs(1),
+            |c| {
+                count(c, "completed") == 240 - poison
+                    && count(c, "dead:transient_exhausted") + count(c, "scheduled") == poison
+                    && count(c, "scheduled") <= 2
+                    && (count(c, "scheduled") == 0
+                        || s.engine.endpoint_view(&origin).quarantined_since.is_some())
+            },
+        )
+        .await;
+    let held = count(&c, "scheduled");
+    // After the lull, 20 healthy jobs go at once, or at the quarantine's next probe.
+    let arrived = s.clock.now().saturating_since(T0);
+    let late: Vec<String> = (0..20).map(|i| format!("/late/{i}")).collect();
+    s.enqueue(
+        late.iter()
+            .enumerate()
+            .map(|(i, p)| (format!("h{i}"), rx.url(p), None)),
+    )
+    .await;
+    s.run_until("the late jobs completed", Duration::from_millis(100), |c| {
+        count(c, "completed") == 240 - poison + 20
+    })
+    .await;
+    let waited = s.clock.now().saturating_since(T0).saturating_sub(arrived);
+    assert!(
+        waited <= Duration::from_secs(3 + 2),
+        "the late jobs took {waited:?}"
+    );
+    // A success came after the held ones' failures: they end too.
+    let c = s
+        .run_until("every job ended", Duration::from_secs(1), |c| {
+            count(c, "dead:transient_exhausted") == poison
+        })
+        .await;
+    assert_eq!(count(&c, "completed"), 240 - poison + 20, "{c:?}");
+    let ended = s.clock.now().saturating_since(T0);
+    println!(
+        "poison: {poison} dead after {} requests to them, {held} held until the late jobs came; \
+         the late jobs took {waited:?}; all ended at {ended:?}",
+        rx.count("/poison")
+    );
+    s.stop().await;
+}
+
+/// A quarantine's probe goes to a job not tried yet before a retry: jobs that fail on every
+/// attempt (a bare 503, no success between, so the endpoint is taken as down) quarantine their
+/// endpoint, and a job enqueued then, which the endpoint would answer, goes at the next probe
+/// rather than after every held retry had its turn (issue 54: about 28 probes, 84 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantines_probe_goes_to_a_job_not_yet_tried() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    rx.script("/down", vec![Reply::status(503)]);
+    let origin = format!("http://{}", rx.addr());
+    let every = Duration::from_secs(3);
+    let s = quarantine_setup(clock.clone(), &origin, every)
+        .start()
+        .await;
+    s.enqueue((0..24).map(|i| (format!("d{i}"), rx.url("/down"), None)))
+        .await;
+    s.run_until("quarantined", Duration::from_secs(1), |_| {
+        s.engine.endpoint_view(&origin).quarantined_since.is_some()
+    })
+    .await;
+    // Some probes in, with the held retries in line.
+    let probes = rx.count("/down") + 3;
+    s.run_until("three more probes", Duration::from_secs(1), |_| {
+        rx.count("/down") >= probes
+    })
+    .await;
+    let arrived = s.clock.now().saturating_since(T0);
+    let fresh = vec!["/fresh".to_owned()];
+    s.enqueue([("f".to_owned(), rx.url("/fresh"), None)]).await;
+    s.run_until("the fresh job completed", Duration::from_secs(1), |_| {
+        rx.count("/fresh") > 0
+    })
+    .await;
+    let waited = first_request(&rx, &fresh).saturating_sub(arrived);
+    assert!(
+        waited <= every + Duration::from_secs(1),
+        "the fresh job waited {waited:?} (a probe every {every:?})"
+    );
+    // Its success ended the quarantine.
+    let view = s.engine.endpoint_view(&origin);
+    assert_eq!(view.quarantined_since, None);
+    println!("a fresh job in quarantine waited {waited:?} for its probe");
+    s.stop().await;
+}

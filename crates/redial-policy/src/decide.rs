@@ -231,8 +231,9 @@ impl Decision {
         }
     }
 
-    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe)
-    /// instead of retried after its backoff or failed for good, and (the caller's part) it
+    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe,
+    /// or its turn in the quarantine's line) instead of retried after its backoff or failed
+    /// for good, and (the caller's part) it
     /// costs no attempt. A dead end that is not the endpoint's doing (a deadline, the job's
     /// age, a permanent error) stays. Returns whether it was held.
     pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp) -> bool {
@@ -253,11 +254,28 @@ impl Decision {
             self.action = Action::Retry { at: until, delay };
             let _ = write!(
                 self.reason,
-                "; held, not failed: the endpoint is quarantined (this was its probe), the next probe goes in {}",
+                "; held, not failed: the endpoint is quarantined (this was its probe), its next probe in {}",
                 Human(delay)
             );
         }
         held
+    }
+
+    /// A quarantined endpoint's failed probe by a job at its first attempt: the failure counts,
+    /// and the retry waits until `turn`, its place in the quarantine's line, so that the next
+    /// probe goes to a job not yet tried.
+    pub fn retry_no_sooner(&mut self, turn: Timestamp, now: Timestamp) {
+        if let Action::Retry { at, .. } = self.action {
+            if at < turn {
+                let delay = turn.saturating_since(now);
+                self.action = Action::Retry { at: turn, delay };
+                let _ = write!(
+                    self.reason,
+                    "; the endpoint is quarantined (this was its probe): its retry waits its turn, in {}",
+                    Human(delay)
+                );
+            }
+        }
     }
 
     /// Whether this is a retry that may be sent at once: a transient failure, or an unknown

@@ -202,6 +202,7 @@ fn run_nodes(
                     quota: Default::default(),
                     others_in_flight: node.in_flight.len() as u32,
                     safe_retry: false,
+                    job: None,
                 };
                 node.state.record(&cfg, now, permit, &o);
                 if ok {

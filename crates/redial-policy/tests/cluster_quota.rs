@@ -329,6 +329,7 @@ impl Sim {
                         quota: quota(headers, now),
                         others_in_flight: self.in_flight(node),
                         safe_retry: false,
+                        job: None,
                     }
                 } else {
                     Observed {
@@ -339,6 +340,7 @@ impl Sim {
                         quota: Default::default(),
                         others_in_flight: self.in_flight(node),
                         safe_retry: false,
+                        job: None,
                     }
                 };
                 let cfg = self.cfg.clone();

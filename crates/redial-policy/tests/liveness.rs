@@ -144,6 +144,7 @@ fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observe
         others_in_flight: 0,
         // A failure is retried, and its retry is safe to send at once.
         safe_retry: class == ResultClass::Failure,
+        job: None,
     }
 }
 

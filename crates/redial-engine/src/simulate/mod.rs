@@ -566,6 +566,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             let mut d = decide(&outcome, &job.counters, e.policy, now, &mut jitter);
             let mut observed = Observed::of(&outcome, &d, now);
             observed.others_in_flight = e.in_flight;
+            observed.job = Some(job.seq);
             let finished = e.state.finish(e.cfg, now, permit, &observed);
             job.counters = finished.apply(&mut d, &job.counters, now);
             if let Some(since) = finished.recovered_from {

@@ -139,6 +139,11 @@ pub struct Observed {
     /// The attempt failed and its job is to be retried, and that retry may be sent at once: the
     /// failure is transient, or an unknown outcome of a request safe to repeat.
     pub safe_retry: bool,
+    /// Which job it was (any number the caller keeps for a job while it waits: the engine's
+    /// store sequence), left `None` by [`Observed::of`] for the caller to fill in. With it the
+    /// endpoint tells a job that fails for its own sake from an endpoint that is down
+    /// (`quarantine.rs`); without it every failure is taken as the endpoint's.
+    pub job: Option<u64>,
 }
 
 impl Observed {

@@ -86,6 +86,7 @@ impl EndpointState {
                     failed: 0,
                 };
                 self.breaker_period = self.breaker_period.wrapping_add(1);
+                self.quarantine_probe_at = self.quarantined_since.map(|_| until);
                 self.clear_suspicion();
                 self.event(
                     now,

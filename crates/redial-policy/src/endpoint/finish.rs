@@ -6,11 +6,12 @@
 //! endpoint records it ([`EndpointState::finish`], which says what it asks of the job besides
 //! the decision); the job's decision takes that ([`Finished::apply`]: a bare 429 goes again at
 //! the learned pace, the failure that made the endpoint suspect is retried at once, a
-//! quarantined endpoint's failed probe holds its job), which gives the job's counters after it.
+//! quarantined endpoint's failed probe holds its job unless the job fails for its own sake),
+//! which gives the job's counters after it.
 
 use super::{BreakerState, EndpointConfig, EndpointState, Observed, Permit, ResultClass};
 use crate::classify::Category;
-use crate::decide::{Decision, JobCounters};
+use crate::decide::{Action, Decision, JobCounters};
 use crate::outcome::{Outcome, TransportError};
 use crate::quota::quota;
 use crate::time::Timestamp;
@@ -25,9 +26,12 @@ pub struct Finished {
     /// or suspect for a while) whose failures began then: the endpoint's retries scheduled since
     /// are due now.
     pub recovered_from: Option<Timestamp>,
-    /// A quarantined endpoint's probe failed: its job is held until then (the next probe), not
-    /// failed, and its counters stay.
+    /// A quarantined endpoint's probe failed, and its job does not fail for its own sake: the
+    /// job is held until then (the next probe), not failed, and its counters stay.
     pub held_until: Option<Timestamp>,
+    /// With `held_until`: the job's turn in the quarantine's line, which it waits for instead
+    /// of the next probe (as a retry, which the end of the outage brings back at once).
+    pub held_turn: Option<Timestamp>,
 }
 
 /// What an endpoint asks of a finished attempt's job besides its decision.
@@ -57,6 +61,7 @@ impl Observed {
             quota: Default::default(),
             others_in_flight: 0,
             safe_retry: d.is_safe_retry(),
+            job: None,
         };
         match outcome {
             Outcome::Response(r) => {
@@ -105,8 +110,19 @@ impl EndpointState {
         let failing_since = self.failing_since;
         let was_down = self.in_outage(cfg, now);
         let quarantine_probe = permit.quarantined();
-        let retry_now = self.record(cfg, now, permit, observed);
-        let held_until = if quarantine_probe && observed.class == ResultClass::Failure {
+        // A job that fails for its own sake says nothing of the endpoint's health: its failure
+        // counts for the job (its decision), not for the breaker, suspicion or the budget.
+        let poison = self.note_job(observed.job, now, observed.class);
+        let retry_now = if poison {
+            let own = Observed {
+                class: ResultClass::Neutral,
+                ..observed.clone()
+            };
+            self.record(cfg, now, permit, &own)
+        } else {
+            self.record(cfg, now, permit, observed)
+        };
+        let held_until = if quarantine_probe && observed.class == ResultClass::Failure && !poison {
             match self.breaker {
                 BreakerState::Open { until } => Some(until),
                 _ => None,
@@ -114,6 +130,7 @@ impl EndpointState {
         } else {
             None
         };
+        let held_turn = held_until.map(|next| self.quarantine_line(cfg, next));
         let sooner = if retry_now {
             Some(Sooner::Now)
         } else {
@@ -128,6 +145,7 @@ impl EndpointState {
             sooner,
             recovered_from: recovered.then_some(failing_since).flatten(),
             held_until,
+            held_turn,
         }
     }
 }
@@ -147,16 +165,26 @@ impl Finished {
             Some(Sooner::Now) => decision.retry_at_once(now),
             None => {}
         }
-        let held = self
-            .held_until
-            .is_some_and(|until| decision.hold_for_quarantine(until, now));
-        if held {
-            JobCounters {
-                last_delay: counters.after(decision).last_delay,
-                ..*counters
+        // A quarantine's failed probe. A job that failed before is held until its turn in the
+        // quarantine's line, its counters unchanged. A job at its first attempt counts this
+        // failure (it is one, and a retry is what the end of the outage brings back at once:
+        // `recovered_from`), and its retry waits for its turn too; so the next probe goes to a
+        // job not yet tried. Only if that failure would end it (one attempt allowed) is it
+        // held, for the next probe.
+        if let (Some(next), Some(turn)) = (self.held_until, self.held_turn) {
+            let first = counters.failures == 0;
+            if first && matches!(decision.action, Action::Retry { .. }) {
+                decision.retry_no_sooner(turn.max(next), now);
+                return counters.after(decision);
             }
-        } else {
-            counters.after(decision)
+            let until = if first { next } else { turn.max(next) };
+            if decision.hold_for_quarantine(until, now) {
+                return JobCounters {
+                    last_delay: counters.after(decision).last_delay,
+                    ..*counters
+                };
+            }
         }
+        counters.after(decision)
     }
 }

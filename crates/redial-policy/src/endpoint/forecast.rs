@@ -255,12 +255,18 @@ impl EndpointState {
         Some(start)
     }
 
-    /// The learned quota, cluster-wide, with its window: `None` when there is none or its
-    /// reset is not known.
+    /// The learned quota, cluster-wide, with its window: `None` when there is none, or its
+    /// reset is not known and neither is its window's length. A spent quota whose reset no
+    /// answer told yet (its probes find out) is taken to reset one window from now: it holds
+    /// the endpoint as much as a known reset does (issue 54: a forecast that left it out said
+    /// 3 s for a drain that took 30).
     fn forecast_windows(&self, now: Timestamp, nodes: f64) -> Option<Windows> {
         let limit = self.quota_limit.filter(|l| *l > 0)?;
-        let reset = self.quota_reset_at?;
-        let to_reset = (reset.as_unix_millis() - now.as_unix_millis()).max(0) as f64 / 1000.0;
+        let to_reset = match self.quota_reset_at {
+            Some(reset) => (reset.as_unix_millis() - now.as_unix_millis()).max(0) as f64 / 1000.0,
+            None if self.quota_tokens == Some(0) => self.window_length()? / 1000.0,
+            None => return None,
+        };
         // Without a measured window, the time to the reset stands for it; a reset that passed
         // unseen says nothing of the next window.
         let period = match self.window_length() {

@@ -8,11 +8,34 @@
 //! The first probe that succeeds ends it: the breaker closes, with slow start; so do a hand
 //! resume and a hand breaker reset.
 //!
+//! Two things keep quarantine from holding what is not the endpoint's fault:
+//! - **A job that fails for its own sake is not held, and holds nothing.** A job that failed,
+//!   and failed again after the endpoint answered another job a success (a payload the API
+//!   always refuses with a 500, a request that always times out), is poison: its failures count
+//!   for the job, so it uses its attempts and lands in its dead-letter category, and not for the
+//!   endpoint (`EndpointState::finish` records them as neutral: no breaker opening, suspicion,
+//!   quarantine or budget from them; a quarantine's probe it failed goes to another job). While
+//!   the whole endpoint is down no success comes between a job's failures, and its probes are
+//!   held as before. Which jobs failed when is per node and not saved (at most
+//!   `JOBS_REMEMBERED` jobs).
+//! - **A job not yet tried probes first.** For a moment after a probe falls due
+//!   (`FIRSTS_FIRST`), it is kept for a first attempt; only if none is due does a retry take
+//!   it. A job that comes in during a quarantine goes at the next probe, however many failed
+//!   jobs wait.
+//! - **Held retries wait their turn.** A failed probe of a job that had failed before is held
+//!   until its turn in the quarantine's line, two probe intervals after the last one held (or
+//!   the next probe, when later), its counters unchanged. A job at its first attempt counts
+//!   that one failure instead (it becomes a retry, and its retry waits its turn the same way),
+//!   unless it would end the job (`max_attempts = 1`: then it is held for the next probe). So a
+//!   job that comes in meanwhile is leased before the held ones, and the probes are not spent
+//!   on the same few jobs while others wait; the end of the outage brings every held retry
+//!   back at once (`Finished::recovered_from`).
+//!
 //! Invariant: a quarantined endpoint's breaker is never closed, and never open longer than
 //! `quarantine_probe_every` at a time: one that starts answering is back in service within one
 //! probe interval plus slow start.
 
-use super::admission::ResultClass;
+use super::admission::{Admission, Hold, HoldKind, ResultClass};
 use super::breaker::BreakerState;
 use super::config::EndpointConfig;
 use super::state::EndpointState;
@@ -20,6 +43,12 @@ use super::Permit;
 use crate::duration::Human;
 use crate::time::Timestamp;
 use std::time::Duration;
+
+/// Jobs whose last failure a node remembers per endpoint, to tell poison from an outage.
+const JOBS_REMEMBERED: usize = 4096;
+
+/// How long a quarantine's due probe is kept for a first attempt before a retry may take it.
+const FIRSTS_FIRST: Duration = Duration::from_millis(250);
 
 impl EndpointState {
     /// Whether an opening now quarantines the endpoint (or keeps it quarantined).
@@ -50,6 +79,92 @@ impl EndpointState {
     /// Ends quarantine (a probe succeeded, or people resumed or reset it by hand).
     pub(super) fn end_quarantine(&mut self) {
         self.quarantined_since = None;
+        self.quarantine_turn = None;
+        self.quarantine_probe_at = None;
+    }
+
+    /// A quarantine's probe goes to a first attempt when one is due: for `FIRSTS_FIRST` after
+    /// the probe became due, retries wait (a retry is a job that failed already, maybe for its
+    /// own sake). None due by then, a retry takes it.
+    pub(super) fn check_quarantine_retry(&self, now: Timestamp) -> Result<(), Admission> {
+        let (Some(_), Some(due), BreakerState::HalfOpen { .. }) = (
+            self.quarantined_since,
+            self.quarantine_probe_at,
+            self.breaker,
+        ) else {
+            return Ok(());
+        };
+        let until = due.saturating_add(FIRSTS_FIRST);
+        if now < until {
+            return Err(Admission::HoldRetries(Hold {
+                kind: HoldKind::Breaker,
+                until: Some(until),
+                reason: format!(
+                    "quarantined: its probe goes to a job not yet tried if one is due by {until}, then to a retry"
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    /// The turn of a retry that a failed probe holds: two probe intervals after the last one
+    /// held, and no sooner than `next_probe`. Two, so that the line never falls due faster than
+    /// probes go (each is one interval after the last one's answer), and a job that comes in
+    /// meanwhile is leased before any held one whose turn has not come.
+    pub(super) fn quarantine_line(
+        &mut self,
+        cfg: &EndpointConfig,
+        next_probe: Timestamp,
+    ) -> Timestamp {
+        let every = cfg.breaker.quarantine_probe_every;
+        let turn = self.quarantine_turn.map_or(next_probe, |last| {
+            last.saturating_add(every * 2).max(next_probe)
+        });
+        self.quarantine_turn = Some(turn);
+        turn
+    }
+
+    /// Notes the end of an attempt of `job` (when the caller said which) and returns whether the
+    /// job fails for its own sake: it failed before, and the endpoint answered another job a
+    /// success since (or it was found so already).
+    pub(super) fn note_job(
+        &mut self,
+        job: Option<u64>,
+        now: Timestamp,
+        class: ResultClass,
+    ) -> bool {
+        match class {
+            ResultClass::Success => {
+                self.last_success = Some(now);
+                if let Some(j) = job {
+                    self.job_failures.remove(&j);
+                }
+                false
+            }
+            ResultClass::Failure => {
+                let Some(j) = job else {
+                    return false;
+                };
+                let poison = self.job_failures.get(&j).is_some_and(|&(failed, poison)| {
+                    poison || self.last_success.is_some_and(|ok| ok > failed)
+                });
+                if !self.job_failures.contains_key(&j) && self.job_failures.len() >= JOBS_REMEMBERED
+                {
+                    // The one that failed longest ago is forgotten.
+                    if let Some(oldest) = self
+                        .job_failures
+                        .iter()
+                        .min_by_key(|(_, (at, _))| *at)
+                        .map(|(k, _)| *k)
+                    {
+                        self.job_failures.remove(&oldest);
+                    }
+                }
+                self.job_failures.insert(j, (now, poison));
+                poison
+            }
+            ResultClass::Neutral => false,
+        }
     }
 
     /// A quarantined endpoint's probe decides at once: a success closes the breaker, a failure

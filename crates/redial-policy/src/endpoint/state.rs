@@ -23,7 +23,7 @@ use super::share::Share;
 use super::window::{or_empty, Bucket};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// Everything the limits remember about an endpoint. Serialisable, so it can be persisted.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -196,6 +196,23 @@ pub struct EndpointState {
     /// each round trip, as TCP's slow start), on top of what the time steps allow.
     #[serde(skip)]
     pub(super) ramp_successes: u64,
+
+    // Jobs that fail for their own sake, and the quarantine's line (quarantine.rs). Never
+    // saved: a restarted node learns them again from the next failures.
+    /// When the endpoint last answered a success.
+    #[serde(skip)]
+    pub(super) last_success: Option<Timestamp>,
+    /// Of the jobs this node saw fail (at most `JOBS_REMEMBERED`), when each last failed and
+    /// whether it failed again after the endpoint answered another job a success.
+    #[serde(skip)]
+    pub(super) job_failures: HashMap<u64, (Timestamp, bool)>,
+    /// The last turn the quarantine gave a retry it held: the next one held goes after it.
+    #[serde(skip)]
+    pub(super) quarantine_turn: Option<Timestamp>,
+    /// When the quarantine's current probe became due (its open period's end): for a moment
+    /// after, the probe is kept for a job that has not failed yet.
+    #[serde(skip)]
+    pub(super) quarantine_probe_at: Option<Timestamp>,
 }
 
 impl EndpointState {
@@ -244,7 +261,9 @@ impl EndpointState {
     ) -> Result<(), Admission> {
         self.check_pause(cfg, now)?;
         self.check_breaker(cfg, now)?;
-        if !is_retry {
+        if is_retry {
+            self.check_quarantine_retry(now)?;
+        } else {
             self.check_suspect(cfg, now)?;
         }
         self.check_contact(cfg, in_flight)?;

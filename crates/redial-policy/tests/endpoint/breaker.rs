@@ -396,6 +396,12 @@ fn an_endpoint_down_for_long_is_quarantined_until_a_probe_succeeds() {
             until: at(t + 20_000)
         }
     );
+    // The probe is kept for a job not yet tried for a quarter second; then a retry takes it.
+    assert_eq!(
+        kind(&s.admit(&cfg, at(t + 20_000), true, 0)),
+        "hold-retries Breaker"
+    );
+    let t = t + 250;
     // A neutral answer (a 400) lets another probe go.
     let probe = go(s.admit(&cfg, at(t + 20_000), true, 0));
     s.record(&cfg, at(t + 20_000), probe, &observed(ResultClass::Neutral));
@@ -458,4 +464,57 @@ fn an_endpoint_down_for_long_is_quarantined_until_a_probe_succeeds() {
     }
     assert_eq!(s.quarantined(), None);
     assert_eq!(s.open_period, Some(Duration::from_secs(120)));
+}
+
+/// Issue 54: a job that failed, and failed again after the endpoint answered another job a
+/// success, fails for its own sake. Its failures say nothing of the endpoint: the breaker does
+/// not count them, and a quarantine's probe it fails does not hold it.
+#[test]
+fn a_job_that_fails_while_others_succeed_counts_for_itself_not_for_its_endpoint() {
+    let cfg = breaker_cfg();
+    let failed = |job: u64| Observed {
+        job: Some(job),
+        ..observed(ResultClass::Failure)
+    };
+    let mut s = EndpointState::default();
+    // Job 1 fails, job 2 succeeds, job 1 fails again: poison from then on.
+    let p = go(s.admit(&cfg, at(0), false, 0));
+    assert_eq!(s.finish(&cfg, at(0), p, &failed(1)).held_until, None);
+    let p = go(s.admit(&cfg, at(1), false, 0));
+    s.finish(
+        &cfg,
+        at(1),
+        p,
+        &Observed {
+            job: Some(2),
+            ..observed(ResultClass::Success)
+        },
+    );
+    for t in 2..200 {
+        let p = go(s.admit(&cfg, at(t * 100), true, 0));
+        s.finish(&cfg, at(t * 100), p, &failed(1));
+    }
+    assert_eq!(s.breaker, BreakerState::Closed, "its failures are its own");
+    assert!(s.breaker_history.is_empty());
+    // The same failures from jobs that never saw a success between (an endpoint going down)
+    // open it.
+    let mut s = EndpointState::default();
+    for t in 0..200 {
+        match s.admit(&cfg, at(t * 100), true, 0) {
+            Admission::Go(p) => {
+                s.finish(
+                    &cfg,
+                    at(t * 100),
+                    p,
+                    &failed(u64::try_from(t).expect("positive")),
+                );
+            }
+            _ => break,
+        }
+    }
+    assert!(
+        matches!(s.breaker, BreakerState::Open { .. }),
+        "{:?}",
+        s.breaker
+    );
 }

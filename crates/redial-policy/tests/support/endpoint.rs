@@ -62,6 +62,7 @@ pub fn observed(class: ResultClass) -> Observed {
         quota: Quota::default(),
         others_in_flight: 0,
         safe_retry: false,
+        job: None,
     }
 }
 
