@@ -97,6 +97,7 @@ impl Admitted {
                     class: redial_policy::endpoint::ResultClass::Success,
                     overload: false,
                     rate_limited: false,
+                    unavailable: false,
                     server_wait: None,
                     quota: Default::default(),
                     others_in_flight: 0,

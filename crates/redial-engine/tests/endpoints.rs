@@ -1332,6 +1332,7 @@ async fn the_simulator_agrees_with_the_engine_on_a_rate_limit_with_retry_after()
             kind: LimitKind::FixedWindow { limit, window },
             retry_after: true,
             quota_headers: false,
+            status: 429,
         }),
         vec![],
         vec![],

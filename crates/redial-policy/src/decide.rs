@@ -261,6 +261,59 @@ impl Decision {
         held
     }
 
+    /// A bare 503 that its endpoint took as a limiter's refusal (it answers others, and its 503s
+    /// follow its pace: `endpoint/unavailable.rs`): not a failure, but a deferral to `release`
+    /// (the endpoint's next place at its pace, or the retry's own time if sooner), which spends
+    /// no attempt, within `max_deferrals` and the deadline as any deferral.
+    pub fn refused_at_pace(
+        &mut self,
+        release: Timestamp,
+        counters: &JobCounters,
+        policy: &Policy,
+        now: Timestamp,
+    ) {
+        if self.classification.category != Category::Transient {
+            return;
+        }
+        let until = match self.action {
+            Action::Retry { at, .. } => release.min(at).max(now),
+            Action::Dead(DeadCategory::TransientExhausted | DeadCategory::BudgetExhausted) => {
+                release.max(now)
+            }
+            _ => return,
+        };
+        let ends = [
+            counters.deadline,
+            policy
+                .max_age
+                .map(|age| counters.enqueued_at.saturating_add(age)),
+        ];
+        if ends.into_iter().flatten().any(|end| until > end) {
+            return;
+        }
+        let deferral = counters.deferrals.saturating_add(1);
+        self.classification.category = Category::Defer;
+        self.unknown_backoff = None;
+        self.reason = "503 Service Unavailable, bare, while the endpoint answers others: a limiter's refusal, not a failure".into();
+        if counters.deferrals >= policy.max_deferrals {
+            let _ = write!(
+                self.reason,
+                "; deferral {deferral} over the limit of {}",
+                policy.max_deferrals
+            );
+            self.action = Action::Dead(DeadCategory::DeferralExhausted);
+            return;
+        }
+        let delay = until.saturating_since(now);
+        let _ = write!(
+            self.reason,
+            "; released in {} at the endpoint's pace learned from bare refusals; deferral {deferral} of {}",
+            Human(delay),
+            policy.max_deferrals
+        );
+        self.action = Action::Defer { until, delay };
+    }
+
     /// A quarantined endpoint's failed probe by a job at its first attempt: the failure counts,
     /// and the retry waits until `turn`, its place in the quarantine's line, so that the next
     /// probe goes to a job not yet tried.

@@ -198,6 +198,7 @@ fn run_nodes(
                     },
                     overload: !ok,
                     rate_limited: !ok,
+                    unavailable: false,
                     server_wait: wait.map(|w| (w, "429 Retry-After".to_owned())),
                     quota: Default::default(),
                     others_in_flight: node.in_flight.len() as u32,

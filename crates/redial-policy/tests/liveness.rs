@@ -139,6 +139,7 @@ fn observed(class: ResultClass, overload: bool, wait_ms: Option<u64>) -> Observe
         overload,
         // A deferral under overload is a 429: bare when it carries no wait.
         rate_limited: overload && class == ResultClass::Neutral,
+        unavailable: false,
         server_wait: wait_ms.map(|ms| (Duration::from_millis(ms), "server wait".to_owned())),
         quota: Quota::default(),
         others_in_flight: 0,

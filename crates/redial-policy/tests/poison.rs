@@ -91,7 +91,7 @@ impl Model {
             let mut o = Observed::of(&outcome, &d, at);
             o.job = Some(f.job as u64);
             let finished = self.state.finish(&self.cfg, at, f.permit, &o);
-            job.counters = finished.apply(&mut d, &job.counters, at);
+            job.counters = finished.apply(&mut d, &job.counters, &self.policy, at);
             match d.action {
                 Action::Complete => job.ended = Some((self.now, None)),
                 Action::Dead(c) => job.ended = Some((self.now, Some(c))),
@@ -102,10 +102,13 @@ impl Model {
             if let Some(since) = finished.recovered_from {
                 // The outage is over: retries scheduled since it began are due now.
                 for j in &mut self.jobs {
-                    if j.ended.is_none() && !j.flying && j.counters.failures > 0 {
-                        if j.run_at > self.now && j.arrived <= self.now && since <= at {
-                            j.run_at = self.now;
-                        }
+                    if j.ended.is_none()
+                        && !j.flying
+                        && j.counters.failures > 0
+                        && j.run_at > self.now
+                        && since <= at
+                    {
+                        j.run_at = self.now;
                     }
                 }
             }

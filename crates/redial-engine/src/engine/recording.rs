@@ -57,7 +57,7 @@ pub(super) async fn record(
     let mut observed = Observed::of(&ran.output.outcome, &decision, now);
     observed.job = u64::try_from(job.seq).ok();
     let finished = admission.finish(now, observed, now.saturating_since(ran.started_at));
-    let after = finished.apply(&mut decision, &counters, now);
+    let after = finished.apply(&mut decision, &counters, &policy, now);
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.

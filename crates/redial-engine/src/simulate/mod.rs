@@ -136,6 +136,8 @@ pub struct Limit {
     pub retry_after: bool,
     /// Every answer carries the quota left and when it resets (see `Server::take`).
     pub quota_headers: bool,
+    /// The status a refusal answers: 429, or 503 (nginx `limit_req` unless told otherwise).
+    pub status: u16,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -568,7 +570,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             observed.others_in_flight = e.in_flight;
             observed.job = Some(job.seq);
             let finished = e.state.finish(e.cfg, now, permit, &observed);
-            job.counters = finished.apply(&mut d, &job.counters, now);
+            job.counters = finished.apply(&mut d, &job.counters, e.policy, now);
             if let Some(since) = finished.recovered_from {
                 // The outage is over: retries scheduled since it began are due now.
                 let waiting: Vec<_> = std::mem::take(&mut e.retries).into_vec();
@@ -735,7 +737,8 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                         } else {
                             let (ok, headers) = e.server.take(model, now);
                             if !ok {
-                                let mut r = Response::new(429);
+                                let status = model.limit.map_or(429, |l| l.status);
+                                let mut r = Response::new(status);
                                 r.headers = headers;
                                 (Outcome::Response(r), latency)
                             } else {

@@ -131,6 +131,9 @@ pub struct Observed {
     /// A 429: the API refused the request for its rate. Without a server wait or quota headers
     /// (a bare 429) it teaches the endpoint's pace.
     pub rate_limited: bool,
+    /// A 503. Without a server wait or quota headers, from an endpoint that answers others, it
+    /// may be a limiter's refusal (`unavailable.rs`).
+    pub unavailable: bool,
     /// A server-given wait that applies to the whole endpoint, with a reason for people.
     pub server_wait: Option<(Duration, String)>,
     pub quota: Quota,
@@ -147,6 +150,14 @@ pub struct Observed {
 }
 
 impl Observed {
+    /// A 503 that said nothing: no server wait, no quota (nginx `limit_req` as shipped).
+    pub fn is_bare_unavailable(&self) -> bool {
+        self.unavailable
+            && self.server_wait.is_none()
+            && self.quota.requests.is_none()
+            && self.quota.exhausted.is_none()
+    }
+
     /// A 429 that said nothing: no server wait, no quota. It teaches the endpoint's pace.
     pub fn is_bare_refusal(&self) -> bool {
         self.rate_limited

@@ -13,6 +13,7 @@ use super::{BreakerState, EndpointConfig, EndpointState, Observed, Permit, Resul
 use crate::classify::Category;
 use crate::decide::{Action, Decision, JobCounters};
 use crate::outcome::{Outcome, TransportError};
+use crate::policy::Policy;
 use crate::quota::quota;
 use crate::time::Timestamp;
 use crate::{status_phrase, Human};
@@ -41,6 +42,9 @@ pub enum Sooner {
     AtPace(Timestamp),
     /// The retry goes at once: it tells whether the suspect endpoint is flaky or down.
     Now,
+    /// A bare 503 that a limiter sent (`unavailable.rs`): not a failure but a refusal, deferred
+    /// to the endpoint's pace (then) without spending an attempt.
+    Refused(Timestamp),
 }
 
 impl Observed {
@@ -57,6 +61,7 @@ impl Observed {
             class,
             overload: false,
             rate_limited: false,
+            unavailable: false,
             server_wait: None,
             quota: Default::default(),
             others_in_flight: 0,
@@ -67,6 +72,7 @@ impl Observed {
             Outcome::Response(r) => {
                 o.overload = matches!(r.status, 429 | 503 | 529);
                 o.rate_limited = r.status == 429;
+                o.unavailable = r.status == 503;
                 o.server_wait = d
                     .classification
                     .server_wait
@@ -110,19 +116,38 @@ impl EndpointState {
         let failing_since = self.failing_since;
         let was_down = self.in_outage(cfg, now);
         let quarantine_probe = permit.quarantined();
+        // A bare 503 from an endpoint that answers others may be a limiter's refusal: then it is
+        // taken as a bare 429 is (the pace learns from it), and its job deferred at the pace.
+        let bare_503 = observed.is_bare_unavailable();
+        self.count_unavailable(
+            now,
+            permit.admitted_at,
+            observed.class == ResultClass::Success,
+            bare_503,
+        );
+        if observed.class == ResultClass::Success {
+            self.last_success = Some(now);
+        }
+        let refusal = bare_503 && cfg.learn_pace && self.unavailable_is_refusal(now);
+        let class = if refusal {
+            ResultClass::Neutral
+        } else {
+            observed.class
+        };
         // A job that fails for its own sake says nothing of the endpoint's health: its failure
         // counts for the job (its decision), not for the breaker, suspicion or the budget.
-        let poison = self.note_job(observed.job, now, observed.class);
-        let retry_now = if poison {
+        let poison = self.note_job(observed.job, now, class);
+        let retry_now = if poison || refusal {
             let own = Observed {
                 class: ResultClass::Neutral,
+                rate_limited: observed.rate_limited || refusal,
                 ..observed.clone()
             };
             self.record(cfg, now, permit, &own)
         } else {
             self.record(cfg, now, permit, observed)
         };
-        let held_until = if quarantine_probe && observed.class == ResultClass::Failure && !poison {
+        let held_until = if quarantine_probe && class == ResultClass::Failure && !poison {
             match self.breaker {
                 BreakerState::Open { until } => Some(until),
                 _ => None,
@@ -133,6 +158,8 @@ impl EndpointState {
         let held_turn = held_until.map(|next| self.quarantine_line(cfg, next));
         let sooner = if retry_now {
             Some(Sooner::Now)
+        } else if refusal {
+            Some(Sooner::Refused(self.pace_release(cfg, now).unwrap_or(now)))
         } else {
             observed
                 .is_bare_refusal()
@@ -158,11 +185,15 @@ impl Finished {
         &self,
         decision: &mut Decision,
         counters: &JobCounters,
+        policy: &Policy,
         now: Timestamp,
     ) -> JobCounters {
         match self.sooner {
             Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
             Some(Sooner::Now) => decision.retry_at_once(now),
+            Some(Sooner::Refused(release)) => {
+                decision.refused_at_pace(release, counters, policy, now);
+            }
             None => {}
         }
         // A quarantine's failed probe. A job that failed before is held until its turn in the

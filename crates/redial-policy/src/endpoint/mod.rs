@@ -80,6 +80,7 @@ mod rate;
 mod share;
 mod state;
 mod suspect;
+mod unavailable;
 mod view;
 mod window;
 

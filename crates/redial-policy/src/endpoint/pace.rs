@@ -81,6 +81,11 @@ pub struct Pace {
     /// Successes in the last second, by bucket start (ms): the first estimate.
     #[serde(skip)]
     recent_ok: VecDeque<(i64, u32)>,
+    /// While set, cuts keep the rate at this or more and pause one interval only: the refusals
+    /// are on trial (bare 503s, `unavailable.rs`), and an endpoint failing at random must not
+    /// be paced down to nothing before the trial ends.
+    #[serde(skip)]
+    floor: Option<f64>,
 }
 
 impl Pace {
@@ -217,6 +222,16 @@ impl Pace {
         cuts
     }
 
+    /// Keeps the rate at `floor` or more, cuts pausing one interval only, until set to `None`.
+    pub fn set_floor(&mut self, floor: Option<f64>) {
+        self.floor = floor;
+    }
+
+    /// What went through in the second before `now`.
+    pub fn went_through(&self, now: Timestamp) -> f64 {
+        self.went_through_last_second(now)
+    }
+
     /// Sets the rate (the first time) or cuts it, and holds the next request for a pause.
     fn cut(&mut self, now: Timestamp) {
         let rate = match self.rate {
@@ -231,12 +246,17 @@ impl Pace {
                     .min(rate)
             }
         };
-        let rate = rate.max(FLOOR);
+        let rate = rate.max(FLOOR).max(self.floor.unwrap_or(0.0));
         self.rate = Some(rate);
         self.epoch = self.epoch.wrapping_add(1);
         self.cut_at = Some(now);
         let interval = self.interval_ns().unwrap_or(0);
-        let pause = (interval << self.in_a_row.saturating_sub(1).min(20))
+        let doubled = if self.floor.is_some() {
+            0
+        } else {
+            self.in_a_row.saturating_sub(1).min(20)
+        };
+        let pause = (interval << doubled)
             .min(i128::try_from(MAX_PAUSE.as_nanos()).unwrap_or(i128::MAX))
             .max(interval);
         // The next request goes after the pause, whatever burst the rate allows.

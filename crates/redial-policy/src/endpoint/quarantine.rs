@@ -135,7 +135,6 @@ impl EndpointState {
     ) -> bool {
         match class {
             ResultClass::Success => {
-                self.last_success = Some(now);
                 if let Some(j) = job {
                     self.job_failures.remove(&j);
                 }

@@ -20,6 +20,7 @@ use super::config::EndpointConfig;
 use super::pace::Pace;
 use super::pause::HandPause;
 use super::share::Share;
+use super::unavailable::Verdict;
 use super::window::{or_empty, Bucket};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -213,6 +214,14 @@ pub struct EndpointState {
     /// after, the probe is kept for a job that has not failed yet.
     #[serde(skip)]
     pub(super) quarantine_probe_at: Option<Timestamp>,
+
+    // Bare 503s from a limiter (unavailable.rs). Never saved.
+    /// Successes and bare 503s in the last ten seconds, by bucket start (ms).
+    #[serde(skip)]
+    pub(super) recent_answers: VecDeque<(i64, u32, u32)>,
+    /// Whether the endpoint's bare 503s are a limiter's refusals.
+    #[serde(skip)]
+    pub(super) unavailable: Verdict,
 }
 
 impl EndpointState {

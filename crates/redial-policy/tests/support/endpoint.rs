@@ -58,6 +58,7 @@ pub fn observed(class: ResultClass) -> Observed {
         class,
         overload: false,
         rate_limited: false,
+        unavailable: false,
         server_wait: None,
         quota: Quota::default(),
         others_in_flight: 0,
@@ -71,6 +72,7 @@ pub fn refused(wait_ms: u64) -> Observed {
     Observed {
         overload: true,
         rate_limited: true,
+        unavailable: false,
         server_wait: Some((Duration::from_millis(wait_ms), "429 Retry-After".into())),
         ..observed(ResultClass::Neutral)
     }

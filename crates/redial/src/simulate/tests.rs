@@ -180,16 +180,13 @@ fn the_worked_example_in_the_docs_runs_as_shown() {
     let fewer = candidate(Some(&dir.join("fewer-attempts.toml")), &w).expect("fewer-attempts");
     let a = &simulate(&w, &current.setup, seed)[0];
     let b = &simulate(&w, &fewer.setup, seed)[0];
-    // Its hopeless jobs end by their deadline while others wait around them: each once (one
-    // ended twice, and the count of jobs left underflowed, before the lease passed over the
-    // jobs a deadline had ended).
-    assert_eq!((a.requests, a.completed, a.left), (10738, 9969, 0));
-    assert_eq!(dead(a, "deadline_exceeded"), 31);
-    assert_eq!((b.requests, b.completed, b.left), (10740, 9964, 0));
-    assert_eq!(
-        (dead(b, "deadline_exceeded"), dead(b, "transient_exhausted")),
-        (19, 17)
-    );
+    // Its hopeless jobs (timing out on every attempt while the others succeed) fail for their
+    // own sake: they use their attempts, each ends once (issue 54; before, quarantine held
+    // them until their deadline).
+    assert_eq!((a.requests, a.completed, a.left), (10948, 9969, 0));
+    assert_eq!(dead(a, "transient_exhausted"), 31);
+    assert_eq!((b.requests, b.completed, b.left), (10788, 9964, 0));
+    assert_eq!(dead(b, "transient_exhausted"), 36);
 }
 
 #[test]
@@ -310,7 +307,62 @@ fn jobs_that_always_fail_on_a_healthy_endpoint_end_dead_not_held_by_quarantine()
     let t = &run(&workload("deadline = \"2h\"\n"))[0];
     let figures = (t.completed, t.dead.clone(), t.left);
     assert_eq!(t.left, 0, "{figures:?}");
-    assert_eq!(t.completed + t.dead.values().sum::<u64>(), 2000, "{figures:?}");
+    assert_eq!(
+        t.completed + t.dead.values().sum::<u64>(),
+        2000,
+        "{figures:?}"
+    );
     let drain = t.drain.expect("drained");
     assert!(drain <= Duration::from_secs(2 * 3600 + 60), "{drain:?}");
+}
+
+/// Issue 54, observation 0: nginx `limit_req` as shipped refuses with a bare 503. While the
+/// endpoint answers others, those 503s are a limiter's refusals (the pace learns from them, the
+/// refused jobs wait for it without spending attempts), so 1,000 jobs drain near the limiter's
+/// rate as against bare 429s; before, they were an outage (breaker, suspicion, backoff): more
+/// than 120 s and 1,908 refused from outside.
+#[test]
+fn a_limiter_answering_bare_503s_is_met_at_its_rate_as_one_answering_429s() {
+    let workload = |status: u16| {
+        format!(
+            "[[endpoint]]\nname = \"nginx\"\njobs = 1000\nmethod = \"GET\"\n\
+             latency = \"1ms\"\n\
+             limit = {{ kind = \"token_bucket\", rate = \"50/s\", burst = 10, status = {status} }}\n"
+        )
+    };
+    let at_429 = &run(&workload(429))[0];
+    let at_503 = &run(&workload(503))[0];
+    for (status, t) in [(429, at_429), (503, at_503)] {
+        let drain = t.drain.expect("drained").as_secs_f64();
+        println!(
+            "bare {status}s, 50/s burst 10, 1,000 jobs: drain {drain:.1} s, {} refused, {} completed",
+            t.refused, t.completed
+        );
+        assert_eq!(t.completed, 1000, "{status}: {:?}", t.dead);
+        assert!(drain <= 19.8 * 1.15, "{status}: drain {drain}");
+        assert!(t.refused <= 100, "{status}: {} refused", t.refused);
+    }
+}
+
+/// An endpoint whose bare 503s come at random (a bad node behind a balancer), not from a
+/// limiter, answering others meanwhile: under half, they never look like a limiter's and are
+/// failures, retried as before (2.3 s for 2,000 jobs before and after); at half or more a trial
+/// finds that they do not follow the pace, at the cost of about a second at the pace of what
+/// went through (before: 2.3 s whatever the ratio).
+#[test]
+fn random_bare_503s_on_a_live_endpoint_are_not_taken_for_a_limiter() {
+    for (ratio, most) in [("0.05", 3.0), ("0.3", 3.0), ("0.5", 6.0), ("0.9", 8.0)] {
+        let t = &run(&format!(
+            "[[endpoint]]\nname = \"flaky\"\njobs = 2000\nmethod = \"GET\"\n\
+             latency = \"5ms\"\n\
+             [[endpoint.failure]]\nanswer = \"503\"\nratio = {ratio}\nrepeat = \"once\"\n"
+        ))[0];
+        let drain = t.drain.expect("drained").as_secs_f64();
+        println!(
+            "random 503s ({ratio}), 2,000 jobs: drain {drain:.1} s, {} requests, {} completed",
+            t.requests, t.completed
+        );
+        assert_eq!(t.completed, 2000, "{ratio}: {:?}", t.dead);
+        assert!(drain <= most, "{ratio}: drain {drain}");
+    }
 }

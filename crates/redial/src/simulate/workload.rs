@@ -72,6 +72,8 @@ struct LimitFile {
     retry_after: bool,
     #[serde(default)]
     quota_headers: bool,
+    /// The status a refusal answers: 429 (the default) or 503.
+    status: Option<u16>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -243,10 +245,20 @@ pub fn parse(text: &str) -> Result<Workload> {
                             )))
                         }
                     };
+                let status = match l.status {
+                    None | Some(429) => 429,
+                    Some(503) => 503,
+                    Some(other) => {
+                        return Err(usage(format!(
+                        "{at}: limit.status {other} is not one a limiter refuses with: 429 or 503"
+                    )))
+                    }
+                };
                 Some(Limit {
                     kind,
                     retry_after: l.retry_after,
                     quota_headers: l.quota_headers,
+                    status,
                 })
             }
         };
