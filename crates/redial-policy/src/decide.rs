@@ -224,7 +224,7 @@ impl Decision {
                 };
                 let _ = write!(
                     self.reason,
-                    "; released sooner, in {}, at the endpoint's pace learned from 429s without Retry-After",
+                    "; released sooner, in {}, at the endpoint's pace learned from bare refusals",
                     Human(delay)
                 );
             }

@@ -401,7 +401,9 @@ pub fn endpoint(e: &Endpoint) -> String {
         (
             "learned pace",
             match e.learned_pace {
-                Some(p) => format!("{p:.1} requests/s (from 429s without Retry-After)"),
+                Some(p) => {
+                    format!("{p:.1} requests/s (from bare refusals: 429s, a limiter's 503s)")
+                }
                 None => "none".to_owned(),
             },
         ),

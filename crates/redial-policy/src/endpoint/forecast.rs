@@ -123,7 +123,7 @@ impl EndpointState {
         if let Some(p) = self.pace.rate().filter(|_| cfg.learn_pace) {
             consider(
                 p * nodes,
-                format!("the pace learned from bare 429s, {p:.2}/s a node"),
+                format!("the pace learned from bare refusals, {p:.2}/s a node"),
             );
         }
         let secs = input.attempt_time.map(|d| d.as_secs_f64().max(0.001));

@@ -122,7 +122,7 @@ impl EndpointState {
             return hold(
                 HoldKind::Rate,
                 Some(until),
-                format!("pace learned from 429s without Retry-After: {rate:.1} requests/s"),
+                format!("pace learned from bare refusals (429s, a limiter's 503s): {rate:.1} requests/s"),
             );
         }
         Ok(())

@@ -786,7 +786,7 @@ async function endpoint(main, name) {
       el('dt', {}, 'Breaker window'), el('dd', {}, `${fmtNum(e.breaker_window_failures)} failures (${fmtNum(e.breaker_window_retry_failures)} of retries) in ${plural(e.breaker_window_calls, 'call')}`),
       el('dt', {}, 'Retry budget'), el('dd', {}, `${fmtNum(e.budget_used)} used of ${fmtNum(e.budget_allowed)}, ${fmtNum(e.budget_remaining)} left`),
       el('dt', {}, 'Rate'), el('dd', {}, e.rate ? `${e.rate}, burst ${e.burst}` : 'none configured'),
-      el('dt', {}, 'Learned pace'), el('dd', { id: 'endpoint-pace' }, e.learned_pace != null ? `${e.learned_pace.toFixed(1)} requests/s, learned from 429s without Retry-After` : 'none learned'),
+      el('dt', {}, 'Learned pace'), el('dd', { id: 'endpoint-pace' }, e.learned_pace != null ? `${e.learned_pace.toFixed(1)} requests/s, learned from bare refusals (429s, a limiter's 503s)` : 'none learned'),
       el('dt', {}, 'Learned quota'), el('dd', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit} left${e.learned_reset_at ? ', resets ' + fmtTime(e.learned_reset_at) : ''}` : 'none learned'),
       el('dt', {}, 'Concurrency'), el('dd', {}, `${e.in_flight} in flight${e.concurrency_limit ? ' of ' + e.concurrency_limit : ', no limit'}`),
       el('dt', {}, 'Slow start'), el('dd', {}, e.slow_start_since ? `since ${fmtTime(e.slow_start_since)}` : 'no'),
