@@ -1333,6 +1333,7 @@ async fn the_simulator_agrees_with_the_engine_on_a_rate_limit_with_retry_after()
             retry_after: true,
             quota_headers: false,
             status: 429,
+            whole_seconds: false,
         }),
         vec![],
         vec![],

@@ -261,6 +261,27 @@ impl Decision {
         held
     }
 
+    /// A deferral whose server-given wait was a `Retry-After` in whole seconds, from an endpoint
+    /// found (or being asked) to round its waits up (`endpoint/rounded.rs`): it ends at
+    /// `release`, the endpoint's next place at its pace, when that is sooner. The one exception
+    /// to "no next run before a server-given instant": that instant was rounded up.
+    pub fn released_at_pace(&mut self, release: Timestamp, now: Timestamp) {
+        if let Action::Defer { until, .. } = self.action {
+            if release < until {
+                let delay = release.saturating_since(now);
+                self.action = Action::Defer {
+                    until: release,
+                    delay,
+                };
+                let _ = write!(
+                    self.reason,
+                    "; its whole seconds taken as rounded up: released sooner, in {}, at the endpoint's pace",
+                    Human(delay)
+                );
+            }
+        }
+    }
+
     /// A bare 503 that its endpoint took as a limiter's refusal (it answers others, and its 503s
     /// follow its pace: `endpoint/unavailable.rs`): not a failure, but a deferral to `release`
     /// (the endpoint's next place at its pace, or the retry's own time if sooner), which spends

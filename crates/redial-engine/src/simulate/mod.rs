@@ -138,6 +138,9 @@ pub struct Limit {
     pub quota_headers: bool,
     /// The status a refusal answers: 429, or 503 (nginx `limit_req` unless told otherwise).
     pub status: u16,
+    /// A fixed window's `Retry-After` in whole seconds to the window's end, rounded up
+    /// (express-rate-limit), rather than to the millisecond. A token bucket's is always so.
+    pub whole_seconds: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -348,7 +351,11 @@ impl Server {
                     headers.push(("x-ratelimit-reset-requests".into(), format!("{ends_in}ms")));
                 }
                 if !ok && limit.retry_after {
-                    let secs = format!("{:.3}", ends_in as f64 / 1000.0);
+                    let secs = if limit.whole_seconds {
+                        ((ends_in + 999) / 1000).max(1).to_string()
+                    } else {
+                        format!("{:.3}", ends_in as f64 / 1000.0)
+                    };
                     headers.push(("retry-after".into(), secs));
                 }
                 ok

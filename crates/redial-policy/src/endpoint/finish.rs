@@ -45,6 +45,9 @@ pub enum Sooner {
     /// A bare 503 that a limiter sent (`unavailable.rs`): not a failure but a refusal, deferred
     /// to the endpoint's pace (then) without spending an attempt.
     Refused(Timestamp),
+    /// A 429 whose whole-second `Retry-After` is taken as rounded up (`rounded.rs`): its
+    /// deferral ends at the endpoint's pace rather than at the wait.
+    Rounded(Timestamp),
 }
 
 impl Observed {
@@ -129,6 +132,9 @@ impl EndpointState {
             self.last_success = Some(now);
         }
         let refusal = bare_503 && cfg.learn_pace && self.unavailable_is_refusal(now);
+        // A whole-second Retry-After that may be rounded up: taken as a bare 429 (the pace
+        // learns from it, nothing is paused for the wait) while its rounding is asked or known.
+        let rounded = cfg.learn_pace && self.wait_is_rounded(now, permit.admitted_at, observed);
         let class = if refusal {
             ResultClass::Neutral
         } else {
@@ -137,10 +143,19 @@ impl EndpointState {
         // A job that fails for its own sake says nothing of the endpoint's health: its failure
         // counts for the job (its decision), not for the breaker, suspicion or the budget.
         let poison = self.note_job(observed.job, now, class);
-        let retry_now = if poison || refusal {
+        let retry_now = if poison || refusal || rounded {
             let own = Observed {
-                class: ResultClass::Neutral,
+                class: if rounded {
+                    observed.class
+                } else {
+                    ResultClass::Neutral
+                },
                 rate_limited: observed.rate_limited || refusal,
+                server_wait: if rounded {
+                    None
+                } else {
+                    observed.server_wait.clone()
+                },
                 ..observed.clone()
             };
             self.record(cfg, now, permit, &own)
@@ -160,6 +175,8 @@ impl EndpointState {
             Some(Sooner::Now)
         } else if refusal {
             Some(Sooner::Refused(self.pace_release(cfg, now).unwrap_or(now)))
+        } else if rounded {
+            self.pace_release(cfg, now).map(Sooner::Rounded)
         } else {
             observed
                 .is_bare_refusal()
@@ -191,6 +208,7 @@ impl Finished {
         match self.sooner {
             Some(Sooner::AtPace(release)) => decision.defer_at_pace(release, now),
             Some(Sooner::Now) => decision.retry_at_once(now),
+            Some(Sooner::Rounded(release)) => decision.released_at_pace(release, now),
             Some(Sooner::Refused(release)) => {
                 decision.refused_at_pace(release, counters, policy, now);
             }

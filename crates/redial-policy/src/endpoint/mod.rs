@@ -77,6 +77,7 @@ pub mod pace;
 mod pause;
 mod quarantine;
 mod rate;
+mod rounded;
 mod share;
 mod state;
 mod suspect;

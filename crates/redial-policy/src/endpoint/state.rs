@@ -19,6 +19,7 @@ use super::breaker::{BreakerEvent, BreakerState};
 use super::config::EndpointConfig;
 use super::pace::Pace;
 use super::pause::HandPause;
+use super::rounded::Rounding;
 use super::share::Share;
 use super::unavailable::Verdict;
 use super::window::{or_empty, Bucket};
@@ -222,6 +223,9 @@ pub struct EndpointState {
     /// Whether the endpoint's bare 503s are a limiter's refusals.
     #[serde(skip)]
     pub(super) unavailable: Verdict,
+    /// Whether the endpoint's whole-second waits are rounded up (rounded.rs). Never saved.
+    #[serde(skip)]
+    pub(super) rounding: Rounding,
 }
 
 impl EndpointState {

@@ -395,7 +395,11 @@ fn a_bare_429_sets_a_pace_and_a_429_that_says_when_does_not() {
     };
     assert_eq!(h.kind, HoldKind::Rate);
     assert_eq!(h.until, Some(at(1_050)));
-    assert!(h.reason.contains("pace learned from bare refusals"), "{}", h.reason);
+    assert!(
+        h.reason.contains("pace learned from bare refusals"),
+        "{}",
+        h.reason
+    );
     assert_eq!(s.pace_release(&cfg, at(1_000)), Some(at(1_050)));
     assert!(s.admit(&cfg, at(1_050), false, 0).is_go());
     // The same with Retry-After: a pause, no pace.

@@ -74,6 +74,9 @@ struct LimitFile {
     quota_headers: bool,
     /// The status a refusal answers: 429 (the default) or 503.
     status: Option<u16>,
+    /// A fixed window's Retry-After in whole seconds, rounded up.
+    #[serde(default)]
+    whole_seconds: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -259,6 +262,7 @@ pub fn parse(text: &str) -> Result<Workload> {
                     retry_after: l.retry_after,
                     quota_headers: l.quota_headers,
                     status,
+                    whole_seconds: l.whole_seconds,
                 })
             }
         };
