@@ -12,9 +12,9 @@
 //!   - a success (room came back before the second was out): the endpoint **rounds** its
 //!     waits, and its whole-second waits are bare refusals (its jobs go again at the pace)
 //!     for [`KNOWN_FOR`];
-//!   - such a 429 again, with no success between: the endpoint **means** its waits (a spent
-//!     window) for [`KNOWN_FOR`]; this one pauses it for the whole wait, as any server wait
-//!     does, and a pace set by the question is forgotten.
+//!   - such a 429 again, twice ([`MEANT_AFTER`]), with no success between: the endpoint
+//!     **means** its waits (a spent window) for [`KNOWN_FOR`]; the second pauses it for the
+//!     whole wait, as any server wait does, and a pace set by the question is forgotten.
 //! - Waits in fractions of a second (`retry-after-ms`, a decimal `Retry-After`), longer ones,
 //!   and those of an endpoint that answers nothing else are honoured as given.
 //!
@@ -32,14 +32,22 @@ use std::time::Duration;
 const MOST: Duration = Duration::from_secs(2);
 /// How long what was learned of an endpoint's rounding holds.
 const KNOWN_FOR: Duration = Duration::from_secs(60);
+/// Such 429s, to what was sent after the question, that say an endpoint means its waits (a
+/// bucket just out of room may refuse one sent a moment too soon).
+const MEANT_AFTER: u32 = 2;
 
 /// What is known of how an endpoint's whole-second waits are meant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) enum Rounding {
     #[default]
     Unknown,
-    /// Asked by taking the wait at time `since` as a refusal; whether that set the pace.
-    Asking { since: Timestamp, set_pace: bool },
+    /// Asked by taking the wait at time `since` as a refusal; whether that set the pace, and
+    /// such 429s since (to what was sent after it) with no success between.
+    Asking {
+        since: Timestamp,
+        set_pace: bool,
+        refused: u32,
+    },
     /// Rounded up, until then.
     Rounds(Timestamp),
     /// Meant, until then.
@@ -74,15 +82,25 @@ impl EndpointState {
             Rounding::Rounds(until) | Rounding::Means(until) if now >= until => {
                 self.rounding = Rounding::Unknown;
             }
-            Rounding::Asking { since, set_pace } if sent.is_some_and(|s| s > since) => {
+            Rounding::Asking {
+                since,
+                set_pace,
+                refused,
+            } if sent.is_some_and(|s| s > since) => {
                 if success {
                     self.rounding = Rounding::Rounds(now.saturating_add(KNOWN_FOR));
-                } else if whole_seconds(o) {
+                } else if whole_seconds(o) && refused + 1 >= MEANT_AFTER {
                     if set_pace {
                         self.pace = Default::default();
                     }
                     self.rounding = Rounding::Means(now.saturating_add(KNOWN_FOR));
                     return false;
+                } else if whole_seconds(o) {
+                    self.rounding = Rounding::Asking {
+                        since,
+                        set_pace,
+                        refused: refused + 1,
+                    };
                 }
             }
             _ => {}
@@ -100,6 +118,7 @@ impl EndpointState {
                 self.rounding = Rounding::Asking {
                     since: now,
                     set_pace: self.pace.rate().is_none(),
+                    refused: 0,
                 };
                 true
             }
