@@ -749,9 +749,25 @@ async fn limiters_that_say_nothing_are_met_at_a_learned_pace() {
             limit: 50,
             window: Duration::from_secs(1),
         },
+        // Issue 54, observation 0: nginx `limit_req` as shipped refuses with a bare 503. Read
+        // as an outage (breaker, suspicion, backoff) it held 1,000 jobs for more than 120 s
+        // from outside; its 503s are a limiter's refusals (they follow the pace).
+        Behaviour::LeakyBucket503 {
+            per_second: 50,
+            burst: 10,
+        },
+        // Issue 54, observation 4: a leaky bucket whose 429s say `Retry-After: 1` for a 20 ms
+        // wait: taken literally, one burst a second (56-63 s for 600 jobs from outside).
+        Behaviour::LeakyBucketRounded {
+            per_second: 50,
+            burst: 10,
+        },
     ] {
         let (received, drained, pace) = against_a_silent_limiter(behaviour).await;
-        let refused = received.iter().filter(|r| r.status == 429).count();
+        let refused = received
+            .iter()
+            .filter(|r| r.status == 429 || r.status == 503)
+            .count();
         println!(
             "{behaviour:?}: {} requests, {refused} refused, drained in {drained:?}, pace {pace:?}",
             received.len()
@@ -759,7 +775,7 @@ async fn limiters_that_say_nothing_are_met_at_a_learned_pace() {
         let mut per_second: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
         for r in &received {
             let e = per_second.entry(r.since_start.as_secs()).or_default();
-            if r.status == 429 {
+            if r.status == 429 || r.status == 503 {
                 e.1 += 1;
             } else {
                 e.0 += 1;

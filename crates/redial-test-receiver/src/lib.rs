@@ -92,6 +92,12 @@ pub enum Behaviour {
     /// answering bare 429s: no `Retry-After`, no quota headers (nginx `limit_req` with
     /// `limit_req_status 429`, HAProxy, Envoy's local rate limit).
     LeakyBucket { per_second: u32, burst: u32 },
+    /// The same leaky bucket refusing with a bare 503, as nginx `limit_req` does unless
+    /// `limit_req_status` is set.
+    LeakyBucket503 { per_second: u32, burst: u32 },
+    /// The same leaky bucket whose 429s carry `Retry-After` in whole seconds until room comes
+    /// back, rounded up: 1 for a wait of 20 ms (as most gateways and APIs speak).
+    LeakyBucketRounded { per_second: u32, burst: u32 },
     /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
     DownFor { down_for: Duration },
 }
@@ -341,11 +347,22 @@ impl Live {
         match self.behaviour {
             Behaviour::DownFor { down_for } if elapsed < down_for => (Reply::status(503), None),
             Behaviour::DownFor { .. } => (Reply::status(200).body("ok"), None),
-            Behaviour::LeakyBucket { per_second, burst } => {
+            Behaviour::LeakyBucket { per_second, burst }
+            | Behaviour::LeakyBucket503 { per_second, burst }
+            | Behaviour::LeakyBucketRounded { per_second, burst } => {
                 let interval = Duration::from_secs(1) / per_second.max(1);
                 let tolerance = interval * burst.saturating_sub(1);
-                if self.tat.saturating_sub(tolerance) > elapsed {
-                    return (Reply::status(429), None);
+                let earliest = self.tat.saturating_sub(tolerance);
+                if earliest > elapsed {
+                    let refusal = match self.behaviour {
+                        Behaviour::LeakyBucket503 { .. } => Reply::status(503),
+                        Behaviour::LeakyBucketRounded { .. } => {
+                            let wait = (earliest - elapsed).as_secs_f64().ceil().max(1.0);
+                            Reply::status(429).header("retry-after", &format!("{wait}"))
+                        }
+                        _ => Reply::status(429),
+                    };
+                    return (refusal, None);
                 }
                 self.tat = self.tat.max(elapsed) + interval;
                 (Reply::status(200).body("ok"), None)

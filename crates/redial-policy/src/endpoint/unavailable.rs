@@ -129,7 +129,9 @@ impl EndpointState {
         let (ok, refused) = (u32::from(success), u32::from(bare_503));
         match &mut self.unavailable {
             Verdict::Trial(t) => {
-                if sent.is_some_and(|s| s >= t.since) {
+                // Sent after the trial began (not in the same millisecond, as on a manual
+                // clock all of a burst is).
+                if sent.is_some_and(|s| s > t.since) {
                     t.during = (t.during.0 + ok, t.during.1 + refused);
                 }
                 let t = *t;
