@@ -332,3 +332,28 @@ mod properties {
         }
     }
 }
+
+/// Issue 54, observation 3: an inferred quota spent, its reset not yet told ("quota spent;
+/// waiting for an answer to learn its reset"), was left out of the forecast, which then said the
+/// workers' pace (3 s for a drain that took 30). It holds the endpoint as a known reset does:
+/// its window's limit a window, from one window from now.
+#[test]
+fn a_spent_quota_whose_reset_is_not_told_yet_holds_for_a_window() {
+    let s: EndpointState = serde_json::from_str(
+        r#"{"quota_limit":50,"quota_tokens":0,"quota_reset_at":null,"quota_inferred":true,"quota_period_ms":1000}"#,
+    )
+    .expect("a saved state");
+    let f = s.forecast(
+        &bare(),
+        at(0),
+        &ForecastInput {
+            due: 500,
+            attempt_time: Some(Duration::from_millis(1)),
+            workers: Some(64),
+            ..Default::default()
+        },
+    );
+    assert!(f.limited_by.contains("learned quota, 50"), "{}", f.limited_by);
+    // 500 jobs at 50 a window, the first window a second from now: the last starts at 10 s.
+    assert!((secs(&f) - 10.0).abs() < 0.1, "{f:?}");
+}
