@@ -353,7 +353,11 @@ fn a_spent_quota_whose_reset_is_not_told_yet_holds_for_a_window() {
             ..Default::default()
         },
     );
-    assert!(f.limited_by.contains("learned quota, 50"), "{}", f.limited_by);
+    assert!(
+        f.limited_by.contains("learned quota, 50"),
+        "{}",
+        f.limited_by
+    );
     // 500 jobs at 50 a window, the first window a second from now: the last starts at 10 s.
     assert!((secs(&f) - 10.0).abs() < 0.1, "{f:?}");
 }
