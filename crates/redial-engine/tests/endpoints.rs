@@ -1658,8 +1658,8 @@ fn first_request(rx: &redial_test_receiver::Receiver, paths: &[String]) -> Durat
 /// failed long enough to quarantine the endpoint; each failed probe held its job with its
 /// counters unchanged, none ever died, and 20 healthy jobs enqueued afterwards waited about 84 s
 /// behind some 28 probes spent on those jobs. A job that fails again after the endpoint
-/// answered others fails for its own sake: it uses its attempts and lands in the dead letters,
-/// and its failures do not count against the endpoint, which is never held for them.
+/// answered others fails for its own sake: a quarantine does not hold it, so it uses its
+/// attempts and lands in the dead letters; and a job that comes in is probed first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poison_jobs_end_dead_and_hold_no_healthy_job() {
     let clock = manual_clock();

@@ -140,10 +140,11 @@ impl EndpointState {
         } else {
             observed.class
         };
-        // A job that fails for its own sake says nothing of the endpoint's health: its failure
-        // counts for the job (its decision), not for the breaker, suspicion or the budget.
+        // A job that fails for its own sake is not held by a quarantine: its failure counts
+        // for it. (The breaker still counts it: from here a job failing while others succeed
+        // cannot be told from the first failures of an outage that builds up.)
         let poison = self.note_job(observed.job, now, class);
-        let retry_now = if poison || refusal || rounded {
+        let retry_now = if refusal || rounded {
             let own = Observed {
                 class: if rounded {
                     observed.class

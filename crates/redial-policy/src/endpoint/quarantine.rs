@@ -9,15 +9,14 @@
 //! resume and a hand breaker reset.
 //!
 //! Two things keep quarantine from holding what is not the endpoint's fault:
-//! - **A job that fails for its own sake is not held, and holds nothing.** A job that failed,
-//!   and failed again after the endpoint answered another job a success (a payload the API
-//!   always refuses with a 500, a request that always times out), is poison: its failures count
-//!   for the job, so it uses its attempts and lands in its dead-letter category, and not for the
-//!   endpoint (`EndpointState::finish` records them as neutral: no breaker opening, suspicion,
-//!   quarantine or budget from them; a quarantine's probe it failed goes to another job). While
-//!   the whole endpoint is down no success comes between a job's failures, and its probes are
-//!   held as before. Which jobs failed when is per node and not saved (at most
-//!   `JOBS_REMEMBERED` jobs).
+//! - **A job that fails for its own sake is not held.** A job that failed, and failed again
+//!   after the endpoint answered another job a success (a payload the API always refuses with a
+//!   500, a request that always times out), is poison: a quarantine's probe it fails counts for
+//!   it as any failure does, so it uses its attempts and lands in its dead-letter category.
+//!   (The breaker still counts its failures: they cannot be told from the first failures of an
+//!   outage that builds up.) While the whole endpoint is down no success comes between a job's
+//!   failures, and its probes are held as before. Which jobs failed when is per node and not
+//!   saved (at most `JOBS_REMEMBERED` jobs).
 //! - **A job not yet tried probes first.** For a moment after a probe falls due
 //!   (`FIRSTS_FIRST`), it is kept for a first attempt; only if none is due does a retry take
 //!   it. A job that comes in during a quarantine goes at the next probe, however many failed

@@ -15,9 +15,11 @@
 //!   counts too few within [`TRIAL_LONGEST`] finds no limiter). Sent to at
 //!   that pace, a limiter refuses far less: half the share before the trial at most, and a
 //!   fifth at most. An endpoint failing a share of its requests at random (a bad node behind a
-//!   balancer) refuses as much at any pace. Meanwhile the pace is not cut below nine tenths of
-//!   what went through at the onset, and pauses one interval a cut, so that a trial the
-//!   endpoint fails costs it little.
+//!   balancer) refuses as much at any pace, and an outage beginning refuses everything: a
+//!   trial ends at once, finding no limiter, when the first [`OUTAGE_REFUSALS`] answers to what
+//!   was sent since are bare 503s. Meanwhile the pace is not cut below nine tenths of what went
+//!   through at the onset, and pauses one interval a cut, so that a trial the endpoint fails
+//!   costs it little.
 //! - **Limiter.** Its bare 503s are refusals while its pace holds (a pace is forgotten 10 s
 //!   after the last refusal; the next onset starts a new trial) and while it refuses less than
 //!   [`LIMITER_SHARE`] of what it answers (from [`SETTLE`] after it was found, older answers
@@ -44,8 +46,11 @@ const MIN_ANSWERS: u32 = 10;
 const TRIAL: Duration = Duration::from_secs(1);
 /// ... and counts at least this many answers to what was sent since it began.
 const TRIAL_ANSWERS: u32 = 10;
-/// A limiter lets some through: an onset needs this many successes in its second.
+/// A limiter lets some through: an onset needs this many successes in its second ...
 const ONSET_SUCCESSES: u32 = 3;
+/// ... and a trial ends at once, finding no limiter, when this many bare 503s answered what was
+/// sent since it began and nothing got through (an outage beginning).
+const OUTAGE_REFUSALS: u32 = 3;
 /// A trial that counted too few answers after this long ends without a verdict.
 const TRIAL_LONGEST: Duration = Duration::from_secs(10);
 /// A limiter refusing this share of its answers or more is not one: at its pace it refuses a
@@ -136,7 +141,11 @@ impl EndpointState {
                 }
                 let t = *t;
                 let ran = now.saturating_since(t.since);
-                if ran >= TRIAL && t.during.0 + t.during.1 >= TRIAL_ANSWERS {
+                if t.during.0 == 0 && t.during.1 >= OUTAGE_REFUSALS {
+                    // Nothing sent since got through: an outage beginning, not a limiter.
+                    self.pace.set_floor(None);
+                    self.unavailable = self.not_a_limiter(now, t.set_pace);
+                } else if ran >= TRIAL && t.during.0 + t.during.1 >= TRIAL_ANSWERS {
                     self.pace.set_floor(None);
                     self.unavailable = if share(t.during) <= (t.before / 2.0).min(LIMITER_SHARE) {
                         Verdict::Limiter(Limiter {

@@ -467,19 +467,28 @@ fn an_endpoint_down_for_long_is_quarantined_until_a_probe_succeeds() {
 }
 
 /// Issue 54: a job that failed, and failed again after the endpoint answered another job a
-/// success, fails for its own sake. Its failures say nothing of the endpoint: the breaker does
-/// not count them, and a quarantine's probe it fails does not hold it.
+/// success, fails for its own sake: a quarantine's probe it fails is not held (its failure
+/// counts), where a job that never saw a success between its failures is held.
 #[test]
-fn a_job_that_fails_while_others_succeed_counts_for_itself_not_for_its_endpoint() {
-    let cfg = breaker_cfg();
+fn a_job_that_fails_while_others_succeed_is_not_held_by_a_quarantine() {
+    let cfg = EndpointConfig {
+        breaker: BreakerConfig {
+            open_for: Duration::from_secs(5),
+            min_open_for: Duration::from_secs(1),
+            quarantine_after: Duration::from_secs(60),
+            quarantine_probe_every: Duration::from_secs(10),
+            ..BreakerConfig::default()
+        },
+        ..bare()
+    };
     let failed = |job: u64| Observed {
         job: Some(job),
         ..observed(ResultClass::Failure)
     };
     let mut s = EndpointState::default();
-    // Job 1 fails, job 2 succeeds, job 1 fails again: poison from then on.
+    // Job 1 fails, job 2 succeeds: job 1 failing again is poison from then on.
     let p = go(s.admit(&cfg, at(0), false, 0));
-    assert_eq!(s.finish(&cfg, at(0), p, &failed(1)).held_until, None);
+    s.finish(&cfg, at(0), p, &failed(1));
     let p = go(s.admit(&cfg, at(1), false, 0));
     s.finish(
         &cfg,
@@ -490,31 +499,37 @@ fn a_job_that_fails_while_others_succeed_counts_for_itself_not_for_its_endpoint(
             ..observed(ResultClass::Success)
         },
     );
-    for t in 2..200 {
-        let p = go(s.admit(&cfg, at(t * 100), true, 0));
-        s.finish(&cfg, at(t * 100), p, &failed(1));
-    }
-    assert_eq!(s.breaker, BreakerState::Closed, "its failures are its own");
-    assert!(s.breaker_history.is_empty());
-    // The same failures from jobs that never saw a success between (an endpoint going down)
-    // open it.
-    let mut s = EndpointState::default();
-    for t in 0..200 {
-        match s.admit(&cfg, at(t * 100), true, 0) {
-            Admission::Go(p) => {
-                s.finish(
-                    &cfg,
-                    at(t * 100),
-                    p,
-                    &failed(u64::try_from(t).expect("positive")),
-                );
-            }
-            _ => break,
+    // Then the endpoint fails everything (jobs 10 and up) until it is quarantined.
+    let mut t = 2;
+    let mut job = 10;
+    while s.quarantined().is_none() {
+        assert!(t < 3_600_000, "never quarantined");
+        if let Admission::Go(p) = s.admit(&cfg, at(t), true, 0) {
+            let j = if job == 10 { 1 } else { job };
+            s.finish(&cfg, at(t), p, &failed(j));
+            job += 1;
         }
+        t += 100;
     }
+    // Probes: job 1's failure is its own (not held); job 7's, never a success between, is held.
+    let probe_at = |s: &EndpointState| match s.breaker {
+        BreakerState::Open { until } => until.as_unix_millis() - T0.as_unix_millis() + 250,
+        _ => t,
+    };
+    let t1 = probe_at(&s);
+    let p = go(s.admit(&cfg, at(t1), true, 0));
+    assert_eq!(
+        s.finish(&cfg, at(t1), p, &failed(1)).held_until,
+        None,
+        "poison"
+    );
+    let t2 = probe_at(&s);
+    let p = go(s.admit(&cfg, at(t2), true, 0));
+    let first = s.finish(&cfg, at(t2), p, &failed(7));
+    let p = go(s.admit(&cfg, at(probe_at(&s)), true, 0));
+    let again = s.finish(&cfg, at(probe_at(&s)), p, &failed(7));
     assert!(
-        matches!(s.breaker, BreakerState::Open { .. }),
-        "{:?}",
-        s.breaker
+        first.held_until.is_some() || again.held_until.is_some(),
+        "down: held"
     );
 }
