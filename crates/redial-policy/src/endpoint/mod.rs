@@ -13,7 +13,8 @@
 //! # The order of admission, and what recording learns
 //!
 //! Before each attempt the engine asks the job's endpoint, in this order: paused by hand? paused?
-//! breaker open (or half-open with its probes out)? for a first attempt, suspect? first request
+//! breaker open (or half-open with its probes out)? for a retry, a quarantine's due probe kept
+//! for a first attempt (`quarantine.rs`)? for a first attempt, suspect? first request
 //! still unanswered (`probe_first`)? first contact's window full (`first_contact_ramp`: until 64
 //! answers, at most one more in flight than answered, 16 at most)? learned quota spent? configured
 //! rate (GCRA) ahead? pace learned from bare 429s ahead (`endpoint/pace.rs`)? slow start's
@@ -45,6 +46,14 @@
 //! sixteenth of a window) instead of probing, for up to 8 windows (and a second) in a row while
 //! probes keep being refused; a 429 in a predicted window before half its quota went through drops
 //! the prediction.
+//!
+//! Recording also tells some answers apart before the mechanisms take them in
+//! (`EndpointState::finish`): a bare 503 from an endpoint that answers others and whose 503s
+//! follow its pace is a limiter's refusal, taken as a bare 429 (`unavailable.rs`); a 429 whose
+//! only wait is a whole-second `Retry-After` from an endpoint that rounds its waits up is taken
+//! as a bare 429 too (`rounded.rs`); a job that failed again after the endpoint answered
+//! another a success fails for its own sake, and a quarantine does not hold it
+//! (`quarantine.rs`).
 //!
 //! State is per process, saved to the store about every second and on shutdown, restored at
 //! start; with several nodes, what is shared and what is divided is in `cluster.rs`'s docs.
