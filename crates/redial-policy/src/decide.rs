@@ -231,9 +231,8 @@ impl Decision {
         }
     }
 
-    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe,
-    /// or its turn in the quarantine's line) instead of retried after its backoff or failed
-    /// for good, and (the caller's part) it
+    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe)
+    /// instead of retried after its backoff or failed for good, and (the caller's part) it
     /// costs no attempt. A dead end that is not the endpoint's doing (a deadline, the job's
     /// age, a permanent error) stays. Returns whether it was held.
     pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp) -> bool {
@@ -254,7 +253,7 @@ impl Decision {
             self.action = Action::Retry { at: until, delay };
             let _ = write!(
                 self.reason,
-                "; held, not failed: the endpoint is quarantined (this was its probe), its next probe in {}",
+                "; held, not failed: the endpoint is quarantined (this was its probe), the next probe goes in {}",
                 Human(delay)
             );
         }
@@ -336,20 +335,24 @@ impl Decision {
     }
 
     /// A quarantined endpoint's failed probe by a job at its first attempt: the failure counts,
-    /// and the retry waits until `turn`, its place in the quarantine's line, so that the next
-    /// probe goes to a job not yet tried.
-    pub fn retry_no_sooner(&mut self, turn: Timestamp, now: Timestamp) {
-        if let Action::Retry { at, .. } = self.action {
-            if at < turn {
-                let delay = turn.saturating_since(now);
-                self.action = Action::Retry { at: turn, delay };
-                let _ = write!(
-                    self.reason,
-                    "; the endpoint is quarantined (this was its probe): its retry waits its turn, in {}",
-                    Human(delay)
-                );
-            }
+    /// and the retry goes no sooner than `next_probe`. Returns whether it was a retry.
+    pub fn retry_at_next_probe(&mut self, next_probe: Timestamp, now: Timestamp) -> bool {
+        let Action::Retry { at, .. } = self.action else {
+            return false;
+        };
+        if at < next_probe {
+            let delay = next_probe.saturating_since(now);
+            self.action = Action::Retry {
+                at: next_probe,
+                delay,
+            };
+            let _ = write!(
+                self.reason,
+                "; the endpoint is quarantined (this was its probe): retried at the next probe, in {}",
+                Human(delay)
+            );
         }
+        true
     }
 
     /// Whether this is a retry that may be sent at once: a transient failure, or an unknown

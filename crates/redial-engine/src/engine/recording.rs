@@ -51,7 +51,7 @@ pub(super) async fn record(
     };
     // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
     // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell. A
-    // quarantined endpoint's failed probe: the job waits for the next probe (or its turn) and
+    // quarantined endpoint's failed probe: the job waits for the next probe and
     // keeps its counters (quarantine holds jobs, it does not fail them; a deadline still ends
     // them), unless the job fails for its own sake, which the endpoint tells by the job's seq.
     let mut observed = Observed::of(&ran.output.outcome, &decision, now);

@@ -11,7 +11,7 @@
 
 use super::{BreakerState, EndpointConfig, EndpointState, Observed, Permit, ResultClass};
 use crate::classify::Category;
-use crate::decide::{Action, Decision, JobCounters};
+use crate::decide::{Decision, JobCounters};
 use crate::outcome::{Outcome, TransportError};
 use crate::policy::Policy;
 use crate::quota::quota;
@@ -30,9 +30,6 @@ pub struct Finished {
     /// A quarantined endpoint's probe failed, and its job does not fail for its own sake: the
     /// job is held until then (the next probe), not failed, and its counters stay.
     pub held_until: Option<Timestamp>,
-    /// With `held_until`: the job's turn in the quarantine's line, which it waits for instead
-    /// of the next probe (as a retry, which the end of the outage brings back at once).
-    pub held_turn: Option<Timestamp>,
 }
 
 /// What an endpoint asks of a finished attempt's job besides its decision.
@@ -171,7 +168,6 @@ impl EndpointState {
         } else {
             None
         };
-        let held_turn = held_until.map(|next| self.quarantine_line(cfg, next));
         let sooner = if retry_now {
             Some(Sooner::Now)
         } else if refusal {
@@ -190,7 +186,6 @@ impl EndpointState {
             sooner,
             recovered_from: recovered.then_some(failing_since).flatten(),
             held_until,
-            held_turn,
         }
     }
 }
@@ -215,20 +210,14 @@ impl Finished {
             }
             None => {}
         }
-        // A quarantine's failed probe. A job that failed before is held until its turn in the
-        // quarantine's line, its counters unchanged. A job at its first attempt counts this
-        // failure (it is one, and a retry is what the end of the outage brings back at once:
-        // `recovered_from`), and its retry waits for its turn too; so the next probe goes to a
-        // job not yet tried. Only if that failure would end it (one attempt allowed) is it
-        // held, for the next probe.
-        if let (Some(next), Some(turn)) = (self.held_until, self.held_turn) {
-            let first = counters.failures == 0;
-            if first && matches!(decision.action, Action::Retry { .. }) {
-                decision.retry_no_sooner(turn.max(next), now);
+        if let Some(next) = self.held_until {
+            // A job at its first attempt counts this failure (it is one) and becomes a retry,
+            // which waits for the next probe: a quarantine's probe goes to a job not yet tried
+            // first, and the end of the outage brings retries back at once.
+            if counters.failures == 0 && decision.retry_at_next_probe(next, now) {
                 return counters.after(decision);
             }
-            let until = if first { next } else { turn.max(next) };
-            if decision.hold_for_quarantine(until, now) {
+            if decision.hold_for_quarantine(next, now) {
                 return JobCounters {
                     last_delay: counters.after(decision).last_delay,
                     ..*counters

@@ -4,11 +4,13 @@
 //! `quarantine_after` or more (since the first failure after its last success), the endpoint is
 //! quarantined: it stays open for `quarantine_probe_every` at a time, each half-open period lets
 //! one probe through, and a probe that fails costs its job no attempt (the engine holds the job
-//! until the next probe instead of failing it: [`Permit::quarantined`]; deadlines still apply).
+//! until the next probe instead of failing it: [`Permit::quarantined`]; deadlines still apply;
+//! a job at its first attempt counts that one failure and becomes a retry).
 //! The first probe that succeeds ends it: the breaker closes, with slow start; so do a hand
 //! resume and a hand breaker reset.
 //!
-//! Two things keep quarantine from holding what is not the endpoint's fault:
+//! Two things keep quarantine from holding what is not the endpoint's fault, and from keeping
+//! a job that comes in behind the held ones:
 //! - **A job that fails for its own sake is not held.** A job that failed, and failed again
 //!   after the endpoint answered another job a success (a payload the API always refuses with a
 //!   500, a request that always times out), is poison: a quarantine's probe it fails counts for
@@ -21,14 +23,6 @@
 //!   (`FIRSTS_FIRST`), it is kept for a first attempt; only if none is due does a retry take
 //!   it. A job that comes in during a quarantine goes at the next probe, however many failed
 //!   jobs wait.
-//! - **Held retries wait their turn.** A failed probe of a job that had failed before is held
-//!   until its turn in the quarantine's line, two probe intervals after the last one held (or
-//!   the next probe, when later), its counters unchanged. A job at its first attempt counts
-//!   that one failure instead (it becomes a retry, and its retry waits its turn the same way),
-//!   unless it would end the job (`max_attempts = 1`: then it is held for the next probe). So a
-//!   job that comes in meanwhile is leased before the held ones, and the probes are not spent
-//!   on the same few jobs while others wait; the end of the outage brings every held retry
-//!   back at once (`Finished::recovered_from`).
 //!
 //! Invariant: a quarantined endpoint's breaker is never closed, and never open longer than
 //! `quarantine_probe_every` at a time: one that starts answering is back in service within one
@@ -78,7 +72,6 @@ impl EndpointState {
     /// Ends quarantine (a probe succeeded, or people resumed or reset it by hand).
     pub(super) fn end_quarantine(&mut self) {
         self.quarantined_since = None;
-        self.quarantine_turn = None;
         self.quarantine_probe_at = None;
     }
 
@@ -104,23 +97,6 @@ impl EndpointState {
             }));
         }
         Ok(())
-    }
-
-    /// The turn of a retry that a failed probe holds: two probe intervals after the last one
-    /// held, and no sooner than `next_probe`. Two, so that the line never falls due faster than
-    /// probes go (each is one interval after the last one's answer), and a job that comes in
-    /// meanwhile is leased before any held one whose turn has not come.
-    pub(super) fn quarantine_line(
-        &mut self,
-        cfg: &EndpointConfig,
-        next_probe: Timestamp,
-    ) -> Timestamp {
-        let every = cfg.breaker.quarantine_probe_every;
-        let turn = self.quarantine_turn.map_or(next_probe, |last| {
-            last.saturating_add(every * 2).max(next_probe)
-        });
-        self.quarantine_turn = Some(turn);
-        turn
     }
 
     /// Notes the end of an attempt of `job` (when the caller said which) and returns whether the

@@ -199,7 +199,7 @@ pub struct EndpointState {
     #[serde(skip)]
     pub(super) ramp_successes: u64,
 
-    // Jobs that fail for their own sake, and the quarantine's line (quarantine.rs). Never
+    // Jobs that fail for their own sake, and the quarantine's probe (quarantine.rs). Never
     // saved: a restarted node learns them again from the next failures.
     /// When the endpoint last answered a success.
     #[serde(skip)]
@@ -208,9 +208,6 @@ pub struct EndpointState {
     /// whether it failed again after the endpoint answered another job a success.
     #[serde(skip)]
     pub(super) job_failures: HashMap<u64, (Timestamp, bool)>,
-    /// The last turn the quarantine gave a retry it held: the next one held goes after it.
-    #[serde(skip)]
-    pub(super) quarantine_turn: Option<Timestamp>,
     /// When the quarantine's current probe became due (its open period's end): for a moment
     /// after, the probe is kept for a job that has not failed yet.
     #[serde(skip)]
