@@ -215,18 +215,28 @@ impl Decision {
     /// `release` when that is sooner: the endpoint's pace, learned from such refusals, lets the
     /// job go then, so it waits for the endpoint's pace rather than its own deferral backoff.
     pub fn defer_at_pace(&mut self, release: Timestamp, now: Timestamp) {
+        if self.classification.server_wait.is_none() {
+            self.defer_sooner(
+                release,
+                now,
+                "released sooner, in {}, at the endpoint's pace learned from bare refusals",
+            );
+        }
+    }
+
+    /// A deferral brought forward to `release` when that is sooner, the reason saying why
+    /// (`why`, with `{}` for the delay).
+    fn defer_sooner(&mut self, release: Timestamp, now: Timestamp, why: &str) {
         if let Action::Defer { until, .. } = self.action {
-            if self.classification.server_wait.is_none() && release < until {
+            if release < until {
                 let delay = release.saturating_since(now);
                 self.action = Action::Defer {
                     until: release,
                     delay,
                 };
-                let _ = write!(
-                    self.reason,
-                    "; released sooner, in {}, at the endpoint's pace learned from bare refusals",
-                    Human(delay)
-                );
+                self.reason.push_str("; ");
+                self.reason
+                    .push_str(&why.replace("{}", &Human(delay).to_string()));
             }
         }
     }
@@ -265,20 +275,11 @@ impl Decision {
     /// `release`, the endpoint's next place at its pace, when that is sooner. The one exception
     /// to "no next run before a server-given instant": that instant was rounded up.
     pub fn released_at_pace(&mut self, release: Timestamp, now: Timestamp) {
-        if let Action::Defer { until, .. } = self.action {
-            if release < until {
-                let delay = release.saturating_since(now);
-                self.action = Action::Defer {
-                    until: release,
-                    delay,
-                };
-                let _ = write!(
-                    self.reason,
-                    "; its whole seconds taken as rounded up: released sooner, in {}, at the endpoint's pace",
-                    Human(delay)
-                );
-            }
-        }
+        self.defer_sooner(
+            release,
+            now,
+            "its whole seconds taken as rounded up: released sooner, in {}, at the endpoint's pace",
+        );
     }
 
     /// A bare 503 that its endpoint took as a limiter's refusal (it answers others, and its 503s

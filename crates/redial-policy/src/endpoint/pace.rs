@@ -227,11 +227,6 @@ impl Pace {
         self.floor = floor;
     }
 
-    /// What went through in the second before `now`.
-    pub fn went_through(&self, now: Timestamp) -> f64 {
-        self.went_through_last_second(now)
-    }
-
     /// Sets the rate (the first time) or cuts it, and holds the next request for a pause.
     fn cut(&mut self, now: Timestamp) {
         let rate = match self.rate {
@@ -265,7 +260,7 @@ impl Pace {
     }
 
     /// Successes in the second before `now`.
-    fn went_through_last_second(&self, now: Timestamp) -> f64 {
+    pub(super) fn went_through_last_second(&self, now: Timestamp) -> f64 {
         let since = now.as_unix_millis() - 1_000;
         let n: u32 = self
             .recent_ok

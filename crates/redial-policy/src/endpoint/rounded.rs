@@ -5,7 +5,7 @@
 //! window ends then. The two are told apart by asking once, early:
 //!
 //! - A 429 whose only wait is a `Retry-After` of whole seconds, two at most ([`MOST`]), from an
-//!   endpoint that answers others (a success within [`super::unavailable::ALIVE`]), whose
+//!   endpoint that answers others (a success within `unavailable::ALIVE`), whose
 //!   rounding is not known, is taken as a bare refusal: the pace learns from it (its first
 //!   refusal sets it from what went through, and pauses one interval), no quota is inferred and
 //!   the endpoint is not paused for the wait. The answers to what is sent after it tell:
@@ -24,7 +24,6 @@
 
 use super::admission::Observed;
 use super::state::EndpointState;
-use super::unavailable::ALIVE;
 use crate::time::Timestamp;
 use std::time::Duration;
 
@@ -108,9 +107,7 @@ impl EndpointState {
         if !whole_seconds(o) {
             return false;
         }
-        let alive = self
-            .last_success
-            .is_some_and(|ok| now.saturating_since(ok) <= ALIVE);
+        let alive = self.alive(now);
         match self.rounding {
             Rounding::Means(_) => false,
             Rounding::Rounds(_) | Rounding::Asking { .. } => alive,

@@ -174,6 +174,12 @@ impl EndpointState {
         }
     }
 
+    /// Whether the endpoint answers others: a success within [`ALIVE`].
+    pub(super) fn alive(&self, now: Timestamp) -> bool {
+        self.last_success
+            .is_some_and(|ok| now.saturating_since(ok) <= ALIVE)
+    }
+
     /// Not a limiter: failures for a while, and the pace the 503s taught forgotten.
     fn not_a_limiter(&mut self, now: Timestamp, set_pace: bool) -> Verdict {
         if set_pace {
@@ -185,9 +191,7 @@ impl EndpointState {
     /// Whether a bare 503 at `now` (counted already) is a limiter's refusal rather than a
     /// failure (see the module docs).
     pub(super) fn unavailable_is_refusal(&mut self, now: Timestamp) -> bool {
-        let alive = self
-            .last_success
-            .is_some_and(|ok| now.saturating_since(ok) <= ALIVE);
+        let alive = self.alive(now);
         match self.unavailable {
             Verdict::NotLimiter(until) if now < until => return false,
             Verdict::NotLimiter(_) => self.unavailable = Verdict::Unknown,
@@ -220,7 +224,7 @@ impl EndpointState {
             {
                 return false;
             }
-            let went = self.pace.went_through(now);
+            let went = self.pace.went_through_last_second(now);
             self.pace.set_floor(Some(went * 0.9));
             self.unavailable = Verdict::Trial(Trial {
                 since: now,
