@@ -12,6 +12,11 @@ MODE:
   fw1        fixed windows of RATE a second from the first request; 429 with Retry-After in
              whole seconds to the window's end, rounded up (express-rate-limit)
   fwq        the same, with draft-6 RateLimit-Limit/-Remaining/-Reset on every answer
+  sl         a sliding log (moving window) of RATE a second: a request goes when fewer than
+             RATE went in the second before it; bare 429s (a framework limiter, headers off)
+  slq        the same, with X-RateLimit-Limit/-Remaining/-Reset (epoch seconds, the oldest
+             request's expiry rounded up, as Python's flask-limiter says it) on every answer and
+             Retry-After (whole seconds, truncated) on a 429
   rand503:P  no limit; each request gets a bare 503 with probability P
   rand503once:P  the same, on a path's first request only (its retry succeeds)
   down503:S  bare 503s for S seconds after the receiver started, then 200s
@@ -32,6 +37,7 @@ PORT, RATE, BURST, MODE = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 START = time.monotonic()
 lock = threading.Lock()
 state = {"tat": 0.0, "t0": None}
+log = []  # a sliding log's accepted requests, epoch seconds, oldest first
 per_second = {}
 seen_paths = set()
 
@@ -101,6 +107,24 @@ class Handler(BaseHTTPRequestHandler):
                             ("ratelimit-reset", str(reset))]
             if not ok:
                 headers.append(("retry-after", str(reset)))
+            return self.answer(200 if ok else 429, headers)
+        if MODE in ("sl", "slq"):
+            wall = time.time()
+            with lock:
+                while log and log[0] <= wall - 1.0:
+                    log.pop(0)
+                ok = len(log) < int(RATE)
+                if ok:
+                    log.append(wall)
+                count(now, ok)
+                left = int(RATE) - len(log)
+                reset = int(log[0] + 1.0) + 1 if log else int(wall) + 1
+            headers = []
+            if MODE == "slq":
+                headers += [("x-ratelimit-limit", str(int(RATE))), ("x-ratelimit-remaining", str(left)),
+                            ("x-ratelimit-reset", str(reset))]
+                if not ok:
+                    headers.append(("retry-after", str(max(0, int(reset - wall)))))
             return self.answer(200 if ok else 429, headers)
         with lock:
             interval = 1.0 / RATE

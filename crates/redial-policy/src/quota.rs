@@ -24,6 +24,9 @@ pub struct RequestQuota {
     pub limit: Option<u64>,
     pub remaining: u64,
     pub reset_after: Option<Duration>,
+    /// The reset was given in whole seconds (an integer: epoch seconds or a delta), so it may
+    /// be up to a second later than the quota frees (`endpoint/rounded_reset.rs`).
+    pub reset_whole: bool,
     /// The remaining-count header it came from.
     pub source: &'static str,
 }
@@ -119,6 +122,7 @@ where
     let mut consider = |remaining: u64,
                         limit: Option<u64>,
                         reset: Option<Duration>,
+                        reset_whole: bool,
                         requests: bool,
                         source: &'static str| {
         if remaining == 0 {
@@ -133,6 +137,7 @@ where
                 limit,
                 remaining,
                 reset_after: reset,
+                reset_whole: reset_whole && reset.is_some(),
                 source,
             });
         }
@@ -142,8 +147,10 @@ where
             continue;
         };
         let limit = seen[i * 3].and_then(count);
-        let reset = seen[i * 3 + 2].and_then(|v| parse_reset(v, now));
-        consider(remaining, limit, reset, *requests, remaining_name);
+        let reset_value = seen[i * 3 + 2];
+        let reset = reset_value.and_then(|v| parse_reset(v, now));
+        let whole = reset_value.is_some_and(is_whole);
+        consider(remaining, limit, reset, whole, *requests, remaining_name);
     }
     // Shopify's leaky bucket: "used/limit", no reset (it drains continuously).
     if let Some((used, limit)) = seen[shopify].and_then(|v| v.split_once('/')) {
@@ -152,6 +159,7 @@ where
                 limit.saturating_sub(used),
                 Some(limit),
                 None,
+                false,
                 true,
                 "X-Shopify-Shop-Api-Call-Limit",
             );
@@ -166,7 +174,14 @@ where
                 continue;
             };
             let reset = t.and_then(|t| parse_decimal(t, 1_000_000_000));
-            consider(r, policy_q, reset, true, "RateLimit");
+            consider(
+                r,
+                policy_q,
+                reset,
+                t.is_some_and(is_whole),
+                true,
+                "RateLimit",
+            );
         }
     }
     out
@@ -178,6 +193,15 @@ fn param<'a>(item: &'a str, key: &str) -> Option<&'a str> {
         let (k, v) = p.split_once('=')?;
         (k.trim() == key).then_some(v.trim())
     })
+}
+
+/// A value of whole seconds: an integer (epoch seconds or a delta), no fraction, no unit.
+fn is_whole(v: &str) -> bool {
+    // Epoch milliseconds are digits too, but not whole seconds.
+    let v = v.trim();
+    !v.is_empty()
+        && v.bytes().all(|b| b.is_ascii_digit())
+        && v.parse::<u64>().is_ok_and(|n| n < 1_000_000_000_000)
 }
 
 fn count_u64(v: &str) -> Option<u64> {
@@ -207,6 +231,7 @@ mod tests {
                 limit: Some(5000),
                 remaining: 4999,
                 reset_after: Some(Duration::from_secs(30)),
+                reset_whole: true,
                 source: "x-ratelimit-remaining"
             })
         );
@@ -226,6 +251,8 @@ mod tests {
             got.requests.map(|r| (r.limit, r.remaining)),
             Some((Some(60), 59))
         );
+        // A Go duration is not taken as rounded to whole seconds.
+        assert!(!got.requests.is_some_and(|r| r.reset_whole));
         assert_eq!(
             got.exhausted,
             Some((Duration::from_secs(360), "x-ratelimit-remaining-tokens"))

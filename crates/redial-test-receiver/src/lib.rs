@@ -98,6 +98,13 @@ pub enum Behaviour {
     /// The same leaky bucket whose 429s carry `Retry-After` in whole seconds until room comes
     /// back, rounded up: 1 for a wait of 20 ms (as most gateways and APIs speak).
     LeakyBucketRounded { per_second: u32, burst: u32 },
+    /// A moving window (a sliding log) of `per_second`: a request goes when fewer than
+    /// `per_second` went in the second before it. Every answer carries `x-ratelimit-limit`,
+    /// `-remaining` and `-reset`, the reset as epoch seconds, the oldest request's expiry
+    /// rounded up (as Python's flask-limiter says it); a 429 adds `Retry-After` in whole
+    /// seconds, truncated. `epoch_ms`: the Unix time, in milliseconds, at the receiver clock's
+    /// zero (the test clock's origin for [`Receiver::start_with_clock`]).
+    SlidingLogRounded { per_second: u32, epoch_ms: u64 },
     /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
     DownFor { down_for: Duration },
 }
@@ -111,6 +118,8 @@ struct Live {
     used: u32,
     /// A leaky bucket's theoretical arrival time, on the receiver's clock.
     tat: Duration,
+    /// A sliding log's accepted requests, on the receiver's clock, oldest first.
+    log: VecDeque<Duration>,
 }
 
 impl Received {
@@ -228,6 +237,7 @@ impl Receiver {
             window_index: 0,
             used: 0,
             tat: Duration::ZERO,
+            log: VecDeque::new(),
         };
         lock(&self.shared.behaviours).insert(path.to_owned(), live);
     }
@@ -347,6 +357,36 @@ impl Live {
         match self.behaviour {
             Behaviour::DownFor { down_for } if elapsed < down_for => (Reply::status(503), None),
             Behaviour::DownFor { .. } => (Reply::status(200).body("ok"), None),
+            Behaviour::SlidingLogRounded {
+                per_second,
+                epoch_ms,
+            } => {
+                let second = Duration::from_secs(1);
+                while self.log.front().is_some_and(|t| *t + second <= at) {
+                    self.log.pop_front();
+                }
+                let ok = self.log.len() < per_second as usize;
+                if ok {
+                    self.log.push_back(at);
+                }
+                let epoch = |t: Duration| epoch_ms as f64 / 1000.0 + t.as_secs_f64();
+                let reset = match self.log.front() {
+                    Some(oldest) => epoch(*oldest + second).floor() + 1.0,
+                    None => epoch(at).floor() + 1.0,
+                };
+                let left = per_second as usize - self.log.len();
+                let reply = if ok {
+                    Reply::status(200).body("ok")
+                } else {
+                    let wait = (reset - epoch(at)).max(0.0).floor();
+                    Reply::status(429).header("retry-after", &format!("{wait}"))
+                };
+                let reply = reply
+                    .header("x-ratelimit-limit", &per_second.to_string())
+                    .header("x-ratelimit-remaining", &left.to_string())
+                    .header("x-ratelimit-reset", &format!("{reset}"));
+                (reply, None)
+            }
             Behaviour::LeakyBucket { per_second, burst }
             | Behaviour::LeakyBucket503 { per_second, burst }
             | Behaviour::LeakyBucketRounded { per_second, burst } => {

@@ -63,6 +63,10 @@ impl EndpointState {
         if let Some(reset) = self.quota_reset_at.filter(|reset| now >= *reset) {
             self.begin_quota_window(reset, in_flight);
         }
+        // A reset given in whole seconds: a question may go before it (rounded_reset.rs).
+        if let Some(asked) = self.check_rounded_reset(now) {
+            return asked;
+        }
         // With several nodes, what an answer says remains is the other nodes' too, and
         // they may be about to spend it: this node sends no more than its part of the
         // window's limit, so that the parts add up to the limit whatever order the answers
@@ -95,6 +99,11 @@ impl EndpointState {
             let mine = if inferred { l } else { share.part(l) };
             mine.saturating_sub(u64::from(in_flight))
         });
+        if self.reset_may_round() {
+            // A whole-second reset may be a moving window's oldest request expiring, not the
+            // window's end: one request asks what is left (rounded_reset.rs).
+            self.quota_tokens = self.quota_tokens.map(|t| t.min(1));
+        }
         self.quota_reset_at = None;
         self.quota_cluster_remaining = None;
         self.quota_sent = u64::from(in_flight);
@@ -111,6 +120,7 @@ impl EndpointState {
         };
         self.ok_since = Some(start);
         self.quota_probing = false;
+        self.end_rounded_window();
     }
 
     /// No token left: hold until the reset when one is known or can be predicted; otherwise
@@ -204,7 +214,14 @@ impl EndpointState {
     /// What a finished attempt teaches the quota: a success counts in its window, a 429 that
     /// said when but reported no quota infers one, headers that report one tell it, and a spent
     /// token quota pauses the endpoint until its reset.
-    pub(super) fn learn_quota(&mut self, cfg: &EndpointConfig, now: Timestamp, o: &Observed) {
+    /// `sent_after`: requests this node admitted after the one answered.
+    pub(super) fn learn_quota(
+        &mut self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+        o: &Observed,
+        sent_after: u64,
+    ) {
         if o.class == ResultClass::Success {
             self.ok_in_window += 1;
             if self.quota_probing {
@@ -240,10 +257,18 @@ impl EndpointState {
             }
         }
         if cfg.learn_from_headers {
+            let mut may_ask = false;
             if let Some(q) = o.quota.requests {
-                self.read_quota(now, q, o.others_in_flight);
+                self.read_quota(now, q, o.others_in_flight, sent_after);
+                may_ask = self.may_ask(now, &q);
+                self.note_reset_may_round(may_ask);
+                self.plan_rounded_reset(now, o);
             }
-            if let Some((reset, source)) = o.quota.exhausted {
+            // A spent request quota whose reset may be rounded holds until its question
+            // (rounded_reset.rs) or its reset, not paused until the reset.
+            let asking =
+                |source: &str| may_ask && o.quota.requests.is_some_and(|q| q.source == source);
+            if let Some((reset, source)) = o.quota.exhausted.filter(|(_, s)| !asking(s)) {
                 self.pause(
                     now.saturating_add(reset),
                     format!("quota spent ({source} 0), resets in {}", Human(reset)),
@@ -322,8 +347,18 @@ impl EndpointState {
     }
 
     /// Headers that report the quota: its limit, what remains (the cluster's: this node takes
-    /// its part) and when it resets.
-    fn read_quota(&mut self, now: Timestamp, q: RequestQuota, others_in_flight: u32) {
+    /// its part) and when it resets. What an answer reports remaining cannot reflect the
+    /// requests the server had not seen yet: at most those in flight, and at most those sent
+    /// after it (an answer that comes back after others sent later saw them, and said less).
+    /// The last answer of what this node sent, alone, saw everything: what remains is the
+    /// lowest count the answers since the last such reported.
+    fn read_quota(
+        &mut self,
+        now: Timestamp,
+        q: RequestQuota,
+        others_in_flight: u32,
+        sent_after: u64,
+    ) {
         self.quota_limit = q.limit.or(self.quota_limit);
         self.quota_inferred = false;
         // What remains is the cluster's: this node takes its part.
@@ -331,7 +366,7 @@ impl EndpointState {
         let tokens = self
             .share
             .part(q.remaining)
-            .saturating_sub(u64::from(others_in_flight));
+            .saturating_sub(u64::from(others_in_flight).min(sent_after));
         let reset_at = q.reset_after.map(|d| now.saturating_add(d));
         let window_open = self.quota_reset_at.is_some_and(|r| now < r);
         self.quota_reset_predicted = false;
@@ -340,7 +375,16 @@ impl EndpointState {
             // so the lowest report wins, and the later reset.
             self.quota_tokens = Some(self.quota_tokens.map_or(tokens, |t| t.min(tokens)));
             self.quota_reset_at = self.quota_reset_at.max(reset_at);
+            let lowest = self
+                .quota_reported
+                .map_or(q.remaining, |r| r.min(q.remaining));
+            self.quota_reported = Some(lowest);
+            if others_in_flight == 0 && self.share.is_whole() {
+                self.quota_tokens = Some(lowest);
+                self.quota_reported = None;
+            }
         } else {
+            self.quota_reported = (others_in_flight > 0).then_some(q.remaining);
             // The first answer of a window: of this node's requests, this one and those
             // still in flight are the ones known to fall in it, and, when this node saw
             // the window begin, those it sent since (some answered without headers).

@@ -87,6 +87,7 @@ mod pause;
 mod quarantine;
 mod rate;
 mod rounded;
+mod rounded_reset;
 mod share;
 mod state;
 mod suspect;

@@ -20,6 +20,7 @@ use super::config::EndpointConfig;
 use super::pace::Pace;
 use super::pause::HandPause;
 use super::rounded::Rounding;
+use super::rounded_reset::{ResetOffset, MOST as ROUNDED_MOST};
 use super::share::Share;
 use super::unavailable::Verdict;
 use super::window::{or_empty, Bucket};
@@ -223,6 +224,29 @@ pub struct EndpointState {
     /// Whether the endpoint's whole-second waits are rounded up (rounded.rs). Never saved.
     #[serde(skip)]
     pub(super) rounding: Rounding,
+    /// When a window's quota frees after its first request, for resets given in whole seconds
+    /// (rounded_reset.rs). Never saved.
+    #[serde(skip)]
+    pub(super) reset_offset: ResetOffset,
+    /// The lowest count of requests remaining reported since nothing was last in flight
+    /// (learned_quota.rs). Never saved.
+    #[serde(skip)]
+    pub(super) quota_reported: Option<u64>,
+    /// Admissions counted on this node (learned_quota.rs): a permit's number among them tells
+    /// how many were sent after it. Never saved, and not part of the state's value.
+    #[serde(skip)]
+    pub(super) admitted: Admissions,
+}
+
+/// A count of admissions that two states equal otherwise share whatever it says: it numbers
+/// permits, it is not part of what the endpoint learned (nor a reason to save it again).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Admissions(pub(super) u64);
+
+impl PartialEq for Admissions {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl EndpointState {
@@ -290,6 +314,7 @@ impl EndpointState {
 
     /// Counts an admission `check` let through against every limit, and hands out its permit.
     fn count_admission(&mut self, cfg: &EndpointConfig, now: Timestamp, is_retry: bool) -> Permit {
+        let reset_question = self.ask_rounded_reset(now);
         let quota_probe = self.count_quota();
         self.count_rate(cfg, now);
         self.count_ramp();
@@ -298,7 +323,10 @@ impl EndpointState {
         if is_retry {
             self.retries_in_flight += 1;
         }
+        self.admitted.0 += 1;
         Permit {
+            admitted_seq: self.admitted.0,
+            reset_question,
             quarantine: probe.is_some() && self.quarantined_since.is_some(),
             retry: is_retry,
             probe,
@@ -313,6 +341,7 @@ impl EndpointState {
     /// free, and what it took of the rate, the quota and slow start is returned.
     pub fn release(&mut self, cfg: &EndpointConfig, now: Timestamp, permit: Permit) {
         self.end_permit(&permit);
+        self.unsend_rounded(&permit, now);
         self.release_rate(cfg, now);
         self.release_quota();
         self.release_ramp();
@@ -350,11 +379,20 @@ impl EndpointState {
         self.record_breaker(cfg, now, probe, &permit, o.class);
         self.track_streak(now, o.class);
         self.adapt_concurrency(cfg, o);
-        // A server-given wait holds every job of the endpoint.
+        // A server-given wait holds every job of the endpoint, but that of a question about a
+        // whole-second quota reset (rounded_reset.rs): the quota holds it.
+        let asked = self.learn_rounded_reset(now, &permit, o);
         if let Some((wait, why)) = &o.server_wait {
-            self.pause(now.saturating_add(*wait), why.clone());
+            if !(asked && *wait <= ROUNDED_MOST) {
+                self.pause(now.saturating_add(*wait), why.clone());
+            }
         }
-        self.learn_quota(cfg, now, o);
+        // A permit this state did not number (0) may have any number sent after it.
+        let sent_after = match permit.admitted_seq {
+            0 => u64::MAX,
+            seq => self.admitted.0.saturating_sub(seq),
+        };
+        self.learn_quota(cfg, now, o, sent_after);
         retry_now
     }
 }
