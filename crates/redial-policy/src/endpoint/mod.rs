@@ -45,7 +45,10 @@
 //! predictions do not drift), a spent inferred quota waits for the predicted next reset (plus a
 //! sixteenth of a window) instead of probing, for up to 8 windows (and a second) in a row while
 //! probes keep being refused; a 429 in a predicted window before half its quota went through drops
-//! the prediction.
+//! the prediction. A quota whose reset the headers give in whole seconds, at most 2 s away, may be
+//! rounded up (a moving window's oldest request expiring): a spent window asks one request before
+//! the reset, halving what is known of when the quota frees, and at such a reset one request goes
+//! first (`rounded_reset.rs`).
 //!
 //! Recording also tells some answers apart before the mechanisms take them in
 //! (`EndpointState::finish`): a bare 503 from an endpoint that answers others and whose 503s
