@@ -139,7 +139,10 @@ pub struct Limit {
     /// The status a refusal answers: 429, or 503 (nginx `limit_req` unless told otherwise).
     pub status: u16,
     /// A fixed window's `Retry-After` in whole seconds to the window's end, rounded up
-    /// (express-rate-limit), rather than to the millisecond. A token bucket's is always so.
+    /// (express-rate-limit), rather than to the millisecond, and its quota headers as
+    /// express-rate-limit's draft-6 `RateLimit-*` fields; a sliding log's quota headers as
+    /// flask-limiter's (the reset in epoch seconds, rounded up; `Retry-After` truncated). A
+    /// token bucket's is always in whole seconds.
     pub whole_seconds: bool,
 }
 
@@ -149,6 +152,9 @@ pub enum LimitKind {
     TokenBucket { rate: Rate, burst: u32 },
     /// At most `limit` a window; windows start at the simulation's start.
     FixedWindow { limit: u32, window: Duration },
+    /// A moving window (a sliding log): a request goes when fewer than `limit` went in the
+    /// `window` before it.
+    SlidingLog { limit: u32, window: Duration },
 }
 
 /// A time, from the simulation's start, when the endpoint is down.
@@ -260,6 +266,8 @@ struct Server {
     refilled: Timestamp,
     window: i64,
     used: u32,
+    /// A sliding log's requests (ms since the epoch), oldest first.
+    log: std::collections::VecDeque<i64>,
 }
 
 /// Due jobs by (run time, enqueue order).
@@ -303,7 +311,9 @@ impl Server {
     /// `x-ratelimit-limit`, `-remaining` and `-reset` (seconds). A fixed window speaks as
     /// OpenAI's does (and the test receiver's `RateLimited` behaviours): `Retry-After` in
     /// seconds to the millisecond, and `x-ratelimit-{limit,remaining,reset}-requests` (the
-    /// reset in ms).
+    /// reset in ms); with `whole_seconds`, as express-rate-limit's: whole seconds rounded up,
+    /// draft-6 `ratelimit-*` fields. A sliding log speaks as a fixed window does, or with
+    /// `whole_seconds` as flask-limiter's: `x-ratelimit-*` with the reset in epoch seconds.
     fn take(&mut self, model: &EndpointModel, now: Timestamp) -> (bool, Vec<(String, String)>) {
         let Some(limit) = model.limit else {
             return (true, Vec::new());
@@ -345,16 +355,61 @@ impl Server {
                 }
                 let ends_in = ((index + 1) * w - ms(since_start(now))).max(1);
                 if limit.quota_headers {
-                    headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
                     let remaining = (n - self.used.min(n)).to_string();
-                    headers.push(("x-ratelimit-remaining-requests".into(), remaining));
-                    headers.push(("x-ratelimit-reset-requests".into(), format!("{ends_in}ms")));
+                    if limit.whole_seconds {
+                        // express-rate-limit's draft-6 fields: seconds to the end, rounded up.
+                        let secs = ((ends_in + 999) / 1000).max(1).to_string();
+                        headers.push(("ratelimit-limit".into(), n.to_string()));
+                        headers.push(("ratelimit-remaining".into(), remaining));
+                        headers.push(("ratelimit-reset".into(), secs));
+                    } else {
+                        headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
+                        headers.push(("x-ratelimit-remaining-requests".into(), remaining));
+                        let reset = format!("{ends_in}ms");
+                        headers.push(("x-ratelimit-reset-requests".into(), reset));
+                    }
                 }
                 if !ok && limit.retry_after {
                     let secs = if limit.whole_seconds {
                         ((ends_in + 999) / 1000).max(1).to_string()
                     } else {
                         format!("{:.3}", ends_in as f64 / 1000.0)
+                    };
+                    headers.push(("retry-after".into(), secs));
+                }
+                ok
+            }
+            LimitKind::SlidingLog { limit: n, window } => {
+                let (t, w) = (now.as_unix_millis(), ms(window).max(1));
+                while self.log.front().is_some_and(|sent| sent + w <= t) {
+                    self.log.pop_front();
+                }
+                let ok = self.log.len() < n as usize;
+                if ok {
+                    self.log.push_back(t);
+                }
+                // When the oldest request counted expires.
+                let frees = self.log.front().map_or(t, |oldest| oldest + w);
+                if limit.quota_headers {
+                    let remaining = (n as usize - self.log.len()).to_string();
+                    if limit.whole_seconds {
+                        // flask-limiter: epoch seconds, rounded up.
+                        headers.push(("x-ratelimit-limit".into(), n.to_string()));
+                        headers.push(("x-ratelimit-remaining".into(), remaining));
+                        let reset = frees.div_euclid(1000) + 1;
+                        headers.push(("x-ratelimit-reset".into(), reset.to_string()));
+                    } else {
+                        headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
+                        headers.push(("x-ratelimit-remaining-requests".into(), remaining));
+                        let ends_in = (frees - t).max(1);
+                        headers.push(("x-ratelimit-reset-requests".into(), format!("{ends_in}ms")));
+                    }
+                }
+                if !ok && limit.retry_after {
+                    let secs = if limit.whole_seconds {
+                        ((frees.div_euclid(1000) + 1 - t.div_euclid(1000) - 1).max(0)).to_string()
+                    } else {
+                        format!("{:.3}", (frees - t).max(1) as f64 / 1000.0)
                     };
                     headers.push(("retry-after".into(), secs));
                 }
@@ -522,11 +577,12 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             server: Server {
                 tokens: model.limit.map_or(0.0, |l| match l.kind {
                     LimitKind::TokenBucket { burst, .. } => f64::from(burst),
-                    LimitKind::FixedWindow { .. } => 0.0,
+                    LimitKind::FixedWindow { .. } | LimitKind::SlidingLog { .. } => 0.0,
                 }),
                 refilled: T0,
                 window: -1,
                 used: 0,
+                log: std::collections::VecDeque::new(),
             },
             tally: Tally {
                 jobs: model.jobs,

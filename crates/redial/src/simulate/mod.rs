@@ -71,8 +71,11 @@ Workload file (TOML), one [[endpoint]] table per endpoint:
   deadline = \"1h\"               from enqueue
   limit = { kind = \"token_bucket\", rate = \"100/s\", burst = 100, retry_after = true, quota_headers = false }
         or { kind = \"fixed_window\", limit = 100, window = \"1s\", ... }
+        or { kind = \"sliding_log\", limit = 100, window = \"1s\", ... } (a moving window)
         status = 503 refuses as nginx does (429 by default); whole_seconds = true gives a fixed
-        window's Retry-After in whole seconds, rounded up (a token bucket's always is)
+        window's Retry-After and quota reset in whole seconds, rounded up, as express-rate-limit
+        does (a token bucket's always are), and a sliding log's quota headers as flask-limiter's
+        (the reset in epoch seconds, rounded up)
   [[endpoint.outage]]  from = \"1m\", until = \"5m\", answer = \"503\" (retry_after = \"30s\"),
                        or \"connection_refused\", \"connection_reset\", \"timeout\", or a status
   [[endpoint.failure]] answer = \"500\", ratio = 0.02, repeat = \"once\" or \"always\",

@@ -374,7 +374,8 @@ fn random_bare_503s_on_a_live_endpoint_are_not_taken_for_a_limiter() {
 /// for a 20 ms wait held Redial to one burst a second (600 jobs in 56-63 s against 12 s
 /// ideal). An early question tells a bucket that rounds its waits up from a fixed window that
 /// means them: the bucket is met at its rate, and a window with the same whole-second
-/// `Retry-After` (express-rate-limit) still waits for its end.
+/// `Retry-After` (express-rate-limit) still waits for its end. A moving window whose quota
+/// resets are whole epoch seconds is asked about before them (`endpoint/rounded_reset.rs`).
 #[test]
 fn a_bucket_that_rounds_its_retry_after_up_is_met_at_its_rate_and_a_window_is_not_rushed() {
     let run_one = |limit: &str, jobs: u64| {
@@ -403,4 +404,19 @@ fn a_bucket_that_rounds_its_retry_after_up_is_met_at_its_rate_and_a_window_is_no
     );
     assert!(drain <= 1.15 * 20.0 + 1.0, "{drain}");
     assert!(refused <= 50, "{refused}");
+    let (drain, refused) = run_one(
+        "kind = \"fixed_window\", limit = 50, window = \"1s\", retry_after = true, quota_headers = true, whole_seconds = true",
+        1000,
+    );
+    assert!(drain <= 1.15 * 20.0 + 1.0, "{drain}");
+    assert!(refused <= 50, "{refused}");
+    // Issue 54, observation 4: a moving window whose quota headers give the reset in epoch
+    // seconds, rounded up (flask-limiter's): 23 s from outside when the reset was obeyed as
+    // the window's end.
+    let (drain, refused) = run_one(
+        "kind = \"sliding_log\", limit = 50, window = \"1s\", retry_after = true, quota_headers = true, whole_seconds = true",
+        600,
+    );
+    assert!(drain <= 1.15 * 12.0, "{drain}");
+    assert!(refused <= 30, "{refused}");
 }

@@ -229,9 +229,9 @@ pub fn parse(text: &str) -> Result<Workload> {
                                 burst: l.burst.unwrap_or(rate.count).max(1),
                             }
                         }
-                        "fixed_window" => {
+                        "fixed_window" | "sliding_log" => {
                             let limit = l.limit.filter(|n| *n > 0).ok_or_else(|| {
-                                usage(format!("{at}: limit: a fixed window needs a limit of at least 1"))
+                                usage(format!("{at}: limit: a {} needs a limit of at least 1", l.kind.replace('_', " ")))
                             })?;
                             let window = duration(
                                 l.window.as_deref().unwrap_or("1s"),
@@ -240,11 +240,15 @@ pub fn parse(text: &str) -> Result<Workload> {
                             if window < Duration::from_millis(10) {
                                 return Err(usage(format!("{at}: limit.window must be 10ms or more")));
                             }
-                            LimitKind::FixedWindow { limit, window }
+                            if l.kind == "sliding_log" {
+                                LimitKind::SlidingLog { limit, window }
+                            } else {
+                                LimitKind::FixedWindow { limit, window }
+                            }
                         }
                         other => {
                             return Err(usage(format!(
-                                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\" or \"fixed_window\""
+                                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\" or \"sliding_log\""
                             )))
                         }
                     };
