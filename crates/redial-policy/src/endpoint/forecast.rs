@@ -262,14 +262,23 @@ impl EndpointState {
     /// 3 s for a drain that took 30).
     fn forecast_windows(&self, now: Timestamp, nodes: f64) -> Option<Windows> {
         let limit = self.quota_limit.filter(|l| *l > 0)?;
-        let to_reset = match self.quota_reset_at {
+        // A reset given in whole seconds may be asked about sooner (rounded_reset.rs).
+        let back = self.next_question().or(self.quota_reset_at);
+        let to_reset = match back {
             Some(reset) => (reset.as_unix_millis() - now.as_unix_millis()).max(0) as f64 / 1000.0,
             None if self.quota_tokens == Some(0) => self.window_length()? / 1000.0,
             None => return None,
         };
-        // Without a measured window, the time to the reset stands for it; a reset that passed
-        // unseen says nothing of the next window.
-        let period = match self.window_length() {
+        // A window learned from 429s, else the time a quota read from headers took to come
+        // back last, else from when it last came back to when it comes back next; without
+        // these, the time to the reset stands for it (a reset that passed unseen says nothing
+        // of the next window).
+        let headers = !self.quota_inferred;
+        let cycle = self.quota_cycle_ms.filter(|_| headers).or_else(|| {
+            let (next, last) = (back?, self.quota_back_at.filter(|_| headers)?);
+            Some(next.as_unix_millis() - last.as_unix_millis()).filter(|ms| *ms > 0)
+        });
+        let period = match self.window_length().or(cycle.map(|ms| ms as f64)) {
             Some(ms) => ms / 1000.0,
             None if to_reset > 0.0 => to_reset,
             None => return None,

@@ -121,6 +121,21 @@ impl EndpointState {
         self.ok_since = Some(start);
         self.quota_probing = false;
         self.end_rounded_window();
+        if !inferred {
+            self.note_quota_back(reset);
+        }
+    }
+
+    /// A quota read from headers came back at `at`: the time since it last did is the cycle
+    /// the forecast takes for its window (a reset given in whole seconds says little of it).
+    pub(super) fn note_quota_back(&mut self, at: Timestamp) {
+        if let Some(before) = self.quota_back_at {
+            let cycle = at.as_unix_millis() - before.as_unix_millis();
+            if (1..=3_600_000).contains(&cycle) {
+                self.quota_cycle_ms = Some(cycle);
+            }
+        }
+        self.quota_back_at = Some(at);
     }
 
     /// No token left: hold until the reset when one is known or can be predicted; otherwise

@@ -106,6 +106,11 @@ impl EndpointState {
         self.reset_offset.may_round
     }
 
+    /// When the next question about a whole-second reset goes, if one is planned.
+    pub(super) fn next_question(&self) -> Option<Timestamp> {
+        self.reset_offset.ask_at.map(|(at, _)| at)
+    }
+
     /// A new window begins at its reset: a question refused in the last one is forgotten.
     pub(super) fn end_rounded_window(&mut self) {
         self.reset_offset.ask_at = None;
@@ -213,10 +218,13 @@ impl EndpointState {
             r.hi_ms = Some(r.hi_ms.map_or(offset, |hi| hi.min(offset)));
             r.refused = false;
             r.refused_in_a_row = 0;
-            offset <= r.lo_ms
+            let moved = offset <= r.lo_ms;
+            self.note_quota_back(now);
+            moved
         } else {
             false
         };
+        let r = &mut self.reset_offset;
         if moved {
             // Refused where there was room before, or the reverse: the windows moved (a fixed
             // window keyed to the clock, a changed limit, requests counted that were not

@@ -228,6 +228,13 @@ pub struct EndpointState {
     /// (rounded_reset.rs). Never saved.
     #[serde(skip)]
     pub(super) reset_offset: ResetOffset,
+    /// When a quota read from headers last came back (its reset passed, or a question found
+    /// room), and how long after the time before (learned_quota.rs): the forecast's window.
+    /// Never saved.
+    #[serde(skip)]
+    pub(super) quota_back_at: Option<Timestamp>,
+    #[serde(skip)]
+    pub(super) quota_cycle_ms: Option<i64>,
     /// The lowest count of requests remaining reported since nothing was last in flight
     /// (learned_quota.rs). Never saved.
     #[serde(skip)]
