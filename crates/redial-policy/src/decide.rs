@@ -241,11 +241,11 @@ impl Decision {
         }
     }
 
-    /// A failed probe of a quarantined endpoint: the job is held until `until` (the next probe)
-    /// instead of retried after its backoff or failed for good, and (the caller's part) it
-    /// costs no attempt. A dead end that is not the endpoint's doing (a deadline, the job's
-    /// age, a permanent error) stays. Returns whether it was held.
-    pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp) -> bool {
+    /// A failed probe of an endpoint that is down (`why`: "down", "quarantined"): the job is
+    /// held until `until` (the next probe) instead of retried after its backoff or failed for
+    /// good, and (the caller's part) it costs no attempt. A dead end that is not the endpoint's
+    /// doing (a deadline, the job's age, a permanent error) stays. Returns whether it was held.
+    pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp, why: &str) -> bool {
         let failed = matches!(
             self.classification.category,
             Category::Transient | Category::Unknown
@@ -263,7 +263,7 @@ impl Decision {
             self.action = Action::Retry { at: until, delay };
             let _ = write!(
                 self.reason,
-                "; held, not failed: the endpoint is quarantined (this was its probe), the next probe goes in {}",
+                "; held, not failed: the endpoint is {why} (this was its probe), the next probe goes in {}",
                 Human(delay)
             );
         }
@@ -335,9 +335,15 @@ impl Decision {
         self.action = Action::Defer { until, delay };
     }
 
-    /// A quarantined endpoint's failed probe by a job at its first attempt: the failure counts,
-    /// and the retry goes no sooner than `next_probe`. Returns whether it was a retry.
-    pub fn retry_at_next_probe(&mut self, next_probe: Timestamp, now: Timestamp) -> bool {
+    /// A failed probe of an endpoint that is down (`why`) by a job at its first attempt: the
+    /// failure counts, and the retry goes no sooner than `next_probe`. Returns whether it was a
+    /// retry.
+    pub fn retry_at_next_probe(
+        &mut self,
+        next_probe: Timestamp,
+        now: Timestamp,
+        why: &str,
+    ) -> bool {
         let Action::Retry { at, .. } = self.action else {
             return false;
         };
@@ -349,7 +355,7 @@ impl Decision {
             };
             let _ = write!(
                 self.reason,
-                "; the endpoint is quarantined (this was its probe): retried at the next probe, in {}",
+                "; the endpoint is {why} (this was its probe): retried at the next probe, in {}",
                 Human(delay)
             );
         }

@@ -70,9 +70,6 @@ pub struct Permit {
     pub(super) admitted_at: Option<Timestamp>,
     /// A quarantined endpoint's probe ([`Permit::quarantined`]).
     pub(super) quarantine: bool,
-    /// How many admissions this node had counted when it was admitted, itself included: those
-    /// after it are what its answer's quota headers cannot yet reflect.
-    pub(super) admitted_seq: u64,
     /// Sent to ask whether a quota whose reset was given in whole seconds freed before it
     /// (`rounded_reset.rs`).
     pub(super) reset_question: bool,

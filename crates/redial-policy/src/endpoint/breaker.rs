@@ -27,6 +27,8 @@ use serde::{Deserialize, Serialize};
 
 /// The transitions a breaker remembers, newest last.
 const HISTORY: usize = 20;
+/// For this long after an endpoint began failing, the breaker opens for `min_open_for` at most.
+pub const PROBE_OFTEN_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -299,10 +301,12 @@ impl EndpointState {
         true
     }
 
-    /// The first opening lasts as long as the endpoint has been failing, between `min_open_for`
-    /// and `open_for`; each reopening (its probes failed) twice as long as the one before, up to
-    /// `max_open_for`. An outage of two seconds is probed about two seconds after it began, not
-    /// after a fixed first step; one of an hour as rarely as the doubling allows.
+    /// For the first [`PROBE_OFTEN_FOR`] of an outage, every opening lasts `min_open_for` (a
+    /// second by default): the end of a short outage is found within a second, at a few probes
+    /// a second, and a failed probe holds its job rather than spending its attempt. After that,
+    /// an opening lasts as long as the endpoint has been failing, between `min_open_for` and
+    /// `open_for`, and each reopening (its probes failed) twice as long as the one before, up to
+    /// `max_open_for`: one of an hour is probed as rarely as the doubling allows.
     pub(super) fn open(&mut self, cfg: &EndpointConfig, now: Timestamp, reason: String) {
         let b = &cfg.breaker;
         let longest = b.max_open_for.max(b.open_for);
@@ -312,6 +316,9 @@ impl EndpointState {
         }
         let open_for = match self.open_period {
             _ if self.quarantine_due(cfg, now) => self.enter_quarantine(cfg, now),
+            // In an outage's first minute, probed about every second: its end is found within
+            // a second (its failed probes hold their jobs, they do not fail them).
+            _ if self.failure_streak(now) < PROBE_OFTEN_FOR => b.min_open_for.min(b.open_for),
             Some(last) if self.breaker_opens > 0 => last.saturating_mul(2).min(longest),
             _ => b.fitted(self.failure_streak(now)),
         };

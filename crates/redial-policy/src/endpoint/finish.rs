@@ -27,9 +27,12 @@ pub struct Finished {
     /// or suspect for a while) whose failures began then: the endpoint's retries scheduled since
     /// are due now.
     pub recovered_from: Option<Timestamp>,
-    /// A quarantined endpoint's probe failed, and its job does not fail for its own sake: the
-    /// job is held until then (the next probe), not failed, and its counters stay.
+    /// The endpoint's probe failed (its breaker opened again), and its job does not fail for
+    /// its own sake: the job is held until then (the next probe), not failed, and its counters
+    /// stay.
     pub held_until: Option<Timestamp>,
+    /// The endpoint is quarantined (what a held job's reason says).
+    pub quarantined: bool,
 }
 
 /// What an endpoint asks of a finished attempt's job besides its decision.
@@ -115,7 +118,7 @@ impl EndpointState {
     ) -> Finished {
         let failing_since = self.failing_since;
         let was_down = self.in_outage(cfg, now);
-        let quarantine_probe = permit.quarantined();
+        let probe = permit.probe.is_some();
         // A bare 503 from an endpoint that answers others may be a limiter's refusal: then it is
         // taken as a bare 429 is (the pace learns from it), and its job deferred at the pace.
         let bare_503 = observed.is_bare_unavailable();
@@ -160,7 +163,9 @@ impl EndpointState {
         } else {
             self.record(cfg, now, permit, observed)
         };
-        let held_until = if quarantine_probe && class == ResultClass::Failure && !poison {
+        // A probe that failed and opened the breaker again holds its job until the next probe:
+        // probing costs no attempt (unless the job fails for its own sake).
+        let held_until = if probe && class == ResultClass::Failure && !poison {
             match self.breaker {
                 BreakerState::Open { until } => Some(until),
                 _ => None,
@@ -186,6 +191,7 @@ impl EndpointState {
             sooner,
             recovered_from: recovered.then_some(failing_since).flatten(),
             held_until,
+            quarantined: self.quarantined_since.is_some(),
         }
     }
 }
@@ -214,10 +220,15 @@ impl Finished {
             // A job at its first attempt counts this failure (it is one) and becomes a retry,
             // which waits for the next probe: a quarantine's probe goes to a job not yet tried
             // first, and the end of the outage brings retries back at once.
-            if counters.failures == 0 && decision.retry_at_next_probe(next, now) {
+            let why = if self.quarantined {
+                "quarantined"
+            } else {
+                "down"
+            };
+            if counters.failures == 0 && decision.retry_at_next_probe(next, now, why) {
                 return counters.after(decision);
             }
-            if decision.hold_for_quarantine(next, now) {
+            if decision.hold_for_quarantine(next, now, why) {
                 return JobCounters {
                     last_delay: counters.after(decision).last_delay,
                     ..*counters

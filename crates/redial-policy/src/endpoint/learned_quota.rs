@@ -229,14 +229,7 @@ impl EndpointState {
     /// What a finished attempt teaches the quota: a success counts in its window, a 429 that
     /// said when but reported no quota infers one, headers that report one tell it, and a spent
     /// token quota pauses the endpoint until its reset.
-    /// `sent_after`: requests this node admitted after the one answered.
-    pub(super) fn learn_quota(
-        &mut self,
-        cfg: &EndpointConfig,
-        now: Timestamp,
-        o: &Observed,
-        sent_after: u64,
-    ) {
+    pub(super) fn learn_quota(&mut self, cfg: &EndpointConfig, now: Timestamp, o: &Observed) {
         if o.class == ResultClass::Success {
             self.ok_in_window += 1;
             if self.quota_probing {
@@ -274,7 +267,7 @@ impl EndpointState {
         if cfg.learn_from_headers {
             let mut may_ask = false;
             if let Some(q) = o.quota.requests {
-                self.read_quota(now, q, o.others_in_flight, sent_after);
+                self.read_quota(now, q, o.others_in_flight);
                 may_ask = self.may_ask(now, &q);
                 self.note_reset_may_round(may_ask);
                 self.plan_rounded_reset(now, o);
@@ -363,17 +356,11 @@ impl EndpointState {
 
     /// Headers that report the quota: its limit, what remains (the cluster's: this node takes
     /// its part) and when it resets. What an answer reports remaining cannot reflect the
-    /// requests the server had not seen yet: at most those in flight, and at most those sent
-    /// after it (an answer that comes back after others sent later saw them, and said less).
-    /// The last answer of what this node sent, alone, saw everything: what remains is the
-    /// lowest count the answers since the last such reported.
-    fn read_quota(
-        &mut self,
-        now: Timestamp,
-        q: RequestQuota,
-        others_in_flight: u32,
-        sent_after: u64,
-    ) {
+    /// requests the server had not seen yet: those in flight count as spent (whatever order the
+    /// server took them in). The last answer of what this node sent, alone, comes after the
+    /// server saw everything: what remains is the lowest count the answers since the last such
+    /// reported (answers out of order said more).
+    fn read_quota(&mut self, now: Timestamp, q: RequestQuota, others_in_flight: u32) {
         self.quota_limit = q.limit.or(self.quota_limit);
         self.quota_inferred = false;
         // What remains is the cluster's: this node takes its part.
@@ -381,7 +368,7 @@ impl EndpointState {
         let tokens = self
             .share
             .part(q.remaining)
-            .saturating_sub(u64::from(others_in_flight).min(sent_after));
+            .saturating_sub(u64::from(others_in_flight));
         let reset_at = q.reset_after.map(|d| now.saturating_add(d));
         let window_open = self.quota_reset_at.is_some_and(|r| now < r);
         self.quota_reset_predicted = false;

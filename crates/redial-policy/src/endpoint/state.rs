@@ -239,21 +239,6 @@ pub struct EndpointState {
     /// (learned_quota.rs). Never saved.
     #[serde(skip)]
     pub(super) quota_reported: Option<u64>,
-    /// Admissions counted on this node (learned_quota.rs): a permit's number among them tells
-    /// how many were sent after it. Never saved, and not part of the state's value.
-    #[serde(skip)]
-    pub(super) admitted: Admissions,
-}
-
-/// A count of admissions that two states equal otherwise share whatever it says: it numbers
-/// permits, it is not part of what the endpoint learned (nor a reason to save it again).
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Admissions(pub(super) u64);
-
-impl PartialEq for Admissions {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
 }
 
 impl EndpointState {
@@ -330,9 +315,7 @@ impl EndpointState {
         if is_retry {
             self.retries_in_flight += 1;
         }
-        self.admitted.0 += 1;
         Permit {
-            admitted_seq: self.admitted.0,
             reset_question,
             quarantine: probe.is_some() && self.quarantined_since.is_some(),
             retry: is_retry,
@@ -394,12 +377,7 @@ impl EndpointState {
                 self.pause(now.saturating_add(*wait), why.clone());
             }
         }
-        // A permit this state did not number (0) may have any number sent after it.
-        let sent_after = match permit.admitted_seq {
-            0 => u64::MAX,
-            seq => self.admitted.0.saturating_sub(seq),
-        };
-        self.learn_quota(cfg, now, o, sent_after);
+        self.learn_quota(cfg, now, o);
         retry_now
     }
 }

@@ -178,13 +178,14 @@ fn half_open_decides_on_the_probes_failure_ratio() {
     assert_eq!(names, ["open", "half_open", "closed"]);
     assert_eq!(s.breaker_opens, 0);
 
-    // Two failed probes of three reopen it, for twice as long.
+    // Two failed probes of three reopen it: in the outage's first minute for `min_open_for`
+    // (here 30 s), after it for twice as long as the time before.
     let mut s = half_open(&cfg);
     let p1 = go(s.admit(&cfg, at(30_000), true, 0));
     let p2 = go(s.admit(&cfg, at(30_000), true, 0));
     s.record(&cfg, at(30_001), p1, &observed(ResultClass::Failure));
     s.record(&cfg, at(30_001), p2, &observed(ResultClass::Failure));
-    assert_eq!(s.breaker, BreakerState::Open { until: at(90_001) });
+    assert_eq!(s.breaker, BreakerState::Open { until: at(60_001) });
     let why = &s.breaker_history.back().expect("event").reason;
     assert_eq!(why, "2 of 3 probes failed (0 succeeded)");
 }
@@ -242,8 +243,10 @@ fn every_probe_ends_whatever_its_outcome() {
 }
 
 /// Issue 36: a two-second outage was probed only after the breaker's whole first step (5 s).
-/// The first opening now lasts as long as the endpoint has been failing (at least
-/// `min_open_for`, at most `open_for`), and each reopening twice the one before.
+/// Issue 54: an outage of 8 s was still left 2-3 s late (the openings doubled: 1, 2, 4 s). In
+/// an outage's first minute every opening lasts `min_open_for` (a probe about every second);
+/// after it, the first opening lasts as long as the endpoint has been failing (at most
+/// `open_for`), and each reopening twice the one before.
 #[test]
 fn the_first_opening_lasts_as_long_as_the_failure_streak() {
     let cfg = EndpointConfig {
@@ -259,25 +262,34 @@ fn the_first_opening_lasts_as_long_as_the_failure_streak() {
         BreakerState::Open { until } => until,
         other => panic!("not open: {other:?}"),
     };
-    // Failing since 0, retries failing from 1.5 s: it opens at the tenth, for 1.5 s.
+    // Failing since 0, retries failing from 1.5 s: it opens at the tenth, for a second.
     let mut s = EndpointState::default();
     feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
     feed(&mut s, &cfg, 1_500, 10, true, ResultClass::Failure);
-    assert_eq!(open_until(&s), at(3_000));
+    assert_eq!(open_until(&s), at(2_500));
     assert_eq!(s.failing_since, Some(at(0)));
-    // Its probes fail: twice as long, then twice again.
-    feed(&mut s, &cfg, 3_000, 2, true, ResultClass::Failure);
-    assert_eq!(open_until(&s), at(6_000));
-    feed(&mut s, &cfg, 6_000, 2, true, ResultClass::Failure);
-    assert_eq!(open_until(&s), at(12_000));
+    // Its probes fail: a second again, until the outage is a minute old.
+    let mut t = 2_500;
+    while t < 60_000 {
+        feed(&mut s, &cfg, t, 2, true, ResultClass::Failure);
+        assert_eq!(open_until(&s), at(t + 1_000), "at {t} ms");
+        t += 1_000;
+    }
+    // Then twice as long each time.
+    feed(&mut s, &cfg, t, 2, true, ResultClass::Failure);
+    assert_eq!(open_until(&s), at(t + 2_000));
+    t += 2_000;
+    feed(&mut s, &cfg, t, 2, true, ResultClass::Failure);
+    assert_eq!(open_until(&s), at(t + 4_000));
+    t += 4_000;
     // Its probes succeed: closed, the streak and the doubling over.
-    feed(&mut s, &cfg, 12_000, 2, true, ResultClass::Success);
+    feed(&mut s, &cfg, t, 2, true, ResultClass::Success);
     assert_eq!(s.breaker, BreakerState::Closed);
     assert_eq!((s.failing_since, s.open_period), (None, None));
 
-    // A streak shorter than min_open_for opens for min_open_for; a longer one than open_for,
-    // for open_for.
-    for (streak_ms, open_ms) in [(0, 1_000), (300, 1_000), (4_000, 4_000), (60_000, 5_000)] {
+    // In the first minute, min_open_for; a streak of a minute or more opens for as long as it
+    // has been failing, at most open_for.
+    for (streak_ms, open_ms) in [(0, 1_000), (300, 1_000), (4_000, 1_000), (60_000, 5_000)] {
         let mut s = EndpointState::default();
         feed(&mut s, &cfg, 0, 1, false, ResultClass::Failure);
         feed(&mut s, &cfg, streak_ms, 10, true, ResultClass::Failure);
@@ -455,7 +467,8 @@ fn an_endpoint_down_for_long_is_quarantined_until_a_probe_succeeds() {
     let mut s = EndpointState::default();
     feed(&mut s, &off, 0, 1, false, ResultClass::Failure);
     feed(&mut s, &off, 1_000, 10, true, ResultClass::Failure);
-    for _ in 0..12 {
+    // A probe a second in the outage's first minute, then doubling.
+    for _ in 0..70 {
         let BreakerState::Open { until } = s.breaker else {
             panic!("{:?}", s.breaker)
         };

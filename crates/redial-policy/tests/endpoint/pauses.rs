@@ -74,10 +74,10 @@ fn state_round_trips_through_json() {
     let json = serde_json::to_string(&s).expect("serialises");
     let back: EndpointState = serde_json::from_str(&json).expect("reads back");
     assert_eq!(back, s);
-    // The breaker opened at the tenth failure (2.25 s), for as long as the endpoint had been
-    // failing: until 4.5 s.
+    // The breaker opened at the tenth failure (2.25 s), in the outage's first minute for a
+    // second: half-open from 3.25 s (no probe went since).
     let view = s.clone().view(&cfg, at(4_000), 0);
-    assert_eq!(view.breaker, "open");
+    assert_eq!(view.breaker, "half_open");
     assert!(view
         .holding
         .expect("held")

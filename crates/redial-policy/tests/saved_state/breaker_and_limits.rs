@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// Retries that failed again opened the breaker, twice (the open time doubles), with its events.
+/// Retries that failed again opened the breaker, twice (in the outage's first minute, for
+/// `min_open_for` each time: 30 s here), with its events.
 #[test]
 fn an_open_breaker() {
     check(
@@ -26,24 +27,24 @@ fn an_open_breaker() {
         },
         &[
             first(40_000),
-            retry(90_000),
-            retry(90_001),
-            retry(90_001),
-            retry(90_001),
-            first(90_002),
-            retry(90_002),
+            retry(60_000),
+            retry(60_001),
+            retry(60_001),
+            retry(60_001),
+            first(60_002),
+            retry(60_002),
         ],
         &[
-            "view: holding Some(\"circuit open until 2026-11-30T00:01:30.001Z\"); hand None; paused - None; learned None/None until -, pace None; concurrency None; slow start -",
-            "view: budget 0/10 (10 left); breaker open until +90001ms, window 0/0 (0 retries), events [\"+0ms open: 5 retries failed again against 5 successes in 30s\", \"+30000ms half_open: open period ended at 2026-11-30T00:00:30Z; letting probes through\", \"+30001ms open: 2 of 3 probes failed (0 succeeded)\"]",
-            "next change +90001ms; shared pause None, breaker Some((\"+90001ms\", \"2 of 3 probes failed (0 succeeded)\")), paced until -; last hold None",
-            "+40000ms first, 0 in flight: hold Breaker until +90001ms: circuit open until 2026-11-30T00:01:30.001Z",
-            "+90000ms retry, 0 in flight: hold Breaker until +90001ms: circuit open until 2026-11-30T00:01:30.001Z",
-            "+90001ms retry, 0 in flight: go, a retry, a probe",
-            "+90001ms retry, 0 in flight: go, a retry, a probe",
-            "+90001ms retry, 0 in flight: go, a retry",
-            "+90002ms first, 0 in flight: go",
-            "+90002ms retry, 0 in flight: go, a retry",
+            "view: holding Some(\"circuit open until 2026-11-30T00:01:00.001Z\"); hand None; paused - None; learned None/None until -, pace None; concurrency None; slow start -",
+            "view: budget 0/10 (10 left); breaker open until +60001ms, window 0/0 (0 retries), events [\"+0ms open: 5 retries failed again against 5 successes in 30s\", \"+30000ms half_open: open period ended at 2026-11-30T00:00:30Z; letting probes through\", \"+30001ms open: 2 of 3 probes failed (0 succeeded)\"]",
+            "next change +60001ms; shared pause None, breaker Some((\"+60001ms\", \"2 of 3 probes failed (0 succeeded)\")), paced until -; last hold None",
+            "+40000ms first, 0 in flight: hold Breaker until +60001ms: circuit open until 2026-11-30T00:01:00.001Z",
+            "+60000ms retry, 0 in flight: hold Breaker until +60001ms: circuit open until 2026-11-30T00:01:00.001Z",
+            "+60001ms retry, 0 in flight: go, a retry, a probe",
+            "+60001ms retry, 0 in flight: go, a retry, a probe",
+            "+60001ms retry, 0 in flight: go, a retry",
+            "+60002ms first, 0 in flight: go",
+            "+60002ms retry, 0 in flight: go, a retry",
             "permits out (0, 0)",
         ],
     );
