@@ -112,14 +112,17 @@ pub struct BreakerConfig {
     pub min_throughput: u32,
     #[serde(with = "serde_human")]
     pub window: Duration,
-    /// How long it stays open before letting probes through, the first time, at most: it opens
-    /// for as long as the endpoint has been failing (its failure streak, since its last success),
-    /// between `min_open_for` and this. Each time the probes fail and it opens again, twice as
-    /// long as the time before, up to `max_open_for`. A short outage is probed soon after it
-    /// ends; a long one ever more rarely.
+    /// How long it stays open before letting probes through, the first time after the outage's
+    /// first minute, at most: it opens for as long as the endpoint has been failing (its failure
+    /// streak, since its last success), between `min_open_for` and this. Each time the probes
+    /// fail and it opens again, twice as long as the time before, up to `max_open_for`. A long
+    /// outage is probed ever more rarely.
     #[serde(with = "serde_human")]
     pub open_for: Duration,
-    /// The shortest open period, however short the failure streak that opened it.
+    /// The shortest open period, however short the failure streak that opened it; and every
+    /// open period in an outage's first minute (`breaker::PROBE_OFTEN_FOR`), so that a short
+    /// outage is left within about this long of its end (its failed probes hold their jobs,
+    /// they do not spend their attempts).
     #[serde(with = "serde_human")]
     pub min_open_for: Duration,
     #[serde(with = "serde_human")]
