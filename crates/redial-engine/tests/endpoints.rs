@@ -838,40 +838,50 @@ async fn a_moving_window_whose_resets_round_up_is_met_at_its_rate() {
 /// the breaker closes. Defaults throughout: the endpoint's limits and the policy (2 s backoff).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_short_outage_every_job_returns_with_the_endpoint() {
-    let clock = manual_clock();
-    let rx = receiver_on(&clock).await;
-    let outage = Duration::from_secs(2);
-    rx.behave("/outage", Behaviour::DownFor { down_for: outage });
-    let jobs = 300;
-    let s = setup(clock, 32, Policy::default()).start().await;
-    s.enqueue((0..jobs).map(|i| (format!("o{i}"), rx.url("/outage"), None)))
-        .await;
-    s.run_until("all completed", STEP, |c| count(c, "completed") == jobs)
-        .await;
-    let received = rx.received("/outage");
-    let refused = received.iter().filter(|r| r.status == 503).count();
-    let first_ok = received
-        .iter()
-        .find(|r| r.status == 200)
-        .expect("a success")
-        .since_start;
-    let last = received.last().expect("requests").since_start;
-    println!(
-        "outage {outage:?}: {refused} refused; first success at {first_ok:?}, last at {last:?}"
-    );
-    // A few failed first attempts, the retries that told it was down, and the probes.
-    assert!(refused <= 60, "{refused} requests refused");
-    // The first opening (as long as the streak, 1 s at least) and one doubling at most.
-    assert!(
-        first_ok <= outage * 2 + Duration::from_millis(500),
-        "first success at {first_ok:?}"
-    );
-    // Every job, retries of the outage included, within a second of the first success.
-    assert!(
-        last <= first_ok + Duration::from_secs(1),
-        "last request at {last:?}, first success at {first_ok:?}"
-    );
-    s.stop().await;
+    // Issue 54, observation 6: an outage of 8 s was left 2-3 s late (the openings doubled, 1,
+    // 2, 4 s; suspect first attempts waited as long as the endpoint had been failing). In an
+    // outage's first minute the endpoint is probed about every second: the backlog drains
+    // within a second of the outage's end, whatever its length up to a minute.
+    for (outage, most_refused) in [(2, 60), (8, 120), (30, 300)] {
+        let outage = Duration::from_secs(outage);
+        let clock = manual_clock();
+        let rx = receiver_on(&clock).await;
+        rx.behave("/outage", Behaviour::DownFor { down_for: outage });
+        let jobs = 300;
+        let s = setup(clock, 32, Policy::default()).start().await;
+        s.enqueue((0..jobs).map(|i| (format!("o{i}"), rx.url("/outage"), None)))
+            .await;
+        s.run_until("all completed", STEP, |c| count(c, "completed") == jobs)
+            .await;
+        let received = rx.received("/outage");
+        let refused = received.iter().filter(|r| r.status == 503).count();
+        let first_ok = received
+            .iter()
+            .find(|r| r.status == 200)
+            .expect("a success")
+            .since_start;
+        let last = received.last().expect("requests").since_start;
+        println!(
+            "outage {outage:?}: {refused} refused; first success at {first_ok:?}, last at {last:?}"
+        );
+        // A few failed first attempts, the retries that told it was down, and the probes: a
+        // few a second.
+        assert!(
+            refused <= most_refused,
+            "{outage:?}: {refused} requests refused"
+        );
+        // Probed about every second: found within a second (and a step) of its end.
+        assert!(
+            first_ok <= outage + Duration::from_millis(1_100),
+            "{outage:?}: first success at {first_ok:?}"
+        );
+        // Every job, retries of the outage included, within a second of the first success.
+        assert!(
+            last <= first_ok + Duration::from_secs(1),
+            "{outage:?}: last request at {last:?}, first success at {first_ok:?}"
+        );
+        s.stop().await;
+    }
 }
 
 /// Issue 36, part 4: endpoints came and never went (a record per name ever seen, kept forever).

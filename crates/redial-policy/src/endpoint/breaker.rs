@@ -316,11 +316,10 @@ impl EndpointState {
         }
         let open_for = match self.open_period {
             _ if self.quarantine_due(cfg, now) => self.enter_quarantine(cfg, now),
-            // In an outage's first minute, probed about every second: its end is found within
-            // a second (its failed probes hold their jobs, they do not fail them).
-            _ if self.failure_streak(now) < PROBE_OFTEN_FOR => b.min_open_for.min(b.open_for),
-            Some(last) if self.breaker_opens > 0 => last.saturating_mul(2).min(longest),
-            _ => b.fitted(self.failure_streak(now)),
+            Some(last) if self.breaker_opens > 0 && !self.probed_often(now) => {
+                last.saturating_mul(2).min(longest)
+            }
+            _ => self.first_open_period(cfg, now),
         };
         self.open_period = Some(open_for);
         self.breaker_opens = self.breaker_opens.saturating_add(1);
@@ -328,6 +327,29 @@ impl EndpointState {
         self.breaker = BreakerState::Open { until };
         self.clear_suspicion();
         self.event(now, "open", reason);
+    }
+
+    /// Whether the outage is young enough to be probed about every `min_open_for`: its end is
+    /// then found within about that long (its failed probes hold their jobs, they do not spend
+    /// their attempts).
+    fn probed_often(&self, now: Timestamp) -> bool {
+        self.failure_streak(now) < PROBE_OFTEN_FOR
+    }
+
+    /// How long the endpoint is held as down when it first looks so (the breaker's first
+    /// opening, suspect first attempts): in an outage's first minute `min_open_for`, then as long
+    /// as it has been failing, between `min_open_for` and `open_for`.
+    pub(super) fn first_open_period(
+        &self,
+        cfg: &EndpointConfig,
+        now: Timestamp,
+    ) -> std::time::Duration {
+        let b = &cfg.breaker;
+        if self.probed_often(now) {
+            b.min_open_for.min(b.open_for)
+        } else {
+            b.fitted(self.failure_streak(now))
+        }
     }
 
     /// How long the endpoint has been failing: since the first failure after its last success

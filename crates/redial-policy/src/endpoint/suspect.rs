@@ -3,7 +3,8 @@
 //!
 //! First attempts that failed with no success since (the breaker's `min_throughput` while
 //! closed, its `half_open_probes` while half-open) make the endpoint suspect: first attempts
-//! wait, as long as the endpoint has been failing (between `min_open_for` and `open_for`), while retries, which a flaky endpoint answers and a down one
+//! wait (as long as the breaker's first opening would last: `min_open_for` in an outage's first
+//! minute, then as long as the endpoint has been failing, up to `open_for`), while retries, which a flaky endpoint answers and a down one
 //! fails again, tell. Any success ends it; so do the breaker's openings and half-openings, and a
 //! hand reset. The failure that made the endpoint suspect has its retry sent at once when that
 //! retry is safe to send at once (one per suspicion), so a flaky endpoint is told from a down one
@@ -50,7 +51,7 @@ impl EndpointState {
     }
 
     /// Failed first attempts with no success since make the endpoint suspect: first attempts
-    /// wait (as long as it has been failing, between `min_open_for` and `open_for`) while its retries, which a flaky endpoint answers and a down
+    /// wait (as long as the breaker's first opening would last) while its retries, which a flaky endpoint answers and a down
     /// one fails again, tell. Any success clears it.
     pub(super) fn suspect(
         &mut self,
@@ -73,7 +74,7 @@ impl EndpointState {
                 if self.first_failures >= self.suspect_after(cfg)
                     && self.firsts_held_until.is_none()
                 {
-                    let hold = cfg.breaker.fitted(self.failure_streak(now));
+                    let hold = self.first_open_period(cfg, now);
                     self.firsts_held_until = Some(now.saturating_add(hold));
                     self.probe_wanted = true;
                 }
