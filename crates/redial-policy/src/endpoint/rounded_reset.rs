@@ -5,26 +5,30 @@
 //! jobs to 23.2 s against 12 s ideal (issue 54, observation 4: a burst of 50, then most of a
 //! second of nothing).
 //!
-//! What a node alone in front of such a limiter can learn is when, after the first request it
-//! sent in a window, the quota frees: an offset the same from window to window (a moving
+//! What a node alone in front of such a limiter can learn is when, after the oldest request the
+//! server still counts (of this node's latest requests, as many as the limit less what the
+//! server says remains), the quota frees: an offset the same from window to window (a moving
 //! window's length, or a fixed window's length less the moment the window began). A spent
 //! quota whose reset `S` is given in whole seconds, at most [`MOST`] away, is known to free
 //! between `S` less a second and `S`; between the offsets already learned (refused at `lo`,
 //! room at `hi`), it frees at the offset halfway: one request goes then to ask, not the window's
 //! worth.
-//! - Room: that offset is the new `hi`; the answer's headers say how many more may go, and the
-//!   window counts from that request.
-//! - Refused: that offset is the new `lo`; the refusal's headers hold the endpoint until `S` as
-//!   before (the refusal is one request, to what would have waited).
+//! - Room (for more than itself): that offset is the new `hi`; the answer's headers say how
+//!   many more may go.
+//! - Refused: that offset is the new `lo`; the question is asked again at `hi` when one is
+//!   known, else the endpoint waits for `S` as before. Its own `Retry-After` does not pause the
+//!   endpoint.
 //!
-//! Each window halves what is not known, so within about seven windows the quota is asked for
-//! within [`KNOWN_WITHIN`] of when it frees, and a window costs its length plus a round trip
-//! instead of up to a second more. A refusal at an offset that had room before (the windows
-//! moved: a fixed window keyed to the clock, a changed limit) forgets what was learned. A limiter
-//! whose resets round down refuses each question until none is left between `lo` and `S` (about
-//! seven refusals), then is obeyed as it says.
+//! At such a reset, one request goes first and its answer says how many more: only the oldest
+//! request is known to have expired then. Each window halves what is not known, so within about
+//! seven windows the quota is asked for within [`KNOWN_WITHIN`] of when it frees, and a window
+//! costs its length plus a round trip instead of up to a second more. A refusal at an offset
+//! that had room before, or room where one was refused (the windows moved: a fixed window keyed
+//! to the clock, a changed limit), forgets what was learned. A limiter whose resets are exact
+//! refuses its questions; three refused in a row, and its resets are obeyed as given for
+//! [`MEANT_FOR`].
 //!
-//! Only alone: with several nodes the window's first request may be another node's. Never
+//! Only alone: with several nodes the oldest request counted may be another node's. Never
 //! saved: a restarted node learns again. Does not own the quota (`learned_quota.rs`) nor the
 //! reading of its headers ([`crate::quota`]).
 
@@ -45,7 +49,8 @@ const SLACK_MS: i64 = 2;
 /// there was room before): the resets are obeyed as given for [`MEANT_FOR`].
 const REFUSED_AT_MOST: u32 = 3;
 const MEANT_FOR: Duration = Duration::from_secs(60);
-/// Send times kept: quotas larger than this are not asked about.
+/// Send times kept: of a larger quota, the oldest kept stands for the oldest counted (its
+/// question goes later than it could).
 const KEPT: usize = 4_096;
 
 /// What is known of when the quota frees after the request that will free it.
