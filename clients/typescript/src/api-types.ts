@@ -984,7 +984,7 @@ export interface components {
             learned_remaining: number | null;
             /** Format: date-time */
             learned_reset_at: string | null;
-            /** @description Requests per second this node sends the endpoint, learned from 429s that carried no wait and no quota (a cut on each, growth with each success); null when it refused nothing of the kind for 10 s. */
+            /** @description Requests per second this node sends the endpoint, learned from refusals that said nothing (429s with no wait and no quota, a limiter's bare 503s, whole-second waits the endpoint rounds up): a cut on each, growth with each success; null when it refused nothing of the kind for 10 s. */
             learned_pace: number | null;
             concurrency_limit: number | null;
             in_flight: number;
