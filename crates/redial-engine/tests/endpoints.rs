@@ -1430,6 +1430,41 @@ async fn the_simulator_agrees_with_the_engine_on_an_outage() {
     agrees(&sim, &engine);
 }
 
+/// Issue 54, item 3: a moving window whose quota headers give the reset in epoch seconds,
+/// rounded up (flask-limiter's), on both: the questions before each reset, alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_a_moving_window_whose_resets_round_up() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let epoch_ms = u64::try_from(T0.as_unix_millis()).expect("after 1970");
+    rx.behave(
+        "/limited",
+        Behaviour::SlidingLogRounded {
+            per_second: 50,
+            epoch_ms,
+        },
+    );
+    let (jobs, policy, limits) = (600, Policy::default(), EndpointConfig::default());
+    let m = model(
+        jobs as u64,
+        Some(Limit {
+            kind: LimitKind::SlidingLog {
+                limit: 50,
+                window: Duration::from_secs(1),
+            },
+            retry_after: true,
+            quota_headers: true,
+            status: 429,
+            whole_seconds: true,
+        }),
+        vec![],
+        vec![],
+    );
+    let sim = simulated(m, &policy, &limits, 32);
+    let engine = engined(clock, &rx, jobs, None, |_| "/limited", policy, limits, 32).await;
+    agrees(&sim, &engine);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulator_agrees_with_the_engine_on_an_endpoint_with_mixed_errors() {
     let clock = manual_clock();
