@@ -254,9 +254,10 @@ pub struct Endpoint {
     pub holding: Option<String>,
     pub in_flight: i64,
     pub learned_limit: Option<i64>,
-    /// Requests per second this node sends the endpoint, learned from 429s that carried no wait
-    /// and no quota (a cut on each, growth with each success); null when it refused nothing of
-    /// the kind for 10 s.
+    /// Requests per second this node sends the endpoint, learned from refusals that said
+    /// nothing (429s with no wait and no quota, a limiter's bare 503s, whole-second waits the
+    /// endpoint rounds up): a cut on each, growth with each success; null when it refused
+    /// nothing of the kind for 10 s.
     pub learned_pace: Option<f64>,
     pub learned_remaining: Option<i64>,
     pub learned_reset_at: Option<String>,
