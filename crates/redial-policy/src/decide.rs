@@ -245,7 +245,7 @@ impl Decision {
     /// held until `until` (the next probe) instead of retried after its backoff or failed for
     /// good, and (the caller's part) it costs no attempt. A dead end that is not the endpoint's
     /// doing (a deadline, the job's age, a permanent error) stays. Returns whether it was held.
-    pub fn hold_for_quarantine(&mut self, until: Timestamp, now: Timestamp, why: &str) -> bool {
+    pub fn hold_until_next_probe(&mut self, until: Timestamp, now: Timestamp, why: &str) -> bool {
         let failed = matches!(
             self.classification.category,
             Category::Transient | Category::Unknown

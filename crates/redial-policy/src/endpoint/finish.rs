@@ -228,7 +228,7 @@ impl Finished {
             if counters.failures == 0 && decision.retry_at_next_probe(next, now, why) {
                 return counters.after(decision);
             }
-            if decision.hold_for_quarantine(next, now, why) {
+            if decision.hold_until_next_probe(next, now, why) {
                 return JobCounters {
                     last_delay: counters.after(decision).last_delay,
                     ..*counters

@@ -4,7 +4,8 @@
 //! `quarantine_after` or more (since the first failure after its last success), the endpoint is
 //! quarantined: it stays open for `quarantine_probe_every` at a time, each half-open period lets
 //! one probe through, and a probe that fails costs its job no attempt (the engine holds the job
-//! until the next probe instead of failing it: [`Permit::quarantined`]; deadlines still apply;
+//! until the next probe instead of failing it, as any failed probe that reopens the breaker:
+//! `Finished::held_until`; deadlines still apply;
 //! a job at its first attempt counts that one failure and becomes a retry).
 //! The first probe that succeeds ends it: the breaker closes, with slow start; so do a hand
 //! resume and a hand breaker reset.
@@ -32,7 +33,6 @@ use super::admission::{Admission, Hold, HoldKind, ResultClass};
 use super::breaker::BreakerState;
 use super::config::EndpointConfig;
 use super::state::EndpointState;
-use super::Permit;
 use crate::duration::Human;
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -178,13 +178,5 @@ impl EndpointState {
     /// Since when the endpoint is quarantined, if it is.
     pub fn quarantined(&self) -> Option<Timestamp> {
         self.quarantined_since
-    }
-}
-
-impl Permit {
-    /// Whether the attempt was a quarantined endpoint's probe: if it fails, its job is held
-    /// until the next probe rather than failed (it costs no attempt).
-    pub fn quarantined(&self) -> bool {
-        self.quarantine
     }
 }

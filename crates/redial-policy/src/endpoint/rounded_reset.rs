@@ -273,7 +273,7 @@ impl EndpointState {
             return;
         };
         let o = &self.reset_offset;
-        if !self.may_ask(now, &q) || reset.saturating_since(now) > MOST || o.asking.is_some() {
+        if !o.may_round || reset.saturating_since(now) > MOST || o.asking.is_some() {
             return;
         }
         // What the server counts of this node's requests: the limit less what it says remains.

@@ -224,8 +224,8 @@ pub struct EndpointState {
     /// Whether the endpoint's whole-second waits are rounded up (rounded.rs). Never saved.
     #[serde(skip)]
     pub(super) rounding: Rounding,
-    /// When a window's quota frees after its first request, for resets given in whole seconds
-    /// (rounded_reset.rs). Never saved.
+    /// When a quota whose reset is given in whole seconds frees, after the oldest request the
+    /// server counts (rounded_reset.rs). Never saved.
     #[serde(skip)]
     pub(super) reset_offset: ResetOffset,
     /// When a quota read from headers last came back (its reset passed, or a question found
@@ -317,7 +317,6 @@ impl EndpointState {
         }
         Permit {
             reset_question,
-            quarantine: probe.is_some() && self.quarantined_since.is_some(),
             retry: is_retry,
             probe,
             quota_probe,
