@@ -68,6 +68,8 @@ pub struct Permit {
     pub(super) pace_epoch: u32,
     /// When it was admitted (sent): what the other nodes are told of a bare refusal.
     pub(super) admitted_at: Option<Timestamp>,
+    /// A quarantined endpoint's probe ([`Permit::quarantined`]).
+    pub(super) quarantine: bool,
     /// Sent to ask whether a quota whose reset was given in whole seconds freed before it
     /// (`rounded_reset.rs`).
     pub(super) reset_question: bool,

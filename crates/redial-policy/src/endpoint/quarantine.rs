@@ -33,6 +33,7 @@ use super::admission::{Admission, Hold, HoldKind, ResultClass};
 use super::breaker::BreakerState;
 use super::config::EndpointConfig;
 use super::state::EndpointState;
+use super::Permit;
 use crate::duration::Human;
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -178,5 +179,14 @@ impl EndpointState {
     /// Since when the endpoint is quarantined, if it is.
     pub fn quarantined(&self) -> Option<Timestamp> {
         self.quarantined_since
+    }
+}
+
+impl Permit {
+    /// Whether the attempt was a quarantined endpoint's probe. (If it fails and the breaker
+    /// opens again, its job is held until the next probe, as any probe's is:
+    /// `Finished::held_until`.)
+    pub fn quarantined(&self) -> bool {
+        self.quarantine
     }
 }

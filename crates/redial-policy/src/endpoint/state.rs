@@ -317,6 +317,7 @@ impl EndpointState {
         }
         Permit {
             reset_question,
+            quarantine: probe.is_some() && self.quarantined_since.is_some(),
             retry: is_retry,
             probe,
             quota_probe,
