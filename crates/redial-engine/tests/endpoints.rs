@@ -1248,7 +1248,9 @@ async fn notification_targets_are_told_of_an_outage_once_per_event_and_signed() 
 // the receiver behaving as the simulator's model does, must agree on the drain time and on the
 // requests refused within 15%, or within a small count when the numbers are small.
 
-use redial_engine::simulate::{self, Answer, Arrival, EndpointModel, Failure, Limit, LimitKind};
+use redial_engine::simulate::{
+    self, Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, QuotaStyle, Wait,
+};
 use redial_policy::Method;
 
 /// What one side of a comparison saw.
@@ -1407,13 +1409,13 @@ async fn the_simulator_agrees_with_the_engine_on_a_rate_limit_with_retry_after()
     let (jobs, policy, limits) = (400, Policy::default(), EndpointConfig::default());
     let m = model(
         jobs as u64,
-        Some(Limit {
-            kind: LimitKind::FixedWindow { limit, window },
-            retry_after: true,
-            quota_headers: false,
-            status: 429,
-            whole_seconds: false,
-        }),
+        Some(
+            Limit::new(LimitKind::FixedWindow {
+                limit,
+                window_ms: 1000,
+            })
+            .speaking(Wait::Decimal, QuotaStyle::None),
+        ),
         vec![],
         vec![],
     );
@@ -1456,16 +1458,13 @@ async fn the_simulator_agrees_with_the_engine_on_a_moving_window_whose_resets_ro
     let (jobs, policy, limits) = (600, Policy::default(), EndpointConfig::default());
     let m = model(
         jobs as u64,
-        Some(Limit {
-            kind: LimitKind::SlidingLog {
+        Some(
+            Limit::new(LimitKind::SlidingLog {
                 limit: 50,
-                window: Duration::from_secs(1),
-            },
-            retry_after: true,
-            quota_headers: true,
-            status: 429,
-            whole_seconds: true,
-        }),
+                window_ms: 1000,
+            })
+            .speaking(Wait::Truncated, QuotaStyle::GitHub),
+        ),
         vec![],
         vec![],
     );

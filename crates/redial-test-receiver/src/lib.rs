@@ -12,6 +12,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use redial_limiters::{Kind, Limiter, QuotaStyle, State as LimiterState, Wait};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -107,6 +108,10 @@ pub enum Behaviour {
     SlidingLogRounded { per_second: u32, epoch_ms: u64 },
     /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
     DownFor { down_for: Duration },
+    /// Any limiter of the shared model (`redial-limiters`, which `redial simulate` runs too),
+    /// its time counted from when the behaviour is set. `epoch_ms`: the Unix time, in
+    /// milliseconds, at the receiver clock's zero, for resets given as epoch seconds.
+    Limiter { limiter: Limiter, epoch_ms: i64 },
 }
 
 #[derive(Debug)]
@@ -116,10 +121,8 @@ struct Live {
     started: Duration,
     window_index: u64,
     used: u32,
-    /// A leaky bucket's theoretical arrival time, on the receiver's clock.
-    tat: Duration,
-    /// A sliding log's accepted requests, on the receiver's clock, oldest first.
-    log: VecDeque<Duration>,
+    /// What the shared limiter model remembers, for the behaviours it answers.
+    limiter: LimiterState,
 }
 
 impl Received {
@@ -236,8 +239,7 @@ impl Receiver {
             started: self.shared.since_start(),
             window_index: 0,
             used: 0,
-            tat: Duration::ZERO,
-            log: VecDeque::new(),
+            limiter: LimiterState::default(),
         };
         lock(&self.shared.behaviours).insert(path.to_owned(), live);
     }
@@ -350,6 +352,24 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
 }
 
 impl Live {
+    /// What limiter `l` answers a request `elapsed` after the behaviour was set, the receiver
+    /// clock's zero being `epoch_ms` in Unix time.
+    fn limited(&mut self, l: &Limiter, elapsed: Duration, epoch_ms: i64) -> Reply {
+        let at_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        let started_ms = i64::try_from(self.started.as_millis()).unwrap_or(i64::MAX);
+        let v = self
+            .limiter
+            .take(l, at_ms, epoch_ms.saturating_add(started_ms));
+        let mut reply = Reply::status(v.status);
+        if v.ok {
+            reply = reply.body("ok");
+        }
+        for (name, value) in &v.headers {
+            reply = reply.header(name, value);
+        }
+        reply
+    }
+
     /// The reply to a request arriving at `at` (on the receiver's clock), and for rate-limited
     /// paths the window index.
     fn answer(&mut self, at: Duration) -> (Reply, Option<u64>) {
@@ -361,51 +381,33 @@ impl Live {
                 per_second,
                 epoch_ms,
             } => {
-                let second = Duration::from_secs(1);
-                while self.log.front().is_some_and(|t| *t + second <= at) {
-                    self.log.pop_front();
-                }
-                let ok = self.log.len() < per_second as usize;
-                if ok {
-                    self.log.push_back(at);
-                }
-                let epoch = |t: Duration| epoch_ms as f64 / 1000.0 + t.as_secs_f64();
-                let reset = match self.log.front() {
-                    Some(oldest) => epoch(*oldest + second).floor() + 1.0,
-                    None => epoch(at).floor() + 1.0,
-                };
-                let left = per_second as usize - self.log.len();
-                let reply = if ok {
-                    Reply::status(200).body("ok")
-                } else {
-                    let wait = (reset - epoch(at)).max(0.0).floor();
-                    Reply::status(429).header("retry-after", &format!("{wait}"))
-                };
-                let reply = reply
-                    .header("x-ratelimit-limit", &per_second.to_string())
-                    .header("x-ratelimit-remaining", &left.to_string())
-                    .header("x-ratelimit-reset", &format!("{reset}"));
-                (reply, None)
+                let l = Limiter::new(Kind::SlidingLog {
+                    limit: per_second,
+                    window_ms: 1000,
+                })
+                .speaking(Wait::Truncated, QuotaStyle::GitHub);
+                let epoch_ms = i64::try_from(epoch_ms).unwrap_or(i64::MAX);
+                (self.limited(&l, elapsed, epoch_ms), None)
             }
             Behaviour::LeakyBucket { per_second, burst }
             | Behaviour::LeakyBucket503 { per_second, burst }
             | Behaviour::LeakyBucketRounded { per_second, burst } => {
-                let interval = Duration::from_secs(1) / per_second.max(1);
-                let tolerance = interval * burst.saturating_sub(1);
-                let earliest = self.tat.saturating_sub(tolerance);
-                if earliest > elapsed {
-                    let refusal = match self.behaviour {
-                        Behaviour::LeakyBucket503 { .. } => Reply::status(503),
-                        Behaviour::LeakyBucketRounded { .. } => {
-                            let wait = (earliest - elapsed).as_secs_f64().ceil().max(1.0);
-                            Reply::status(429).header("retry-after", &format!("{wait}"))
-                        }
-                        _ => Reply::status(429),
-                    };
-                    return (refusal, None);
-                }
-                self.tat = self.tat.max(elapsed) + interval;
-                (Reply::status(200).body("ok"), None)
+                let l = Limiter::new(Kind::TokenBucket {
+                    count: per_second,
+                    per_ms: 1000,
+                    burst,
+                });
+                let l = match self.behaviour {
+                    Behaviour::LeakyBucket503 { .. } => l.refusing_with(503),
+                    Behaviour::LeakyBucketRounded { .. } => {
+                        l.speaking(Wait::Seconds, QuotaStyle::None)
+                    }
+                    _ => l,
+                };
+                (self.limited(&l, elapsed, 0), None)
+            }
+            Behaviour::Limiter { limiter, epoch_ms } => {
+                (self.limited(&limiter, elapsed, epoch_ms), None)
             }
             Behaviour::RateLimited { limit, window }
             | Behaviour::RateLimitedQuietly { limit, window }

@@ -17,7 +17,7 @@
 //! per job and attempt from the seed, so two policies compared meet the same workload; the
 //! policy's jitter has a stream of its own.
 
-use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit, Rate};
+use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit};
 use redial_policy::Method;
 use redial_policy::{
     decide, Action, DeadCategory, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
@@ -128,34 +128,9 @@ pub enum Arrival {
     },
 }
 
-/// The endpoint's own rate limit.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limit {
-    pub kind: LimitKind,
-    /// A 429 says when to come back (`Retry-After`).
-    pub retry_after: bool,
-    /// Every answer carries the quota left and when it resets (see `Server::take`).
-    pub quota_headers: bool,
-    /// The status a refusal answers: 429, or 503 (nginx `limit_req` unless told otherwise).
-    pub status: u16,
-    /// A fixed window's `Retry-After` in whole seconds to the window's end, rounded up
-    /// (express-rate-limit), rather than to the millisecond, and its quota headers as
-    /// express-rate-limit's draft-6 `RateLimit-*` fields; a sliding log's quota headers as
-    /// flask-limiter's (the reset in epoch seconds, rounded up; `Retry-After` truncated). A
-    /// token bucket's is always in whole seconds.
-    pub whole_seconds: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LimitKind {
-    /// Refills `rate`, holds `burst` at most.
-    TokenBucket { rate: Rate, burst: u32 },
-    /// At most `limit` a window; windows start at the simulation's start.
-    FixedWindow { limit: u32, window: Duration },
-    /// A moving window (a sliding log): a request goes when fewer than `limit` went in the
-    /// `window` before it.
-    SlidingLog { limit: u32, window: Duration },
-}
+/// The endpoint's own rate limit: the shared model of real limiters, which the test receiver
+/// answers with too.
+pub use redial_limiters::{Kind as LimitKind, Limiter as Limit, QuotaStyle, Wait};
 
 /// A time, from the simulation's start, when the endpoint is down.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -261,14 +236,8 @@ struct Flight {
 }
 
 /// A model endpoint's own limiter.
-struct Server {
-    tokens: f64,
-    refilled: Timestamp,
-    window: i64,
-    used: u32,
-    /// A sliding log's requests (ms since the epoch), oldest first.
-    log: std::collections::VecDeque<i64>,
-}
+#[derive(Default)]
+struct Server(redial_limiters::State);
 
 /// Due jobs by (run time, enqueue order).
 type Due = BinaryHeap<Reverse<(Timestamp, u64, usize)>>;
@@ -307,116 +276,13 @@ fn since_start(now: Timestamp) -> Duration {
 
 impl Server {
     /// Whether the limiter lets a request through at `now`, and the headers it answers with.
-    /// A token bucket speaks as most APIs do: `Retry-After` in whole seconds, rounded up, and
-    /// `x-ratelimit-limit`, `-remaining` and `-reset` (seconds). A fixed window speaks as
-    /// OpenAI's does (and the test receiver's `RateLimited` behaviours): `Retry-After` in
-    /// seconds to the millisecond, and `x-ratelimit-{limit,remaining,reset}-requests` (the
-    /// reset in ms); with `whole_seconds`, as express-rate-limit's: whole seconds rounded up,
-    /// draft-6 `ratelimit-*` fields. A sliding log speaks as a fixed window does, or with
-    /// `whole_seconds` as flask-limiter's: `x-ratelimit-*` with the reset in epoch seconds.
     fn take(&mut self, model: &EndpointModel, now: Timestamp) -> (bool, Vec<(String, String)>) {
         let Some(limit) = model.limit else {
             return (true, Vec::new());
         };
-        let mut headers: Vec<(String, String)> = Vec::new();
-        let ok = match limit.kind {
-            LimitKind::TokenBucket { rate, burst } => {
-                let per_ms = f64::from(rate.count) / rate.per.as_millis().max(1) as f64;
-                let elapsed = (now.as_unix_millis() - self.refilled.as_unix_millis()).max(0);
-                self.tokens = (self.tokens + elapsed as f64 * per_ms).min(f64::from(burst));
-                self.refilled = now;
-                let ok = self.tokens >= 1.0;
-                if ok {
-                    self.tokens -= 1.0;
-                }
-                let wait_ms = ((1.0 - self.tokens).max(0.0) / per_ms).ceil();
-                let wait_s = ((wait_ms / 1000.0).ceil().max(1.0) as u64).to_string();
-                if limit.quota_headers {
-                    let remaining = (self.tokens.floor() as u32).to_string();
-                    headers.push(("x-ratelimit-limit".into(), burst.to_string()));
-                    headers.push(("x-ratelimit-remaining".into(), remaining));
-                    headers.push(("x-ratelimit-reset".into(), wait_s.clone()));
-                }
-                if !ok && limit.retry_after {
-                    headers.push(("retry-after".into(), wait_s));
-                }
-                ok
-            }
-            LimitKind::FixedWindow { limit: n, window } => {
-                let w = ms(window).max(1);
-                let index = ms(since_start(now)) / w;
-                if index != self.window {
-                    self.window = index;
-                    self.used = 0;
-                }
-                let ok = self.used < n;
-                if ok {
-                    self.used += 1;
-                }
-                let ends_in = ((index + 1) * w - ms(since_start(now))).max(1);
-                if limit.quota_headers {
-                    let remaining = (n - self.used.min(n)).to_string();
-                    if limit.whole_seconds {
-                        // express-rate-limit's draft-6 fields: seconds to the end, rounded up.
-                        let secs = ((ends_in + 999) / 1000).max(1).to_string();
-                        headers.push(("ratelimit-limit".into(), n.to_string()));
-                        headers.push(("ratelimit-remaining".into(), remaining));
-                        headers.push(("ratelimit-reset".into(), secs));
-                    } else {
-                        headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
-                        headers.push(("x-ratelimit-remaining-requests".into(), remaining));
-                        let reset = format!("{ends_in}ms");
-                        headers.push(("x-ratelimit-reset-requests".into(), reset));
-                    }
-                }
-                if !ok && limit.retry_after {
-                    let secs = if limit.whole_seconds {
-                        ((ends_in + 999) / 1000).max(1).to_string()
-                    } else {
-                        format!("{:.3}", ends_in as f64 / 1000.0)
-                    };
-                    headers.push(("retry-after".into(), secs));
-                }
-                ok
-            }
-            LimitKind::SlidingLog { limit: n, window } => {
-                let (t, w) = (now.as_unix_millis(), ms(window).max(1));
-                while self.log.front().is_some_and(|sent| sent + w <= t) {
-                    self.log.pop_front();
-                }
-                let ok = self.log.len() < n as usize;
-                if ok {
-                    self.log.push_back(t);
-                }
-                // When the oldest request counted expires.
-                let frees = self.log.front().map_or(t, |oldest| oldest + w);
-                if limit.quota_headers {
-                    let remaining = (n as usize - self.log.len()).to_string();
-                    if limit.whole_seconds {
-                        // flask-limiter: epoch seconds, rounded up.
-                        headers.push(("x-ratelimit-limit".into(), n.to_string()));
-                        headers.push(("x-ratelimit-remaining".into(), remaining));
-                        let reset = frees.div_euclid(1000) + 1;
-                        headers.push(("x-ratelimit-reset".into(), reset.to_string()));
-                    } else {
-                        headers.push(("x-ratelimit-limit-requests".into(), n.to_string()));
-                        headers.push(("x-ratelimit-remaining-requests".into(), remaining));
-                        let ends_in = (frees - t).max(1);
-                        headers.push(("x-ratelimit-reset-requests".into(), format!("{ends_in}ms")));
-                    }
-                }
-                if !ok && limit.retry_after {
-                    let secs = if limit.whole_seconds {
-                        ((frees.div_euclid(1000) + 1 - t.div_euclid(1000) - 1).max(0)).to_string()
-                    } else {
-                        format!("{:.3}", (frees - t).max(1) as f64 / 1000.0)
-                    };
-                    headers.push(("retry-after".into(), secs));
-                }
-                ok
-            }
-        };
-        (ok, headers)
+        let at_ms = u64::try_from(since_start(now).as_millis()).unwrap_or(u64::MAX);
+        let v = self.0.take(&limit, at_ms, T0.as_unix_millis());
+        (v.ok, v.headers)
     }
 }
 
@@ -574,16 +440,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
             in_flight: 0,
             firsts,
             retries: Due::new(),
-            server: Server {
-                tokens: model.limit.map_or(0.0, |l| match l.kind {
-                    LimitKind::TokenBucket { burst, .. } => f64::from(burst),
-                    LimitKind::FixedWindow { .. } | LimitKind::SlidingLog { .. } => 0.0,
-                }),
-                refilled: T0,
-                window: -1,
-                used: 0,
-                log: std::collections::VecDeque::new(),
-            },
+            server: Server::default(),
             tally: Tally {
                 jobs: model.jobs,
                 ..Tally::default()

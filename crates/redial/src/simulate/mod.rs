@@ -69,13 +69,22 @@ Workload file (TOML), one [[endpoint]] table per endpoint:
   method = \"POST\"               idempotency_key = true (the default)
   latency = \"50ms\"              latency_max = \"200ms\" (uniform between); timeout = \"30s\"
   deadline = \"1h\"               from enqueue
-  limit = { kind = \"token_bucket\", rate = \"100/s\", burst = 100, retry_after = true, quota_headers = false }
+  limit = { kind = \"token_bucket\", rate = \"100/s\", burst = 100, wait = \"seconds\", quota = \"none\" }
         or { kind = \"fixed_window\", limit = 100, window = \"1s\", ... }
         or { kind = \"sliding_log\", limit = 100, window = \"1s\", ... } (a moving window)
-        status = 503 refuses as nginx does (429 by default); whole_seconds = true gives a fixed
-        window's Retry-After and quota reset in whole seconds, rounded up, as express-rate-limit
-        does (a token bucket's always are), and a sliding log's quota headers as flask-limiter's
-        (the reset in epoch seconds, rounded up)
+        or { kind = \"sliding_counter\", limit = 100, window = \"1s\", ... } (the last window
+        weighted by how much of it the moving window covers)
+        wait: how a refusal says when to come back: \"none\" (the default), \"seconds\"
+        (Retry-After rounded up), \"truncated\", \"decimal\" (to the ms) or \"millis\"
+        (retry-after-ms, as OpenAI's)
+        quota: the quota on every answer: \"none\" (the default), \"x-ratelimit\" (reset in
+        seconds), \"github\" (reset in epoch seconds), \"openai\" (-requests, Go durations),
+        \"draft6\" (ratelimit-*), \"ietf\" (RateLimit and RateLimit-Policy)
+        status = 503 refuses as nginx does, 403 as GitHub's primary limit (429 by default)
+        halved = { from = \"10s\", until = \"20s\" }: the rate halves for a while
+        The older retry_after, quota_headers and whole_seconds = true still speak as the kind
+        is usually met: a token bucket in whole seconds, a fixed window as OpenAI's (whole
+        seconds: express-rate-limit's), a sliding log as OpenAI's (flask-limiter's)
   [[endpoint.outage]]  from = \"1m\", until = \"5m\", answer = \"503\" (retry_after = \"30s\"),
                        or \"connection_refused\", \"connection_reset\", \"timeout\", or a status
   [[endpoint.failure]] answer = \"500\", ratio = 0.02, repeat = \"once\" or \"always\",

@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 pub use redial_engine::simulate::{
-    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, Outage, Workload,
+    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, Outage, QuotaStyle, Wait, Workload,
 };
 use redial_policy::endpoint::Rate;
 use redial_policy::{parse_duration, Method};
@@ -72,11 +72,24 @@ struct LimitFile {
     retry_after: bool,
     #[serde(default)]
     quota_headers: bool,
-    /// The status a refusal answers: 429 (the default) or 503.
+    /// The status a refusal answers: 429 (the default), 503 or 403.
     status: Option<u16>,
     /// A fixed window's Retry-After in whole seconds, rounded up.
     #[serde(default)]
     whole_seconds: bool,
+    /// How a refusal says when to come back; overrides `retry_after` and `whole_seconds`.
+    wait: Option<String>,
+    /// How every answer reports the quota; overrides `quota_headers` and `whole_seconds`.
+    quota: Option<String>,
+    /// The rate halves from `from` until `until`.
+    halved: Option<HalvedFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HalvedFile {
+    from: String,
+    until: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +146,120 @@ fn duration(value: &str, field: &str) -> Result<Duration> {
 
 fn usage(message: String) -> anyhow::Error {
     crate::UsageError(message).into()
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// An endpoint's limiter: its kind, how it speaks (`wait` and `quota`, or the older booleans,
+/// which speak as the limiter each kind is usually met as), its refusal status and halving.
+fn limit(l: LimitFile, at: &str) -> Result<Limit> {
+    let whole = l.whole_seconds;
+    let kind = match l.kind.as_str() {
+        "token_bucket" => {
+            let rate = l.rate.ok_or_else(|| {
+                usage(format!("{at}: limit: a token bucket needs a rate (\"100/s\")"))
+            })?;
+            let rate = Rate::parse(&rate).map_err(|m| usage(format!("{at}: limit.rate: {m}")))?;
+            LimitKind::TokenBucket {
+                count: rate.count,
+                per_ms: ms(rate.per).max(1),
+                burst: l.burst.unwrap_or(rate.count).max(1),
+            }
+        }
+        "fixed_window" | "sliding_log" | "sliding_counter" => {
+            let limit = l.limit.filter(|n| *n > 0).ok_or_else(|| {
+                let kind = l.kind.replace('_', " ");
+                usage(format!("{at}: limit: a {kind} needs a limit of at least 1"))
+            })?;
+            let window = duration(
+                l.window.as_deref().unwrap_or("1s"),
+                &format!("{at}: limit.window"),
+            )?;
+            if window < Duration::from_millis(10) {
+                return Err(usage(format!("{at}: limit.window must be 10ms or more")));
+            }
+            let window_ms = ms(window);
+            match l.kind.as_str() {
+                "sliding_log" => LimitKind::SlidingLog { limit, window_ms },
+                "sliding_counter" => LimitKind::SlidingCounter { limit, window_ms },
+                _ => LimitKind::FixedWindow { limit, window_ms },
+            }
+        }
+        other => {
+            return Err(usage(format!(
+                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\", \"sliding_log\" or \"sliding_counter\""
+            )))
+        }
+    };
+    let status = match l.status {
+        None => 429,
+        Some(s @ (429 | 503 | 403)) => s,
+        Some(other) => {
+            return Err(usage(format!(
+                "{at}: limit.status {other} is not one a limiter refuses with: 429, 503 or 403"
+            )))
+        }
+    };
+    let window_kind = !matches!(kind, LimitKind::TokenBucket { .. });
+    let log = matches!(kind, LimitKind::SlidingLog { .. });
+    let wait = match l.wait.as_deref() {
+        Some(_) if l.retry_after => {
+            return Err(usage(format!(
+                "{at}: limit: wait and retry_after both say how a refusal speaks: keep wait"
+            )))
+        }
+        Some("none" | "bare") => Wait::Bare,
+        Some("seconds") => Wait::Seconds,
+        Some("truncated") => Wait::Truncated,
+        Some("decimal") => Wait::Decimal,
+        Some("millis") => Wait::Millis,
+        Some(other) => {
+            return Err(usage(format!(
+                "{at}: limit.wait \"{other}\" is not one: \"none\", \"seconds\" (Retry-After rounded up), \"truncated\", \"decimal\" or \"millis\" (retry-after-ms)"
+            )))
+        }
+        None if !l.retry_after => Wait::Bare,
+        None if !window_kind || whole && !log => Wait::Seconds,
+        None if whole => Wait::Truncated,
+        None => Wait::Decimal,
+    };
+    let quota = match l.quota.as_deref() {
+        Some(_) if l.quota_headers => {
+            return Err(usage(format!(
+                "{at}: limit: quota and quota_headers both say how the quota is reported: keep quota"
+            )))
+        }
+        Some("none") => QuotaStyle::None,
+        Some("x-ratelimit") => QuotaStyle::XRateLimitSeconds,
+        Some("github") => QuotaStyle::GitHub,
+        Some("openai") => QuotaStyle::OpenAi,
+        Some("draft6") => QuotaStyle::Draft6,
+        Some("ietf") => QuotaStyle::Ietf,
+        Some(other) => {
+            return Err(usage(format!(
+                "{at}: limit.quota \"{other}\" is not one: \"none\", \"x-ratelimit\", \"github\", \"openai\", \"draft6\" or \"ietf\""
+            )))
+        }
+        None if !l.quota_headers => QuotaStyle::None,
+        None if !window_kind => QuotaStyle::XRateLimitSeconds,
+        None if whole && log => QuotaStyle::GitHub,
+        None if whole => QuotaStyle::Draft6,
+        None => QuotaStyle::OpenAi,
+    };
+    let mut out = Limit::new(kind).speaking(wait, quota).refusing_with(status);
+    if let Some(h) = l.halved {
+        let from = duration(&h.from, &format!("{at}: limit.halved.from"))?;
+        let until = duration(&h.until, &format!("{at}: limit.halved.until"))?;
+        if until <= from {
+            return Err(usage(format!(
+                "{at}: limit.halved: until must be after from"
+            )));
+        }
+        out = out.halved_between(ms(from), ms(until));
+    }
+    Ok(out)
 }
 
 fn answer(value: &str, retry_after: Option<Duration>, field: &str) -> Result<Answer> {
@@ -216,59 +343,7 @@ pub fn parse(text: &str) -> Result<Workload> {
         }
         let limit = match e.limit {
             None => None,
-            Some(l) => {
-                let kind = match l.kind.as_str() {
-                        "token_bucket" => {
-                            let rate = l.rate.ok_or_else(|| {
-                                usage(format!("{at}: limit: a token bucket needs a rate (\"100/s\")"))
-                            })?;
-                            let rate = Rate::parse(&rate)
-                                .map_err(|m| usage(format!("{at}: limit.rate: {m}")))?;
-                            LimitKind::TokenBucket {
-                                rate,
-                                burst: l.burst.unwrap_or(rate.count).max(1),
-                            }
-                        }
-                        "fixed_window" | "sliding_log" => {
-                            let limit = l.limit.filter(|n| *n > 0).ok_or_else(|| {
-                                usage(format!("{at}: limit: a {} needs a limit of at least 1", l.kind.replace('_', " ")))
-                            })?;
-                            let window = duration(
-                                l.window.as_deref().unwrap_or("1s"),
-                                &format!("{at}: limit.window"),
-                            )?;
-                            if window < Duration::from_millis(10) {
-                                return Err(usage(format!("{at}: limit.window must be 10ms or more")));
-                            }
-                            if l.kind == "sliding_log" {
-                                LimitKind::SlidingLog { limit, window }
-                            } else {
-                                LimitKind::FixedWindow { limit, window }
-                            }
-                        }
-                        other => {
-                            return Err(usage(format!(
-                                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\" or \"sliding_log\""
-                            )))
-                        }
-                    };
-                let status = match l.status {
-                    None | Some(429) => 429,
-                    Some(503) => 503,
-                    Some(other) => {
-                        return Err(usage(format!(
-                        "{at}: limit.status {other} is not one a limiter refuses with: 429 or 503"
-                    )))
-                    }
-                };
-                Some(Limit {
-                    kind,
-                    retry_after: l.retry_after,
-                    quota_headers: l.quota_headers,
-                    status,
-                    whole_seconds: l.whole_seconds,
-                })
-            }
+            Some(l) => Some(limit(l, &at)?),
         };
         let mut outages = Vec::new();
         for (k, o) in e.outages.into_iter().enumerate() {
