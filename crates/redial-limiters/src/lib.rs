@@ -212,9 +212,11 @@ impl State {
     /// Decides the request that arrives `at_ms` after the limiter started; `epoch_ms` is the
     /// Unix time, in ms, at its start (for resets given as epoch seconds).
     pub fn take(&mut self, l: &Limiter, at_ms: u64, epoch_ms: i64) -> Verdict {
-        // How many the quota allows, how many remain after this request, and in how many ms
-        // the quota next frees (a refused request: when it could go).
-        let (ok, limit, remaining, frees_in_ms) = match l.kind {
+        // How many the quota allows, how many remain after this request, in how many ms the
+        // quota next frees (a refused request: when it could go), and in how many ms it resets
+        // (what quota headers call the reset: a bucket's full again, a window's end, a log's
+        // oldest request's expiry).
+        let (ok, limit, remaining, frees_in_ms, resets_in_ms) = match l.kind {
             Kind::TokenBucket {
                 count,
                 per_ms,
@@ -236,12 +238,9 @@ impl State {
                 // When the next request could go.
                 let next_us = (tat.saturating_sub(tolerance)).max(now_us);
                 let wait = (next_us - now_us).div_ceil(1000);
-                (
-                    ok,
-                    burst.max(1),
-                    room.min(u64::from(burst.max(1))) as u32,
-                    wait,
-                )
+                let full = (tat - now_us).div_ceil(1000);
+                let room = room.min(u64::from(burst.max(1))) as u32;
+                (ok, burst.max(1), room, wait, full)
             }
             Kind::FixedWindow { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -256,7 +255,7 @@ impl State {
                     self.used += 1;
                 }
                 let ends_in = ((index + 1) * w - at_ms).max(1);
-                (ok, n, n - self.used.min(n), ends_in)
+                (ok, n, n - self.used.min(n), ends_in, ends_in)
             }
             Kind::SlidingLog { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -271,12 +270,8 @@ impl State {
                 // When the oldest request counted expires.
                 let frees = self.log.front().map_or(at_ms, |oldest| oldest + w);
                 let left = n.saturating_sub(self.log.len());
-                (
-                    ok,
-                    n as u32,
-                    left as u32,
-                    frees.saturating_sub(at_ms).max(1),
-                )
+                let frees_in = frees.saturating_sub(at_ms).max(1);
+                (ok, n as u32, left as u32, frees_in, frees_in)
             }
             Kind::SlidingCounter { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -303,20 +298,22 @@ impl State {
                 }
                 let now_est = estimate(self.last_used, self.used, into);
                 let left = (u64::from(n) * 1000).saturating_sub(now_est) / 1000;
-                (ok, n, left as u32, self.counter_frees_in(n, w, into))
+                let frees_in = self.counter_frees_in(n, w, into);
+                (ok, n, left as u32, frees_in, (w - into).max(1))
             }
         };
         let mut headers: Vec<(String, String)> = Vec::new();
         let secs_up = frees_in_ms.div_ceil(1000).max(1);
+        let reset_secs_up = resets_in_ms.div_ceil(1000).max(1);
         match l.speaks.quota {
             QuotaStyle::None => {}
             QuotaStyle::XRateLimitSeconds => {
                 headers.push(("x-ratelimit-limit".into(), limit.to_string()));
                 headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
-                headers.push(("x-ratelimit-reset".into(), secs_up.to_string()));
+                headers.push(("x-ratelimit-reset".into(), reset_secs_up.to_string()));
             }
             QuotaStyle::GitHub => {
-                let frees = epoch_ms + i64::try_from(at_ms + frees_in_ms).unwrap_or(i64::MAX);
+                let frees = epoch_ms + i64::try_from(at_ms + resets_in_ms).unwrap_or(i64::MAX);
                 headers.push(("x-ratelimit-limit".into(), limit.to_string()));
                 headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
                 let used = limit.saturating_sub(remaining);
@@ -328,13 +325,13 @@ impl State {
                 headers.push(("x-ratelimit-limit-requests".into(), limit.to_string()));
                 let left = remaining.to_string();
                 headers.push(("x-ratelimit-remaining-requests".into(), left));
-                let reset = go_duration(frees_in_ms);
+                let reset = go_duration(resets_in_ms);
                 headers.push(("x-ratelimit-reset-requests".into(), reset));
             }
             QuotaStyle::Draft6 => {
                 headers.push(("ratelimit-limit".into(), limit.to_string()));
                 headers.push(("ratelimit-remaining".into(), remaining.to_string()));
-                headers.push(("ratelimit-reset".into(), secs_up.to_string()));
+                headers.push(("ratelimit-reset".into(), reset_secs_up.to_string()));
             }
             QuotaStyle::Ietf => {
                 let window_s = match l.kind {
@@ -347,7 +344,7 @@ impl State {
                 .max(1);
                 let policy = format!("\"default\";q={limit};w={window_s}");
                 headers.push(("ratelimit-policy".into(), policy));
-                let now = format!("\"default\";r={remaining};t={secs_up}");
+                let now = format!("\"default\";r={remaining};t={reset_secs_up}");
                 headers.push(("ratelimit".into(), now));
             }
         }

