@@ -154,43 +154,21 @@ impl Limiter {
         }
     }
 
-    /// The time, in ms from the start, that `jobs` requests take at best when sent at the start:
-    /// a token bucket's burst at once then its rate; a window's limit in each window (the first
-    /// at the start); the halving's slower stretch included.
+    /// Jobs over the rate, in ms: what `jobs` requests take at the limiter's long-run rate, its
+    /// halved stretch included (issue 54's ideal; a burst at the start is not counted).
     pub fn ideal_ms(&self, jobs: u64) -> u64 {
-        let (cap, per_ms): (u64, u64) = match self.kind {
-            Kind::TokenBucket {
-                count,
-                per_ms,
-                burst,
-            } => (
-                u64::from(burst.max(1)),
-                per_ms.max(1) / u64::from(count.max(1)).max(1),
-            ),
-            Kind::FixedWindow { limit, window_ms }
-            | Kind::SlidingLog { limit, window_ms }
-            | Kind::SlidingCounter { limit, window_ms } => (
-                u64::from(limit.max(1)),
-                window_ms.max(1) / u64::from(limit.max(1)).max(1),
-            ),
-        };
-        // Walk the budget a millisecond-free way: the first `cap` at once, then one every
-        // `per_ms` (twice that while halved).
-        if jobs <= cap {
-            return 0;
-        }
-        let mut t = 0u64;
-        let mut left = jobs - cap;
-        while left > 0 {
-            let step = if self.is_halved(t) {
-                per_ms * 2
+        // Each request's share of time, in µs, at full rate.
+        let share_us = 1e6 / self.per_second();
+        let mut t_us = 0.0f64;
+        for _ in 0..jobs {
+            let ms = (t_us / 1000.0) as u64;
+            t_us += if self.is_halved(ms) {
+                share_us * 2.0
             } else {
-                per_ms
+                share_us
             };
-            t += step.max(1);
-            left -= 1;
         }
-        t
+        (t_us / 1000.0).round() as u64
     }
 
     fn is_halved(&self, at_ms: u64) -> bool {

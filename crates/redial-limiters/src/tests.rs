@@ -88,8 +88,8 @@ fn a_halved_rate_lets_half_as_many_through() {
         statuses(&l, &[1000, 1001, 1002, 2000, 2001, 2002, 2003, 2004]),
         [200, 200, 429, 200, 200, 200, 200, 429]
     );
-    // Four at once, then one every 250 ms, every 500 ms while halved.
-    assert_eq!(l.ideal_ms(12), 2500);
+    // One every 250 ms, every 500 ms while halved.
+    assert_eq!(l.ideal_ms(12), 3500);
 }
 
 #[test]

@@ -10,10 +10,14 @@
 //! rate), and each success adds a twentieth of a request per second (about 5% a second while
 //! the endpoint answers). One refusal cuts once: the refusals of requests sent before the cut
 //! were answered by it. The rate grows only while it is what limits the endpoint: not past twice
-//! what went through in the last second (an engine that cannot send as fast, or has fewer jobs,
-//! does not raise it without bound; RFC 7661's rule for an application-limited sender).
-//! Requests go at the rate (GCRA), at most [`BURST`] of it at once (one at low rates; a few at
-//! high rates, so that one lease can take more than one job), so a cut is also a short pause for
+//! what went through lately, in the last second or its last three tenths, whichever went faster
+//! (an engine that cannot send as fast, or has fewer jobs, does not raise it without bound;
+//! RFC 7661's rule for an application-limited sender; the tenths let a slow start double more
+//! than once a second). Requests go at the rate (GCRA), at most [`BURST`] of it at once (one at
+//! low rates; a few at high rates, so that one lease can take more than one job); once a request
+//! that went in such a burst is refused, one at a time, and that refusal does not cut the rate
+//! (the limiter tolerates no burst, as nginx `limit_req` without `burst`: refused bursts held 500
+//! a second to about 90 in issue 54's matrix). So a cut is also a short pause for
 //! every job of the endpoint: one interval, doubled for each refusal in a row with no success
 //! between (up to [`MAX_PAUSE`]), which finds the end of a spent window in a few requests. The
 //! rate is never below [`FLOOR`] and is forgotten once the endpoint has refused nothing for
@@ -86,7 +90,18 @@ pub struct Pace {
     /// be paced down to nothing before the trial ends.
     #[serde(skip)]
     floor: Option<f64>,
+    /// The latest admissions (ns since the epoch), to tell whether a refused request went in
+    /// a burst.
+    #[serde(skip)]
+    admissions: VecDeque<i128>,
+    /// A request that went in a burst was refused: the limiter tolerates none (nginx
+    /// `limit_req` without `burst`), so requests go one at a time, an interval apart.
+    #[serde(skip)]
+    one_at_a_time: bool,
 }
+
+/// Admissions remembered to tell a burst.
+const ADMISSIONS: usize = 64;
 
 impl Pace {
     /// The learned rate, requests per second, if one holds at `now`.
@@ -102,6 +117,8 @@ impl Pace {
         {
             self.rate = None;
             self.slow_start = false;
+            self.one_at_a_time = false;
+            self.admissions.clear();
             self.tat_ns = None;
             self.last_refusal = None;
             self.refused_sent = None;
@@ -125,8 +142,12 @@ impl Pace {
         ))
     }
 
-    /// Requests that may go at once: [`BURST`] of the rate, at least one.
+    /// Requests that may go at once: [`BURST`] of the rate, at least one; one once a burst was
+    /// refused.
     fn burst(&self) -> i128 {
+        if self.one_at_a_time {
+            return 1;
+        }
         self.rate
             .map_or(1, |r| ((r * BURST.as_secs_f64()).floor() as i128).max(1))
     }
@@ -140,6 +161,10 @@ impl Pace {
     /// Counts an admission; returns its epoch (for [`Pace::refused`]).
     pub fn admitted(&mut self, now: Timestamp) -> u32 {
         if let Some(interval) = self.interval_ns() {
+            self.admissions.push_back(ns_of(now));
+            while self.admissions.len() > ADMISSIONS {
+                self.admissions.pop_front();
+            }
             let from = self.tat_ns.unwrap_or(i128::MIN).max(ns_of(now));
             self.tat_ns = Some(from + interval);
         }
@@ -165,7 +190,12 @@ impl Pace {
             self.recent_ok.pop_front();
         }
         self.in_a_row = 0;
-        let limit = 2.0 * self.went_through_last_second(now);
+        // What went through lately, per second: the last second's, or the last few tenths'
+        // when the rate grew within it (so that a slow start is not held to doubling a second).
+        let lately = self
+            .went_through_last_second(now)
+            .max(self.went_through_since(now, 300) / 0.3);
+        let limit = 2.0 * lately;
         let gain = if self.slow_start {
             SLOW_START_GAIN
         } else {
@@ -188,8 +218,30 @@ impl Pace {
         if self.rate.is_some() && epoch != self.epoch {
             return;
         }
+        if !self.one_at_a_time && self.rate.is_some() && self.went_in_a_burst(sent) {
+            // The limiter refused the burst, not the rate: requests go one at a time from now
+            // on, and the rate stays (a slow start goes on).
+            self.one_at_a_time = true;
+            self.epoch = self.epoch.wrapping_add(1);
+            let next = ns_of(now) + self.interval_ns().unwrap_or(0);
+            self.tat_ns = Some(self.tat_ns.map_or(next, |t| t.max(next)));
+            return;
+        }
         self.in_a_row = self.in_a_row.saturating_add(1);
         self.cut(now);
+    }
+
+    /// Whether a request sent at `sent` went with another within half an interval before it.
+    fn went_in_a_burst(&self, sent: Timestamp) -> bool {
+        let Some(interval) = self.interval_ns() else {
+            return false;
+        };
+        let at = ns_of(sent);
+        self.admissions
+            .iter()
+            .filter(|a| **a <= at && at - **a < interval / 2)
+            .count()
+            >= 2
     }
 
     /// Another node's bare refusal, told as [`Pace::shared_until`] says it.
@@ -261,7 +313,12 @@ impl Pace {
 
     /// Successes in the second before `now`.
     pub(super) fn went_through_last_second(&self, now: Timestamp) -> f64 {
-        let since = now.as_unix_millis() - 1_000;
+        self.went_through_since(now, 1_000)
+    }
+
+    /// Successes in the `ms` before `now`, by whole buckets.
+    fn went_through_since(&self, now: Timestamp, ms: i64) -> f64 {
+        let since = now.as_unix_millis() - ms;
         let n: u32 = self
             .recent_ok
             .iter()
@@ -286,6 +343,29 @@ mod tests {
 
     fn at(ms: i64) -> Timestamp {
         Timestamp::from_unix_millis(1_800_000_000_000 + ms)
+    }
+
+    #[test]
+    fn a_refused_burst_sends_one_at_a_time_and_keeps_the_rate() {
+        // A limiter that tolerates no burst (nginx `limit_req` without `burst`) refused the
+        // second of two requests sent at once at 500 a second: the rate stays, and requests
+        // go one at a time, an interval apart.
+        let mut p = Pace::default();
+        for i in 0..500 {
+            p.succeeded(at(i * 2));
+        }
+        p.refused(at(1_000), 0, at(1_000));
+        let rate = p.rate().expect("a rate");
+        let t = at(1_010);
+        assert_eq!(p.hold(t), None);
+        let epoch = p.admitted(t);
+        assert_eq!(p.hold(t), None, "a burst of the rate");
+        p.admitted(t);
+        p.refused(at(1_011), epoch, t);
+        assert_eq!(p.rate(), Some(rate), "not cut");
+        let next = p.hold(at(1_011)).expect("one interval");
+        p.admitted(next);
+        assert!(p.hold(next).is_some(), "one at a time");
     }
 
     #[test]
