@@ -429,6 +429,15 @@ fn grid() -> Vec<Cell> {
         let nginx = Limit::new(kinds(rate)[0].1).refusing_with(503);
         let name = format!("nginx limit_req {rate}/s burst 10, bare 503s");
         cells.push(cell(name, nginx, rate));
+        // As shipped: no burst, refusing with 503.
+        let shipped = Limit::new(K::TokenBucket {
+            count: rate,
+            per_ms: 1000,
+            burst: 1,
+        })
+        .refusing_with(503);
+        let name = format!("nginx limit_req {rate}/s without burst, bare 503s");
+        cells.push(cell(name, shipped, rate));
     }
     for (kind_name, kind) in kinds(50) {
         let l = Limit::new(kind).halved_between(5_000, 12_000);
@@ -551,4 +560,64 @@ async fn limiter_matrix() {
         agreed += usize::from(row.agrees());
     }
     println!("\n{met} of {all} cells meet their goals; the model agrees in {agreed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "debugging"]
+async fn debug_cell() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let limiter = Limit::new(K::TokenBucket {
+        count: 5,
+        per_ms: 1000,
+        burst: 1,
+    })
+    .refusing_with(503);
+    rx.behave(
+        "/limited",
+        Behaviour::Limiter {
+            limiter,
+            epoch_ms: T0.as_unix_millis(),
+        },
+    );
+    let s = setup(clock.clone(), 32, Policy::default()).start().await;
+    s.enqueue_posts((0..200).map(|i| (format!("s{i}"), rx.url("/limited"), None)))
+        .await;
+    let mut last_print = 0;
+    for _ in 0..6000 {
+        s.settle().await;
+        let now = clock.now();
+        let secs = now.saturating_since(T0).as_secs();
+        if secs >= last_print {
+            last_print = secs + 1;
+            let v = s.engine.endpoint_views(&[]);
+            let c = s.census().await;
+            for (name, v) in v {
+                println!(
+                    "{secs}s {name}: holding {:?} pace {:?} breaker {} until {:?} census {:?}",
+                    v.holding,
+                    v.learned_pace,
+                    v.breaker,
+                    v.breaker_until.map(|t| t.saturating_since(T0)),
+                    c
+                );
+            }
+            let got = rx.received("/limited");
+            let ok = got.iter().filter(|r| r.status == 200).count();
+            println!("   received {} ok {}", got.len(), ok);
+            if secs == 4 {
+                for r in got
+                    .iter()
+                    .filter(|r| r.since_start < Duration::from_millis(3500))
+                {
+                    println!("     {:?} {}", r.since_start, r.status);
+                }
+            }
+        }
+        let step = Duration::from_millis(10);
+        let next = s.next_due(now).await.map_or(now.saturating_add(step), |t| {
+            t.min(now.saturating_add(step))
+        });
+        clock.set(next);
+    }
 }

@@ -90,6 +90,9 @@ pub struct Pace {
     /// be paced down to nothing before the trial ends.
     #[serde(skip)]
     floor: Option<f64>,
+    /// While on trial, the rate does not grow past this.
+    #[serde(skip)]
+    ceiling: Option<f64>,
     /// The latest admissions (ns since the epoch), to tell whether a refused request went in
     /// a burst.
     #[serde(skip)]
@@ -107,6 +110,11 @@ impl Pace {
     /// The learned rate, requests per second, if one holds at `now`.
     pub fn rate(&self) -> Option<f64> {
         self.rate
+    }
+
+    /// Whether the rate is growing fast, until its first cut after the first estimate.
+    pub fn in_slow_start(&self) -> bool {
+        self.rate.is_some() && self.slow_start
     }
 
     /// Forgets the rate once the endpoint refused nothing for [`FORGET_AFTER`].
@@ -195,7 +203,10 @@ impl Pace {
         let lately = self
             .went_through_last_second(now)
             .max(self.went_through_since(now, 300) / 0.3);
-        let limit = 2.0 * lately;
+        // On trial (a floor is set) the rate does not grow past what went through at the
+        // onset: the trial asks whether refusals fall as the rate comes down to the limiter's,
+        // and growth past it would hide that.
+        let limit = (2.0 * lately).min(self.ceiling.unwrap_or(f64::INFINITY));
         let gain = if self.slow_start {
             SLOW_START_GAIN
         } else {
@@ -274,9 +285,11 @@ impl Pace {
         cuts
     }
 
-    /// Keeps the rate at `floor` or more, cuts pausing one interval only, until set to `None`.
-    pub fn set_floor(&mut self, floor: Option<f64>) {
-        self.floor = floor;
+    /// Keeps the rate between `floor` and `ceiling` (growth stops there), cuts pausing one
+    /// interval only, until set to `None`.
+    pub fn set_trial(&mut self, trial: Option<(f64, f64)>) {
+        self.floor = trial.map(|(floor, _)| floor);
+        self.ceiling = trial.map(|(_, ceiling)| ceiling);
     }
 
     /// Sets the rate (the first time) or cuts it, and holds the next request for a pause.

@@ -8,7 +8,7 @@
 //! without spending an attempt, nothing told to the breaker) when the endpoint is alive (a
 //! success within [`ALIVE`]) and its 503s follow its pace, as a limiter's do:
 //! - **Onset.** Sent too much at once, a limiter refuses most of it: bare 503s making up half or
-//!   more ([`LIMITER_ONSET`]) of the last second's answers (of [`MIN_ANSWERS`] at least, with
+//!   more ([`LIMITER_ONSET`]) of the last second's answers (of [`ONSET_ANSWERS`] at least, with
 //!   [`ONSET_SUCCESSES`] successes among them) start a trial, and the pace is set from what
 //!   went through.
 //! - **Trial** ([`TRIAL`], and [`TRIAL_ANSWERS`] answers to what was sent since; one that
@@ -17,13 +17,23 @@
 //!   fifth at most. An endpoint failing a share of its requests at random (a bad node behind a
 //!   balancer) refuses as much at any pace, and an outage beginning refuses everything: a
 //!   trial ends at once, finding no limiter, when the first [`OUTAGE_REFUSALS`] answers to what
-//!   was sent since are bare 503s. Meanwhile the pace is not cut below nine tenths of what went
-//!   through at the onset, and pauses one interval a cut, so that a trial the endpoint fails
-//!   costs it little.
+//!   was sent since are bare 503s, or when [`TRIAL_ANSWERS`] answers refused nearly as much as
+//!   before ([`NOT_FALLING`]); it finds one after [`TRIAL`] with [`TRIAL_CLEAN`] successes and
+//!   no refusal (a limiter of a few a second takes seconds to answer ten). Meanwhile the pace is not cut below a quarter of what went
+//!   through at the onset ([`TRIAL_FLOOR`]), nor grows past it, and pauses one interval a cut,
+//!   so that a trial the endpoint fails costs it little, and one it passes is not hidden by a
+//!   pace growing past the limiter's rate (one that allows no burst refuses half of what goes
+//!   a little above it).
 //! - **Limiter.** Its bare 503s are refusals while its pace holds (a pace is forgotten 10 s
-//!   after the last refusal; the next onset starts a new trial) and while it refuses less than
-//!   [`LIMITER_SHARE`] of what it answers (from [`SETTLE`] after it was found, older answers
-//!   weighing less every [`SHARE_WINDOW`], once [`MIN_ANSWERS`] came).
+//!   after the last refusal; the next onset starts a new trial) and while its runs of refusals
+//!   (503s in a row count once) are fewer than [`LIMITER_SHARE`] of its successes and runs
+//!   (from [`SETTLE`] after it was found and outside the pace's slow start, older answers
+//!   weighing less every [`SHARE_WINDOW`], once [`LIMITER_ANSWERS`] were counted). A limiter
+//!   refuses in runs when the pace grows past it (one that allows no burst half of what goes
+//!   until the pace is cut back), then lets runs of requests through; an endpoint failing at
+//!   random, half its answers or more, breaks its successes up every two or three answers and
+//!   cuts the pace down and down: a verdict once the pace is below half what it was when the
+//!   limiter was found (a limiter's refusals do not call for that).
 //! - **Not a limiter** (the trial or the share says so): its bare 503s are failures, as before,
 //!   for [`NOT_A_LIMITER_FOR`], and a pace they taught is forgotten.
 //!
@@ -42,19 +52,40 @@ pub const ALIVE: Duration = Duration::from_secs(2);
 const LIMITER_ONSET: f64 = 0.5;
 /// Answers needed before a share says anything.
 const MIN_ANSWERS: u32 = 10;
+/// Answers in the last second needed for an onset: with fewer, what went through (the trial's
+/// pace) is counted over a few milliseconds of the endpoint's first contact, and an endpoint
+/// failing at random would be tried at a few requests a second.
+const ONSET_ANSWERS: u32 = 20;
+/// Answers needed before a limiter's share of refusals says it is not one.
+const LIMITER_ANSWERS: u32 = 30;
 /// A trial lasts at least this long ...
 const TRIAL: Duration = Duration::from_secs(1);
 /// ... and counts at least this many answers to what was sent since it began.
 const TRIAL_ANSWERS: u32 = 10;
-/// A limiter lets some through: an onset needs this many successes in its second ...
-const ONSET_SUCCESSES: u32 = 3;
+/// A limiter lets some through: an onset needs this many successes in its second (one: a
+/// limiter of a few a second that allows no burst lets one through among many refusals) ...
+const ONSET_SUCCESSES: u32 = 1;
+/// ... and a trial that saw this many successes and no refusal, after [`TRIAL`], found one
+/// (paced below its rate, a slow limiter refuses nothing; ten answers would take seconds).
+const TRIAL_CLEAN: u32 = 5;
 /// ... and a trial ends at once, finding no limiter, when this many bare 503s answered what was
 /// sent since it began and nothing got through (an outage beginning).
 const OUTAGE_REFUSALS: u32 = 3;
+/// During a trial the pace is not cut below this share of what went through at the onset (nor
+/// grows past it): low enough to fall below a limiter's rate when its burst made most of that
+/// second (5/s with a burst of 10 let 14 through; nginx `limit_req` without `burst` refuses
+/// half of what is sent a little above its rate), high enough that an endpoint failing at
+/// random is not paced down to nothing before the verdict.
+const TRIAL_FLOOR: f64 = 0.25;
+/// A trial that counted enough answers and refused at least this share of what it refused
+/// before it ends at once, finding no limiter (paced at or below what went through, a limiter
+/// refuses far less than before; an endpoint failing at random as much).
+const NOT_FALLING: f64 = 0.8;
 /// A trial that counted too few answers after this long ends without a verdict.
 const TRIAL_LONGEST: Duration = Duration::from_secs(10);
 /// A limiter refusing this share of its answers or more is not one: at its pace it refuses a
-/// few in a hundred.
+/// few in a hundred, and one that allows no burst half of what goes while the pace is above
+/// its rate, until the pace is cut (at 5/s, one in five or six answers).
 const LIMITER_SHARE: f64 = 0.2;
 /// A limiter's answers are counted from this long after it was found ...
 const SETTLE: Duration = Duration::from_secs(1);
@@ -94,9 +125,15 @@ pub(super) struct Trial {
 pub(super) struct Limiter {
     since: Timestamp,
     set_pace: bool,
-    /// Successes and bare 503s since [`SETTLE`] after it was found, halved every
-    /// [`SHARE_WINDOW`].
+    /// Successes, and runs of bare 503s (503s in a row count once), since [`SETTLE`] after
+    /// it was found, halved every [`SHARE_WINDOW`]. A limiter refuses in runs, when the pace
+    /// has grown past it, and then lets a run of requests through at the cut pace; an endpoint
+    /// failing at random breaks its successes up every few answers.
     seen: (u32, u32),
+    /// Whether the last answer counted was a bare 503.
+    refusing: bool,
+    /// The pace when it was found (requests a second).
+    pace: f64,
     halved: Timestamp,
 }
 
@@ -143,15 +180,27 @@ impl EndpointState {
                 let ran = now.saturating_since(t.since);
                 if t.during.0 == 0 && t.during.1 >= OUTAGE_REFUSALS {
                     // Nothing sent since got through: an outage beginning, not a limiter.
-                    self.pace.set_floor(None);
+                    self.pace.set_trial(None);
                     self.unavailable = self.not_a_limiter(now, t.set_pace);
-                } else if ran >= TRIAL && t.during.0 + t.during.1 >= TRIAL_ANSWERS {
-                    self.pace.set_floor(None);
+                } else if t.during.0 + t.during.1 >= TRIAL_ANSWERS
+                    && share(t.during) >= t.before * NOT_FALLING
+                {
+                    // Refused as much at the trial's pace as before it, however soon: an
+                    // endpoint failing at random, not a limiter.
+                    self.pace.set_trial(None);
+                    self.unavailable = self.not_a_limiter(now, t.set_pace);
+                } else if ran >= TRIAL
+                    && (t.during.0 + t.during.1 >= TRIAL_ANSWERS
+                        || t.during.1 == 0 && t.during.0 >= TRIAL_CLEAN)
+                {
+                    self.pace.set_trial(None);
                     self.unavailable = if share(t.during) <= (t.before / 2.0).min(LIMITER_SHARE) {
                         Verdict::Limiter(Limiter {
                             since: now,
                             set_pace: t.set_pace,
                             seen: (0, 0),
+                            refusing: false,
+                            pace: self.pace.rate().unwrap_or(0.0),
                             halved: now,
                         })
                     } else {
@@ -159,16 +208,26 @@ impl EndpointState {
                     };
                 } else if ran >= TRIAL_LONGEST {
                     // Too few answers to tell: too slow a limiter to matter, or not one.
-                    self.pace.set_floor(None);
+                    self.pace.set_trial(None);
                     self.unavailable = self.not_a_limiter(now, t.set_pace);
                 }
             }
-            Verdict::Limiter(l) if now.saturating_since(l.since) >= SETTLE => {
+            // A pace in slow start overshoots on purpose: what it has refused says nothing
+            // of whether this is a limiter.
+            Verdict::Limiter(l)
+                if now.saturating_since(l.since) >= SETTLE && !self.pace.in_slow_start() =>
+            {
                 if now.saturating_since(l.halved) >= SHARE_WINDOW {
                     l.seen = (l.seen.0 / 2, l.seen.1 / 2);
                     l.halved = now;
                 }
-                l.seen = (l.seen.0 + ok, l.seen.1 + refused);
+                l.seen = (
+                    l.seen.0 + ok,
+                    l.seen.1 + u32::from(refused == 1 && !l.refusing),
+                );
+                if ok + refused > 0 {
+                    l.refusing = refused == 1;
+                }
             }
             _ => {}
         }
@@ -196,14 +255,16 @@ impl EndpointState {
             Verdict::NotLimiter(until) if now < until => return false,
             Verdict::NotLimiter(_) => self.unavailable = Verdict::Unknown,
             Verdict::Limiter(l) if self.pace.rate().is_some() => {
-                if l.seen.0 + l.seen.1 >= MIN_ANSWERS && share(l.seen) >= LIMITER_SHARE {
+                let fell = self.pace.rate().is_some_and(|r| r < l.pace / 2.0);
+                if l.seen.0 + l.seen.1 >= LIMITER_ANSWERS && share(l.seen) >= LIMITER_SHARE && fell
+                {
                     self.unavailable = self.not_a_limiter(now, l.set_pace);
                     return false;
                 }
             }
             Verdict::Trial(_) if self.pace.rate().is_some() => {}
             Verdict::Limiter(_) | Verdict::Trial(_) => {
-                self.pace.set_floor(None);
+                self.pace.set_trial(None);
                 self.unavailable = Verdict::Unknown;
             }
             Verdict::Unknown => {}
@@ -218,14 +279,12 @@ impl EndpointState {
                 .iter()
                 .filter(|(start, _, _)| *start + BUCKET_MS > since)
                 .fold((0, 0), |(o, r), (_, ok, refused)| (o + ok, r + refused));
-            if last.0 + last.1 < MIN_ANSWERS
-                || last.0 < ONSET_SUCCESSES
-                || share(last) < LIMITER_ONSET
-            {
+            if last.0 + last.1 < 30 || last.0 < ONSET_SUCCESSES || share(last) < LIMITER_ONSET {
                 return false;
             }
             let went = self.pace.went_through_last_second(now);
-            self.pace.set_floor(Some(went * 0.9));
+            self.pace
+                .set_trial(Some((went * TRIAL_FLOOR, went.max(1.0))));
             self.unavailable = Verdict::Trial(Trial {
                 since: now,
                 set_pace: self.pace.rate().is_none(),
