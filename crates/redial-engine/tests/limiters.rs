@@ -2,12 +2,17 @@
 //! the pure policy in virtual time (`redial_engine::simulate`, which drives the endpoint state
 //! as the engine does): whatever the limiter's kind, rate, burst, refusal status and way of
 //! speaking, and whether its rate halves for a while, every job completes (none dead, none
-//! left) within a bound: a job every two seconds, plus a minute.
+//! left) within a bound: a job every two seconds, plus a minute. A limiter that refuses with
+//! bare 503s: every job ends (a few may be dead letters, their 503s read as failures while the
+//! limiter is taken for an endpoint failing at random), a job every ten seconds.
 //!
-//! The bound is loose on purpose: it is about every job ending, not about speed (the matrix in
-//! `tests/model.rs` measures that, cell by cell, against issue 54's goals). The slowest shape
-//! found: a token bucket whose quota headers round its refill up to a whole second is held to
-//! about a burst a second (50/s with a burst of 1: 156 jobs in 91.7 s).
+//! The bounds are loose on purpose: they are about every job ending, not about speed (the
+//! matrix in `tests/model.rs` measures that, cell by cell, against issue 54's goals). The
+//! slowest shapes found: a token bucket whose quota headers round its refill up to a whole
+//! second is held to about a burst a second (50/s with a burst of 1: 156 jobs in 91.7 s); a
+//! sliding counter of 5/s refusing with bare 503s whose rate halves within its first second is
+//! read as failing at random (its refusals do not fall at the trial's pace), and its 503s are
+//! failures for a minute at a time (112 jobs in 652 s).
 
 use proptest::prelude::*;
 use redial_engine::simulate::{self, Arrival, EndpointModel, Limit, LimitKind, QuotaStyle, Wait};
@@ -106,9 +111,15 @@ proptest! {
             concurrency: BTreeMap::from([("default".to_owned(), 32)]),
         };
         let t = simulate::simulate(&workload, &setup, seed).remove(0);
-        let bound = Duration::from_secs(2 * jobs + 60);
+        let bare_503 = limit.status == 503
+            && limit.speaks.wait == Wait::Bare
+            && limit.speaks.quota == QuotaStyle::None;
+        let per_job = if bare_503 { 10 } else { 2 };
+        let bound = Duration::from_secs(per_job * jobs + 60);
         prop_assert_eq!(t.left, 0, "jobs left: {:?}", t);
-        prop_assert_eq!(t.completed, jobs, "jobs dead: {:?}", t.dead);
+        if !bare_503 {
+            prop_assert_eq!(t.completed, jobs, "jobs dead: {:?}", t.dead);
+        }
         let drain = t.drain.expect("a drain time");
         prop_assert!(drain <= bound, "drained in {:?}, over {:?}: {} refused", drain, bound, t.refused);
     }

@@ -562,62 +562,53 @@ async fn limiter_matrix() {
     println!("\n{met} of {all} cells meet their goals; the model agrees in {agreed}");
 }
 
+/// A few cells of the matrix, one per limiter kind and a way of speaking each, hold their
+/// goals in every run (the whole matrix is a measurement: `limiter_matrix`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "debugging"]
-async fn debug_cell() {
-    let clock = manual_clock();
-    let rx = receiver_on(&clock).await;
-    let limiter = Limit::new(K::TokenBucket {
-        count: 5,
-        per_ms: 1000,
-        burst: 1,
-    })
-    .refusing_with(503);
-    rx.behave(
-        "/limited",
-        Behaviour::Limiter {
-            limiter,
-            epoch_ms: T0.as_unix_millis(),
-        },
-    );
-    let s = setup(clock.clone(), 32, Policy::default()).start().await;
-    s.enqueue_posts((0..200).map(|i| (format!("s{i}"), rx.url("/limited"), None)))
-        .await;
-    let mut last_print = 0;
-    for _ in 0..6000 {
-        s.settle().await;
-        let now = clock.now();
-        let secs = now.saturating_since(T0).as_secs();
-        if secs >= last_print {
-            last_print = secs + 1;
-            let v = s.engine.endpoint_views(&[]);
-            let c = s.census().await;
-            for (name, v) in v {
-                println!(
-                    "{secs}s {name}: holding {:?} pace {:?} breaker {} until {:?} census {:?}",
-                    v.holding,
-                    v.learned_pace,
-                    v.breaker,
-                    v.breaker_until.map(|t| t.saturating_since(T0)),
-                    c
-                );
-            }
-            let got = rx.received("/limited");
-            let ok = got.iter().filter(|r| r.status == 200).count();
-            println!("   received {} ok {}", got.len(), ok);
-            if secs == 4 {
-                for r in got
-                    .iter()
-                    .filter(|r| r.since_start < Duration::from_millis(3500))
-                {
-                    println!("     {:?} {}", r.since_start, r.status);
-                }
-            }
-        }
-        let step = Duration::from_millis(10);
-        let next = s.next_due(now).await.map_or(now.saturating_add(step), |t| {
-            t.min(now.saturating_add(step))
-        });
-        clock.set(next);
+async fn a_cell_of_each_limiter_kind_meets_its_goals() {
+    let cells = grid();
+    for name in [
+        "token bucket, burst 10 50/s, bare",
+        "token bucket, burst 10 50/s, OpenAI headers",
+        "fixed windows 50/s, Retry-After rounded up",
+        "sliding log 50/s, GitHub headers",
+        "sliding counter 50/s, bare",
+        "nginx limit_req 50/s burst 10, bare 503s",
+    ] {
+        let cell = cells
+            .iter()
+            .find(|c| c.name == name)
+            .expect("a cell of the grid");
+        let row = run_cell(cell).await;
+        println!("{}", row.markdown());
+        assert!(row.misses().is_empty(), "{name}: {:?}", row.misses());
     }
+}
+
+/// nginx `limit_req` as shipped (no `burst`, bare 503s) at 5 a second: its refusals looked like
+/// an outage (breaker, suspect first attempts) and 200 jobs took 1,544 s in the simulator, 86
+/// done after 198 s through the engine. Found to be a limiter, it drains near its rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_as_shipped_at_five_a_second_is_met_near_its_rate() {
+    let cells = grid();
+    let name = "nginx limit_req 5/s without burst, bare 503s";
+    let cell = cells
+        .iter()
+        .find(|c| c.name == name)
+        .expect("a cell of the grid");
+    let row = run_cell(cell).await;
+    println!("{}", row.markdown());
+    assert_eq!(row.engine.dead, 0);
+    // 40 s ideal; 48 s measured (the trial at the first estimate's pace, then slow start).
+    assert!(
+        row.engine.drain <= Duration::from_secs(60),
+        "drained in {:?}",
+        row.engine.drain
+    );
+    assert!(row.engine.refused <= 100, "{} refused", row.engine.refused);
+    assert!(
+        row.sim.drain <= Duration::from_secs(60),
+        "simulated {:?}",
+        row.sim.drain
+    );
 }

@@ -140,16 +140,19 @@ impl Limiter {
         self
     }
 
-    /// Requests a second it lets through in the long run, at full rate.
+    /// Requests a second it lets through in the long run, at full rate. A sliding counter
+    /// sent to evenly lets one fewer a window through: with as many in the last window as in
+    /// this one, its estimate is already that many when the next would go.
     pub fn per_second(&self) -> f64 {
         match self.kind {
             Kind::TokenBucket { count, per_ms, .. } => {
                 f64::from(count.max(1)) * 1000.0 / per_ms.max(1) as f64
             }
-            Kind::FixedWindow { limit, window_ms }
-            | Kind::SlidingLog { limit, window_ms }
-            | Kind::SlidingCounter { limit, window_ms } => {
+            Kind::FixedWindow { limit, window_ms } | Kind::SlidingLog { limit, window_ms } => {
                 f64::from(limit.max(1)) * 1000.0 / window_ms.max(1) as f64
+            }
+            Kind::SlidingCounter { limit, window_ms } => {
+                f64::from(limit.saturating_sub(1).max(1)) * 1000.0 / window_ms.max(1) as f64
             }
         }
     }

@@ -13,11 +13,12 @@
 //!   went through.
 //! - **Trial** ([`TRIAL`], and [`TRIAL_ANSWERS`] answers to what was sent since; one that
 //!   counts too few within [`TRIAL_LONGEST`] finds no limiter). Sent to at
-//!   that pace, a limiter refuses far less: half the share before the trial at most, and a
-//!   fifth at most. An endpoint failing a share of its requests at random (a bad node behind a
+//!   that pace, a limiter refuses far less: half the share before the trial at most (a
+//!   limiter of a few a second, paced a little above what it sustains, still refuses one in
+//!   three or so; an endpoint failing at random is told by [`NOT_FALLING`]). An endpoint failing a share of its requests at random (a bad node behind a
 //!   balancer) refuses as much at any pace, and an outage beginning refuses everything: a
-//!   trial ends at once, finding no limiter, when the first [`OUTAGE_REFUSALS`] answers to what
-//!   was sent since are bare 503s, or when [`TRIAL_ANSWERS`] answers refused nearly as much as
+//!   trial ends, finding no limiter, when the first [`OUTAGE_REFUSALS`] answers to what was
+//!   sent since are bare 503s and it has run [`OUTAGE_AFTER`], or at once when [`TRIAL_ANSWERS`] answers refused nearly as much as
 //!   before ([`NOT_FALLING`]); it finds one after [`TRIAL`] with [`TRIAL_CLEAN`] successes and
 //!   no refusal (a limiter of a few a second takes seconds to answer ten). Meanwhile the pace is not cut below a quarter of what went
 //!   through at the onset ([`TRIAL_FLOOR`]), nor grows past it, and pauses one interval a cut,
@@ -32,8 +33,9 @@
 //!   refuses in runs when the pace grows past it (one that allows no burst half of what goes
 //!   until the pace is cut back), then lets runs of requests through; an endpoint failing at
 //!   random, half its answers or more, breaks its successes up every two or three answers and
-//!   cuts the pace down and down: a verdict once the pace is below half what it was when the
-//!   limiter was found (a limiter's refusals do not call for that).
+//!   cuts the pace down and down: a verdict once the pace is below a quarter of what it was
+//!   when the limiter was found (a limiter's refusals do not call for that; one whose rate
+//!   halves, half).
 //! - **Not a limiter** (the trial or the share says so): its bare 503s are failures, as before,
 //!   for [`NOT_A_LIMITER_FOR`], and a pace they taught is forgotten.
 //!
@@ -81,6 +83,9 @@ const TRIAL_FLOOR: f64 = 0.25;
 /// before it ends at once, finding no limiter (paced at or below what went through, a limiter
 /// refuses far less than before; an endpoint failing at random as much).
 const NOT_FALLING: f64 = 0.8;
+/// ... once the trial has run this long: a limiter whose window is spent refuses everything
+/// until it ends (a second, and a sliding counter's last window weighs on a while after).
+const OUTAGE_AFTER: Duration = Duration::from_secs(2);
 /// A trial that counted too few answers after this long ends without a verdict.
 const TRIAL_LONGEST: Duration = Duration::from_secs(10);
 /// A limiter refusing this share of its answers or more is not one: at its pace it refuses a
@@ -178,7 +183,7 @@ impl EndpointState {
                 }
                 let t = *t;
                 let ran = now.saturating_since(t.since);
-                if t.during.0 == 0 && t.during.1 >= OUTAGE_REFUSALS {
+                if t.during.0 == 0 && t.during.1 >= OUTAGE_REFUSALS && ran >= OUTAGE_AFTER {
                     // Nothing sent since got through: an outage beginning, not a limiter.
                     self.pace.set_trial(None);
                     self.unavailable = self.not_a_limiter(now, t.set_pace);
@@ -194,7 +199,7 @@ impl EndpointState {
                         || t.during.1 == 0 && t.during.0 >= TRIAL_CLEAN)
                 {
                     self.pace.set_trial(None);
-                    self.unavailable = if share(t.during) <= (t.before / 2.0).min(LIMITER_SHARE) {
+                    self.unavailable = if share(t.during) <= t.before / 2.0 {
                         Verdict::Limiter(Limiter {
                             since: now,
                             set_pace: t.set_pace,
@@ -255,7 +260,7 @@ impl EndpointState {
             Verdict::NotLimiter(until) if now < until => return false,
             Verdict::NotLimiter(_) => self.unavailable = Verdict::Unknown,
             Verdict::Limiter(l) if self.pace.rate().is_some() => {
-                let fell = self.pace.rate().is_some_and(|r| r < l.pace / 2.0);
+                let fell = self.pace.rate().is_some_and(|r| r < l.pace / 4.0);
                 if l.seen.0 + l.seen.1 >= LIMITER_ANSWERS && share(l.seen) >= LIMITER_SHARE && fell
                 {
                     self.unavailable = self.not_a_limiter(now, l.set_pace);
