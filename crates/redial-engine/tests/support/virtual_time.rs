@@ -138,22 +138,34 @@ impl TestEngine {
         step: Duration,
         done: impl Fn(&HashMap<String, usize>) -> bool,
     ) -> HashMap<String, usize> {
-        for _ in 0..MAX_STEPS {
+        match self.try_run_until(step, MAX_STEPS, done).await {
+            Ok(c) => c,
+            Err(c) => panic!(
+                "never reached: {what}; at T0 + {:?}, census {c:?}",
+                self.clock.now().saturating_since(T0)
+            ),
+        }
+    }
+
+    /// As [`TestEngine::run_until`], giving up after `steps` steps with the census then.
+    pub async fn try_run_until(
+        &self,
+        step: Duration,
+        steps: usize,
+        done: impl Fn(&HashMap<String, usize>) -> bool,
+    ) -> Result<HashMap<String, usize>, HashMap<String, usize>> {
+        for _ in 0..steps {
             self.settle().await;
             let c = self.census().await;
             if done(&c) {
-                return c;
+                return Ok(c);
             }
             let now = self.clock.now();
             let by_step = now.saturating_add(step);
             let next = self.next_due(now).await.map_or(by_step, |t| t.min(by_step));
             self.clock.set(next);
         }
-        panic!(
-            "never reached: {what}; at T0 + {:?}, census {:?}",
-            self.clock.now().saturating_since(T0),
-            self.census().await
-        );
+        Err(self.census().await)
     }
 }
 
