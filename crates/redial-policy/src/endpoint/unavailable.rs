@@ -52,12 +52,10 @@ use std::time::Duration;
 pub const ALIVE: Duration = Duration::from_secs(2);
 /// Bare 503s making up this share of the last second's answers start a trial.
 const LIMITER_ONSET: f64 = 0.5;
-/// Answers needed before a share says anything.
-const MIN_ANSWERS: u32 = 10;
 /// Answers in the last second needed for an onset: with fewer, what went through (the trial's
 /// pace) is counted over a few milliseconds of the endpoint's first contact, and an endpoint
 /// failing at random would be tried at a few requests a second.
-const ONSET_ANSWERS: u32 = 20;
+const ONSET_ANSWERS: u32 = 30;
 /// Answers needed before a limiter's share of refusals says it is not one.
 const LIMITER_ANSWERS: u32 = 30;
 /// A trial lasts at least this long ...
@@ -284,7 +282,7 @@ impl EndpointState {
                 .iter()
                 .filter(|(start, _, _)| *start + BUCKET_MS > since)
                 .fold((0, 0), |(o, r), (_, ok, refused)| (o + ok, r + refused));
-            if last.0 + last.1 < 30 || last.0 < ONSET_SUCCESSES || share(last) < LIMITER_ONSET {
+            if last.0 + last.1 < ONSET_ANSWERS || last.0 < ONSET_SUCCESSES || share(last) < LIMITER_ONSET {
                 return false;
             }
             let went = self.pace.went_through_last_second(now);
