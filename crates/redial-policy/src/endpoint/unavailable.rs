@@ -12,19 +12,19 @@
 //!   [`ONSET_SUCCESSES`] successes among them) start a trial, and the pace is set from what
 //!   went through.
 //! - **Trial** ([`TRIAL`], and [`TRIAL_ANSWERS`] answers to what was sent since; one that
-//!   counts too few within [`TRIAL_LONGEST`] finds no limiter). Sent to at
-//!   that pace, a limiter refuses far less: half the share before the trial at most (a
-//!   limiter of a few a second, paced a little above what it sustains, still refuses one in
-//!   three or so; an endpoint failing at random is told by [`NOT_FALLING`]). An endpoint failing a share of its requests at random (a bad node behind a
-//!   balancer) refuses as much at any pace, and an outage beginning refuses everything: a
-//!   trial ends, finding no limiter, when the first [`OUTAGE_REFUSALS`] answers to what was
-//!   sent since are bare 503s and it has run [`OUTAGE_AFTER`], or at once when [`TRIAL_ANSWERS`] answers refused nearly as much as
-//!   before ([`NOT_FALLING`]); it finds one after [`TRIAL`] with [`TRIAL_CLEAN`] successes and
-//!   no refusal (a limiter of a few a second takes seconds to answer ten). Meanwhile the pace is not cut below a quarter of what went
-//!   through at the onset ([`TRIAL_FLOOR`]), nor grows past it, and pauses one interval a cut,
-//!   so that a trial the endpoint fails costs it little, and one it passes is not hidden by a
-//!   pace growing past the limiter's rate (one that allows no burst refuses half of what goes
-//!   a little above it).
+//!   counts too few within [`TRIAL_LONGEST`] finds no limiter). Sent to at that pace, a limiter
+//!   refuses far less: half the share before the trial at most (a limiter of a few a second,
+//!   paced a little above what it sustains, still refuses one in three or so). An endpoint
+//!   failing a share of its requests at random (a bad node behind a balancer) refuses as much
+//!   at any pace, and an outage beginning refuses everything: a trial ends, finding no limiter,
+//!   at once when [`TRIAL_ANSWERS`] answers refused nearly as much as before ([`NOT_FALLING`]),
+//!   or when the first [`OUTAGE_REFUSALS`] answers to what was sent since are bare 503s and it
+//!   has run [`OUTAGE_AFTER`]. It finds one after [`TRIAL`] with [`TRIAL_CLEAN`] successes and
+//!   no refusal (a limiter of a few a second takes seconds to answer ten). Meanwhile the pace
+//!   is not cut below a quarter of what went through at the onset ([`TRIAL_FLOOR`]), nor grows
+//!   past it, and pauses one interval a cut, so that a trial the endpoint fails costs it
+//!   little, and one it passes is not hidden by a pace growing past the limiter's rate (one
+//!   that allows no burst refuses half of what goes a little above it).
 //! - **Limiter.** Its bare 503s are refusals while its pace holds (a pace is forgotten 10 s
 //!   after the last refusal; the next onset starts a new trial) and while its runs of refusals
 //!   (503s in a row count once) are fewer than [`LIMITER_SHARE`] of its successes and runs
@@ -81,14 +81,16 @@ const TRIAL_FLOOR: f64 = 0.25;
 /// before it ends at once, finding no limiter (paced at or below what went through, a limiter
 /// refuses far less than before; an endpoint failing at random as much).
 const NOT_FALLING: f64 = 0.8;
-/// ... once the trial has run this long: a limiter whose window is spent refuses everything
-/// until it ends (a second, and a sliding counter's last window weighs on a while after).
+/// The [`OUTAGE_REFUSALS`] are an outage's only once the trial has run this long: a limiter
+/// whose window is spent refuses everything until it ends (a second, and a sliding counter's
+/// last window weighs on a while after).
 const OUTAGE_AFTER: Duration = Duration::from_secs(2);
 /// A trial that counted too few answers after this long ends without a verdict.
 const TRIAL_LONGEST: Duration = Duration::from_secs(10);
-/// A limiter refusing this share of its answers or more is not one: at its pace it refuses a
-/// few in a hundred, and one that allows no burst half of what goes while the pace is above
-/// its rate, until the pace is cut (at 5/s, one in five or six answers).
+/// A limiter whose runs of refusals are this share of its successes and runs or more, once its
+/// pace fell below a quarter, is not one: at its pace it refuses a run every few seconds (at
+/// 5/s, one in ten answers or fewer); an endpoint failing half its requests at random, one in
+/// three.
 const LIMITER_SHARE: f64 = 0.2;
 /// A limiter's answers are counted from this long after it was found ...
 const SETTLE: Duration = Duration::from_secs(1);
@@ -282,7 +284,10 @@ impl EndpointState {
                 .iter()
                 .filter(|(start, _, _)| *start + BUCKET_MS > since)
                 .fold((0, 0), |(o, r), (_, ok, refused)| (o + ok, r + refused));
-            if last.0 + last.1 < ONSET_ANSWERS || last.0 < ONSET_SUCCESSES || share(last) < LIMITER_ONSET {
+            if last.0 + last.1 < ONSET_ANSWERS
+                || last.0 < ONSET_SUCCESSES
+                || share(last) < LIMITER_ONSET
+            {
                 return false;
             }
             let went = self.pace.went_through_last_second(now);
