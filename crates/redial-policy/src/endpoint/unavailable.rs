@@ -19,8 +19,9 @@
 //!   at any pace, and an outage beginning refuses everything: a trial ends, finding no limiter,
 //!   at once when [`TRIAL_ANSWERS`] answers refused nearly as much as before ([`NOT_FALLING`]),
 //!   or when the first [`OUTAGE_REFUSALS`] answers to what was sent since are bare 503s and it
-//!   has run [`OUTAGE_AFTER`]. It finds one after [`TRIAL`] with [`TRIAL_CLEAN`] successes and
-//!   no refusal (a limiter of a few a second takes seconds to answer ten). Meanwhile the pace
+//!   has run [`OUTAGE_AFTER`]. (A trial is not cut short by a few clean successes: the retries
+//!   of an endpoint failing first attempts at random succeed, and a trial of them found a
+//!   limiter that held a healthy endpoint at 4 requests a second.) Meanwhile the pace
 //!   is not cut below a quarter of what went through at the onset ([`TRIAL_FLOOR`]), nor grows
 //!   past it, and pauses one interval a cut, so that a trial the endpoint fails costs it
 //!   little, and one it passes is not hidden by a pace growing past the limiter's rate (one
@@ -65,9 +66,6 @@ const TRIAL_ANSWERS: u32 = 10;
 /// A limiter lets some through: an onset needs this many successes in its second (one: a
 /// limiter of a few a second that allows no burst lets one through among many refusals) ...
 const ONSET_SUCCESSES: u32 = 1;
-/// ... and a trial that saw this many successes and no refusal, after [`TRIAL`], found one
-/// (paced below its rate, a slow limiter refuses nothing; ten answers would take seconds).
-const TRIAL_CLEAN: u32 = 5;
 /// ... and a trial ends at once, finding no limiter, when this many bare 503s answered what was
 /// sent since it began and nothing got through (an outage beginning).
 const OUTAGE_REFUSALS: u32 = 3;
@@ -194,10 +192,7 @@ impl EndpointState {
                     // endpoint failing at random, not a limiter.
                     self.pace.set_trial(None);
                     self.unavailable = self.not_a_limiter(now, t.set_pace);
-                } else if ran >= TRIAL
-                    && (t.during.0 + t.during.1 >= TRIAL_ANSWERS
-                        || t.during.1 == 0 && t.during.0 >= TRIAL_CLEAN)
-                {
+                } else if ran >= TRIAL && t.during.0 + t.during.1 >= TRIAL_ANSWERS {
                     self.pace.set_trial(None);
                     self.unavailable = if share(t.during) <= t.before / 2.0 {
                         Verdict::Limiter(Limiter {
