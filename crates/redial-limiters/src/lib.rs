@@ -3,7 +3,7 @@
 //! that the model and the engine meet the same limiter (issue 54's matrix).
 //!
 //! Owns: the limiter kinds (a token bucket or leaky bucket in GCRA form, fixed windows, a sliding
-//! log, a sliding window counter), a rate that halves for a while, and the ways limiters speak
+//! log, a sliding window counter, a limit on requests in flight), a rate that halves for a while, and the ways limiters speak
 //! (`Retry-After` in whole seconds, truncated or to the millisecond, `retry-after-ms`, and quota
 //! headers in the styles of GitHub, OpenAI, the IETF drafts and the older `x-ratelimit-*` family;
 //! `../shared/REFERENCE.md` has the facts). Does not own: time (every call takes the instant),
@@ -39,6 +39,10 @@ pub enum Kind {
     /// A sliding window counter (Cloudflare's, and Redis recipes'): the last window's count,
     /// weighted by how much of it the moving window still covers, plus this window's.
     SlidingCounter { limit: u32, window_ms: u64 },
+    /// At most `limit` requests in flight (Zendesk's, HubSpot's and many partner APIs'
+    /// concurrency limits): the service takes `hold_ms` to answer a request it lets through,
+    /// and refuses one that arrives while `limit` are still being answered.
+    Concurrency { limit: u32, hold_ms: u64 },
 }
 
 /// What the limiter's answers say.
@@ -98,6 +102,9 @@ pub struct Verdict {
     pub status: u16,
     /// The headers it adds, names lowercase.
     pub headers: Vec<(String, String)>,
+    /// How long the service takes to answer a request it let through (a concurrency limit's
+    /// service time; 0 for the others, whose answers take what the network takes).
+    pub hold_ms: u64,
 }
 
 /// What a limiter remembers between requests.
@@ -110,7 +117,8 @@ pub struct State {
     window: u64,
     used: u32,
     last_used: u32,
-    /// A sliding log's accepted requests (ms since the start), oldest first.
+    /// A sliding log's accepted requests (ms since the start), oldest first; for a
+    /// concurrency limit, when each request in flight is answered, soonest first.
     log: std::collections::VecDeque<u64>,
 }
 
@@ -154,6 +162,9 @@ impl Limiter {
             Kind::SlidingCounter { limit, window_ms } => {
                 f64::from(limit.saturating_sub(1).max(1)) * 1000.0 / window_ms.max(1) as f64
             }
+            Kind::Concurrency { limit, hold_ms } => {
+                f64::from(limit.max(1)) * 1000.0 / hold_ms.max(1) as f64
+            }
         }
     }
 
@@ -196,7 +207,9 @@ impl State {
         // How many the quota allows, how many remain after this request, in how many ms the
         // quota next frees (a refused request: when it could go), and in how many ms it resets
         // (what quota headers call the reset: a bucket's full again, a window's end, a log's
-        // oldest request's expiry).
+        // oldest request's expiry, the soonest answer of those in flight), and how long an
+        // accepted request is held (a concurrency limit's service time).
+        let mut hold = 0;
         let (ok, limit, remaining, frees_in_ms, resets_in_ms) = match l.kind {
             Kind::TokenBucket {
                 count,
@@ -282,6 +295,24 @@ impl State {
                 let frees_in = self.counter_frees_in(n, w, into);
                 (ok, n, left as u32, frees_in, (w - into).max(1))
             }
+            Kind::Concurrency { limit, hold_ms } => {
+                // Requests answered by now are no longer in flight.
+                while self.log.front().is_some_and(|ends| *ends <= at_ms) {
+                    self.log.pop_front();
+                }
+                let n = l.scaled(limit, at_ms) as usize;
+                let ok = self.log.len() < n;
+                if ok {
+                    hold = hold_ms.max(1);
+                    self.log.push_back(at_ms + hold);
+                }
+                let frees_in = self
+                    .log
+                    .front()
+                    .map_or(1, |ends| ends.saturating_sub(at_ms).max(1));
+                let left = n.saturating_sub(self.log.len());
+                (ok, n as u32, left as u32, frees_in, frees_in)
+            }
         };
         let mut headers: Vec<(String, String)> = Vec::new();
         let secs_up = frees_in_ms.div_ceil(1000).max(1);
@@ -320,6 +351,7 @@ impl State {
                     Kind::FixedWindow { window_ms, .. }
                     | Kind::SlidingLog { window_ms, .. }
                     | Kind::SlidingCounter { window_ms, .. } => window_ms,
+                    Kind::Concurrency { .. } => 1000,
                 }
                 .div_ceil(1000)
                 .max(1);
@@ -356,6 +388,7 @@ impl State {
             ok,
             status: if ok { 200 } else { l.status },
             headers,
+            hold_ms: hold,
         }
     }
 

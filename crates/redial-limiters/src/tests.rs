@@ -184,3 +184,25 @@ fn a_token_bucket_resets_when_it_is_full_again_and_frees_at_its_next_token() {
     assert_eq!(header(&v, "x-ratelimit-remaining-requests"), Some("0"));
     assert_eq!(header(&v, "retry-after-ms"), Some("20"));
 }
+
+#[test]
+fn a_concurrency_limit_refuses_while_its_limit_is_being_answered() {
+    let l = Limiter::new(Kind::Concurrency {
+        limit: 2,
+        hold_ms: 100,
+    })
+    .speaking(Wait::Decimal, QuotaStyle::None);
+    let mut s = State::default();
+    let first = s.take(&l, 0, 0);
+    assert_eq!((first.status, first.hold_ms), (200, 100));
+    assert_eq!(s.take(&l, 30, 0).status, 200);
+    let refused = s.take(&l, 60, 0);
+    assert_eq!((refused.status, refused.hold_ms), (429, 0));
+    // The first answer goes out at 100 ms: room for one then.
+    assert_eq!(header(&refused, "retry-after"), Some("0.040"));
+    assert_eq!(s.take(&l, 99, 0).status, 429);
+    assert_eq!(s.take(&l, 100, 0).status, 200);
+    assert_eq!(s.take(&l, 101, 0).status, 429);
+    assert_eq!(s.take(&l, 130, 0).status, 200);
+    assert_eq!(l.per_second(), 20.0);
+}

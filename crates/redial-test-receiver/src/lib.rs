@@ -362,7 +362,7 @@ impl Live {
             .take(l, at_ms, epoch_ms.saturating_add(started_ms));
         let mut reply = Reply::status(v.status);
         if v.ok {
-            reply = reply.body("ok");
+            reply = reply.body("ok").delay(Duration::from_millis(v.hold_ms));
         }
         for (name, value) in &v.headers {
             reply = reply.header(name, value);

@@ -275,14 +275,19 @@ fn since_start(now: Timestamp) -> Duration {
 }
 
 impl Server {
-    /// Whether the limiter lets a request through at `now`, and the headers it answers with.
-    fn take(&mut self, model: &EndpointModel, now: Timestamp) -> (bool, Vec<(String, String)>) {
+    /// Whether the limiter lets a request through at `now`, the headers it answers with, and
+    /// how long the service holds a request it let through (a concurrency limit's).
+    fn take(
+        &mut self,
+        model: &EndpointModel,
+        now: Timestamp,
+    ) -> (bool, Vec<(String, String)>, Duration) {
         let Some(limit) = model.limit else {
-            return (true, Vec::new());
+            return (true, Vec::new(), Duration::ZERO);
         };
         let at_ms = u64::try_from(since_start(now).as_millis()).unwrap_or(u64::MAX);
         let v = self.0.take(&limit, at_ms, T0.as_unix_millis());
-        (v.ok, v.headers)
+        (v.ok, v.headers, Duration::from_millis(v.hold_ms))
     }
 }
 
@@ -655,7 +660,8 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                         } else if let Some(o) = in_outage {
                             answer_of(o.answer, model, latency)
                         } else {
-                            let (ok, headers) = e.server.take(model, now);
+                            let (ok, headers, hold) = e.server.take(model, now);
+                            let latency = latency + hold;
                             if !ok {
                                 let status = model.limit.map_or(429, |l| l.status);
                                 let mut r = Response::new(status);

@@ -74,6 +74,8 @@ Workload file (TOML), one [[endpoint]] table per endpoint:
         or { kind = \"sliding_log\", limit = 100, window = \"1s\", ... } (a moving window)
         or { kind = \"sliding_counter\", limit = 100, window = \"1s\", ... } (the last window
         weighted by how much of it the moving window covers)
+        or { kind = \"concurrency\", limit = 5, hold = \"100ms\", ... } (at most 5 in flight,
+        each answered 100 ms after it arrives, on top of latency; one more is refused)
         wait: how a refusal says when to come back: \"none\" (the default), \"seconds\"
         (Retry-After rounded up), \"truncated\", \"decimal\" (to the ms) or \"millis\"
         (retry-after-ms, as OpenAI's)

@@ -140,6 +140,14 @@ fn a_bad_workload_is_refused_naming_its_field() {
             "limit.kind \"leaky\" is not one",
         ),
         (
+            "[[endpoint]]\nname = \"x\"\njobs = 1\nlimit = { kind = \"concurrency\", limit = 5 }\n",
+            "a concurrency limit needs hold",
+        ),
+        (
+            "[[endpoint]]\nname = \"x\"\njobs = 1\nlimit = { kind = \"fixed_window\", limit = 5, hold = \"1s\" }\n",
+            "limit.hold goes with kind = \"concurrency\" only",
+        ),
+        (
             "[[endpoint]]\nname = \"x\"\njobs = 1\n[[endpoint.outage]]\nfrom = \"2m\"\nuntil = \"1m\"\n",
             "outage 1: until must be after from",
         ),
@@ -345,6 +353,26 @@ fn a_limiter_answering_bare_503s_is_met_at_its_rate_as_one_answering_429s() {
         assert!(drain <= 19.8 * 1.15, "{status}: drain {drain}");
         assert!(t.refused <= 100, "{status}: {} refused", t.refused);
     }
+}
+
+/// A concurrency limit (issue 54's last limiter kind): at most 5 in flight, each answered in
+/// 100 ms, so 50 a second at most; its refusals are bare 429s. Redial, whose queue would send 64
+/// at once, learns a pace from the refusals and drains within the issue's goals (21.2 s and 14
+/// refused of 1,000 at the seed used).
+#[test]
+fn a_concurrency_limit_is_met_near_what_it_lets_through() {
+    let t = &run(
+        "[[endpoint]]\nname = \"crm\"\njobs = 1000\nmethod = \"GET\"\nlatency = \"1ms\"\n\
+         limit = { kind = \"concurrency\", limit = 5, hold = \"100ms\" }\n",
+    )[0];
+    let drain = t.drain.expect("drained").as_secs_f64();
+    println!(
+        "concurrency 5 x 100 ms, 1,000 jobs: drain {drain:.1} s, {} refused",
+        t.refused
+    );
+    assert_eq!(t.completed, 1000, "{:?}", t.dead);
+    assert!(drain <= 20.0 * 1.15, "drain {drain}");
+    assert!(t.refused <= 100, "{} refused", t.refused);
 }
 
 /// An endpoint whose bare 503s come at random (a bad node behind a balancer), not from a

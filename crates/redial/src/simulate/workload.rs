@@ -68,6 +68,8 @@ struct LimitFile {
     burst: Option<u32>,
     limit: Option<u32>,
     window: Option<String>,
+    /// A concurrency limit's service time: how long it takes to answer a request it lets in.
+    hold: Option<String>,
     #[serde(default)]
     retry_after: bool,
     #[serde(default)]
@@ -187,12 +189,37 @@ fn limit(l: LimitFile, at: &str) -> Result<Limit> {
                 _ => LimitKind::FixedWindow { limit, window_ms },
             }
         }
+        "concurrency" => {
+            let limit = l.limit.filter(|n| *n > 0).ok_or_else(|| {
+                usage(format!(
+                    "{at}: limit: a concurrency limit needs a limit of at least 1 (requests in flight)"
+                ))
+            })?;
+            let hold = l.hold.as_deref().ok_or_else(|| {
+                usage(format!(
+                    "{at}: limit: a concurrency limit needs hold, how long it takes to answer (\"100ms\")"
+                ))
+            })?;
+            let hold = duration(hold, &format!("{at}: limit.hold"))?;
+            if hold < Duration::from_millis(1) {
+                return Err(usage(format!("{at}: limit.hold must be 1ms or more")));
+            }
+            LimitKind::Concurrency {
+                limit,
+                hold_ms: ms(hold),
+            }
+        }
         other => {
             return Err(usage(format!(
-                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\", \"sliding_log\" or \"sliding_counter\""
+                "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\", \"sliding_log\", \"sliding_counter\" or \"concurrency\""
             )))
         }
     };
+    if l.hold.is_some() && !matches!(kind, LimitKind::Concurrency { .. }) {
+        return Err(usage(format!(
+            "{at}: limit.hold goes with kind = \"concurrency\" only"
+        )));
+    }
     let status = match l.status {
         None => 429,
         Some(s @ (429 | 503 | 403)) => s,
