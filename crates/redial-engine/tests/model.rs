@@ -338,17 +338,9 @@ async fn the_simulator_agrees_with_the_engine_on_a_hard_down_endpoint() {
 // the limiter says anything and 10% when it is bare, none dead; and the model within 15% (or 10
 // requests) of the engine.
 
-use redial_engine::simulate::LimitKind as K;
+use redial_limiters::matrix::{self, grid, Cell, Outcome};
 
-/// One cell: a name for the table, the limiter, how many jobs.
-#[derive(Clone, Debug)]
-struct Cell {
-    name: String,
-    limiter: Limit,
-    jobs: usize,
-}
-
-/// How a cell went, on both sides, and against its goals.
+/// How a cell went, on both sides.
 #[derive(Debug)]
 struct Row {
     cell: Cell,
@@ -357,109 +349,15 @@ struct Row {
     sim: Seen,
 }
 
-/// The ways limiters speak, by the name the table gives them.
-const STYLES: [(&str, Wait, QuotaStyle); 7] = [
-    ("bare", Wait::Bare, QuotaStyle::None),
-    ("Retry-After rounded up", Wait::Seconds, QuotaStyle::None),
-    ("retry-after-ms", Wait::Millis, QuotaStyle::None),
-    ("GitHub headers", Wait::Bare, QuotaStyle::GitHub),
-    ("OpenAI headers", Wait::Millis, QuotaStyle::OpenAi),
-    ("draft-6 headers", Wait::Seconds, QuotaStyle::Draft6),
-    ("IETF RateLimit", Wait::Seconds, QuotaStyle::Ietf),
-];
-
-fn kinds(rate: u32) -> [(&'static str, K); 4] {
-    [
-        (
-            "token bucket, burst 10",
-            K::TokenBucket {
-                count: rate,
-                per_ms: 1000,
-                burst: 10,
-            },
-        ),
-        (
-            "fixed windows",
-            K::FixedWindow {
-                limit: rate,
-                window_ms: 1000,
-            },
-        ),
-        (
-            "sliding log",
-            K::SlidingLog {
-                limit: rate,
-                window_ms: 1000,
-            },
-        ),
-        (
-            "sliding counter",
-            K::SlidingCounter {
-                limit: rate,
-                window_ms: 1000,
-            },
-        ),
-    ]
-}
-
-/// 1,000 jobs, 200 at 5 a second.
-fn jobs_at(rate: u32) -> usize {
-    if rate <= 5 {
-        200
-    } else {
-        1000
-    }
-}
-
-fn cell(name: String, limiter: Limit, rate: u32) -> Cell {
-    Cell {
-        name,
-        limiter,
-        jobs: jobs_at(rate),
-    }
-}
-
-/// The whole grid.
-fn grid() -> Vec<Cell> {
-    let mut cells = Vec::new();
-    for rate in [5, 50, 500] {
-        for (kind_name, kind) in kinds(rate) {
-            for (style, wait, quota) in STYLES {
-                let l = Limit::new(kind).speaking(wait, quota);
-                cells.push(cell(format!("{kind_name} {rate}/s, {style}"), l, rate));
-            }
+impl Seen {
+    fn outcome(&self) -> Outcome {
+        Outcome {
+            drain_ms: u64::try_from(self.drain.as_millis()).unwrap_or(u64::MAX),
+            refused: self.refused,
+            dead: self.dead,
+            left: self.left,
         }
-        for burst in [1, rate] {
-            let kind = K::TokenBucket {
-                count: rate,
-                per_ms: 1000,
-                burst,
-            };
-            for (style, wait, quota) in &STYLES[..2] {
-                let l = Limit::new(kind).speaking(*wait, *quota);
-                let name = format!("token bucket {rate}/s burst {burst}, {style}");
-                cells.push(cell(name, l, rate));
-            }
-        }
-        let nginx = Limit::new(kinds(rate)[0].1).refusing_with(503);
-        let name = format!("nginx limit_req {rate}/s burst 10, bare 503s");
-        cells.push(cell(name, nginx, rate));
-        // As shipped: no burst, refusing with 503.
-        let shipped = Limit::new(K::TokenBucket {
-            count: rate,
-            per_ms: 1000,
-            burst: 1,
-        })
-        .refusing_with(503);
-        let name = format!("nginx limit_req {rate}/s without burst, bare 503s");
-        cells.push(cell(name, shipped, rate));
     }
-    for (kind_name, kind) in kinds(50) {
-        let l = Limit::new(kind).halved_between(5_000, 12_000);
-        let name = format!("{kind_name} 50/s halved from 5 s to 12 s, bare");
-        cells.push(cell(name, l, 50));
-    }
-    cells
 }
 
 /// One cell through the engine and the simulator.
@@ -470,16 +368,16 @@ async fn run_cell(cell: &Cell) -> Row {
     let limiter = cell.limiter;
     rx.behave("/limited", Behaviour::Limiter { limiter, epoch_ms });
     let (policy, limits) = (Policy::default(), EndpointConfig::default());
-    let jobs = cell.jobs;
+    let jobs = usize::try_from(cell.jobs).unwrap_or(usize::MAX);
     let sim = simulated(
-        model(jobs as u64, Some(limiter), vec![], vec![]),
+        model(cell.jobs, Some(limiter), vec![], vec![]),
         &policy,
         &limits,
         32,
     );
     let engine = engined(clock, &rx, jobs, None, |_| "/limited", policy, limits, 32).await;
     Row {
-        ideal: Duration::from_millis(limiter.ideal_ms(jobs as u64)),
+        ideal: Duration::from_millis(matrix::ideal_ms(cell)),
         cell: cell.clone(),
         engine,
         sim,
@@ -487,50 +385,14 @@ async fn run_cell(cell: &Cell) -> Row {
 }
 
 impl Row {
-    /// The goals this row misses, in words; empty when it meets them all.
+    /// The goals the engine's run misses, in words; empty when it meets them all.
     fn misses(&self) -> Vec<String> {
-        let l = &self.cell.limiter;
-        let mut out = Vec::new();
-        let window = match l.kind {
-            K::FixedWindow { window_ms, .. } => Duration::from_millis(window_ms),
-            _ => Duration::ZERO,
-        };
-        let most = self.ideal.mul_f64(1.15) + window;
-        if self.engine.drain > most.max(Duration::from_secs(1)) {
-            out.push(format!(
-                "drain {:.1} s over {:.1} s",
-                self.engine.drain.as_secs_f64(),
-                most.as_secs_f64()
-            ));
-        }
-        let says = l.speaks.wait != Wait::Bare || l.speaks.quota != QuotaStyle::None;
-        let share = if says { 0.05 } else { 0.10 };
-        let jobs = self.cell.jobs as f64;
-        if self.engine.refused as f64 > share * jobs {
-            out.push(format!(
-                "{} refused over {:.0}",
-                self.engine.refused,
-                share * jobs
-            ));
-        }
-        if self.engine.dead > 0 {
-            out.push(format!("{} dead", self.engine.dead));
-        }
-        if self.engine.left > 0 {
-            out.push(format!("{} not ended", self.engine.left));
-        }
-        out
+        matrix::misses(&self.cell, &self.engine.outcome())
     }
 
-    /// Whether the simulator agrees with the engine: drain and refused within 15%, or 10
-    /// requests (issue 54's item 3).
+    /// Whether the simulator agrees with the engine (issue 54's item 3).
     fn agrees(&self) -> bool {
-        let near = |a: f64, b: f64, slack: f64| (a - b).abs() <= slack.max(0.15 * a.max(b));
-        near(
-            self.sim.drain.as_secs_f64(),
-            self.engine.drain.as_secs_f64(),
-            0.0,
-        ) && near(self.sim.refused as f64, self.engine.refused as f64, 10.0)
+        matrix::agree(&self.sim.outcome(), &self.engine.outcome())
     }
 
     fn markdown(&self) -> String {

@@ -11,6 +11,11 @@
 //! the answers.
 //!
 //! Pure and total: no I/O, no clock, no randomness; a limit of zero is taken as one.
+//!
+//! [`matrix`] holds the matrix of limiters the engine, the benchmark and the simulator are
+//! run against, and the goals each run is judged by.
+
+pub mod matrix;
 
 /// A rate limiter as an API runs it: what it counts, how it speaks, and what it refuses with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
