@@ -17,6 +17,7 @@ mod backup;
 mod callbacks;
 mod events;
 mod groups;
+mod limiters;
 mod noop_nodes;
 mod ordering;
 mod plain;
@@ -55,7 +56,8 @@ struct Args {
     /// triggers dropped and as shipped, `--rounds` alternated rounds) and `account` (where a
     /// no-op job's cost goes: CPU, rows, WAL, per job) and `search-cost` (enqueue and no-op with
     /// derived keys, with and without tags) and `search` (searches by key, tag and reason words
-    /// at `--big-backlog` jobs) run only when named.
+    /// at `--big-backlog` jobs) and `limiters` (issue 54's limiter matrix on the wall clock
+    /// beside the simulator, `--nodes` nodes, about twenty minutes) run only when named.
     #[arg(long, default_value = "all", value_delimiter = ',')]
     only: Vec<String>,
     /// Jobs for the throughput workloads (HTTP dispatch sends at most 50,000).
@@ -80,6 +82,10 @@ struct Args {
     /// Schedules in the `schedules` workload.
     #[arg(long, default_value_t = 10_000)]
     schedules: usize,
+    /// Nodes of the `limiters` workload: 1 on SQLite, or more on one PostgreSQL database (the
+    /// server chosen as for `protection-nodes`).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     out: PathBuf,
@@ -216,6 +222,9 @@ fn main() -> Result<()> {
         }
         if args.only.iter().any(|w| w == "events") {
             events::events(args.jobs, args.concurrency, args.rounds, &mut report).await?;
+        }
+        if args.only.iter().any(|w| w == "limiters") {
+            limiters::limiters(args.nodes.max(1), &mut report).await?;
         }
         if args.only.iter().any(|w| w == "protection-nodes") {
             protection_nodes::protection_nodes(&mut report).await?;
