@@ -25,6 +25,59 @@ pub struct BackupReport {
 /// The prefix of a copy being written: such a file is not a backup yet (see [`sweep`]).
 const IN_PROGRESS: &str = ".redial-backup-in-progress-";
 
+/// Room a copy needs besides its own size on its disk, so that the database beside it can
+/// still grow while the copy is made.
+const HEADROOM: u64 = 64 << 20;
+
+/// A copy being written, claimed for as long as this lives: the file is created readable by its
+/// owner only and locked (an advisory lock the kernel drops when the process ends, however it
+/// ends). [`sweep`] removes in-progress copies whose lock it can take: their writer is gone.
+/// This does not rest on process ids, which a container reuses (its server is always PID 1).
+#[derive(Debug)]
+pub(crate) struct Claim(#[allow(dead_code)] std::fs::File);
+
+/// Creates `partial` (for its owner only) and claims it.
+pub(crate) fn claim(partial: &Path) -> StoreResult<Claim> {
+    crate::create_private(partial);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(partial)
+        .map_err(|e| {
+            StoreError::Backend(format!("cannot write the copy {}: {e}", partial.display()))
+        })?;
+    file.try_lock().map_err(|e| {
+        StoreError::Backend(format!(
+            "the copy {} is being written by another process: {e}",
+            partial.display()
+        ))
+    })?;
+    Ok(Claim(file))
+}
+
+/// Refuses a copy of `source` (`total` bytes at most) when the disk of `partial` has less room
+/// than it needs plus [`HEADROOM`]: better refused at once than a full disk for the database.
+fn check_room(partial: &Path, total: u64) -> StoreResult<()> {
+    let folder = match partial.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(fs) = rustix::fs::statvfs(folder) else {
+        // Unknown room: the copy's own disk-full error stays the guard.
+        return Ok(());
+    };
+    let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+    let needs = total.saturating_add(HEADROOM);
+    if free < needs {
+        return Err(StoreError::Unavailable(format!(
+            "not enough free space for a backup beside {}: it needs up to {} MiB (the database's size and 64 MiB to spare), {} MiB are free",
+            partial.display(),
+            needs >> 20,
+            free >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// How often `progress` is told how far the copy has got.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
@@ -66,6 +119,8 @@ pub struct Destination {
     folder: PathBuf,
     replace: bool,
     finished: bool,
+    /// The partial file's claim, held until it is named or removed.
+    claim: Option<Claim>,
 }
 
 impl Destination {
@@ -90,12 +145,14 @@ impl Destination {
             name.to_string_lossy()
         ));
         let _ = std::fs::remove_file(&partial);
+        let claim = claim(&partial)?;
         Ok(Destination {
             dest: dest.to_owned(),
             partial,
             folder,
             replace,
             finished: false,
+            claim: Some(claim),
         })
     }
 
@@ -132,6 +189,8 @@ impl Drop for Destination {
         if !self.finished {
             let _ = std::fs::remove_file(&self.partial);
         }
+        // Let go once the file is named or gone, never before.
+        self.claim = None;
     }
 }
 
@@ -173,6 +232,7 @@ pub(crate) fn write(
         )
         .map(|n| u64::try_from(n).unwrap_or(0))
         .map_err(|e| crate::refusal(source, &e))?;
+    check_room(partial, total)?;
     let copied = std::thread::scope(|scope| {
         let copy = scope.spawn(move || conn.execute("VACUUM INTO ?1", [&target]));
         let mut told = Instant::now();
@@ -243,25 +303,22 @@ pub(crate) fn scratch_name(database: &Path) -> PathBuf {
     folder.join(format!("{IN_PROGRESS}{}-served-{n}.db", std::process::id()))
 }
 
-/// Removes the copies that processes which are gone left half-written in `folder` (a crash
-/// during a backup). Only names with the in-progress prefix, and only of processes that are not
-/// running, are touched.
+/// Removes the copies that writers which are gone left half-written in `folder` (a crash during
+/// a backup): only names with the in-progress prefix, and only those whose [`Claim`] can be
+/// taken (a living writer, in this process or another, holds its lock).
 pub(crate) fn sweep(folder: &Path) {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(IN_PROGRESS)) else {
+        if !name.to_str().is_some_and(|n| n.starts_with(IN_PROGRESS)) {
+            continue;
+        }
+        let Ok(file) = std::fs::OpenOptions::new().write(true).open(entry.path()) else {
             continue;
         };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        let gone = pid != std::process::id()
-            && Path::new("/proc").is_dir()
-            && !Path::new("/proc").join(pid.to_string()).exists();
-        if gone {
+        if file.try_lock().is_ok() {
             let _ = std::fs::remove_file(entry.path());
         }
     }

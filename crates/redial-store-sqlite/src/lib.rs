@@ -672,9 +672,12 @@ impl Store for SqliteStore {
                 jobs: 0,
                 took: std::time::Duration::ZERO,
             };
+            // Claimed while it is written and checked: a crash leaves it to the next sweep.
+            let claim = backup::claim(&copy.path)?;
             copy.bytes = backup::write(&source, &copy.path, &mut |_, _| {})?;
             copy.jobs = backup::check(&copy.path)?;
             copy.took = started.elapsed();
+            drop(claim);
             Ok(copy)
         })
         .await

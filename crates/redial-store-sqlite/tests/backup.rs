@@ -231,3 +231,37 @@ async fn a_backup_refuses_to_overwrite_and_leaves_nothing_when_it_cannot_be_made
         "{names:?}"
     );
 }
+
+/// Observed at c38adc7: a SIGKILL mid-backup left a 208 MB in-progress copy that the restart
+/// kept, because the killed process's PID still looked alive (in a container, where the server
+/// is always the same PID, it would never go). The rule no longer rests on PIDs: a copy whose
+/// writer is gone (its lock free) is swept when the database next opens, whatever PID its name
+/// carries; one whose writer lives (its lock held) is left alone.
+#[tokio::test]
+async fn leftover_copies_are_swept_by_their_lock_not_their_pid() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("redial.db");
+    drop(SqliteStore::open(&path).expect("open"));
+    // Named with this very process's PID, as a container's PID 1 would leave it.
+    let me = std::process::id();
+    let dead = dir
+        .path()
+        .join(format!(".redial-backup-in-progress-{me}-served-7.db"));
+    std::fs::write(&dead, vec![0u8; 4096]).expect("a leftover");
+    // A living writer's copy: its lock is held.
+    let living = dir
+        .path()
+        .join(format!(".redial-backup-in-progress-{me}-copy.db"));
+    std::fs::write(&living, b"being written").expect("a copy in progress");
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&living)
+        .expect("open");
+    held.try_lock().expect("locked by its writer");
+    drop(SqliteStore::open(&path).expect("reopen"));
+    assert!(!dead.exists(), "the dead writer's copy is swept");
+    assert!(living.exists(), "the living writer's copy stays");
+    drop(held);
+    drop(SqliteStore::open(&path).expect("reopen"));
+    assert!(!living.exists(), "swept once its writer is gone");
+}

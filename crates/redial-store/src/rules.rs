@@ -168,8 +168,14 @@ pub struct ReplayColumns {
     pub changes: String,
 }
 
+/// The most changes a job keeps ([`replay_changes`]): its first, and the newest ones.
+pub const MAX_CHANGES_KEPT: usize = 20;
+
 /// A replay with changes takes a dead job only, and only the one its changes were worked out
-/// from (no replay since). Returns what it writes, given the job's changes as stored.
+/// from (no replay since). Returns what it writes, given the job's changes as stored. The
+/// history stays bounded: only the first change keeps its `before` body (the request as
+/// enqueued; later ones keep its size), and past [`MAX_CHANGES_KEPT`] the oldest after the
+/// first go, with a line saying which.
 pub fn replay_changes(
     job: &Job,
     p: &ReplayChangedParams,
@@ -180,7 +186,29 @@ pub fn replay_changes(
         return Err(StoreError::Changed(job.id.clone()));
     }
     let mut changes = read_changes(stored)?;
-    changes.push(p.change.clone());
+    let mut change = p.change.clone();
+    if !changes.is_empty() {
+        // Only the request as enqueued (the first change's before) keeps its body.
+        if let Some(body) = change.before.request.body.take() {
+            change.before.body_bytes = Some(body.len() as u64);
+        }
+    }
+    changes.push(change);
+    if changes.len() > MAX_CHANGES_KEPT {
+        // The first change (the request as enqueued) and the newest stay; those between go,
+        // said in the oldest one kept after the first.
+        let gone = changes.len() - MAX_CHANGES_KEPT;
+        let last_gone = changes[gone].replay;
+        changes.drain(1..=gone);
+        let first_gone = changes[0].replay + 1;
+        let note = format!(
+            "the changes of replays {first_gone} to {last_gone} are not kept (a job keeps its first change and its last {})",
+            MAX_CHANGES_KEPT - 1
+        );
+        let next = &mut changes[1].changed;
+        next.retain(|line| !line.starts_with("the changes of replays "));
+        next.insert(0, note);
+    }
     Ok(ReplayColumns {
         request: serde_json::to_string(&p.request).map_err(corrupt_json)?,
         policy: p

@@ -422,6 +422,92 @@ pub async fn dead_letters_by_reason_pattern(store: Arc<dyn Store>) {
     assert_eq!(seen, vec![("404 not found; permanent, not retried", 1)]);
 }
 
+/// A job's history stays bounded however often it is replayed with changes (issue 55: 40 replays
+/// of about 1 MiB bodies left a 40.9 MB history on one job, read whole by its view): only the
+/// first change keeps its `before` body (the request as enqueued), the others its size; past
+/// `MAX_CHANGES_KEPT`, the oldest after the first go, and a line says which.
+pub async fn replay_history_is_bounded(store: Arc<dyn Store>) {
+    use crate::rules::MAX_CHANGES_KEPT;
+    make_dead(&store, "h1", "default", DeadCategory::Permanent).await;
+    let original = get(&store, "h1").await.0.request.body.clone();
+    let big = "b".repeat(100_000);
+    let replays = 30u32;
+    for n in 0..replays {
+        let (job, _) = get(&store, "h1").await;
+        let mut request = job.request.clone();
+        request.body = Some(format!("{big}{n}"));
+        let t = 100 + 10 * i64::from(n);
+        store
+            .job_replay_changed(ReplayChangedParams {
+                id: JobId::from("h1"),
+                now: at(t),
+                replays: n,
+                queue: "default".into(),
+                endpoint: job.endpoint.clone(),
+                request,
+                idempotency_key: job.idempotency_key.clone(),
+                policy: None,
+                change: JobChange {
+                    at: at(t),
+                    replay: n + 1,
+                    changed: vec![format!("body {n}")],
+                    before: JobBefore {
+                        queue: job.queue.clone(),
+                        endpoint: job.endpoint.clone(),
+                        request: job.request.clone(),
+                        idempotency_key: job.idempotency_key.clone(),
+                        policy: None,
+                        body_bytes: None,
+                    },
+                },
+            })
+            .await
+            .expect("replayed with changes");
+        let leased = lease(&store, "default", "w-h", at(t + 1), 10).await;
+        let job = leased.iter().find(|j| j.id.0 == "h1").expect("leased");
+        store
+            .job_record_attempt(record(
+                "h1",
+                "w-h",
+                job.runs + 1,
+                Transition::Dead {
+                    category: DeadCategory::Permanent,
+                },
+            ))
+            .await
+            .expect("dead again");
+    }
+    let changes = store
+        .job_changes(&JobId::from("h1"))
+        .await
+        .expect("changes");
+    assert_eq!(changes.len(), MAX_CHANGES_KEPT);
+    assert_eq!(changes[0].replay, 1);
+    assert_eq!(
+        changes[0].before.request.body, original,
+        "the request as enqueued"
+    );
+    assert_eq!(changes.last().map(|c| c.replay), Some(replays));
+    for c in &changes[1..] {
+        assert_eq!(c.before.request.body, None, "replay {}", c.replay);
+        // The body before this replay: the one the replay before it set, `big` and a number.
+        let set_by = c.replay - 2;
+        let size = 100_000 + set_by.to_string().len() as u64;
+        assert_eq!(c.before.body_bytes, Some(size), "replay {}", c.replay);
+    }
+    // Replay 1 and the last 19 are kept: 2 to 11 went.
+    let last_gone = replays as usize - MAX_CHANGES_KEPT + 1;
+    assert_eq!(
+        changes[1].changed[0],
+        format!(
+            "the changes of replays 2 to {last_gone} are not kept (a job keeps its first change and its last {})",
+            MAX_CHANGES_KEPT - 1
+        )
+    );
+    let bytes = serde_json::to_string(&changes).expect("JSON").len();
+    assert!(bytes < 64 * 1024, "{bytes} bytes of history");
+}
+
 /// A replay with changes sets the job's request and routing, keeps its attempts, and records what
 /// changed with the job as it was; it takes a dead job only, and only the one its changes were
 /// worked out from (a replay in between makes it `Changed`). The kept counts follow the job to
@@ -440,6 +526,7 @@ pub async fn replay_with_changes(store: Arc<dyn Store>) {
             request: job.request.clone(),
             idempotency_key: job.idempotency_key.clone(),
             policy: job.policy.clone(),
+            body_bytes: None,
         },
     };
     let mut request = job.request.clone();

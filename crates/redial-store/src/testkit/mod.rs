@@ -52,7 +52,7 @@ macro_rules! store_suite {
             lease_admitted_asks_admission_in_lease_order, lease_admitted_holds_first_attempts_takes_retries,
             deadlines_expire_for_held_jobs, endpoint_state_round_trips, endpoint_backlog_counts, endpoint_deadlines_in_start_order, group_deadlines_in_start_order, retries_due_when_an_outage_ends,
             shared_holds_only_lengthen, recent_dead_letters_and_oldest_deferred,
-            dead_letter_groups_for_triage, dead_letters_by_reason_pattern, replay_with_changes, bulk_actions_in_chunks, controls_round_trip_and_clear_shared_holds,
+            dead_letter_groups_for_triage, dead_letters_by_reason_pattern, replay_with_changes, replay_history_is_bounded, bulk_actions_in_chunks, controls_round_trip_and_clear_shared_holds,
             schedules_round_trip, schedules_due_and_advance_once, groups_take_turns,
             one_job_leases_rotate_across_groups, a_held_group_is_passed_over, weights_share_a_lease,
             grouped_jobs_wait_for_their_time, groups_are_counted,

@@ -316,6 +316,7 @@ pub async fn a_head_replayed_into_another_queue_changes_lines(store: Arc<dyn Sto
                     request: m1.request.clone(),
                     idempotency_key: m1.idempotency_key.clone(),
                     policy: None,
+                    body_bytes: None,
                 },
             },
         })

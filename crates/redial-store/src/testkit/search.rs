@@ -205,6 +205,7 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
                 request: job.request.clone(),
                 idempotency_key: job.idempotency_key.clone(),
                 policy: None,
+                body_bytes: None,
             },
         },
     };

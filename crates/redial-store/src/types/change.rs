@@ -29,6 +29,11 @@ pub struct JobBefore {
     pub idempotency_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyOverride>,
+    /// The body's size, in bytes, when the body itself was not kept: a job keeps the body of
+    /// its first change's `before` only (the request as enqueued), so that its history stays
+    /// bounded however often it is replayed with changes ([`crate::rules::replay_changes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_bytes: Option<u64>,
 }
 
 /// A dead job replayed with a changed request or routing

@@ -212,7 +212,7 @@ impl OrderingKey {
 
     /// A key: 1 to 256 characters of [`plain_text`], not all of them spaces.
     pub fn valid(key: &str) -> bool {
-        !key.trim().is_empty() && key.chars().count() <= 256 && plain_text(key)
+        plain_name(key, 256)
     }
 }
 
@@ -247,6 +247,13 @@ impl FromStr for OnDead {
     }
 }
 
+/// The one rule for names people act on (endpoints, groups, ordering keys, tags): 1 to `max`
+/// characters of [`plain_text`], not all of them spaces. What an enqueue accepts, every control
+/// and search accepts too.
+pub fn plain_name(text: &str, max: usize) -> bool {
+    !text.trim().is_empty() && text.chars().count() <= max && plain_text(text)
+}
+
 /// Whether `text` is one line of plain text, fit for a name or a reason that people read in a
 /// terminal or a page: no control character (newlines, escapes, NUL, C1), no bidirectional
 /// embedding, override or isolate (U+202A-U+202E, U+2066-U+2069, and the marks U+200E, U+200F,
@@ -273,7 +280,7 @@ impl NewJob {
     /// in logs, views and terminals, and "" marks the ungrouped jobs' turn in a lease's
     /// round-robin).
     pub fn valid_group(g: &str) -> bool {
-        !g.trim().is_empty() && g.chars().count() <= 128 && plain_text(g)
+        plain_name(g, 128)
     }
 
     /// The state a new job starts in: scheduled when it runs later than it was created.
