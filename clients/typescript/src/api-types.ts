@@ -238,7 +238,7 @@ export interface paths {
         put?: never;
         /**
          * A consistent copy of the embedded SQLite database, made while jobs run
-         * @description Copies the database as of one commit (SQLite's VACUUM INTO on a connection of its own: writers go on), fsyncs and checks the copy (quick_check), then sends it: a SQLite file that `redial serve --data-dir DIR` starts on once saved as DIR/redial.db. The copy is made beside the database first (its disk needs room for it) and removed once sent. `redial backup FILE` calls this, writes FILE under a temporary name, checks it again and renames it. The copy holds every job's request, credentials included: keep it as safe as the database. A PostgreSQL-backed server answers 501 not_supported: back that database up with pg_dump or the provider's backups.
+         * @description Copies the database as of one commit (SQLite's VACUUM INTO on a connection of its own: writers go on), fsyncs and checks the copy (quick_check), then sends it: a SQLite file that `redial serve --data-dir DIR` starts on once saved as DIR/redial.db. The copy is made beside the database first (its disk needs room for it: a backup is refused with 503 storage_unavailable when the disk has less free space than the database's size and 64 MiB) and removed once sent. One backup at a time on a node: another, while one is made or sent, is answered 503 backup_in_progress with Retry-After. `redial backup FILE` calls this, writes FILE under a temporary name, checks it again and renames it. The copy holds every job's request, credentials included: keep it as safe as the database. A PostgreSQL-backed server answers 501 not_supported: back that database up with pg_dump or the provider's backups.
          */
         post: operations["backup"];
         delete?: never;
@@ -715,7 +715,7 @@ export interface components {
                  * @description Machine-readable; stable. Clients match on it; the message is for people.
                  * @enum {string}
                  */
-                code: "bad_request" | "batch_too_large" | "body_too_large" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_ordering_key" | "invalid_parameter" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
+                code: "backup_in_progress" | "bad_request" | "batch_too_large" | "body_too_large" | "busy" | "conflict" | "cross_site" | "empty_batch" | "filter_required" | "foreign_host" | "headers_too_large" | "internal" | "invalid_body" | "invalid_callback" | "invalid_category" | "invalid_cursor" | "invalid_deadline" | "invalid_endpoint" | "invalid_event_kind" | "invalid_field" | "invalid_group" | "invalid_header" | "invalid_id" | "invalid_idempotency_key" | "invalid_job" | "invalid_json" | "invalid_limit" | "invalid_method" | "invalid_missed" | "invalid_ordering_key" | "invalid_parameter" | "invalid_pattern" | "invalid_pause" | "invalid_policy" | "invalid_range" | "invalid_reason" | "invalid_reason_text" | "invalid_schedule" | "invalid_state" | "invalid_tags" | "invalid_time" | "invalid_timeout" | "invalid_url" | "invalid_wait" | "job_body_too_large" | "method_not_allowed" | "no_route" | "not_found" | "not_supported" | "read_only" | "request_timeout" | "reserved_queue" | "schedule_exists" | "storage_unavailable" | "too_large" | "too_many_waiters" | "unauthorized" | "unknown_parameter" | "unknown_queue" | "unsupported_media_type" | "uri_too_long";
                 /** @description What was wrong and what to do, for people. */
                 message: string;
             };
@@ -765,13 +765,13 @@ export interface components {
              * @default 0
              */
             priority?: number;
-            /** @description At most 32 tags of 1 to 100 bytes. */
+            /** @description At most 32 tags of 1 to 100 characters of plain text each, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_tags). */
             tags?: string[];
             /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
             /** @description Jobs of the queue with the same ordering key start one at a time, in the order they were enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's head holds the key; a dead head holds it until it is replayed or dismissed (the queue's `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job takes its original place. Keys and groups combine. 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_ordering_key). */
             ordering_key?: string;
-            /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
+            /** @description Endpoint grouping: 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_endpoint); the URL's origin by default. Every endpoint control takes the same names. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
             policy?: Record<string, never> | null;
@@ -1202,13 +1202,13 @@ export interface components {
              * @default 0
              */
             priority?: number;
-            /** @description At most 32 tags of 1 to 100 bytes. */
+            /** @description At most 32 tags of 1 to 100 characters of plain text each, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_tags). */
             tags?: string[];
             /** @description Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin across the groups with due work (jobs without a group take their turn as one group), and a queue may limit each group's concurrency and rate. 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_group). */
             group?: string;
             /** @description Jobs of the queue with the same ordering key start one at a time, in the order they were enqueued (priority does not reorder them): a retry, a deferral or a hold of the key's head holds the key; a dead head holds it until it is replayed or dismissed (the queue's `ordering_on_dead` = block, the default) or lets the next go (skip); a replayed job takes its original place. Keys and groups combine. 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_ordering_key). */
             ordering_key?: string;
-            /** @description Endpoint grouping (1-200 bytes); the URL's origin by default. */
+            /** @description Endpoint grouping: 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (422 invalid_endpoint); the URL's origin by default. Every endpoint control takes the same names. */
             endpoint?: string;
             /** @description Overrides of the queue's retry policy (the fields of a policy file: max_attempts, max_unknown_attempts, max_deferrals, max_age, max_server_wait, server_wait_jitter, trust_provider_hints, defer_with_server_wait, transient, unknown, safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is refused (422 invalid_policy or invalid_field). */
             policy?: Record<string, never> | null;
@@ -1663,7 +1663,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, invalid_pattern, invalid_reason, invalid_range, invalid_schedule, empty_batch, filter_required. */
+        /** @description The JSON was read but a value is not acceptable; the message names it. Codes: invalid_field (a field of the wrong type, an unknown field, a missing one), unknown_queue, reserved_queue (the callbacks or notifications queue: Redial's own signed deliveries), invalid_id, invalid_method, invalid_url, invalid_header, invalid_timeout, invalid_idempotency_key, invalid_deadline, invalid_tags, invalid_policy, invalid_endpoint, invalid_group, invalid_category, invalid_pattern, invalid_reason, invalid_range, invalid_schedule, empty_batch, filter_required. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1724,7 +1724,7 @@ export interface operations {
                 pattern?: string;
                 /** @description Only the job(s) with this idempotency key, exactly (the one a job names or the one Redial derived for it, as sent in the request's header); answered from an index. 1 to 255 printable ASCII characters without spaces (400 invalid_idempotency_key) */
                 idempotency_key?: string;
-                /** @description Only jobs with this tag, exactly; answered from an index. 1 to 100 characters (400 invalid_tags) */
+                /** @description Only jobs with this tag, exactly; answered from an index. 1 to 100 characters of plain text, as an enqueue takes (400 invalid_tags) */
                 tag?: string;
                 /** @description Only the dead letters whose reason has, for each word given (letters and digits; case does not matter), a word that starts with it: "cert expired" finds "TLS certificate expired". 1 to 8 words in at most 1,000 characters; implies state=dead, and any other state is refused (400 invalid_reason_text). Answered from an index of the words of dead letters' reasons, brought up to date first */
                 reason_text?: string;

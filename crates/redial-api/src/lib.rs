@@ -53,9 +53,11 @@ macro_rules! error_codes {
 }
 
 error_codes! {
+    BackupInProgress = "backup_in_progress": "A backup is being made or sent on this node; one at a time: try again after Retry-After.",
     BadRequest = "bad_request": "The request is not valid HTTP or was refused before it reached a route.",
     BatchTooLarge = "batch_too_large": "A batch holds more jobs than one request may enqueue.",
     BodyTooLarge = "body_too_large": "The request's body is over the server's limit.",
+    Busy = "busy": "The server is busy with long requests (bodies arriving, waits, streams); this call is refused at once: try again after Retry-After.",
     Conflict = "conflict": "A job with this id exists with a different request.",
     CrossSite = "cross_site": "A browser sent a changing request from another site.",
     EmptyBatch = "empty_batch": "A batch holds no job.",
@@ -102,6 +104,7 @@ error_codes! {
     NotSupported = "not_supported": "This server's store cannot do that.",
     ReadOnly = "read_only": "The token may read, not change.",
     RequestTimeout = "request_timeout": "The request did not arrive in time; the connection is closed.",
+    ReservedQueue = "reserved_queue": "The queue carries Redial's own signed deliveries (callbacks, notifications); jobs cannot be put in it through the API.",
     ScheduleExists = "schedule_exists": "A schedule of that name exists.",
     StorageUnavailable = "storage_unavailable": "The store cannot serve now; nothing was done: try again after Retry-After.",
     TooLarge = "too_large": "The request is over a limit of the server's.",

@@ -486,7 +486,9 @@ pub struct JobInput {
     /// run_at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
-    /// Endpoint grouping (1-200 bytes); the URL's origin by default.
+    /// Endpoint grouping: 1 to 200 characters of plain text, not only spaces: no control
+    /// characters, bidirectional overrides or line separators (422 invalid_endpoint); the URL's
+    /// origin by default. Every endpoint control takes the same names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin
@@ -531,7 +533,8 @@ pub struct JobInput {
     /// Not before this instant (RFC 3339); now when absent or past.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_at: Option<String>,
-    /// At most 32 tags of 1 to 100 bytes.
+    /// At most 32 tags of 1 to 100 characters of plain text each, not only spaces: no control
+    /// characters, bidirectional overrides or line separators (422 invalid_tags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
 }
@@ -582,7 +585,9 @@ pub struct JobSide {
 pub struct JobTemplateInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<CallbackInput>,
-    /// Endpoint grouping (1-200 bytes); the URL's origin by default.
+    /// Endpoint grouping: 1 to 200 characters of plain text, not only spaces: no control
+    /// characters, bidirectional overrides or line separators (422 invalid_endpoint); the URL's
+    /// origin by default. Every endpoint control takes the same names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// Who the job is for (a tenant, a customer id). Within a queue, leasing goes round-robin
@@ -615,7 +620,8 @@ pub struct JobTemplateInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
     pub request: JobTemplateInputRequest,
-    /// At most 32 tags of 1 to 100 bytes.
+    /// At most 32 tags of 1 to 100 characters of plain text each, not only spaces: no control
+    /// characters, bidirectional overrides or line separators (422 invalid_tags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
 }

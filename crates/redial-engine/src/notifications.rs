@@ -195,7 +195,9 @@ impl NotificationTarget {
         true
     }
 
-    /// The delivery job of `notice` for this target, in `queue`.
+    /// The delivery job of `notice` for this target, in `queue`. Its id (and key, and
+    /// `webhook-id`) is in the form [`is_notification_id`] recognises, which the API refuses
+    /// from clients.
     pub fn job(&self, notice: &Notice, queue: &str) -> Option<NewJob> {
         let endpoint = url::Url::parse(&self.url)
             .ok()?
@@ -261,6 +263,34 @@ pub fn jobs(targets: &[NotificationTarget], notices: &[Notice], queue: &str) -> 
 
 /// A short stable hash of a subject (an endpoint's name may be long and hold any character; a
 /// job id must not).
+/// Whether `s` has the form of a notification's id (`notify-<target>-<event>-<16 hex>-<ms>`),
+/// which is also its idempotency key and `webhook-id`: such ids and keys are Redial's own, and
+/// the API refuses them from clients (a job holding one would suppress the genuine delivery, or
+/// be signed in its place).
+pub fn is_notification_id(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("notify-") else {
+        return false;
+    };
+    let mut tail = rest.rsplitn(3, '-');
+    let (Some(ms), Some(hash), Some(head)) = (tail.next(), tail.next(), tail.next()) else {
+        return false;
+    };
+    !ms.is_empty()
+        && ms.bytes().all(|b| b.is_ascii_digit())
+        && hash.len() == 16
+        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        && NotifyEvent::ALL
+            .iter()
+            .any(|e| head.ends_with(&format!("-{}", e.as_str())))
+}
+
+/// Whether an idempotency key (or a job id) is in a form Redial's own deliveries use: a
+/// callback's (`callback~...`, see `Callback::delivery_id`) or a notification's. The key is a
+/// signed delivery's `webhook-id`; the API refuses these from clients on every queue.
+pub fn is_reserved_delivery_key(s: &str) -> bool {
+    s.starts_with("callback~") || is_notification_id(s)
+}
+
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
@@ -306,6 +336,24 @@ mod tests {
         // Zero: every pause; and only the events asked for.
         assert!(target(&[NotifyEvent::EndpointPaused], Duration::ZERO).wants(&paused(Some(1))));
         assert!(!target(&[NotifyEvent::EndpointResumed], Duration::ZERO).wants(&paused(None)));
+    }
+
+    #[test]
+    fn a_notification_id_is_known_for_redials_own() {
+        let t = target(&[NotifyEvent::EndpointPaused], Duration::ZERO);
+        let id = t.job(&paused(None), "notifications").expect("a job").id.0;
+        assert!(is_notification_id(&id), "{id}");
+        assert!(is_reserved_delivery_key(&id));
+        assert!(is_reserved_delivery_key("callback~completed~1.0~victim"));
+        for other in [
+            "notify-user-42",
+            "notify-ops-endpoint.paused",
+            "notify-ops-endpoint.paused-0123456789abcdef-",
+            "order-42",
+            "",
+        ] {
+            assert!(!is_reserved_delivery_key(other), "{other}");
+        }
     }
 
     #[test]

@@ -420,14 +420,16 @@ pub fn search_key(k: String) -> Result<String, ApiError> {
 
 /// A search's tag: as an enqueue takes one (400 otherwise: it is a query).
 pub fn search_tag(t: String) -> Result<String, ApiError> {
-    if t.is_empty() || t.len() > 100 {
-        return Err(ApiError::bad_request(
-            ErrorCode::InvalidTags,
-            "tag must be 1 to 100 characters",
-        ));
+    if !redial_store::plain_name(&t, MAX_TAG_CHARS) {
+        return Err(ApiError::bad_request(ErrorCode::InvalidTags, TAG_RULE));
     }
     Ok(t)
 }
+
+/// A tag's length, in characters, and the rule for one (as for every name:
+/// [`redial_store::plain_name`]).
+const MAX_TAG_CHARS: usize = 100;
+const TAG_RULE: &str = "a tag must be 1 to 100 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators";
 
 /// The most words a search by reason text takes.
 const MAX_SEARCH_WORDS: usize = 8;
@@ -493,10 +495,33 @@ pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
     ))
 }
 
+/// Refuses Redial's own queues (callbacks and notifications) to jobs from clients: their
+/// deliveries are signed with the queue's secret under a `webhook-id` Redial derives, so a job
+/// put there by a token holder (enqueued, scheduled, or replayed or patched into it) would be a
+/// forged delivery that receivers trust, and could take the genuine one's `webhook-id`.
+fn check_not_reserved(state: &AppState, queue: &str) -> Result<(), ApiError> {
+    let c = state.engine.config();
+    if queue == c.callback_queue || queue == c.notification_queue {
+        return Err(ApiError::unprocessable(
+            ErrorCode::ReservedQueue,
+            format!(
+                "queue {queue:?} carries Redial's own signed deliveries: jobs cannot be enqueued, scheduled, replayed or patched into it (a dead delivery may be replayed as it was)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An endpoint name's length, in characters, and the rule for one, at enqueue and in every
+/// control alike ([`redial_store::plain_name`]).
+pub const MAX_ENDPOINT_CHARS: usize = 200;
+pub const ENDPOINT_RULE: &str = "endpoint must be 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (names are URL origins such as https://api.example.com, percent-encoded in the path)";
+
 /// Turns a validated input into a job to insert.
 pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
     let queue = input.queue.unwrap_or_else(|| "default".to_owned());
     check_queue(state, &queue)?;
+    check_not_reserved(state, &queue)?;
 
     let id = match input.id {
         Some(id) => {
@@ -509,6 +534,14 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
                 return Err(ApiError::unprocessable(
                     ErrorCode::InvalidId,
                     "id must be 1 to 200 characters of letters, digits and - _ . : @",
+                ));
+            }
+            // A notification's id is its key and webhook-id: a job holding one first would
+            // suppress the genuine delivery (one event, one job).
+            if redial_engine::notifications::is_notification_id(&id) {
+                return Err(ApiError::unprocessable(
+                    ErrorCode::InvalidId,
+                    "id is in the form of Redial's own notifications' ids (notify-<target>-<event>-<hash>-<ms>): choose another",
                 ));
             }
             id
@@ -591,6 +624,12 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
                     "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
                 ));
             }
+            if redial_engine::notifications::is_reserved_delivery_key(&k) {
+                return Err(ApiError::unprocessable(
+                    ErrorCode::InvalidIdempotencyKey,
+                    "idempotency_key is in the form of Redial's own deliveries' keys (callback~..., notify-<target>-<event>-...): choose another",
+                ));
+            }
             k
         }
         None => redial_engine::derived_idempotency_key(&queue, &id),
@@ -611,10 +650,19 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         }
     }
     let tags = input.tags.unwrap_or_default();
-    if tags.len() > 32 || tags.iter().any(|t| t.is_empty() || t.len() > 100) {
+    if tags.len() > 32 {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidTags,
-            "at most 32 tags of 1 to 100 characters each",
+            "at most 32 tags",
+        ));
+    }
+    if let Some(bad) = tags
+        .iter()
+        .find(|t| !redial_store::plain_name(t, MAX_TAG_CHARS))
+    {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidTags,
+            format!("tag {bad:?}: {TAG_RULE}"),
         ));
     }
     if let Some(p) = &input.policy {
@@ -624,11 +672,11 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         })?;
     }
     let endpoint = match input.endpoint {
-        Some(e) if !e.is_empty() && e.len() <= 200 => e,
+        Some(e) if redial_store::plain_name(&e, MAX_ENDPOINT_CHARS) => e,
         Some(_) => {
             return Err(ApiError::unprocessable(
                 ErrorCode::InvalidEndpoint,
-                "endpoint must be 1 to 200 characters",
+                ENDPOINT_RULE,
             ))
         }
         None => url.origin().ascii_serialization(),

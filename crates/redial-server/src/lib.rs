@@ -16,10 +16,11 @@ mod view;
 
 pub use error::{ApiError, ErrorCode};
 pub use input::CallbackInput;
-pub use listen::serve;
+pub use listen::{serve, RESERVE};
 
 use axum::Router;
 use redial_engine::Engine;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,7 +55,11 @@ pub struct ServerConfig {
     /// From the first byte of a request's head to its end.
     pub header_timeout: Duration,
     /// A connection with no request in progress (keep-alive, or never used) is closed after this.
+    /// A connection sending an answer (an event stream, a backup, a wait) is not idle.
     pub idle_timeout: Duration,
+    /// A connection whose answer could not be written for this long (its reader stopped
+    /// reading) is closed.
+    pub write_timeout: Duration,
     /// From a request's head to the end of its body.
     pub body_timeout: Duration,
     /// Requests waiting for a job to finish (`GET /v1/jobs/{id}?wait=`) at once; more are
@@ -77,6 +82,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(30),
             max_waiters: 1000,
         }
@@ -91,6 +97,80 @@ pub struct AppState {
     /// Triggered when the server stops taking requests ([`serve`]): event streams end then, so
     /// that the drain does not wait for them.
     pub draining: redial_engine::Shutdown,
+    /// What is shared out among clients: backups, event streams, bodies being read.
+    pub gates: Gates,
+}
+
+/// Reads what a refused request's body sends within a moment (at most 64 KiB in 250 ms) and
+/// drops it, so that the refusal can be read: a socket closed with unread bytes is reset, and
+/// the client sees the reset instead of the answer.
+pub(crate) async fn drain_briefly(body: axum::body::Body) {
+    use http_body_util::BodyExt;
+    let reading = http_body_util::Limited::new(body, 64 * 1024).collect();
+    let _ = tokio::time::timeout(Duration::from_millis(250), reading).await;
+}
+
+/// Counters of what long requests hold on a node, so that no client can take it all (issue
+/// 55): one backup at a time (each copy takes the database's size on disk until its download
+/// ends); at most `max_waiters` event streams; at most a quarter of `max_connections` requests
+/// whose bodies are still arriving. Each is taken with a guard that gives it back when dropped.
+#[derive(Clone, Debug, Default)]
+pub struct Gates(Arc<GateCounts>);
+
+#[derive(Debug, Default)]
+struct GateCounts {
+    backups: AtomicUsize,
+    streams: AtomicUsize,
+    bodies: AtomicUsize,
+}
+
+/// A taken place of a [`Gates`] counter; given back when dropped.
+#[derive(Debug)]
+pub struct Gate {
+    gates: Gates,
+    which: fn(&GateCounts) -> &AtomicUsize,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        (self.which)(&self.gates.0).fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Gates {
+    fn take(&self, which: fn(&GateCounts) -> &AtomicUsize, max: usize) -> Option<Gate> {
+        let counter = which(&self.0);
+        let mut n = counter.load(Ordering::Acquire);
+        loop {
+            if n >= max.max(1) {
+                return None;
+            }
+            match counter.compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    return Some(Gate {
+                        gates: self.clone(),
+                        which,
+                    })
+                }
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// The node's one backup, if no other is being made or sent.
+    pub fn backup(&self) -> Option<Gate> {
+        self.take(|c| &c.backups, 1)
+    }
+
+    /// An event stream's place, if fewer than `max` are open.
+    pub fn stream(&self, max: usize) -> Option<Gate> {
+        self.take(|c| &c.streams, max)
+    }
+
+    /// A place to read a request's body in, if fewer than `max` are arriving.
+    pub fn body(&self, max: usize) -> Option<Gate> {
+        self.take(|c| &c.bodies, max)
+    }
 }
 
 /// The whole API.

@@ -2,11 +2,19 @@
 //! hostile clients needs, which a bare `axum::serve` does not have:
 //! - a connection that has started a request's head must finish it within `header_timeout`;
 //! - a connection with no request in progress is closed after `idle_timeout` (keep-alive, or a
-//!   socket that connected and never sent a byte);
+//!   socket that connected and never sent a byte). A request is in progress from its head until
+//!   its answer's last byte is handed to the socket: an event stream, a backup download or a
+//!   wait is never idle, however long it lasts;
+//! - a connection whose answer cannot be written for `write_timeout` (its reader stopped
+//!   reading) is closed;
 //! - at most `max_connections` at once. At the cap, the connection that has waited longest
-//!   without a request in progress is closed to make room, so sockets that hold a connection and
-//!   send nothing cannot lock out a real client (or `/healthz`); only when every connection is
-//!   serving a request does accepting wait for one to end.
+//!   without a request in progress (for a second at least) is closed to make room, so sockets
+//!   that hold a connection and send nothing cannot lock out a real client (or `/healthz`). When every connection is serving
+//!   a request (waits, streams, bodies arriving: a token holder can make that happen), up to
+//!   [`RESERVE`] more are let in for short calls only: a `GET` or `HEAD` that does not wait or
+//!   stream (`/healthz`, `/readyz`, `/v1/stats`, a job's state). Anything else on them is
+//!   refused at once with 503 `busy` and `Retry-After`, and each closes after its one answer.
+//!   Only when those are taken too does accepting wait for one to end.
 //!
 //! The request body's own timeout (`body_timeout`) is the router's (see `routes::read_body`): the
 //! body is read while a request is in progress.
@@ -32,6 +40,14 @@ use tower::Service;
 /// How long open connections get to finish once shutdown begins, before they are closed.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
 
+/// Connections beyond `max_connections`, for short calls only, when every connection is serving
+/// a request.
+pub const RESERVE: usize = 32;
+
+/// A connection idle for less than this is not closed to make room: one just accepted has not
+/// sent its head yet (and on a loaded machine it may take a while to be read).
+const EVICT_AFTER: Duration = Duration::from_secs(1);
+
 /// Serves `state`'s API on `listener` until `shutdown` resolves, then stops accepting, lets
 /// requests in progress finish (up to 10 s) and returns.
 pub async fn serve(
@@ -47,11 +63,12 @@ pub async fn serve(
     let mut next_id: u64 = 0;
     tokio::pin!(shutdown);
     loop {
-        // At the cap: make room by closing the longest-idle connection (unless one is closing
-        // already), and wait for it to end, so no more sockets are open than the cap.
-        while registry.len() >= config.max_connections.max(1) {
+        // Past the cap and its reserve: accept nothing until a connection ends, closing the
+        // longest-idle one to make room (unless one is closing already).
+        let cap = config.max_connections.max(1);
+        while registry.len() >= cap + RESERVE {
             if !registry.evicting() {
-                let _ = registry.evict_longest_idle();
+                let _ = registry.evict_longest_idle(millis(epoch));
             }
             tokio::select! {
                 _ = registry.closed.notified() => {}
@@ -75,15 +92,21 @@ pub async fn serve(
             _ = &mut shutdown => return drain(registry, &draining).await,
         };
         let _ = stream.set_nodelay(true);
+        // At the cap, once a connection is waiting (never before: a connection just accepted
+        // has not sent its head yet, and would look idle): the longest-idle one makes room; with
+        // none idle, this one is a reserved one, for short calls.
+        let reserved = registry.len() >= cap && !registry.evict_longest_idle(millis(epoch));
         next_id += 1;
         let conn = Arc::new(ConnState::new(epoch));
         registry.insert(next_id, conn.clone());
         let task = ConnTask {
             id: next_id,
+            reserved,
             conn,
             registry: registry.clone(),
             header_timeout: config.header_timeout,
             idle_timeout: config.idle_timeout,
+            write_timeout: config.write_timeout,
             epoch,
         };
         tokio::spawn(task.run(stream, router.clone()));
@@ -154,13 +177,14 @@ impl Registry {
             .any(|c| c.evicted.load(Ordering::Acquire))
     }
 
-    /// Closes the connection that has waited longest with no request in progress; false when
-    /// every connection is serving one.
-    fn evict_longest_idle(&self) -> bool {
+    /// Closes the connection that has waited longest with no request in progress, if one has
+    /// for [`EVICT_AFTER`] (`now` in ms since the epoch); false when none has.
+    fn evict_longest_idle(&self, now: u64) -> bool {
         let victim = self
             .lock()
             .values()
             .filter(|c| c.busy.load(Ordering::Acquire) == 0 && !c.evicted.load(Ordering::Acquire))
+            .filter(|c| c.waiting_since() + ms(EVICT_AFTER) <= now)
             .min_by_key(|c| c.waiting_since())
             .cloned();
         match victim {
@@ -186,6 +210,11 @@ struct ConnState {
     head_since: AtomicU64,
     /// Wakes the watchdog when a head starts (its deadline moves earlier).
     head_started: Notify,
+    /// Milliseconds since the epoch (plus one; 0 for none) since when a write to the socket has
+    /// waited for room (the reader not taking the answer).
+    write_blocked_since: AtomicU64,
+    /// Wakes the watchdog when a write starts waiting.
+    write_blocked: Notify,
     /// Tells the connection to close: evicted at the cap, or shutting down.
     stop: Notify,
     evicted: AtomicBool,
@@ -198,6 +227,8 @@ impl ConnState {
             idle_since: AtomicU64::new(millis(epoch)),
             head_since: AtomicU64::new(0),
             head_started: Notify::new(),
+            write_blocked_since: AtomicU64::new(0),
+            write_blocked: Notify::new(),
             stop: Notify::new(),
             evicted: AtomicBool::new(false),
         }
@@ -208,6 +239,19 @@ impl ConnState {
         match self.head_since.load(Ordering::Acquire) {
             0 => self.idle_since.load(Ordering::Acquire),
             h => (h - 1).min(self.idle_since.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Notes whether a write to the socket went through or waits for room.
+    fn wrote<T>(&self, polled: &Poll<T>, epoch: Instant) {
+        if polled.is_pending() {
+            if self.write_blocked_since.load(Ordering::Acquire) == 0 {
+                self.write_blocked_since
+                    .store(millis(epoch) + 1, Ordering::Release);
+                self.write_blocked.notify_one();
+            }
+        } else {
+            self.write_blocked_since.store(0, Ordering::Release);
         }
     }
 
@@ -223,7 +267,8 @@ fn millis(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Marks a request in progress on its connection for as long as it lives.
+/// Marks a request in progress on its connection for as long as it lives: from the request's
+/// head until its answer's body has ended or was dropped ([`Answering`]).
 struct Busy {
     conn: Arc<ConnState>,
     epoch: Instant,
@@ -246,12 +291,47 @@ impl Drop for Busy {
     }
 }
 
+/// An answer's body, keeping its request in progress until the last frame is taken (or the
+/// body is dropped: the connection ended), so that a stream is not taken for an idle
+/// connection.
+struct Answering {
+    body: Body,
+    busy: Option<Busy>,
+}
+
+impl hyper::body::Body for Answering {
+    type Data = hyper::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            self.busy = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 struct ConnTask {
     id: u64,
+    /// Let in beyond the cap: short calls only, one answer, then closed.
+    reserved: bool,
     conn: Arc<ConnState>,
     registry: Arc<Registry>,
     header_timeout: Duration,
     idle_timeout: Duration,
+    write_timeout: Duration,
     epoch: Instant,
 }
 
@@ -263,14 +343,29 @@ impl ConnTask {
             epoch: self.epoch,
             rewrite: None,
         });
-        let (conn_state, epoch) = (self.conn.clone(), self.epoch);
+        let (conn_state, epoch, reserved) = (self.conn.clone(), self.epoch, self.reserved);
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = Busy::start(conn_state.clone(), epoch);
             let mut router = router.clone();
             async move {
-                let response = router.call(req.map(Body::new)).await;
-                drop(busy);
-                response
+                let response = if reserved && !is_short(&req) {
+                    crate::drain_briefly(Body::new(req.into_body())).await;
+                    Ok(busy_answer())
+                } else {
+                    router.call(req.map(Body::new)).await
+                };
+                response.map(|mut r| {
+                    if reserved {
+                        r.headers_mut().insert(
+                            axum::http::header::CONNECTION,
+                            axum::http::HeaderValue::from_static("close"),
+                        );
+                    }
+                    r.map(|body| Answering {
+                        body,
+                        busy: Some(busy),
+                    })
+                })
             }
         });
         let http = hyper::server::conn::http1::Builder::new()
@@ -305,9 +400,17 @@ impl ConnTask {
         loop {
             let c = &self.conn;
             let now = millis(self.epoch);
-            let deadline = if c.busy.load(Ordering::Acquire) > 0 {
+            let blocked = c.write_blocked_since.load(Ordering::Acquire);
+            let deadline = if blocked > 0 {
+                // An answer whose reader stopped taking it.
+                let at = (blocked - 1) + ms(self.write_timeout);
+                if at <= now {
+                    return "write timeout";
+                }
+                at
+            } else if c.busy.load(Ordering::Acquire) > 0 {
                 // A request in progress has its own bounds (the body timeout, the handlers');
-                // look again after an idle period.
+                // look again after an idle period, or when a write starts to wait.
                 now + ms(self.idle_timeout)
             } else {
                 match c.head_since.load(Ordering::Acquire) {
@@ -327,6 +430,7 @@ impl ConnTask {
             tokio::select! {
                 _ = tokio::time::sleep_until(at.max(Instant::now())) => {}
                 _ = c.head_started.notified() => {}
+                _ = c.write_blocked.notified() => {}
                 _ = c.stop.notified() => {
                     return if c.evicted.load(Ordering::Acquire) {
                         "connection cap reached"
@@ -337,6 +441,37 @@ impl ConnTask {
             }
         }
     }
+}
+
+/// Whether a request is a short call, which a reserved connection serves: a `GET` or `HEAD`
+/// with no body, that neither waits for a job nor streams.
+fn is_short<B>(req: &Request<B>) -> bool {
+    use axum::http::Method;
+    let path = req.uri().path();
+    let waits = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p.starts_with("wait=")));
+    matches!(*req.method(), Method::GET | Method::HEAD)
+        && !req
+            .headers()
+            .contains_key(axum::http::header::CONTENT_LENGTH)
+        && !req
+            .headers()
+            .contains_key(axum::http::header::TRANSFER_ENCODING)
+        && !waits
+        && path != "/v1/events/stream"
+}
+
+/// The answer a reserved connection gives to anything but a short call.
+fn busy_answer() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    crate::ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Busy,
+        "every connection of this server is serving a request (waits, streams, bodies arriving): only short calls (a GET that neither waits nor streams) are taken now; try again after Retry-After",
+    )
+    .into_response()
 }
 
 fn ms(d: Duration) -> u64 {
@@ -431,7 +566,9 @@ impl AsyncWrite for Watched {
         }
         let this = &mut *self;
         let Some((answer, written, stands_for)) = &mut this.rewrite else {
-            return Pin::new(&mut this.inner).poll_write(cx, buf);
+            let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+            this.conn.wrote(&polled, this.epoch);
+            return polled;
         };
         while *written < answer.len() {
             match Pin::new(&mut this.inner).poll_write(cx, &answer[*written..]) {
@@ -466,7 +603,9 @@ impl AsyncWrite for Watched {
                 return self.poll_write(cx, first);
             }
         }
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.conn.wrote(&polled, self.epoch);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {

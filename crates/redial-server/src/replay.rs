@@ -251,6 +251,7 @@ pub fn plan(
                 request: job.request.clone(),
                 idempotency_key: job.idempotency_key.clone(),
                 policy: job.policy.clone(),
+                body_bytes: None,
             },
         },
     };
@@ -363,4 +364,19 @@ pub fn side<'a>(
         idempotency_key: key,
         request: view::request(request),
     }
+}
+
+/// A change's `before`, as a view shows it: its body's size as kept, or as noted when the body
+/// was not kept.
+pub fn before_side(b: &redial_store::JobBefore) -> SideView<'_> {
+    let mut side = side(
+        &b.queue,
+        &b.endpoint,
+        b.idempotency_key.as_deref(),
+        &b.request,
+    );
+    if let Some(n) = b.body_bytes {
+        side.request.body_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    side
 }

@@ -74,12 +74,7 @@ pub fn changes(list: &[JobChange]) -> Vec<ChangeView<'_>> {
             at: c.at,
             replay: c.replay,
             changed: &c.changed,
-            before: crate::replay::side(
-                &c.before.queue,
-                &c.before.endpoint,
-                c.before.idempotency_key.as_deref(),
-                &c.before.request,
-            ),
+            before: crate::replay::before_side(&c.before),
         })
         .collect()
 }

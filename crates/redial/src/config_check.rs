@@ -113,6 +113,7 @@ async fn check_schedules(
         );
         let state = redial_server::AppState {
             draining: redial_engine::Shutdown::new(),
+            gates: Default::default(),
             engine,
             config: Arc::new(settings.server.clone()),
         };
@@ -186,6 +187,7 @@ fn resolved(s: &Settings) -> Value {
             "max_connections": server.max_connections,
             "header_timeout": human(server.header_timeout),
             "idle_timeout": human(server.idle_timeout),
+            "write_timeout": human(server.write_timeout),
             "body_timeout": human(server.body_timeout),
             "max_waiters": server.max_waiters,
         }),

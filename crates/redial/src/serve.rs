@@ -88,6 +88,7 @@ pub async fn run(args: Args) -> Result<()> {
     let engine = Engine::new(store, engine_config, Arc::new(SystemClock), Arc::new(http));
     let state = AppState {
         draining: redial_engine::Shutdown::new(),
+        gates: Default::default(),
         engine: engine.clone(),
         config: Arc::new(ServerConfig {
             max_connections: fit_open_files(settings.server.max_connections),
@@ -291,7 +292,10 @@ fn fit_open_files(max_connections: usize) -> usize {
         return max_connections;
     };
     let reserved = RESERVED_FILES.min(limit / 4);
-    let room = usize::try_from(limit.saturating_sub(reserved).max(16)).unwrap_or(usize::MAX);
+    // The accept loop may hold `RESERVE` connections beyond the cap, for short calls.
+    let room = usize::try_from(limit.saturating_sub(reserved).max(16 + 32))
+        .unwrap_or(usize::MAX)
+        .saturating_sub(redial_server::RESERVE);
     if max_connections > room {
         tracing::warn!(
             configured = max_connections,

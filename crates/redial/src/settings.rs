@@ -197,6 +197,7 @@ impl Settings {
             max_connections: s.max_connections,
             header_timeout: s.header_timeout,
             idle_timeout: s.idle_timeout,
+            write_timeout: s.write_timeout,
             body_timeout: s.body_timeout,
             max_waiters: s.max_waiters,
         };

@@ -382,3 +382,84 @@ async fn sqlite_event_stream_resumes_without_gaps_or_repeats() {
 async fn postgres_event_stream_resumes_without_gaps_or_repeats() {
     resume_misses_nothing_and_repeats_nothing(Db::Postgres).await;
 }
+
+/// The command's next line of output, within [`PATIENCE`].
+async fn next_line(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(PATIENCE, lines.recv())
+        .await
+        .expect("a line in time")
+        .expect("the command runs")
+}
+
+/// `redial serve` on `data`, listening on `port` (0: any).
+fn serve_on(data: &std::path::Path, port: u16) -> Server {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--allow-private-networks")
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("REDIAL_TOKEN")
+        .env_remove("REDIAL_CONFIG")
+        .env_remove("REDIAL_DATABASE_URL")
+        .env_remove("REDIAL_DATA_DIR")
+        .env("REDIAL_LOG", "warn");
+    Server::start(cmd)
+}
+
+/// Observed at c38adc7: `redial events --follow` exited 1 when its stream was cut ("error
+/// decoding response body") and did not reconnect. Now a cut stream is reopened after the last
+/// event printed: the server stops and starts again on the same address while the command
+/// follows, and every death is printed once, before and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_reopens_a_cut_stream_where_it_left_off() {
+    let rx = Receiver::start().await;
+    rx.script("/bad", vec![Reply::status(400), Reply::status(400)]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let server = serve_on(&data, 0);
+    let port = server.addr().port();
+    let c = client(&server);
+    let mut follow = std::process::Command::new(BIN)
+        .args([
+            "events",
+            "--server",
+            &server.url,
+            "--follow",
+            "--after",
+            "0-0",
+        ])
+        .args(["--kind", "job.dead"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("redial events --follow");
+    let stdout = follow.stdout.take().expect("stdout");
+    let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    enqueue(&c, job_jobs("first-", 1, &rx.url("/bad"))).await;
+    let first = next_line(&mut lines).await;
+    assert!(first.contains("first-0"), "{first}");
+
+    // The stream is cut: the server stops, and comes back on the same address.
+    server.terminate();
+    let server = serve_on(&data, port);
+    let c = client(&server);
+    enqueue(&c, job_jobs("second-", 1, &rx.url("/bad"))).await;
+    let second = next_line(&mut lines).await;
+    assert!(
+        second.contains("second-0"),
+        "only what is new, once: {second}"
+    );
+    let _ = follow.kill();
+    let out = follow.wait_with_output().expect("ended");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("reopening"), "{stderr}");
+    server.terminate();
+}

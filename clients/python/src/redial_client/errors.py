@@ -9,9 +9,11 @@ from typing import Literal, get_args
 # Every code the API's error answers carry: the OpenAPI document's enum, which the server's
 # ErrorCode writes (a test fails when they drift).
 ErrorCode = Literal[
+    "backup_in_progress",
     "bad_request",
     "batch_too_large",
     "body_too_large",
+    "busy",
     "conflict",
     "cross_site",
     "empty_batch",
@@ -58,6 +60,7 @@ ErrorCode = Literal[
     "not_supported",
     "read_only",
     "request_timeout",
+    "reserved_queue",
     "schedule_exists",
     "storage_unavailable",
     "too_large",

@@ -41,6 +41,7 @@ impl Server {
         };
         let state = AppState {
             draining: redial_engine::Shutdown::new(),
+            gates: Default::default(),
             engine,
             config: Arc::new(config),
         };

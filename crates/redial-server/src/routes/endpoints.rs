@@ -81,12 +81,12 @@ pub(super) async fn endpoint(State(state): State<AppState>, Path(name): Path<Str
     endpoint_after(&state, &name).await
 }
 
-/// An endpoint name people may act on: any name a job may carry, without control characters.
+/// An endpoint name people may act on: exactly the names a job may carry.
 pub(super) fn check_endpoint_name(name: &str) -> Result<(), ApiError> {
-    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+    if !redial_store::plain_name(name, crate::input::MAX_ENDPOINT_CHARS) {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidEndpoint,
-            "endpoint must be 1 to 200 characters, none of them a control character (names are URL origins such as https://api.example.com, percent-encoded in the path)",
+            crate::input::ENDPOINT_RULE,
         ));
     }
     Ok(())

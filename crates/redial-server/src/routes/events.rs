@@ -9,7 +9,6 @@
 
 use super::*;
 use redial_store::{EventCursor, EventFrom, EventKind, EventListParams};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How long a stream waits for a sign before reading the log anyway.
@@ -18,9 +17,6 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Events read per look.
 const PAGE: u32 = 200;
-
-/// Streams open on this process.
-static STREAMS: AtomicUsize = AtomicUsize::new(0);
 
 /// The filters and the start a request asks for.
 fn parse(q: HashMap<String, String>, stream: bool) -> Result<EventListParams, ApiError> {
@@ -105,15 +101,6 @@ pub(super) async fn events(
     .into_response())
 }
 
-/// Counts a stream while it lives.
-struct Slot;
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        STREAMS.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 pub(super) async fn stream(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -127,15 +114,13 @@ pub(super) async fn stream(
         params.from = EventFrom::After(cursor(last.trim())?);
     }
     let max = state.config.max_waiters;
-    if STREAMS.fetch_add(1, Ordering::SeqCst) >= max {
-        STREAMS.fetch_sub(1, Ordering::SeqCst);
+    let Some(slot) = state.gates.stream(max) else {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::TooManyWaiters,
-            format!("{max} requests already wait on this server (server.max_waiters): try again after Retry-After"),
+            format!("{max} event streams are open on this server (server.max_waiters): try again after Retry-After"),
         ));
-    }
-    let slot = Slot;
+    };
     // Where the stream starts, read now: an error is an answer, not a stream that ends at once.
     params.limit = PAGE;
     let first = state.engine.store().event_list(params.clone()).await?;
@@ -172,7 +157,8 @@ struct Stream {
     /// A page read and not yet sent.
     pending: Option<redial_store::EventPage>,
     since_sent: tokio::time::Instant,
-    _slot: Slot,
+    /// Its place among the node's streams, given back when the stream ends.
+    _slot: crate::Gate,
     shutdown: redial_engine::Shutdown,
 }
 

@@ -199,6 +199,21 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
     if !(h.contains_key(header::CONTENT_LENGTH) || h.contains_key(header::TRANSFER_ENCODING)) {
         return next.run(req).await;
     }
+    // A quarter of the connections at most may be sending a body: slow senders cannot take
+    // every connection (issue 55); the others are refused at once.
+    let most = (state.config.max_connections / 4).max(1);
+    let Some(_reading) = state.gates.body(most) else {
+        crate::drain_briefly(req.into_body()).await;
+        let mut resp = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Busy,
+            format!("{most} requests are sending their bodies to this server now (a quarter of server.max_connections): try again after Retry-After"),
+        )
+        .into_response();
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return resp;
+    };
     let (parts, body) = req.into_parts();
     let reading = Limited::new(body, state.config.max_request_bytes).collect();
     match tokio::time::timeout(state.config.body_timeout, reading).await {

@@ -43,6 +43,14 @@ pub(super) async fn healthz() -> Response {
 /// first byte is sent: a SQLite file, which `redial serve --data-dir` starts on as it is. The
 /// copy is written beside the database (the disk needs room for it) and removed once sent.
 pub(super) async fn backup(State(state): State<AppState>) -> Result<Response, ApiError> {
+    // One at a time: each copy holds the database's size on disk until its download ends.
+    let Some(slot) = state.gates.backup() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::BackupInProgress,
+            "a backup is being made or sent on this node: one at a time (each copy takes the database's size on disk until it is sent); try again after Retry-After",
+        ));
+    };
     let copy = state.engine.store().backup().await?;
     let file =
         std::fs::File::open(&copy.path).map_err(|e| ApiError::internal("opening the backup", e))?;
@@ -55,8 +63,9 @@ pub(super) async fn backup(State(state): State<AppState>) -> Result<Response, Ap
     let (bytes, jobs) = (copy.bytes, copy.jobs);
     // Removed now: the open file reads on, and nothing is left behind if the client goes away.
     drop(copy);
-    let chunks = futures_util::stream::unfold(Some(file), |file| async move {
-        let file = file?;
+    // The slot goes with the body: freed when the download ends or the client goes away.
+    let chunks = futures_util::stream::unfold(Some((file, slot)), |held| async move {
+        let (file, slot) = held?;
         let read = tokio::task::spawn_blocking(move || {
             use std::io::Read;
             let mut file = file;
@@ -73,7 +82,7 @@ pub(super) async fn backup(State(state): State<AppState>) -> Result<Response, Ap
         .await;
         match read {
             Ok((_, Ok(buf))) if buf.is_empty() => None,
-            Ok((file, Ok(buf))) => Some((Ok(Bytes::from(buf)), Some(file))),
+            Ok((file, Ok(buf))) => Some((Ok(Bytes::from(buf)), Some((file, slot)))),
             Ok((_, Err(e))) => Some((Err(e), None)),
             Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }

@@ -40,6 +40,7 @@ pub(crate) fn api_with(config: ServerConfig) -> Api {
     Api {
         app: router(AppState {
             draining: redial_engine::Shutdown::new(),
+            gates: Default::default(),
             engine,
             config: Arc::new(config),
         }),

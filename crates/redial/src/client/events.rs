@@ -25,7 +25,7 @@ pub struct EventsArgs {
     #[arg(long, default_value_t = 100, conflicts_with = "follow")]
     limit: u32,
     /// Keep printing events as they happen (one line each, or one JSON object per line with
-    /// --json), until interrupted.
+    /// --json), until interrupted; a stream that is cut is reopened where it left off.
     #[arg(long, short = 'f')]
     follow: bool,
     #[command(flatten)]
@@ -80,24 +80,77 @@ fn row(e: &Event) -> Vec<String> {
     ]
 }
 
-/// Prints the stream's events as they come; returns when it ends (the server stopping), saying
-/// where to resume.
-async fn follow(server: &super::Server, query: EventsQuery, json: bool) -> Result<()> {
-    let mut resp = server.ask(server.client.event_stream(&query)).await?;
-    let mut buffer = String::new();
+/// How long `--follow` keeps trying to reopen a stream that broke before it gives up.
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How one connection of the stream ended.
+enum Ended {
+    /// The server ended it, or it broke: reopen it after the last event printed.
+    Cut(String),
+    /// Standard output's reader went away (`| head -1`): the command is done.
+    ReaderGone,
+}
+
+/// Prints the stream's events as they come, reopening it after a cut (the server restarting, a
+/// proxy's timeout, a network drop) with `Last-Event-ID`'s cursor, so that nothing is missed or
+/// printed twice; gives up when it cannot be reopened for five minutes, saying where to resume.
+async fn follow(server: &super::Server, mut query: EventsQuery, json: bool) -> Result<()> {
     let mut last: Option<String> = query.after.clone();
+    let mut opened = false;
+    let mut failing_since: Option<std::time::Instant> = None;
+    let mut pause = std::time::Duration::from_millis(250);
     loop {
-        let chunk = resp
-            .chunk()
-            .await
-            .map_err(|e| anyhow!("reading the event stream: {e}"))?;
-        let Some(chunk) = chunk else {
-            let resume = last.map_or(String::new(), |id| format!(": resume with --after {id}"));
-            return Err(anyhow!("the server ended the event stream{resume}"));
+        query.after = last.clone();
+        let why = match server.ask(server.client.event_stream(&query)).await {
+            // The first opening fails as any command does (a wrong --server, a bad token).
+            Err(e) if !opened => return Err(e),
+            Err(e) => e.to_string(),
+            Ok(resp) => {
+                opened = true;
+                match read_stream(resp, &mut last, json).await? {
+                    Ended::ReaderGone => return Ok(()),
+                    Ended::Cut(why) => {
+                        failing_since = None;
+                        pause = std::time::Duration::from_millis(250);
+                        why
+                    }
+                }
+            }
         };
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
+        let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+        let resume = last
+            .as_ref()
+            .map_or(String::new(), |id| format!(" (resume with --after {id})"));
+        if since.elapsed() >= RECONNECT_FOR {
+            return Err(anyhow!(
+                "the event stream could not be reopened for {} s: {why}{resume}",
+                RECONNECT_FOR.as_secs()
+            ));
+        }
+        eprintln!("redial: the event stream was cut ({why}); reopening it{resume}");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(10));
+    }
+}
+
+/// Prints one connection's events as they come, noting the last one's id in `last`.
+async fn read_stream(
+    mut resp: reqwest::Response,
+    last: &mut Option<String>,
+    json: bool,
+) -> Result<Ended> {
+    // Bytes, not text: a chunk may end inside a character.
+    let mut buffer: Vec<u8> = Vec::new();
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Ok(Ended::Cut("the server ended it".into())),
+            Err(e) => return Ok(Ended::Cut(format!("reading it failed: {e}"))),
+        };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") {
+            let block: Vec<u8> = buffer.drain(..end + 2).collect();
+            let block = String::from_utf8_lossy(&block);
             let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) else {
                 continue; // a keepalive
             };
@@ -113,10 +166,12 @@ async fn follow(server: &super::Server, query: EventsQuery, json: bool) -> Resul
             let mut out = std::io::stdout().lock();
             match writeln!(out, "{}", human::printable(&line)).and_then(|()| out.flush()) {
                 Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Ok(Ended::ReaderGone)
+                }
                 Err(e) => return Err(anyhow!("writing to standard output: {e}")),
             }
-            last = Some(event.id.clone());
+            *last = Some(event.id.clone());
         }
     }
 }

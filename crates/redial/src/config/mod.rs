@@ -98,6 +98,9 @@ pub struct ServerSection {
     /// How long a connection may stay open with no request in progress.
     #[serde(with = "serde_human")]
     pub idle_timeout: Duration,
+    /// How long an answer may wait for its reader to take more of it.
+    #[serde(with = "serde_human")]
+    pub write_timeout: Duration,
     /// How long a request's body may take to arrive once its head has.
     #[serde(with = "serde_human")]
     pub body_timeout: Duration,
@@ -121,6 +124,7 @@ impl Default for ServerSection {
             max_connections: d.max_connections,
             header_timeout: d.header_timeout,
             idle_timeout: d.idle_timeout,
+            write_timeout: d.write_timeout,
             body_timeout: d.body_timeout,
             max_waiters: d.max_waiters,
         }
@@ -616,6 +620,7 @@ impl FileConfig {
         for (name, d) in [
             ("header_timeout", self.server.header_timeout),
             ("idle_timeout", self.server.idle_timeout),
+            ("write_timeout", self.server.write_timeout),
             ("body_timeout", self.server.body_timeout),
         ] {
             if d.is_zero() {
