@@ -215,7 +215,7 @@ impl State {
         // oldest request's expiry, the soonest answer of those in flight), and how long an
         // accepted request is held (a concurrency limit's service time).
         let mut hold = 0;
-        let (ok, limit, remaining, frees_in_ms, resets_in_ms) = match l.kind {
+        let (ok, limit, remaining, frees_in_ms, resets_in_ms, empty_in_ms) = match l.kind {
             Kind::TokenBucket {
                 count,
                 per_ms,
@@ -239,7 +239,7 @@ impl State {
                 let wait = (next_us - now_us).div_ceil(1000);
                 let full = (tat - now_us).div_ceil(1000);
                 let room = room.min(u64::from(burst.max(1))) as u32;
-                (ok, burst.max(1), room, wait, full)
+                (ok, burst.max(1), room, wait, full, full)
             }
             Kind::FixedWindow { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -254,7 +254,7 @@ impl State {
                     self.used += 1;
                 }
                 let ends_in = ((index + 1) * w - at_ms).max(1);
-                (ok, n, n - self.used.min(n), ends_in, ends_in)
+                (ok, n, n - self.used.min(n), ends_in, ends_in, ends_in)
             }
             Kind::SlidingLog { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -270,7 +270,12 @@ impl State {
                 let frees = self.log.front().map_or(at_ms, |oldest| oldest + w);
                 let left = n.saturating_sub(self.log.len());
                 let frees_in = frees.saturating_sub(at_ms).max(1);
-                (ok, n as u32, left as u32, frees_in, frees_in)
+                // Back to its initial state when the newest request counted expires.
+                let empty_in = self
+                    .log
+                    .back()
+                    .map_or(1, |newest| (newest + w).saturating_sub(at_ms).max(1));
+                (ok, n as u32, left as u32, frees_in, frees_in, empty_in)
             }
             Kind::SlidingCounter { limit, window_ms } => {
                 let w = window_ms.max(1);
@@ -298,7 +303,11 @@ impl State {
                 let now_est = estimate(self.last_used, self.used, into);
                 let left = (u64::from(n) * 1000).saturating_sub(now_est) / 1000;
                 let frees_in = self.counter_frees_in(n, w, into);
-                (ok, n, left as u32, frees_in, (w - into).max(1))
+                let ends_in = (w - into).max(1);
+                // Back to its initial state when nothing counted weighs: this window's requests
+                // weigh on the next one until it ends.
+                let empty_in = if self.used > 0 { 2 * w - into } else { ends_in };
+                (ok, n, left as u32, frees_in, ends_in, empty_in)
             }
             Kind::Concurrency { limit, hold_ms } => {
                 // Requests answered by now are no longer in flight.
@@ -316,7 +325,11 @@ impl State {
                     .front()
                     .map_or(1, |ends| ends.saturating_sub(at_ms).max(1));
                 let left = n.saturating_sub(self.log.len());
-                (ok, n as u32, left as u32, frees_in, frees_in)
+                let empty_in = self
+                    .log
+                    .back()
+                    .map_or(1, |last| last.saturating_sub(at_ms).max(1));
+                (ok, n as u32, left as u32, frees_in, frees_in, empty_in)
             }
         };
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -342,7 +355,9 @@ impl State {
                 headers.push(("x-ratelimit-limit-requests".into(), limit.to_string()));
                 let left = remaining.to_string();
                 headers.push(("x-ratelimit-remaining-requests".into(), left));
-                let reset = go_duration(resets_in_ms);
+                // "The time until the rate limit resets to its initial state" (OpenAI's
+                // documentation): every request counted gone, not the oldest.
+                let reset = go_duration(empty_in_ms);
                 headers.push(("x-ratelimit-reset-requests".into(), reset));
             }
             QuotaStyle::Draft6 => {

@@ -206,3 +206,22 @@ fn a_concurrency_limit_refuses_while_its_limit_is_being_answered() {
     assert_eq!(s.take(&l, 130, 0).status, 200);
     assert_eq!(l.per_second(), 20.0);
 }
+
+#[test]
+fn openai_headers_reset_when_every_request_counted_is_gone() {
+    // A moving window of 2 a second: at 900 ms, the requests of 0 and 500 ms count; the window
+    // is back to its initial state at 1,500 ms (OpenAI: "the time until the rate limit resets
+    // to its initial state"), not at 1,000 ms, when the oldest goes.
+    let l = Limiter::new(Kind::SlidingLog {
+        limit: 2,
+        window_ms: 1000,
+    })
+    .speaking(Wait::Millis, QuotaStyle::OpenAi);
+    let mut s = State::default();
+    s.take(&l, 0, 0);
+    s.take(&l, 500, 0);
+    let v = s.take(&l, 900, 0);
+    assert_eq!(v.status, 429);
+    assert_eq!(header(&v, "x-ratelimit-reset-requests"), Some("600ms"));
+    assert_eq!(header(&v, "retry-after-ms"), Some("100"));
+}
