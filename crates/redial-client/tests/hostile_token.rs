@@ -167,8 +167,8 @@ async fn fill(base: &str, jobs: usize) {
 }
 
 /// Starts `POST /v1/backup` on a raw socket and reads its head; answers the socket and the
-/// body's length.
-async fn start_backup(base: &str) -> (BufReader<TcpStream>, u64) {
+/// body's length, or `None` when the server answered 503 (another backup holds the node's slot).
+async fn try_backup(base: &str) -> Option<(BufReader<TcpStream>, u64)> {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).await.expect("connect");
     s.write_all(
@@ -179,13 +179,16 @@ async fn start_backup(base: &str) -> (BufReader<TcpStream>, u64) {
     let mut r = BufReader::new(s);
     let mut line = String::new();
     r.read_line(&mut line).await.expect("a status line");
+    if line.starts_with("HTTP/1.1 503") {
+        return None;
+    }
     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
     let mut length = 0;
     loop {
         line.clear();
         r.read_line(&mut line).await.expect("a header");
         if line == "\r\n" {
-            return (r, length);
+            return Some((r, length));
         }
         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
             length = v.trim().parse().expect("a length");
@@ -209,7 +212,7 @@ async fn a_slow_download_is_whole_a_stalled_one_is_cut_and_one_runs_at_a_time() 
     .await;
     fill(&s.base, 30).await;
 
-    let (mut slow, length) = start_backup(&s.base).await;
+    let (mut slow, length) = try_backup(&s.base).await.expect("the first backup starts");
     assert!(length > 20_000_000, "a copy of {length} bytes");
     // While it is sent: a second is refused, with Retry-After.
     let resp = reqwest::Client::new()
@@ -235,25 +238,8 @@ async fn a_slow_download_is_whole_a_stalled_one_is_cut_and_one_runs_at_a_time() 
     // The next one starts once the first is done (the slot is freed when its body ends).
     let deadline = tokio::time::Instant::now() + PATIENCE;
     let (mut stalled, length) = loop {
-        let addr = s.base.trim_start_matches("http://").to_owned();
-        let mut probe = TcpStream::connect(&addr).await.expect("connect");
-        probe
-            .write_all(
-                format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-            )
-            .await
-            .expect("a request");
-        let mut answer = String::new();
-        let _ = probe.read_to_string(&mut answer).await;
-        let resp = reqwest::Client::new()
-            .post(format!("{}/v1/backup", s.base))
-            .send()
-            .await
-            .expect("an answer");
-        if resp.status().as_u16() != 503 {
-            drop(resp);
-            break start_backup(&s.base).await;
+        if let Some(started) = try_backup(&s.base).await {
+            break started;
         }
         assert!(
             tokio::time::Instant::now() < deadline,

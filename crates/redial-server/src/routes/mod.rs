@@ -202,7 +202,7 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
     // A quarter of the connections at most may be sending a body: slow senders cannot take
     // every connection (issue 55); the others are refused at once.
     let most = (state.config.max_connections / 4).max(1);
-    let Some(_reading) = state.gates.body(most) else {
+    let Some(reading_gate) = state.gates.body(most) else {
         crate::drain_briefly(req.into_body()).await;
         let mut resp = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -216,7 +216,10 @@ async fn read_body(State(state): State<AppState>, req: Request, next: Next) -> R
     };
     let (parts, body) = req.into_parts();
     let reading = Limited::new(body, state.config.max_request_bytes).collect();
-    match tokio::time::timeout(state.config.body_timeout, reading).await {
+    let read = tokio::time::timeout(state.config.body_timeout, reading).await;
+    // The body is in (or given up on): its place goes back before the handler runs.
+    drop(reading_gate);
+    match read {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, Body::from(bytes.to_bytes())))
                 .await
