@@ -106,10 +106,6 @@ impl Observed {
     }
 }
 
-/// How recently an endpoint must have answered a success for its 503 with a wait to be taken as
-/// a limiter's refusal rather than an outage's.
-const ANSWERS_OTHERS: std::time::Duration = std::time::Duration::from_secs(2);
-
 impl EndpointState {
     /// Records a finished attempt (its `permit` back, what it taught in `observed`, whose
     /// `others_in_flight` the caller fills in) and says what the endpoint asks of its job.
@@ -121,7 +117,7 @@ impl EndpointState {
         observed: &Observed,
     ) -> Finished {
         // A 503 that says when to come back, from an endpoint that answered a success within
-        // the last two seconds, is a limiter's refusal that says when (HAProxy, gateways, a
+        // `ALIVE` (2 s), is a limiter's refusal that says when (HAProxy, gateways, a
         // flask-limiter told to answer 503): taken as a 429 with that wait, so that the pace and
         // the quota learn from it. Otherwise every job it held came back at the wait's end
         // together and was refused again (a token bucket of 5/s answering `Retry-After: 0`: 6.6
@@ -132,7 +128,7 @@ impl EndpointState {
             && observed.server_wait.is_some()
             && self
                 .last_success
-                .is_some_and(|t| now.saturating_since(t) <= ANSWERS_OTHERS)
+                .is_some_and(|t| now.saturating_since(t) <= super::unavailable::ALIVE)
         {
             limiter_503 = Observed {
                 rate_limited: true,
