@@ -13,7 +13,7 @@
 //! Owns the runs and the table; the cells and goals are `redial-limiters`'s, the limiter's
 //! answers the receiver's, the model `redial_engine::simulate`'s.
 
-use crate::protection::executor;
+use crate::protection::{executor, finished};
 use crate::protection_nodes::database;
 use crate::workloads::Report;
 use anyhow::Result;
@@ -162,17 +162,6 @@ async fn run_engines(cell: &Cell, nodes: usize, server: Option<&str>) -> Result<
         },
         forecast,
     })
-}
-
-async fn finished(store: &Arc<dyn Store>) -> Result<u64> {
-    Ok(store
-        .stats()
-        .await?
-        .by_queue
-        .iter()
-        .filter(|c| matches!(c.state, JobState::Completed | JobState::Dead))
-        .map(|c| c.count)
-        .sum())
 }
 
 /// The model's figures for the cell: the same limiter, the defaults, 1 ms a request.

@@ -424,7 +424,8 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
     Ok(f)
 }
 
-async fn finished(store: &Arc<dyn Store>) -> Result<u64> {
+/// Jobs completed, dead or cancelled, by the store's counts.
+pub(crate) async fn finished(store: &Arc<dyn Store>) -> Result<u64> {
     Ok(store
         .stats()
         .await?

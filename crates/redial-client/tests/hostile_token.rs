@@ -61,29 +61,37 @@ async fn wait_state(base: &str, job: &str, state: &str) -> Value {
     }
 }
 
-/// Opens an event stream on a raw socket and reads its head.
-async fn open_stream(base: &str) -> BufReader<TcpStream> {
+/// Sends `request` on a new raw socket and reads the answer's head: the socket (its body next),
+/// the status line and the `Content-Length`, if any.
+async fn raw_head(base: &str, request: &str) -> (BufReader<TcpStream>, String, Option<u64>) {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(
-        format!(
-            "GET /v1/events/stream HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-        )
-        .as_bytes(),
-    )
-    .await
-    .expect("a request");
+    s.write_all(format!("{request}Host: {addr}\r\n\r\n").as_bytes())
+        .await
+        .expect("a request");
     let mut r = BufReader::new(s);
+    let mut status = String::new();
+    r.read_line(&mut status).await.expect("a status line");
+    let mut length = None;
     let mut line = String::new();
-    r.read_line(&mut line).await.expect("a status line");
-    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
     loop {
         line.clear();
         r.read_line(&mut line).await.expect("a header");
         if line == "\r\n" {
-            return r;
+            return (r, status, length);
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = Some(v.trim().parse().expect("a length"));
         }
     }
+}
+
+/// Opens an event stream on a raw socket and reads its head.
+async fn open_stream(base: &str) -> BufReader<TcpStream> {
+    let request = "GET /v1/events/stream HTTP/1.1\r\nAccept: text/event-stream\r\n";
+    let (r, status, _) = raw_head(base, request).await;
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    r
 }
 
 /// Reads the stream until `needle` comes, within [`PATIENCE`]; false if it ended first.
@@ -169,31 +177,13 @@ async fn fill(base: &str, jobs: usize) {
 /// Starts `POST /v1/backup` on a raw socket and reads its head; answers the socket and the
 /// body's length, or `None` when the server answered 503 (another backup holds the node's slot).
 async fn try_backup(base: &str) -> Option<(BufReader<TcpStream>, u64)> {
-    let addr = base.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(
-        format!("POST /v1/backup HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").as_bytes(),
-    )
-    .await
-    .expect("a request");
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).await.expect("a status line");
-    if line.starts_with("HTTP/1.1 503") {
+    let request = "POST /v1/backup HTTP/1.1\r\nContent-Length: 0\r\n";
+    let (r, status, length) = raw_head(base, request).await;
+    if status.starts_with("HTTP/1.1 503") {
         return None;
     }
-    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
-    let mut length = 0;
-    loop {
-        line.clear();
-        r.read_line(&mut line).await.expect("a header");
-        if line == "\r\n" {
-            return Some((r, length));
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().expect("a length");
-        }
-    }
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    Some((r, length.expect("a Content-Length")))
 }
 
 /// Observed at c38adc7: a backup download read at 300 KB/s was cut by the idle timer after 26

@@ -446,7 +446,6 @@ async fn limiter_matrix() {
 /// goals in every run (the whole matrix is a measurement: `limiter_matrix`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cell_of_each_limiter_kind_meets_its_goals() {
-    let cells = grid();
     for name in [
         "token bucket, burst 10 50/s, bare",
         "token bucket, burst 10 50/s, OpenAI headers",
@@ -455,11 +454,8 @@ async fn a_cell_of_each_limiter_kind_meets_its_goals() {
         "sliding counter 50/s, bare",
         "nginx limit_req 50/s burst 10, bare 503s",
     ] {
-        let cell = cells
-            .iter()
-            .find(|c| c.name == name)
-            .expect("a cell of the grid");
-        let row = run_cell(cell).await;
+        let cell = matrix::cell_named(name).expect("a cell of the grid");
+        let row = run_cell(&cell).await;
         println!("{}", row.markdown());
         assert!(row.misses().is_empty(), "{name}: {:?}", row.misses());
     }
@@ -470,13 +466,9 @@ async fn a_cell_of_each_limiter_kind_meets_its_goals() {
 /// done after 198 s through the engine. Found to be a limiter, it drains near its rate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_as_shipped_at_five_a_second_is_met_near_its_rate() {
-    let cells = grid();
     let name = "nginx limit_req 5/s without burst, bare 503s";
-    let cell = cells
-        .iter()
-        .find(|c| c.name == name)
-        .expect("a cell of the grid");
-    let row = run_cell(cell).await;
+    let cell = matrix::cell_named(name).expect("a cell of the grid");
+    let row = run_cell(&cell).await;
     println!("{}", row.markdown());
     assert_eq!(row.engine.dead, 0);
     // 40 s ideal; 48 s measured (the trial at the first estimate's pace, then slow start).

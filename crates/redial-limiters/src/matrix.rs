@@ -206,6 +206,11 @@ pub fn wall_clock_grid() -> Vec<Cell> {
     cells
 }
 
+/// The cell of the virtual-time grid named `name`, if there is one.
+pub fn cell_named(name: &str) -> Option<Cell> {
+    grid().into_iter().find(|c| c.name == name)
+}
+
 /// The ideal drain of `cell`: its jobs at the limiter's long-run rate.
 pub fn ideal_ms(cell: &Cell) -> u64 {
     cell.limiter.ideal_ms(cell.jobs)

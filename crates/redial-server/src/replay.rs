@@ -245,14 +245,7 @@ pub fn plan(
             at: now,
             replay: job.replays + 1,
             changed: Vec::new(),
-            before: JobBefore {
-                queue: job.queue.clone(),
-                endpoint: job.endpoint.clone(),
-                request: job.request.clone(),
-                idempotency_key: job.idempotency_key.clone(),
-                policy: job.policy.clone(),
-                body_bytes: None,
-            },
+            before: JobBefore::of(&job),
         },
     };
     params.change.changed = changed(&params);

@@ -312,20 +312,7 @@ async fn resume_misses_nothing_and_repeats_nothing(db: Db) {
         text.contains("job.replayed") && text.contains("bad-0"),
         "{text}"
     );
-    let mut follow = std::process::Command::new(BIN)
-        .args([
-            "events",
-            "--server",
-            &server.url,
-            "--follow",
-            "--after",
-            "0-0",
-        ])
-        .args(["--kind", "job.dead"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("redial events --follow");
+    let mut follow = follow_deaths(&server.url);
     let stdout = follow.stdout.take().expect("stdout");
     let first = tokio::task::spawn_blocking(move || {
         let mut line = String::new();
@@ -383,6 +370,17 @@ async fn postgres_event_stream_resumes_without_gaps_or_repeats() {
     resume_misses_nothing_and_repeats_nothing(Db::Postgres).await;
 }
 
+/// `redial events --follow` of the deaths from the start of the log, its output piped.
+fn follow_deaths(server: &str) -> std::process::Child {
+    std::process::Command::new(BIN)
+        .args(["events", "--server", server, "--follow", "--after", "0-0"])
+        .args(["--kind", "job.dead"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("redial events --follow")
+}
+
 /// The command's next line of output, within [`PATIENCE`].
 async fn next_line(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(PATIENCE, lines.recv())
@@ -419,20 +417,7 @@ async fn follow_reopens_a_cut_stream_where_it_left_off() {
     let server = serve_on(&data, 0);
     let port = server.addr().port();
     let c = client(&server);
-    let mut follow = std::process::Command::new(BIN)
-        .args([
-            "events",
-            "--server",
-            &server.url,
-            "--follow",
-            "--after",
-            "0-0",
-        ])
-        .args(["--kind", "job.dead"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("redial events --follow");
+    let mut follow = follow_deaths(&server.url);
     let stdout = follow.stdout.take().expect("stdout");
     let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
     std::thread::spawn(move || {

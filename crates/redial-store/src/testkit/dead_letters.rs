@@ -451,14 +451,7 @@ pub async fn replay_history_is_bounded(store: Arc<dyn Store>) {
                     at: at(t),
                     replay: n + 1,
                     changed: vec![format!("body {n}")],
-                    before: JobBefore {
-                        queue: job.queue.clone(),
-                        endpoint: job.endpoint.clone(),
-                        request: job.request.clone(),
-                        idempotency_key: job.idempotency_key.clone(),
-                        policy: None,
-                        body_bytes: None,
-                    },
+                    before: JobBefore::of(&job),
                 },
             })
             .await
@@ -520,14 +513,7 @@ pub async fn replay_with_changes(store: Arc<dyn Store>) {
         at: at(at_s),
         replay,
         changed: vec![what.to_owned()],
-        before: JobBefore {
-            queue: job.queue.clone(),
-            endpoint: job.endpoint.clone(),
-            request: job.request.clone(),
-            idempotency_key: job.idempotency_key.clone(),
-            policy: job.policy.clone(),
-            body_bytes: None,
-        },
+        before: JobBefore::of(&job),
     };
     let mut request = job.request.clone();
     request.url = "https://new.example.com/v2/charges".into();

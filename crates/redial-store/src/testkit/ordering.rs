@@ -310,14 +310,7 @@ pub async fn a_head_replayed_into_another_queue_changes_lines(store: Arc<dyn Sto
                 at: at(2),
                 replay: 1,
                 changed: vec!["queue".into()],
-                before: JobBefore {
-                    queue: m1.queue.clone(),
-                    endpoint: m1.endpoint.clone(),
-                    request: m1.request.clone(),
-                    idempotency_key: m1.idempotency_key.clone(),
-                    policy: None,
-                    body_bytes: None,
-                },
+                before: JobBefore::of(&m1),
             },
         })
         .await

@@ -199,14 +199,7 @@ pub async fn search_by_key_tag_and_reason_text(store: Arc<dyn Store>) {
             at: at(20),
             replay: job.replays + 1,
             changed: vec!["key renewed".into()],
-            before: JobBefore {
-                queue: job.queue.clone(),
-                endpoint: job.endpoint.clone(),
-                request: job.request.clone(),
-                idempotency_key: job.idempotency_key.clone(),
-                policy: None,
-                body_bytes: None,
-            },
+            before: JobBefore::of(&job),
         },
     };
     store

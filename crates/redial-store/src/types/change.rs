@@ -36,6 +36,21 @@ pub struct JobBefore {
     pub body_bytes: Option<u64>,
 }
 
+impl JobBefore {
+    /// `job`'s request and routing as they stand, with its body (the store keeps the body of a
+    /// job's first change only: `rules::replay_changes`).
+    pub fn of(job: &crate::Job) -> JobBefore {
+        JobBefore {
+            queue: job.queue.clone(),
+            endpoint: job.endpoint.clone(),
+            request: job.request.clone(),
+            idempotency_key: job.idempotency_key.clone(),
+            policy: job.policy.clone(),
+            body_bytes: None,
+        }
+    }
+}
+
 /// A dead job replayed with a changed request or routing
 /// ([`Store::job_replay_changed`](crate::Store::job_replay_changed)).
 #[derive(Clone, Debug, PartialEq)]
