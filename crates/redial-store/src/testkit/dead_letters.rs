@@ -513,7 +513,7 @@ pub async fn replay_with_changes(store: Arc<dyn Store>) {
         at: at(at_s),
         replay,
         changed: vec![what.to_owned()],
-        before: JobBefore::of(&job),
+        before: JobBefore::of(job),
     };
     let mut request = job.request.clone();
     request.url = "https://new.example.com/v2/charges".into();
