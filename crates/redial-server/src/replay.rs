@@ -245,7 +245,7 @@ pub fn plan(
             at: now,
             replay: job.replays + 1,
             changed: Vec::new(),
-            before: JobBefore::of(&job),
+            before: JobBefore::of(job),
         },
     };
     params.change.changed = changed(&params);
