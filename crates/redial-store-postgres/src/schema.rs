@@ -480,6 +480,37 @@ const MIGRATIONS: &[&str] = &[
     END
     $fn$;
     "#,
+    // 17: the attempt that ends a job is kept in the job's row (`final_attempt`, the attempt's
+    // JSON as `attempts.data` holds it), written by the statement that finishes the job: a job
+    // that succeeds first time writes no attempt row (no heap tuple, no index entry). Attempts
+    // that do not end it keep their rows. A replay (the one way back from a finished state)
+    // sets it to NULL, and the event trigger moves the old one to `attempts` under its number,
+    // so the timeline stays whole.
+    r#"
+    ALTER TABLE jobs ADD COLUMN final_attempt TEXT;
+    CREATE OR REPLACE FUNCTION redial_job_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        IF NEW.replays > OLD.replays THEN
+            INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+            VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint,
+                    OLD.last_reason);
+            IF OLD.final_attempt IS NOT NULL THEN
+                INSERT INTO attempts (job_seq, number, data)
+                VALUES (OLD.seq, (OLD.final_attempt::jsonb ->> 'number')::int,
+                        OLD.final_attempt);
+            END IF;
+        ELSE
+            INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+            VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                    NEW.category, NEW.last_reason);
+            IF NEW.state = 'dead' THEN
+                INSERT INTO dead_pending (seq) VALUES (NEW.seq) ON CONFLICT DO NOTHING;
+            END IF;
+        END IF;
+        RETURN NULL;
+    END
+    $fn$;
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -411,6 +411,24 @@ const MIGRATIONS: &[&str] = &[
         "; ",
         line_triggers!(),
     ),
+    // 24: the attempt that ends a job is kept in the job's row (`final_attempt`, the attempt's
+    // JSON as `attempts.data` holds it), written by the statement that finishes the job: a job
+    // that succeeds first time writes no attempt row. Attempts that do not end it keep their
+    // rows. A replay (the one way back from a finished state) sets it to NULL, and its trigger
+    // moves the old one to `attempts` under its number, so the timeline stays whole.
+    r#"
+    ALTER TABLE jobs ADD COLUMN final_attempt TEXT;
+    DROP TRIGGER jobs_replay_events;
+    CREATE TRIGGER jobs_replay_events AFTER UPDATE OF replays ON jobs
+        WHEN NEW.replays > OLD.replays
+    BEGIN
+        INSERT INTO events (at, kind, queue, job_id, endpoint, reason)
+        VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, OLD.last_reason);
+        INSERT INTO attempts (id, data)
+            SELECT (OLD.seq << 20) | json_extract(OLD.final_attempt, '$.number'), OLD.final_attempt
+            WHERE OLD.final_attempt IS NOT NULL;
+    END;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

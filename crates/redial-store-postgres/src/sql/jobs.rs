@@ -444,12 +444,16 @@ pub(super) async fn insert_owed(
         let job = must_get(c, id).await?;
         let last = c
             .query_opt(
-                "SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number DESC LIMIT 1",
+                "SELECT COALESCE((SELECT final_attempt FROM jobs WHERE seq = $1), \
+                   (SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number DESC LIMIT 1))",
                 &[&job.seq],
             )
             .await
             .map_err(backend)?
-            .map(|r| serde_json::from_str::<Attempt>(&get::<String>(&r, 0)?).map_err(json_err))
+            .map(|r| get::<Option<String>>(&r, 0))
+            .transpose()?
+            .flatten()
+            .map(|d| serde_json::from_str::<Attempt>(&d).map_err(json_err))
             .transpose()?;
         deliveries.extend(Callback::delivery(&job, last.as_ref(), now));
     }
@@ -466,7 +470,8 @@ pub async fn get_with_attempts(
     let rows = c
         .client
         .query(
-            "SELECT data FROM attempts WHERE job_seq = $1 ORDER BY number",
+            "SELECT data FROM attempts WHERE job_seq = $1 \
+             UNION ALL SELECT final_attempt FROM jobs WHERE seq = $1 AND final_attempt IS NOT NULL",
             &[&job.seq],
         )
         .await
@@ -475,7 +480,7 @@ pub async fn get_with_attempts(
         .iter()
         .map(|r| serde_json::from_str(&get::<String>(r, 0)?).map_err(json_err))
         .collect::<StoreResult<Vec<Attempt>>>()?;
-    Ok(Some((job, attempts)))
+    Ok(Some((job, Attempt::in_order(attempts))))
 }
 
 /// Appends the filter's conditions to `sql` and their values to `params`.

@@ -17,15 +17,20 @@ pub async fn heartbeat(c: &mut Conn, p: &HeartbeatParams) -> StoreResult<u64> {
 
 /// The common case in one statement: the lease is ours and no cancel waits. The attempt's
 /// number is the job's new run count, written into the document as stored.
+/// The attempt that ends the job goes in its row (`final_attempt`, schema migration 17), any
+/// other in `attempts`.
 pub(super) const RECORD: &str = "WITH u AS (UPDATE jobs SET state = $1, category = $2, \
          run_at = COALESCE($3, run_at), finished_at = $4, attempts = $5, unknown_attempts = $6, \
          deferrals = $7, last_delay_ms = $8, last_reason = $9, runs = runs + 1, \
-         lease_owner = NULL, lease_until = NULL, updated_at = $10 \
+         lease_owner = NULL, lease_until = NULL, updated_at = $10, \
+         final_attempt = CASE WHEN $4::bigint IS NOT NULL \
+           THEN jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs + 1))::text END \
      WHERE id = $11 AND state = 'running' AND lease_owner = $12 AND NOT cancel_requested \
-     RETURNING seq, runs) \
-     INSERT INTO attempts (job_seq, number, data) \
-     SELECT seq, runs, jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs))::text FROM u \
-     RETURNING number";
+     RETURNING seq, runs), \
+     a AS (INSERT INTO attempts (job_seq, number, data) \
+       SELECT seq, runs, jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs))::text FROM u \
+       WHERE $4::bigint IS NULL) \
+     SELECT runs FROM u";
 
 pub async fn record_attempt(
     c: &mut Conn,
@@ -121,6 +126,7 @@ macro_rules! record_many_ctes {
          attempts = i.attempts, unknown_attempts = i.unknown_attempts, deferrals = i.deferrals, \
          last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = i.number, \
          lease_owner = NULL, lease_until = NULL, updated_at = i.now, \
+         final_attempt = CASE WHEN i.finished_at IS NOT NULL THEN i.data END, \
          ord_wait = j.ord_wait OR (j.oline IS NOT NULL AND i.state = 'completed') \
        FROM i \
        WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
@@ -128,7 +134,8 @@ macro_rules! record_many_ctes {
        RETURNING j.seq, CASE WHEN j.oline IS NOT NULL AND i.state = 'completed' \
          THEN j.oline END AS left_line), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
-       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq), \
+       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq \
+       WHERE i.finished_at IS NULL), \
      p AS (SELECT redial_lines_next(array_agg(left_line)) FROM u \
        WHERE left_line IS NOT NULL HAVING count(*) > 0) "
     };
@@ -325,7 +332,8 @@ pub async fn record_attempt_slow(
     tx.execute(
         "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
          unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
-         runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10 WHERE seq = $11",
+         runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10, \
+         final_attempt = $12 WHERE seq = $11",
         &[
             &r.plan.state.as_str(),
             &category_str(r.plan.category),
@@ -338,16 +346,19 @@ pub async fn record_attempt_slow(
             &r.plan.reason,
             &ms(p.now),
             &job.seq,
+            &r.plan.finished_at.map(|_| r.data.as_str()),
         ],
     )
     .await
     .map_err(backend)?;
-    tx.execute(
-        "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
-        &[&job.seq, &int(r.plan.number), &r.data],
-    )
-    .await
-    .map_err(backend)?;
+    if r.plan.finished_at.is_none() {
+        tx.execute(
+            "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
+            &[&job.seq, &int(r.plan.number), &r.data],
+        )
+        .await
+        .map_err(backend)?;
+    }
     if let Some(delivery) = &r.delivery {
         insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
     }

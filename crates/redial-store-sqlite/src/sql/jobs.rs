@@ -135,17 +135,29 @@ pub fn get_with_attempts(
     let Some(job) = get(c, id)? else {
         return Ok(None);
     };
-    let rows = query_rows(
+    let mut rows = query_rows(
         c,
         "SELECT data FROM attempts WHERE id >= ?1 AND id < ?2 ORDER BY id",
         [attempt_key(job.seq, 0)?, attempt_key(job.seq + 1, 0)?],
         |r| r.get::<_, String>(0),
     )?;
+    rows.extend(final_attempt(c, job.seq)?);
     let attempts = rows
         .iter()
         .map(|d| serde_json::from_str(d).map_err(json_err))
         .collect::<StoreResult<Vec<Attempt>>>()?;
-    Ok(Some((job, attempts)))
+    Ok(Some((job, Attempt::in_order(attempts))))
+}
+
+/// The attempt that ended the job of `seq`, as stored in its row (schema migration 24).
+fn final_attempt(c: &Connection, seq: i64) -> StoreResult<Option<String>> {
+    c.prepare_cached("SELECT final_attempt FROM jobs WHERE seq = ?1")
+        .and_then(|mut s| {
+            s.query_row([seq], |r| r.get::<_, Option<String>>(0))
+                .optional()
+        })
+        .map(Option::flatten)
+        .map_err(backend)
 }
 
 /// Appends the filter's conditions to `sql` and their values to `params`.
@@ -237,6 +249,9 @@ pub fn list(c: &mut Connection, p: &JobListParams) -> StoreResult<JobPage> {
 
 /// The last attempt of the job of `seq`, if it has one.
 pub(super) fn last_attempt(c: &Connection, seq: i64) -> StoreResult<Option<Attempt>> {
+    if let Some(d) = final_attempt(c, seq)? {
+        return serde_json::from_str(&d).map(Some).map_err(json_err);
+    }
     let rows = query_rows(
         c,
         "SELECT data FROM attempts WHERE id >= ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",

@@ -110,13 +110,18 @@ fn record_leased(
     let (state, category, run_at, finished_at) = p.as_leased();
     let number = p.attempt.number;
     let key = attempt_key(seq, number)?;
-    let inserted = c
-        .prepare_cached("INSERT OR IGNORE INTO attempts (id, data) VALUES (?1, ?2)")
-        .and_then(|mut s| s.execute(params![key, data]))
-        .map_err(backend)?;
-    if inserted == 0 {
-        // That number is taken: the job is not where the caller thinks.
-        return Ok(None);
+    // The attempt that ends the job goes in the job's row (schema migration 24); one that does
+    // not goes in `attempts` first.
+    let final_attempt = finished_at.map(|_| data);
+    if final_attempt.is_none() {
+        let inserted = c
+            .prepare_cached("INSERT OR IGNORE INTO attempts (id, data) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![key, data]))
+            .map_err(backend)?;
+        if inserted == 0 {
+            // That number is taken: the job is not where the caller thinks.
+            return Ok(None);
+        }
     }
     let last_delay_ms = p.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64);
     // `OR FAIL`: a statement that may abort halfway inside a transaction with other changes
@@ -134,7 +139,7 @@ fn record_leased(
     const SET: &str = "UPDATE OR FAIL jobs SET state = ?1, category = ?2, \
          run_at = COALESCE(?3, run_at), finished_at = ?4, attempts = ?5, unknown_attempts = ?6, \
          deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
-         lease_until = NULL, updated_at = ?11";
+         lease_until = NULL, updated_at = ?11, final_attempt = ?16";
     const WHERE: &str =
         " WHERE seq = ?12 AND id = ?13 AND state = 'running' AND lease_owner = ?14 \
          AND cancel_requested = 0 AND runs = ?15";
@@ -168,6 +173,7 @@ fn record_leased(
                 p.id.0,
                 p.owner,
                 runs_before,
+                final_attempt,
             ])
         })
         .map_err(backend)?;
@@ -181,9 +187,11 @@ fn record_leased(
         );
         return Ok(Some(state));
     }
-    c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
-        .and_then(|mut s| s.execute([key]))
-        .map_err(backend)?;
+    if final_attempt.is_none() {
+        c.prepare_cached("DELETE FROM attempts WHERE id = ?1")
+            .and_then(|mut s| s.execute([key]))
+            .map_err(backend)?;
+    }
     Ok(None)
 }
 
@@ -217,7 +225,8 @@ pub(super) fn record_attempt_slow(
     tx.prepare_cached(
         "UPDATE jobs SET state = ?1, category = ?2, run_at = ?3, finished_at = ?4, attempts = ?5, \
          unknown_attempts = ?6, deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = runs + 1, \
-         lease_owner = NULL, lease_until = NULL, updated_at = ?10, okey = okey, ord_stay = ord_stay WHERE seq = ?11",
+         lease_owner = NULL, lease_until = NULL, updated_at = ?10, okey = okey, ord_stay = ord_stay, \
+         final_attempt = ?12 WHERE seq = ?11",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -231,7 +240,8 @@ pub(super) fn record_attempt_slow(
             r.last_delay_ms,
             r.plan.reason,
             ms(p.now),
-            job.seq
+            job.seq,
+            r.plan.finished_at.map(|_| r.data.as_str()),
         ])
     })
     .map_err(backend)?;
@@ -242,7 +252,9 @@ pub(super) fn record_attempt_slow(
         Some((r.plan.state, r.plan.category)),
         1,
     );
-    insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
+    if r.plan.finished_at.is_none() {
+        insert_attempt(&tx, job.seq, r.plan.number, &r.data)?;
+    }
     if let Some(delivery) = r.delivery {
         jobs::insert(&tx, delivery)?;
     }

@@ -45,7 +45,8 @@ macro_rules! store_suite {
         $crate::store_suite!(@cases $make;
             insert_and_get, insert_future_job_is_scheduled, insert_duplicate_and_conflict,
             batch_is_atomic, lease_order_and_queues, lease_never_hands_a_job_out_twice,
-            record_attempt_transitions, record_requires_the_lease, heartbeat_and_release,
+            record_attempt_transitions, the_attempt_that_ends_a_job_stays_in_its_timeline,
+            record_requires_the_lease, heartbeat_and_release,
             rescue_expired_leases, promote_and_next_run_at, replay_dead_job, dismiss_dead_job,
             cancel_jobs, bulk_dead_letter_actions, list_filters_and_pages, stats_counts,
             cleanup_respects_retention, candidates_leave_out_held_endpoints, lease_ids_takes_only_runnable_jobs,

@@ -76,6 +76,70 @@ pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
     assert_eq!(attempts[1].worker, "w1");
 }
 
+/// The attempt that ends a job is kept apart from the others (in the job's row); the timeline
+/// reads the same through every way a job can end, a replay (one by one and by filter) and a
+/// second end.
+pub async fn the_attempt_that_ends_a_job_stays_in_its_timeline(store: Arc<dyn Store>) {
+    for id in ["f1", "f2"] {
+        store
+            .job_insert(new_job(id, "default"))
+            .await
+            .expect("insert");
+    }
+    let numbers = |attempts: &[Attempt]| attempts.iter().map(|a| a.number).collect::<Vec<_>>();
+    let dead = Transition::Dead {
+        category: DeadCategory::TransientExhausted,
+    };
+    for (id, by_seq_too) in [("f1", true), ("f2", false)] {
+        lease(&store, "default", "w1", at(0), 10).await;
+        store
+            .job_record_attempt(record(id, "w1", 1, Transition::Retry { at: at(2) }))
+            .await
+            .expect("retry");
+        lease(&store, "default", "w2", at(2), 10).await;
+        let mut p = record(id, "w2", 2, dead);
+        p.attempt.worker = "w2".into();
+        if by_seq_too {
+            by_seq(&mut p, &get(&store, id).await.0);
+        }
+        store.job_record_attempt(p).await.expect("dead");
+        let (job, attempts) = get(&store, id).await;
+        assert_eq!(job.state, JobState::Dead);
+        assert_eq!(numbers(&attempts), [1, 2], "{id}");
+        assert_eq!(attempts[1].worker, "w2");
+    }
+    store
+        .job_replay(&JobId::from("f1"), at(3))
+        .await
+        .expect("replay");
+    let n = store
+        .dead_letter_replay(
+            JobFilter {
+                state: Some(JobState::Dead),
+                ..JobFilter::default()
+            },
+            at(3),
+        )
+        .await
+        .expect("replay by filter");
+    assert_eq!(n, 1);
+    lease(&store, "default", "w3", at(3), 10).await;
+    for id in ["f1", "f2"] {
+        assert_eq!(numbers(&get(&store, id).await.1), [1, 2], "{id} replayed");
+        let mut p = record(id, "w3", 3, Transition::Complete);
+        p.attempt.worker = "w3".into();
+        by_seq(&mut p, &get(&store, id).await.0);
+        store.job_record_attempt(p).await.expect("complete");
+        let (job, attempts) = get(&store, id).await;
+        assert_eq!(job.state, JobState::Completed);
+        assert_eq!(numbers(&attempts), [1, 2, 3], "{id}");
+        assert_eq!(
+            attempts.iter().map(|a| a.worker.as_str()).collect::<Vec<_>>(),
+            ["w1", "w2", "w3"]
+        );
+    }
+}
+
 pub async fn record_requires_the_lease(store: Arc<dyn Store>) {
     store
         .job_insert(new_job("l", "default"))

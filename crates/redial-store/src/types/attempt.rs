@@ -58,6 +58,13 @@ pub enum AttemptCategory {
 }
 
 impl Attempt {
+    /// A job's attempts in the order they were made: a store keeps the one that ended the job
+    /// apart from the others (in the job's row), and reads them back through here.
+    pub fn in_order(mut attempts: Vec<Attempt>) -> Vec<Attempt> {
+        attempts.sort_by_key(|a| a.number);
+        attempts
+    }
+
     /// The attempt as the stores keep it: JSON without the fields that are empty (absent, they
     /// read back as `None` and `[]`). A no-op job's attempt takes about half the bytes it took
     /// with every field spelt out, in the row, the WAL and the checkpoints (BENCHMARKS.md).
