@@ -3,10 +3,13 @@
 # receiver (a separate process). BullMQ runs twice: Redis without persistence, and Redis with
 # appendonly yes + appendfsync everysec. Prints a table of ratios (Redial / BullMQ) and writes
 # results/*.json. Redial runs on its embedded SQLite store and, unless POSTGRES=0, on PostgreSQL too
-# (a throwaway server with PostgreSQL's default durability, started by scripts/throwaway-postgres).
+# (a throwaway server with PostgreSQL's default durability, started by scripts/throwaway-postgres),
+# and then so do its PostgreSQL peers (pgpeers.js, each in fresh databases on that server):
+# graphile-worker batched as its performance guide advises, graphile-worker with its defaults, and
+# pg-boss, on the throughput workloads, with the server's CPU per job.
 # The throughput workloads run ROUNDS times, alternating systems (Redial on SQLite, Redial on
-# PostgreSQL, BullMQ on both Redis setups in each round); the tables give each system's median and
-# the median of the per-round ratios, with their range.
+# PostgreSQL, the PostgreSQL peers, BullMQ on both Redis setups in each round); the tables give each
+# system's median and the median of the per-round ratios, with their range.
 # Usage: bench/compare/run.sh   (JOBS=200000 CONC=100 ROUNDS=3 POSTGRES=1 by default)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,11 +18,12 @@ CONC=${CONC:-100}
 ROUNDS=${ROUNDS:-3}
 mkdir -p results
 
-echo "== installing the peer (Redis from Debian, BullMQ from npm) and building Redial's bench"
+echo "== installing the peers (Redis from Debian; BullMQ, graphile-worker and pg-boss from npm) and building Redial's bench"
 if ! command -v redis-server >/dev/null; then
   apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
 fi
-[ -d node_modules/ioredis ] || npm install --no-audit --no-fund --silent --no-package-lock
+[ -d node_modules/ioredis ] && [ -d node_modules/graphile-worker ] && [ -d node_modules/pg-boss ] \
+  || npm install --no-audit --no-fund --silent --no-package-lock
 (cd ../.. && cargo build --release -q -p redial-bench)
 BENCH=../../target/release/redial-bench
 
@@ -64,10 +68,13 @@ if [ "${POSTGRES:-1}" != 0 ]; then
   PG_URL=$DATABASE_URL
   unset DATABASE_URL
   echo "== PostgreSQL $(psql "$PG_URL" -Atc 'show server_version') for Redial (fsync and synchronous_commit on: every acknowledged write is durable)"
+  echo "== on the same server: graphile-worker $(node -p 'require("./node_modules/graphile-worker/package.json").version'), pg-boss $(node -p 'require("./node_modules/pg-boss/package.json").version')"
 fi
+PG_PEERS="graphile-batched graphile-defaults pgboss"
 echo "== BullMQ $(node -p 'require("./node_modules/bullmq/package.json").version') on Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
-# Throughput (workloads 1-3) in ROUNDS rounds, Redial and both BullMQ setups in turn within each
-# round, so that each round's ratios compare runs made a few seconds apart on this noisy machine.
+# Throughput (workloads 1-3) in ROUNDS rounds, Redial, its PostgreSQL peers and both BullMQ setups
+# in turn within each round, so that each round's ratios compare runs made a few seconds apart on
+# this noisy machine.
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round of $ROUNDS: Redial (embedded SQLite, synchronous=FULL: every acknowledged write is fsynced)"
   settle
@@ -78,6 +85,11 @@ for round in $(seq 1 "$ROUNDS"); do
     settle
     $BENCH --database-url "$PG_URL" --only enqueue,noop,http --jobs "$JOBS" --concurrency "$CONC" \
       --receiver-base "$BASE" --out "results/redial-pg-round$round.json"
+    for peer in $PG_PEERS; do
+      echo "== round $round of $ROUNDS: $peer (PostgreSQL; each workload in a fresh database)"
+      settle
+      node pgpeers.js "$PG_URL" "$JOBS" "$CONC" "$BASE" "$peer" > "results/$peer-round$round.json"
+    done
   fi
   for mode in memory aof; do
     echo "== round $round of $ROUNDS: BullMQ, Redis $mode"
@@ -194,6 +206,42 @@ if pg_rounds:
             out.setdefault(label, {})[m + "_postgres"] = {"redial": rv, "bullmq": pv, "ratio": div(rv, pv)}
         line += f" {div(rv, rest.get(rk)):>9.2f}"
         print(line)
+if pg_rounds:
+    # Redial on PostgreSQL and its PostgreSQL peers (pgpeers.js), same server, same rounds.
+    peers = [("graphile-batched", "gw batched"), ("graphile-defaults", "gw default"), ("pgboss", "pg-boss")]
+    pp_rounds = {p: [load(f"results/{p}-round{i}.json") for i in range(1, rounds + 1)] for p, _ in peers}
+    print()
+    print(f"Redial and its PostgreSQL peers, same server. Throughput: median of {rounds} rounds; ratio = Redial / peer, median of the rounds' ratios [lowest-highest]")
+    head = f"{'workload':<44} {'Redial PG':>10}"
+    for _, name in peers:
+        head += f" {name:>11} {'ratio':>18}"
+    print(head)
+    for label, rk, pk in throughput:
+        rv = [x.get(rk) for x in pg_rounds]
+        line = f"{label:<44} {statistics.median(rv):>10.1f}"
+        entry = out.setdefault(label, {})
+        for p, _ in peers:
+            pv = [x.get(pk) for x in pp_rounds[p]]
+            ratios = [div(a, b) for a, b in zip(rv, pv)]
+            med = statistics.median(ratios)
+            line += f" {statistics.median(pv):>11.1f} {med:>6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
+            entry[p] = {"redial_postgres": rv, "peer": pv, "ratios": ratios, "median_ratio": med}
+        print(line)
+    # Redial's column stays empty: `--only noop` does not read the server's CPU (`--only account` does).
+    for label, pk in [("PG server CPU per job, enqueue (us)", "enqueue: PostgreSQL server CPU per job"),
+                      ("PG server CPU per job, no-op drain (us)", "no-op: PostgreSQL server CPU per job"),
+                      ("PG server CPU per job, HTTP dispatch (us)", "HTTP dispatch: PostgreSQL server CPU per job")]:
+        line = f"{label:<44} {'':>10}"
+        for p, _ in peers:
+            pv = [x.get(pk) for x in pp_rounds[p]]
+            known = [v for v in pv if v is not None]
+            med = statistics.median(known) if known else nan
+            line += f" {med:>11.1f} {'':>18}"
+            out.setdefault(label, {})[p] = pv
+        print(line)
+    print("gw batched: graphile-worker with localQueue.size 500, completeJobBatchDelay and failJobBatchDelay 0, maxPoolSize concurrency + 1;")
+    print("gw default: graphile-worker with only its concurrency set; pg-boss: 4 workers of batchSize 250 polling every 0.5 s")
+    print("(its least), which bounds its drain to 4 x 250 jobs per 0.5 s = 2,000 jobs/s. Server CPU: the cluster's processes, from /proc.")
 json.dump(out, open("results/ratios.json", "w"), indent=2)
 print("\nratio = Redial / BullMQ: above 1 is better for throughput; below 1 is better for latency, wasted requests and drain time.")
 PY
