@@ -93,16 +93,17 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     // As the version before left it: the last migration not applied.
     {
         let c = rusqlite::Connection::open(&db).expect("open");
-        // As migration 22 left it: its line indexes on the state (its triggers go too; 23
-        // drops those it finds).
+        // As migration 23 left it: no final attempt in the job's row, the replay's trigger
+        // writing its event alone.
         c.execute_batch(&format!(
-            "DROP TRIGGER jobs_line_leave; DROP TRIGGER jobs_line_heading; \
-             DROP TRIGGER jobs_line_delete; DROP TRIGGER jobs_line_move; \
-             DROP INDEX jobs_in_line; ALTER TABLE jobs DROP COLUMN ord_stay; \
-             CREATE INDEX jobs_in_line ON jobs (oline, seq) WHERE oline IS NOT NULL \
-                 AND state <> 'completed'; \
-             CREATE INDEX jobs_line_heads ON jobs (queue, oline) WHERE ord_wait = 0 \
-                 AND oline IS NOT NULL AND state <> 'completed'; \
+            "DROP TRIGGER jobs_replay_events; ALTER TABLE jobs DROP COLUMN final_attempt; \
+             CREATE TRIGGER jobs_replay_events AFTER UPDATE OF replays ON jobs \
+                 WHEN NEW.replays > OLD.replays \
+             BEGIN \
+                 INSERT INTO events (at, kind, queue, job_id, endpoint, reason) \
+                 VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, \
+                         OLD.last_reason); \
+             END; \
              PRAGMA user_version = {};",
             latest - 1
         ))
@@ -122,7 +123,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
         out.stdout.contains(&format!("migration {latest}:"))
             && out
                 .stdout
-                .contains("DROP INDEX jobs_in_line; DROP INDEX jobs_line_heads"),
+                .contains("ALTER TABLE jobs ADD COLUMN final_attempt TEXT"),
         "{}",
         out.stdout
     );
