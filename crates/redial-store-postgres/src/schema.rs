@@ -511,6 +511,24 @@ const MIGRATIONS: &[&str] = &[
     END
     $fn$;
     "#,
+    // 18: the completions of the engine's batch record write one event row per batch, not one
+    // per job: the batch statement inserts a row whose `batch` holds them (a JSON list of [at,
+    // queue, job id, endpoint, reason]) and marks the jobs (`logged`), which the trigger passes
+    // over; every other finish (dead, cancelled, a completion recorded one at a time) is still
+    // written by the trigger, and a replay clears the mark. Sequence numbers are now taken
+    // 1,024 at a time (`sql::events::EVENT_BLOCK`): the completions of a row are numbered from
+    // the row's, so that every event keeps a cursor of its own.
+    r#"
+    ALTER TABLE events ADD COLUMN batch TEXT;
+    ALTER TABLE events ALTER COLUMN seq SET INCREMENT BY 1024;
+    ALTER TABLE jobs ADD COLUMN logged BOOLEAN;
+    DROP TRIGGER jobs_events ON jobs;
+    CREATE TRIGGER jobs_events AFTER UPDATE OF finished_at, replays ON jobs FOR EACH ROW
+        WHEN (NEW.replays > OLD.replays
+              OR (NEW.state IN ('completed', 'dead', 'cancelled')
+                  AND NEW.state IS DISTINCT FROM OLD.state AND NEW.logged IS NULL))
+        EXECUTE FUNCTION redial_job_event();
+    "#,
 ];
 
 /// Where the schema (in the connection's `search_path`) stands, without changing it.

@@ -429,6 +429,28 @@ const MIGRATIONS: &[&str] = &[
             WHERE OLD.final_attempt IS NOT NULL;
     END;
     "#,
+    // 25: the completions the engine records on the fast path write one event row per
+    // transaction, not one per job: the storage thread notes each (`sql::events`) and, before
+    // the commit, inserts one row whose `batch` holds them (a JSON list of [at, queue, job id,
+    // endpoint, reason]), under the sequence number of the last and with the ones before it
+    // left free for the others, so every event keeps a number of its own. The job is marked
+    // (`logged`) by the statement that completes it, and the finish's trigger passes over it;
+    // every other finish (dead, cancelled, a completion on the careful path) is still written
+    // by the trigger. A replay clears the mark.
+    r#"
+    ALTER TABLE events ADD COLUMN batch TEXT;
+    ALTER TABLE jobs ADD COLUMN logged INTEGER;
+    DROP TRIGGER jobs_finish_events;
+    CREATE TRIGGER jobs_finish_events AFTER UPDATE OF finished_at ON jobs
+        WHEN (NEW.state = 'completed' OR NEW.state = 'dead' OR NEW.state = 'cancelled')
+            AND NEW.state <> OLD.state AND NEW.logged IS NULL
+    BEGIN
+        INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason)
+        VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint,
+                NEW.category, NEW.last_reason);
+        INSERT INTO dead_pending (seq) SELECT NEW.seq WHERE NEW.state = 'dead';
+    END;
+    "#,
 ];
 
 /// The readiness check's write: one row, rewritten.

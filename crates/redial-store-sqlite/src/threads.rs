@@ -125,13 +125,25 @@ pub(crate) fn storage_thread(
                 next = ops.try_recv().ok();
             }
         }
-        let failure = conn.execute_batch("COMMIT").err().map(|e| {
-            let _ = conn.execute_batch("ROLLBACK");
-            (e.sqlite_error_code(), format!("commit failed: {e}"))
-        });
+        // The completions' events go in last, as one row (`sql::flush_completions`); if they
+        // cannot, nothing of the batch commits.
+        let failure = sql::flush_completions(&conn)
+            .map_err(|e| (None, format!("writing the completions' events failed: {e}")))
+            .and_then(|()| {
+                conn.execute_batch("COMMIT")
+                    .map_err(|e| (e.sqlite_error_code(), format!("commit failed: {e}")))
+            })
+            .err()
+            .map(|f| {
+                let _ = conn.execute_batch("ROLLBACK");
+                f
+            });
         match failure {
             None => counts::committed(&conn, &counts),
-            Some(_) => counts::rolled_back(),
+            Some(_) => {
+                counts::rolled_back();
+                sql::completions_clear();
+            }
         }
         checkpoint.committed();
         for d in deliveries {

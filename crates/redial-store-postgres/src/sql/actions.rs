@@ -6,7 +6,8 @@ pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
     deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = $1, \
     finished_at = NULL, updated_at = $1, cancel_requested = FALSE, \
-    last_reason = 'replayed from the dead letters', final_attempt = NULL";
+    last_reason = 'replayed from the dead letters', final_attempt = NULL, \
+    logged = NULL";
 
 pub(super) async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> StoreResult<Job> {
     let row = tx

@@ -13,6 +13,14 @@
 
 use super::*;
 
+/// How many sequence numbers each event row takes (schema migration 18): a row of
+/// completions numbers its events from its own, one apart, so every event has a cursor.
+pub const EVENT_BLOCK: i64 = 1024;
+const _: () = assert!((crate::recorder::MAX_RECORD_BATCH as i64) < EVENT_BLOCK);
+
+/// A completion as a row of them holds it: [at, queue, job id, endpoint, reason].
+type Completion = (i64, String, String, String, String);
+
 pub async fn event_append(c: &mut Conn, events: &[NewEvent]) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let stmt = tx
@@ -60,21 +68,58 @@ pub async fn event_list(c: &mut Conn, p: &EventListParams) -> StoreResult<EventP
             return Ok(p.page(next, Vec::new()));
         }
     };
+    // The row of completions the cursor may stop inside comes first, then the rows after it.
     let rows = c
         .client
         .query(
-            "SELECT tx::text::bigint, seq, at, kind, queue, job_id, endpoint, category, reason, \
-             until FROM events \
-             WHERE (tx, seq) > ($1::text::xid8, $2) \
-             AND tx < pg_snapshot_xmin(pg_current_snapshot()) \
-             ORDER BY tx, seq LIMIT $3",
-            &[&after.tx.to_string(), &after.seq, &i64::from(p.scan())],
+            "SELECT * FROM (SELECT tx::text::bigint, seq, at, kind, queue, job_id, endpoint, \
+               category, reason, until, batch FROM events \
+               WHERE tx = $1::text::xid8 AND seq > $2::bigint - $4::bigint AND seq <= $2 \
+               AND batch IS NOT NULL \
+               ORDER BY seq DESC LIMIT 1) inside \
+             UNION ALL SELECT * FROM (SELECT tx::text::bigint, seq, at, kind, queue, job_id, \
+               endpoint, category, reason, until, batch FROM events \
+               WHERE (tx, seq) > ($1::text::xid8, $2) \
+               AND tx < pg_snapshot_xmin(pg_current_snapshot()) \
+               ORDER BY tx, seq LIMIT $3) later",
+            &[
+                &after.tx.to_string(),
+                &after.seq,
+                &i64::from(p.scan()),
+                &EVENT_BLOCK,
+            ],
         )
         .await
         .map_err(backend)?;
     let mut events = Vec::with_capacity(rows.len());
     for r in &rows {
         let kind: String = get(r, 3)?;
+        if let Some(batch) = get::<Option<String>>(r, 10)? {
+            let (tx, first): (i64, i64) = (get(r, 0)?, get(r, 1)?);
+            let done: Vec<Completion> = serde_json::from_str(&batch).map_err(json_err)?;
+            let kind: EventKind = kind.parse().map_err(StoreError::Backend)?;
+            for (i, (at, queue, id, endpoint, reason)) in done.into_iter().enumerate() {
+                let cursor = EventCursor {
+                    tx,
+                    seq: first + i as i64,
+                };
+                if (cursor.tx, cursor.seq) <= (after.tx, after.seq) {
+                    continue;
+                }
+                events.push(Event {
+                    cursor,
+                    at: Timestamp::from_unix_millis(at),
+                    kind,
+                    queue: Some(queue),
+                    job_id: Some(id),
+                    endpoint: Some(endpoint),
+                    category: None,
+                    reason: Some(reason),
+                    until: None,
+                });
+            }
+            continue;
+        }
         events.push(Event {
             cursor: EventCursor {
                 tx: get(r, 0)?,

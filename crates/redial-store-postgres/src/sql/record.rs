@@ -113,6 +113,9 @@ pub async fn record_attempt(
 /// attempt, no cancel waiting, is updated and its attempt inserted as serialised (its number is
 /// the caller's). Returns the ids recorded; the others go through [`record_attempt`] one by one.
 /// Ids must be distinct, and each request must carry its `seq` and a number of at least 1.
+/// The completions' events go in as one row (`e`, schema migration 18), the jobs marked
+/// `logged` so that the trigger passes over them; a batch holds fewer completions than
+/// [`super::events::EVENT_BLOCK`].
 macro_rules! record_many_ctes {
     () => {
         "WITH i AS ( \
@@ -127,17 +130,22 @@ macro_rules! record_many_ctes {
          last_delay_ms = i.last_delay_ms, last_reason = i.reason, runs = i.number, \
          lease_owner = NULL, lease_until = NULL, updated_at = i.now, \
          final_attempt = CASE WHEN i.finished_at IS NOT NULL THEN i.data END, \
+         logged = CASE WHEN i.state = 'completed' THEN TRUE END, \
          ord_wait = j.ord_wait OR (j.oline IS NOT NULL AND i.state = 'completed') \
        FROM i \
        WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
          AND NOT j.cancel_requested AND j.runs = i.number - 1 \
-       RETURNING j.seq, CASE WHEN j.oline IS NOT NULL AND i.state = 'completed' \
-         THEN j.oline END AS left_line), \
+       RETURNING j.seq, j.queue, j.endpoint, CASE WHEN j.oline IS NOT NULL \
+         AND i.state = 'completed' THEN j.oline END AS left_line), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
        SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq \
        WHERE i.finished_at IS NULL), \
      p AS (SELECT redial_lines_next(array_agg(left_line)) FROM u \
-       WHERE left_line IS NOT NULL HAVING count(*) > 0) "
+       WHERE left_line IS NOT NULL HAVING count(*) > 0), \
+     e AS (INSERT INTO events (at, kind, batch) \
+       SELECT max(i.now), 'job.completed', json_agg(json_build_array(i.now, u.queue, i.id, \
+         u.endpoint, i.reason) ORDER BY u.seq)::text \
+       FROM u JOIN i ON i.seq = u.seq WHERE i.state = 'completed' HAVING count(*) > 0) "
     };
 }
 

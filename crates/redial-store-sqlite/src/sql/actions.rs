@@ -6,7 +6,8 @@ pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \
     deferrals = 0, stalls = 0, last_delay_ms = NULL, replays = replays + 1, run_at = ?1, \
     finished_at = NULL, updated_at = ?1, cancel_requested = 0, okey = okey, ord_stay = ord_stay, \
-    last_reason = 'replayed from the dead letters', final_attempt = NULL";
+    last_reason = 'replayed from the dead letters', final_attempt = NULL, \
+    logged = NULL";
 
 pub fn replay(c: &mut Connection, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = Sp::begin(c)?;

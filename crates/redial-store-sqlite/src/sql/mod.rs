@@ -44,8 +44,8 @@ pub fn classify(code: Option<rusqlite::ErrorCode>, message: String) -> StoreErro
 pub struct Sp<'c> {
     conn: &'c Connection,
     done: bool,
-    /// Where the count log stood: a rollback drops what was logged since.
-    mark: usize,
+    /// Where the count log and the noted completions stood: a rollback drops what came since.
+    mark: (usize, usize),
 }
 
 impl<'c> Sp<'c> {
@@ -54,7 +54,7 @@ impl<'c> Sp<'c> {
         Ok(Sp {
             conn,
             done: false,
-            mark: crate::counts::mark(),
+            mark: (crate::counts::mark(), events::completions_mark()),
         })
     }
 
@@ -76,7 +76,8 @@ impl Drop for Sp<'_> {
         if !self.done {
             let _ = run_cached(self.conn, "ROLLBACK TO op");
             let _ = run_cached(self.conn, "RELEASE op");
-            crate::counts::rollback_to(self.mark);
+            crate::counts::rollback_to(self.mark.0);
+            events::completions_rollback_to(self.mark.1);
         }
     }
 }

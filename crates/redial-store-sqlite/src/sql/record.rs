@@ -113,6 +113,9 @@ fn record_leased(
     // The attempt that ends the job goes in the job's row (schema migration 24); one that does
     // not goes in `attempts` first.
     let final_attempt = finished_at.map(|_| data);
+    // A completion's event goes in with the transaction's others, in one row (schema migration
+    // 25): the job is marked so that the finish's trigger passes over it.
+    let logged = (state == JobState::Completed).then_some(1);
     if final_attempt.is_none() {
         let inserted = c
             .prepare_cached("INSERT OR IGNORE INTO attempts (id, data) VALUES (?1, ?2)")
@@ -139,7 +142,7 @@ fn record_leased(
     const SET: &str = "UPDATE OR FAIL jobs SET state = ?1, category = ?2, \
          run_at = COALESCE(?3, run_at), finished_at = ?4, attempts = ?5, unknown_attempts = ?6, \
          deferrals = ?7, last_delay_ms = ?8, last_reason = ?9, runs = ?10, lease_owner = NULL, \
-         lease_until = NULL, updated_at = ?11, final_attempt = ?16";
+         lease_until = NULL, updated_at = ?11, final_attempt = ?16, logged = ?17";
     const WHERE: &str =
         " WHERE seq = ?12 AND id = ?13 AND state = 'running' AND lease_owner = ?14 \
          AND cancel_requested = 0 AND runs = ?15";
@@ -174,10 +177,20 @@ fn record_leased(
                 p.owner,
                 runs_before,
                 final_attempt,
+                logged,
             ])
         })
         .map_err(backend)?;
     if updated == 1 {
+        if logged.is_some() {
+            events::note_completed(
+                p.now,
+                &p.queue,
+                &p.id.0,
+                &p.endpoint,
+                &p.attempt.reason,
+            );
+        }
         counts::moved(
             &p.queue,
             &p.endpoint,

@@ -326,3 +326,107 @@ pub async fn events_are_written_with_the_change(store: Arc<dyn Store>) {
     assert_eq!(next.events.len(), 1);
     assert!(next.events[0].cursor > newest);
 }
+
+/// Completions recorded together may be written as one row of the log (a store's choice): each
+/// still reads as an event of its own, with a cursor of its own, whatever the page size, and a
+/// read resumed from a cursor inside such a row takes the rest of it once.
+pub async fn completions_written_together_read_one_by_one(store: Arc<dyn Store>) {
+    const N: usize = 60;
+    let jobs: Vec<_> = (0..N).map(|i| new_job(&format!("c{i:02}"), "q")).collect();
+    store.job_insert_batch(jobs).await.expect("batch");
+    let leased = lease(&store, "q", "w1", at(0), N as u32).await;
+    assert_eq!(leased.len(), N);
+    // At once, as the engine records, so that a store may put them in one write.
+    let mut tasks = Vec::new();
+    for job in leased {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut p = record(&job.id.0, "w1", 1, Transition::Complete);
+            by_seq(&mut p, &job);
+            store.job_record_attempt(p).await.expect("record")
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("task").state, JobState::Completed);
+    }
+    store.job_insert(new_job("late", "q")).await.expect("insert");
+    lease(&store, "q", "w1", at(0), 1).await;
+    store
+        .job_record_attempt(record(
+            "late",
+            "w1",
+            1,
+            Transition::Dead {
+                category: DeadCategory::Permanent,
+            },
+        ))
+        .await
+        .expect("record");
+
+    let all = read_n(&store, everything(), N + 1).await;
+    assert_eq!(all.events.len(), N + 1);
+    let mut ids: Vec<String> = all.events[..N]
+        .iter()
+        .map(|e| {
+            assert_eq!(e.kind, EventKind::JobCompleted);
+            assert_eq!(e.queue.as_deref(), Some("q"));
+            assert_eq!(e.reason.as_deref(), Some("503 test; attempt 1"));
+            e.job_id.clone().expect("a job")
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), N, "each completion once");
+    assert_eq!(all.events[N].job_id.as_deref(), Some("late"));
+    let cursors: Vec<EventCursor> = all.events.iter().map(|e| e.cursor).collect();
+    assert!(
+        cursors.windows(2).all(|w| w[0] < w[1]),
+        "cursors in order and distinct: {cursors:?}"
+    );
+
+    // Page by page, at every size: the same events in the same order, each once.
+    for limit in [1, 7, 25] {
+        let mut from = EventFrom::Start;
+        let mut seen = Vec::new();
+        for _ in 0..(N + 2) * 2 {
+            let page = list(
+                &store,
+                EventListParams {
+                    from,
+                    limit,
+                    ..everything()
+                },
+            )
+            .await;
+            seen.extend(page.events.iter().map(|e| e.cursor));
+            from = EventFrom::After(page.next);
+            if page.events.is_empty() && !page.more {
+                break;
+            }
+        }
+        assert_eq!(seen, cursors, "pages of {limit}");
+    }
+    // Resumed from inside: the rest, once; and a filter of kinds passes the row's over.
+    let mid = cursors[N / 2];
+    let rest = list(
+        &store,
+        EventListParams {
+            from: EventFrom::After(mid),
+            ..everything()
+        },
+    )
+    .await;
+    assert_eq!(
+        rest.events.iter().map(|e| e.cursor).collect::<Vec<_>>(),
+        cursors[N / 2 + 1..]
+    );
+    let dead = list(
+        &store,
+        EventListParams {
+            kinds: vec![EventKind::JobDead],
+            ..everything()
+        },
+    )
+    .await;
+    assert_eq!(kinds_and_ids(&dead), [(EventKind::JobDead, "late".to_owned())]);
+}
