@@ -93,16 +93,18 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
     // As the version before left it: the last migration not applied.
     {
         let c = rusqlite::Connection::open(&db).expect("open");
-        // As migration 23 left it: no final attempt in the job's row, the replay's trigger
-        // writing its event alone.
+        // As migration 24 left it: every finish's event written by the trigger, one row each.
         c.execute_batch(&format!(
-            "DROP TRIGGER jobs_replay_events; ALTER TABLE jobs DROP COLUMN final_attempt; \
-             CREATE TRIGGER jobs_replay_events AFTER UPDATE OF replays ON jobs \
-                 WHEN NEW.replays > OLD.replays \
+            "DROP TRIGGER jobs_finish_events; ALTER TABLE jobs DROP COLUMN logged; \
+             ALTER TABLE events DROP COLUMN batch; \
+             CREATE TRIGGER jobs_finish_events AFTER UPDATE OF finished_at ON jobs \
+                 WHEN (NEW.state = 'completed' OR NEW.state = 'dead' OR NEW.state = 'cancelled') \
+                     AND NEW.state <> OLD.state \
              BEGIN \
-                 INSERT INTO events (at, kind, queue, job_id, endpoint, reason) \
-                 VALUES (NEW.updated_at, 'job.replayed', NEW.queue, NEW.id, NEW.endpoint, \
-                         OLD.last_reason); \
+                 INSERT INTO events (at, kind, queue, job_id, endpoint, category, reason) \
+                 VALUES (NEW.updated_at, 'job.' || NEW.state, NEW.queue, NEW.id, NEW.endpoint, \
+                         NEW.category, NEW.last_reason); \
+                 INSERT INTO dead_pending (seq) SELECT NEW.seq WHERE NEW.state = 'dead'; \
              END; \
              PRAGMA user_version = {};",
             latest - 1
@@ -123,7 +125,7 @@ fn sqlite_migrations_are_listed_applied_and_checked() {
         out.stdout.contains(&format!("migration {latest}:"))
             && out
                 .stdout
-                .contains("ALTER TABLE jobs ADD COLUMN final_attempt TEXT"),
+                .contains("ALTER TABLE jobs ADD COLUMN logged INTEGER"),
         "{}",
         out.stdout
     );

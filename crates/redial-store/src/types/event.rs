@@ -3,8 +3,10 @@
 //!
 //! Job events are written by the database itself, by a trigger on the jobs table, in the
 //! transaction that changes the job: no path that finishes or replays a job can forget its event,
-//! and a crash can neither lose nor invent one. Endpoint events are appended by the engine when
-//! it sees its endpoints' state change ([`NewEvent`]).
+//! and a crash can neither lose nor invent one. The completions of the engine's fast path are the
+//! one exception: a store writes them as one row for many, in the same transaction (the stores'
+//! `sql/events.rs`); each is still an event with a cursor of its own. Endpoint events are
+//! appended by the engine when it sees its endpoints' state change ([`NewEvent`]).
 //!
 //! A cursor is a position in the log: events are read in cursor order and a reader that resumes
 //! after the last cursor it saw misses nothing and sees nothing twice. On SQLite (one writer) the
