@@ -134,9 +134,8 @@ pub(crate) fn storage_thread(
                     .map_err(|e| (e.sqlite_error_code(), format!("commit failed: {e}")))
             })
             .err()
-            .map(|f| {
+            .inspect(|_| {
                 let _ = conn.execute_batch("ROLLBACK");
-                f
             });
         match failure {
             None => counts::committed(&conn, &counts),

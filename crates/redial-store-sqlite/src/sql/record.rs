@@ -183,13 +183,7 @@ fn record_leased(
         .map_err(backend)?;
     if updated == 1 {
         if logged.is_some() {
-            events::note_completed(
-                p.now,
-                &p.queue,
-                &p.id.0,
-                &p.endpoint,
-                &p.attempt.reason,
-            );
+            events::note_completed(p.now, &p.queue, &p.id.0, &p.endpoint, &p.attempt.reason);
         }
         counts::moved(
             &p.queue,

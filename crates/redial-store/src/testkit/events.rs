@@ -349,7 +349,10 @@ pub async fn completions_written_together_read_one_by_one(store: Arc<dyn Store>)
     for t in tasks {
         assert_eq!(t.await.expect("task").state, JobState::Completed);
     }
-    store.job_insert(new_job("late", "q")).await.expect("insert");
+    store
+        .job_insert(new_job("late", "q"))
+        .await
+        .expect("insert");
     lease(&store, "q", "w1", at(0), 1).await;
     store
         .job_record_attempt(record(
@@ -428,5 +431,8 @@ pub async fn completions_written_together_read_one_by_one(store: Arc<dyn Store>)
         },
     )
     .await;
-    assert_eq!(kinds_and_ids(&dead), [(EventKind::JobDead, "late".to_owned())]);
+    assert_eq!(
+        kinds_and_ids(&dead),
+        [(EventKind::JobDead, "late".to_owned())]
+    );
 }

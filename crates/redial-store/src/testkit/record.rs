@@ -134,7 +134,10 @@ pub async fn the_attempt_that_ends_a_job_stays_in_its_timeline(store: Arc<dyn St
         assert_eq!(job.state, JobState::Completed);
         assert_eq!(numbers(&attempts), [1, 2, 3], "{id}");
         assert_eq!(
-            attempts.iter().map(|a| a.worker.as_str()).collect::<Vec<_>>(),
+            attempts
+                .iter()
+                .map(|a| a.worker.as_str())
+                .collect::<Vec<_>>(),
             ["w1", "w2", "w3"]
         );
     }
