@@ -227,11 +227,13 @@ if pg_rounds:
             line += f" {statistics.median(pv):>11.1f} {med:>6.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
             entry[p] = {"redial_postgres": rv, "peer": pv, "ratios": ratios, "median_ratio": med}
         print(line)
-    # Redial's column stays empty: `--only noop` does not read the server's CPU (`--only account` does).
+    # Redial reads the server's CPU on its no-op drain only (every `postgres` process on this machine).
     for label, pk in [("PG server CPU per job, enqueue (us)", "enqueue: PostgreSQL server CPU per job"),
                       ("PG server CPU per job, no-op drain (us)", "no-op: PostgreSQL server CPU per job"),
                       ("PG server CPU per job, HTTP dispatch (us)", "HTTP dispatch: PostgreSQL server CPU per job")]:
-        line = f"{label:<44} {'':>10}"
+        mine = [v for v in (x.get(pk) for x in pg_rounds) if v is not None]
+        cell = f"{statistics.median(mine):>10.1f}" if mine else f"{'':>10}"
+        line = f"{label:<44} {cell}"
         for p, _ in peers:
             pv = [x.get(pk) for x in pp_rounds[p]]
             known = [v for v in pv if v is not None]

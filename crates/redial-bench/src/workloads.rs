@@ -292,7 +292,7 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     let dir = tempfile::tempdir()?;
     let store = store_in(&dir).await?;
     insert_backlog(&store, jobs, "default", "http://127.0.0.1:9/", "n").await?;
-    let (rate, writer_us) = noop_run(store, jobs, concurrency).await?;
+    let (rate, writer_us, server_us) = noop_run_accounted(store, jobs, concurrency).await?;
     report(
         &format!("no-op jobs, concurrency {concurrency} (full path)"),
         rate,
@@ -301,6 +301,9 @@ pub async fn noop(jobs: usize, concurrency: usize, report: &mut Report<'_>) -> R
     if let Some(us) = writer_us {
         // Less noisy than the rate on a shared machine: what the one writer spent per job.
         report("no-op: SQLite storage thread CPU per job", us, "us");
+    } else if let Some(us) = server_us {
+        // The key `bench/compare/pgpeers.js` reports its peers' under.
+        report("no-op: PostgreSQL server CPU per job", us, "us");
     }
     Ok(())
 }
@@ -312,9 +315,22 @@ pub(crate) async fn noop_run(
     jobs: usize,
     concurrency: usize,
 ) -> Result<(f64, Option<f64>)> {
+    noop_run_accounted(store, jobs, concurrency)
+        .await
+        .map(|(rate, writer, _)| (rate, writer))
+}
+
+/// [`noop_run`], and on PostgreSQL the CPU the server processes on this machine spent per job
+/// (us), from before the engine starts until every job's completion is written.
+pub(crate) async fn noop_run_accounted(
+    store: Arc<dyn Store>,
+    jobs: usize,
+    concurrency: usize,
+) -> Result<(f64, Option<f64>, Option<f64>)> {
     let noop = Arc::new(Noop::default());
     let e = engine(store.clone(), &[("default", concurrency)], noop.clone());
     let writer_before = thread_cpu_ns("redial-sqlite");
+    let server_before = writer_before.is_none().then(postgres_cpu_ns).flatten();
     let start = Instant::now();
     let running = e.start().await?;
     // Counting calls costs nothing; the store is asked only for the last few completions.
@@ -322,12 +338,17 @@ pub(crate) async fn noop_run(
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
     let writer_after = thread_cpu_ns("redial-sqlite");
     wait_completed(&store, "default", jobs as u64).await?;
+    let server_after = server_before.and(postgres_cpu_ns());
     running.shutdown(Duration::from_secs(5)).await;
-    let writer_us = match (writer_before, writer_after) {
+    let per_job = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1000.0 / jobs as f64),
         _ => None,
     };
-    Ok((rate, writer_us))
+    Ok((
+        rate,
+        per_job(writer_before, writer_after),
+        per_job(server_before, server_after),
+    ))
 }
 
 /// CPU time so far of this process's thread named `name` (Linux: `/proc/self/task/*/schedstat`);
