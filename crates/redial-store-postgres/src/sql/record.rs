@@ -135,17 +135,17 @@ macro_rules! record_many_ctes {
        FROM i \
        WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
          AND NOT j.cancel_requested AND j.runs = i.number - 1 \
-       RETURNING j.seq, j.queue, j.endpoint, CASE WHEN j.oline IS NOT NULL \
+       RETURNING j.seq, j.queue, j.endpoint, i.id, i.state, i.finished_at, i.now, i.reason, \
+         i.number, i.data, CASE WHEN j.oline IS NOT NULL \
          AND i.state = 'completed' THEN j.oline END AS left_line), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
-       SELECT i.seq, i.number, i.data FROM u JOIN i ON i.seq = u.seq \
-       WHERE i.finished_at IS NULL), \
+       SELECT seq, number, data FROM u WHERE finished_at IS NULL), \
      p AS (SELECT redial_lines_next(array_agg(left_line)) FROM u \
        WHERE left_line IS NOT NULL HAVING count(*) > 0), \
      e AS (INSERT INTO events (at, kind, batch) \
-       SELECT max(i.now), 'job.completed', json_agg(json_build_array(i.now, u.queue, i.id, \
-         u.endpoint, i.reason) ORDER BY u.seq)::text \
-       FROM u JOIN i ON i.seq = u.seq WHERE i.state = 'completed' HAVING count(*) > 0) "
+       SELECT max(now), 'job.completed', json_agg(json_build_array(now, queue, id, endpoint, \
+         reason) ORDER BY seq)::text \
+       FROM u WHERE state = 'completed' HAVING count(*) > 0) "
     };
 }
 
@@ -155,7 +155,7 @@ macro_rules! record_many_ctes {
 /// `u` is written; the join on `p` is what runs it, and adds no row.
 pub(super) const RECORD_MANY: &str = concat!(
     record_many_ctes!(),
-    "SELECT i.id FROM u JOIN i ON i.seq = u.seq LEFT JOIN p ON TRUE"
+    "SELECT u.id FROM u LEFT JOIN p ON TRUE"
 );
 
 /// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
@@ -184,7 +184,7 @@ pub(super) const RECORD_MANY_OWING: &str = concat!(
          UNION ALL SELECT seq >> 10, 't:' || t, seq \
              FROM d, jsonb_array_elements_text(d.tags::jsonb) t WHERE d.tags <> '[]' \
          ON CONFLICT DO NOTHING) \
-     SELECT i.id, NULL::bigint FROM u JOIN i ON i.seq = u.seq LEFT JOIN p ON TRUE \
+     SELECT u.id, NULL::bigint FROM u LEFT JOIN p ON TRUE \
      UNION ALL SELECT d.id, d.seq FROM d WHERE d.lease_owner IS NOT NULL"
 );
 
