@@ -93,6 +93,8 @@ struct Inner {
     lease_misses: std::sync::atomic::AtomicU64,
     /// Attempts to record, batched by the recorder task on its own connection.
     records: tokio::sync::mpsc::UnboundedSender<RecordRequest>,
+    /// Batch statements that failed (their attempts then went one by one).
+    batch_failures: Arc<std::sync::atomic::AtomicU64>,
     recorder: tokio::task::JoinHandle<()>,
 }
 
@@ -169,7 +171,13 @@ impl PgStore {
         let (wakes, _) = broadcast::channel(1024);
         let listener = tokio::spawn(listen(config.clone(), channel.clone(), wakes.clone()));
         let (records, queued) = tokio::sync::mpsc::unbounded_channel();
-        let recorder = tokio::spawn(recorder(config.clone(), channel.clone(), queued));
+        let batch_failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let recorder = tokio::spawn(recorder(
+            config.clone(),
+            channel.clone(),
+            queued,
+            batch_failures.clone(),
+        ));
         Ok(PgStore {
             inner: Arc::new(Inner {
                 config,
@@ -183,6 +191,7 @@ impl PgStore {
                 wakes,
                 listener,
                 records,
+                batch_failures,
                 recorder,
             }),
         })
@@ -215,6 +224,14 @@ impl PgStore {
             }
         }
         Ok(guard)
+    }
+
+    /// How many of the recorder's batch statements failed (their attempts were then recorded
+    /// one by one, each in a transaction of its own: correct, and many times slower). A store
+    /// that loses its connection now and then fails a few; one whose statement is wrong fails
+    /// them all.
+    pub fn batch_record_failures(&self) -> u64 {
+        self.inner.batch_failures.load(Ordering::Relaxed)
     }
 
     /// Jobs a lease chose and another node took (or was taking) first, since the store opened:

@@ -20,6 +20,7 @@ pub(crate) async fn recorder(
     config: DbConfig,
     channel: String,
     mut requests: tokio::sync::mpsc::UnboundedReceiver<RecordRequest>,
+    failures: Arc<std::sync::atomic::AtomicU64>,
 ) {
     let mut conn: Option<Conn> = None;
     while let Some(first) = requests.recv().await {
@@ -66,7 +67,17 @@ pub(crate) async fn recorder(
         // (the recording engine asks again).
         let recorded =
             match tokio::time::timeout(limit, sql::record_many(c, &channel, &distinct)).await {
-                Ok(r) => r.unwrap_or_default(),
+                Ok(r) => r.unwrap_or_else(|e| {
+                    // Said, not hidden: a statement that always fails would leave every attempt
+                    // to the one-attempt path, correct but many times slower.
+                    if failures
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        .is_multiple_of(1000)
+                    {
+                        tracing::warn!(error = %e, "a batch of attempts could not be recorded at once; recording them one by one");
+                    }
+                    Default::default()
+                }),
                 Err(_) => {
                     conn = None;
                     for r in batch {

@@ -146,3 +146,14 @@ async fn a_failed_lease_statement_leases_nothing_and_hands_back_every_admission(
     assert_eq!(lease.taken.len(), 3);
     assert!(counted.lock().expect("lock").handed_back.is_empty());
 }
+
+/// Completions owing callback deliveries, recorded at once, are recorded in batch statements:
+/// none of them fails and sends its attempts the one-attempt way (one did, for every batch,
+/// from the ordering keys' columns until 2026-12-07: 10x slower with callbacks, and correct, so
+/// no other test saw it).
+#[tokio::test]
+async fn completions_owing_deliveries_are_recorded_in_batches() {
+    let store = Arc::new(redial_store_postgres::testing::fresh_test_store(4).await);
+    redial_store::testkit::deliveries_owed_by_completions_recorded_at_once(store.clone()).await;
+    assert_eq!(store.batch_record_failures(), 0, "batch statements failed");
+}

@@ -160,23 +160,28 @@ pub(super) const RECORD_MANY: &str = concat!(
 
 /// [`RECORD_MANY`] with the callback deliveries the recorded jobs owe, in the same statement:
 /// each delivery (`$16` the seq of the job that owes it, then the columns of
-/// [`INSERT_MANY_LEASED`]) goes in only if its job was recorded, its terms in the search index
+/// [`INSERT_MANY_LEASED`], in its order: a column added there is added here too, or every
+/// batch owing a delivery fails and goes the one-attempt way, as it did from the ordering keys'
+/// columns until 2026-12-07; `PgStore::batch_record_failures` counts such failures) goes in only if its job was recorded, its terms in the search index
 /// (`job_terms`, as `redial_store::job_terms` spells them). Rows with a second column are the
-/// deliveries that went in leased (their id and seq).
+/// deliveries that went in leased (their id and seq). A semi-join (`IN`), not a join: the planner
+/// takes both sides for a row each and would make a join a nested loop over the batch squared.
 pub(super) const RECORD_MANY_OWING: &str = concat!(
     record_many_ctes!(),
     ", d AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
        priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
-       lease_owner, lease_until) \
+       okey, ord_skip, oline, ord_wait, lease_owner, lease_until) \
      SELECT t.id, t.queue, t.endpoint, t.state, t.request, t.key, t.priority, t.run_at, \
          t.deadline, t.tags, t.policy, t.created_at, t.created_at, t.grp, t.callback, \
-         t.lease_owner, t.lease_until \
+         t.okey, t.ord_skip, t.oline, t.oline IS NOT NULL, t.lease_owner, t.lease_until \
      FROM unnest($16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[], \
          $21::text[], $22::text[], $23::int[], $24::bigint[], $25::bigint[], $26::text[], \
-         $27::text[], $28::bigint[], $29::text[], $30::text[], $31::text[], $32::bigint[]) \
+         $27::text[], $28::bigint[], $29::text[], $30::text[], $31::text[], $32::bool[], \
+         $33::bigint[], $34::text[], $35::bigint[]) \
        AS t (owner_seq, id, queue, endpoint, state, request, key, priority, run_at, deadline, \
-         tags, policy, created_at, grp, callback, lease_owner, lease_until) \
-     JOIN u ON u.seq = t.owner_seq \
+         tags, policy, created_at, grp, callback, okey, ord_skip, oline, lease_owner, \
+         lease_until) \
+     WHERE t.owner_seq IN (SELECT seq FROM u) \
      ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner, idempotency_key, tags), \
      dt AS (INSERT INTO job_terms (bucket, term, seq) \
          SELECT seq >> 10, 'k:' || idempotency_key, seq FROM d \

@@ -392,3 +392,46 @@ pub async fn a_delivery_can_go_in_leased_to_its_recorder(store: Arc<dyn Store>) 
     got.sort();
     assert_eq!(got, expected, "the rescued delivery, beside the ready one");
 }
+
+/// Completions that owe deliveries, recorded at once as the engine records them (a store may
+/// record them together): each is recorded, each delivery goes in once, leased to its recorder
+/// and told back as stored.
+pub async fn deliveries_owed_by_completions_recorded_at_once(store: Arc<dyn Store>) {
+    const N: usize = 40;
+    let all = CallbackEvent::ALL;
+    let jobs: Vec<_> = (0..N)
+        .map(|i| with_callback(new_job(&format!("o{i:02}"), "q"), &all))
+        .collect();
+    store.job_insert_batch(jobs).await.expect("batch");
+    let leased = lease(&store, "q", "w1", at(0), N as u32).await;
+    assert_eq!(leased.len(), N);
+    let mut tasks = Vec::new();
+    for job in leased {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut p = record(&job.id.0, "w1", job.runs + 1, Transition::Complete);
+            by_seq(&mut p, &job);
+            p.callback = p.delivery(&job, &p.plan(&job));
+            p.callback_leased_until = Some(at(61));
+            let recorded = store.job_record_attempt(p).await.expect("record");
+            (job, recorded)
+        }));
+    }
+    for t in tasks {
+        let (job, recorded) = t.await.expect("task");
+        assert_eq!(recorded.state, JobState::Completed, "{}", job.id.0);
+        let told = recorded.delivery.expect("the delivery, leased");
+        assert_eq!(
+            told.id,
+            Callback::delivery_id(&job, CallbackEvent::Completed, 0)
+        );
+        let stored = get(&store, &told.id.0).await.0;
+        assert_eq!(told, stored, "told as stored");
+        assert_eq!(
+            (stored.state, stored.lease_owner.as_deref()),
+            (JobState::Running, Some("w1"))
+        );
+        assert_eq!(body(&stored)["type"], "job.completed");
+    }
+    assert_eq!(deliveries(&store).await.len(), N, "each delivery once");
+}

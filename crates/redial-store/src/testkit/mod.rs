@@ -59,6 +59,7 @@ macro_rules! store_suite {
             grouped_jobs_wait_for_their_time, groups_are_counted,
             groups_with_nothing_due_take_no_turn, callbacks_are_written_with_the_state_change,
             callbacks_of_cancels_replays_and_maintenance, a_delivery_can_go_in_leased_to_its_recorder,
+            deliveries_owed_by_completions_recorded_at_once,
             events_are_written_with_the_change, completions_written_together_read_one_by_one, search_by_key_tag_and_reason_text,
             ordering_keys_run_one_at_a_time_in_order, a_replayed_job_takes_its_place_in_its_line,
             cancels_dismissals_and_rescues_keep_the_line,
