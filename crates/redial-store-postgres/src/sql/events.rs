@@ -18,9 +18,6 @@ use super::*;
 pub const EVENT_BLOCK: i64 = 1024;
 const _: () = assert!((crate::recorder::MAX_RECORD_BATCH as i64) < EVENT_BLOCK);
 
-/// A completion as a row of them holds it: [at, queue, job id, endpoint, reason].
-type Completion = (i64, String, String, String, String);
-
 pub async fn event_append(c: &mut Conn, events: &[NewEvent]) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;
     let stmt = tx
@@ -95,29 +92,9 @@ pub async fn event_list(c: &mut Conn, p: &EventListParams) -> StoreResult<EventP
     for r in &rows {
         let kind: String = get(r, 3)?;
         if let Some(batch) = get::<Option<String>>(r, 10)? {
-            let (tx, first): (i64, i64) = (get(r, 0)?, get(r, 1)?);
-            let done: Vec<Completion> = serde_json::from_str(&batch).map_err(json_err)?;
-            let kind: EventKind = kind.parse().map_err(StoreError::Backend)?;
-            for (i, (at, queue, id, endpoint, reason)) in done.into_iter().enumerate() {
-                let cursor = EventCursor {
-                    tx,
-                    seq: first + i as i64,
-                };
-                if (cursor.tx, cursor.seq) <= (after.tx, after.seq) {
-                    continue;
-                }
-                events.push(Event {
-                    cursor,
-                    at: Timestamp::from_unix_millis(at),
-                    kind,
-                    queue: Some(queue),
-                    job_id: Some(id),
-                    endpoint: Some(endpoint),
-                    category: None,
-                    reason: Some(reason),
-                    until: None,
-                });
-            }
+            // A row of completions, numbered from the row's own.
+            let (tx, seq): (i64, i64) = (get(r, 0)?, get(r, 1)?);
+            events.extend(completed_events(&batch, tx, |_| seq, after)?);
             continue;
         }
         events.push(Event {

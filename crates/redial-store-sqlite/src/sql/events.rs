@@ -9,10 +9,6 @@
 use super::*;
 use std::cell::RefCell;
 
-/// A completion noted in the open transaction: [at, queue, job id, endpoint, reason], as a row
-/// of completions holds it.
-type Completion = (i64, String, String, String, String);
-
 thread_local! {
     /// The completions the open transaction wrote on the fast path, in order.
     static COMPLETED: RefCell<Vec<Completion>> = const { RefCell::new(Vec::new()) };
@@ -145,26 +141,7 @@ pub fn event_list(c: &mut Connection, p: &EventListParams) -> StoreResult<EventP
     for (seq, at, kind, queue, job_id, endpoint, category, reason, until, batch) in rows {
         if let Some(batch) = batch {
             // A row of completions: the last has the row's number, the others the ones before.
-            let done: Vec<Completion> = serde_json::from_str(&batch).map_err(json_err)?;
-            let first = seq - done.len() as i64 + 1;
-            let kind: EventKind = kind.parse().map_err(StoreError::Backend)?;
-            for (i, (at, queue, id, endpoint, reason)) in done.into_iter().enumerate() {
-                let seq = first + i as i64;
-                if seq <= after.seq && after.tx == 0 {
-                    continue;
-                }
-                events.push(Event {
-                    cursor: EventCursor { tx: 0, seq },
-                    at: Timestamp::from_unix_millis(at),
-                    kind,
-                    queue: Some(queue),
-                    job_id: Some(id),
-                    endpoint: Some(endpoint),
-                    category: None,
-                    reason: Some(reason),
-                    until: None,
-                });
-            }
+            events.extend(completed_events(&batch, 0, |n| seq - n as i64 + 1, after)?);
             continue;
         }
         events.push(Event {

@@ -162,6 +162,42 @@ pub struct Event {
     pub until: Option<Timestamp>,
 }
 
+/// A completion as a row of them holds it (`batch`, a JSON list of these): [at, queue, job id,
+/// endpoint, reason]. The completions the engine records on its fast path are logged as such
+/// rows, one per transaction or batch; each is a `job.completed` event with a cursor of its own.
+pub type Completion = (i64, String, String, String, String);
+
+/// The events of a row of completions (`batch`) whose first is numbered `first` in transaction
+/// `tx`, the next ones one apart, after `after` only (a cursor may stop inside a row).
+pub fn completed_events(
+    batch: &str,
+    tx: i64,
+    first: impl FnOnce(usize) -> i64,
+    after: EventCursor,
+) -> crate::StoreResult<Vec<Event>> {
+    let done: Vec<Completion> = serde_json::from_str(batch).map_err(crate::corrupt_json)?;
+    let first = first(done.len());
+    Ok(done
+        .into_iter()
+        .enumerate()
+        .map(|(i, (at, queue, id, endpoint, reason))| Event {
+            cursor: EventCursor {
+                tx,
+                seq: first + i as i64,
+            },
+            at: Timestamp::from_unix_millis(at),
+            kind: EventKind::JobCompleted,
+            queue: Some(queue),
+            job_id: Some(id),
+            endpoint: Some(endpoint),
+            category: None,
+            reason: Some(reason),
+            until: None,
+        })
+        .filter(|e| e.cursor > after)
+        .collect())
+}
+
 /// An endpoint event to append.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewEvent {
