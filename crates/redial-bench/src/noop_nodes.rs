@@ -70,13 +70,7 @@ async fn start(
         engine_config.queues.clear();
         engine_config.queues.insert(
             "default".into(),
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency,
-                policy: Policy::default(),
-                groups: Default::default(),
-            },
+            QueueConfig::new(concurrency, Policy::default()),
         );
         let dyn_store: Arc<dyn Store> = store.clone();
         let engine = Engine::new(dyn_store, engine_config, Arc::new(SystemClock), handler);

@@ -366,16 +366,9 @@ async fn run_redial(case: &Case, rx: &Receiver) -> Result<Figures> {
         d.breaker.enabled = false;
     }
     config.queues.clear();
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            ordering_on_dead: Default::default(),
-            callback: None,
-            concurrency: CONCURRENCY,
-            policy: policy(),
-            groups: Default::default(),
-        },
-    );
+    config
+        .queues
+        .insert("default".into(), QueueConfig::new(CONCURRENCY, policy()));
     let e = Engine::new(
         store.clone(),
         config,

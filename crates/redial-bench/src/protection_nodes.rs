@@ -20,7 +20,7 @@ use crate::workloads::{Report, DATABASE_URL};
 use anyhow::{Context, Result};
 use redial_engine::{Clock, Engine, EngineConfig, QueueConfig, RunningEngine, SystemClock};
 use redial_policy::Timestamp;
-use redial_store::{HttpRequest, Job, JobFilter, JobListParams, JobState, NewJob, Stats, Store};
+use redial_store::{HttpRequest, Job, JobFilter, JobPages, JobState, NewJob, Stats, Store};
 use redial_store_postgres::PgStore;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -182,16 +182,9 @@ fn engine_config(worker_id: String, lease: Duration) -> EngineConfig {
         ..EngineConfig::default()
     };
     config.queues.clear();
-    config.queues.insert(
-        "default".into(),
-        QueueConfig {
-            ordering_on_dead: Default::default(),
-            callback: None,
-            concurrency: CONCURRENCY,
-            policy: policy(),
-            groups: Default::default(),
-        },
-    );
+    config
+        .queues
+        .insert("default".into(), QueueConfig::new(CONCURRENCY, policy()));
     config
 }
 
@@ -302,22 +295,7 @@ fn finished(stats: &Stats) -> u64 {
 
 /// Every job the filter covers, page by page.
 async fn list(store: &Arc<dyn Store>, filter: JobFilter) -> Result<Vec<Job>> {
-    let mut jobs = Vec::new();
-    let mut after = None;
-    loop {
-        let page = store
-            .job_list(JobListParams {
-                filter: filter.clone(),
-                after,
-                limit: 500,
-            })
-            .await?;
-        jobs.extend(page.jobs);
-        match page.next {
-            Some(next) => after = Some(next),
-            None => return Ok(jobs),
-        }
-    }
+    Ok(JobPages::new(&**store, filter, 500).all().await?)
 }
 
 async fn running_jobs(store: &Arc<dyn Store>) -> Result<Vec<Job>> {

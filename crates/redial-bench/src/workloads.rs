@@ -190,16 +190,9 @@ fn engine_with(
     };
     config.queues.clear();
     for (q, c) in queues {
-        config.queues.insert(
-            (*q).into(),
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency: *c,
-                policy: Policy::default(),
-                groups: Default::default(),
-            },
-        );
+        config
+            .queues
+            .insert((*q).into(), QueueConfig::new(*c, Policy::default()));
     }
     let mut e = Engine::new(store, config, Arc::new(SystemClock), handler.clone());
     for (q, _) in queues {
@@ -703,25 +696,13 @@ pub(crate) async fn http_rate(
     };
     config.queues.insert(
         "default".into(),
-        QueueConfig {
-            ordering_on_dead: Default::default(),
-            callback: None,
-            concurrency,
-            policy: Policy::default(),
-            groups: Default::default(),
-        },
+        QueueConfig::new(concurrency, Policy::default()),
     );
     if callbacks {
         // The callback queue runs as many deliveries at once as the jobs' queue runs jobs.
         config.queues.insert(
             "callbacks".into(),
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency,
-                policy: Policy::default(),
-                groups: Default::default(),
-            },
+            QueueConfig::new(concurrency, Policy::default()),
         );
     }
     let counting = Arc::new(Counting {
@@ -993,16 +974,9 @@ pub async fn retry(base: Option<String>, report: &mut Report<'_>) -> Result<()> 
             poll_interval: Duration::from_millis(100),
             ..EngineConfig::default()
         };
-        config.queues.insert(
-            "default".into(),
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency: 32,
-                policy: Policy::default(),
-                groups: Default::default(),
-            },
-        );
+        config
+            .queues
+            .insert("default".into(), QueueConfig::new(32, Policy::default()));
         let e = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http));
         http_get(&format!("{base}/reset")).await?;
         let start = Instant::now();

@@ -72,16 +72,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Policy::default()
     };
     let mut config = EngineConfig::default();
-    config.queues.insert(
-        "emails".into(),
-        QueueConfig {
-            ordering_on_dead: Default::default(),
-            callback: None,
-            concurrency: 4,
-            policy,
-            groups: Default::default(),
-        },
-    );
+    config
+        .queues
+        .insert("emails".into(), QueueConfig::new(4, policy));
 
     let http = redial_engine::http::HttpExecutor::new(Default::default())?;
     let engine = Engine::new(store.clone(), config, Arc::new(SystemClock), Arc::new(http))

@@ -1193,11 +1193,8 @@ async fn a_groups_forecast_counts_its_deadlines_at_risk() {
         .queue(
             "default",
             QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency: 4,
-                policy: quick_policy(),
                 groups,
+                ..QueueConfig::new(4, quick_policy())
             },
         )
         .start()

@@ -41,16 +41,9 @@ async fn node(
         ..EngineConfig::default()
     };
     config.queues.clear();
-    config.queues.insert(
-        queue.into(),
-        QueueConfig {
-            ordering_on_dead: Default::default(),
-            callback: None,
-            concurrency: 4,
-            policy: Policy::default(),
-            groups: Default::default(),
-        },
-    );
+    config
+        .queues
+        .insert(queue.into(), QueueConfig::new(4, Policy::default()));
     let http = HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
         ..HttpConfig::default()

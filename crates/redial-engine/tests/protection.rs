@@ -23,16 +23,7 @@ fn harness(limits: EndpointConfig) -> EngineBuilder {
     TestEngine::builder()
         .poll_interval(Duration::from_millis(20))
         .endpoint_defaults(limits)
-        .queue(
-            "default",
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency: 8,
-                policy: policy(),
-                groups: Default::default(),
-            },
-        )
+        .queue("default", QueueConfig::new(8, policy()))
 }
 
 fn policy() -> Policy {

@@ -6,6 +6,7 @@
 //! Knows nothing of HTTP, the engine's scheduling or the API: it keeps jobs, leases and attempts
 //! consistent under concurrent workers and crashes.
 
+mod pages;
 pub mod pick;
 mod rules;
 mod types;
@@ -13,6 +14,7 @@ mod types;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+pub use pages::JobPages;
 pub use rules::*;
 pub use types::*;
 

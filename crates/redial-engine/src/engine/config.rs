@@ -37,6 +37,18 @@ pub struct CallbackTarget {
     pub headers: Vec<(String, String)>,
 }
 
+impl QueueConfig {
+    /// A queue of at most `concurrency` attempts at once under `policy`, with what
+    /// [`Default`] gives the rest: no groups, no callback, a dead keyed job holds its line.
+    pub fn new(concurrency: usize, policy: Policy) -> Self {
+        QueueConfig {
+            concurrency,
+            policy,
+            ..QueueConfig::default()
+        }
+    }
+}
+
 impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {

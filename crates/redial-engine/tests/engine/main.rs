@@ -46,13 +46,7 @@ pub(crate) fn policy() -> Policy {
 /// These tests' engine: queue `default` runs 4 at once and `custom` 2 (where a test's own
 /// handler runs), both on [`policy`].
 pub(crate) fn harness() -> EngineBuilder {
-    let queue = |concurrency| QueueConfig {
-        ordering_on_dead: Default::default(),
-        callback: None,
-        concurrency,
-        policy: policy(),
-        groups: Default::default(),
-    };
+    let queue = |concurrency| QueueConfig::new(concurrency, policy());
     TestEngine::builder()
         .queue("default", queue(4))
         .queue("custom", queue(2))

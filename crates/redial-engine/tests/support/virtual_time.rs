@@ -45,16 +45,7 @@ pub fn setup(clock: Arc<ManualClock>, concurrency: usize, policy: Policy) -> Eng
     TestEngine::builder()
         .clock(clock)
         .heartbeat(Duration::from_millis(500))
-        .queue(
-            "default",
-            QueueConfig {
-                ordering_on_dead: Default::default(),
-                callback: None,
-                concurrency,
-                policy,
-                groups: Default::default(),
-            },
-        )
+        .queue("default", QueueConfig::new(concurrency, policy))
 }
 
 /// How the virtual-time tests enqueue, count and run the clock.

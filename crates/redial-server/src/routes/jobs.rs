@@ -2,6 +2,7 @@
 //! and by group; the session.
 
 use super::*;
+use redial_store::JobPages;
 
 pub(super) async fn enqueue(
     State(state): State<AppState>,
@@ -569,26 +570,15 @@ async fn replay_changed_all(
     let mut matched = 0u64;
     let mut skipped = 0u64;
     let mut previews = Vec::new();
-    let mut after = None;
-    loop {
-        let page = store
-            .job_list(JobListParams {
-                filter: filter.clone(),
-                after,
-                limit: CHANGE_PAGE,
-            })
-            .await?;
-        for job in &page.jobs {
+    let mut pages = JobPages::new(&**store, filter.clone(), CHANGE_PAGE);
+    while let Some(jobs) = pages.next().await? {
+        for job in &jobs {
             matched += 1;
             match replay::plan(state, job, changes, now)? {
                 Plan::Skip(_) => skipped += 1,
                 Plan::Change(p) if previews.len() < PREVIEWS => previews.push(p),
                 Plan::Change(_) => {}
             }
-        }
-        match page.next {
-            Some(n) => after = Some(n),
-            None => break,
         }
     }
     if dry_run {
@@ -600,16 +590,9 @@ async fn replay_changed_all(
         .into_response());
     }
     let (mut affected, mut skipped, mut matched) = (0u64, 0u64, 0u64);
-    let mut after = None;
-    loop {
-        let page = store
-            .job_list(JobListParams {
-                filter: filter.clone(),
-                after,
-                limit: CHANGE_PAGE,
-            })
-            .await?;
-        for job in &page.jobs {
+    let mut pages = JobPages::new(&**store, filter, CHANGE_PAGE);
+    while let Some(jobs) = pages.next().await? {
+        for job in &jobs {
             matched += 1;
             let params = match replay::plan(state, job, changes, now) {
                 Ok(Plan::Change(p)) => p,
@@ -631,10 +614,6 @@ async fn replay_changed_all(
                 | Err(redial_store::StoreError::NotFound(_)) => skipped += 1,
                 Err(e) => return Err(e.into()),
             }
-        }
-        match page.next {
-            Some(n) => after = Some(n),
-            None => break,
         }
     }
     Ok(

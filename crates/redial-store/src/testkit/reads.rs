@@ -16,25 +16,14 @@ pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
     }
     store.job_insert_batch(jobs).await.expect("batch");
     let mut seen = Vec::new();
-    let mut after = None;
-    loop {
-        let page = store
-            .job_list(JobListParams {
-                filter: JobFilter {
-                    queue: Some("default".into()),
-                    ..JobFilter::default()
-                },
-                after,
-                limit: 7,
-            })
-            .await
-            .expect("list");
-        assert!(page.jobs.len() <= 7);
-        seen.extend(ids(&page.jobs));
-        match page.next {
-            Some(n) => after = Some(n),
-            None => break,
-        }
+    let queue = JobFilter {
+        queue: Some("default".into()),
+        ..JobFilter::default()
+    };
+    let mut pages = crate::JobPages::new(&*store, queue, 7);
+    while let Some(jobs) = pages.next().await.expect("list") {
+        assert!(jobs.len() <= 7);
+        seen.extend(ids(&jobs));
     }
     assert_eq!(seen.len(), 20);
     let mut sorted = seen.clone();

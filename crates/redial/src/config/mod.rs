@@ -898,14 +898,12 @@ impl FileConfig {
         }
         // The default queue and the callback deliveries' own are there whatever the file says.
         for name in ["default", CALLBACK_QUEUE] {
-            out.entry(name.to_owned())
-                .or_insert_with(|| redial_engine::QueueConfig {
-                    ordering_on_dead: Default::default(),
-                    callback: None,
-                    concurrency: QueueSection::default().concurrency,
-                    policy: self.policy.clone(),
-                    groups: Default::default(),
-                });
+            out.entry(name.to_owned()).or_insert_with(|| {
+                redial_engine::QueueConfig::new(
+                    QueueSection::default().concurrency,
+                    self.policy.clone(),
+                )
+            });
         }
         Ok(out)
     }

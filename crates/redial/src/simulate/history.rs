@@ -13,7 +13,7 @@ use redial_engine::simulate::{
     Answer, Arrival, EndpointModel, History, PastAnswer, PastJob, Workload,
 };
 use redial_policy::{Method, Timestamp, TransportError};
-use redial_store::{Attempt, AttemptCategory, Job, JobFilter, JobListParams, Store};
+use redial_store::{Attempt, AttemptCategory, Job, JobFilter, JobPages, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -48,30 +48,19 @@ pub fn read(source: &str, since: Duration, now: Timestamp) -> Result<Workload> {
                 .saturating_sub(i64::try_from(since.as_millis()).unwrap_or(i64::MAX)),
         );
         let mut past = Vec::new();
-        let mut after = None;
-        loop {
-            let page = store
-                .job_list(JobListParams {
-                    filter: JobFilter {
-                        since: Some(from),
-                        until: Some(now),
-                        ..JobFilter::default()
-                    },
-                    after,
-                    limit: PAGE,
-                })
-                .await
-                .context("reading the jobs")?;
-            for job in page.jobs {
+        let filter = JobFilter {
+            since: Some(from),
+            until: Some(now),
+            ..JobFilter::default()
+        };
+        let mut pages = JobPages::new(&*store, filter, PAGE);
+        while let Some(jobs) = pages.next().await.context("reading the jobs")? {
+            for job in jobs {
                 if let Some((job, attempts)) =
                     store.job_get(&job.id).await.context("reading a job")?
                 {
                     past.push((job, attempts));
                 }
-            }
-            match page.next {
-                Some(n) => after = Some(n),
-                None => break,
             }
         }
         if past.is_empty() {
