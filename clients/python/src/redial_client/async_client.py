@@ -1,4 +1,7 @@
-"""The asynchronous client, `AsyncRedial`: the same surface as `Redial`, awaited, over httpx.AsyncClient."""
+# The one source of both clients: client.py (`Redial`) is generated from this file by
+# `python3 clients/python/unasync.py`, which explains its rules; tests/test_unasync.py checks it.
+"""The asynchronous client, `AsyncRedial`: sends the calls built in _core over httpx.AsyncClient,
+with retries."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from .types import (
 
 
 class AsyncRedial:
-    """An asyncio client for one Redial server (use `async with` or `await aclose()`).
+    """A client for one Redial server (use `async with` or `await aclose()`).
 
     base_url defaults to $REDIAL_SERVER, then http://127.0.0.1:8080; token to $REDIAL_TOKEN.
     Connection errors, 429 and 503 are retried up to max_retries times (honouring Retry-After);
@@ -191,7 +194,10 @@ class AsyncRedial:
         kind: EventKind | Iterable[EventKind] | str | None = None,
         limit: int | None = None,
     ) -> EventPage:
-        """A page of the event log, as `Redial.events`."""
+        """A page of the event log (jobs completed, dead, cancelled, replayed; endpoints paused,
+        resumed, breakers opened, closed) in the log's order: after= an event's id or a page's
+        next_cursor (from the oldest event kept without it), only job events of queue=, only the
+        kinds in kind= (a list or comma-separated), at most limit= (1 to 1000, default 100)."""
         return cast(EventPage, await self._send(_core.events(after, queue, kind, limit)))
 
     async def stream_events(
@@ -200,9 +206,16 @@ class AsyncRedial:
         queue: str | Iterable[str] | None = None,
         kind: EventKind | Iterable[EventKind] | str | None = None,
     ) -> AsyncIterator[Event]:
-        """The event log live, as `Redial.stream_events`, as an async generator. Cancelling the
-        task that reads it, or closing it (`contextlib.aclosing` closes it when the loop is left),
-        closes the connection."""
+        """The event log live (Server-Sent Events): from after= (an event's id), or from now on
+        without it. A connection that drops is reopened by itself, after a short pause, with
+        Last-Event-ID set to the last event yielded, so nothing is missed or repeated (while the
+        log keeps the events). Only the first connection gives up, after max_retries; an error
+        answer other than 429 and 503 is raised.
+        An async generator: closing it (`contextlib.aclosing` closes it when the loop is left), or
+        cancelling the task that reads it, closes the connection."""
+        # unasync: "An async generator: closing it (`contextlib.aclosing` closes it when the loop
+        #   is left), or cancelling the task that reads it," -> "A generator: closing it (leaving
+        #   the loop, or close())"
         follow = _stream.Follow(_stream.params(after, queue, kind), self.max_retries, self.base_url)
         while True:
             try:
@@ -251,7 +264,8 @@ class AsyncRedial:
         return cast(Schedule, await self._send(_core.schedule_call("POST", schedule_id, "resume")))
 
     async def queues(self) -> list[Queue]:
-        return cast(list[Queue], (await self._send(_core.get("/v1/queues")))["queues"])
+        page = await self._send(_core.get("/v1/queues"))
+        return cast(list[Queue], page["queues"])
 
     async def ordering_keys(
         self,
@@ -261,7 +275,11 @@ class AsyncRedial:
         cursor: str | None = None,
         limit: int | None = None,
     ) -> OrderingKeys:
-        """A page of the queue's ordering keys, as `Redial.ordering_keys`."""
+        """A page of the queue's ordering keys with a line (in an order of its own, stable from
+        page to page): each key's head (the job that goes first), how many of its jobs wait
+        behind it and why the next one waits. blocked=True lists only the keys whose head is dead
+        (they wait for it to be replayed or dismissed); read on with cursor=page["next_cursor"];
+        limit= 1 to 500 (default 100). An unknown queue is a 404 (not_found)."""
         return cast(OrderingKeys, await self._send(_core.ordering_keys(queue, blocked, cursor, limit)))
 
     # control
@@ -279,7 +297,8 @@ class AsyncRedial:
         )
 
     async def replay_outage(self, name: str) -> dict[str, Any]:
-        """Replays the endpoint's dead letters that died since its last outage began."""
+        """Replays the endpoint's dead letters that died since its last outage began:
+        {"affected", "operation", "state", "since"}."""
         return cast(
             dict[str, Any], await self._send(_core.post_action("endpoints", name, "replay-outage"))
         )
