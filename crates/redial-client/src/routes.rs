@@ -3,7 +3,12 @@
 
 use crate::transport::Call;
 use crate::{Client, Error};
-use redial_api::*;
+use redial_api::{
+    Affected, AlertList, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed,
+    Endpoint, EndpointList, EventPage, Health, Job, JobInput, JobPage, Operation, OperationList,
+    OrderingKeys, OutageReplay, PauseInput, Queue, QueueGroups, QueueList, Ready, ReplayInput,
+    ReplayPreview, Schedule, ScheduleList, Series, Session, Stats, MAX_WAIT,
+};
 use reqwest::Method;
 use std::time::Duration;
 

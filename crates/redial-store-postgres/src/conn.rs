@@ -11,7 +11,7 @@
 //! as long as a lease lasts (the engine's `engine/recording.rs`), so a blink does not make a job
 //! run twice.
 
-use super::*;
+use super::{Client, DbConfig, HashMap, Statement, StoreError, StoreResult};
 
 /// One pooled connection and the statements prepared on it.
 pub(crate) struct Conn {

@@ -23,14 +23,23 @@ mod schema;
 mod sql;
 mod tls;
 
-use conn::*;
-use listen::*;
-use recorder::*;
+use conn::{backend, connect, describe, Conn};
+use listen::listen;
+use recorder::{recorder, RecordRequest};
 pub use tls::{DbConfig, SslMode};
 
 use async_trait::async_trait;
 use redial_policy::Timestamp;
-use redial_store::*;
+use redial_store::{
+    Admit, AdmittedLease, Attempt, BackupFile, Candidate, CandidateParams, CleanupParams, Control,
+    ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog, EndpointRecord,
+    EventListParams, EventPage, ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job,
+    JobChange, JobFilter, JobId, JobListParams, JobPage, KeyLine, LeaseAdmittedParams,
+    LeaseIdsParams, NewEvent, NewJob, OrderingKeysParams, RecordAttemptParams, Recorded,
+    ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
+    ScheduleAdvance, ScheduleRecord, SchemaStatus, SharedHold, Stats, Store, StoreError,
+    StoreResult, Wake,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The LISTEN task: other nodes' notifications, passed on as wake-ups.
 
-use super::*;
+use super::{broadcast, describe, sql, DbConfig, Wake};
 
 /// Listens for other nodes' notifications and passes them on; reconnects when the connection
 /// drops, and then says `All` (notifications may have been missed meanwhile).

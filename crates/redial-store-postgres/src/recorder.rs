@@ -1,6 +1,8 @@
 //! The recorder task: attempts recorded in batches, one statement each, on its own connection.
 
-use super::*;
+use super::{
+    sql, too_slow, Arc, Conn, DbConfig, RecordAttemptParams, Recorded, StoreError, StoreResult,
+};
 
 /// An attempt to record (its serialised data alongside) and where its answer goes.
 pub(crate) struct RecordRequest {

@@ -24,14 +24,23 @@ mod threads;
 
 use async_trait::async_trait;
 use redial_policy::Timestamp;
-use redial_store::*;
+use redial_store::{
+    Admit, AdmittedLease, Attempt, BackupFile, Candidate, CandidateParams, CleanupParams, Control,
+    ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog, EndpointRecord,
+    EventListParams, EventPage, ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job,
+    JobChange, JobFilter, JobId, JobListParams, JobPage, KeyLine, LeaseAdmittedParams,
+    LeaseIdsParams, NewEvent, NewJob, OrderingKeysParams, RawJob, RecordAttemptParams, Recorded,
+    ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
+    ScheduleAdvance, ScheduleRecord, SchemaStatus, SharedHold, Stats, Store, StoreError,
+    StoreResult,
+};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use backup::{backup_file, check as check_backup, BackupReport, Destination};
-use files::*;
-use threads::*;
+use files::{check_integrity, create_private, hold_lock, refusal, wall_clock_millis, Integrity};
+use threads::{checkpoint_thread, storage_thread, CheckpointDue, Op};
 
 /// The SQLite store. Cheap to clone; clones share the storage thread.
 #[derive(Clone)]

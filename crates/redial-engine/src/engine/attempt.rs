@@ -1,7 +1,10 @@
 //! One attempt: wait for a run slot, run the handler within its time limit, and hand the
 //! result to `record`.
 
-use super::*;
+use super::{
+    record, traceparent_of, wait_to_start, Admitted, Arc, AttemptOutput, Duration, FutureExt,
+    HandlerOutcome, Inner, Job, JobContext, Outcome, Slot, Timestamp, TransportError,
+};
 
 /// One attempt: wait for a run slot, run, decide, record. Holds its lease slot until the outcome
 /// is decided, then a place in the recording line until the result is durable.
@@ -86,8 +89,10 @@ pub(super) struct Ran {
 
 #[cfg(test)]
 mod tests {
+    use super::super::lease::lease_ahead;
     use super::*;
-    use redial_policy::endpoint::ResultClass;
+    use redial_policy::endpoint::{Observed, ResultClass};
+    use redial_policy::{decide, Decision, JobCounters, Policy, SplitMix64};
 
     fn decided(outcome: Outcome) -> (AttemptOutput, Decision) {
         let t0 = Timestamp::from_unix_secs(1_800_000_000);

@@ -3,7 +3,7 @@
 //! the others when their share loop reads the controls again (within `SHARE_INTERVAL`, or at
 //! once when the store tells them).
 
-use super::*;
+use super::{EndpointView, Engine, GroupLimits, Groups, HashMap, Inner, StoreError, Timestamp};
 use redial_policy::endpoint::HandPause;
 use redial_store::{Control, ControlKind};
 

@@ -3,7 +3,10 @@
 //! so they cannot disagree: a field added here reaches each of them, and a test holds the log
 //! event's fields and the span's attributes to the same list ([`SIGNAL_FIELDS`]).
 
-use super::*;
+use super::{
+    redact, Action, Attempt, AttrValue, Cow, Decision, Duration, Job, JobContext, SpanData,
+    SpanKind, Timestamp,
+};
 
 /// Each fact's name in the log event and in the span (OpenTelemetry semantic conventions where
 /// one exists, `redial.*` otherwise). Facts with no value for an attempt are left out of both.
@@ -243,7 +246,9 @@ pub(super) fn final_state(action: Action) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redial_store::{HttpRequest, NewJob};
+    use redial_policy::{decide, DeadCategory, JobCounters, Outcome, Policy, SplitMix64};
+    use redial_store::{AttemptCategory, AttemptDecision, HttpRequest, JobId, NewJob};
+    use std::sync::Arc;
     use std::sync::Mutex as StdMutex;
 
     /// A job, a dead attempt with every fact set, and the decision behind it.

@@ -4,7 +4,7 @@
 //! backlog and the deadlines from the store, the attempt time measured here, and the workers.
 //! The API shows them; the alert rule `deadline_at_risk` watches them.
 
-use super::*;
+use super::{Engine, Inner, StoreError, Timestamp};
 use redial_policy::endpoint::{EndpointState, Forecast, ForecastInput};
 
 /// The most waiting jobs with a deadline one endpoint's or group's forecast reads (those that go

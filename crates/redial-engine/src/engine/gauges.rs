@@ -1,7 +1,7 @@
 //! The Prometheus exposition: counters as they stand, gauges from the store's counts and the
 //! endpoints' states.
 
-use super::*;
+use super::{cached_stats, BTreeMap, Engine, Snapshot, StoreError};
 
 impl Engine {
     /// The Prometheus exposition: counters and histograms as they stand, gauges from the

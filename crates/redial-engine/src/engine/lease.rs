@@ -33,7 +33,12 @@
 //! endpoint's admission takes both before it is recorded (`Inner::reserve_delivery`); the
 //! delivery then goes in leased to this worker and starts at once, as a leased job does.
 
-use super::*;
+use super::{
+    run_attempt, Admission, Admit, Admitted, Arc, Attempt, AttemptCategory, AttemptDecision,
+    Candidate, DeadCategory, Duration, HashMap, Hold, Inner, Job, JobId, LeaseAdmittedParams,
+    Mutex, NewJob, Notify, Ordering, OwnedSemaphorePermit, RecordAttemptParams, ReleaseParams,
+    Semaphore, StoreError, Timestamp, Transition, Verdict,
+};
 
 /// A leased job's places in its queue, each named for what it bounds:
 /// - `lease`: one of the queue's lease slots (its concurrency plus the jobs it may lease ahead),

@@ -1,7 +1,10 @@
 //! The background loops: heartbeats, wake-ups from other nodes, shared holds, alerts, and
 //! maintenance (rescue, promotion, retention).
 
-use super::*;
+use super::{
+    Arc, CleanupParams, DeadCategory, Duration, ExpireParams, HeartbeatParams, Inner, JobId,
+    Ordering, RescueParams, StoreError, Timestamp, Wake, SHARE_INTERVAL, STATS_MAX_AGE,
+};
 
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>) {
     loop {

@@ -42,14 +42,17 @@ mod recording;
 mod schedules;
 mod waiting;
 
-use attempt::*;
+use attempt::{run_attempt, Ran};
 pub use config::{CallbackTarget, EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
 pub use controls::{GroupView, QueueGroups, QueueView};
-use facts::*;
-use lease::*;
-use loops::*;
+use facts::{final_state, AttemptFacts};
+use lease::{queue_loop, wait_to_start, QueueSlots, Slot};
+use loops::{
+    alert_loop, cached_stats, heartbeat_loop, maintenance_loop, save_endpoints, share_loop,
+    take_in_nodes, wake_loop,
+};
 pub use operations::{BulkKind, CancelError, OperationState, OperationView, CHUNK};
-use recording::*;
+use recording::record;
 pub use schedules::{
     check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,

@@ -20,7 +20,11 @@
 //! is asked again for as long as the lease lasts, so a database blink does not make a job run
 //! twice.
 
-use super::*;
+use super::{
+    decide, final_state, redact, Action, Admitted, Arc, Attempt, AttemptFacts, AttemptOutput,
+    Decision, Duration, Inner, Job, JobCounters, Observed, Outcome, Ran, RecordAttemptParams, Slot,
+    StoreError, Timestamp, Transition,
+};
 
 /// Where an attempt's result goes, in order: the policy decides; the endpoint learns (so a pause
 /// applies to the next lease at once) and the run slot frees; counters and histograms; a place

@@ -9,7 +9,9 @@
 //! once however many nodes check, and however often a check is repeated after a crash: a second
 //! insert of the same id is a duplicate and changes nothing.
 
-use super::*;
+use super::{
+    Arc, Duration, Engine, Human, Inner, InsertOutcome, JobId, NewJob, StoreError, Timestamp,
+};
 use redial_policy::schedule::{fire, CronRule, EveryRule, Missed, Recurrence};
 use redial_policy::PolicyOverride;
 use redial_store::{HttpRequest, ScheduleAdvance, ScheduleRecord};

@@ -1,7 +1,10 @@
 //! Endpoints and queues: views, pauses and resumes, a breaker's reset, a queue's groups and
 //! ordering keys.
 
-use super::*;
+use super::{
+    input, json, view, ApiError, ApiResult, AppState, Bytes, BytesRejection, ControlKind,
+    ErrorCode, HashMap, IntoResponse, Json, Path, PauseInput, Query, Response, State, StatusCode,
+};
 
 /// An endpoint's view as the API shows it: its protection state, its name, and its backlog
 /// (`held`: due but waiting on its limits; `waiting_later`: scheduled ahead).

@@ -7,7 +7,10 @@
 //! client that reconnects with the last `id` it saw gets what followed, nothing missed, nothing
 //! twice. At most `server.max_waiters` streams at once on a server; more are answered 503.
 
-use super::*;
+use super::{
+    header, json, view, ApiError, ApiResult, AppState, Body, Bytes, ErrorCode, HashMap, HeaderMap,
+    IntoResponse, Json, Query, Response, State, StatusCode,
+};
 use redial_store::{EventCursor, EventFrom, EventKind, EventListParams};
 use std::time::Duration;
 

@@ -1,7 +1,13 @@
 //! Jobs: enqueue (one, a batch), show, list, replay, dismiss, cancel; dead letters by filter
 //! and by group; the session.
 
-use super::*;
+use super::{
+    auth, caller_trace, conflict, header, input, job_response, join_trace, json, view, ApiError,
+    ApiResult, AppState, BatchInput, Body, BulkKind, Bytes, BytesRejection, Changes, ErrorCode,
+    FilterInput, HashMap, HeaderMap, InsertOutcome, IntoResponse, JobFilter, JobId, JobInput,
+    JobListParams, Json, Path, Plan, Query, ReplayInput, Response, State, StatusCode, StoreError,
+};
+use crate::replay;
 use redial_store::JobPages;
 
 pub(super) async fn enqueue(

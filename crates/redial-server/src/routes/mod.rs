@@ -2,7 +2,7 @@
 //! area: jobs, endpoints (and queues), schedules, ops.
 
 use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
-use crate::replay::{self, Changes, Plan, ReplayInput};
+use crate::replay::{Changes, Plan, ReplayInput};
 use crate::view;
 use crate::{auth, ApiError, AppState, ErrorCode, OPENAPI};
 use axum::body::{Body, Bytes};
@@ -25,11 +25,20 @@ mod jobs;
 mod ops;
 mod schedules;
 
-use endpoints::*;
-use events::*;
-use jobs::*;
-use ops::*;
-use schedules::*;
+use endpoints::{
+    endpoint, endpoint_pause, endpoint_replay_outage, endpoint_reset_breaker, endpoint_resume,
+    endpoints, queue_groups, queue_ordering_keys, queue_pause, queue_resume, queues,
+};
+use events::{events, stream};
+use jobs::{
+    bulk_dismiss, bulk_replay, cancel, dead_letter_groups, dead_letter_patterns, dismiss, enqueue,
+    enqueue_batch, export, list, operation, operation_cancel, operations, replay, session, show,
+};
+use ops::{alerts, backup, healthz, metrics, openapi, readyz, series, stats};
+use schedules::{
+    schedule_create, schedule_delete, schedule_list, schedule_pause, schedule_put, schedule_resume,
+    schedule_show,
+};
 
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()

@@ -1,6 +1,9 @@
 //! Operations: stats, the OpenAPI document, series, alerts, metrics, health, readiness, backups.
 
-use super::*;
+use super::{
+    header, json, ApiError, ApiResult, AppState, Body, Bytes, ErrorCode, HeaderValue, IntoResponse,
+    Json, Response, State, StatusCode, OPENAPI,
+};
 
 pub(super) async fn stats(State(state): State<AppState>) -> ApiResult {
     let s = state.engine.store().stats().await?;

@@ -1,6 +1,9 @@
 //! Recurring schedules: create, replace, list, show, delete, pause, resume.
 
-use super::*;
+use super::{
+    input, json, ApiError, ApiResult, AppState, Bytes, BytesRejection, ErrorCode, HashMap,
+    IntoResponse, Json, Path, Query, Response, State, StatusCode,
+};
 
 impl From<redial_engine::ScheduleError> for ApiError {
     fn from(e: redial_engine::ScheduleError) -> Self {

@@ -1,6 +1,11 @@
 //! What people do to jobs: replay, dismiss, cancel, one by one and by filter.
 
-use super::*;
+use super::{
+    backend, cols, insert_owed, job_from_row, may_dismiss, may_replay, ms, must_get, notify,
+    push_filter, read_changes, refs, replay_changes, Cancel, Conn, Job, JobChange, JobFilter,
+    JobId, OrderingKey, Param, ReplayChangedParams, StoreError, StoreResult, Timestamp, ToSql,
+    CANCELLED, INSERT_MANY,
+};
 
 pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \

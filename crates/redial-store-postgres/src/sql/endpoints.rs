@@ -1,6 +1,10 @@
 //! Endpoints and controls: backlog, saved endpoint state, shared holds, hand pauses.
 
-use super::*;
+use super::{
+    backend, control, get, ms, notify, ts, Conn, Control, ControlKind, EndpointBacklog,
+    EndpointRecord, RetriesNowParams, SharedHold, StoreResult, Timestamp, ENDPOINTS_CHANGED,
+    WAITING,
+};
 use redial_policy::endpoint::WaitingDeadline;
 
 pub async fn endpoint_backlog(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {

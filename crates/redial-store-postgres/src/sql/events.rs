@@ -11,7 +11,10 @@
 //! short; another client's long transaction on the same server delays the log as long as it
 //! runs).
 
-use super::*;
+use super::{
+    backend, completed_events, get, ms, ts, Conn, Event, EventCursor, EventFrom, EventListParams,
+    EventPage, NewEvent, StoreError, StoreResult, Timestamp,
+};
 
 /// How many sequence numbers each event row takes (schema migration 18): a row of
 /// completions numbers its events from its own, one apart, so every event has a cursor.

@@ -21,7 +21,11 @@
 //! maintenance advisory lock also ends with the session, so another node takes maintenance over at
 //! its next tick.
 
-use super::*;
+use super::{
+    backend, delete_counted, get, insert_owed, int, ms, notify, CleanupParams, Conn, ExpireParams,
+    JobId, RescueParams, RescueReport, StoreResult, Timestamp, ENDPOINTS_CHANGED, INSERT_MANY,
+    WAITING,
+};
 
 pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
     let insert = c.prepared(INSERT_MANY).await?;

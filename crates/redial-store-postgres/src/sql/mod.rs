@@ -8,7 +8,18 @@
 
 use crate::{backend, Conn};
 use redial_policy::{DeadCategory, Timestamp};
-use redial_store::*;
+use redial_store::{
+    completed_events, control, may_dismiss, may_replay, parse_dead_category, read_changes,
+    replay_changes, Attempt, Callback, Cancel, Candidate, CandidateParams, CleanupParams,
+    Condition, Control, ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog,
+    EndpointCount, EndpointRecord, Event, EventCursor, EventFrom, EventListParams, EventPage,
+    ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job, JobChange, JobColumns,
+    JobFilter, JobId, JobListParams, JobPage, JobState, KeyLine, LeaseIdsParams, NewEvent, NewJob,
+    OnDead, OrderingKey, OrderingKeysParams, QueueCount, QueueSince, RawJob, RecordAttemptParams,
+    Recorded, ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
+    ScanPos, ScheduleAdvance, ScheduleRecord, SharedHold, SqlValue, Stats, StoreError, StoreResult,
+    CANCELLED,
+};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 

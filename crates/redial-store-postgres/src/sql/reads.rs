@@ -1,6 +1,11 @@
 //! Reads for people: stats, dead letters over time and by group, a queue's groups.
 
-use super::*;
+use super::{
+    backend, cols, get, job_from_row, ms, parse_dead_category, push_conditions, refs, ts, Conn,
+    DeadCount, DeadGroup, DeadReason, EndpointCount, GroupCounts, JobFilter, JobState, KeyLine,
+    OrderingKey, OrderingKeysParams, QueueCount, QueueSince, Stats, StoreError, StoreResult,
+    Timestamp, ToSql,
+};
 
 /// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
 /// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).

@@ -1,7 +1,11 @@
 //! An attempt's end: heartbeats, recording (one attempt, or a batch in one statement, and the
 //! slow path), and giving leases back.
 
-use super::*;
+use super::{
+    backend, category_str, cols, get, insert_deliveries, int, job_from_row, ms, notify, Conn,
+    HeartbeatParams, JobRows, JobState, NewJob, RecordAttemptParams, Recorded, ReleaseParams,
+    StoreError, StoreResult, INSERT_MANY, INSERT_MANY_LEASED,
+};
 
 pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_until = $1 \
      WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3";

@@ -1,6 +1,8 @@
 //! Recurring schedules: save, get, list, delete, pause, and the due check's reads and advances.
 
-use super::*;
+use super::{
+    backend, get, ms, ts, Conn, Row, ScheduleAdvance, ScheduleRecord, StoreResult, Timestamp,
+};
 
 pub(super) const SCHEDULE_COLUMNS: &str =
     "id, definition, paused, next_at, last_occurrence, last_fired_at, created_at, updated_at";

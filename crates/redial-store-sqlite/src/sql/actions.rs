@@ -1,6 +1,11 @@
 //! What people do to jobs: replay, dismiss, cancel, one by one and by filter.
 
-use super::*;
+use super::{
+    backend, counts, jobs, may_dismiss, may_replay, ms, must_get, params, params_from_iter,
+    parse_dead_category, place, push_filter, query_rows, read_changes, replay_changes, Cancel,
+    Connection, DeadCategory, Job, JobChange, JobFilter, JobId, JobState, OptionalExtension,
+    OrderingKey, ReplayChangedParams, Sp, StoreResult, Timestamp, Value, CANCELLED,
+};
 
 pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \

@@ -1,7 +1,11 @@
 //! Endpoints and controls: backlog from the kept counts, saved endpoint state, shared holds,
 //! hand pauses of queues and endpoints.
 
-use super::*;
+use super::{
+    backend, control, counts, ms, params, query_rows, ts, Connection, Control, ControlKind,
+    EndpointBacklog, EndpointRecord, JobState, RetriesNowParams, SharedHold, Sp, StoreResult,
+    Timestamp,
+};
 use redial_policy::endpoint::WaitingDeadline;
 
 /// From the kept counts: ready jobs are due (and held, when their endpoint holds them); scheduled

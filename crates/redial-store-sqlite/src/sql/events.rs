@@ -6,7 +6,11 @@
 //! 0. A row of completions takes the number of its last and leaves the ones before it free, so
 //! every event keeps a number of its own and a cursor can stop inside a row.
 
-use super::*;
+use super::{
+    backend, completed_events, ms, params, query_rows, ts, Completion, Connection, Event,
+    EventCursor, EventFrom, EventListParams, EventPage, NewEvent, Sp, StoreError, StoreResult,
+    Timestamp,
+};
 use std::cell::RefCell;
 
 thread_local! {

@@ -1,6 +1,11 @@
 //! Jobs in and out: insert (with its duplicate and conflict rules), get, list.
 
-use super::*;
+use super::{
+    attempt_key, backend, counts, get, json_err, ms, must_get, params, query_jobs, query_rows,
+    Attempt, Callback, Condition, Connection, InsertOutcome, Job, JobFilter, JobId, JobListParams,
+    JobPage, JobState, NewJob, OnDead, OptionalExtension, OrderingKey, SqlValue, StoreResult,
+    Timestamp, Value, COLS,
+};
 
 pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     insert_as(tx, job, None)

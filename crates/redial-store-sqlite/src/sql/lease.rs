@@ -14,7 +14,12 @@
 //! run time; the first pass of the round-robin takes each turn's weight in jobs, and a turn that
 //! takes none is passed over.
 
-use super::*;
+use super::{
+    backend, counts, ms, params, params_from_iter, query_rows, raw_from_row, ts, Admit, Candidate,
+    CandidateParams, Connection, JobId, JobState, LeaseAdmittedParams, LeaseIdsParams,
+    OptionalExtension, RawJob, ScanPos, Sp, Statement, StoreError, StoreResult, Timestamp, Value,
+    COLS,
+};
 use redial_store::pick::{self, Choice, Leg, Offer, PickMemory, GROUP_VISITS};
 
 /// The highest priority level below `?2` with waiting ungrouped jobs in a queue.

@@ -1,7 +1,11 @@
 //! What maintenance runs every few seconds: rescuing expired leases, promoting due jobs,
 //! expiring deadlines, and retention's deletions. Each reads by index, never the whole table.
 
-use super::*;
+use super::{
+    backend, counts, json_err, ms, params, parse_dead_category, query_rows, run_finishing,
+    run_moving, CleanupParams, Connection, DeadCategory, ExpireParams, JobState, RescueParams,
+    RescueReport, Sp, StoreError, StoreResult, Timestamp,
+};
 
 // Maintenance statements, named so that a test can check they read by index: each runs every
 // few seconds, and a scan of the jobs table would hold the one writer for as long as the table

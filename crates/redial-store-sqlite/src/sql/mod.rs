@@ -14,7 +14,18 @@
 
 use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, Timestamp};
-use redial_store::*;
+use redial_store::{
+    completed_events, control, may_dismiss, may_replay, parse_dead_category, read_changes,
+    replay_changes, Admit, Attempt, Callback, Cancel, Candidate, CandidateParams, CleanupParams,
+    Completion, Condition, Control, ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog,
+    EndpointCount, EndpointRecord, Event, EventCursor, EventFrom, EventListParams, EventPage,
+    ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job, JobChange, JobColumns,
+    JobFilter, JobId, JobListParams, JobPage, JobState, KeyLine, LeaseAdmittedParams,
+    LeaseIdsParams, NewEvent, NewJob, OnDead, OrderingKey, OrderingKeysParams, QueueCount,
+    QueueSince, RawJob, RecordAttemptParams, Recorded, ReleaseParams, ReplayChangedParams,
+    RescueParams, RescueReport, RetriesNowParams, ScanPos, ScheduleAdvance, ScheduleRecord,
+    SharedHold, SqlValue, Stats, StoreError, StoreResult, CANCELLED,
+};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Statement};
 

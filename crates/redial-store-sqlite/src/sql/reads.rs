@@ -1,6 +1,11 @@
 //! Reads for people: stats, dead letters over time and by group, a queue's groups.
 
-use super::*;
+use super::{
+    backend, counts, ms, params, params_from_iter, parse_dead_category, push_conditions,
+    query_rows, raw_from_row, ts, Connection, DeadCategory, DeadCount, DeadGroup, DeadReason,
+    EndpointCount, GroupCounts, JobFilter, JobState, KeyLine, OptionalExtension, OrderingKey,
+    OrderingKeysParams, QueueCount, QueueSince, Stats, StoreResult, Timestamp, Value, COLS,
+};
 
 /// Counts from the kept counts; when each queue's longest-deferred job was deferred by index,
 /// one seek per queue that has deferred jobs.

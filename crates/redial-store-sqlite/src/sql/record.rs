@@ -11,7 +11,11 @@
 //! the decision only if the job is still as leased (owner, runs, no cancel waiting); otherwise the
 //! attempt comes out again and a careful path under a savepoint decides.
 
-use super::*;
+use super::{
+    backend, category_str, counts, events, jobs, ms, must_get, params, place, run_moving,
+    Connection, HeartbeatParams, InsertOutcome, JobId, JobState, RecordAttemptParams, Recorded,
+    ReleaseParams, Sp, StoreError, StoreResult, ATTEMPT_KEY_BITS,
+};
 
 /// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
 /// the lease owner; returns how many rows changed.

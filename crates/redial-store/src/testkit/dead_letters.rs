@@ -1,6 +1,10 @@
 //! Acting on jobs: replay, dismiss, cancel, and the bulk dead-letter actions.
 
-use super::*;
+use super::{
+    at, by_seq, dead_patterns, get, lease, make_dead, make_dead_because, new_job,
+    reasons_with_pattern, record, Arc, DeadCategory, Job, JobBefore, JobChange, JobFilter, JobId,
+    JobListParams, JobState, Recorded, ReplayChangedParams, Store, StoreError, Transition,
+};
 
 pub async fn replay_dead_job(store: Arc<dyn Store>) {
     make_dead(&store, "dead1", "default", DeadCategory::TransientExhausted).await;

@@ -1,6 +1,9 @@
 //! What the store keeps for endpoints: held jobs' deadlines, saved state, shared holds, backlog.
 
-use super::*;
+use super::{
+    at, get, lease, new_job, record, Arc, Control, ControlKind, DeadCategory, EndpointBacklog,
+    EndpointRecord, ExpireParams, JobState, RetriesNowParams, SharedHold, Store, Transition,
+};
 
 pub async fn deadlines_expire_for_held_jobs(store: Arc<dyn Store>) {
     for (id, endpoint, deadline) in [

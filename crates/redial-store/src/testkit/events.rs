@@ -1,7 +1,11 @@
 //! The event log: every path that finishes or replays a job writes its event with the change;
 //! endpoint events are appended; the log reads from a cursor, filtered, and forgets old events.
 
-use super::*;
+use super::{
+    at, by_seq, get, lease, new_job, record, Arc, DeadCategory, EventCursor, EventFrom, EventKind,
+    EventListParams, EventPage, ExpireParams, JobId, JobState, NewEvent, RescueParams, Store,
+    Transition,
+};
 
 fn everything() -> EventListParams {
     EventListParams {

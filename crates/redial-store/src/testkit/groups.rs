@@ -2,7 +2,10 @@
 //! the ungrouped jobs taking their turn as one group; a group admission holds is passed over;
 //! weights give a group more turns.
 
-use super::*;
+use super::{
+    at, get, new_job, Admit, Arc, Candidate, JobFilter, JobListParams, JobState,
+    LeaseAdmittedParams, LeaseIdsParams, NewJob, Store, Verdict,
+};
 use std::collections::BTreeMap;
 
 /// Inserts `count` jobs of `group` (None: ungrouped) into queue "q", ids `<prefix><n>`, all due

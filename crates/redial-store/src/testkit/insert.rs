@@ -1,6 +1,6 @@
 //! Inserting: one job, a future one, duplicates and conflicts, atomic batches.
 
-use super::*;
+use super::{at, get, ids, lease, new_job, Arc, InsertOutcome, JobId, JobState, Store};
 
 pub async fn insert_and_get(store: Arc<dyn Store>) {
     let out = store

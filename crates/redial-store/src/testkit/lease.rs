@@ -1,7 +1,10 @@
 //! Leasing: order and queues, never twice, candidates past held endpoints, admission asked in
 //! lease order, leasing by id.
 
-use super::*;
+use super::{
+    at, get, ids, lease, new_job, record, Admit, Arc, Candidate, CandidateParams, JobState,
+    LeaseAdmittedParams, LeaseIdsParams, Store, Transition, Verdict,
+};
 
 pub async fn lease_order_and_queues(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();

@@ -33,7 +33,17 @@ pub use scan::*;
 pub use schedules::*;
 pub use search::*;
 
-use crate::*;
+use crate::{
+    dead_patterns, reason_words, reasons_with_pattern, Admit, Attempt, AttemptCategory, Callback,
+    CallbackEvent, Candidate, CandidateParams, CleanupParams, Control, ControlKind, DeadCount,
+    EndpointBacklog, EndpointRecord, EventCursor, EventFrom, EventKind, EventListParams, EventPage,
+    ExpireParams, HeartbeatParams, HttpRequest, InsertOutcome, Job, JobBefore, JobChange,
+    JobFilter, JobId, JobListParams, JobState, LeaseAdmittedParams, LeaseIdsParams, LeaseParams,
+    NewEvent, NewJob, OnDead, OrderingKey, OrderingKeysParams, QueueSince, RecordAttemptParams,
+    Recorded, ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
+    ScheduleAdvance, ScheduleRecord, SharedHold, Store, StoreError, StoreResult, Transition,
+    Verdict,
+};
 use redial_policy::{DeadCategory, Timestamp};
 use std::sync::Arc;
 

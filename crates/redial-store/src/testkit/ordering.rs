@@ -3,7 +3,11 @@
 //! lines are listed. The property case drives random interleavings against an oracle computed
 //! from the jobs as the store answers them.
 
-use super::*;
+use super::{
+    at, by_seq, get, ids, lease, new_job, record, Arc, DeadCategory, Job, JobBefore, JobChange,
+    JobId, JobState, NewJob, OnDead, OrderingKey, OrderingKeysParams, ReplayChangedParams,
+    RescueParams, Store, Timestamp, Transition, T0,
+};
 
 fn keyed(id: &str, queue: &str, key: &str, on_dead: OnDead) -> NewJob {
     NewJob {

@@ -1,6 +1,9 @@
 //! Reading: listing with filters and pages, counts, recent dead letters, retention.
 
-use super::*;
+use super::{
+    at, ids, lease, make_dead, new_job, record, Arc, CleanupParams, DeadCategory, DeadCount,
+    JobFilter, JobId, JobListParams, JobState, QueueSince, Store, Transition,
+};
 
 pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();

@@ -1,6 +1,10 @@
 //! An attempt's result, leases kept and lost: recording, heartbeats, release, rescue, promotion.
 
-use super::*;
+use super::{
+    at, attempt, by_seq, get, ids, lease, new_job, record, Arc, Attempt, DeadCategory,
+    HeartbeatParams, JobFilter, JobId, JobState, Recorded, ReleaseParams, RescueParams,
+    RescueReport, Store, StoreError, Transition, T0,
+};
 
 pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
     for id in ["r", "d", "c", "x"] {

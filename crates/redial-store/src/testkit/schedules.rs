@@ -1,7 +1,7 @@
 //! Schedules: saved and read back, listed, paused, deleted; the due read and the advance that
 //! only one of two nodes wins.
 
-use super::*;
+use super::{at, Arc, ScheduleAdvance, ScheduleRecord, Store, Timestamp};
 
 fn record(id: &str, next_at: Option<Timestamp>) -> ScheduleRecord {
     ScheduleRecord {

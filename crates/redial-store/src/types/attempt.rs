@@ -1,6 +1,6 @@
 //! An attempt as the job's log keeps it: what was sent back, its category and decision.
 
-use super::*;
+use super::{Action, Category, DeadCategory, Deserialize, Serialize, Timestamp};
 
 /// One recorded attempt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

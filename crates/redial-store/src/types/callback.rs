@@ -9,7 +9,10 @@
 //! finds a duplicate, and a job replayed and finished again makes a new one. The id holds a `~`,
 //! which no id given through the API may, so it never meets a client's job.
 
-use super::*;
+use super::{
+    Attempt, DeadCategory, Deserialize, FromStr, HttpRequest, Job, JobId, JobState, NewJob,
+    Serialize, Timestamp,
+};
 
 /// What a job asks to be told when it finishes, resolved at enqueue (the queue's default
 /// applied, the delivery's queue and endpoint fixed).

@@ -1,7 +1,10 @@
 //! The parameters and answers of the store's methods: listing, leasing (candidates, verdicts,
 //! admission), recording, maintenance, counts, endpoints and controls.
 
-use super::*;
+use super::{
+    Attempt, Callback, DeadCategory, Deserialize, Finish, HandPause, Job, JobId, JobState, NewJob,
+    Serialize, Timestamp,
+};
 
 /// Which jobs a listing or a bulk action covers. Every field set must match.
 #[derive(Clone, Debug, Default, PartialEq)]

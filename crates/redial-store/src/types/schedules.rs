@@ -1,6 +1,6 @@
 //! Recurring schedules as stored, and a due check's advance.
 
-use super::*;
+use super::Timestamp;
 
 /// A recurring schedule as kept: its definition is a document the engine writes and reads (the
 /// store does not look inside); the store keeps when it next falls and whether it is paused.

@@ -1,7 +1,7 @@
 //! What is wrong with a configuration file, each problem with its line: type errors found key
 //! by key, value errors located by the dotted path they begin with.
 
-use super::*;
+use super::{one_line, FileConfig};
 
 /// One thing wrong with a configuration file.
 #[derive(Debug, Clone, PartialEq, Eq)]
