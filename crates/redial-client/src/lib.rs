@@ -29,6 +29,7 @@ mod routes;
 mod transport;
 
 pub use error::Error;
+// Every type of the API, as `redial_api` exports them (a glob on purpose: they are generated).
 pub use redial_api::*;
 pub use routes::{is_finished, DeadGroupsQuery, EventsQuery, JobsQuery, PageQuery, ROUTES};
 

@@ -138,14 +138,32 @@ mod reads;
 mod record;
 mod schedules;
 
-pub use actions::*;
+use actions::delete_counted;
+pub use actions::{bulk_dismiss, bulk_replay, changes, dismiss, replay, replay_changed};
 // Named: `redial_store` has a `cancel` of its own (a rule), which the glob would make ambiguous.
 pub use actions::cancel;
-pub use endpoints::*;
-pub use events::*;
-pub use jobs::*;
-pub use lease::*;
-pub use maintenance::*;
-pub use reads::*;
-pub use record::*;
-pub use schedules::*;
+pub use endpoints::{
+    control_get, control_save, controls_load, endpoint_backlog, endpoint_backlog_of,
+    endpoint_deadlines, endpoint_forget, endpoint_load, endpoint_save, endpoint_saved,
+    group_deadlines, holds_clear, holds_load, holds_share, retries_now,
+};
+pub use events::{event_append, event_cleanup, event_list};
+pub use jobs::{get_with_attempts, insert_batch, insert_one, list};
+use jobs::{
+    insert_deliveries, insert_owed, push_conditions, push_filter, refs, JobRows, INSERT_MANY,
+    INSERT_MANY_LEASED,
+};
+pub use lease::{
+    candidates, group_heads, groups_after, lease_ids, lease_locked_and_commit, next_run_at,
+    runnable, Head,
+};
+pub use maintenance::{cleanup, expire_deadlines, index_for_search, nodes_live, promote, rescue};
+pub use reads::{
+    dead_letter_chunk_end, dead_letter_groups, dead_letter_reasons, dead_letters_since,
+    group_counts, ordering_keys, stats,
+};
+pub use record::{heartbeat, record_attempt, record_many, release};
+pub use schedules::{
+    schedule_advance, schedule_delete, schedule_get, schedule_list, schedule_page, schedule_save,
+    schedule_set_paused, schedules_due,
+};

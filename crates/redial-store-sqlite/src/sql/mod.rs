@@ -253,20 +253,37 @@ mod reads;
 mod record;
 mod schedules;
 
-pub use actions::*;
+pub use actions::{bulk_dismiss, bulk_replay, changes, dismiss, replay, replay_changed};
 // Named: `redial_store` has a `cancel` of its own (a rule), which the glob would make ambiguous.
 pub use actions::cancel;
-pub use endpoints::*;
-pub use events::*;
-pub use jobs::*;
-pub use lease::*;
-pub use maintenance::*;
-pub use reads::*;
-pub use record::*;
-pub use schedules::*;
+pub use endpoints::{
+    control_get, control_save, controls_load, endpoint_backlog, endpoint_backlog_of,
+    endpoint_deadlines, endpoint_forget, endpoint_load, endpoint_save, endpoint_saved,
+    group_deadlines, holds_clear, holds_load, holds_share, retries_now,
+};
+pub(crate) use events::{completions_clear, flush_completions};
+pub use events::{event_append, event_cleanup, event_list};
+pub use jobs::{get_with_attempts, insert, insert_batch, list};
+use jobs::{push_conditions, push_filter};
+pub use lease::{candidates, lease_admitted, lease_ids, next_run_at};
+pub use maintenance::{cleanup, expire_deadlines, index_for_search, promote, rescue};
+pub use reads::{
+    dead_letter_chunk_end, dead_letter_groups, dead_letter_reasons, dead_letters_since,
+    group_counts, ordering_keys, stats,
+};
+use record::attempt_key;
+pub use record::{heartbeat, record_attempt, release};
+pub use schedules::{
+    schedule_advance, schedule_delete, schedule_get, schedule_list, schedule_page, schedule_save,
+    schedule_set_paused, schedules_due,
+};
 
 #[cfg(test)]
 mod tests {
+    use super::lease::{FIRST_AFTER, LEVEL_BELOW, LEVEL_DUE, LEVEL_TOP, PRIORITY_BELOW};
+    use super::maintenance::{
+        CLEANUP_BY_AGE, CLEANUP_BY_COUNT, PROMOTE, RESCUE_DEAD, RESCUE_READY,
+    };
     use super::*;
 
     fn plan(conn: &Connection, sql: &str) -> Vec<String> {

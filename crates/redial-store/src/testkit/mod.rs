@@ -19,19 +19,63 @@ mod scan;
 mod schedules;
 mod search;
 
-pub use callbacks::*;
-pub use dead_letters::*;
-pub use endpoints::*;
-pub use events::*;
-pub use groups::*;
-pub use insert::*;
-pub use lease::*;
-pub use ordering::*;
-pub use reads::*;
-pub use record::*;
-pub use scan::*;
-pub use schedules::*;
-pub use search::*;
+pub use callbacks::{
+    a_delivery_can_go_in_leased_to_its_recorder, callbacks_are_written_with_the_state_change,
+    callbacks_of_cancels_replays_and_maintenance, deliveries_owed_by_completions_recorded_at_once,
+};
+pub use dead_letters::{
+    bulk_actions_in_chunks, bulk_dead_letter_actions, cancel_jobs, dead_letter_groups_for_triage,
+    dead_letters_by_reason_pattern, dismiss_dead_job, replay_dead_job, replay_history_is_bounded,
+    replay_with_changes,
+};
+pub use endpoints::{
+    controls_round_trip_and_clear_shared_holds, deadlines_expire_for_held_jobs,
+    endpoint_backlog_counts, endpoint_deadlines_in_start_order, endpoint_state_round_trips,
+    group_deadlines_in_start_order, retries_due_when_an_outage_ends, shared_holds_only_lengthen,
+};
+pub use events::{
+    completions_written_together_read_one_by_one, events_are_written_with_the_change,
+};
+pub use groups::{
+    a_held_group_is_passed_over, a_ten_job_group_goes_in_the_first_lease_behind_a_big_one,
+    grouped_jobs_wait_for_their_time, groups_are_counted, groups_take_turns,
+    groups_with_nothing_due_take_no_turn, insert_group, lease_groups,
+    one_job_leases_rotate_across_groups, weights_share_a_lease, GroupAdmit,
+};
+pub use insert::{
+    batch_is_atomic, insert_and_get, insert_duplicate_and_conflict, insert_future_job_is_scheduled,
+};
+pub use lease::{
+    candidates_leave_out_held_endpoints, lease_admitted_asks_admission_in_lease_order,
+    lease_admitted_holds_first_attempts_takes_retries, lease_ids_takes_only_runnable_jobs,
+    lease_never_hands_a_job_out_twice, lease_order_and_queues,
+};
+pub use ordering::{
+    a_head_replayed_into_another_queue_changes_lines, a_replayed_job_takes_its_place_in_its_line,
+    cancels_dismissals_and_rescues_keep_the_line, keys_combine_with_groups_and_lines_come_in_pages,
+    ordering_holds_for_any_interleaving, ordering_keys_run_one_at_a_time_in_order,
+};
+pub use reads::{
+    cleanup_respects_retention, list_filters_and_pages, recent_dead_letters_and_oldest_deferred,
+    stats_counts,
+};
+pub use record::{
+    heartbeat_and_release, promote_and_next_run_at, record_attempt_transitions,
+    record_requires_the_lease, rescue_expired_leases,
+    the_attempt_that_ends_a_job_stays_in_its_timeline,
+};
+pub use scan::{
+    a_drained_level_gives_way_to_the_one_below,
+    a_higher_priority_job_comes_first_while_a_queue_drains,
+    a_higher_priority_job_is_seen_at_the_head_at_once,
+    a_job_due_behind_a_held_head_is_taken_or_the_lease_says_more,
+    a_job_due_behind_the_head_is_leased_first_a_second_on,
+    a_job_due_behind_the_head_is_leased_once_the_queue_runs_short,
+    jobs_behind_a_deep_held_backlog_are_reached_over_a_few_leases,
+    the_deep_read_carries_on_into_lower_priorities,
+};
+pub use schedules::{schedules_due_and_advance_once, schedules_round_trip};
+pub use search::search_by_key_tag_and_reason_text;
 
 use crate::{
     dead_patterns, reason_words, reasons_with_pattern, Admit, Attempt, AttemptCategory, Callback,

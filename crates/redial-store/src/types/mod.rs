@@ -15,13 +15,24 @@ mod params;
 mod schedules;
 mod schema;
 
-pub use attempt::*;
-pub use callback::*;
-pub use change::*;
-pub use event::*;
-pub use params::*;
-pub use schedules::*;
-pub use schema::*;
+pub use attempt::{Attempt, AttemptCategory, AttemptDecision};
+pub(crate) use callback::Finish;
+pub use callback::{Callback, CallbackEvent, CALLBACK_TAG, REDACTED};
+pub use change::{JobBefore, JobChange, ReplayChangedParams};
+pub use event::{
+    completed_events, Completion, Event, EventCursor, EventFrom, EventKind, EventListParams,
+    EventPage, NewEvent, EVENT_SCAN,
+};
+pub use params::{
+    Admit, AdmittedLease, Candidate, CandidateParams, CleanupParams, Control, ControlKind,
+    DeadCount, DeadGroup, DeadPattern, DeadReason, EndpointBacklog, EndpointCount, EndpointRecord,
+    ExpireParams, GroupCount, GroupCounts, HeartbeatParams, JobFilter, JobListParams, JobPage,
+    KeyLine, LeaseAdmittedParams, LeaseIdsParams, LeaseParams, OrderingKeysParams, QueueCount,
+    QueueSince, RecordAttemptParams, RecordPlan, Recorded, ReleaseParams, RescueParams,
+    RescueReport, RetriesNowParams, SharedHold, Stats, Transition, Verdict,
+};
+pub use schedules::{ScheduleAdvance, ScheduleRecord};
+pub use schema::{PendingMigration, SchemaStatus};
 
 /// A job's id: given by the client or generated. Unique across queues.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

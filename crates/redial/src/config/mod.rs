@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod problems;
-pub use problems::*;
+pub(crate) use problems::locate;
+use problems::type_problems;
+pub use problems::{describe_problems, Problem};
 
 #[cfg(test)]
 mod tests;
