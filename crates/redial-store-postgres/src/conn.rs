@@ -11,7 +11,10 @@
 //! as long as a lease lasts (the engine's `engine/recording.rs`), so a blink does not make a job
 //! run twice.
 
-use super::{Client, DbConfig, HashMap, Statement, StoreError, StoreResult};
+use super::tls::DbConfig;
+use redial_store::{StoreError, StoreResult};
+use std::collections::HashMap;
+use tokio_postgres::{Client, Statement};
 
 /// One pooled connection and the statements prepared on it.
 pub(crate) struct Conn {

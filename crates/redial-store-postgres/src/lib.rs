@@ -44,7 +44,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{broadcast, Mutex, MutexGuard};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::Client;
 
 /// The advisory lock of the maintenance role: this class ("rdl1") and the schema's hash, so
 /// that deployments in different schemas of one database each elect their own leader.

@@ -1,6 +1,10 @@
 //! The LISTEN task: other nodes' notifications, passed on as wake-ups.
 
-use super::{broadcast, describe, sql, DbConfig, Wake};
+use super::conn::describe;
+use super::sql;
+use super::tls::DbConfig;
+use redial_store::Wake;
+use tokio::sync::broadcast;
 
 /// Listens for other nodes' notifications and passes them on; reconnects when the connection
 /// drops, and then says `All` (notifications may have been missed meanwhile).

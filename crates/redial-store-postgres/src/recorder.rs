@@ -1,8 +1,10 @@
 //! The recorder task: attempts recorded in batches, one statement each, on its own connection.
 
-use super::{
-    sql, too_slow, Arc, Conn, DbConfig, RecordAttemptParams, Recorded, StoreError, StoreResult,
-};
+use super::conn::Conn;
+use super::tls::DbConfig;
+use super::{sql, too_slow};
+use redial_store::{RecordAttemptParams, Recorded, StoreError, StoreResult};
+use std::sync::Arc;
 
 /// An attempt to record (its serialised data alongside) and where its answer goes.
 pub(crate) struct RecordRequest {

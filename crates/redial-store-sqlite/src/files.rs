@@ -1,7 +1,11 @@
 //! The database file itself: the integrity check, a new file private to its owner, the lock that
 //! keeps a second process off it, and what a file that cannot be opened is refused with.
 
-use super::{sql, Arc, Connection, Path, PathBuf, StoreError, StoreResult};
+use super::sql;
+use redial_store::{StoreError, StoreResult};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The background integrity check's state.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,7 +16,10 @@
 //! the end of the file, and the next commit then walks the whole cache, so a larger cache costs
 //! every commit.
 
-use super::{counts, sql, Arc, Connection, StoreError};
+use super::{counts, sql};
+use redial_store::StoreError;
+use rusqlite::Connection;
+use std::sync::Arc;
 
 /// A request to the storage thread: it runs inside the batch's transaction (or gets the error
 /// that kept the transaction from starting) and returns how to deliver its answer once the batch

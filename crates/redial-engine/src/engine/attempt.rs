@@ -1,10 +1,17 @@
 //! One attempt: wait for a run slot, run the handler within its time limit, and hand the
 //! result to `record`.
 
-use super::{
-    record, traceparent_of, wait_to_start, Admitted, Arc, AttemptOutput, Duration, FutureExt,
-    HandlerOutcome, Inner, Job, JobContext, Outcome, Slot, Timestamp, TransportError,
-};
+use super::lease::{wait_to_start, Slot};
+use super::recording::record;
+use super::{traceparent_of, Inner};
+use crate::endpoints::Admitted;
+use crate::handler::AttemptOutput;
+use crate::otel::JobContext;
+use futures_util::FutureExt;
+use redial_policy::{HandlerOutcome, Outcome, Timestamp, TransportError};
+use redial_store::Job;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One attempt: wait for a run slot, run, decide, record. Holds its lease slot until the outcome
 /// is decided, then a place in the recording line until the result is durable.

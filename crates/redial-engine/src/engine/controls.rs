@@ -3,9 +3,14 @@
 //! the others when their share loop reads the controls again (within `SHARE_INTERVAL`, or at
 //! once when the store tells them).
 
-use super::{EndpointView, Engine, GroupLimits, Groups, HashMap, Inner, StoreError, Timestamp};
+use super::config::{GroupLimits, Groups};
+use super::{Engine, Inner};
+use redial_policy::endpoint::EndpointView;
 use redial_policy::endpoint::HandPause;
+use redial_policy::Timestamp;
+use redial_store::StoreError;
 use redial_store::{Control, ControlKind};
+use std::collections::HashMap;
 
 /// A queue as people see it: its configuration and its hand pause.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

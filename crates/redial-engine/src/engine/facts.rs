@@ -3,10 +3,12 @@
 //! so they cannot disagree: a field added here reaches each of them, and a test holds the log
 //! event's fields and the span's attributes to the same list ([`SIGNAL_FIELDS`]).
 
-use super::{
-    redact, Action, Attempt, AttrValue, Cow, Decision, Duration, Job, JobContext, SpanData,
-    SpanKind, Timestamp,
-};
+use crate::otel::{AttrValue, JobContext, SpanData, SpanKind};
+use crate::redact;
+use redial_policy::{Action, Decision, Timestamp};
+use redial_store::{Attempt, Job};
+use std::borrow::Cow;
+use std::time::Duration;
 
 /// Each fact's name in the log event and in the span (OpenTelemetry semantic conventions where
 /// one exists, `redial.*` otherwise). Facts with no value for an attempt are left out of both.

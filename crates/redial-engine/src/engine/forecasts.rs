@@ -4,8 +4,10 @@
 //! backlog and the deadlines from the store, the attempt time measured here, and the workers.
 //! The API shows them; the alert rule `deadline_at_risk` watches them.
 
-use super::{Engine, Inner, StoreError, Timestamp};
+use super::{Engine, Inner};
 use redial_policy::endpoint::{EndpointState, Forecast, ForecastInput};
+use redial_policy::Timestamp;
+use redial_store::StoreError;
 
 /// The most waiting jobs with a deadline one endpoint's or group's forecast reads (those that go
 /// first):

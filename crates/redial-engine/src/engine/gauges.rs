@@ -1,7 +1,11 @@
 //! The Prometheus exposition: counters as they stand, gauges from the store's counts and the
 //! endpoints' states.
 
-use super::{cached_stats, BTreeMap, Engine, Snapshot, StoreError};
+use super::loops::cached_stats;
+use super::Engine;
+use crate::metrics::Snapshot;
+use redial_store::StoreError;
+use std::collections::BTreeMap;
 
 impl Engine {
     /// The Prometheus exposition: counters and histograms as they stand, gauges from the

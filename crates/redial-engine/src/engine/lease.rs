@@ -33,12 +33,20 @@
 //! endpoint's admission takes both before it is recorded (`Inner::reserve_delivery`); the
 //! delivery then goes in leased to this worker and starts at once, as a leased job does.
 
-use super::{
-    run_attempt, Admission, Admit, Admitted, Arc, Attempt, AttemptCategory, AttemptDecision,
-    Candidate, DeadCategory, Duration, HashMap, Hold, Inner, Job, JobId, LeaseAdmittedParams,
-    Mutex, NewJob, Notify, Ordering, OwnedSemaphorePermit, RecordAttemptParams, ReleaseParams,
-    Semaphore, StoreError, Timestamp, Transition, Verdict,
+use super::attempt::run_attempt;
+use super::Inner;
+use crate::endpoints::Admitted;
+use redial_policy::endpoint::{Admission, Hold};
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::{
+    Admit, Attempt, AttemptCategory, AttemptDecision, Candidate, Job, JobId, LeaseAdmittedParams,
+    NewJob, RecordAttemptParams, ReleaseParams, StoreError, Transition, Verdict,
 };
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// A leased job's places in its queue, each named for what it bounds:
 /// - `lease`: one of the queue's lease slots (its concurrency plus the jobs it may lease ahead),

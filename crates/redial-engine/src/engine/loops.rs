@@ -1,10 +1,14 @@
 //! The background loops: heartbeats, wake-ups from other nodes, shared holds, alerts, and
 //! maintenance (rescue, promotion, retention).
 
-use super::{
-    Arc, CleanupParams, DeadCategory, Duration, ExpireParams, HeartbeatParams, Inner, JobId,
-    Ordering, RescueParams, StoreError, Timestamp, Wake, SHARE_INTERVAL, STATS_MAX_AGE,
+use super::{Inner, SHARE_INTERVAL, STATS_MAX_AGE};
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::{
+    CleanupParams, ExpireParams, HeartbeatParams, JobId, RescueParams, StoreError, Wake,
 };
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>) {
     loop {

@@ -3,30 +3,22 @@
 
 use crate::alerts::{AlertStatus, Alerts};
 use crate::clock::Clock;
-use crate::endpoints::{Admitted, Registry};
-use crate::handler::{AttemptOutput, Handler};
-use crate::metrics::{Metrics, Snapshot};
-use crate::otel::{AttrValue, JobContext, SpanData, SpanKind};
-use crate::redact;
+use crate::endpoints::Registry;
+use crate::handler::Handler;
+use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
-use futures_util::FutureExt;
-use redial_policy::endpoint::{Admission, EndpointView, Hold, Observed};
-use redial_policy::{
-    decide, Action, DeadCategory, Decision, HandlerOutcome, Human, JobCounters, Outcome, Policy,
-    SplitMix64, Timestamp, TransportError,
-};
+use redial_policy::endpoint::EndpointView;
+use redial_policy::{Policy, SplitMix64, Timestamp};
 use redial_store::{
-    Admit, Attempt, AttemptCategory, AttemptDecision, Callback, Candidate, CleanupParams,
-    ExpireParams, HeartbeatParams, InsertOutcome, Job, JobFilter, JobId, JobState,
-    LeaseAdmittedParams, NewJob, RecordAttemptParams, ReleaseParams, ReplayChangedParams,
-    RescueParams, Store, StoreError, Transition, Verdict, Wake,
+    Callback, InsertOutcome, Job, JobFilter, JobId, JobState, NewJob, ReleaseParams,
+    ReplayChangedParams, Store, StoreError,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinHandle};
 
 mod attempt;
@@ -42,17 +34,14 @@ mod recording;
 mod schedules;
 mod waiting;
 
-use attempt::{run_attempt, Ran};
 pub use config::{CallbackTarget, EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
 pub use controls::{GroupView, QueueGroups, QueueView};
-use facts::{final_state, AttemptFacts};
-use lease::{queue_loop, wait_to_start, QueueSlots, Slot};
+use lease::{queue_loop, QueueSlots};
 use loops::{
-    alert_loop, cached_stats, heartbeat_loop, maintenance_loop, save_endpoints, share_loop,
-    take_in_nodes, wake_loop,
+    alert_loop, heartbeat_loop, maintenance_loop, save_endpoints, share_loop, take_in_nodes,
+    wake_loop,
 };
 pub use operations::{BulkKind, CancelError, OperationState, OperationView, CHUNK};
-use recording::record;
 pub use schedules::{
     check_schedule_id, derived_idempotency_key, JobTemplate, MissedRule, ScheduleCheck,
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,

@@ -20,11 +20,18 @@
 //! is asked again for as long as the lease lasts, so a database blink does not make a job run
 //! twice.
 
-use super::{
-    decide, final_state, redact, Action, Admitted, Arc, Attempt, AttemptFacts, AttemptOutput,
-    Decision, Duration, Inner, Job, JobCounters, Observed, Outcome, Ran, RecordAttemptParams, Slot,
-    StoreError, Timestamp, Transition,
-};
+use super::attempt::Ran;
+use super::facts::{final_state, AttemptFacts};
+use super::lease::Slot;
+use super::Inner;
+use crate::endpoints::Admitted;
+use crate::handler::AttemptOutput;
+use crate::redact;
+use redial_policy::endpoint::Observed;
+use redial_policy::{decide, Action, Decision, JobCounters, Outcome, Timestamp};
+use redial_store::{Attempt, Job, RecordAttemptParams, StoreError, Transition};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Where an attempt's result goes, in order: the policy decides; the endpoint learns (so a pause
 /// applies to the next lease at once) and the run slot frees; counters and histograms; a place

@@ -9,13 +9,15 @@
 //! once however many nodes check, and however often a check is repeated after a crash: a second
 //! insert of the same id is a duplicate and changes nothing.
 
-use super::{
-    Arc, Duration, Engine, Human, Inner, InsertOutcome, JobId, NewJob, StoreError, Timestamp,
-};
+use super::{Engine, Inner};
 use redial_policy::schedule::{fire, CronRule, EveryRule, Missed, Recurrence};
 use redial_policy::PolicyOverride;
+use redial_policy::{Human, Timestamp};
 use redial_store::{HttpRequest, ScheduleAdvance, ScheduleRecord};
+use redial_store::{InsertOutcome, JobId, NewJob, StoreError};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// How often the scheduler looks for due occurrences (besides when a schedule is saved or
 /// resumed, and right after a check that found a full batch due).

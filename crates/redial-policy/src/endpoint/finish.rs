@@ -9,7 +9,10 @@
 //! quarantined endpoint's failed probe holds its job unless the job fails for its own sake),
 //! which gives the job's counters after it.
 
-use super::{BreakerState, EndpointConfig, EndpointState, Observed, Permit, ResultClass};
+use super::admission::{Observed, Permit, ResultClass};
+use super::breaker::BreakerState;
+use super::config::EndpointConfig;
+use super::state::EndpointState;
 use crate::classify::Category;
 use crate::decide::{Decision, JobCounters};
 use crate::outcome::{Outcome, TransportError};

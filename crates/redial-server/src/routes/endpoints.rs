@@ -1,10 +1,18 @@
 //! Endpoints and queues: views, pauses and resumes, a breaker's reset, a queue's groups and
 //! ordering keys.
 
-use super::{
-    input, json, view, ApiError, ApiResult, AppState, Bytes, BytesRejection, ControlKind,
-    ErrorCode, HashMap, IntoResponse, Json, Path, PauseInput, Query, Response, State, StatusCode,
-};
+use super::ApiResult;
+use crate::input::PauseInput;
+use crate::{input, view, ApiError, AppState, ErrorCode};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use redial_store::ControlKind;
+use serde_json::json;
+use std::collections::HashMap;
 
 /// An endpoint's view as the API shows it: its protection state, its name, and its backlog
 /// (`held`: due but waiting on its limits; `waiting_later`: scheduled ahead).

@@ -7,11 +7,16 @@
 //! client that reconnects with the last `id` it saw gets what followed, nothing missed, nothing
 //! twice. At most `server.max_waiters` streams at once on a server; more are answered 503.
 
-use super::{
-    header, json, view, ApiError, ApiResult, AppState, Body, Bytes, ErrorCode, HashMap, HeaderMap,
-    IntoResponse, Json, Query, Response, State, StatusCode,
-};
+use super::ApiResult;
+use crate::{view, ApiError, AppState, ErrorCode};
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use redial_store::{EventCursor, EventFrom, EventKind, EventListParams};
+use serde_json::json;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How long a stream waits for a sign before reading the log anyway.

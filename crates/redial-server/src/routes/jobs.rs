@@ -1,14 +1,22 @@
 //! Jobs: enqueue (one, a batch), show, list, replay, dismiss, cancel; dead letters by filter
 //! and by group; the session.
 
-use super::{
-    auth, caller_trace, conflict, header, input, job_response, join_trace, json, view, ApiError,
-    ApiResult, AppState, BatchInput, Body, BulkKind, Bytes, BytesRejection, Changes, ErrorCode,
-    FilterInput, HashMap, HeaderMap, InsertOutcome, IntoResponse, JobFilter, JobId, JobInput,
-    JobListParams, Json, Path, Plan, Query, ReplayInput, Response, State, StatusCode, StoreError,
-};
+use super::{caller_trace, conflict, job_response, join_trace, ApiResult};
+use crate::input::{BatchInput, FilterInput, JobInput};
 use crate::replay;
+use crate::replay::{Changes, Plan, ReplayInput};
+use crate::{auth, input, view, ApiError, AppState, ErrorCode};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use redial_engine::BulkKind;
 use redial_store::JobPages;
+use redial_store::{InsertOutcome, JobFilter, JobId, JobListParams, StoreError};
+use serde_json::json;
+use std::collections::HashMap;
 
 pub(super) async fn enqueue(
     State(state): State<AppState>,

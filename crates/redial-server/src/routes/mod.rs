@@ -1,23 +1,18 @@
 //! The routes, the middleware every answer passes, and what the handlers share; the handlers by
 //! area: jobs, endpoints (and queues), schedules, ops.
 
-use crate::input::{self, BatchInput, FilterInput, JobInput, PauseInput};
-use crate::replay::{Changes, Plan, ReplayInput};
+use crate::input::{self};
 use crate::view;
-use crate::{auth, ApiError, AppState, ErrorCode, OPENAPI};
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use crate::{auth, ApiError, AppState, ErrorCode};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use redial_engine::BulkKind;
-use redial_store::{ControlKind, InsertOutcome, JobFilter, JobId, JobListParams, StoreError};
-use serde_json::json;
-use std::collections::HashMap;
+use redial_store::JobId;
 
 mod endpoints;
 mod events;

@@ -1,9 +1,13 @@
 //! Operations: stats, the OpenAPI document, series, alerts, metrics, health, readiness, backups.
 
-use super::{
-    header, json, ApiError, ApiResult, AppState, Body, Bytes, ErrorCode, HeaderValue, IntoResponse,
-    Json, Response, State, StatusCode, OPENAPI,
-};
+use super::ApiResult;
+use crate::{ApiError, AppState, ErrorCode, OPENAPI};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
 
 pub(super) async fn stats(State(state): State<AppState>) -> ApiResult {
     let s = state.engine.store().stats().await?;

@@ -1,9 +1,15 @@
 //! Recurring schedules: create, replace, list, show, delete, pause, resume.
 
-use super::{
-    input, json, ApiError, ApiResult, AppState, Bytes, BytesRejection, ErrorCode, HashMap,
-    IntoResponse, Json, Path, Query, Response, State, StatusCode,
-};
+use super::ApiResult;
+use crate::{input, ApiError, AppState, ErrorCode};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use std::collections::HashMap;
 
 impl From<redial_engine::ScheduleError> for ApiError {
     fn from(e: redial_engine::ScheduleError) -> Self {

@@ -1,11 +1,14 @@
 //! What people do to jobs: replay, dismiss, cancel, one by one and by filter.
 
-use super::{
-    backend, cols, insert_owed, job_from_row, may_dismiss, may_replay, ms, must_get, notify,
-    push_filter, read_changes, refs, replay_changes, Cancel, Conn, Job, JobChange, JobFilter,
-    JobId, OrderingKey, Param, ReplayChangedParams, StoreError, StoreResult, Timestamp, ToSql,
-    CANCELLED, INSERT_MANY,
+use super::jobs::{insert_owed, push_filter, refs, INSERT_MANY};
+use super::{cols, job_from_row, ms, must_get, notify, Param};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{
+    may_dismiss, may_replay, read_changes, replay_changes, Cancel, Job, JobChange, JobFilter,
+    JobId, OrderingKey, ReplayChangedParams, StoreError, StoreResult, CANCELLED,
 };
+use tokio_postgres::types::ToSql;
 
 pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \

@@ -1,11 +1,13 @@
 //! Endpoints and controls: backlog, saved endpoint state, shared holds, hand pauses.
 
-use super::{
-    backend, control, get, ms, notify, ts, Conn, Control, ControlKind, EndpointBacklog,
-    EndpointRecord, RetriesNowParams, SharedHold, StoreResult, Timestamp, ENDPOINTS_CHANGED,
-    WAITING,
-};
+use super::{get, ms, notify, ts, ENDPOINTS_CHANGED, WAITING};
+use crate::{backend, Conn};
 use redial_policy::endpoint::WaitingDeadline;
+use redial_policy::Timestamp;
+use redial_store::{
+    control, Control, ControlKind, EndpointBacklog, EndpointRecord, RetriesNowParams, SharedHold,
+    StoreResult,
+};
 
 pub async fn endpoint_backlog(c: &mut Conn, now: Timestamp) -> StoreResult<Vec<EndpointBacklog>> {
     let rows = c

@@ -11,9 +11,12 @@
 //! short; another client's long transaction on the same server delays the log as long as it
 //! runs).
 
-use super::{
-    backend, completed_events, get, ms, ts, Conn, Event, EventCursor, EventFrom, EventListParams,
-    EventPage, NewEvent, StoreError, StoreResult, Timestamp,
+use super::{get, ms, ts};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{
+    completed_events, Event, EventCursor, EventFrom, EventListParams, EventPage, NewEvent,
+    StoreError, StoreResult,
 };
 
 /// How many sequence numbers each event row takes (schema migration 18): a row of

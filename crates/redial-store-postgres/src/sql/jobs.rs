@@ -1,11 +1,16 @@
 //! Jobs in and out: insert (one, and batches in one statement), get, list.
 
 use super::{
-    backend, cols, get, get_job, jobs_from_rows, json_err, ms, must_get, notify, notify_prepared,
-    Attempt, Callback, Condition, Conn, InsertOutcome, Job, JobFilter, JobId, JobListParams,
-    JobPage, JobState, NewJob, OnDead, OrderingKey, Param, SqlValue, StoreError, StoreResult,
-    Timestamp, ToSql, NOTIFY,
+    cols, get, get_job, jobs_from_rows, json_err, ms, must_get, notify, notify_prepared, Param,
+    NOTIFY,
 };
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{
+    Attempt, Callback, Condition, InsertOutcome, Job, JobFilter, JobId, JobListParams, JobPage,
+    JobState, NewJob, OnDead, OrderingKey, SqlValue, StoreError, StoreResult,
+};
+use tokio_postgres::types::ToSql;
 
 pub async fn insert_one(c: &mut Conn, channel: &str, job: NewJob) -> StoreResult<InsertOutcome> {
     insert_batch(c, channel, vec![job])

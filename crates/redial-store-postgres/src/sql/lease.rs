@@ -2,10 +2,10 @@
 //! heads, taking the chosen jobs, and when a queue next has work. The picker's walk is in
 //! `lease.rs` beside it.
 
-use super::{
-    backend, cols, get, jobs_from_rows, ms, ts, Candidate, CandidateParams, Conn, Job, JobId,
-    LeaseIdsParams, ScanPos, StoreResult, Timestamp, WAITING,
-};
+use super::{cols, get, jobs_from_rows, ms, ts, WAITING};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{Candidate, CandidateParams, Job, JobId, LeaseIdsParams, ScanPos, StoreResult};
 
 pub(super) fn lease_order(jobs: &mut [Job]) {
     jobs.sort_by(|a, b| {

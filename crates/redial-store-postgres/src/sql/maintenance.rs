@@ -21,11 +21,12 @@
 //! maintenance advisory lock also ends with the session, so another node takes maintenance over at
 //! its next tick.
 
-use super::{
-    backend, delete_counted, get, insert_owed, int, ms, notify, CleanupParams, Conn, ExpireParams,
-    JobId, RescueParams, RescueReport, StoreResult, Timestamp, ENDPOINTS_CHANGED, INSERT_MANY,
-    WAITING,
-};
+use super::actions::delete_counted;
+use super::jobs::{insert_owed, INSERT_MANY};
+use super::{get, int, ms, notify, ENDPOINTS_CHANGED, WAITING};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{CleanupParams, ExpireParams, JobId, RescueParams, RescueReport, StoreResult};
 
 pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
     let insert = c.prepared(INSERT_MANY).await?;

@@ -6,20 +6,9 @@
 //! each, as the test kit's: jobs, lease, record, maintenance, actions, reads, endpoints (and
 //! controls), schedules. The rules they apply are `redial_store::rules`'.
 
-use crate::{backend, Conn};
-use redial_policy::{DeadCategory, Timestamp};
-use redial_store::{
-    completed_events, control, may_dismiss, may_replay, parse_dead_category, read_changes,
-    replay_changes, Attempt, Callback, Cancel, Candidate, CandidateParams, CleanupParams,
-    Condition, Control, ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog,
-    EndpointCount, EndpointRecord, Event, EventCursor, EventFrom, EventListParams, EventPage,
-    ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job, JobChange, JobColumns,
-    JobFilter, JobId, JobListParams, JobPage, JobState, KeyLine, LeaseIdsParams, NewEvent, NewJob,
-    OnDead, OrderingKey, OrderingKeysParams, QueueCount, QueueSince, RawJob, RecordAttemptParams,
-    Recorded, ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
-    ScanPos, ScheduleAdvance, ScheduleRecord, SharedHold, SqlValue, Stats, StoreError, StoreResult,
-    CANCELLED,
-};
+use crate::backend;
+use redial_policy::DeadCategory;
+use redial_store::{Job, JobColumns, JobId, RawJob, StoreError, StoreResult};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -138,7 +127,6 @@ mod reads;
 mod record;
 mod schedules;
 
-use actions::delete_counted;
 pub use actions::{bulk_dismiss, bulk_replay, changes, dismiss, replay, replay_changed};
 // Named: `redial_store` has a `cancel` of its own (a rule), which the glob would make ambiguous.
 pub use actions::cancel;
@@ -149,10 +137,6 @@ pub use endpoints::{
 };
 pub use events::{event_append, event_cleanup, event_list};
 pub use jobs::{get_with_attempts, insert_batch, insert_one, list};
-use jobs::{
-    insert_deliveries, insert_owed, push_conditions, push_filter, refs, JobRows, INSERT_MANY,
-    INSERT_MANY_LEASED,
-};
 pub use lease::{
     candidates, group_heads, groups_after, lease_ids, lease_locked_and_commit, next_run_at,
     runnable, Head,

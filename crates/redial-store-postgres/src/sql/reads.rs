@@ -1,11 +1,15 @@
 //! Reads for people: stats, dead letters over time and by group, a queue's groups.
 
-use super::{
-    backend, cols, get, job_from_row, ms, parse_dead_category, push_conditions, refs, ts, Conn,
-    DeadCount, DeadGroup, DeadReason, EndpointCount, GroupCounts, JobFilter, JobState, KeyLine,
-    OrderingKey, OrderingKeysParams, QueueCount, QueueSince, Stats, StoreError, StoreResult,
-    Timestamp, ToSql,
+use super::jobs::{push_conditions, refs};
+use super::{cols, get, job_from_row, ms, ts};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{
+    parse_dead_category, DeadCount, DeadGroup, DeadReason, EndpointCount, GroupCounts, JobFilter,
+    JobState, KeyLine, OrderingKey, OrderingKeysParams, QueueCount, QueueSince, Stats, StoreError,
+    StoreResult,
 };
+use tokio_postgres::types::ToSql;
 
 /// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
 /// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).

@@ -1,10 +1,12 @@
 //! An attempt's end: heartbeats, recording (one attempt, or a batch in one statement, and the
 //! slow path), and giving leases back.
 
-use super::{
-    backend, category_str, cols, get, insert_deliveries, int, job_from_row, ms, notify, Conn,
-    HeartbeatParams, JobRows, JobState, NewJob, RecordAttemptParams, Recorded, ReleaseParams,
-    StoreError, StoreResult, INSERT_MANY, INSERT_MANY_LEASED,
+use super::jobs::{insert_deliveries, JobRows, INSERT_MANY, INSERT_MANY_LEASED};
+use super::{category_str, cols, get, int, job_from_row, ms, notify};
+use crate::{backend, Conn};
+use redial_store::{
+    HeartbeatParams, JobState, NewJob, RecordAttemptParams, Recorded, ReleaseParams, StoreError,
+    StoreResult,
 };
 
 pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_until = $1 \

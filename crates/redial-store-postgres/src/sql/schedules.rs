@@ -1,8 +1,10 @@
 //! Recurring schedules: save, get, list, delete, pause, and the due check's reads and advances.
 
-use super::{
-    backend, get, ms, ts, Conn, Row, ScheduleAdvance, ScheduleRecord, StoreResult, Timestamp,
-};
+use super::{get, ms, ts};
+use crate::{backend, Conn};
+use redial_policy::Timestamp;
+use redial_store::{ScheduleAdvance, ScheduleRecord, StoreResult};
+use tokio_postgres::Row;
 
 pub(super) const SCHEDULE_COLUMNS: &str =
     "id, definition, paused, next_at, last_occurrence, last_fired_at, created_at, updated_at";

@@ -1,11 +1,16 @@
 //! What people do to jobs: replay, dismiss, cancel, one by one and by filter.
 
-use super::{
-    backend, counts, jobs, may_dismiss, may_replay, ms, must_get, params, params_from_iter,
-    parse_dead_category, place, push_filter, query_rows, read_changes, replay_changes, Cancel,
-    Connection, DeadCategory, Job, JobChange, JobFilter, JobId, JobState, OptionalExtension,
-    OrderingKey, ReplayChangedParams, Sp, StoreResult, Timestamp, Value, CANCELLED,
+use super::jobs::push_filter;
+use super::{backend, jobs, ms, must_get, place, query_rows, Sp};
+use crate::counts;
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::{
+    may_dismiss, may_replay, parse_dead_category, read_changes, replay_changes, Cancel, Job,
+    JobChange, JobFilter, JobId, JobState, OrderingKey, ReplayChangedParams, StoreResult,
+    CANCELLED,
 };
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 pub(super) const REPLAY_SET: &str =
     "state = 'ready', category = NULL, attempts = 0, unknown_attempts = 0, \

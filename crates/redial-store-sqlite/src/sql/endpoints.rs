@@ -1,12 +1,15 @@
 //! Endpoints and controls: backlog from the kept counts, saved endpoint state, shared holds,
 //! hand pauses of queues and endpoints.
 
-use super::{
-    backend, control, counts, ms, params, query_rows, ts, Connection, Control, ControlKind,
-    EndpointBacklog, EndpointRecord, JobState, RetriesNowParams, SharedHold, Sp, StoreResult,
-    Timestamp,
-};
+use super::{backend, ms, query_rows, ts, Sp};
+use crate::counts;
 use redial_policy::endpoint::WaitingDeadline;
+use redial_policy::Timestamp;
+use redial_store::{
+    control, Control, ControlKind, EndpointBacklog, EndpointRecord, JobState, RetriesNowParams,
+    SharedHold, StoreResult,
+};
+use rusqlite::{params, Connection};
 
 /// From the kept counts: ready jobs are due (and held, when their endpoint holds them); scheduled
 /// and deferred ones wait for later (one whose time came is promoted to ready within a

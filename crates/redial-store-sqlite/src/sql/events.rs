@@ -6,11 +6,13 @@
 //! 0. A row of completions takes the number of its last and leaves the ones before it free, so
 //! every event keeps a number of its own and a cursor can stop inside a row.
 
-use super::{
-    backend, completed_events, ms, params, query_rows, ts, Completion, Connection, Event,
-    EventCursor, EventFrom, EventListParams, EventPage, NewEvent, Sp, StoreError, StoreResult,
-    Timestamp,
+use super::{backend, ms, query_rows, ts, Sp};
+use redial_policy::Timestamp;
+use redial_store::{
+    completed_events, Completion, Event, EventCursor, EventFrom, EventListParams, EventPage,
+    NewEvent, StoreError, StoreResult,
 };
+use rusqlite::{params, Connection};
 use std::cell::RefCell;
 
 thread_local! {

@@ -1,11 +1,15 @@
 //! Jobs in and out: insert (with its duplicate and conflict rules), get, list.
 
-use super::{
-    attempt_key, backend, counts, get, json_err, ms, must_get, params, query_jobs, query_rows,
-    Attempt, Callback, Condition, Connection, InsertOutcome, Job, JobFilter, JobId, JobListParams,
-    JobPage, JobState, NewJob, OnDead, OptionalExtension, OrderingKey, SqlValue, StoreResult,
-    Timestamp, Value, COLS,
+use super::record::attempt_key;
+use super::{backend, get, json_err, ms, must_get, query_jobs, query_rows, COLS};
+use crate::counts;
+use redial_policy::Timestamp;
+use redial_store::{
+    Attempt, Callback, Condition, InsertOutcome, Job, JobFilter, JobId, JobListParams, JobPage,
+    JobState, NewJob, OnDead, OrderingKey, SqlValue, StoreResult,
 };
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
 
 pub fn insert(tx: &Connection, job: NewJob) -> StoreResult<InsertOutcome> {
     insert_as(tx, job, None)

@@ -14,13 +14,16 @@
 //! run time; the first pass of the round-robin takes each turn's weight in jobs, and a turn that
 //! takes none is passed over.
 
-use super::{
-    backend, counts, ms, params, params_from_iter, query_rows, raw_from_row, ts, Admit, Candidate,
-    CandidateParams, Connection, JobId, JobState, LeaseAdmittedParams, LeaseIdsParams,
-    OptionalExtension, RawJob, ScanPos, Sp, Statement, StoreError, StoreResult, Timestamp, Value,
-    COLS,
-};
+use super::{backend, ms, query_rows, raw_from_row, ts, Sp, COLS};
+use crate::counts;
+use redial_policy::Timestamp;
 use redial_store::pick::{self, Choice, Leg, Offer, PickMemory, GROUP_VISITS};
+use redial_store::{
+    Admit, Candidate, CandidateParams, JobId, JobState, LeaseAdmittedParams, LeaseIdsParams,
+    RawJob, ScanPos, StoreError, StoreResult,
+};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Statement};
 
 /// The highest priority level below `?2` with waiting ungrouped jobs in a queue.
 pub(super) const PRIORITY_BELOW: &str = concat!(

@@ -1,11 +1,14 @@
 //! What maintenance runs every few seconds: rescuing expired leases, promoting due jobs,
 //! expiring deadlines, and retention's deletions. Each reads by index, never the whole table.
 
-use super::{
-    backend, counts, json_err, ms, params, parse_dead_category, query_rows, run_finishing,
-    run_moving, CleanupParams, Connection, DeadCategory, ExpireParams, JobState, RescueParams,
-    RescueReport, Sp, StoreError, StoreResult, Timestamp,
+use super::{backend, json_err, ms, query_rows, run_finishing, run_moving, Sp};
+use crate::counts;
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::{
+    parse_dead_category, CleanupParams, ExpireParams, JobState, RescueParams, RescueReport,
+    StoreError, StoreResult,
 };
+use rusqlite::{params, Connection};
 
 // Maintenance statements, named so that a test can check they read by index: each runs every
 // few seconds, and a scan of the jobs table would hold the one writer for as long as the table

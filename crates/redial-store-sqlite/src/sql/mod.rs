@@ -12,22 +12,10 @@
 //! test checks that state changes build no temporary table). State filters are written as literals
 //! so that SQLite can use the partial index of that state.
 
-use crate::schema::ATTEMPT_KEY_BITS;
 use redial_policy::{DeadCategory, Timestamp};
-use redial_store::{
-    completed_events, control, may_dismiss, may_replay, parse_dead_category, read_changes,
-    replay_changes, Admit, Attempt, Callback, Cancel, Candidate, CandidateParams, CleanupParams,
-    Completion, Condition, Control, ControlKind, DeadCount, DeadGroup, DeadReason, EndpointBacklog,
-    EndpointCount, EndpointRecord, Event, EventCursor, EventFrom, EventListParams, EventPage,
-    ExpireParams, GroupCounts, HeartbeatParams, InsertOutcome, Job, JobChange, JobColumns,
-    JobFilter, JobId, JobListParams, JobPage, JobState, KeyLine, LeaseAdmittedParams,
-    LeaseIdsParams, NewEvent, NewJob, OnDead, OrderingKey, OrderingKeysParams, QueueCount,
-    QueueSince, RawJob, RecordAttemptParams, Recorded, ReleaseParams, ReplayChangedParams,
-    RescueParams, RescueReport, RetriesNowParams, ScanPos, ScheduleAdvance, ScheduleRecord,
-    SharedHold, SqlValue, Stats, StoreError, StoreResult, CANCELLED,
-};
+use redial_store::{Job, JobColumns, JobId, RawJob, StoreError, StoreResult};
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Statement};
+use rusqlite::{params_from_iter, Connection, Row};
 
 /// The columns of a job, in the order `RawJob::read` reads them.
 const COLS: &str = redial_store::job_columns!();
@@ -264,14 +252,12 @@ pub use endpoints::{
 pub(crate) use events::{completions_clear, flush_completions};
 pub use events::{event_append, event_cleanup, event_list};
 pub use jobs::{get_with_attempts, insert, insert_batch, list};
-use jobs::{push_conditions, push_filter};
 pub use lease::{candidates, lease_admitted, lease_ids, next_run_at};
 pub use maintenance::{cleanup, expire_deadlines, index_for_search, promote, rescue};
 pub use reads::{
     dead_letter_chunk_end, dead_letter_groups, dead_letter_reasons, dead_letters_since,
     group_counts, ordering_keys, stats,
 };
-use record::attempt_key;
 pub use record::{heartbeat, record_attempt, release};
 pub use schedules::{
     schedule_advance, schedule_delete, schedule_get, schedule_list, schedule_page, schedule_save,

@@ -1,11 +1,15 @@
 //! Reads for people: stats, dead letters over time and by group, a queue's groups.
 
-use super::{
-    backend, counts, ms, params, params_from_iter, parse_dead_category, push_conditions,
-    query_rows, raw_from_row, ts, Connection, DeadCategory, DeadCount, DeadGroup, DeadReason,
-    EndpointCount, GroupCounts, JobFilter, JobState, KeyLine, OptionalExtension, OrderingKey,
-    OrderingKeysParams, QueueCount, QueueSince, Stats, StoreResult, Timestamp, Value, COLS,
+use super::jobs::push_conditions;
+use super::{backend, ms, query_rows, raw_from_row, ts, COLS};
+use crate::counts;
+use redial_policy::{DeadCategory, Timestamp};
+use redial_store::{
+    parse_dead_category, DeadCount, DeadGroup, DeadReason, EndpointCount, GroupCounts, JobFilter,
+    JobState, KeyLine, OrderingKey, OrderingKeysParams, QueueCount, QueueSince, Stats, StoreResult,
 };
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 /// Counts from the kept counts; when each queue's longest-deferred job was deferred by index,
 /// one seek per queue that has deferred jobs.

@@ -11,11 +11,14 @@
 //! the decision only if the job is still as leased (owner, runs, no cancel waiting); otherwise the
 //! attempt comes out again and a careful path under a savepoint decides.
 
-use super::{
-    backend, category_str, counts, events, jobs, ms, must_get, params, place, run_moving,
-    Connection, HeartbeatParams, InsertOutcome, JobId, JobState, RecordAttemptParams, Recorded,
-    ReleaseParams, Sp, StoreError, StoreResult, ATTEMPT_KEY_BITS,
+use super::{backend, category_str, events, jobs, ms, must_get, place, run_moving, Sp};
+use crate::counts;
+use crate::schema::ATTEMPT_KEY_BITS;
+use redial_store::{
+    HeartbeatParams, InsertOutcome, JobId, JobState, RecordAttemptParams, Recorded, ReleaseParams,
+    StoreError, StoreResult,
 };
+use rusqlite::{params, Connection};
 
 /// Runs `sql` once per id in one transaction, binding `?1` to `value`, `?2` to the id and `?3` to
 /// the lease owner; returns how many rows changed.

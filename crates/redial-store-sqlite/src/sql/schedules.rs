@@ -1,9 +1,9 @@
 //! Recurring schedules: save, get, list, delete, pause, and the due check's reads and advances.
 
-use super::{
-    backend, ms, params, query_rows, ts, Connection, OptionalExtension, Row, ScheduleAdvance,
-    ScheduleRecord, StoreResult, Timestamp,
-};
+use super::{backend, ms, query_rows, ts};
+use redial_policy::Timestamp;
+use redial_store::{ScheduleAdvance, ScheduleRecord, StoreResult};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 pub(super) const SCHEDULE_COLUMNS: &str =
     "id, definition, paused, next_at, last_occurrence, last_fired_at, created_at, updated_at";

@@ -1,11 +1,13 @@
 //! Completion callbacks: a job that finishes in one of its callback's events has its delivery
 //! written with the state change, whatever path finished it; nothing else makes one.
 
-use super::{
-    at, by_seq, get, ids, lease, new_job, record, Arc, Callback, CallbackEvent, DeadCategory,
-    ExpireParams, Job, JobFilter, JobId, JobListParams, JobState, NewJob, Recorded, RescueParams,
-    Store, StoreError, StoreResult, Transition,
+use super::{at, by_seq, get, ids, lease, new_job, record};
+use crate::{
+    Callback, CallbackEvent, ExpireParams, Job, JobFilter, JobId, JobListParams, JobState, NewJob,
+    Recorded, RescueParams, Store, StoreError, StoreResult, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 /// The callback queue of the suite.
 const CB_QUEUE: &str = "callbacks";

@@ -1,10 +1,12 @@
 //! Acting on jobs: replay, dismiss, cancel, and the bulk dead-letter actions.
 
-use super::{
-    at, by_seq, dead_patterns, get, lease, make_dead, make_dead_because, new_job,
-    reasons_with_pattern, record, Arc, DeadCategory, Job, JobBefore, JobChange, JobFilter, JobId,
+use super::{at, by_seq, get, lease, make_dead, make_dead_because, new_job, record};
+use crate::{
+    dead_patterns, reasons_with_pattern, Job, JobBefore, JobChange, JobFilter, JobId,
     JobListParams, JobState, Recorded, ReplayChangedParams, Store, StoreError, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 pub async fn replay_dead_job(store: Arc<dyn Store>) {
     make_dead(&store, "dead1", "default", DeadCategory::TransientExhausted).await;

@@ -1,9 +1,12 @@
 //! What the store keeps for endpoints: held jobs' deadlines, saved state, shared holds, backlog.
 
-use super::{
-    at, get, lease, new_job, record, Arc, Control, ControlKind, DeadCategory, EndpointBacklog,
-    EndpointRecord, ExpireParams, JobState, RetriesNowParams, SharedHold, Store, Transition,
+use super::{at, get, lease, new_job, record};
+use crate::{
+    Control, ControlKind, EndpointBacklog, EndpointRecord, ExpireParams, JobState,
+    RetriesNowParams, SharedHold, Store, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 pub async fn deadlines_expire_for_held_jobs(store: Arc<dyn Store>) {
     for (id, endpoint, deadline) in [

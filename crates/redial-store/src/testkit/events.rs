@@ -1,11 +1,13 @@
 //! The event log: every path that finishes or replays a job writes its event with the change;
 //! endpoint events are appended; the log reads from a cursor, filtered, and forgets old events.
 
-use super::{
-    at, by_seq, get, lease, new_job, record, Arc, DeadCategory, EventCursor, EventFrom, EventKind,
-    EventListParams, EventPage, ExpireParams, JobId, JobState, NewEvent, RescueParams, Store,
-    Transition,
+use super::{at, by_seq, get, lease, new_job, record};
+use crate::{
+    EventCursor, EventFrom, EventKind, EventListParams, EventPage, ExpireParams, JobId, JobState,
+    NewEvent, RescueParams, Store, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 fn everything() -> EventListParams {
     EventListParams {

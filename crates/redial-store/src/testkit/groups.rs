@@ -2,11 +2,13 @@
 //! the ungrouped jobs taking their turn as one group; a group admission holds is passed over;
 //! weights give a group more turns.
 
-use super::{
-    at, get, new_job, Admit, Arc, Candidate, JobFilter, JobListParams, JobState,
-    LeaseAdmittedParams, LeaseIdsParams, NewJob, Store, Verdict,
+use super::{at, get, new_job};
+use crate::{
+    Admit, Candidate, JobFilter, JobListParams, JobState, LeaseAdmittedParams, LeaseIdsParams,
+    NewJob, Store, Verdict,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Inserts `count` jobs of `group` (None: ungrouped) into queue "q", ids `<prefix><n>`, all due
 /// at `T0`, in batches.

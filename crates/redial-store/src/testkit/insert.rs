@@ -1,6 +1,8 @@
 //! Inserting: one job, a future one, duplicates and conflicts, atomic batches.
 
-use super::{at, get, ids, lease, new_job, Arc, InsertOutcome, JobId, JobState, Store};
+use super::{at, get, ids, lease, new_job};
+use crate::{InsertOutcome, JobId, JobState, Store};
+use std::sync::Arc;
 
 pub async fn insert_and_get(store: Arc<dyn Store>) {
     let out = store

@@ -1,10 +1,12 @@
 //! Leasing: order and queues, never twice, candidates past held endpoints, admission asked in
 //! lease order, leasing by id.
 
-use super::{
-    at, get, ids, lease, new_job, record, Admit, Arc, Candidate, CandidateParams, JobState,
-    LeaseAdmittedParams, LeaseIdsParams, Store, Transition, Verdict,
+use super::{at, get, ids, lease, new_job, record};
+use crate::{
+    Admit, Candidate, CandidateParams, JobState, LeaseAdmittedParams, LeaseIdsParams, Store,
+    Transition, Verdict,
 };
+use std::sync::Arc;
 
 pub async fn lease_order_and_queues(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();

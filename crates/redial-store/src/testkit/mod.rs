@@ -78,15 +78,8 @@ pub use schedules::{schedules_due_and_advance_once, schedules_round_trip};
 pub use search::search_by_key_tag_and_reason_text;
 
 use crate::{
-    dead_patterns, reason_words, reasons_with_pattern, Admit, Attempt, AttemptCategory, Callback,
-    CallbackEvent, Candidate, CandidateParams, CleanupParams, Control, ControlKind, DeadCount,
-    EndpointBacklog, EndpointRecord, EventCursor, EventFrom, EventKind, EventListParams, EventPage,
-    ExpireParams, HeartbeatParams, HttpRequest, InsertOutcome, Job, JobBefore, JobChange,
-    JobFilter, JobId, JobListParams, JobState, LeaseAdmittedParams, LeaseIdsParams, LeaseParams,
-    NewEvent, NewJob, OnDead, OrderingKey, OrderingKeysParams, QueueSince, RecordAttemptParams,
-    Recorded, ReleaseParams, ReplayChangedParams, RescueParams, RescueReport, RetriesNowParams,
-    ScheduleAdvance, ScheduleRecord, SharedHold, Store, StoreError, StoreResult, Transition,
-    Verdict,
+    Attempt, AttemptCategory, HttpRequest, Job, JobId, LeaseParams, NewJob, RecordAttemptParams,
+    ReleaseParams, Store, Transition,
 };
 use redial_policy::{DeadCategory, Timestamp};
 use std::sync::Arc;

@@ -3,11 +3,13 @@
 //! lines are listed. The property case drives random interleavings against an oracle computed
 //! from the jobs as the store answers them.
 
-use super::{
-    at, by_seq, get, ids, lease, new_job, record, Arc, DeadCategory, Job, JobBefore, JobChange,
-    JobId, JobState, NewJob, OnDead, OrderingKey, OrderingKeysParams, ReplayChangedParams,
-    RescueParams, Store, Timestamp, Transition, T0,
+use super::{at, by_seq, get, ids, lease, new_job, record, T0};
+use crate::{
+    Job, JobBefore, JobChange, JobId, JobState, NewJob, OnDead, OrderingKey, OrderingKeysParams,
+    ReplayChangedParams, RescueParams, Store, Transition,
 };
+use redial_policy::{DeadCategory, Timestamp};
+use std::sync::Arc;
 
 fn keyed(id: &str, queue: &str, key: &str, on_dead: OnDead) -> NewJob {
     NewJob {

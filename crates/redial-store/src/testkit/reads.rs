@@ -1,9 +1,12 @@
 //! Reading: listing with filters and pages, counts, recent dead letters, retention.
 
-use super::{
-    at, ids, lease, make_dead, new_job, record, Arc, CleanupParams, DeadCategory, DeadCount,
-    JobFilter, JobId, JobListParams, JobState, QueueSince, Store, Transition,
+use super::{at, ids, lease, make_dead, new_job, record};
+use crate::{
+    CleanupParams, DeadCount, JobFilter, JobId, JobListParams, JobState, QueueSince, Store,
+    Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 pub async fn list_filters_and_pages(store: Arc<dyn Store>) {
     let mut jobs = Vec::new();

@@ -1,10 +1,12 @@
 //! An attempt's result, leases kept and lost: recording, heartbeats, release, rescue, promotion.
 
-use super::{
-    at, attempt, by_seq, get, ids, lease, new_job, record, Arc, Attempt, DeadCategory,
-    HeartbeatParams, JobFilter, JobId, JobState, Recorded, ReleaseParams, RescueParams,
-    RescueReport, Store, StoreError, Transition, T0,
+use super::{at, attempt, by_seq, get, ids, lease, new_job, record, T0};
+use crate::{
+    Attempt, HeartbeatParams, JobFilter, JobId, JobState, Recorded, ReleaseParams, RescueParams,
+    RescueReport, Store, StoreError, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 pub async fn record_attempt_transitions(store: Arc<dyn Store>) {
     for id in ["r", "d", "c", "x"] {

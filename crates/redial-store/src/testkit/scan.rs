@@ -4,7 +4,10 @@
 //! reached. The store given must read 4 skipped rows from the head and 16 further on, so that
 //! the backlog can be small ([`lease_scan_suite!`](crate::lease_scan_suite)).
 
-use super::{at, new_job, Admit, Arc, Candidate, LeaseAdmittedParams, Store, Timestamp, Verdict};
+use super::{at, new_job};
+use crate::{Admit, Candidate, LeaseAdmittedParams, Store, Verdict};
+use redial_policy::Timestamp;
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// Holds one endpoint, takes everything else, and counts what it was asked.

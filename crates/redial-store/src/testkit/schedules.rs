@@ -1,7 +1,10 @@
 //! Schedules: saved and read back, listed, paused, deleted; the due read and the advance that
 //! only one of two nodes wins.
 
-use super::{at, Arc, ScheduleAdvance, ScheduleRecord, Store, Timestamp};
+use super::at;
+use crate::{ScheduleAdvance, ScheduleRecord, Store};
+use redial_policy::Timestamp;
+use std::sync::Arc;
 
 fn record(id: &str, next_at: Option<Timestamp>) -> ScheduleRecord {
     ScheduleRecord {

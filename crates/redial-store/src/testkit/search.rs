@@ -1,10 +1,12 @@
 //! Search: jobs by idempotency key and by tag, dead letters by the words of their reason.
 
-use super::{
-    at, get, ids, lease, make_dead_because, new_job, reason_words, record, Arc, CleanupParams,
-    DeadCategory, InsertOutcome, JobBefore, JobChange, JobFilter, JobId, JobListParams, JobState,
-    NewJob, ReplayChangedParams, Store, Transition, T0,
+use super::{at, get, ids, lease, make_dead_because, new_job, record, T0};
+use crate::{
+    reason_words, CleanupParams, InsertOutcome, JobBefore, JobChange, JobFilter, JobId,
+    JobListParams, JobState, NewJob, ReplayChangedParams, Store, Transition,
 };
+use redial_policy::DeadCategory;
+use std::sync::Arc;
 
 async fn found(store: &Arc<dyn Store>, filter: JobFilter) -> Vec<String> {
     let page = store

@@ -1,6 +1,7 @@
 //! An attempt as the job's log keeps it: what was sent back, its category and decision.
 
-use super::{Action, Category, DeadCategory, Deserialize, Serialize, Timestamp};
+use redial_policy::{Action, Category, DeadCategory, Timestamp};
+use serde::{Deserialize, Serialize};
 
 /// One recorded attempt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,10 +9,11 @@
 //! finds a duplicate, and a job replayed and finished again makes a new one. The id holds a `~`,
 //! which no id given through the API may, so it never meets a client's job.
 
-use super::{
-    Attempt, DeadCategory, Deserialize, FromStr, HttpRequest, Job, JobId, JobState, NewJob,
-    Serialize, Timestamp,
-};
+use super::attempt::Attempt;
+use super::{HttpRequest, Job, JobId, JobState, NewJob};
+use redial_policy::{DeadCategory, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
 
 /// What a job asks to be told when it finishes, resolved at enqueue (the queue's default
 /// applied, the delivery's queue and endpoint fixed).

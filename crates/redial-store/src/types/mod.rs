@@ -1,8 +1,7 @@
 //! Records and parameter types shared by every store: here the job and its states; by area in
 //! attempt, callback, change, event, params, schedules, schema.
 
-use redial_policy::endpoint::HandPause;
-use redial_policy::{Action, Category, DeadCategory, PolicyOverride, Timestamp};
+use redial_policy::{DeadCategory, PolicyOverride, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -16,7 +15,6 @@ mod schedules;
 mod schema;
 
 pub use attempt::{Attempt, AttemptCategory, AttemptDecision};
-pub(crate) use callback::Finish;
 pub use callback::{Callback, CallbackEvent, CALLBACK_TAG, REDACTED};
 pub use change::{JobBefore, JobChange, ReplayChangedParams};
 pub use event::{

@@ -1,10 +1,12 @@
 //! The parameters and answers of the store's methods: listing, leasing (candidates, verdicts,
 //! admission), recording, maintenance, counts, endpoints and controls.
 
-use super::{
-    Attempt, Callback, DeadCategory, Deserialize, Finish, HandPause, Job, JobId, JobState, NewJob,
-    Serialize, Timestamp,
-};
+use super::attempt::Attempt;
+use super::callback::{Callback, Finish};
+use super::{Job, JobId, JobState, NewJob};
+use redial_policy::endpoint::HandPause;
+use redial_policy::{DeadCategory, Timestamp};
+use serde::{Deserialize, Serialize};
 
 /// Which jobs a listing or a bulk action covers. Every field set must match.
 #[derive(Clone, Debug, Default, PartialEq)]
