@@ -1105,43 +1105,18 @@ pub async fn store_phases(jobs: usize, report: &mut Report<'_>) -> Result<()> {
         tasks.spawn(async move {
             for job in chunk {
                 let attempt = Attempt {
-                    response_body_base64: false,
-                    response_body_truncated: false,
-                    number: job.runs + 1,
-                    started_at: now,
                     duration_ms: 1,
-                    status: None,
-                    error: None,
-                    error_detail: None,
-                    category: redial_store::AttemptCategory::Success,
-                    decision: redial_store::AttemptDecision::Complete,
-                    dead_category: None,
-                    delay_ms: None,
-                    server_wait_ms: None,
-                    server_wait_source: None,
-                    reason: "handler succeeded".into(),
-                    held: None,
-                    response_headers: vec![],
-                    response_body: None,
-                    worker: "w".into(),
+                    ..Attempt::new(
+                        job.runs + 1,
+                        now,
+                        redial_store::AttemptCategory::Success,
+                        redial_store::AttemptDecision::Complete,
+                        "handler succeeded".into(),
+                        "w".into(),
+                    )
                 };
-                let p = RecordAttemptParams {
-                    callback: None,
-                    callback_leased_until: None,
-                    id: job.id.clone(),
-                    seq: Some(job.seq),
-                    queue: job.queue.clone(),
-                    endpoint: job.endpoint.clone(),
-                    owner: "w".into(),
-                    now,
-                    attempt,
-                    transition: Transition::Complete,
-                    attempts: 0,
-                    unknown_attempts: 0,
-                    deferrals: 0,
-                    last_delay_ms: None,
-                    ordered: job.ordering.is_some(),
-                };
+                let p =
+                    RecordAttemptParams::of(&job, "w".into(), now, attempt, Transition::Complete);
                 store.job_record_attempt(p).await?;
             }
             anyhow::Ok(())

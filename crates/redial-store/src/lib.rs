@@ -8,6 +8,7 @@
 
 mod pages;
 pub mod pick;
+mod recording;
 mod rules;
 mod types;
 
@@ -15,13 +16,13 @@ mod types;
 pub mod testkit;
 
 pub use pages::JobPages;
+pub use recording::{RecordPlan, Recording};
 pub use rules::{
     bloom_may_hold, cancel, control, corrupt_json, dead_patterns, instant, job_terms, key_term,
     likely_rarest_first, may_dismiss, may_replay, millis, read_changes, reason_words,
     reasons_with_pattern, replay_changes, tag_term, term_bloom, term_bloom_bytes, term_bucket,
-    term_hashes, word_range, words_condition, Cancel, Condition, JobColumns, RawJob, Recording,
-    ReplayColumns, SqlValue, BLOOM_HASHES, CANCELLED, MAX_CHANGES_KEPT, MAX_WORD_CHARS,
-    TERM_BUCKET_BITS,
+    term_hashes, word_range, words_condition, Cancel, Condition, JobColumns, RawJob, ReplayColumns,
+    SqlValue, BLOOM_HASHES, CANCELLED, MAX_CHANGES_KEPT, MAX_WORD_CHARS, TERM_BUCKET_BITS,
 };
 pub use types::{
     completed_events, parse_dead_category, plain_name, plain_text, Admit, AdmittedLease, Attempt,
@@ -32,9 +33,9 @@ pub use types::{
     HttpRequest, InsertOutcome, Job, JobBefore, JobChange, JobFilter, JobId, JobListParams,
     JobPage, JobState, KeyLine, LeaseAdmittedParams, LeaseIdsParams, LeaseParams, NewEvent, NewJob,
     OnDead, OrderingKey, OrderingKeysParams, PendingMigration, QueueCount, QueueSince,
-    RecordAttemptParams, RecordPlan, Recorded, ReleaseParams, ReplayChangedParams, RescueParams,
-    RescueReport, RetriesNowParams, ScheduleAdvance, ScheduleRecord, SchemaStatus, SharedHold,
-    Stats, Transition, Verdict, CALLBACK_TAG, EVENT_SCAN, REDACTED,
+    RecordAttemptParams, Recorded, ReleaseParams, ReplayChangedParams, RescueParams, RescueReport,
+    RetriesNowParams, ScheduleAdvance, ScheduleRecord, SchemaStatus, SharedHold, Stats, Transition,
+    Verdict, CALLBACK_TAG, EVENT_SCAN, REDACTED,
 };
 
 use async_trait::async_trait;

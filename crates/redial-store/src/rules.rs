@@ -6,7 +6,7 @@
 use crate::{
     parse_dead_category, Control, ControlKind, DeadPattern, DeadReason, HttpRequest, Job,
     JobChange, JobFilter, JobId, JobListParams, JobPage, JobState, OnDead, OrderingKey,
-    RecordAttemptParams, RecordPlan, ReplayChangedParams, StoreError, StoreResult,
+    ReplayChangedParams, StoreError, StoreResult,
 };
 use redial_policy::{PolicyOverride, Timestamp};
 
@@ -269,48 +269,6 @@ pub fn cancel(job: &Job) -> StoreResult<Cancel> {
                 action: "cancel",
             })
         }
-    }
-}
-
-/// What recording an attempt writes, once it is known that the recorder still holds the job.
-#[derive(Debug)]
-pub struct Recording {
-    pub plan: RecordPlan,
-    /// The attempt as stored (JSON), numbered as the job's log needs.
-    pub data: String,
-    /// `last_delay_ms` as the column holds it.
-    pub last_delay_ms: Option<i64>,
-    /// The callback delivery the job owes once the plan is applied: inserted in the same
-    /// transaction.
-    pub delivery: Option<crate::NewJob>,
-}
-
-impl RecordAttemptParams {
-    /// The checks and computations every store makes from the job as stored: the lease is still
-    /// the recorder's (`LeaseLost` otherwise: the job was rescued or cancelled, and this late
-    /// result must not be applied), the plan, and the attempt's JSON (`data`, as serialised by
-    /// the caller), renumbered when the job's log has grown meanwhile.
-    pub fn recording(&self, job: &Job, data: String) -> StoreResult<Recording> {
-        if job.state != JobState::Running || job.lease_owner.as_deref() != Some(self.owner.as_str())
-        {
-            return Err(StoreError::LeaseLost(self.id.clone()));
-        }
-        let plan = self.plan(job);
-        let data = if self.attempt.number == plan.number {
-            data
-        } else {
-            let mut attempt = self.attempt.clone();
-            attempt.number = plan.number;
-            attempt
-                .to_stored()
-                .map_err(|e| StoreError::Backend(format!("cannot encode the attempt: {e}")))?
-        };
-        Ok(Recording {
-            delivery: self.delivery(job, &plan),
-            plan,
-            data,
-            last_delay_ms: self.last_delay_ms.map(|v| v.min(i64::MAX as u64) as i64),
-        })
     }
 }
 

@@ -514,46 +514,24 @@ pub(super) async fn fail_retries(
             hold.reason
         );
         let attempt = Attempt {
-            response_body_base64: false,
-            response_body_truncated: false,
-            number: job.runs + 1,
-            started_at: now,
-            duration_ms: 0,
-            status: None,
             error: Some("not-sent".into()),
-            error_detail: None,
-            category: AttemptCategory::Held,
-            decision: AttemptDecision::Dead,
             dead_category: Some(DeadCategory::BudgetExhausted),
-            delay_ms: None,
-            server_wait_ms: None,
-            server_wait_source: None,
-            reason,
             held: Some(hold.reason.clone()),
-            response_headers: Vec::new(),
-            response_body: None,
-            worker: inner.config.worker_id.clone(),
+            ..Attempt::new(
+                job.runs + 1,
+                now,
+                AttemptCategory::Held,
+                AttemptDecision::Dead,
+                reason,
+                inner.config.worker_id.clone(),
+            )
         };
-        let params = RecordAttemptParams {
-            callback: None,
-            callback_leased_until: None,
-            id: job.id.clone(),
-            seq: Some(job.seq),
-            queue: job.queue.clone(),
-            endpoint: job.endpoint.clone(),
-            owner: inner.config.worker_id.clone(),
-            now,
-            attempt,
-            transition: Transition::Dead {
-                category: DeadCategory::BudgetExhausted,
-            },
-            attempts: job.attempts,
-            unknown_attempts: job.unknown_attempts,
-            deferrals: job.deferrals,
-            last_delay_ms: job.last_delay_ms,
-            ordered: job.ordering.is_some(),
-        }
-        .with_delivery(&job);
+        let dead = Transition::Dead {
+            category: DeadCategory::BudgetExhausted,
+        };
+        let params =
+            RecordAttemptParams::of(&job, inner.config.worker_id.clone(), now, attempt, dead)
+                .with_delivery(&job);
         match inner.store.job_record_attempt(params).await {
             Ok(recorded) => inner.finished(&job, recorded.state, false),
             Err(e) => {

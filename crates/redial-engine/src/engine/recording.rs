@@ -107,22 +107,13 @@ pub(super) async fn record(
         }
     }
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let owner = inner.config.worker_id.clone();
     let mut params = RecordAttemptParams {
-        callback: None,
-        callback_leased_until: None,
-        id: job.id.clone(),
-        seq: Some(job.seq),
-        queue: job.queue.clone(),
-        endpoint: job.endpoint.clone(),
-        owner: inner.config.worker_id.clone(),
-        now,
-        transition: transition(decision.action),
-        attempt,
         attempts: after.failures,
         unknown_attempts: after.unknown_failures,
         deferrals: after.deferrals,
         last_delay_ms: after.last_delay.map(millis),
-        ordered: job.ordering.is_some(),
+        ..RecordAttemptParams::of(job, owner, now, attempt, transition(decision.action))
     }
     .with_delivery(job);
     // The callback delivery the finish makes goes in leased to this worker and starts at once

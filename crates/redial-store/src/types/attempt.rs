@@ -59,6 +59,40 @@ pub enum AttemptCategory {
 }
 
 impl Attempt {
+    /// Attempt `number` of a job, started at `started_at` by `worker`, with its category,
+    /// decision and reason, and nothing observed yet (no status, error, delay, headers or body,
+    /// no time taken): the caller sets what it saw.
+    pub fn new(
+        number: u32,
+        started_at: Timestamp,
+        category: AttemptCategory,
+        decision: AttemptDecision,
+        reason: String,
+        worker: String,
+    ) -> Attempt {
+        Attempt {
+            number,
+            started_at,
+            duration_ms: 0,
+            status: None,
+            error: None,
+            error_detail: None,
+            category,
+            decision,
+            dead_category: None,
+            delay_ms: None,
+            server_wait_ms: None,
+            server_wait_source: None,
+            reason,
+            held: None,
+            response_headers: Vec::new(),
+            response_body: None,
+            response_body_base64: false,
+            response_body_truncated: false,
+            worker,
+        }
+    }
+
     /// A job's attempts in the order they were made: a store keeps the one that ended the job
     /// apart from the others (in the job's row), and reads them back through here.
     pub fn in_order(mut attempts: Vec<Attempt>) -> Vec<Attempt> {

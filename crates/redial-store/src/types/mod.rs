@@ -15,6 +15,7 @@ mod schedules;
 mod schema;
 
 pub use attempt::{Attempt, AttemptCategory, AttemptDecision};
+pub(crate) use callback::Finish;
 pub use callback::{Callback, CallbackEvent, CALLBACK_TAG, REDACTED};
 pub use change::{JobBefore, JobChange, ReplayChangedParams};
 pub use event::{
@@ -26,8 +27,8 @@ pub use params::{
     DeadCount, DeadGroup, DeadPattern, DeadReason, EndpointBacklog, EndpointCount, EndpointRecord,
     ExpireParams, GroupCount, GroupCounts, HeartbeatParams, JobFilter, JobListParams, JobPage,
     KeyLine, LeaseAdmittedParams, LeaseIdsParams, LeaseParams, OrderingKeysParams, QueueCount,
-    QueueSince, RecordAttemptParams, RecordPlan, Recorded, ReleaseParams, RescueParams,
-    RescueReport, RetriesNowParams, SharedHold, Stats, Transition, Verdict,
+    QueueSince, RecordAttemptParams, Recorded, ReleaseParams, RescueParams, RescueReport,
+    RetriesNowParams, SharedHold, Stats, Transition, Verdict,
 };
 pub use schedules::{ScheduleAdvance, ScheduleRecord};
 pub use schema::{PendingMigration, SchemaStatus};

@@ -2,7 +2,6 @@
 //! admission), recording, maintenance, counts, endpoints and controls.
 
 use super::attempt::Attempt;
-use super::callback::{Callback, Finish};
 use super::{Job, JobId, JobState, NewJob};
 use redial_policy::endpoint::HandPause;
 use redial_policy::{DeadCategory, Timestamp};
@@ -134,93 +133,6 @@ impl Recorded {
         Recorded {
             state,
             delivery: None,
-        }
-    }
-}
-
-/// What recording an attempt writes to the job, worked out from the job as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordPlan {
-    pub state: JobState,
-    pub category: Option<DeadCategory>,
-    pub run_at: Timestamp,
-    pub finished_at: Option<Timestamp>,
-    pub reason: String,
-    /// The attempt's number in the job's log.
-    pub number: u32,
-}
-
-impl RecordAttemptParams {
-    /// What the transition writes to a job still as leased (no cancel waiting): its state, dead
-    /// category, new `run_at` (`None` keeps the job's) and `finished_at`. The stores' one-statement
-    /// paths apply it; [`RecordAttemptParams::plan`] covers every case from the stored job.
-    pub fn as_leased(
-        &self,
-    ) -> (
-        JobState,
-        Option<DeadCategory>,
-        Option<Timestamp>,
-        Option<Timestamp>,
-    ) {
-        match self.transition {
-            Transition::Complete => (JobState::Completed, None, None, Some(self.now)),
-            Transition::Retry { at } => (JobState::Scheduled, None, Some(at), None),
-            Transition::Defer { until } => (JobState::Deferred, None, Some(until), None),
-            Transition::Dead { category } => (JobState::Dead, Some(category), None, Some(self.now)),
-        }
-    }
-
-    /// The callback delivery `job` (as read before the attempt is recorded) owes once `plan`
-    /// is applied to it; none when it has no callback or does not finish.
-    pub fn delivery(&self, job: &Job, plan: &RecordPlan) -> Option<NewJob> {
-        job.callback.as_ref()?;
-        let finish = Finish {
-            state: plan.state,
-            category: plan.category,
-            finished_at: plan.finished_at,
-            reason: Some(&plan.reason),
-            attempts: self.attempts,
-            unknown_attempts: self.unknown_attempts,
-            deferrals: self.deferrals,
-            runs: plan.number,
-        };
-        Callback::delivery_of(job, finish, Some(&self.attempt), self.now)
-    }
-
-    /// These parameters with the delivery `job` (as leased) owes if the attempt leaves it as
-    /// leased expects ([`RecordAttemptParams::callback`]).
-    pub fn with_delivery(mut self, job: &Job) -> Self {
-        if job.callback.is_some() {
-            self.callback = self.delivery(job, &self.plan(job));
-        }
-        self
-    }
-
-    /// The job's next state: the transition's, except that a job whose cancellation was
-    /// requested while it ran ends cancelled unless the attempt completed it or made it dead.
-    pub fn plan(&self, job: &Job) -> RecordPlan {
-        let now = self.now;
-        let (mut state, mut category, mut run_at, mut finished_at) = match self.transition {
-            Transition::Complete => (JobState::Completed, None, job.run_at, Some(now)),
-            Transition::Retry { at } => (JobState::Scheduled, None, at, None),
-            Transition::Defer { until } => (JobState::Deferred, None, until, None),
-            Transition::Dead { category } => {
-                (JobState::Dead, Some(category), job.run_at, Some(now))
-            }
-        };
-        let mut reason = self.attempt.reason.clone();
-        if job.cancel_requested && !state.is_finished() {
-            (state, category, run_at, finished_at) =
-                (JobState::Cancelled, None, job.run_at, Some(now));
-            reason.push_str("; cancelled while running");
-        }
-        RecordPlan {
-            state,
-            category,
-            run_at,
-            finished_at,
-            reason,
-            number: job.runs + 1,
         }
     }
 }
