@@ -11,17 +11,17 @@
 //! contains it (or one of its `|`-separated parts).
 //!
 //! Owns the runs and the table; the cells and goals are `redial-limiters`'s, the limiter's
-//! answers the receiver's, the model `redial_engine::simulate`'s.
+//! answers the receiver's, the model `redial_simulate`'s.
 
 use crate::protection::{executor, finished};
 use crate::protection_nodes::database;
 use crate::workloads::Report;
 use anyhow::Result;
-use redial_engine::simulate::{self, Arrival, EndpointModel};
 use redial_engine::{Clock, Engine, EngineConfig, RunningEngine, SystemClock};
 use redial_limiters::matrix::{self, Cell, Outcome};
 use redial_policy::endpoint::EndpointConfig;
 use redial_policy::{Method, Policy};
+use redial_simulate::{Arrival, EndpointModel};
 use redial_store::{HttpRequest, JobState, NewJob, Store};
 use redial_store_postgres::PgStore;
 use redial_test_receiver::{Behaviour, Receiver};
@@ -181,15 +181,15 @@ fn simulated(cell: &Cell) -> Option<Outcome> {
         failures: vec![],
         history: None,
     };
-    let workload = simulate::Workload {
+    let workload = redial_simulate::Workload {
         seed: Some(7),
         endpoints: vec![m],
     };
-    let setup = simulate::Setup {
+    let setup = redial_simulate::Setup {
         endpoints: vec![(EndpointConfig::default(), Policy::default())],
         concurrency: BTreeMap::from([("default".to_owned(), concurrency())]),
     };
-    let t = simulate::simulate(&workload, &setup, 1).pop()?;
+    let t = redial_simulate::simulate(&workload, &setup, 1).pop()?;
     Some(Outcome {
         drain_ms: u64::try_from(t.drain?.as_millis()).unwrap_or(u64::MAX),
         refused: t.refused,

@@ -20,7 +20,6 @@ pub mod redact;
 pub mod series;
 mod shutdown;
 pub mod signing;
-pub mod simulate;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;

@@ -1,5 +1,5 @@
 //! Liveness against every limiter of the shared model (issue 54, item 6), property-tested on
-//! the pure policy in virtual time (`redial_engine::simulate`, which drives the endpoint state
+//! the pure policy in virtual time (`redial_simulate`, which drives the endpoint state
 //! as the engine does): whatever the limiter's kind, rate, burst, refusal status and way of
 //! speaking, and whether its rate halves for a while, every job completes (none dead, none
 //! left) within a bound: a job every two seconds, plus a minute. A limiter that refuses with
@@ -15,9 +15,9 @@
 //! failures for a minute at a time (112 jobs in 652 s).
 
 use proptest::prelude::*;
-use redial_engine::simulate::{self, Arrival, EndpointModel, Limit, LimitKind, QuotaStyle, Wait};
 use redial_policy::endpoint::EndpointConfig;
 use redial_policy::{Method, Policy};
+use redial_simulate::{Arrival, EndpointModel, Limit, LimitKind, QuotaStyle, Wait};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -105,12 +105,12 @@ proptest! {
             failures: vec![],
             history: None,
         };
-        let workload = simulate::Workload { seed: Some(seed), endpoints: vec![model] };
-        let setup = simulate::Setup {
+        let workload = redial_simulate::Workload { seed: Some(seed), endpoints: vec![model] };
+        let setup = redial_simulate::Setup {
             endpoints: vec![(EndpointConfig::default(), Policy::default())],
             concurrency: BTreeMap::from([("default".to_owned(), 32)]),
         };
-        let t = simulate::simulate(&workload, &setup, seed).remove(0);
+        let t = redial_simulate::simulate(&workload, &setup, seed).remove(0);
         let bare_503 = limit.status == 503
             && limit.speaks.wait == Wait::Bare
             && limit.speaks.quota == QuotaStyle::None;

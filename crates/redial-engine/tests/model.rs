@@ -1,4 +1,4 @@
-//! The model against the engine: `redial simulate` (`redial_engine::simulate`) and the engine
+//! The model against the engine: `redial simulate` (`redial_simulate`) and the engine
 //! itself, on the manual clock with real HTTP over loopback, meet the same endpoint (issues 38
 //! and 54), the receiver answering with the same limiter model the simulator runs
 //! (`redial-limiters`).
@@ -8,12 +8,12 @@
 
 mod support;
 
-use redial_engine::simulate::{
-    self, Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, QuotaStyle, Wait,
-};
 use redial_engine::{Clock, ManualClock};
 use redial_policy::endpoint::EndpointConfig;
 use redial_policy::{Method, Policy};
+use redial_simulate::{
+    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, QuotaStyle, Wait,
+};
 use redial_test_receiver::{Behaviour, Reply};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ struct Seen {
 fn model(
     jobs: u64,
     limit: Option<Limit>,
-    outages: Vec<simulate::Outage>,
+    outages: Vec<redial_simulate::Outage>,
     failures: Vec<Failure>,
 ) -> EndpointModel {
     EndpointModel {
@@ -68,15 +68,15 @@ fn simulated(
     limits: &EndpointConfig,
     concurrency: usize,
 ) -> Seen {
-    let workload = simulate::Workload {
+    let workload = redial_simulate::Workload {
         seed: Some(1),
         endpoints: vec![m],
     };
-    let setup = simulate::Setup {
+    let setup = redial_simulate::Setup {
         endpoints: vec![(limits.clone(), policy.clone())],
         concurrency: BTreeMap::from([("default".to_owned(), concurrency)]),
     };
-    let t = simulate::simulate(&workload, &setup, 1).remove(0);
+    let t = redial_simulate::simulate(&workload, &setup, 1).remove(0);
     assert_eq!(t.left, 0, "the simulation drained: {t:?}");
     Seen {
         drain: t.drain.expect("a drain time"),
@@ -227,7 +227,7 @@ async fn the_simulator_agrees_with_the_engine_on_an_outage() {
     let down_for = Duration::from_secs(30);
     rx.behave("/flaky", Behaviour::DownFor { down_for });
     let (jobs, policy, limits) = (300, quick_policy(), EndpointConfig::default());
-    let outage = simulate::Outage {
+    let outage = redial_simulate::Outage {
         from: Duration::ZERO,
         until: down_for,
         answer: Answer::Status(503),
@@ -316,7 +316,7 @@ async fn the_simulator_agrees_with_the_engine_on_a_hard_down_endpoint() {
         ..quick_policy()
     };
     let (jobs, limits) = (200, EndpointConfig::default());
-    let outage = simulate::Outage {
+    let outage = redial_simulate::Outage {
         from: Duration::ZERO,
         until: Duration::from_secs(24 * 3600),
         answer: Answer::Status(503),

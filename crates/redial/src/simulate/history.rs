@@ -2,17 +2,15 @@
 //! The jobs created in the window (`--since`) arrive as they did, each endpoint answers as its
 //! attempt log says it answered at each moment, and a job that met an answer of its own (a 4xx
 //! other than 408 and 429) meets it again on every attempt (see
-//! [`redial_engine::simulate::History`]).
+//! [`redial_simulate::History`]).
 //!
 //! The store is a SQLite database (a file, such as one `redial backup` wrote, or a data folder
 //! no `redial serve` holds) or a PostgreSQL URL. It is only read.
 
 use crate::UsageError;
 use anyhow::{Context, Result};
-use redial_engine::simulate::{
-    Answer, Arrival, EndpointModel, History, PastAnswer, PastJob, Workload,
-};
 use redial_policy::{Method, Timestamp, TransportError};
+use redial_simulate::{Answer, Arrival, EndpointModel, History, PastAnswer, PastJob, Workload};
 use redial_store::{Attempt, AttemptCategory, Job, JobFilter, JobPages, Store};
 use std::collections::BTreeMap;
 use std::path::Path;

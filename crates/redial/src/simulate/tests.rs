@@ -5,7 +5,7 @@
 
 use super::workload::{parse, read};
 use super::*;
-use redial_engine::simulate::{simulate, Setup, Tally};
+use redial_simulate::{simulate, Setup, Tally};
 
 fn defaults(workload: &Workload) -> Setup {
     candidate(None, workload)
@@ -222,7 +222,7 @@ fn the_workloads_in_the_docs_are_valid() {
 /// at once.
 #[test]
 fn a_replayed_outage_comes_back_where_it_was() {
-    use redial_engine::simulate::{Answer, History, PastAnswer, PastJob};
+    use redial_simulate::{Answer, History, PastAnswer, PastJob};
     let ms = Duration::from_millis;
     let answers = (0..200)
         .map(|i| PastAnswer {

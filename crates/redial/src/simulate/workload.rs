@@ -5,11 +5,11 @@
 //! never meets a bad one.
 
 use anyhow::Result;
-pub use redial_engine::simulate::{
-    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, Outage, QuotaStyle, Wait, Workload,
-};
 use redial_policy::endpoint::Rate;
 use redial_policy::{parse_duration, Method};
+pub use redial_simulate::{
+    Answer, Arrival, EndpointModel, Failure, Limit, LimitKind, Outage, QuotaStyle, Wait, Workload,
+};
 use serde::Deserialize;
 use std::time::Duration;
 
