@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
-use redial_store::{HttpRequest, JobFilter, JobId, NewJob, OnDead, OrderingKey};
+use redial_store::{HttpRequest, JobFilter, JobId, NewJob, OrderingKey};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -517,39 +517,114 @@ fn check_not_reserved(state: &AppState, queue: &str) -> Result<(), ApiError> {
 pub const MAX_ENDPOINT_CHARS: usize = 200;
 pub const ENDPOINT_RULE: &str = "endpoint must be 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (names are URL origins such as https://api.example.com, percent-encoded in the path)";
 
-/// Turns a validated input into a job to insert.
+/// Turns a validated input into a job to insert: every field checked here, once, and the
+/// queue's settings laid on (its policy's overrides checked, its `ordering_on_dead`, its
+/// callback).
 pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
     let queue = input.queue.unwrap_or_else(|| "default".to_owned());
     check_queue(state, &queue)?;
     check_not_reserved(state, &queue)?;
-
-    let id = match input.id {
-        Some(id) => {
-            let valid = !id.is_empty()
-                && id.len() <= 200
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
-            if !valid {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidId,
-                    "id must be 1 to 200 characters of letters, digits and - _ . : @",
-                ));
-            }
-            // A notification's id is its key and webhook-id: a job holding one first would
-            // suppress the genuine delivery (one event, one job).
-            if redial_engine::notifications::is_notification_id(&id) {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidId,
-                    "id is in the form of Redial's own notifications' ids (notify-<target>-<event>-<hash>-<ms>): choose another",
-                ));
-            }
-            id
-        }
-        None => uuid::Uuid::new_v4().to_string(),
+    let id = job_id(input.id)?;
+    let (request, url) = request_of(state, input.request)?;
+    let idempotency_key = match input.idempotency_key {
+        Some(k) => idempotency_key(k)?,
+        None => redial_engine::derived_idempotency_key(&queue, &id),
     };
+    check_deadline(input.deadline, input.run_at, now)?;
+    let tags = tags_of(input.tags.unwrap_or_default())?;
+    let queue_config = &state.engine.config().queues[&queue];
+    if let Some(p) = &input.policy {
+        queue_config.policy.merged(p).map_err(|e| {
+            ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
+        })?;
+    }
+    let endpoint = match input.endpoint {
+        Some(e) if redial_store::plain_name(&e, MAX_ENDPOINT_CHARS) => e,
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidEndpoint,
+                ENDPOINT_RULE,
+            ))
+        }
+        None => url.origin().ascii_serialization(),
+    };
+    let group = match input.group {
+        Some(g) if NewJob::valid_group(&g) => Some(g),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidGroup,
+                "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
+            ))
+        }
+        None => None,
+    };
+    let ordering = match input.ordering_key {
+        Some(key) if OrderingKey::valid(&key) => Some(OrderingKey {
+            key,
+            on_dead: queue_config.ordering_on_dead,
+        }),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidOrderingKey,
+                "ordering_key must be 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
+            ))
+        }
+        None => None,
+    };
+    let callback = input
+        .callback
+        .map(CallbackInput::target)
+        .transpose()
+        .and_then(|t| state.engine.callback(&queue, t))
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
+    Ok(NewJob {
+        ordering,
+        callback,
+        id: JobId(id),
+        queue,
+        endpoint,
+        request,
+        idempotency_key: Some(idempotency_key),
+        priority: input.priority.unwrap_or(0),
+        run_at: input.run_at.map_or(now, |t| t.max(now)),
+        deadline: input.deadline,
+        tags,
+        policy: input.policy,
+        created_at: now,
+        group,
+    })
+}
 
-    let r = input.request;
+/// A job's id as given (letters, digits and `-_.:@`, not a notification's), or a new UUID.
+fn job_id(given: Option<String>) -> Result<String, ApiError> {
+    let Some(id) = given else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    let valid = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
+    if !valid {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidId,
+            "id must be 1 to 200 characters of letters, digits and - _ . : @",
+        ));
+    }
+    // A notification's id is its key and webhook-id: a job holding one first would suppress
+    // the genuine delivery (one event, one job).
+    if redial_engine::notifications::is_notification_id(&id) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidId,
+            "id is in the form of Redial's own notifications' ids (notify-<target>-<event>-<hash>-<ms>): choose another",
+        ));
+    }
+    Ok(id)
+}
+
+/// The request a job sends, checked (method, URL, headers, body size, timeout), and its URL
+/// parsed (the endpoint defaults to its origin).
+fn request_of(state: &AppState, r: RequestInput) -> Result<(HttpRequest, url::Url), ApiError> {
     let upper = r.method.to_ascii_uppercase();
     if !is_http_token(&upper) {
         return Err(ApiError::unprocessable(
@@ -615,41 +690,57 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         }
     };
-
-    let idempotency_key = match input.idempotency_key {
-        Some(k) => {
-            if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidIdempotencyKey,
-                    "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
-                ));
-            }
-            if redial_engine::notifications::is_reserved_delivery_key(&k) {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidIdempotencyKey,
-                    "idempotency_key is in the form of Redial's own deliveries' keys (callback~..., notify-<target>-<event>-...): choose another",
-                ));
-            }
-            k
-        }
-        None => redial_engine::derived_idempotency_key(&queue, &id),
+    let request = HttpRequest {
+        method,
+        url: r.url,
+        headers,
+        body,
+        timeout_ms,
     };
+    Ok((request, url))
+}
 
-    if let Some(d) = input.deadline {
-        if d <= now {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidDeadline,
-                format!("deadline {d} is already past"),
-            ));
-        }
-        if let Some(run_at) = input.run_at.filter(|r| d <= *r) {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidDeadline,
-                format!("deadline {d} is not after run_at {run_at}: the job could never run"),
-            ));
-        }
+/// An idempotency key as given: printable ASCII, not one of Redial's own deliveries'.
+fn idempotency_key(k: String) -> Result<String, ApiError> {
+    if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
+        ));
     }
-    let tags = input.tags.unwrap_or_default();
+    if redial_engine::notifications::is_reserved_delivery_key(&k) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key is in the form of Redial's own deliveries' keys (callback~..., notify-<target>-<event>-...): choose another",
+        ));
+    }
+    Ok(k)
+}
+
+/// A deadline must be ahead, and after the job's `run_at`.
+fn check_deadline(
+    deadline: Option<Timestamp>,
+    run_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    let Some(d) = deadline else { return Ok(()) };
+    if d <= now {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidDeadline,
+            format!("deadline {d} is already past"),
+        ));
+    }
+    if let Some(run_at) = run_at.filter(|r| d <= *r) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidDeadline,
+            format!("deadline {d} is not after run_at {run_at}: the job could never run"),
+        ));
+    }
+    Ok(())
+}
+
+/// At most 32 tags, each a plain name.
+fn tags_of(tags: Vec<String>) -> Result<Vec<String>, ApiError> {
     if tags.len() > 32 {
         return Err(ApiError::unprocessable(
             ErrorCode::InvalidTags,
@@ -665,74 +756,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
             format!("tag {bad:?}: {TAG_RULE}"),
         ));
     }
-    if let Some(p) = &input.policy {
-        let queue_policy = &state.engine.config().queues[&queue].policy;
-        queue_policy.merged(p).map_err(|e| {
-            ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
-        })?;
-    }
-    let endpoint = match input.endpoint {
-        Some(e) if redial_store::plain_name(&e, MAX_ENDPOINT_CHARS) => e,
-        Some(_) => {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidEndpoint,
-                ENDPOINT_RULE,
-            ))
-        }
-        None => url.origin().ascii_serialization(),
-    };
-    let group = match input.group {
-        Some(g) if NewJob::valid_group(&g) => Some(g),
-        Some(_) => {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidGroup,
-                "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
-            ))
-        }
-        None => None,
-    };
-    let ordering = match input.ordering_key {
-        Some(key) if OrderingKey::valid(&key) => Some(OrderingKey {
-            key,
-            // The queue's `ordering_on_dead`, laid on by the engine's enqueue.
-            on_dead: OnDead::Block,
-        }),
-        Some(_) => {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidOrderingKey,
-                "ordering_key must be 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
-            ))
-        }
-        None => None,
-    };
-    let callback = input
-        .callback
-        .map(CallbackInput::target)
-        .transpose()
-        .and_then(|t| state.engine.callback(&queue, t))
-        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
-    Ok(NewJob {
-        ordering,
-        callback,
-        id: JobId(id),
-        queue,
-        endpoint,
-        request: HttpRequest {
-            method,
-            url: r.url,
-            headers,
-            body,
-            timeout_ms,
-        },
-        idempotency_key: Some(idempotency_key),
-        priority: input.priority.unwrap_or(0),
-        run_at: input.run_at.map_or(now, |t| t.max(now)),
-        deadline: input.deadline,
-        tags,
-        policy: input.policy,
-        created_at: now,
-        group,
-    })
+    Ok(tags)
 }
 
 /// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the
