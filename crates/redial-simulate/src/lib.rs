@@ -359,138 +359,176 @@ fn answer_of(answer: Answer, model: &EndpointModel, latency: Duration) -> (Outco
     }
 }
 
-/// Runs the workload under `setup`, with `seed`.
+/// Runs the workload under `setup`, with `seed`: from event to event (answers due, deadlines
+/// passed, then each queue's lease pass) until every job ended or the horizon.
 pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
-    let queue_names: Vec<&str> = {
-        let mut q: Vec<&str> = workload
-            .endpoints
-            .iter()
-            .map(|e| e.queue.as_str())
-            .collect();
-        q.sort_unstable();
-        q.dedup();
-        q
-    };
-    let slots: Vec<usize> = queue_names
-        .iter()
-        .map(|q| setup.concurrency.get(*q).copied().unwrap_or(32).max(1))
-        .collect();
-    let mut busy = vec![0usize; queue_names.len()];
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut eps: Vec<Endpoint> = Vec::with_capacity(workload.endpoints.len());
-    let mut seq = 0u64;
-    for (i, (model, (cfg, policy))) in workload.endpoints.iter().zip(&setup.endpoints).enumerate() {
-        let mut firsts = Due::new();
-        for k in 0..model.jobs {
-            // From history, or drawn from the model: when it arrives, its deadline (from then),
-            // its key and method, and its failure.
-            let (after, deadline, key, method, failure) = match &model.history {
-                Some(h) => {
-                    let past = &h.jobs[k as usize];
-                    let failure = past.fails_with.map(|a| (a, true, false));
-                    (
-                        past.at,
-                        past.deadline,
-                        past.idempotency_key,
-                        past.method,
-                        failure,
-                    )
-                }
-                None => {
-                    let after = match model.arrival {
-                        Arrival::AtOnce => Duration::ZERO,
-                        Arrival::Rate(every) => every.saturating_mul(k as u32),
-                        Arrival::Bursts { size, every } => every.saturating_mul((k / size) as u32),
-                    };
-                    let draw = unit(mix(seed, seq, u64::MAX));
-                    let mut acc = 0.0;
-                    let failure = model.failures.iter().find_map(|f| {
-                        acc += f.ratio;
-                        (draw < acc).then_some((f.answer, f.always, f.commit))
-                    });
-                    let m = model;
-                    (after, m.deadline, m.idempotency_key, m.method, failure)
-                }
-            };
-            let at = T0.saturating_add(after);
-            let mut counters = JobCounters::new(at);
-            counters.deadline = deadline.map(|d| at.saturating_add(d));
-            counters.has_idempotency_key = key;
-            counters.method = method;
-            jobs.push(Job {
-                ep: i,
-                seq,
-                enqueued_at: at,
-                counters,
-                failure,
-                attempts: 0,
-                effects: 0,
-                scheduled_at: at,
-                ended: false,
-                flying: false,
-            });
-            firsts.push(Reverse((at, seq, jobs.len() - 1)));
-            seq += 1;
-        }
-        let queue = queue_names
-            .iter()
-            .position(|q| *q == model.queue)
-            .unwrap_or(0);
-        eps.push(Endpoint {
-            model,
-            cfg,
-            policy,
-            queue,
-            state: EndpointState::default(),
-            in_flight: 0,
-            firsts,
-            retries: Due::new(),
-            server: Server::default(),
-            tally: Tally {
-                jobs: model.jobs,
-                ..Tally::default()
-            },
-        });
-    }
-    let mut jitter = SplitMix64::new(seed ^ 0x7265_6469_616c_7369);
-    let mut flights: Vec<Option<Flight>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    let mut answers: BinaryHeap<Reverse<(Timestamp, u64, usize)>> = BinaryHeap::new();
-    let mut sent = 0u64;
-    let mut open: u64 = jobs.len() as u64;
-    // Jobs with a deadline, by deadline: one that passes while its job waits ends it, as the
-    // engine's maintenance does.
-    let mut deadlines: BinaryHeap<Reverse<(Timestamp, usize)>> = jobs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, j)| Some(Reverse((j.counters.deadline?, k))))
-        .collect();
-    let mut now = T0;
+    let mut sim = Sim::new(workload, setup, seed);
     let end = T0.saturating_add(HORIZON);
-    let mut open_per_ep: Vec<u64> = eps.iter().map(|e| e.model.jobs).collect();
-
     loop {
-        // The answers due now.
-        while let Some(Reverse((at, _, slot))) = answers.peek().copied() {
+        sim.take_answers();
+        sim.end_expired();
+        let mut wake: Option<Timestamp> = None;
+        if let Some(Reverse((deadline, _))) = sim.deadlines.peek() {
+            soonest(
+                sim.now,
+                deadline.saturating_add(Duration::from_millis(1)),
+                &mut wake,
+            );
+        }
+        for q in 0..sim.slots.len() {
+            sim.lease(q, &mut wake);
+        }
+        let next_answer = sim.answers.peek().map(|Reverse((t, _, _))| *t);
+        let next = match (next_answer, wake) {
+            (Some(a), Some(w)) => Some(a.min(w)),
+            (a, w) => a.or(w),
+        };
+        let Some(next) = next.filter(|t| *t <= end) else {
+            break;
+        };
+        sim.count_backlog(next);
+        sim.now = next;
+        if sim.open == 0 && sim.answers.is_empty() {
+            break;
+        }
+    }
+    sim.tallies()
+}
+
+/// `wake` becomes `t` (at least a millisecond after `now`) when that is sooner.
+fn soonest(now: Timestamp, t: Timestamp, wake: &mut Option<Timestamp>) {
+    let t = t.max(now.saturating_add(Duration::from_millis(1)));
+    *wake = Some(wake.map_or(t, |w| w.min(t)));
+}
+
+/// One simulation's state: the jobs, the endpoints and their queues, the attempts out.
+struct Sim<'a> {
+    seed: u64,
+    now: Timestamp,
+    /// Each queue's slots, and how many are taken.
+    slots: Vec<usize>,
+    busy: Vec<usize>,
+    jobs: Vec<Job>,
+    eps: Vec<Endpoint<'a>>,
+    jitter: SplitMix64,
+    /// The attempts out, by slot (`free` the slots to reuse), and when each is answered.
+    flights: Vec<Option<Flight>>,
+    free: Vec<usize>,
+    answers: BinaryHeap<Reverse<(Timestamp, u64, usize)>>,
+    sent: u64,
+    /// Jobs not yet ended, in all and per endpoint.
+    open: u64,
+    open_per_ep: Vec<u64>,
+    /// Jobs with a deadline, by deadline: one that passes while its job waits ends it, as the
+    /// engine's maintenance does.
+    deadlines: BinaryHeap<Reverse<(Timestamp, usize)>>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(workload: &'a Workload, setup: &'a Setup, seed: u64) -> Sim<'a> {
+        let queue_names: Vec<&str> = {
+            let mut q: Vec<&str> = workload
+                .endpoints
+                .iter()
+                .map(|e| e.queue.as_str())
+                .collect();
+            q.sort_unstable();
+            q.dedup();
+            q
+        };
+        let slots: Vec<usize> = queue_names
+            .iter()
+            .map(|q| setup.concurrency.get(*q).copied().unwrap_or(32).max(1))
+            .collect();
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut eps: Vec<Endpoint> = Vec::with_capacity(workload.endpoints.len());
+        for (i, (model, (cfg, policy))) in
+            workload.endpoints.iter().zip(&setup.endpoints).enumerate()
+        {
+            let mut firsts = Due::new();
+            for k in 0..model.jobs {
+                let seq = jobs.len() as u64;
+                jobs.push(arrival(model, i, k, seq, seed));
+                firsts.push(Reverse((
+                    jobs[jobs.len() - 1].enqueued_at,
+                    seq,
+                    jobs.len() - 1,
+                )));
+            }
+            let queue = queue_names
+                .iter()
+                .position(|q| *q == model.queue)
+                .unwrap_or(0);
+            eps.push(Endpoint {
+                model,
+                cfg,
+                policy,
+                queue,
+                state: EndpointState::default(),
+                in_flight: 0,
+                firsts,
+                retries: Due::new(),
+                server: Server::default(),
+                tally: Tally {
+                    jobs: model.jobs,
+                    ..Tally::default()
+                },
+            });
+        }
+        let deadlines = jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(k, j)| Some(Reverse((j.counters.deadline?, k))))
+            .collect();
+        Sim {
+            seed,
+            now: T0,
+            busy: vec![0usize; slots.len()],
+            slots,
+            open: jobs.len() as u64,
+            open_per_ep: eps.iter().map(|e| e.model.jobs).collect(),
+            jobs,
+            eps,
+            jitter: SplitMix64::new(seed ^ 0x7265_6469_616c_7369),
+            flights: Vec::new(),
+            free: Vec::new(),
+            answers: BinaryHeap::new(),
+            sent: 0,
+            deadlines,
+        }
+    }
+
+    /// Ends job `k` (completed when `dead` is none).
+    fn end(&mut self, k: usize, dead: Option<DeadCategory>) {
+        let job = &mut self.jobs[k];
+        let (e, left) = (&mut self.eps[job.ep], &mut self.open_per_ep[job.ep]);
+        finish_job(job, &mut e.tally, dead, self.now, &mut self.open, left);
+    }
+
+    /// The answers due now, each decided as the engine does (the policy, then the endpoint's
+    /// protection), the job ended or due again.
+    fn take_answers(&mut self) {
+        let now = self.now;
+        while let Some(Reverse((at, _, slot))) = self.answers.peek().copied() {
             if at > now {
                 break;
             }
-            answers.pop();
+            self.answers.pop();
             let Some(Flight {
                 job: j,
                 permit,
                 outcome,
-            }) = flights[slot].take()
+            }) = self.flights[slot].take()
             else {
                 continue;
             };
-            free.push(slot);
-            let job = &mut jobs[j];
+            self.free.push(slot);
+            let job = &mut self.jobs[j];
             job.flying = false;
-            let e = &mut eps[job.ep];
-            busy[e.queue] -= 1;
+            let e = &mut self.eps[job.ep];
+            self.busy[e.queue] -= 1;
             e.in_flight -= 1;
-            let mut d = decide(&outcome, &job.counters, e.policy, now, &mut jitter);
+            let mut d = decide(&outcome, &job.counters, e.policy, now, &mut self.jitter);
             let mut observed = Observed::of(&outcome, &d, now);
             observed.others_in_flight = e.in_flight;
             observed.job = Some(job.seq);
@@ -502,7 +540,7 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 e.retries = waiting
                     .into_iter()
                     .map(|Reverse((run_at, s, k))| {
-                        let due = if run_at > now && jobs_scheduled_since(&jobs, k, since) {
+                        let due = if run_at > now && jobs_scheduled_since(&self.jobs, k, since) {
                             now
                         } else {
                             run_at
@@ -511,18 +549,12 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                     })
                     .collect();
             }
-            let job = &mut jobs[j];
-            let e = &mut eps[job.ep];
             match d.action {
-                Action::Complete => {
-                    let left = &mut open_per_ep[job.ep];
-                    finish_job(job, &mut e.tally, None, now, &mut open, left);
-                }
-                Action::Dead(category) => {
-                    let left = &mut open_per_ep[job.ep];
-                    finish_job(job, &mut e.tally, Some(category), now, &mut open, left);
-                }
+                Action::Complete => self.end(j, None),
+                Action::Dead(category) => self.end(j, Some(category)),
                 Action::Retry { at, .. } | Action::Defer { until: at, .. } => {
+                    let job = &mut self.jobs[j];
+                    let e = &mut self.eps[job.ep];
                     job.scheduled_at = now;
                     let heap = if job.counters.failures > 0 {
                         &mut e.retries
@@ -533,267 +565,312 @@ pub fn simulate(workload: &Workload, setup: &Setup, seed: u64) -> Vec<Tally> {
                 }
             }
         }
+    }
 
-        // Deadlines passed while their jobs waited.
-        while let Some(Reverse((deadline, k))) = deadlines.peek().copied() {
-            if deadline >= now {
+    /// Deadlines passed while their jobs waited.
+    fn end_expired(&mut self) {
+        while let Some(Reverse((deadline, k))) = self.deadlines.peek().copied() {
+            if deadline >= self.now {
                 break;
             }
-            deadlines.pop();
-            let job = &mut jobs[k];
+            self.deadlines.pop();
+            let job = &self.jobs[k];
             if job.ended || job.flying {
                 continue;
             }
-            let (e, left) = (&mut eps[job.ep], &mut open_per_ep[job.ep]);
-            let category = Some(DeadCategory::DeadlineExceeded);
-            finish_job(job, &mut e.tally, category, now, &mut open, left);
+            self.end(k, Some(DeadCategory::DeadlineExceeded));
         }
+    }
 
-        // Each queue leases.
-        let mut wake: Option<Timestamp> = None;
-        let soonest = |t: Timestamp, wake: &mut Option<Timestamp>| {
-            let t = t.max(now.saturating_add(Duration::from_millis(1)));
-            *wake = Some(wake.map_or(t, |w| w.min(t)));
-        };
-        if let Some(Reverse((deadline, _))) = deadlines.peek() {
-            soonest(deadline.saturating_add(Duration::from_millis(1)), &mut wake);
+    /// Queue `q`'s lease pass: due jobs in order of due time and enqueue order across its
+    /// endpoints, each asking its endpoint, an endpoint that holds skipped for the rest of the
+    /// pass, up to the queue's slots. `wake` becomes the soonest moment something may change.
+    fn lease(&mut self, q: usize, wake: &mut Option<Timestamp>) {
+        let now = self.now;
+        // Per endpoint: (firsts held, retries held) for the rest of this pass.
+        let mut held = vec![(false, false); self.eps.len()];
+        // Jobs a deadline ended leave the due heaps here.
+        for e in self.eps.iter_mut().filter(|e| e.queue == q) {
+            for heap in [&mut e.firsts, &mut e.retries] {
+                while heap
+                    .peek()
+                    .is_some_and(|Reverse((_, _, k))| self.jobs[*k].ended)
+                {
+                    heap.pop();
+                }
+            }
         }
-        for (q, &slots_q) in slots.iter().enumerate() {
-            // Per endpoint: (firsts held, retries held) for the rest of this pass.
-            let mut held = vec![(false, false); eps.len()];
-            // Jobs a deadline ended leave the due heaps here.
-            for e in eps.iter_mut().filter(|e| e.queue == q) {
-                for heap in [&mut e.firsts, &mut e.retries] {
-                    while heap.peek().is_some_and(|Reverse((_, _, k))| jobs[*k].ended) {
-                        heap.pop();
+        while self.busy[q] < self.slots[q] {
+            let Some((i, retry)) = self.first_due(q, &held) else {
+                break;
+            };
+            let e = &mut self.eps[i];
+            let heap = if retry { &mut e.retries } else { &mut e.firsts };
+            let Some(Reverse((_, _, j))) = heap.peek().copied() else {
+                break;
+            };
+            let job = &self.jobs[j];
+            if job.ended {
+                // Its deadline passed while it waited behind others.
+                heap.pop();
+                continue;
+            }
+            if job.counters.deadline.is_some_and(|d| d < now) {
+                heap.pop();
+                self.end(j, Some(DeadCategory::DeadlineExceeded));
+                continue;
+            }
+            match e.state.admit(e.cfg, now, retry, e.in_flight) {
+                Admission::Go(permit) => {
+                    heap.pop();
+                    self.send(i, j, permit);
+                }
+                Admission::FailRetry(_) => {
+                    heap.pop();
+                    self.end(j, Some(DeadCategory::BudgetExhausted));
+                }
+                Admission::Hold(h) => {
+                    held[i] = (true, true);
+                    soonest(now, h.until.unwrap_or(now.saturating_add(POLL)), wake);
+                }
+                Admission::HoldRetries(h) => {
+                    held[i].1 = true;
+                    soonest(now, h.until.unwrap_or(now.saturating_add(POLL)), wake);
+                }
+                Admission::HoldFirsts(h) => {
+                    held[i].0 = true;
+                    soonest(now, h.until.unwrap_or(now.saturating_add(POLL)), wake);
+                }
+            }
+        }
+        // When the queue's next job falls due. A due job left behind waits for a hold (whose
+        // end, or the poll, is a wake above) or for a free slot (an answer).
+        for e in self.eps.iter().filter(|e| e.queue == q) {
+            for heap in [&e.firsts, &e.retries] {
+                if let Some(Reverse((run_at, _, _))) = heap.peek() {
+                    if *run_at > now {
+                        soonest(now, *run_at, wake);
                     }
                 }
             }
-            while busy[q] < slots_q {
-                // The due job first in line across the queue's endpoints.
-                let mut best: Option<(Timestamp, u64, usize, bool)> = None;
-                for (i, e) in eps.iter().enumerate() {
-                    if e.queue != q {
-                        continue;
-                    }
-                    for (retry, heap, is_held) in
-                        [(false, &e.firsts, held[i].0), (true, &e.retries, held[i].1)]
+        }
+    }
+
+    /// The due job first in line across queue `q`'s endpoints not held: its endpoint, and
+    /// whether it is a retry.
+    fn first_due(&self, q: usize, held: &[(bool, bool)]) -> Option<(usize, bool)> {
+        let mut best: Option<(Timestamp, u64, usize, bool)> = None;
+        for (i, e) in self.eps.iter().enumerate() {
+            if e.queue != q {
+                continue;
+            }
+            for (retry, heap, is_held) in
+                [(false, &e.firsts, held[i].0), (true, &e.retries, held[i].1)]
+            {
+                if is_held {
+                    continue;
+                }
+                if let Some(Reverse((run_at, s, _))) = heap.peek() {
+                    if *run_at <= self.now
+                        && best.is_none_or(|(r, bs, _, _)| (*run_at, *s) < (r, bs))
                     {
-                        if is_held {
-                            continue;
-                        }
-                        if let Some(Reverse((run_at, s, _))) = heap.peek() {
-                            if *run_at <= now
-                                && best.is_none_or(|(r, bs, _, _)| (*run_at, *s) < (r, bs))
-                            {
-                                best = Some((*run_at, *s, i, retry));
-                            }
-                        }
-                    }
-                }
-                let Some((_, _, i, retry)) = best else {
-                    break;
-                };
-                let e = &mut eps[i];
-                let heap = if retry { &mut e.retries } else { &mut e.firsts };
-                let Some(Reverse((_, _, j))) = heap.peek().copied() else {
-                    break;
-                };
-                let job = &mut jobs[j];
-                if job.ended {
-                    // Its deadline passed while it waited behind others.
-                    heap.pop();
-                    continue;
-                }
-                if job.counters.deadline.is_some_and(|d| d < now) {
-                    heap.pop();
-                    let category = Some(DeadCategory::DeadlineExceeded);
-                    finish_job(
-                        job,
-                        &mut e.tally,
-                        category,
-                        now,
-                        &mut open,
-                        &mut open_per_ep[i],
-                    );
-                    continue;
-                }
-                match e.state.admit(e.cfg, now, retry, e.in_flight) {
-                    Admission::Go(permit) => {
-                        heap.pop();
-                        job.flying = true;
-                        let model = e.model;
-                        let attempt = job.attempts;
-                        job.attempts += 1;
-                        let (lo, hi) = model.latency;
-                        let spread = hi.saturating_sub(lo);
-                        let latency =
-                            lo + spread.mul_f64(unit(mix(seed, job.seq, u64::from(attempt))));
-                        let in_outage = model.outages.iter().find(|o| {
-                            let t = since_start(now);
-                            o.from <= t && t < o.until
-                        });
-                        // Whether the endpoint does the work this time.
-                        let mut worked = false;
-                        let (outcome, took) = if let Some(h) = &model.history {
-                            match job.failure {
-                                Some((a, _, _)) => answer_of(a, model, latency),
-                                None => {
-                                    let draw =
-                                        unit(mix(seed, job.seq, 1 << 40 | u64::from(attempt)));
-                                    match h.answer_at(since_start(now), draw) {
-                                        Some(PastAnswer {
-                                            answer: Some(a),
-                                            took,
-                                            ..
-                                        }) => answer_of(a, model, took),
-                                        past => {
-                                            worked = true;
-                                            (
-                                                Outcome::Response(Response::new(200)),
-                                                past.map_or(latency, |p| p.took),
-                                            )
-                                        }
-                                    }
-                                }
-                            }
-                        } else if let Some(o) = in_outage {
-                            answer_of(o.answer, model, latency)
-                        } else {
-                            let (ok, headers, hold) = e.server.take(model, now);
-                            let latency = latency + hold;
-                            if !ok {
-                                let status = model.limit.map_or(429, |l| l.status);
-                                let mut r = Response::new(status);
-                                r.headers = headers;
-                                (Outcome::Response(r), latency)
-                            } else {
-                                match job.failure {
-                                    Some((a, always, commit)) if always || attempt == 0 => {
-                                        worked = commit;
-                                        answer_of(a, model, latency)
-                                    }
-                                    _ => {
-                                        worked = true;
-                                        let mut r = Response::new(200);
-                                        r.headers = headers;
-                                        (Outcome::Response(r), latency)
-                                    }
-                                }
-                            }
-                        };
-                        let safe =
-                            job.counters.has_idempotency_key || job.counters.method.is_idempotent();
-                        if worked && (job.effects == 0 || !safe) {
-                            job.effects += 1;
-                        }
-                        if let Outcome::Response(r) = &outcome {
-                            if r.status == 429 || r.status == 503 {
-                                e.tally.refused += 1;
-                            }
-                        }
-                        e.tally.requests += 1;
-                        let second = usize::try_from(since_start(now).as_secs()).unwrap_or(0);
-                        if e.tally.per_second.len() <= second {
-                            e.tally.per_second.resize(second + 1, 0);
-                        }
-                        e.tally.per_second[second] += 1;
-                        e.in_flight += 1;
-                        busy[q] += 1;
-                        let flight = Flight {
-                            job: j,
-                            permit,
-                            outcome,
-                        };
-                        let slot = match free.pop() {
-                            Some(s) => {
-                                flights[s] = Some(flight);
-                                s
-                            }
-                            None => {
-                                flights.push(Some(flight));
-                                flights.len() - 1
-                            }
-                        };
-                        answers.push(Reverse((
-                            now.saturating_add(took.max(Duration::from_millis(1))),
-                            sent,
-                            slot,
-                        )));
-                        sent += 1;
-                    }
-                    Admission::FailRetry(_) => {
-                        heap.pop();
-                        let category = Some(DeadCategory::BudgetExhausted);
-                        finish_job(
-                            job,
-                            &mut e.tally,
-                            category,
-                            now,
-                            &mut open,
-                            &mut open_per_ep[i],
-                        );
-                    }
-                    Admission::Hold(h) => {
-                        held[i] = (true, true);
-                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
-                    }
-                    Admission::HoldRetries(h) => {
-                        held[i].1 = true;
-                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
-                    }
-                    Admission::HoldFirsts(h) => {
-                        held[i].0 = true;
-                        soonest(h.until.unwrap_or(now.saturating_add(POLL)), &mut wake);
-                    }
-                }
-            }
-            // When the queue's next job falls due. A due job left behind waits for a hold
-            // (whose end, or the poll, is a wake above) or for a free slot (an answer).
-            for e in eps.iter().filter(|e| e.queue == q) {
-                for heap in [&e.firsts, &e.retries] {
-                    if let Some(Reverse((run_at, _, _))) = heap.peek() {
-                        if *run_at > now {
-                            soonest(*run_at, &mut wake);
-                        }
+                        best = Some((*run_at, *s, i, retry));
                     }
                 }
             }
         }
+        best.map(|(_, _, i, retry)| (i, retry))
+    }
 
-        let next_answer = answers.peek().map(|Reverse((t, _, _))| *t);
-        let next = match (next_answer, wake) {
-            (Some(a), Some(w)) => Some(a.min(w)),
-            (a, w) => a.or(w),
+    /// Sends job `j` to endpoint `i` (admitted with `permit`): what it answers and when, what
+    /// it counts, and the work done (a duplicate when done twice unsafely).
+    fn send(&mut self, i: usize, j: usize, permit: Permit) {
+        let now = self.now;
+        let e = &mut self.eps[i];
+        let job = &mut self.jobs[j];
+        job.flying = true;
+        let attempt = job.attempts;
+        job.attempts += 1;
+        let (outcome, took, worked) = answer(e, job, attempt, now, self.seed);
+        let safe = job.counters.has_idempotency_key || job.counters.method.is_idempotent();
+        if worked && (job.effects == 0 || !safe) {
+            job.effects += 1;
+        }
+        if let Outcome::Response(r) = &outcome {
+            if r.status == 429 || r.status == 503 {
+                e.tally.refused += 1;
+            }
+        }
+        e.tally.requests += 1;
+        let second = usize::try_from(since_start(now).as_secs()).unwrap_or(0);
+        if e.tally.per_second.len() <= second {
+            e.tally.per_second.resize(second + 1, 0);
+        }
+        e.tally.per_second[second] += 1;
+        e.in_flight += 1;
+        self.busy[e.queue] += 1;
+        let flight = Flight {
+            job: j,
+            permit,
+            outcome,
         };
-        let Some(next) = next.filter(|t| *t <= end) else {
-            break;
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.flights[s] = Some(flight);
+                s
+            }
+            None => {
+                self.flights.push(Some(flight));
+                self.flights.len() - 1
+            }
         };
-        // The backlog (jobs arrived and not yet ended) at the end of each second passed.
+        self.answers.push(Reverse((
+            now.saturating_add(took.max(Duration::from_millis(1))),
+            self.sent,
+            slot,
+        )));
+        self.sent += 1;
+    }
+
+    /// The backlog (jobs arrived and not yet ended) at the end of each second passed by `next`.
+    fn count_backlog(&mut self, next: Timestamp) {
         let passed = usize::try_from(since_start(next).as_secs()).unwrap_or(0);
-        for (e, left) in eps.iter_mut().zip(&open_per_ep) {
+        for (e, left) in self.eps.iter_mut().zip(&self.open_per_ep) {
             while e.tally.backlog.len() < passed {
                 let end_of = Duration::from_secs(e.tally.backlog.len() as u64 + 1);
                 let to_come = e.model.jobs - arrived_by(e.model, end_of);
                 e.tally.backlog.push(left.saturating_sub(to_come));
             }
         }
-        now = next;
-        if open == 0 && answers.is_empty() {
-            break;
+    }
+
+    /// Each endpoint's figures.
+    fn tallies(mut self) -> Vec<Tally> {
+        for job in self.jobs.iter().filter(|j| j.effects > 1) {
+            self.eps[job.ep].tally.duplicates += 1;
+        }
+        self.eps
+            .into_iter()
+            .zip(self.open_per_ep)
+            .map(|(mut e, left)| {
+                e.tally.left = left;
+                e.tally.completion_ms.sort_unstable();
+                e.tally
+            })
+            .collect()
+    }
+}
+
+/// Job `k` of endpoint `ep`'s model (the `seq`-th of the workload), from its history or drawn
+/// from the model: when it arrives, its deadline (from then), its key and method, its failure.
+fn arrival(model: &EndpointModel, ep: usize, k: u64, seq: u64, seed: u64) -> Job {
+    let (after, deadline, key, method, failure) = match &model.history {
+        Some(h) => {
+            let past = &h.jobs[k as usize];
+            let failure = past.fails_with.map(|a| (a, true, false));
+            (
+                past.at,
+                past.deadline,
+                past.idempotency_key,
+                past.method,
+                failure,
+            )
+        }
+        None => {
+            let after = match model.arrival {
+                Arrival::AtOnce => Duration::ZERO,
+                Arrival::Rate(every) => every.saturating_mul(k as u32),
+                Arrival::Bursts { size, every } => every.saturating_mul((k / size) as u32),
+            };
+            let draw = unit(mix(seed, seq, u64::MAX));
+            let mut acc = 0.0;
+            let failure = model.failures.iter().find_map(|f| {
+                acc += f.ratio;
+                (draw < acc).then_some((f.answer, f.always, f.commit))
+            });
+            let m = model;
+            (after, m.deadline, m.idempotency_key, m.method, failure)
+        }
+    };
+    let at = T0.saturating_add(after);
+    let mut counters = JobCounters::new(at);
+    counters.deadline = deadline.map(|d| at.saturating_add(d));
+    counters.has_idempotency_key = key;
+    counters.method = method;
+    Job {
+        ep,
+        seq,
+        enqueued_at: at,
+        counters,
+        failure,
+        attempts: 0,
+        effects: 0,
+        scheduled_at: at,
+        ended: false,
+        flying: false,
+    }
+}
+
+/// What endpoint `e` answers to `attempt` of `job` at `now`: the outcome, how long it takes,
+/// and whether the endpoint did the work. From history when the workload has one; otherwise an
+/// outage's answer, the endpoint's limiter, or the job's failure.
+fn answer(
+    e: &mut Endpoint,
+    job: &Job,
+    attempt: u32,
+    now: Timestamp,
+    seed: u64,
+) -> (Outcome, Duration, bool) {
+    let model = e.model;
+    let (lo, hi) = model.latency;
+    let spread = hi.saturating_sub(lo);
+    let latency = lo + spread.mul_f64(unit(mix(seed, job.seq, u64::from(attempt))));
+    if let Some(h) = &model.history {
+        return match job.failure {
+            Some((a, _, _)) => with(answer_of(a, model, latency), false),
+            None => {
+                let draw = unit(mix(seed, job.seq, 1 << 40 | u64::from(attempt)));
+                match h.answer_at(since_start(now), draw) {
+                    Some(PastAnswer {
+                        answer: Some(a),
+                        took,
+                        ..
+                    }) => with(answer_of(a, model, took), false),
+                    past => (
+                        Outcome::Response(Response::new(200)),
+                        past.map_or(latency, |p| p.took),
+                        true,
+                    ),
+                }
+            }
+        };
+    }
+    let t = since_start(now);
+    if let Some(o) = model.outages.iter().find(|o| o.from <= t && t < o.until) {
+        return with(answer_of(o.answer, model, latency), false);
+    }
+    let (ok, headers, hold) = e.server.take(model, now);
+    let latency = latency + hold;
+    if !ok {
+        let status = model.limit.map_or(429, |l| l.status);
+        let mut r = Response::new(status);
+        r.headers = headers;
+        return (Outcome::Response(r), latency, false);
+    }
+    match job.failure {
+        Some((a, always, commit)) if always || attempt == 0 => {
+            with(answer_of(a, model, latency), commit)
+        }
+        _ => {
+            let mut r = Response::new(200);
+            r.headers = headers;
+            (Outcome::Response(r), latency, true)
         }
     }
-    for job in jobs.iter().filter(|j| j.effects > 1) {
-        eps[job.ep].tally.duplicates += 1;
-    }
-    eps.into_iter()
-        .zip(open_per_ep)
-        .map(|(mut e, left)| {
-            e.tally.left = left;
-            e.tally.completion_ms.sort_unstable();
-            e.tally
-        })
-        .collect()
+}
+
+fn with((outcome, took): (Outcome, Duration), worked: bool) -> (Outcome, Duration, bool) {
+    (outcome, took, worked)
 }
 
 fn jobs_scheduled_since(jobs: &[Job], k: usize, since: Timestamp) -> bool {
