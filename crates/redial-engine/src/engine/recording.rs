@@ -26,9 +26,10 @@ use super::lease::Slot;
 use super::Inner;
 use crate::endpoints::Admitted;
 use crate::handler::AttemptOutput;
+use crate::otel::JobContext;
 use crate::redact;
-use redial_policy::endpoint::Observed;
-use redial_policy::{decide, Action, Decision, JobCounters, Outcome, Timestamp};
+use redial_policy::endpoint::{Finished, Observed};
+use redial_policy::{decide, Action, Decision, JobCounters, Outcome, Policy, Timestamp};
 use redial_store::{Attempt, Job, RecordAttemptParams, StoreError, Transition};
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,29 +47,7 @@ pub(super) async fn record(
 ) {
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
-    let counters = JobCounters {
-        failures: job.attempts,
-        unknown_failures: job.unknown_attempts,
-        deferrals: job.deferrals,
-        enqueued_at: job.created_at,
-        deadline: job.deadline,
-        has_idempotency_key: ran.carried_key,
-        method: redial_policy::Method::from_name(&job.request.method),
-        last_delay: job.last_delay_ms.map(Duration::from_millis),
-    };
-    let mut decision = {
-        let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
-        decide(&ran.output.outcome, &counters, &policy, now, &mut *jitter)
-    };
-    // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
-    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell. A
-    // quarantined endpoint's failed probe: the job waits for the next probe and
-    // keeps its counters (quarantine holds jobs, it does not fail them; a deadline still ends
-    // them), unless the job fails for its own sake, which the endpoint tells by the job's seq.
-    let mut observed = Observed::of(&ran.output.outcome, &decision, now);
-    observed.job = u64::try_from(job.seq).ok();
-    let finished = admission.finish(now, observed, now.saturating_since(ran.started_at));
-    let after = finished.apply(&mut decision, &counters, &policy, now);
+    let (decision, after, finished) = decided(inner, job, &ran, &policy, admission, now);
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.
@@ -86,18 +65,83 @@ pub(super) async fn record(
     inner.wake_after_attempt();
     let span = ran.span;
     let attempt = attempt_record(inner, job, ran, &decision);
+    tell(
+        inner,
+        job,
+        &attempt,
+        &decision,
+        &policy,
+        after.deferrals,
+        span,
+        now,
+    );
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let owner = inner.config.worker_id.clone();
+    let params = RecordAttemptParams {
+        attempts: after.failures,
+        unknown_attempts: after.unknown_failures,
+        deferrals: after.deferrals,
+        last_delay_ms: after.last_delay.map(millis),
+        ..RecordAttemptParams::of(job, owner, now, attempt, transition(decision.action))
+    }
+    .with_delivery(job);
+    write(inner, job, params, now).await;
+}
+
+/// The decision on the attempt: the policy's (`decide`), then the endpoint's protection
+/// (`Finished::apply`: a bare 429 at the endpoint's pace, a quarantine's probe); the job's
+/// counters after it, and what the endpoint learned.
+fn decided(
+    inner: &Inner,
+    job: &Job,
+    ran: &Ran,
+    policy: &Policy,
+    admission: Admitted,
+    now: Timestamp,
+) -> (Decision, JobCounters, Finished) {
+    let counters = JobCounters {
+        failures: job.attempts,
+        unknown_failures: job.unknown_attempts,
+        deferrals: job.deferrals,
+        enqueued_at: job.created_at,
+        deadline: job.deadline,
+        has_idempotency_key: ran.carried_key,
+        method: redial_policy::Method::from_name(&job.request.method),
+        last_delay: job.last_delay_ms.map(Duration::from_millis),
+    };
+    let mut decision = {
+        let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
+        decide(&ran.output.outcome, &counters, policy, now, &mut *jitter)
+    };
+    // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
+    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell. A
+    // quarantined endpoint's failed probe: the job waits for the next probe and
+    // keeps its counters (quarantine holds jobs, it does not fail them; a deadline still ends
+    // them), unless the job fails for its own sake, which the endpoint tells by the job's seq.
+    let mut observed = Observed::of(&ran.output.outcome, &decision, now);
+    observed.job = u64::try_from(job.seq).ok();
+    let finished = admission.finish(now, observed, now.saturating_since(ran.started_at));
+    let after = finished.apply(&mut decision, &counters, policy, now);
+    (decision, after, finished)
+}
+
+/// The attempt told: its log event, and its span (and the job's, when it ends) when sampled.
+#[allow(clippy::too_many_arguments)]
+fn tell(
+    inner: &Inner,
+    job: &Job,
+    attempt: &Attempt,
+    decision: &Decision,
+    policy: &Policy,
+    deferrals: u32,
+    span: Option<(JobContext, [u8; 8])>,
+    now: Timestamp,
+) {
     // The URL's facts cost a parse: only when a log line or a span will carry them.
     let sampled =
         span.filter(|(ctx, _)| inner.config.tracer.as_ref().is_some_and(|t| t.sampled(ctx)));
     if sampled.is_some() || tracing::enabled!(tracing::Level::INFO) {
-        let facts = AttemptFacts::new(
-            job,
-            &attempt,
-            &decision,
-            policy.max_attempts,
-            after.deferrals,
-            now,
-        );
+        let facts = AttemptFacts::new(job, attempt, decision, policy.max_attempts, deferrals, now);
         facts.log();
         if let (Some(tracer), Some((ctx, span_id))) = (&inner.config.tracer, sampled) {
             tracer.record(facts.attempt_span(&ctx, span_id));
@@ -106,16 +150,11 @@ pub(super) async fn record(
             }
         }
     }
-    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let owner = inner.config.worker_id.clone();
-    let mut params = RecordAttemptParams {
-        attempts: after.failures,
-        unknown_attempts: after.unknown_failures,
-        deferrals: after.deferrals,
-        last_delay_ms: after.last_delay.map(millis),
-        ..RecordAttemptParams::of(job, owner, now, attempt, transition(decision.action))
-    }
-    .with_delivery(job);
+}
+
+/// Writes the record: the store applies it only while the lease is the recorder's, with the
+/// callback delivery a finish owes (leased here to start at once when there is room for it).
+async fn write(inner: &Arc<Inner>, job: &Job, mut params: RecordAttemptParams, now: Timestamp) {
     // The callback delivery the finish makes goes in leased to this worker and starts at once
     // when its queue and endpoint have room for it now: no lease of its own, no wait for its
     // queue's loop.
