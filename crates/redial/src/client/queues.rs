@@ -59,174 +59,187 @@ pub struct GroupsArgs {
 
 pub async fn queues(a: QueuesArgs) -> Result<()> {
     match a.command {
-        Some(QueuesCommand::Pause(p)) => {
-            let server = p.conn.connect()?;
-            let out = server
-                .ask(server.client.pause_queue(&p.name, &p.input()))
-                .await?;
-            if p.out.json() {
-                return print_json(&out);
-            }
-            say_paused("queue", &p.name, out.paused_by_hand.as_ref());
-            Ok(())
-        }
-        Some(QueuesCommand::Resume(t)) => {
-            let server = t.conn.connect()?;
-            let out = server.ask(server.client.resume_queue(&t.name)).await?;
-            if t.out.json() {
-                return print_json(&out);
-            }
-            say_paused("queue", &t.name, out.paused_by_hand.as_ref());
-            Ok(())
-        }
-        Some(QueuesCommand::Groups(g)) => {
-            let server = g.conn.connect()?;
-            let out = server
-                .ask(server.client.queue_groups(&g.name, Some(g.limit)))
-                .await?;
-            if g.out.json() {
-                return print_json(&out);
-            }
-            let shown = out.groups.len();
-            say!(
-                "queue {}: {} group(s) with work{}",
-                g.name,
-                out.total,
-                if (shown as i64) < out.total {
-                    format!(", the first {shown} shown")
-                } else {
-                    String::new()
-                }
-            );
-            if out.groups.is_empty() {
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = out
-                .groups
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.group.clone(),
-                        r.waiting.to_string(),
-                        r.running.to_string(),
-                        r.in_flight_here.to_string(),
-                        or_dash(r.limits.concurrency),
-                        or_dash(r.limits.rate.as_ref()),
-                        r.limits.weight.to_string(),
-                        match (r.forecast.drain_seconds, &r.forecast.drains_at) {
-                            _ if r.waiting == 0 => "-".to_owned(),
-                            // Beyond two days, when rather than how long.
-                            (Some(s), Some(at)) if s > 2.0 * 86_400.0 => format!("at {at}"),
-                            (Some(s), _) => format!(
-                                "{}",
-                                redial_policy::Human(std::time::Duration::from_secs(
-                                    s.ceil() as u64
-                                ))
-                            ),
-                            (None, _) => "not known".to_owned(),
-                        },
-                        format!(
-                            "{} of {}",
-                            r.forecast.deadline_at_risk, r.forecast.with_deadline
-                        ),
-                    ]
-                })
-                .collect();
-            let headers = [
-                "GROUP",
-                "WAITING",
-                "RUNNING",
-                "IN FLIGHT",
-                "CONCURRENCY",
-                "RATE",
-                "WEIGHT",
-                "DRAINS IN",
-                "AT RISK",
-            ];
-            say!("{}", human::table(&headers, &rows, &headers[1..]));
-            Ok(())
-        }
-        Some(QueuesCommand::OrderingKeys(k)) => {
-            let server = k.conn.connect()?;
-            let server = &server;
-            let (name, blocked) = (&k.name, k.blocked);
-            let keys = super::up_to(k.limit, |page| async move {
-                let out = server
-                    .ask(server.client.ordering_keys(name, blocked, &page))
-                    .await?;
-                Ok((out.keys, out.next_cursor))
-            })
-            .await?;
-            if k.out.json() {
-                return print_json(&serde_json::json!({ "queue": k.name, "keys": keys }));
-            }
-            if keys.is_empty() {
-                say!(
-                    "queue {}: no ordering key{}",
-                    k.name,
-                    if k.blocked {
-                        " is blocked"
-                    } else {
-                        " has a line"
-                    }
-                );
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = keys
-                .iter()
-                .map(|l| {
-                    vec![
-                        l.key.clone(),
-                        l.head.id.clone(),
-                        l.head.state.clone(),
-                        l.behind.to_string(),
-                        l.why.clone(),
-                    ]
-                })
-                .collect();
-            let headers = ["KEY", "HEAD", "STATE", "BEHIND", "WHY"];
-            say!("{}", human::table(&headers, &rows, &["BEHIND"]));
-            Ok(())
-        }
-        None => {
-            let server = a.conn.connect()?;
-            let out = server.ask(server.client.queues()).await?;
-            if a.out.json() {
-                return print_json(&out);
-            }
-            let rows: Vec<Vec<String>> = out
-                .queues
-                .iter()
-                .map(|q| {
-                    let paused = match &q.paused_by_hand {
-                        None => "-".to_owned(),
-                        Some(p) => format!(
-                            "{} ({})",
-                            p.until
-                                .as_ref()
-                                .map_or("until resumed".to_owned(), |u| format!("until {u}")),
-                            Some(p.reason.as_str())
-                                .filter(|r| !r.is_empty())
-                                .unwrap_or("no reason given")
-                        ),
-                    };
-                    vec![
-                        q.name.clone(),
-                        q.concurrency.to_string(),
-                        paused,
-                        q.ordering_on_dead.clone(),
-                    ]
-                })
-                .collect();
-            say!(
-                "{}",
-                human::table(
-                    &["QUEUE", "CONCURRENCY", "PAUSED BY HAND", "ORDERING ON DEAD"],
-                    &rows,
-                    &["CONCURRENCY"]
-                )
-            );
-            Ok(())
-        }
+        Some(QueuesCommand::Pause(p)) => pause(p).await,
+        Some(QueuesCommand::Resume(t)) => resume(t).await,
+        Some(QueuesCommand::Groups(g)) => groups(g).await,
+        Some(QueuesCommand::OrderingKeys(k)) => ordering_keys(k).await,
+        None => list(a).await,
     }
+}
+
+/// Pauses a queue by hand.
+async fn pause(p: PauseArgs) -> Result<()> {
+    let server = p.conn.connect()?;
+    let out = server
+        .ask(server.client.pause_queue(&p.name, &p.input()))
+        .await?;
+    if p.out.json() {
+        return print_json(&out);
+    }
+    say_paused("queue", &p.name, out.paused_by_hand.as_ref());
+    Ok(())
+}
+
+/// Resumes a queue paused by hand.
+async fn resume(t: TargetArgs) -> Result<()> {
+    let server = t.conn.connect()?;
+    let out = server.ask(server.client.resume_queue(&t.name)).await?;
+    if t.out.json() {
+        return print_json(&out);
+    }
+    say_paused("queue", &t.name, out.paused_by_hand.as_ref());
+    Ok(())
+}
+
+/// A queue's groups with work: waiting, running, limits, forecast.
+async fn groups(g: GroupsArgs) -> Result<()> {
+    let server = g.conn.connect()?;
+    let out = server
+        .ask(server.client.queue_groups(&g.name, Some(g.limit)))
+        .await?;
+    if g.out.json() {
+        return print_json(&out);
+    }
+    let shown = out.groups.len();
+    say!(
+        "queue {}: {} group(s) with work{}",
+        g.name,
+        out.total,
+        if (shown as i64) < out.total {
+            format!(", the first {shown} shown")
+        } else {
+            String::new()
+        }
+    );
+    if out.groups.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = out
+        .groups
+        .iter()
+        .map(|r| {
+            vec![
+                r.group.clone(),
+                r.waiting.to_string(),
+                r.running.to_string(),
+                r.in_flight_here.to_string(),
+                or_dash(r.limits.concurrency),
+                or_dash(r.limits.rate.as_ref()),
+                r.limits.weight.to_string(),
+                match (r.forecast.drain_seconds, &r.forecast.drains_at) {
+                    _ if r.waiting == 0 => "-".to_owned(),
+                    // Beyond two days, when rather than how long.
+                    (Some(s), Some(at)) if s > 2.0 * 86_400.0 => format!("at {at}"),
+                    (Some(s), _) => format!(
+                        "{}",
+                        redial_policy::Human(std::time::Duration::from_secs(s.ceil() as u64))
+                    ),
+                    (None, _) => "not known".to_owned(),
+                },
+                format!(
+                    "{} of {}",
+                    r.forecast.deadline_at_risk, r.forecast.with_deadline
+                ),
+            ]
+        })
+        .collect();
+    let headers = [
+        "GROUP",
+        "WAITING",
+        "RUNNING",
+        "IN FLIGHT",
+        "CONCURRENCY",
+        "RATE",
+        "WEIGHT",
+        "DRAINS IN",
+        "AT RISK",
+    ];
+    say!("{}", human::table(&headers, &rows, &headers[1..]));
+    Ok(())
+}
+
+/// A queue's ordering keys with a line (or only the blocked ones): each head and why it waits.
+async fn ordering_keys(k: OrderingKeysArgs) -> Result<()> {
+    let server = k.conn.connect()?;
+    let server = &server;
+    let (name, blocked) = (&k.name, k.blocked);
+    let keys = super::up_to(k.limit, |page| async move {
+        let out = server
+            .ask(server.client.ordering_keys(name, blocked, &page))
+            .await?;
+        Ok((out.keys, out.next_cursor))
+    })
+    .await?;
+    if k.out.json() {
+        return print_json(&serde_json::json!({ "queue": k.name, "keys": keys }));
+    }
+    if keys.is_empty() {
+        say!(
+            "queue {}: no ordering key{}",
+            k.name,
+            if k.blocked {
+                " is blocked"
+            } else {
+                " has a line"
+            }
+        );
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|l| {
+            vec![
+                l.key.clone(),
+                l.head.id.clone(),
+                l.head.state.clone(),
+                l.behind.to_string(),
+                l.why.clone(),
+            ]
+        })
+        .collect();
+    let headers = ["KEY", "HEAD", "STATE", "BEHIND", "WHY"];
+    say!("{}", human::table(&headers, &rows, &["BEHIND"]));
+    Ok(())
+}
+
+/// The queues: concurrency, a pause by hand, what a dead keyed job does to its line.
+async fn list(a: QueuesArgs) -> Result<()> {
+    let server = a.conn.connect()?;
+    let out = server.ask(server.client.queues()).await?;
+    if a.out.json() {
+        return print_json(&out);
+    }
+    let rows: Vec<Vec<String>> = out
+        .queues
+        .iter()
+        .map(|q| {
+            let paused = match &q.paused_by_hand {
+                None => "-".to_owned(),
+                Some(p) => format!(
+                    "{} ({})",
+                    p.until
+                        .as_ref()
+                        .map_or("until resumed".to_owned(), |u| format!("until {u}")),
+                    Some(p.reason.as_str())
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or("no reason given")
+                ),
+            };
+            vec![
+                q.name.clone(),
+                q.concurrency.to_string(),
+                paused,
+                q.ordering_on_dead.clone(),
+            ]
+        })
+        .collect();
+    say!(
+        "{}",
+        human::table(
+            &["QUEUE", "CONCURRENCY", "PAUSED BY HAND", "ORDERING ON DEAD"],
+            &rows,
+            &["CONCURRENCY"]
+        )
+    );
+    Ok(())
 }
