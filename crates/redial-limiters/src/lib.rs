@@ -205,209 +205,299 @@ impl Limiter {
     }
 }
 
+/// What a limiter made of one request: whether it goes, the quota (how many it allows, how
+/// many remain after this one), in how many ms the quota next frees (a refused request: when
+/// it could go), in how many ms it resets (what quota headers call the reset: a bucket's full
+/// again, a window's end, a log's oldest request's expiry, the soonest answer of those in
+/// flight), when it is back to its initial state, and how long an accepted request is held (a
+/// concurrency limit's service time).
+struct Counted {
+    ok: bool,
+    limit: u32,
+    remaining: u32,
+    frees_in_ms: u64,
+    resets_in_ms: u64,
+    empty_in_ms: u64,
+    hold_ms: u64,
+}
+
+/// The quota headers the limiter speaks, for any answer.
+fn quota_headers(l: &Limiter, c: &Counted, at_ms: u64, epoch_ms: i64) -> Vec<(String, String)> {
+    let (limit, remaining) = (c.limit, c.remaining);
+    let (resets_in_ms, empty_in_ms) = (c.resets_in_ms, c.empty_in_ms);
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let reset_secs_up = resets_in_ms.div_ceil(1000).max(1);
+    match l.speaks.quota {
+        QuotaStyle::None => {}
+        QuotaStyle::XRateLimitSeconds => {
+            headers.push(("x-ratelimit-limit".into(), limit.to_string()));
+            headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
+            headers.push(("x-ratelimit-reset".into(), reset_secs_up.to_string()));
+        }
+        QuotaStyle::GitHub => {
+            let frees = epoch_ms + i64::try_from(at_ms + resets_in_ms).unwrap_or(i64::MAX);
+            headers.push(("x-ratelimit-limit".into(), limit.to_string()));
+            headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
+            let used = limit.saturating_sub(remaining);
+            headers.push(("x-ratelimit-used".into(), used.to_string()));
+            let reset = frees.div_euclid(1000) + 1;
+            headers.push(("x-ratelimit-reset".into(), reset.to_string()));
+        }
+        QuotaStyle::OpenAi => {
+            headers.push(("x-ratelimit-limit-requests".into(), limit.to_string()));
+            let left = remaining.to_string();
+            headers.push(("x-ratelimit-remaining-requests".into(), left));
+            // "The time until the rate limit resets to its initial state" (OpenAI's
+            // documentation): every request counted gone, not the oldest.
+            let reset = go_duration(empty_in_ms);
+            headers.push(("x-ratelimit-reset-requests".into(), reset));
+        }
+        QuotaStyle::Draft6 => {
+            headers.push(("ratelimit-limit".into(), limit.to_string()));
+            headers.push(("ratelimit-remaining".into(), remaining.to_string()));
+            headers.push(("ratelimit-reset".into(), reset_secs_up.to_string()));
+        }
+        QuotaStyle::Ietf => {
+            let window_s = match l.kind {
+                Kind::TokenBucket { per_ms, .. } => per_ms,
+                Kind::FixedWindow { window_ms, .. }
+                | Kind::SlidingLog { window_ms, .. }
+                | Kind::SlidingCounter { window_ms, .. } => window_ms,
+                Kind::Concurrency { .. } => 1000,
+            }
+            .div_ceil(1000)
+            .max(1);
+            let policy = format!("\"default\";q={limit};w={window_s}");
+            headers.push(("ratelimit-policy".into(), policy));
+            let now = format!("\"default\";r={remaining};t={reset_secs_up}");
+            headers.push(("ratelimit".into(), now));
+        }
+    }
+    headers
+}
+
+/// The wait headers of a refusal, as the limiter speaks them.
+fn wait_headers(
+    l: &Limiter,
+    c: &Counted,
+    at_ms: u64,
+    epoch_ms: i64,
+    headers: &mut Vec<(String, String)>,
+) {
+    let frees_in_ms = c.frees_in_ms;
+    let secs_up = frees_in_ms.div_ceil(1000).max(1);
+    match l.speaks.wait {
+        Wait::Bare => {}
+        Wait::Seconds => headers.push(("retry-after".into(), secs_up.to_string())),
+        Wait::Truncated => {
+            // The epoch second the quota frees in, less this one (flask-limiter's
+            // reset header less the time, truncated).
+            let now = epoch_ms + i64::try_from(at_ms).unwrap_or(i64::MAX);
+            let frees = now + i64::try_from(frees_in_ms).unwrap_or(i64::MAX);
+            let secs = (frees.div_euclid(1000) - now.div_euclid(1000)).max(0);
+            headers.push(("retry-after".into(), secs.to_string()));
+        }
+        Wait::Decimal => {
+            let secs = format!("{:.3}", frees_in_ms.max(1) as f64 / 1000.0);
+            headers.push(("retry-after".into(), secs));
+        }
+        Wait::Millis => {
+            let ms = frees_in_ms.max(1).to_string();
+            headers.push(("retry-after-ms".into(), ms));
+            headers.push(("retry-after".into(), secs_up.to_string()));
+        }
+    }
+}
+
 impl State {
     /// Decides the request that arrives `at_ms` after the limiter started; `epoch_ms` is the
     /// Unix time, in ms, at its start (for resets given as epoch seconds).
     pub fn take(&mut self, l: &Limiter, at_ms: u64, epoch_ms: i64) -> Verdict {
-        // How many the quota allows, how many remain after this request, in how many ms the
-        // quota next frees (a refused request: when it could go), and in how many ms it resets
-        // (what quota headers call the reset: a bucket's full again, a window's end, a log's
-        // oldest request's expiry, the soonest answer of those in flight), and how long an
-        // accepted request is held (a concurrency limit's service time).
-        let mut hold = 0;
-        let (ok, limit, remaining, frees_in_ms, resets_in_ms, empty_in_ms) = match l.kind {
+        let c = match l.kind {
             Kind::TokenBucket {
                 count,
                 per_ms,
                 burst,
-            } => {
-                let count = l.scaled(count, at_ms);
-                // One request's share of the period, in µs.
-                let emission = (per_ms.max(1) * 1000 / u64::from(count)).max(1);
-                let tolerance = emission * u64::from(burst.max(1) - 1);
-                let now_us = at_ms * 1000;
-                let tat = self.tat_us.max(now_us);
-                let ok = tat <= now_us + tolerance;
-                if ok {
-                    self.tat_us = tat + emission;
-                }
-                let tat = self.tat_us.max(now_us);
-                // Room left at once: how many more emissions fit under the tolerance.
-                let room = (now_us + tolerance + emission).saturating_sub(tat) / emission;
-                // When the next request could go.
-                let next_us = (tat.saturating_sub(tolerance)).max(now_us);
-                let wait = (next_us - now_us).div_ceil(1000);
-                let full = (tat - now_us).div_ceil(1000);
-                let room = room.min(u64::from(burst.max(1))) as u32;
-                (ok, burst.max(1), room, wait, full, full)
-            }
-            Kind::FixedWindow { limit, window_ms } => {
-                let w = window_ms.max(1);
-                let index = at_ms / w;
-                if index != self.window {
-                    self.window = index;
-                    self.used = 0;
-                }
-                let n = l.scaled(limit, index * w);
-                let ok = self.used < n;
-                if ok {
-                    self.used += 1;
-                }
-                let ends_in = ((index + 1) * w - at_ms).max(1);
-                (ok, n, n - self.used.min(n), ends_in, ends_in, ends_in)
-            }
-            Kind::SlidingLog { limit, window_ms } => {
-                let w = window_ms.max(1);
-                while self.log.front().is_some_and(|sent| sent + w <= at_ms) {
-                    self.log.pop_front();
-                }
-                let n = l.scaled(limit, at_ms) as usize;
-                let ok = self.log.len() < n;
-                if ok {
-                    self.log.push_back(at_ms);
-                }
-                // When the oldest request counted expires.
-                let frees = self.log.front().map_or(at_ms, |oldest| oldest + w);
-                let left = n.saturating_sub(self.log.len());
-                let frees_in = frees.saturating_sub(at_ms).max(1);
-                // Back to its initial state when the newest request counted expires.
-                let empty_in = self
-                    .log
-                    .back()
-                    .map_or(1, |newest| (newest + w).saturating_sub(at_ms).max(1));
-                (ok, n as u32, left as u32, frees_in, frees_in, empty_in)
-            }
+            } => self.token_bucket(l, at_ms, count, per_ms, burst),
+            Kind::FixedWindow { limit, window_ms } => self.fixed_window(l, at_ms, limit, window_ms),
+            Kind::SlidingLog { limit, window_ms } => self.sliding_log(l, at_ms, limit, window_ms),
             Kind::SlidingCounter { limit, window_ms } => {
-                let w = window_ms.max(1);
-                let index = at_ms / w;
-                if index != self.window {
-                    self.last_used = if index == self.window + 1 {
-                        self.used
-                    } else {
-                        0
-                    };
-                    self.used = 0;
-                    self.window = index;
-                }
-                let n = l.scaled(limit, at_ms);
-                let start = index * w;
-                let into = at_ms - start;
-                // The estimate, in thousandths of a request, to stay in integers.
-                let estimate = |last: u32, cur: u32, into: u64| {
-                    u64::from(last) * (w - into.min(w)) * 1000 / w + u64::from(cur) * 1000
-                };
-                let ok = estimate(self.last_used, self.used, into) + 1000 <= u64::from(n) * 1000;
-                if ok {
-                    self.used += 1;
-                }
-                let now_est = estimate(self.last_used, self.used, into);
-                let left = (u64::from(n) * 1000).saturating_sub(now_est) / 1000;
-                let frees_in = self.counter_frees_in(n, w, into);
-                let ends_in = (w - into).max(1);
-                // Back to its initial state when nothing counted weighs: this window's requests
-                // weigh on the next one until it ends.
-                let empty_in = if self.used > 0 { 2 * w - into } else { ends_in };
-                (ok, n, left as u32, frees_in, ends_in, empty_in)
+                self.sliding_counter(l, at_ms, limit, window_ms)
             }
-            Kind::Concurrency { limit, hold_ms } => {
-                // Requests answered by now are no longer in flight.
-                while self.log.front().is_some_and(|ends| *ends <= at_ms) {
-                    self.log.pop_front();
-                }
-                let n = l.scaled(limit, at_ms) as usize;
-                let ok = self.log.len() < n;
-                if ok {
-                    hold = hold_ms.max(1);
-                    self.log.push_back(at_ms + hold);
-                }
-                let frees_in = self
-                    .log
-                    .front()
-                    .map_or(1, |ends| ends.saturating_sub(at_ms).max(1));
-                let left = n.saturating_sub(self.log.len());
-                let empty_in = self
-                    .log
-                    .back()
-                    .map_or(1, |last| last.saturating_sub(at_ms).max(1));
-                (ok, n as u32, left as u32, frees_in, frees_in, empty_in)
-            }
+            Kind::Concurrency { limit, hold_ms } => self.concurrency(l, at_ms, limit, hold_ms),
         };
-        let mut headers: Vec<(String, String)> = Vec::new();
-        let secs_up = frees_in_ms.div_ceil(1000).max(1);
-        let reset_secs_up = resets_in_ms.div_ceil(1000).max(1);
-        match l.speaks.quota {
-            QuotaStyle::None => {}
-            QuotaStyle::XRateLimitSeconds => {
-                headers.push(("x-ratelimit-limit".into(), limit.to_string()));
-                headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
-                headers.push(("x-ratelimit-reset".into(), reset_secs_up.to_string()));
-            }
-            QuotaStyle::GitHub => {
-                let frees = epoch_ms + i64::try_from(at_ms + resets_in_ms).unwrap_or(i64::MAX);
-                headers.push(("x-ratelimit-limit".into(), limit.to_string()));
-                headers.push(("x-ratelimit-remaining".into(), remaining.to_string()));
-                let used = limit.saturating_sub(remaining);
-                headers.push(("x-ratelimit-used".into(), used.to_string()));
-                let reset = frees.div_euclid(1000) + 1;
-                headers.push(("x-ratelimit-reset".into(), reset.to_string()));
-            }
-            QuotaStyle::OpenAi => {
-                headers.push(("x-ratelimit-limit-requests".into(), limit.to_string()));
-                let left = remaining.to_string();
-                headers.push(("x-ratelimit-remaining-requests".into(), left));
-                // "The time until the rate limit resets to its initial state" (OpenAI's
-                // documentation): every request counted gone, not the oldest.
-                let reset = go_duration(empty_in_ms);
-                headers.push(("x-ratelimit-reset-requests".into(), reset));
-            }
-            QuotaStyle::Draft6 => {
-                headers.push(("ratelimit-limit".into(), limit.to_string()));
-                headers.push(("ratelimit-remaining".into(), remaining.to_string()));
-                headers.push(("ratelimit-reset".into(), reset_secs_up.to_string()));
-            }
-            QuotaStyle::Ietf => {
-                let window_s = match l.kind {
-                    Kind::TokenBucket { per_ms, .. } => per_ms,
-                    Kind::FixedWindow { window_ms, .. }
-                    | Kind::SlidingLog { window_ms, .. }
-                    | Kind::SlidingCounter { window_ms, .. } => window_ms,
-                    Kind::Concurrency { .. } => 1000,
-                }
-                .div_ceil(1000)
-                .max(1);
-                let policy = format!("\"default\";q={limit};w={window_s}");
-                headers.push(("ratelimit-policy".into(), policy));
-                let now = format!("\"default\";r={remaining};t={reset_secs_up}");
-                headers.push(("ratelimit".into(), now));
-            }
-        }
-        if !ok {
-            match l.speaks.wait {
-                Wait::Bare => {}
-                Wait::Seconds => headers.push(("retry-after".into(), secs_up.to_string())),
-                Wait::Truncated => {
-                    // The epoch second the quota frees in, less this one (flask-limiter's
-                    // reset header less the time, truncated).
-                    let now = epoch_ms + i64::try_from(at_ms).unwrap_or(i64::MAX);
-                    let frees = now + i64::try_from(frees_in_ms).unwrap_or(i64::MAX);
-                    let secs = (frees.div_euclid(1000) - now.div_euclid(1000)).max(0);
-                    headers.push(("retry-after".into(), secs.to_string()));
-                }
-                Wait::Decimal => {
-                    let secs = format!("{:.3}", frees_in_ms.max(1) as f64 / 1000.0);
-                    headers.push(("retry-after".into(), secs));
-                }
-                Wait::Millis => {
-                    let ms = frees_in_ms.max(1).to_string();
-                    headers.push(("retry-after-ms".into(), ms));
-                    headers.push(("retry-after".into(), secs_up.to_string()));
-                }
-            }
+        let mut headers = quota_headers(l, &c, at_ms, epoch_ms);
+        if !c.ok {
+            wait_headers(l, &c, at_ms, epoch_ms, &mut headers);
         }
         Verdict {
-            ok,
-            status: if ok { 200 } else { l.status },
+            ok: c.ok,
+            status: if c.ok { 200 } else { l.status },
             headers,
+            hold_ms: c.hold_ms,
+        }
+    }
+
+    fn token_bucket(
+        &mut self,
+        l: &Limiter,
+        at_ms: u64,
+        count: u32,
+        per_ms: u64,
+        burst: u32,
+    ) -> Counted {
+        let count = l.scaled(count, at_ms);
+        // One request's share of the period, in µs.
+        let emission = (per_ms.max(1) * 1000 / u64::from(count)).max(1);
+        let tolerance = emission * u64::from(burst.max(1) - 1);
+        let now_us = at_ms * 1000;
+        let tat = self.tat_us.max(now_us);
+        let ok = tat <= now_us + tolerance;
+        if ok {
+            self.tat_us = tat + emission;
+        }
+        let tat = self.tat_us.max(now_us);
+        // Room left at once: how many more emissions fit under the tolerance.
+        let room = (now_us + tolerance + emission).saturating_sub(tat) / emission;
+        // When the next request could go.
+        let next_us = (tat.saturating_sub(tolerance)).max(now_us);
+        let wait = (next_us - now_us).div_ceil(1000);
+        let full = (tat - now_us).div_ceil(1000);
+        let room = room.min(u64::from(burst.max(1))) as u32;
+        Counted {
+            ok,
+            limit: burst.max(1),
+            remaining: room,
+            frees_in_ms: wait,
+            resets_in_ms: full,
+            empty_in_ms: full,
+            hold_ms: 0,
+        }
+    }
+
+    fn fixed_window(&mut self, l: &Limiter, at_ms: u64, limit: u32, window_ms: u64) -> Counted {
+        let w = window_ms.max(1);
+        let index = at_ms / w;
+        if index != self.window {
+            self.window = index;
+            self.used = 0;
+        }
+        let n = l.scaled(limit, index * w);
+        let ok = self.used < n;
+        if ok {
+            self.used += 1;
+        }
+        let ends_in = ((index + 1) * w - at_ms).max(1);
+        Counted {
+            ok,
+            limit: n,
+            remaining: n - self.used.min(n),
+            frees_in_ms: ends_in,
+            resets_in_ms: ends_in,
+            empty_in_ms: ends_in,
+            hold_ms: 0,
+        }
+    }
+
+    fn sliding_log(&mut self, l: &Limiter, at_ms: u64, limit: u32, window_ms: u64) -> Counted {
+        let w = window_ms.max(1);
+        while self.log.front().is_some_and(|sent| sent + w <= at_ms) {
+            self.log.pop_front();
+        }
+        let n = l.scaled(limit, at_ms) as usize;
+        let ok = self.log.len() < n;
+        if ok {
+            self.log.push_back(at_ms);
+        }
+        // When the oldest request counted expires.
+        let frees = self.log.front().map_or(at_ms, |oldest| oldest + w);
+        let left = n.saturating_sub(self.log.len());
+        let frees_in = frees.saturating_sub(at_ms).max(1);
+        // Back to its initial state when the newest request counted expires.
+        let empty_in = self
+            .log
+            .back()
+            .map_or(1, |newest| (newest + w).saturating_sub(at_ms).max(1));
+        Counted {
+            ok,
+            limit: n as u32,
+            remaining: left as u32,
+            frees_in_ms: frees_in,
+            resets_in_ms: frees_in,
+            empty_in_ms: empty_in,
+            hold_ms: 0,
+        }
+    }
+
+    fn sliding_counter(&mut self, l: &Limiter, at_ms: u64, limit: u32, window_ms: u64) -> Counted {
+        let w = window_ms.max(1);
+        let index = at_ms / w;
+        if index != self.window {
+            self.last_used = if index == self.window + 1 {
+                self.used
+            } else {
+                0
+            };
+            self.used = 0;
+            self.window = index;
+        }
+        let n = l.scaled(limit, at_ms);
+        let start = index * w;
+        let into = at_ms - start;
+        // The estimate, in thousandths of a request, to stay in integers.
+        let estimate = |last: u32, cur: u32, into: u64| {
+            u64::from(last) * (w - into.min(w)) * 1000 / w + u64::from(cur) * 1000
+        };
+        let ok = estimate(self.last_used, self.used, into) + 1000 <= u64::from(n) * 1000;
+        if ok {
+            self.used += 1;
+        }
+        let now_est = estimate(self.last_used, self.used, into);
+        let left = (u64::from(n) * 1000).saturating_sub(now_est) / 1000;
+        let frees_in = self.counter_frees_in(n, w, into);
+        let ends_in = (w - into).max(1);
+        // Back to its initial state when nothing counted weighs: this window's requests
+        // weigh on the next one until it ends.
+        let empty_in = if self.used > 0 { 2 * w - into } else { ends_in };
+        Counted {
+            ok,
+            limit: n,
+            remaining: left as u32,
+            frees_in_ms: frees_in,
+            resets_in_ms: ends_in,
+            empty_in_ms: empty_in,
+            hold_ms: 0,
+        }
+    }
+
+    fn concurrency(&mut self, l: &Limiter, at_ms: u64, limit: u32, hold_ms: u64) -> Counted {
+        // Requests answered by now are no longer in flight.
+        while self.log.front().is_some_and(|ends| *ends <= at_ms) {
+            self.log.pop_front();
+        }
+        let n = l.scaled(limit, at_ms) as usize;
+        let ok = self.log.len() < n;
+        let mut hold = 0;
+        if ok {
+            hold = hold_ms.max(1);
+            self.log.push_back(at_ms + hold);
+        }
+        let frees_in = self
+            .log
+            .front()
+            .map_or(1, |ends| ends.saturating_sub(at_ms).max(1));
+        let left = n.saturating_sub(self.log.len());
+        let empty_in = self
+            .log
+            .back()
+            .map_or(1, |last| last.saturating_sub(at_ms).max(1));
+        Counted {
+            ok,
+            limit: n as u32,
+            remaining: left as u32,
+            frees_in_ms: frees_in,
+            resets_in_ms: frees_in,
+            empty_in_ms: empty_in,
             hold_ms: hold,
         }
     }
