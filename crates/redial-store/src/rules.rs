@@ -1,6 +1,6 @@
 //! The rules every store follows, written once: what replaying, dismissing and cancelling may do
-//! to a job in each state; whether a worker still holds a job when its result arrives, and what
-//! recording it writes; how a stored row becomes a [`Job`]. The stores keep only their SQL and
+//! to a job in each state; how a stored row becomes a [`Job`] (what recording an attempt writes is
+//! `recording.rs`'s). The stores keep only their SQL and
 //! the reading of their own row type ([`JobColumns`]).
 
 use crate::{

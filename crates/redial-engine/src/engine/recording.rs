@@ -13,7 +13,7 @@
 //!    category, decision, delay, the reason line) and **`AttemptFacts`**, from which the log event
 //!    ("attempt decided") and the spans (the attempt's; the job's when it ends) are built;
 //! 6. **the store** (`job_record_attempt`): applied only if the recorder still holds the lease
-//!    (`RecordAttemptParams::recording` in `redial-store/src/rules.rs`), with the job's next state
+//!    (`RecordAttemptParams::recording` in `redial-store/src/recording.rs`), with the job's next state
 //!    (`plan`: a cancellation requested meanwhile wins over a retry).
 //!
 //! A recording that fails as `Unavailable` (a PostgreSQL call that timed out: it may still land)
