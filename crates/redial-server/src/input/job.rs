@@ -1,0 +1,359 @@
+//! A job as clients send it (`POST /v1/jobs`, a batch's items, a schedule's template) and its
+//! intake: [`new_job`] checks every field once and lays on the queue's settings.
+
+use super::{
+    check_headers, check_not_reserved, check_queue, check_url, headers_list, object_only,
+    ENDPOINT_RULE, MAX_ENDPOINT_CHARS, MAX_TAG_CHARS, STANDARD_METHODS, TAG_RULE,
+};
+use crate::{ApiError, AppState, ErrorCode};
+use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
+use redial_store::{HttpRequest, JobId, NewJob, OrderingKey};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobInput {
+    pub id: Option<String>,
+    pub queue: Option<String>,
+    pub request: RequestInput,
+    pub idempotency_key: Option<String>,
+    pub run_at: Option<Timestamp>,
+    pub deadline: Option<Timestamp>,
+    pub priority: Option<i32>,
+    pub tags: Option<Vec<String>>,
+    /// Groups the job with others under one endpoint; the URL's origin by default.
+    pub endpoint: Option<String>,
+    /// Who the job is for (a tenant, a customer): the queue leases round-robin across groups.
+    pub group: Option<String>,
+    /// The queue's jobs with the same ordering key start one at a time, in enqueue order.
+    pub ordering_key: Option<String>,
+    /// Overrides of the queue's policy for this job: an object (an array would be read field by
+    /// field in order, `[1]` as `max_attempts = 1`).
+    #[serde(default, deserialize_with = "object_only")]
+    pub policy: Option<PolicyOverride>,
+    /// Where to tell when the job finishes; the queue's callback when absent.
+    pub callback: Option<CallbackInput>,
+}
+
+/// A job's or a queue's callback as clients and the configuration file write it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallbackInput {
+    pub url: String,
+    /// completed, dead, cancelled; completed and dead when absent.
+    pub on: Option<Vec<String>>,
+    pub headers: Option<HeadersInput>,
+}
+
+impl CallbackInput {
+    /// The callback checked: an http or https URL, one or more known events, headers as a
+    /// job's may be (no `content-type`: a delivery is JSON). The message names the field.
+    pub fn target(self) -> Result<redial_engine::CallbackTarget, String> {
+        check_url("callback.url", &self.url)?;
+        let on = match self.on {
+            None => redial_store::CallbackEvent::DEFAULT.to_vec(),
+            Some(list) if list.is_empty() => {
+                return Err(
+                    "callback.on must name at least one event: completed, dead or cancelled".into(),
+                )
+            }
+            Some(list) => {
+                let mut on = Vec::new();
+                for e in list {
+                    let event: redial_store::CallbackEvent =
+                        e.parse().map_err(|m| format!("callback.on: {m}"))?;
+                    if !on.contains(&event) {
+                        on.push(event);
+                    }
+                }
+                on
+            }
+        };
+        let headers = headers_list(self.headers);
+        check_headers("callback.headers", &headers)?;
+        if let Some((name, _)) = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            return Err(format!(
+                "callback.headers: {name:?} is set by Redial (a delivery is application/json); leave it out"
+            ));
+        }
+        Ok(redial_engine::CallbackTarget {
+            url: self.url,
+            on,
+            headers,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestInput {
+    pub method: String,
+    pub url: String,
+    pub headers: Option<HeadersInput>,
+    /// A string is sent as is; any other JSON value is sent as JSON.
+    pub body: Option<serde_json::Value>,
+    /// A duration with a unit: "10s".
+    pub timeout: Option<String>,
+}
+
+/// Headers as an object (`{"Name": "value"}`) or as pairs (`[["Name", "value"]]`, which allows
+/// repeats).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum HeadersInput {
+    Map(BTreeMap<String, String>),
+    Pairs(Vec<(String, String)>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchInput {
+    pub jobs: Vec<serde_json::Value>,
+}
+
+/// Turns a validated input into a job to insert: every field checked here, once, and the
+/// queue's settings laid on (its policy's overrides checked, its `ordering_on_dead`, its
+/// callback).
+pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
+    let queue = input.queue.unwrap_or_else(|| "default".to_owned());
+    check_queue(state, &queue)?;
+    check_not_reserved(state, &queue)?;
+    let id = job_id(input.id)?;
+    let (request, url) = request_of(state, input.request)?;
+    let idempotency_key = match input.idempotency_key {
+        Some(k) => idempotency_key(k)?,
+        None => redial_engine::derived_idempotency_key(&queue, &id),
+    };
+    check_deadline(input.deadline, input.run_at, now)?;
+    let tags = tags_of(input.tags.unwrap_or_default())?;
+    let queue_config = &state.engine.config().queues[&queue];
+    if let Some(p) = &input.policy {
+        queue_config.policy.merged(p).map_err(|e| {
+            ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
+        })?;
+    }
+    let endpoint = match input.endpoint {
+        Some(e) if redial_store::plain_name(&e, MAX_ENDPOINT_CHARS) => e,
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidEndpoint,
+                ENDPOINT_RULE,
+            ))
+        }
+        None => url.origin().ascii_serialization(),
+    };
+    let group = match input.group {
+        Some(g) if NewJob::valid_group(&g) => Some(g),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidGroup,
+                "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
+            ))
+        }
+        None => None,
+    };
+    let ordering = match input.ordering_key {
+        Some(key) if OrderingKey::valid(&key) => Some(OrderingKey {
+            key,
+            on_dead: queue_config.ordering_on_dead,
+        }),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidOrderingKey,
+                "ordering_key must be 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
+            ))
+        }
+        None => None,
+    };
+    let callback = input
+        .callback
+        .map(CallbackInput::target)
+        .transpose()
+        .and_then(|t| state.engine.callback(&queue, t))
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
+    Ok(NewJob {
+        ordering,
+        callback,
+        id: JobId(id),
+        queue,
+        endpoint,
+        request,
+        idempotency_key: Some(idempotency_key),
+        priority: input.priority.unwrap_or(0),
+        run_at: input.run_at.map_or(now, |t| t.max(now)),
+        deadline: input.deadline,
+        tags,
+        policy: input.policy,
+        created_at: now,
+        group,
+    })
+}
+
+/// A job's id as given (letters, digits and `-_.:@`, not a notification's), or a new UUID.
+fn job_id(given: Option<String>) -> Result<String, ApiError> {
+    let Some(id) = given else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    let valid = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
+    if !valid {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidId,
+            "id must be 1 to 200 characters of letters, digits and - _ . : @",
+        ));
+    }
+    // A notification's id is its key and webhook-id: a job holding one first would suppress
+    // the genuine delivery (one event, one job).
+    if redial_engine::notifications::is_notification_id(&id) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidId,
+            "id is in the form of Redial's own notifications' ids (notify-<target>-<event>-<hash>-<ms>): choose another",
+        ));
+    }
+    Ok(id)
+}
+
+/// The request a job sends, checked (method, URL, headers, body size, timeout), and its URL
+/// parsed (the endpoint defaults to its origin).
+fn request_of(state: &AppState, r: RequestInput) -> Result<(HttpRequest, url::Url), ApiError> {
+    let upper = r.method.to_ascii_uppercase();
+    if !is_http_token(&upper) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidMethod,
+            format!("{:?} is not an HTTP method", r.method),
+        ));
+    }
+    let method = if STANDARD_METHODS.contains(&upper.as_str()) {
+        upper
+    } else if r.method == upper {
+        r.method.clone()
+    } else {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidMethod,
+            format!(
+                "{:?} is not a standard HTTP method ({}); methods are case-sensitive, so write a custom one in upper case, as the server expects it",
+                r.method,
+                STANDARD_METHODS.join(", ")
+            ),
+        ));
+    };
+    let url = check_url("request.url", &r.url)
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidUrl, m))?;
+    let mut headers = headers_list(r.headers);
+    check_headers("request.headers", &headers)
+        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidHeader, m))?;
+    let body = match r.body {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(v) => {
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            Some(v.to_string())
+        }
+    };
+    if body
+        .as_ref()
+        .is_some_and(|b| b.len() > state.config.max_job_body_bytes)
+    {
+        return Err(ApiError::too_large(
+            ErrorCode::JobBodyTooLarge,
+            format!(
+                "request.body is over the limit of {} bytes",
+                state.config.max_job_body_bytes
+            ),
+        ));
+    }
+    let timeout_ms = match r.timeout {
+        None => None,
+        Some(t) => {
+            let d = parse_duration(&t)
+                .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(600))
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        ErrorCode::InvalidTimeout,
+                        format!("request.timeout {t:?} must be a duration from 1ms to 10m with a unit, such as \"10s\""),
+                    )
+                })?;
+            Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        }
+    };
+    let request = HttpRequest {
+        method,
+        url: r.url,
+        headers,
+        body,
+        timeout_ms,
+    };
+    Ok((request, url))
+}
+
+/// An idempotency key as given: printable ASCII, not one of Redial's own deliveries'.
+fn idempotency_key(k: String) -> Result<String, ApiError> {
+    if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
+        ));
+    }
+    if redial_engine::notifications::is_reserved_delivery_key(&k) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key is in the form of Redial's own deliveries' keys (callback~..., notify-<target>-<event>-...): choose another",
+        ));
+    }
+    Ok(k)
+}
+
+/// A deadline must be ahead, and after the job's `run_at`.
+fn check_deadline(
+    deadline: Option<Timestamp>,
+    run_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<(), ApiError> {
+    let Some(d) = deadline else { return Ok(()) };
+    if d <= now {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidDeadline,
+            format!("deadline {d} is already past"),
+        ));
+    }
+    if let Some(run_at) = run_at.filter(|r| d <= *r) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidDeadline,
+            format!("deadline {d} is not after run_at {run_at}: the job could never run"),
+        ));
+    }
+    Ok(())
+}
+
+/// At most 32 tags, each a plain name.
+fn tags_of(tags: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if tags.len() > 32 {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidTags,
+            "at most 32 tags",
+        ));
+    }
+    if let Some(bad) = tags
+        .iter()
+        .find(|t| !redial_store::plain_name(t, MAX_TAG_CHARS))
+    {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidTags,
+            format!("tag {bad:?}: {TAG_RULE}"),
+        ));
+    }
+    Ok(tags)
+}

@@ -1,0 +1,419 @@
+//! What clients send, and its validation: every mistake becomes a 4xx with a precise code and a
+//! message that says what to fix, before anything is stored.
+
+mod job;
+mod schedule;
+
+pub use job::{new_job, BatchInput, CallbackInput, HeadersInput, JobInput, RequestInput};
+pub use schedule::{schedule_definition, ScheduleInput};
+
+use crate::{ApiError, AppState, ErrorCode};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use redial_policy::{is_http_token, parse_duration, Timestamp};
+use redial_store::JobFilter;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::time::Duration;
+
+fn headers_list(h: Option<HeadersInput>) -> Vec<(String, String)> {
+    match h {
+        None => Vec::new(),
+        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
+        Some(HeadersInput::Pairs(p)) => p,
+    }
+}
+
+/// A URL a job may send to: at most [`MAX_URL_BYTES`], http or https with a host and a port
+/// other than 0. The message names `field`.
+fn check_url(field: &str, raw: &str) -> Result<url::Url, String> {
+    if raw.len() > MAX_URL_BYTES {
+        return Err(format!("{field} is over {MAX_URL_BYTES} bytes"));
+    }
+    let url =
+        url::Url::parse(raw).map_err(|e| format!("{field} {raw:?} is not a valid URL: {e}"))?;
+    if url.port() == Some(0) {
+        return Err(format!(
+            "{field} {raw:?} has port 0, which nothing can be reached on"
+        ));
+    }
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "{field} {raw:?} must be an http or https URL with a host"
+        ));
+    }
+    Ok(url)
+}
+
+/// Headers a job may send: at most 100, valid names, no framing or hop-by-hop header, values
+/// without control characters of at most 8192 bytes. The message names `field`.
+fn check_headers(field: &str, headers: &[(String, String)]) -> Result<(), String> {
+    if headers.len() > 100 {
+        return Err(format!("{field}: at most 100 headers"));
+    }
+    for (name, value) in headers {
+        if !is_http_token(name) {
+            return Err(format!("{field}: {name:?} is not a valid header name"));
+        }
+        if is_reserved_header(name) {
+            return Err(format!("{field}: {name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"));
+        }
+        if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            return Err(format!(
+                "{field}: the value of header {name:?} has control characters or is over 8192 bytes"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
+/// into a struct by position).
+pub(crate) fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Object(_) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(D::Error::custom),
+        _ => Err(D::Error::custom(
+            "policy must be an object, such as {\"max_attempts\": 3}",
+        )),
+    }
+}
+
+/// The longest request URL a job may have.
+const MAX_URL_BYTES: usize = 8192;
+
+/// The methods whose names are standard (RFC 9110 section 9): accepted in any case and sent in
+/// upper case. Other methods are case-sensitive, so they must be written as sent.
+const STANDARD_METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT",
+];
+
+/// Headers the HTTP client sets itself: framing (a job's own `Content-Length` would cut or
+/// stall its body) and hop-by-hop ones, which belong to one connection.
+fn is_reserved_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "content-length"
+            | "transfer-encoding"
+            | "host"
+            | "connection"
+            | "te"
+            | "upgrade"
+            | "keep-alive"
+            | "trailer"
+    ) || n.starts_with("proxy-")
+}
+
+/// A dead-letter filter in a bulk action's body; every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterInput {
+    pub queue: Option<String>,
+    pub category: Option<String>,
+    pub endpoint: Option<String>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    /// A reason pattern (`GET /v1/dead-letters/patterns`): the dead letters whose reason has it.
+    pub pattern: Option<String>,
+    /// Says that a bulk action with no filter means every dead letter.
+    pub all: Option<bool>,
+    /// A replay's changes ([`crate::replay`]): not a filter.
+    pub patch: Option<crate::replay::PatchInput>,
+    pub key: Option<crate::replay::KeyChoice>,
+    pub dry_run: Option<bool>,
+    /// Whether the answer waits for the bulk action to finish (the default), or comes at once
+    /// with its operation (202), to follow at `GET /v1/operations/{id}`.
+    pub wait: Option<bool>,
+}
+
+impl FilterInput {
+    /// Whether it names no criterion: a bulk action would reach every dead letter.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_none()
+            && self.category.is_none()
+            && self.endpoint.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+            && self.pattern.is_none()
+    }
+}
+
+/// A pause by hand: why, and until when (an instant, or a duration from now); with neither it
+/// lasts until resumed. The body may be empty.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseInput {
+    pub reason: Option<String>,
+    pub until: Option<Timestamp>,
+    #[serde(rename = "for")]
+    pub for_: Option<String>,
+}
+
+impl PauseInput {
+    /// Reads an optional body (empty or whitespace: no reason, no end).
+    pub fn read(body: Result<Bytes, BytesRejection>) -> Result<PauseInput, ApiError> {
+        match body {
+            Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(PauseInput::default()),
+            other => parse_json(other),
+        }
+    }
+
+    /// The reason and the end, checked against `now`.
+    pub fn resolve(self, now: Timestamp) -> Result<(String, Option<Timestamp>), ApiError> {
+        let reason = self.reason.unwrap_or_default();
+        if reason.chars().count() > 500 {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidReason,
+                "reason must be at most 500 characters",
+            ));
+        }
+        if !redial_store::plain_text(&reason) {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidReason,
+                "reason must be one line of plain text: no control characters (newlines, escapes, NUL), no bidirectional overrides or line separators",
+            ));
+        }
+        let until = match (self.until, self.for_) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::unprocessable(
+                    ErrorCode::InvalidPause,
+                    "give until or for, not both",
+                ))
+            }
+            (Some(u), None) if u <= now => {
+                return Err(ApiError::unprocessable(
+                    ErrorCode::InvalidPause,
+                    format!("until {u} has passed: give a later instant, or leave it out to pause until resumed"),
+                ))
+            }
+            (Some(u), None) => Some(u),
+            (None, Some(f)) => {
+                let d = parse_duration(&f)
+                    .filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
+                    .ok_or_else(|| {
+                        ApiError::unprocessable(
+                            ErrorCode::InvalidPause,
+                            format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
+                        )
+                    })?;
+                // To the whole second after: people read and type the end.
+                let end = now.saturating_add(d).as_unix_millis();
+                Some(Timestamp::from_unix_millis(end + (1000 - end.rem_euclid(1000)) % 1000))
+            }
+            (None, None) => None,
+        };
+        Ok((reason, until))
+    }
+}
+
+/// Reads a JSON body, mapping each failure to its own code.
+pub fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    parse_json_bytes(&body.map_err(body_error)?)
+}
+
+pub fn body_too_large() -> ApiError {
+    ApiError::too_large(
+        ErrorCode::BodyTooLarge,
+        "the request body is over the server's limit: send fewer or smaller jobs",
+    )
+}
+
+/// Why a request body could not be read, as the API says it.
+pub fn body_error(r: BytesRejection) -> ApiError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        body_too_large()
+    } else {
+        ApiError::bad_request(ErrorCode::InvalidBody, r.body_text())
+    }
+}
+
+pub fn parse_json_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(json_error)
+}
+
+pub fn json_error(e: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ApiError::bad_request(
+            ErrorCode::InvalidJson,
+            format!("the body is not valid JSON: {e}"),
+        ),
+        Category::Data => ApiError::unprocessable(ErrorCode::InvalidField, e.to_string()),
+    }
+}
+
+/// A time range that starts after it ends: refused, so that a swapped pair is not read as "no
+/// dead letters" (or a bulk action that did nothing).
+pub fn check_range(since: Option<Timestamp>, until: Option<Timestamp>) -> Result<(), ApiError> {
+    match (since, until) {
+        (Some(s), Some(u)) if s > u => Err(ApiError::unprocessable(
+            ErrorCode::InvalidRange,
+            format!("since {s} is after until {u}: nothing could match (were they swapped?)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl FilterInput {
+    /// The filter, with its pattern (checked, not yet resolved: [`with_pattern`]).
+    pub fn into_filter(self, state: &AppState) -> Result<(JobFilter, Option<String>), ApiError> {
+        if let Some(q) = &self.queue {
+            check_queue(state, q)?;
+        }
+        check_range(self.since, self.until)?;
+        if let Some(p) = &self.pattern {
+            check_pattern(p)?;
+        }
+        let filter = JobFilter {
+            queue: self.queue,
+            state: Some(redial_store::JobState::Dead),
+            category: self
+                .category
+                .as_deref()
+                .map(redial_store::parse_dead_category)
+                .transpose()
+                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidCategory, e))?,
+            endpoint: self.endpoint,
+            since: self.since,
+            until: self.until,
+            ..JobFilter::default()
+        };
+        Ok((filter, self.pattern))
+    }
+}
+
+/// A reason pattern as a filter takes it: one line of plain text, at most 1,000 characters
+/// (422 in a body).
+pub fn check_pattern(pattern: &str) -> Result<(), ApiError> {
+    match pattern_problem(pattern) {
+        Some(why) => Err(ApiError::unprocessable(ErrorCode::InvalidPattern, why)),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with a reason pattern, if anything.
+pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
+    (pattern.chars().count() > 1000 || !redial_store::plain_text(pattern)).then_some(
+        "pattern must be one line of plain text of at most 1000 characters, as GET /v1/dead-letters/patterns gives it",
+    )
+}
+
+/// A search's idempotency key: as an enqueue takes one (400 otherwise: it is a query).
+pub fn search_key(k: String) -> Result<String, ApiError> {
+    if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidIdempotencyKey,
+            "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
+        ));
+    }
+    Ok(k)
+}
+
+/// A search's tag: as an enqueue takes one (400 otherwise: it is a query).
+pub fn search_tag(t: String) -> Result<String, ApiError> {
+    if !redial_store::plain_name(&t, MAX_TAG_CHARS) {
+        return Err(ApiError::bad_request(ErrorCode::InvalidTags, TAG_RULE));
+    }
+    Ok(t)
+}
+
+/// A tag's length, in characters, and the rule for one (as for every name:
+/// [`redial_store::plain_name`]).
+const MAX_TAG_CHARS: usize = 100;
+const TAG_RULE: &str = "a tag must be 1 to 100 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators";
+
+/// The most words a search by reason text takes.
+const MAX_SEARCH_WORDS: usize = 8;
+
+/// The words of a search by reason text ([`redial_store::reason_words`]): 1 to 8 of them, from
+/// at most 1,000 characters.
+pub fn search_words(text: &str) -> Result<Vec<String>, ApiError> {
+    let words = redial_store::reason_words(text);
+    if text.chars().count() > 1000 || words.is_empty() || words.len() > MAX_SEARCH_WORDS {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidReasonText,
+            "reason_text must hold 1 to 8 words (letters and digits; each matches the words of a reason that start with it) in at most 1000 characters",
+        ));
+    }
+    Ok(words)
+}
+
+/// Brings the search indexes up to date (`Store::index_for_search`), before a search: what was
+/// enqueued or died since the last maintenance tick is found too.
+pub async fn index_for_search(state: &AppState) -> Result<(), ApiError> {
+    const CHUNK: u32 = 1000;
+    while state.engine.store().index_for_search(CHUNK).await? >= CHUNK {}
+    Ok(())
+}
+
+/// The filter narrowed to the dead letters whose reason has `pattern`: the reasons, word for
+/// word, that the filter's dead letters have with that pattern now (none: the filter matches
+/// nothing). Dead letters that die later with a new reason of the pattern are not in it.
+pub async fn with_pattern(
+    state: &AppState,
+    mut filter: JobFilter,
+    pattern: Option<String>,
+) -> Result<JobFilter, ApiError> {
+    let Some(pattern) = pattern else {
+        return Ok(filter);
+    };
+    let reasons = state
+        .engine
+        .store()
+        .dead_letter_reasons(filter.clone())
+        .await?;
+    filter.reasons = Some(redial_store::reasons_with_pattern(&reasons, &pattern));
+    Ok(filter)
+}
+
+pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
+    if state.engine.has_queue(queue) {
+        return Ok(());
+    }
+    let known: Vec<&str> = state
+        .engine
+        .config()
+        .queues
+        .keys()
+        .map(String::as_str)
+        .collect();
+    Err(ApiError::unprocessable(
+        ErrorCode::UnknownQueue,
+        format!(
+            "queue {queue:?} is not configured: use one of {}",
+            known.join(", ")
+        ),
+    ))
+}
+
+/// Refuses Redial's own queues (callbacks and notifications) to jobs from clients: their
+/// deliveries are signed with the queue's secret under a `webhook-id` Redial derives, so a job
+/// put there by a token holder (enqueued, scheduled, or replayed or patched into it) would be a
+/// forged delivery that receivers trust, and could take the genuine one's `webhook-id`.
+fn check_not_reserved(state: &AppState, queue: &str) -> Result<(), ApiError> {
+    let c = state.engine.config();
+    if queue == c.callback_queue || queue == c.notification_queue {
+        return Err(ApiError::unprocessable(
+            ErrorCode::ReservedQueue,
+            format!(
+                "queue {queue:?} carries Redial's own signed deliveries: jobs cannot be enqueued, scheduled, replayed or patched into it (a dead delivery may be replayed as it was)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An endpoint name's length, in characters, and the rule for one, at enqueue and in every
+/// control alike ([`redial_store::plain_name`]).
+pub const MAX_ENDPOINT_CHARS: usize = 200;
+pub const ENDPOINT_RULE: &str = "endpoint must be 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (names are URL origins such as https://api.example.com, percent-encoded in the path)";
