@@ -157,6 +157,16 @@ fn secret(given: bool) -> Value {
 /// What `serve` would run with, as a document in the configuration file's shape.
 fn resolved(s: &Settings) -> Value {
     let mut doc = Map::new();
+    store_section(&mut doc, s);
+    server_sections(&mut doc, s);
+    engine_sections(&mut doc, s);
+    queues_and_endpoints(&mut doc, s);
+    schedules_and_notifications(&mut doc, s);
+    Value::Object(doc)
+}
+
+/// `data_dir`, or `database_url` (redacted) and `[postgres]`.
+fn store_section(doc: &mut Map<String, Value>, s: &Settings) {
     match &s.store {
         StoreChoice::Sqlite { data_dir } => {
             doc.insert("data_dir".into(), json!(data_dir.display().to_string()));
@@ -172,6 +182,10 @@ fn resolved(s: &Settings) -> Value {
             );
         }
     }
+}
+
+/// `[server]` (tokens redacted), `[ui]`, `[network]`, `[http]`.
+fn server_sections(doc: &mut Map<String, Value>, s: &Settings) {
     let server = &s.server;
     doc.insert(
         "server".into(),
@@ -207,6 +221,10 @@ fn resolved(s: &Settings) -> Value {
             "idempotency_methods": s.http.idempotency_methods,
         }),
     );
+}
+
+/// `[engine]`, `[retention]`, `[metrics]`, `[alerts]` (the webhook redacted).
+fn engine_sections(doc: &mut Map<String, Value>, s: &Settings) {
     let e = &s.engine;
     doc.insert(
         "engine".into(),
@@ -241,6 +259,11 @@ fn resolved(s: &Settings) -> Value {
             "rules": rules,
         }),
     );
+}
+
+/// `[queues.*]` and `[endpoints.*]` (signing secrets redacted), `[endpoint_defaults]`.
+fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
+    let e = &s.engine;
     let mut queues = Map::new();
     for (name, q) in &e.queues {
         let secrets = s.http.signing.by_queue.get(name).map_or(0, Vec::len);
@@ -280,6 +303,11 @@ fn resolved(s: &Settings) -> Value {
         endpoints.insert(origin.clone(), Value::Object(one));
     }
     doc.insert("endpoints".into(), Value::Object(endpoints));
+}
+
+/// `[[schedules]]` and `[[notifications]]`, their secrets redacted.
+fn schedules_and_notifications(doc: &mut Map<String, Value>, s: &Settings) {
+    let e = &s.engine;
     let schedules: Vec<Value> = s.schedules.iter().map(redact_schedule).collect();
     doc.insert("schedules".into(), Value::Array(schedules));
     let notifications: Vec<Value> = e
@@ -301,7 +329,6 @@ fn resolved(s: &Settings) -> Value {
         })
         .collect();
     doc.insert("notifications".into(), Value::Array(notifications));
-    Value::Object(doc)
 }
 
 /// An alert rule as the file writes one.
