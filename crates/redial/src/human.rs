@@ -322,6 +322,39 @@ pub fn jobs(list: &[Job]) -> String {
 /// One endpoint in full, for people.
 pub fn endpoint(e: &Endpoint) -> String {
     let mut out = format!("endpoint {}\n", e.name);
+    let mut facts = endpoint_holds(e);
+    facts.extend(endpoint_limits(e));
+    if let Some(f) = &e.forecast {
+        facts.extend(forecast(f));
+    }
+    if e.nodes > 1 {
+        facts.push((
+            "nodes",
+            format!(
+                "{}: limits are divided among them; the counts above are this node's part",
+                e.nodes
+            ),
+        ));
+    }
+    for (k, v) in facts {
+        out.push_str(&format!("  {k:<17} {v}\n"));
+    }
+    if !e.breaker_history.is_empty() {
+        let rows: Vec<Vec<String>> = e
+            .breaker_history
+            .iter()
+            .rev()
+            .map(|h| vec![h.at.clone(), h.to.clone(), cut(&h.reason, 120)])
+            .collect();
+        out.push_str("\nbreaker history, newest first\n");
+        out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
+        out.push('\n');
+    }
+    out
+}
+
+/// What holds an endpoint's jobs, if anything: pauses, the breaker, a quarantine, an outage.
+fn endpoint_holds(e: &Endpoint) -> Vec<(&'static str, String)> {
     let paused_by_hand = match &e.paused_by_hand {
         None => "no".to_owned(),
         Some(p) => format!(
@@ -335,7 +368,7 @@ pub fn endpoint(e: &Endpoint) -> String {
                 .map_or(String::new(), |r| format!(": {r}"))
         ),
     };
-    let facts = [
+    vec![
         (
             "holding",
             e.holding.clone().unwrap_or_else(|| "nothing".into()),
@@ -383,6 +416,13 @@ pub fn endpoint(e: &Endpoint) -> String {
                 None => "-".to_owned(),
             },
         ),
+    ]
+}
+
+/// Where an endpoint stands against its limits: the breaker's window, the retry budget, the
+/// rate, what its answers taught, what is in flight.
+fn endpoint_limits(e: &Endpoint) -> Vec<(&'static str, String)> {
+    vec![
         (
             "window",
             format!(
@@ -425,35 +465,7 @@ pub fn endpoint(e: &Endpoint) -> String {
                 None => e.in_flight.to_string(),
             },
         ),
-    ];
-    let mut facts = facts.to_vec();
-    if let Some(f) = &e.forecast {
-        facts.extend(forecast(f));
-    }
-    if e.nodes > 1 {
-        facts.push((
-            "nodes",
-            format!(
-                "{}: limits are divided among them; the counts above are this node's part",
-                e.nodes
-            ),
-        ));
-    }
-    for (k, v) in facts {
-        out.push_str(&format!("  {k:<17} {v}\n"));
-    }
-    if !e.breaker_history.is_empty() {
-        let rows: Vec<Vec<String>> = e
-            .breaker_history
-            .iter()
-            .rev()
-            .map(|h| vec![h.at.clone(), h.to.clone(), cut(&h.reason, 120)])
-            .collect();
-        out.push_str("\nbreaker history, newest first\n");
-        out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
-        out.push('\n');
-    }
-    out
+    ]
 }
 
 /// A forecast's lines: when the backlog drains and at what pace, and the deadlines at risk.
