@@ -157,13 +157,45 @@ fn ms(d: Duration) -> u64 {
 /// An endpoint's limiter: its kind, how it speaks (`wait` and `quota`, or the older booleans,
 /// which speak as the limiter each kind is usually met as), its refusal status and halving.
 fn limit(l: LimitFile, at: &str) -> Result<Limit> {
-    let whole = l.whole_seconds;
-    let kind = match l.kind.as_str() {
+    let kind = limit_kind(&l, at)?;
+    if l.hold.is_some() && !matches!(kind, LimitKind::Concurrency { .. }) {
+        return Err(usage(format!(
+            "{at}: limit.hold goes with kind = \"concurrency\" only"
+        )));
+    }
+    let status = match l.status {
+        None => 429,
+        Some(s @ (429 | 503 | 403)) => s,
+        Some(other) => {
+            return Err(usage(format!(
+                "{at}: limit.status {other} is not one a limiter refuses with: 429, 503 or 403"
+            )))
+        }
+    };
+    let wait = limit_wait(&l, &kind, at)?;
+    let quota = limit_quota(&l, &kind, at)?;
+    let mut out = Limit::new(kind).speaking(wait, quota).refusing_with(status);
+    if let Some(h) = l.halved {
+        let from = duration(&h.from, &format!("{at}: limit.halved.from"))?;
+        let until = duration(&h.until, &format!("{at}: limit.halved.until"))?;
+        if until <= from {
+            return Err(usage(format!(
+                "{at}: limit.halved: until must be after from"
+            )));
+        }
+        out = out.halved_between(ms(from), ms(until));
+    }
+    Ok(out)
+}
+
+/// The limiter's kind and its numbers.
+fn limit_kind(l: &LimitFile, at: &str) -> Result<LimitKind> {
+    Ok(match l.kind.as_str() {
         "token_bucket" => {
-            let rate = l.rate.ok_or_else(|| {
+            let rate = l.rate.as_deref().ok_or_else(|| {
                 usage(format!("{at}: limit: a token bucket needs a rate (\"100/s\")"))
             })?;
-            let rate = Rate::parse(&rate).map_err(|m| usage(format!("{at}: limit.rate: {m}")))?;
+            let rate = Rate::parse(rate).map_err(|m| usage(format!("{at}: limit.rate: {m}")))?;
             LimitKind::TokenBucket {
                 count: rate.count,
                 per_ms: ms(rate.per).max(1),
@@ -214,24 +246,16 @@ fn limit(l: LimitFile, at: &str) -> Result<Limit> {
                 "{at}: limit.kind \"{other}\" is not one: \"token_bucket\", \"fixed_window\", \"sliding_log\", \"sliding_counter\" or \"concurrency\""
             )))
         }
-    };
-    if l.hold.is_some() && !matches!(kind, LimitKind::Concurrency { .. }) {
-        return Err(usage(format!(
-            "{at}: limit.hold goes with kind = \"concurrency\" only"
-        )));
-    }
-    let status = match l.status {
-        None => 429,
-        Some(s @ (429 | 503 | 403)) => s,
-        Some(other) => {
-            return Err(usage(format!(
-                "{at}: limit.status {other} is not one a limiter refuses with: 429, 503 or 403"
-            )))
-        }
-    };
+    })
+}
+
+/// How a refusal says when to come back: `wait`, or the older `retry_after`, which speaks as
+/// the limiter each kind is usually met as.
+fn limit_wait(l: &LimitFile, kind: &LimitKind, at: &str) -> Result<Wait> {
+    let whole = l.whole_seconds;
     let window_kind = !matches!(kind, LimitKind::TokenBucket { .. });
     let log = matches!(kind, LimitKind::SlidingLog { .. });
-    let wait = match l.wait.as_deref() {
+    Ok(match l.wait.as_deref() {
         Some(_) if l.retry_after => {
             return Err(usage(format!(
                 "{at}: limit: wait and retry_after both say how a refusal speaks: keep wait"
@@ -251,8 +275,15 @@ fn limit(l: LimitFile, at: &str) -> Result<Limit> {
         None if !window_kind || whole && !log => Wait::Seconds,
         None if whole => Wait::Truncated,
         None => Wait::Decimal,
-    };
-    let quota = match l.quota.as_deref() {
+    })
+}
+
+/// How the quota is reported: `quota`, or the older `quota_headers`, as `limit_wait` does.
+fn limit_quota(l: &LimitFile, kind: &LimitKind, at: &str) -> Result<QuotaStyle> {
+    let whole = l.whole_seconds;
+    let window_kind = !matches!(kind, LimitKind::TokenBucket { .. });
+    let log = matches!(kind, LimitKind::SlidingLog { .. });
+    Ok(match l.quota.as_deref() {
         Some(_) if l.quota_headers => {
             return Err(usage(format!(
                 "{at}: limit: quota and quota_headers both say how the quota is reported: keep quota"
@@ -274,19 +305,7 @@ fn limit(l: LimitFile, at: &str) -> Result<Limit> {
         None if whole && log => QuotaStyle::GitHub,
         None if whole => QuotaStyle::Draft6,
         None => QuotaStyle::OpenAi,
-    };
-    let mut out = Limit::new(kind).speaking(wait, quota).refusing_with(status);
-    if let Some(h) = l.halved {
-        let from = duration(&h.from, &format!("{at}: limit.halved.from"))?;
-        let until = duration(&h.until, &format!("{at}: limit.halved.until"))?;
-        if until <= from {
-            return Err(usage(format!(
-                "{at}: limit.halved: until must be after from"
-            )));
-        }
-        out = out.halved_between(ms(from), ms(until));
-    }
-    Ok(out)
+    })
 }
 
 fn answer(value: &str, retry_after: Option<Duration>, field: &str) -> Result<Answer> {
