@@ -347,125 +347,148 @@ pub fn parse(text: &str) -> Result<Workload> {
     }
     let mut endpoints = Vec::with_capacity(file.endpoints.len());
     for (i, e) in file.endpoints.into_iter().enumerate() {
-        let at = format!("endpoint {} ({})", i + 1, e.name);
-        if e.name.trim().is_empty() {
-            return Err(usage(format!("endpoint {}: name is empty", i + 1)));
-        }
-        if endpoints.iter().any(|o: &EndpointModel| o.name == e.name) {
-            return Err(usage(format!("{at}: a second endpoint of this name")));
-        }
-        if e.jobs == 0 || e.jobs > 10_000_000 {
-            return Err(usage(format!("{at}: jobs must be 1 to 10,000,000")));
-        }
-        let arrival = match (e.arrival.rate, e.arrival.burst, e.arrival.every) {
-                (None, None, None) => Arrival::AtOnce,
-                (Some(rate), None, None) => {
-                    let rate = Rate::parse(&rate)
-                        .map_err(|m| usage(format!("{at}: arrival.rate: {m}")))?;
-                    Arrival::Rate(rate.interval())
-                }
-                (None, Some(size), Some(every)) if size > 0 => Arrival::Bursts {
-                    size,
-                    every: duration(&every, &format!("{at}: arrival.every"))?,
-                },
-                _ => {
-                    return Err(usage(format!(
-                        "{at}: arrival is either a rate (rate = \"50/s\") or bursts (burst = 100, every = \"1m\"), or nothing for all at once"
-                    )))
-                }
-            };
-        let method = Method::from_name(&e.method.to_ascii_uppercase());
-        let latency = duration(&e.latency, &format!("{at}: latency"))?;
-        let latency_max = match &e.latency_max {
-            Some(v) => duration(v, &format!("{at}: latency_max"))?,
-            None => latency,
-        };
-        if latency_max < latency {
-            return Err(usage(format!("{at}: latency_max is below latency")));
-        }
-        let timeout = duration(&e.timeout, &format!("{at}: timeout"))?;
-        if timeout.is_zero() {
-            return Err(usage(format!("{at}: timeout must be above zero")));
-        }
-        let limit = match e.limit {
-            None => None,
-            Some(l) => Some(limit(l, &at)?),
-        };
-        let mut outages = Vec::new();
-        for (k, o) in e.outages.into_iter().enumerate() {
-            let here = format!("{at}: outage {}", k + 1);
-            let from = duration(&o.from, &format!("{here}: from"))?;
-            let until = duration(&o.until, &format!("{here}: until"))?;
-            if until <= from {
-                return Err(usage(format!("{here}: until must be after from")));
-            }
-            let wait = match &o.retry_after {
-                Some(v) => Some(duration(v, &format!("{here}: retry_after"))?),
-                None => None,
-            };
-            outages.push(Outage {
-                from,
-                until,
-                answer: answer(&o.answer, wait, &format!("{here}: answer"))?,
-            });
-        }
-        let mut failures = Vec::new();
-        for (k, f) in e.failures.into_iter().enumerate() {
-            let here = format!("{at}: failure {}", k + 1);
-            if !(f.ratio > 0.0 && f.ratio <= 1.0) {
-                return Err(usage(format!(
-                    "{here}: ratio must be above 0 and at most 1"
-                )));
-            }
-            let always = match f.repeat.as_str() {
-                "always" => true,
-                "once" => false,
-                other => {
-                    return Err(usage(format!(
-                        "{here}: repeat \"{other}\" is not one: \"once\" or \"always\""
-                    )))
-                }
-            };
-            let failed = answer(&f.answer, None, &format!("{here}: answer"))?;
-            if f.commit && matches!(failed, Answer::ConnectionRefused) {
-                return Err(usage(format!(
-                    "{here}: commit: a refused connection reached nothing to do the work"
-                )));
-            }
-            failures.push(Failure {
-                answer: failed,
-                ratio: f.ratio,
-                always,
-                commit: f.commit,
-            });
-        }
-        if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
-            return Err(usage(format!(
-                "{at}: the failures' ratios add up to more than 1"
-            )));
-        }
-        let deadline = match &e.deadline {
-            Some(v) => Some(duration(v, &format!("{at}: deadline"))?),
-            None => None,
-        };
-        endpoints.push(EndpointModel {
-            name: e.name,
-            queue: e.queue,
-            jobs: e.jobs,
-            arrival,
-            method,
-            idempotency_key: e.idempotency_key,
-            deadline,
-            latency: (latency, latency_max),
-            timeout,
-            limit,
-            outages,
-            failures,
-            history: None,
-        });
+        let model = endpoint_model(i, e, &endpoints)?;
+        endpoints.push(model);
     }
     Ok(Workload {
         seed: file.seed,
         endpoints,
     })
+}
+
+/// The `i`-th `[[endpoint]]` table, checked (its name not one of `before`'s).
+fn endpoint_model(i: usize, e: EndpointFile, before: &[EndpointModel]) -> Result<EndpointModel> {
+    let at = format!("endpoint {} ({})", i + 1, e.name);
+    if e.name.trim().is_empty() {
+        return Err(usage(format!("endpoint {}: name is empty", i + 1)));
+    }
+    if before.iter().any(|o| o.name == e.name) {
+        return Err(usage(format!("{at}: a second endpoint of this name")));
+    }
+    if e.jobs == 0 || e.jobs > 10_000_000 {
+        return Err(usage(format!("{at}: jobs must be 1 to 10,000,000")));
+    }
+    let arrival = arrival(e.arrival, &at)?;
+    let method = Method::from_name(&e.method.to_ascii_uppercase());
+    let latency = duration(&e.latency, &format!("{at}: latency"))?;
+    let latency_max = match &e.latency_max {
+        Some(v) => duration(v, &format!("{at}: latency_max"))?,
+        None => latency,
+    };
+    if latency_max < latency {
+        return Err(usage(format!("{at}: latency_max is below latency")));
+    }
+    let timeout = duration(&e.timeout, &format!("{at}: timeout"))?;
+    if timeout.is_zero() {
+        return Err(usage(format!("{at}: timeout must be above zero")));
+    }
+    let limit = match e.limit {
+        None => None,
+        Some(l) => Some(limit(l, &at)?),
+    };
+    let outages = outages(e.outages, &at)?;
+    let failures = failures(e.failures, &at)?;
+    let deadline = match &e.deadline {
+        Some(v) => Some(duration(v, &format!("{at}: deadline"))?),
+        None => None,
+    };
+    Ok(EndpointModel {
+        name: e.name,
+        queue: e.queue,
+        jobs: e.jobs,
+        arrival,
+        method,
+        idempotency_key: e.idempotency_key,
+        deadline,
+        latency: (latency, latency_max),
+        timeout,
+        limit,
+        outages,
+        failures,
+        history: None,
+    })
+}
+
+/// How the endpoint's jobs arrive: all at once, at a rate, or in bursts.
+fn arrival(arrival: ArrivalFile, at: &str) -> Result<Arrival> {
+    Ok(match (arrival.rate, arrival.burst, arrival.every) {
+            (None, None, None) => Arrival::AtOnce,
+            (Some(rate), None, None) => {
+                let rate = Rate::parse(&rate)
+                    .map_err(|m| usage(format!("{at}: arrival.rate: {m}")))?;
+                Arrival::Rate(rate.interval())
+            }
+            (None, Some(size), Some(every)) if size > 0 => Arrival::Bursts {
+                size,
+                every: duration(&every, &format!("{at}: arrival.every"))?,
+            },
+            _ => {
+                return Err(usage(format!(
+                    "{at}: arrival is either a rate (rate = \"50/s\") or bursts (burst = 100, every = \"1m\"), or nothing for all at once"
+                )))
+            }
+        })
+}
+
+/// The endpoint's outages: from, until, and what it answers meanwhile.
+fn outages(given: Vec<OutageFile>, at: &str) -> Result<Vec<Outage>> {
+    let mut outages = Vec::new();
+    for (k, o) in given.into_iter().enumerate() {
+        let here = format!("{at}: outage {}", k + 1);
+        let from = duration(&o.from, &format!("{here}: from"))?;
+        let until = duration(&o.until, &format!("{here}: until"))?;
+        if until <= from {
+            return Err(usage(format!("{here}: until must be after from")));
+        }
+        let wait = match &o.retry_after {
+            Some(v) => Some(duration(v, &format!("{here}: retry_after"))?),
+            None => None,
+        };
+        outages.push(Outage {
+            from,
+            until,
+            answer: answer(&o.answer, wait, &format!("{here}: answer"))?,
+        });
+    }
+    Ok(outages)
+}
+
+/// The endpoint's failures: which share of jobs fail, how, and whether the work was done.
+fn failures(given: Vec<FailureFile>, at: &str) -> Result<Vec<Failure>> {
+    let mut failures = Vec::new();
+    for (k, f) in given.into_iter().enumerate() {
+        let here = format!("{at}: failure {}", k + 1);
+        if !(f.ratio > 0.0 && f.ratio <= 1.0) {
+            return Err(usage(format!(
+                "{here}: ratio must be above 0 and at most 1"
+            )));
+        }
+        let always = match f.repeat.as_str() {
+            "always" => true,
+            "once" => false,
+            other => {
+                return Err(usage(format!(
+                    "{here}: repeat \"{other}\" is not one: \"once\" or \"always\""
+                )))
+            }
+        };
+        let failed = answer(&f.answer, None, &format!("{here}: answer"))?;
+        if f.commit && matches!(failed, Answer::ConnectionRefused) {
+            return Err(usage(format!(
+                "{here}: commit: a refused connection reached nothing to do the work"
+            )));
+        }
+        failures.push(Failure {
+            answer: failed,
+            ratio: f.ratio,
+            always,
+            commit: f.commit,
+        });
+    }
+    if failures.iter().map(|f| f.ratio).sum::<f64>() > 1.0 + 1e-9 {
+        return Err(usage(format!(
+            "{at}: the failures' ratios add up to more than 1"
+        )));
+    }
+    Ok(failures)
 }
