@@ -236,42 +236,7 @@ pub fn job(j: &Job) -> String {
         out.push_str("\nno attempt yet\n");
         return out;
     }
-    let rows: Vec<Vec<String>> = attempts
-        .iter()
-        .map(|a| {
-            let result = match (a.status, &a.error) {
-                (Some(st), _) => st.to_string(),
-                (None, Some(e)) => e.clone(),
-                _ => "-".to_owned(),
-            };
-            let decision = match &a.dead_category {
-                Some(c) => format!("{} ({c})", a.decision),
-                None => a.decision.clone(),
-            };
-            let wait = match a.server_wait_ms {
-                Some(w) => format!(
-                    "{} ({})",
-                    ms(Some(w)),
-                    or_dash(a.server_wait_source.as_ref())
-                ),
-                None => "-".to_owned(),
-            };
-            vec![
-                a.number.to_string(),
-                a.started_at.clone(),
-                ms(Some(a.duration_ms)),
-                result,
-                a.category.clone(),
-                decision,
-                ms(a.delay_ms),
-                wait,
-                match &a.held {
-                    Some(h) => cut(&format!("{}; held before it by {h}", a.reason), 120),
-                    None => cut(&a.reason, 120),
-                },
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = attempts.iter().map(attempt_row).collect();
     out.push('\n');
     out.push_str(&table(
         &[
@@ -291,6 +256,41 @@ pub fn job(j: &Job) -> String {
         out.push_str(&format!("\nlast response body: {}\n", cut(body, 200)));
     }
     out
+}
+
+/// One attempt's row in a job's table.
+fn attempt_row(a: &redial_client::Attempt) -> Vec<String> {
+    let result = match (a.status, &a.error) {
+        (Some(st), _) => st.to_string(),
+        (None, Some(e)) => e.clone(),
+        _ => "-".to_owned(),
+    };
+    let decision = match &a.dead_category {
+        Some(c) => format!("{} ({c})", a.decision),
+        None => a.decision.clone(),
+    };
+    let wait = match a.server_wait_ms {
+        Some(w) => format!(
+            "{} ({})",
+            ms(Some(w)),
+            or_dash(a.server_wait_source.as_ref())
+        ),
+        None => "-".to_owned(),
+    };
+    vec![
+        a.number.to_string(),
+        a.started_at.clone(),
+        ms(Some(a.duration_ms)),
+        result,
+        a.category.clone(),
+        decision,
+        ms(a.delay_ms),
+        wait,
+        match &a.held {
+            Some(h) => cut(&format!("{}; held before it by {h}", a.reason), 120),
+            None => cut(&a.reason, 120),
+        },
+    ]
 }
 
 /// Jobs as a table: requests made (every attempt, across replays), failed attempts counted
