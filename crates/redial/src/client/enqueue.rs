@@ -164,28 +164,7 @@ async fn enqueue_file(
     output: &OutputArgs,
 ) -> Result<()> {
     let batch_size = how.batch_size;
-    let text = if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading jobs from standard input")?;
-        s
-    } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
-    };
-    let (mut jobs, unit) = parse_jobs(&text)?;
-    for (_, job) in &mut jobs {
-        if let Value::Object(fields) = job {
-            fields.remove("dead");
-            if how.new_ids {
-                fields.remove("id");
-            }
-        }
-    }
-    if jobs.is_empty() {
-        return Err(UsageError("no jobs in the input".into()).into());
-    }
+    let (jobs, unit) = read_jobs(path, how)?;
     let source = if path.as_os_str() == "-" {
         "standard input".to_owned()
     } else {
@@ -199,27 +178,7 @@ async fn enqueue_file(
         let out = server
             .ask(server.client.enqueue_batch(&values))
             .await
-            .map_err(|e| {
-                let (first, last) = (chunk[0].0, chunk[chunk.len() - 1].0);
-                let stored = n * batch_size;
-                let before = if stored == 0 {
-                    String::new()
-                } else {
-                    format!("; the {stored} jobs before them were")
-                };
-                // The API names a job by its index in the batch: say which line it came from.
-                let failure = e.downcast_ref::<ApiFailure>();
-                match failure.and_then(|f| batch_index(&f.message)) {
-                    Some((i, rest)) if i < chunk.len() => anyhow!(
-                        "{source}, {unit} {}: {rest} (server answered {}); nothing from {unit}s {first} to {last} was stored{before}",
-                        chunk[i].0,
-                        failure.map_or(0, |f| f.status),
-                    ),
-                    _ => e.context(format!(
-                        "{source}: nothing from {unit}s {first} to {last} was stored{before}"
-                    )),
-                }
-            })?;
+            .map_err(|e| batch_failed(e, chunk, n * batch_size, &source, unit))?;
         inserted += u64::try_from(out.inserted).unwrap_or(0);
         deduplicated += u64::try_from(out.deduplicated).unwrap_or(0);
         if how.replay_existing {
@@ -260,6 +219,63 @@ async fn enqueue_file(
         }
     );
     Ok(())
+}
+
+/// The jobs of a file (or standard input, `-`), each with where it was, and what to call that
+/// place (line, item): their `dead` fields dropped, and their ids with `--new-ids`.
+fn read_jobs(path: &PathBuf, how: &FileImport) -> Result<(Vec<(usize, Value)>, &'static str)> {
+    let text = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading jobs from standard input")?;
+        s
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?
+    };
+    let (mut jobs, unit) = parse_jobs(&text)?;
+    for (_, job) in &mut jobs {
+        if let Value::Object(fields) = job {
+            fields.remove("dead");
+            if how.new_ids {
+                fields.remove("id");
+            }
+        }
+    }
+    if jobs.is_empty() {
+        return Err(UsageError("no jobs in the input".into()).into());
+    }
+    Ok((jobs, unit))
+}
+
+/// What a batch's failure says, for people: the line the job the API names came from, and
+/// what was stored before it (`stored` jobs: nothing of this batch).
+fn batch_failed(
+    e: anyhow::Error,
+    chunk: &[(usize, Value)],
+    stored: usize,
+    source: &str,
+    unit: &str,
+) -> anyhow::Error {
+    let (first, last) = (chunk[0].0, chunk[chunk.len() - 1].0);
+    let before = if stored == 0 {
+        String::new()
+    } else {
+        format!("; the {stored} jobs before them were")
+    };
+    // The API names a job by its index in the batch: say which line it came from.
+    let failure = e.downcast_ref::<ApiFailure>();
+    match failure.and_then(|f| batch_index(&f.message)) {
+        Some((i, rest)) if i < chunk.len() => anyhow!(
+            "{source}, {unit} {}: {rest} (server answered {}); nothing from {unit}s {first} to {last} was stored{before}",
+            chunk[i].0,
+            failure.map_or(0, |f| f.status),
+        ),
+        _ => e.context(format!(
+            "{source}: nothing from {unit}s {first} to {last} was stored{before}"
+        )),
+    }
 }
 
 /// One JSON object, a JSON array of objects, or NDJSON (one object per line; blank lines
