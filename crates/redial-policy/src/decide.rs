@@ -431,6 +431,8 @@ pub fn decide(
     }
 }
 
+/// Over 100 lines on purpose: the decision table: an arm per category and per limit reached, read
+/// as a table.
 fn act(
     c: &Classification,
     job: &JobCounters,

@@ -118,6 +118,9 @@ struct HeadRead {
 impl Picker<'_> {
     /// Reads from the head (`from` = None) or after `from`, asking admission of each job not
     /// left out, until enough are taken, `budget` rows were skipped, or rows run out.
+    ///
+    /// Over 100 lines on purpose: the scan's loop: a page read, each row offered to admission, the
+    /// position and the skip budget carried from row to row.
     async fn read(
         &mut self,
         c: &mut Conn,
@@ -230,6 +233,10 @@ impl Picker<'_> {
     /// offers its weight's share of what is left to admission ([`pick::share`]), pass after
     /// pass, until the lease is full or every turn is spent or holds. Past held endpoints a
     /// turn reads no further than its head in this lease.
+    ///
+    /// Over 100 lines on purpose: one round-robin over the groups' heads and their shares: its
+    /// state (the turns, what each took and read) lives across the passes, and a split would hand
+    /// all of it to every part.
     async fn fair(
         &mut self,
         c: &mut Conn,
@@ -438,6 +445,8 @@ struct Leased<'a> {
     choice: Choice<'a, ()>,
 }
 
+/// Over 100 lines on purpose: one transaction's steps on one connection, in the order that makes it
+/// correct (lock, read, admit, write, commit); read at once, the order is the argument.
 async fn lease_in_transaction<'a>(
     c: &mut Conn,
     scan: &std::sync::Mutex<LeaseScan>,

@@ -20,6 +20,9 @@ pub(crate) const MAX_RECORD_BATCH: usize = 512;
 /// one statement, so that one commit serves them all (as the SQLite store's group commit does).
 /// What the batch statement does not record (a lease lost, a cancel waiting, an id twice in the
 /// batch), or a batch that fails, goes through the one-attempt path, each on its own.
+///
+/// Over 100 lines on purpose: the batching task's loop (gather, record, fall back one by one,
+/// reconnect); its connection and queue live across the iterations.
 pub(crate) async fn recorder(
     config: DbConfig,
     channel: String,

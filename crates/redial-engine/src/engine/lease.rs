@@ -154,6 +154,8 @@ impl Inner {
     }
 }
 
+/// Over 100 lines on purpose: a queue's loop (wait, fill, sleep until what can wake it); its slots
+/// and the hold it waits on live across the iterations.
 pub(super) async fn queue_loop(inner: Arc<Inner>, queue: String) {
     let Some(QueueSlots {
         lease: lease_slots,

@@ -155,6 +155,9 @@ const SHARE_INTERVAL: Duration = Duration::from_millis(250);
 
 impl Engine {
     /// An engine whose queues all use `handler` unless [`Engine::with_handler`] says otherwise.
+    ///
+    /// Over 100 lines on purpose: it builds each part of the engine from its configuration, in the
+    /// order the parts depend on each other.
     pub fn new(
         store: Arc<dyn Store>,
         config: EngineConfig,

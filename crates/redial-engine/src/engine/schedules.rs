@@ -378,6 +378,9 @@ impl Engine {
     /// moves each on to its next occurrence. Safe on several nodes at once. A schedule this node
     /// cannot run (its definition unreadable, written by a newer Redial; its queue not
     /// configured here) is left for a node that can, and logged once a minute.
+    ///
+    /// Over 100 lines on purpose: each due schedule through its missed-run rule to its jobs in one
+    /// pass (read, enqueue, move on), with each reason a node leaves a schedule to another.
     pub async fn schedules_check(&self) -> Result<ScheduleCheck, StoreError> {
         let inner = &self.inner;
         let now = inner.clock.now();

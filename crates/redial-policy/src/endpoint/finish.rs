@@ -112,6 +112,10 @@ impl Observed {
 impl EndpointState {
     /// Records a finished attempt (its `permit` back, what it taught in `observed`, whose
     /// `others_in_flight` the caller fills in) and says what the endpoint asks of its job.
+    ///
+    /// Over 100 lines on purpose: what one finished attempt teaches the endpoint, in the order its
+    /// protections take it (pause, pace, quota, breaker, budget, quarantine), each reading what the
+    /// one before decided.
     pub fn finish(
         &mut self,
         cfg: &EndpointConfig,

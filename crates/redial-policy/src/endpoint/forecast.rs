@@ -99,6 +99,9 @@ struct Windows {
 impl EndpointState {
     /// The forecast for the endpoint's backlog at the limits in force at `now` (see the module
     /// docs for the model). Reads the state only.
+    ///
+    /// Over 100 lines on purpose: one model's arithmetic (the module docs give it), step by step,
+    /// each step naming the quantity it computes; the forecast properties check it whole.
     pub fn forecast(
         &self,
         cfg: &EndpointConfig,

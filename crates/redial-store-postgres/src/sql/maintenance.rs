@@ -28,6 +28,8 @@ use crate::{backend, Conn};
 use redial_policy::Timestamp;
 use redial_store::{CleanupParams, ExpireParams, JobId, RescueParams, RescueReport, StoreResult};
 
+/// Over 100 lines on purpose: one transaction, in order: the expired leases back, the stalls
+/// counted, the jobs that stalled too often made dead, and the deliveries those owe.
 pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResult<RescueReport> {
     let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;

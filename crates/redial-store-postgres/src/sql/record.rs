@@ -213,6 +213,8 @@ pub fn batchable(p: &RecordAttemptParams) -> bool {
     p.seq.is_some() && p.attempt.number >= 1
 }
 
+/// Over 100 lines on purpose: it lays the batch out as the statement's fifteen column arrays (and
+/// the deliveries' twenty) and reads the answer: mostly those arrays, one line each.
 pub async fn record_many(
     c: &mut Conn,
     channel: &str,

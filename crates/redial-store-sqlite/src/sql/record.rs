@@ -107,6 +107,9 @@ pub fn record_attempt(
 
 /// The common case's two statements: the attempt in, then the decision applied if the job is
 /// as the caller leased it. `None` (the attempt taken out again) when it is not.
+///
+/// Over 100 lines on purpose: the common case's two statements and the checks between them, in the
+/// order they run.
 fn record_leased(
     c: &Connection,
     p: &RecordAttemptParams,
