@@ -211,7 +211,7 @@ pub(super) async fn endpoint_replay_outage(
         ..redial_store::JobFilter::default()
     };
     let (status, mut v) =
-        super::jobs::bulk_answer(&state, redial_engine::BulkKind::Replay, filter, true).await?;
+        super::bulk::bulk_answer(&state, redial_engine::BulkKind::Replay, filter, true).await?;
     if let Some(o) = v.as_object_mut() {
         o.insert("since".into(), json!(since));
     }

@@ -14,20 +14,22 @@ use axum::{middleware, Json, Router};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use redial_store::JobId;
 
+mod bulk;
 mod endpoints;
 mod events;
 mod jobs;
 mod ops;
 mod schedules;
 
+use bulk::{bulk_dismiss, bulk_replay, export, operation, operation_cancel, operations};
 use endpoints::{
     endpoint, endpoint_pause, endpoint_replay_outage, endpoint_reset_breaker, endpoint_resume,
     endpoints, queue_groups, queue_ordering_keys, queue_pause, queue_resume, queues,
 };
 use events::{events, stream};
 use jobs::{
-    bulk_dismiss, bulk_replay, cancel, dead_letter_groups, dead_letter_patterns, dismiss, enqueue,
-    enqueue_batch, export, list, operation, operation_cancel, operations, replay, session, show,
+    cancel, dead_letter_groups, dead_letter_patterns, dismiss, enqueue, enqueue_batch, list,
+    replay, session, show,
 };
 use ops::{alerts, backup, healthz, metrics, openapi, readyz, series, stats};
 use schedules::{
