@@ -10,6 +10,7 @@ mod pages;
 pub mod pick;
 mod recording;
 mod rules;
+mod search;
 mod types;
 
 #[cfg(feature = "testkit")]
@@ -18,11 +19,14 @@ pub mod testkit;
 pub use pages::JobPages;
 pub use recording::{RecordPlan, Recording};
 pub use rules::{
-    bloom_may_hold, cancel, control, corrupt_json, dead_patterns, instant, job_terms, key_term,
-    likely_rarest_first, may_dismiss, may_replay, millis, read_changes, reason_words,
-    reasons_with_pattern, replay_changes, tag_term, term_bloom, term_bloom_bytes, term_bucket,
-    term_hashes, word_range, words_condition, Cancel, Condition, JobColumns, RawJob, ReplayColumns,
-    SqlValue, BLOOM_HASHES, CANCELLED, MAX_CHANGES_KEPT, MAX_WORD_CHARS, TERM_BUCKET_BITS,
+    cancel, control, corrupt_json, dead_patterns, instant, may_dismiss, may_replay, millis,
+    read_changes, reasons_with_pattern, replay_changes, Cancel, Condition, JobColumns, RawJob,
+    ReplayColumns, SqlValue, CANCELLED, MAX_CHANGES_KEPT,
+};
+pub use search::{
+    bloom_may_hold, job_terms, key_term, likely_rarest_first, reason_words, tag_term, term_bloom,
+    term_bloom_bytes, term_bucket, term_hashes, word_range, words_condition, BLOOM_HASHES,
+    MAX_WORD_CHARS, TERM_BUCKET_BITS,
 };
 pub use types::{
     completed_events, parse_dead_category, plain_name, plain_text, Admit, AdmittedLease, Attempt,
