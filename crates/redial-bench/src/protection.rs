@@ -5,6 +5,8 @@
 //! Per shape and system it reports the drain time (first enqueue to every job completed or dead),
 //! requests per job, non-2xx requests, and jobs completed, dead by category, or left at the cap.
 //! Every run has a hard cap: a run that has not drained by then reports its counts as they are.
+//!
+//! Over 600 lines: a benchmark, not product code: its cases, runs and report.
 
 use crate::plain::{self, PlainRun};
 use crate::shapes::{self, Says, Shape, Shapes};

@@ -13,6 +13,8 @@
 //! Owns the nodes, the run's PostgreSQL (a throwaway server unless one is given) and the figures.
 //! Does not own the shape ([`crate::shapes::Shape::FlakyLate`]) or the policy, which is the
 //! `protection` workload's ([`crate::protection::policy`]).
+//!
+//! Over 600 lines: a benchmark, not product code: its nodes, kills, runs and report.
 
 use crate::protection::{executor, policy, CONCURRENCY};
 use crate::shapes::{self, Shape, Shapes};

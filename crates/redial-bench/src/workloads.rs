@@ -2,6 +2,8 @@
 //! a receiver), measures, and reports through `report(name, value, unit)`.
 //!
 //! Over 800 lines: one function per workload, side by side so that they measure alike.
+//!
+//! Over 600 lines: benchmarks, not product code: one function per workload.
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;

@@ -1,5 +1,8 @@
 //! The engine's view of every endpoint: its protection state (from the policy core), how many of
 //! its attempts are in flight here, and persistence of that state through the store.
+//!
+//! Over 600 lines: the registry's state, its persistence and its sharing among nodes, all over the
+//! same map and lock.
 
 use crate::clock::Clock;
 use redial_policy::endpoint::{

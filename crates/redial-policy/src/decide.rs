@@ -29,6 +29,9 @@
 //!
 //! Backoff exponents count the job's failures (transient and unknown together); the deferral
 //! backoff counts deferrals.
+//!
+//! Over 600 lines: the decision and its table, whose arms read together; the property tests check
+//! it whole.
 
 use crate::classify::{classify, status_phrase, Basis, Category, Classification};
 use crate::duration::Human;

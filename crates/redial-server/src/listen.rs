@@ -18,6 +18,8 @@
 //!
 //! The request body's own timeout (`body_timeout`) is the router's (see `routes::read_body`): the
 //! body is read while a request is in progress.
+//!
+//! Over 600 lines: the accept loop and each of its limits, all over the same connection state.
 
 use crate::{AppState, ErrorCode};
 use axum::body::Body;

@@ -16,6 +16,9 @@
 //! and the store's own time. The randomness of the workload (latencies, which jobs fail) is drawn
 //! per job and attempt from the seed, so two policies compared meet the same workload; the
 //! policy's jitter has a stream of its own.
+//!
+//! Over 600 lines: the model's types, what model endpoints answer, and the simulation's steps: one
+//! model, read in one place.
 
 use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit};
 use redial_policy::Method;

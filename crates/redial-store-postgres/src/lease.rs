@@ -27,6 +27,9 @@
 //! lease starts, the bounds, handing admissions back on every path) are [`redial_store::pick`]'s,
 //! shared with the SQLite store. This file owns how PostgreSQL reads (chunks, locks, the floors)
 //! and the count of jobs chosen but taken by another node first; the SQL is `sql/lease.rs`.
+//!
+//! Over 600 lines: the lease's reads, the picker's passes and the lease statement, on one
+//! transaction.
 
 use crate::sql;
 use crate::Conn;

@@ -14,6 +14,8 @@
 //! - Recording: attempts go to one recorder task with its own connection; what arrives while a
 //!   batch runs is recorded by the next one, in one statement (one commit for all), and whatever
 //!   that statement leaves (a lease lost, a cancel waiting) takes the one-attempt path.
+//!
+//! Over 600 lines: the `Store` trait's methods, each a few lines handing its SQL to a connection.
 
 mod conn;
 mod lease;

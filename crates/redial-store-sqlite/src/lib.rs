@@ -12,6 +12,9 @@
 //! connection keeps leasing trivially exclusive.
 //! Checkpoints (copying the WAL back into the database file) run on a second thread with its own
 //! connection, beside the writer, so a batch does not wait behind one.
+//!
+//! Over 600 lines: the `Store` trait's methods, each a few lines handing its SQL to the storage
+//! thread.
 
 mod backup;
 #[macro_use]

@@ -8,6 +8,8 @@
 //! statements read by index: a table scan there held the one writer for 110 ms per million jobs),
 //! dead-letter listings and bulk actions `jobs_dead`. Counts per queue, state, category and
 //! endpoint are kept in memory (`counts.rs`) rather than indexed.
+//!
+//! Over 600 lines: every migration, in the order applied; a released migration is never edited.
 
 use rusqlite::Connection;
 

@@ -3,6 +3,9 @@
 //! ellipsis, so a receiver's HTML page never floods the terminal; and everything printed passes
 //! through [`printable`] (or [`printable_json`]), so text from outside (a response body, a
 //! reason, an id) cannot drive the terminal.
+//!
+//! Over 600 lines: a printer per view of the CLI, sharing the table and cutting helpers, with their
+//! tests.
 
 use redial_client::{Endpoint, Job};
 use std::borrow::Cow;

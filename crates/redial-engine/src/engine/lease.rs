@@ -32,6 +32,9 @@
 //! Callback deliveries. A finish whose delivery finds a lease slot free in its queue and its
 //! endpoint's admission takes both before it is recorded (`Inner::reserve_delivery`); the
 //! delivery then goes in leased to this worker and starts at once, as a leased job does.
+//!
+//! Over 600 lines: a queue's loop, its fill, admission during a lease and the start of attempts:
+//! the lease pipeline, in the order it runs.
 
 use super::attempt::run_attempt;
 use super::Inner;

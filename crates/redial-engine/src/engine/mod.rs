@@ -1,5 +1,8 @@
 //! The worker runtime: one leasing loop per queue, a heartbeat loop, a maintenance loop, and the
 //! attempt path (run the handler, decide, record).
+//!
+//! Over 600 lines: the engine's handle, the embedding API: each method a few lines over `Inner`,
+//! kept in one place so that the API reads whole.
 
 use crate::alerts::{AlertStatus, Alerts};
 use crate::clock::Clock;

@@ -8,6 +8,9 @@
 //! An occurrence's job id is `<schedule id>@<occurrence instant, UTC>`, so the occurrence runs
 //! once however many nodes check, and however often a check is repeated after a crash: a second
 //! insert of the same id is a duplicate and changes nothing.
+//!
+//! Over 600 lines: the definition as kept, the handle's calls and the due check, with the tests of
+//! their rules inline.
 
 use super::{Engine, Inner};
 use redial_policy::schedule::{fire, CronRule, EveryRule, Missed, Recurrence};
