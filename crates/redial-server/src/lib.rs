@@ -16,6 +16,7 @@ mod view;
 
 pub use error::{ApiError, ErrorCode};
 pub use input::CallbackInput;
+pub use input::Intake;
 pub use listen::{serve, RESERVE};
 
 use axum::Router;
@@ -188,7 +189,8 @@ pub async fn schedules_from_config(
     state: &AppState,
     tables: Vec<serde_json::Value>,
 ) -> Result<(), String> {
-    let defined = config_schedules(state, tables).map_err(|e| e.join("; "))?;
+    let now = state.engine.clock().now();
+    let defined = config_schedules(&state.intake(), tables, now).map_err(|e| e.join("; "))?;
     state
         .engine
         .schedules_from_config(defined)
@@ -199,10 +201,10 @@ pub async fn schedules_from_config(
 /// The configuration file's `[[schedules]]`, each checked as `POST /v1/schedules` checks one;
 /// or every problem found (`schedules[i]: why`). Writes nothing.
 pub fn config_schedules(
-    state: &AppState,
+    intake: &input::Intake,
     tables: Vec<serde_json::Value>,
+    now: redial_policy::Timestamp,
 ) -> Result<Vec<(String, redial_engine::ScheduleDefinition)>, Vec<String>> {
-    let now = state.engine.clock().now();
     let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
     let mut problems = Vec::new();
     for (i, table) in tables.into_iter().enumerate() {
@@ -213,7 +215,7 @@ pub fn config_schedules(
                 continue;
             }
         };
-        match input::schedule_definition(state, input, None, "config", now) {
+        match input::schedule_definition(intake, input, None, "config", now) {
             Ok((id, _)) if defined.iter().any(|(d, _)| d == &id) => {
                 problems.push(format!("schedules[{i}]: id {id:?} is given twice"));
             }

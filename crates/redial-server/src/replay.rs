@@ -107,7 +107,7 @@ impl Changes {
             }
         }
         if let Some(q) = &p.queue {
-            input::check_queue(state, q)?;
+            input::check_queue(&state.intake(), q)?;
         }
         Ok(())
     }
@@ -227,7 +227,7 @@ pub fn plan(
         policy: p.policy.clone().or_else(|| job.policy.clone()),
         callback: None,
     };
-    let checked = input::new_job(state, input, now).map_err(|e| ApiError {
+    let checked = input::new_job(&state.intake(), input, now).map_err(|e| ApiError {
         message: format!("job {}: {}", job.id, e.message),
         ..e
     })?;

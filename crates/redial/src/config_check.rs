@@ -1,7 +1,7 @@
 //! `redial config check`: resolves flags, `REDIAL_*` variables and the configuration file exactly
 //! as `serve` does (the same [`Settings::resolve`]), then makes the checks `serve` makes at start
 //! short of opening the database and the port (the `OTEL_*` variables, the HTTP client, the
-//! file's schedules, checked by the API's own code against a throwaway database), and reports
+//! file's schedules, checked by the API's own intake against the configuration alone), and reports
 //! every problem, each with the file's line when it has one. `--print` shows what was resolved
 //! as TOML, tokens, secrets and passwords redacted.
 
@@ -11,7 +11,6 @@ use crate::settings::{Settings, StoreChoice};
 use anyhow::{anyhow, Result};
 use redial_policy::Human;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -49,23 +48,21 @@ pub async fn run(command: ConfigCommand) -> Result<()> {
             message: e,
         });
     }
-    match redial_engine::http::HttpExecutor::new(settings.http.clone()) {
-        Err(e) => problems.push(Problem {
+    if let Err(e) = redial_engine::http::HttpExecutor::new(settings.http.clone()) {
+        problems.push(Problem {
             line: None,
             message: format!("the HTTP client: {e}"),
-        }),
-        Ok(http) => {
-            for message in check_schedules(&settings, http).await? {
-                problems.push(Problem {
-                    line: args
-                        .serve
-                        .config
-                        .as_ref()
-                        .and_then(|path| schedule_line(path, &message)),
-                    message,
-                });
-            }
-        }
+        });
+    }
+    for message in check_schedules(&settings) {
+        problems.push(Problem {
+            line: args
+                .serve
+                .config
+                .as_ref()
+                .and_then(|path| schedule_line(path, &message)),
+            message,
+        });
     }
     if !problems.is_empty() {
         return Err(anyhow!("{}", describe_problems(&source, &problems)));
@@ -91,39 +88,16 @@ pub async fn run(command: ConfigCommand) -> Result<()> {
 }
 
 /// The file's schedules, checked by the API's own code (`redial_server::config_schedules`)
-/// against an engine on a throwaway SQLite file, removed afterwards: nothing is written to the
-/// configured database.
-async fn check_schedules(
-    settings: &Settings,
-    http: redial_engine::http::HttpExecutor,
-) -> Result<Vec<String>> {
-    if settings.schedules.is_empty() {
-        return Ok(Vec::new());
-    }
-    let scratch = std::env::temp_dir().join(format!("redial-config-check-{}", std::process::id()));
-    crate::serve::create_data_dir(&scratch)?;
-    let checked = async {
-        let store = redial_store_sqlite::SqliteStore::open(&scratch.join("redial.db"))
-            .map_err(|e| anyhow!("a throwaway database to check the schedules: {e}"))?;
-        let engine = redial_engine::Engine::new(
-            Arc::new(store),
-            settings.engine.clone(),
-            Arc::new(redial_engine::SystemClock),
-            Arc::new(http),
-        );
-        let state = redial_server::AppState {
-            draining: redial_engine::Shutdown::new(),
-            gates: Default::default(),
-            engine,
-            config: Arc::new(settings.server.clone()),
-        };
-        Ok::<_, anyhow::Error>(
-            redial_server::config_schedules(&state, settings.schedules.clone()).err(),
-        )
-    }
-    .await;
-    let _ = std::fs::remove_dir_all(&scratch);
-    Ok(checked?.unwrap_or_default())
+/// against the configuration alone: no database, no engine, nothing written.
+fn check_schedules(settings: &Settings) -> Vec<String> {
+    let intake = redial_server::Intake {
+        engine: &settings.engine,
+        max_job_body_bytes: settings.server.max_job_body_bytes,
+    };
+    let now = redial_engine::Clock::now(&redial_engine::SystemClock);
+    redial_server::config_schedules(&intake, settings.schedules.clone(), now)
+        .err()
+        .unwrap_or_default()
 }
 
 /// The line of the `[[schedules]]` a "schedules[i]: ..." problem is about.

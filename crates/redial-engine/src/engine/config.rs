@@ -5,6 +5,7 @@ use crate::endpoints::EndpointSettings;
 use crate::otel::Tracer;
 use redial_policy::endpoint::{EndpointConfig, Rate};
 use redial_policy::Policy;
+use redial_store::Callback;
 use redial_store::CallbackEvent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -202,6 +203,41 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    pub fn has_queue(&self, queue: &str) -> bool {
+        self.queues.contains_key(queue)
+    }
+
+    /// The callback a job of `queue` carries: the one it gives, else its queue's, delivered in
+    /// the callback queue to the URL's origin. A job of the callback queue has none (a delivery
+    /// never makes another): one it gives is refused, its queue's ignored.
+    pub fn callback(
+        &self,
+        queue: &str,
+        given: Option<CallbackTarget>,
+    ) -> Result<Option<Callback>, String> {
+        let callbacks = &self.callback_queue;
+        if queue == callbacks {
+            return match given {
+                Some(_) => Err(format!(
+                    "jobs of the queue {callbacks:?} deliver callbacks and never have one of their own"
+                )),
+                None => Ok(None),
+            };
+        }
+        let Some(target) = given.or_else(|| self.queues.get(queue)?.callback.clone()) else {
+            return Ok(None);
+        };
+        let url = url::Url::parse(&target.url)
+            .map_err(|e| format!("callback url {:?} is not a valid URL: {e}", target.url))?;
+        Ok(Some(Callback {
+            endpoint: url.origin().ascii_serialization(),
+            url: target.url,
+            on: target.on,
+            headers: target.headers,
+            queue: callbacks.clone(),
+        }))
+    }
+
     /// Gives a keyed job its queue's `ordering_on_dead` (a queue not configured keeps what the
     /// job says).
     pub fn order(&self, job: &mut redial_store::NewJob) {

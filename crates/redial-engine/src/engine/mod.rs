@@ -301,7 +301,7 @@ impl Engine {
     }
 
     pub fn has_queue(&self, queue: &str) -> bool {
-        self.inner.config.queues.contains_key(queue)
+        self.inner.config.has_queue(queue)
     }
 
     /// Tells a queue's loop to look for work now (after an enqueue or a replay).
@@ -313,36 +313,13 @@ impl Engine {
         self.inner.wake_all();
     }
 
-    /// The callback a job of `queue` carries: the one it gives, else its queue's, delivered in
-    /// the callback queue to the URL's origin. A job of the callback queue has none (a delivery
-    /// never makes another): one it gives is refused, its queue's ignored.
+    /// The callback a job of `queue` carries ([`EngineConfig::callback`]).
     pub fn callback(
         &self,
         queue: &str,
         given: Option<CallbackTarget>,
     ) -> Result<Option<Callback>, String> {
-        let callbacks = &self.inner.config.callback_queue;
-        if queue == callbacks {
-            return match given {
-                Some(_) => Err(format!(
-                    "jobs of the queue {callbacks:?} deliver callbacks and never have one of their own"
-                )),
-                None => Ok(None),
-            };
-        }
-        let Some(target) = given.or_else(|| self.inner.config.queues.get(queue)?.callback.clone())
-        else {
-            return Ok(None);
-        };
-        let url = url::Url::parse(&target.url)
-            .map_err(|e| format!("callback url {:?} is not a valid URL: {e}", target.url))?;
-        Ok(Some(Callback {
-            endpoint: url.origin().ascii_serialization(),
-            url: target.url,
-            on: target.on,
-            headers: target.headers,
-            queue: callbacks.clone(),
-        }))
+        self.inner.config.callback(queue, given)
     }
 
     /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an

@@ -1,11 +1,12 @@
 //! A job as clients send it (`POST /v1/jobs`, a batch's items, a schedule's template) and its
 //! intake: [`new_job`] checks every field once and lays on the queue's settings.
 
+use super::Intake;
 use super::{
     check_headers, check_not_reserved, check_queue, check_url, headers_list, object_only,
     ENDPOINT_RULE, MAX_ENDPOINT_CHARS, MAX_TAG_CHARS, STANDARD_METHODS, TAG_RULE,
 };
-use crate::{ApiError, AppState, ErrorCode};
+use crate::{ApiError, ErrorCode};
 use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
 use redial_store::{HttpRequest, JobId, NewJob, OrderingKey};
 use serde::Deserialize;
@@ -119,19 +120,19 @@ pub struct BatchInput {
 /// Turns a validated input into a job to insert: every field checked here, once, and the
 /// queue's settings laid on (its policy's overrides checked, its `ordering_on_dead`, its
 /// callback).
-pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
+pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
     let queue = input.queue.unwrap_or_else(|| "default".to_owned());
-    check_queue(state, &queue)?;
-    check_not_reserved(state, &queue)?;
+    check_queue(intake, &queue)?;
+    check_not_reserved(intake, &queue)?;
     let id = job_id(input.id)?;
-    let (request, url) = request_of(state, input.request)?;
+    let (request, url) = request_of(intake, input.request)?;
     let idempotency_key = match input.idempotency_key {
         Some(k) => idempotency_key(k)?,
         None => redial_engine::derived_idempotency_key(&queue, &id),
     };
     check_deadline(input.deadline, input.run_at, now)?;
     let tags = tags_of(input.tags.unwrap_or_default())?;
-    let queue_config = &state.engine.config().queues[&queue];
+    let queue_config = &intake.engine.queues[&queue];
     if let Some(p) = &input.policy {
         queue_config.policy.merged(p).map_err(|e| {
             ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
@@ -174,7 +175,7 @@ pub fn new_job(state: &AppState, input: JobInput, now: Timestamp) -> Result<NewJ
         .callback
         .map(CallbackInput::target)
         .transpose()
-        .and_then(|t| state.engine.callback(&queue, t))
+        .and_then(|t| intake.engine.callback(&queue, t))
         .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
     Ok(NewJob {
         ordering,
@@ -223,7 +224,7 @@ fn job_id(given: Option<String>) -> Result<String, ApiError> {
 
 /// The request a job sends, checked (method, URL, headers, body size, timeout), and its URL
 /// parsed (the endpoint defaults to its origin).
-fn request_of(state: &AppState, r: RequestInput) -> Result<(HttpRequest, url::Url), ApiError> {
+fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url), ApiError> {
     let upper = r.method.to_ascii_uppercase();
     if !is_http_token(&upper) {
         return Err(ApiError::unprocessable(
@@ -265,13 +266,13 @@ fn request_of(state: &AppState, r: RequestInput) -> Result<(HttpRequest, url::Ur
     };
     if body
         .as_ref()
-        .is_some_and(|b| b.len() > state.config.max_job_body_bytes)
+        .is_some_and(|b| b.len() > intake.max_job_body_bytes)
     {
         return Err(ApiError::too_large(
             ErrorCode::JobBodyTooLarge,
             format!(
                 "request.body is over the limit of {} bytes",
-                state.config.max_job_body_bytes
+                intake.max_job_body_bytes
             ),
         ));
     }

@@ -8,6 +8,26 @@ pub use job::{new_job, BatchInput, CallbackInput, HeadersInput, JobInput, Reques
 pub use schedule::{schedule_definition, ScheduleInput};
 
 use crate::{ApiError, AppState, ErrorCode};
+use redial_engine::EngineConfig;
+
+/// What checking a job or a schedule needs to know: the engine's configuration (queues,
+/// policies, callbacks) and the largest body a job may carry. No database and no running
+/// engine: `redial config check` builds one from the configuration alone.
+#[derive(Clone, Copy, Debug)]
+pub struct Intake<'a> {
+    pub engine: &'a EngineConfig,
+    pub max_job_body_bytes: usize,
+}
+
+impl AppState {
+    /// What this server checks jobs and schedules against.
+    pub fn intake(&self) -> Intake<'_> {
+        Intake {
+            engine: self.engine.config(),
+            max_job_body_bytes: self.config.max_job_body_bytes,
+        }
+    }
+}
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
@@ -268,7 +288,7 @@ impl FilterInput {
     /// The filter, with its pattern (checked, not yet resolved: [`with_pattern`]).
     pub fn into_filter(self, state: &AppState) -> Result<(JobFilter, Option<String>), ApiError> {
         if let Some(q) = &self.queue {
-            check_queue(state, q)?;
+            check_queue(&state.intake(), q)?;
         }
         check_range(self.since, self.until)?;
         if let Some(p) = &self.pattern {
@@ -376,17 +396,11 @@ pub async fn with_pattern(
     Ok(filter)
 }
 
-pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
-    if state.engine.has_queue(queue) {
+pub fn check_queue(intake: &Intake, queue: &str) -> Result<(), ApiError> {
+    if intake.engine.has_queue(queue) {
         return Ok(());
     }
-    let known: Vec<&str> = state
-        .engine
-        .config()
-        .queues
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let known: Vec<&str> = intake.engine.queues.keys().map(String::as_str).collect();
     Err(ApiError::unprocessable(
         ErrorCode::UnknownQueue,
         format!(
@@ -400,8 +414,8 @@ pub fn check_queue(state: &AppState, queue: &str) -> Result<(), ApiError> {
 /// deliveries are signed with the queue's secret under a `webhook-id` Redial derives, so a job
 /// put there by a token holder (enqueued, scheduled, or replayed or patched into it) would be a
 /// forged delivery that receivers trust, and could take the genuine one's `webhook-id`.
-fn check_not_reserved(state: &AppState, queue: &str) -> Result<(), ApiError> {
-    let c = state.engine.config();
+fn check_not_reserved(intake: &Intake, queue: &str) -> Result<(), ApiError> {
+    let c = intake.engine;
     if queue == c.callback_queue || queue == c.notification_queue {
         return Err(ApiError::unprocessable(
             ErrorCode::ReservedQueue,

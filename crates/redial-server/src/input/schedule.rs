@@ -1,7 +1,8 @@
 //! A schedule as clients and the configuration file write it, checked into its definition.
 
 use super::job::{new_job, JobInput};
-use crate::{ApiError, AppState, ErrorCode};
+use super::Intake;
+use crate::{ApiError, ErrorCode};
 use redial_engine::{JobTemplate, MissedRule, ScheduleRule};
 use redial_policy::{parse_duration, Timestamp};
 use serde::Deserialize;
@@ -35,7 +36,7 @@ const MAX_MISSED_MAX: u32 = 1000;
 /// Checks a schedule as sent and turns it into its definition; `id` is the path's id, when
 /// there is one (a body's id must then match it).
 pub fn schedule_definition(
-    state: &AppState,
+    intake: &Intake,
     input: ScheduleInput,
     path_id: Option<&str>,
     source: &str,
@@ -44,7 +45,7 @@ pub fn schedule_definition(
     let id = schedule_id(path_id, input.id)?;
     let rule = rule(input.cron, input.every, input.timezone, now)?;
     let missed = missed(input.missed.as_deref(), input.missed_max)?;
-    let job = template(state, input.job, now)?;
+    let job = template(intake, input.job, now)?;
     Ok((
         id,
         redial_engine::ScheduleDefinition {
@@ -174,7 +175,7 @@ fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, A
 /// The job each occurrence enqueues: a job's fields less those each occurrence sets, checked as
 /// a job is (its messages saying they are about the schedule's job).
 fn template(
-    state: &AppState,
+    intake: &Intake,
     job: serde_json::Value,
     now: Timestamp,
 ) -> Result<JobTemplate, ApiError> {
@@ -208,7 +209,7 @@ fn template(
         ));
     }
     // The job's own checks, their messages saying they are about the schedule's job.
-    let job = new_job(state, job, now).map_err(|mut e| {
+    let job = new_job(intake, job, now).map_err(|mut e| {
         e.message = format!("job: {}", e.message);
         e
     })?;

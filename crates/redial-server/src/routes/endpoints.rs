@@ -359,7 +359,7 @@ pub(super) async fn queue_pause(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    input::check_queue(&state, &name)?;
+    input::check_queue(&state.intake(), &name)?;
     let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
     state
         .engine
@@ -372,7 +372,7 @@ pub(super) async fn queue_resume(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> ApiResult {
-    input::check_queue(&state, &name)?;
+    input::check_queue(&state.intake(), &name)?;
     state.engine.resume(ControlKind::Queue, &name).await?;
     Ok(queue_view(&state, &name))
 }

@@ -23,7 +23,7 @@ pub(super) async fn enqueue(
 ) -> ApiResult {
     let input: JobInput = input::parse_json(body)?;
     let now = state.engine.clock().now();
-    let mut job = input::new_job(&state, input, now)?;
+    let mut job = input::new_job(&state.intake(), input, now)?;
     join_trace(&mut job, caller_trace(&headers).as_deref());
     match state.engine.enqueue(job).await? {
         InsertOutcome::Inserted(j) => Ok(job_response(StatusCode::CREATED, &j, Some(false))),
@@ -60,7 +60,7 @@ pub(super) async fn enqueue_batch(
     for (i, value) in batch.jobs.into_iter().enumerate() {
         let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
         let mut job = parsed
-            .and_then(|j| input::new_job(&state, j, now))
+            .and_then(|j| input::new_job(&state.intake(), j, now))
             .map_err(|mut e| {
                 e.message = format!("jobs[{i}]: {}", e.message);
                 e
@@ -194,7 +194,7 @@ fn dead_query(
     for (k, v) in q {
         match k.as_str() {
             "queue" => {
-                input::check_queue(state, &v)?;
+                input::check_queue(&state.intake(), &v)?;
                 out.filter.queue = Some(v);
             }
             "category" => {
@@ -307,7 +307,7 @@ pub(super) async fn list(
     for (k, v) in q {
         match k.as_str() {
             "queue" => {
-                input::check_queue(&state, &v)?;
+                input::check_queue(&state.intake(), &v)?;
                 filter.queue = Some(v);
             }
             "state" => {

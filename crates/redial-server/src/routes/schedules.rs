@@ -39,7 +39,7 @@ pub(super) async fn schedule_create(
 ) -> ApiResult {
     let input: input::ScheduleInput = input::parse_json(body)?;
     let now = state.engine.clock().now();
-    let (id, definition) = input::schedule_definition(&state, input, None, "api", now)?;
+    let (id, definition) = input::schedule_definition(&state.intake(), input, None, "api", now)?;
     let saved = state.engine.schedule_save(&id, definition, false).await?;
     Ok(schedule_response(StatusCode::CREATED, &saved))
 }
@@ -51,7 +51,8 @@ pub(super) async fn schedule_put(
 ) -> ApiResult {
     let input: input::ScheduleInput = input::parse_json(body)?;
     let now = state.engine.clock().now();
-    let (id, definition) = input::schedule_definition(&state, input, Some(&id), "api", now)?;
+    let (id, definition) =
+        input::schedule_definition(&state.intake(), input, Some(&id), "api", now)?;
     let existed = state.engine.schedule(&id).await.is_ok();
     let saved = state.engine.schedule_save(&id, definition, true).await?;
     let status = if existed {
