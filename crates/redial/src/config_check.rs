@@ -90,8 +90,9 @@ pub async fn run(command: ConfigCommand) -> Result<()> {
 /// The file's schedules, checked by the API's own code (`redial_server::config_schedules`)
 /// against the configuration alone: no database, no engine, nothing written.
 fn check_schedules(settings: &Settings) -> Vec<String> {
+    let engine = settings.engine.clone().with_own_queues();
     let intake = redial_server::Intake {
-        engine: &settings.engine,
+        engine: &engine,
         max_job_body_bytes: settings.server.max_job_body_bytes,
     };
     let now = redial_engine::Clock::now(&redial_engine::SystemClock);

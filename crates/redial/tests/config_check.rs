@@ -187,6 +187,11 @@ id = "never"
 cron = "* * 2 * 3 0L"
 timezone = "Europe/Berlin"
 job = { request = { method = "POST", url = "https://api.example.com/c" } }
+
+[[schedules]]
+id = "forged"
+every = "1m"
+job = { queue = "callbacks", request = { method = "POST", url = "https://api.example.com/d" } }
 "#,
     );
     let out = check(&["--config", &schedules], &[]);
@@ -197,6 +202,16 @@ job = { request = { method = "POST", url = "https://api.example.com/c" } }
         out.stderr
     );
     assert!(!out.stderr.contains("schedules[0]"), "{}", out.stderr);
+    // Checked against the queues the engine runs, Redial's own among them: the callback
+    // queue is there, and refused as serve refuses it (not told as unknown).
+    assert!(
+        out.stderr.contains("line 17: schedules[3]")
+            && out
+                .stderr
+                .contains("carries Redial's own signed deliveries"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

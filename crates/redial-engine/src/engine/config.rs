@@ -203,6 +203,19 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// This configuration with Redial's own queues added when it does not name them: callback
+    /// deliveries run in a queue of their own, and notifications too when some target wants
+    /// them. The engine runs with it; `redial config check` checks jobs against it.
+    pub fn with_own_queues(mut self) -> Self {
+        self.queues.entry(self.callback_queue.clone()).or_default();
+        if !self.notifications.is_empty() {
+            self.queues
+                .entry(self.notification_queue.clone())
+                .or_default();
+        }
+        self
+    }
+
     pub fn has_queue(&self, queue: &str) -> bool {
         self.queues.contains_key(queue)
     }

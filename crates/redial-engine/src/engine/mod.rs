@@ -167,20 +167,7 @@ impl Engine {
         clock: Arc<dyn Clock>,
         handler: Arc<dyn Handler>,
     ) -> Engine {
-        // Callback deliveries run in a queue of their own, there whatever the configuration
-        // names.
-        let mut config = config;
-        config
-            .queues
-            .entry(config.callback_queue.clone())
-            .or_default();
-        // Notifications too, when some target wants them.
-        if !config.notifications.is_empty() {
-            config
-                .queues
-                .entry(config.notification_queue.clone())
-                .or_default();
-        }
+        let config = config.with_own_queues();
         let wakers = config
             .queues
             .keys()
