@@ -12,13 +12,12 @@ mod endpoints;
 mod engine;
 mod handler;
 pub mod http;
-pub mod metrics;
 pub mod net;
 pub mod notifications;
-pub mod otel;
 pub mod redact;
-pub mod series;
 mod shutdown;
+// Re-exported where they were, so that `redial_engine::otel` (and the others) still name them.
+pub use redial_observe::{metrics, otel, series};
 pub mod signing;
 
 pub use clock::{Clock, ManualClock, SystemClock};
