@@ -17,6 +17,26 @@ pub(super) const REPLAY_SET: &str =
     last_reason = 'replayed from the dead letters', final_attempt = NULL, \
     logged = NULL";
 
+/// Ends `tx` as `done` says: commits it when the work succeeded, and when it failed rolls it back
+/// *and waits for that*. A transaction dropped with an error goes back to the pool with its
+/// ROLLBACK only queued, so the row it locked (`FOR UPDATE`) stays locked for a moment: a lease
+/// on another connection then passes over the job (`SKIP LOCKED`) and says nothing is runnable.
+pub(super) async fn settle<T>(
+    tx: tokio_postgres::Transaction<'_>,
+    done: StoreResult<T>,
+) -> StoreResult<T> {
+    match done {
+        Ok(v) => {
+            tx.commit().await.map_err(backend)?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
+    }
+}
+
 pub(super) async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> StoreResult<Job> {
     let row = tx
         .query_opt(
@@ -31,18 +51,20 @@ pub(super) async fn locked(tx: &tokio_postgres::Transaction<'_>, id: &JobId) -> 
 
 pub async fn replay(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let tx = c.client.transaction().await.map_err(backend)?;
-    let job = locked(&tx, id).await?;
-    may_replay(&job)?;
-    tx.execute(
-        &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = $2"),
-        &[&ms(now), &job.seq],
-    )
-    .await
-    .map_err(backend)?;
-    notify(&tx, channel, &job.queue).await?;
-    let job = must_get(&tx, id).await?;
-    tx.commit().await.map_err(backend)?;
-    Ok(job)
+    let done = async {
+        let job = locked(&tx, id).await?;
+        may_replay(&job)?;
+        tx.execute(
+            &format!("UPDATE jobs SET {REPLAY_SET} WHERE seq = $2"),
+            &[&ms(now), &job.seq],
+        )
+        .await
+        .map_err(backend)?;
+        notify(&tx, channel, &job.queue).await?;
+        must_get(&tx, id).await
+    }
+    .await;
+    settle(tx, done).await
 }
 
 pub async fn replay_changed(
@@ -51,59 +73,61 @@ pub async fn replay_changed(
     p: &ReplayChangedParams,
 ) -> StoreResult<Job> {
     let tx = c.client.transaction().await.map_err(backend)?;
-    let job = locked(&tx, &p.id).await?;
-    let stored: Option<String> = tx
-        .query_one("SELECT changes FROM jobs WHERE seq = $1", &[&job.seq])
-        .await
-        .map_err(backend)?
-        .get(0);
-    let cols = replay_changes(&job, p, stored.as_deref())?;
-    // A job moved to another queue joins its key's line there.
-    let line = job
-        .ordering
-        .as_ref()
-        .map(|o| OrderingKey::line(&p.queue, &o.key));
-    tx.execute(
-        &format!(
-            "UPDATE jobs SET {REPLAY_SET}, queue = $3, endpoint = $4, request = $5, \
-             idempotency_key = $6, policy = $7, changes = $8, oline = $9 WHERE seq = $2"
-        ),
-        &[
-            &ms(p.now),
-            &job.seq,
-            &p.queue,
-            &p.endpoint,
-            &cols.request,
-            &p.idempotency_key,
-            &cols.policy,
-            &cols.changes,
-            &line,
-        ],
-    )
-    .await
-    .map_err(backend)?;
-    if job.idempotency_key != p.idempotency_key {
-        // A renewed key: the search finds the job by the new one, not the old.
-        let old = job.idempotency_key.as_deref().map(redial_store::key_term);
-        let new = p.idempotency_key.as_deref().map(redial_store::key_term);
+    let done = async {
+        let job = locked(&tx, &p.id).await?;
+        let stored: Option<String> = tx
+            .query_one("SELECT changes FROM jobs WHERE seq = $1", &[&job.seq])
+            .await
+            .map_err(backend)?
+            .get(0);
+        let cols = replay_changes(&job, p, stored.as_deref())?;
+        // A job moved to another queue joins its key's line there.
+        let line = job
+            .ordering
+            .as_ref()
+            .map(|o| OrderingKey::line(&p.queue, &o.key));
         tx.execute(
-            "DELETE FROM job_terms WHERE bucket = $2::bigint >> 10 AND term = $1 AND seq = $2",
-            &[&old, &job.seq],
+            &format!(
+                "UPDATE jobs SET {REPLAY_SET}, queue = $3, endpoint = $4, request = $5, \
+                 idempotency_key = $6, policy = $7, changes = $8, oline = $9 WHERE seq = $2"
+            ),
+            &[
+                &ms(p.now),
+                &job.seq,
+                &p.queue,
+                &p.endpoint,
+                &cols.request,
+                &p.idempotency_key,
+                &cols.policy,
+                &cols.changes,
+                &line,
+            ],
         )
         .await
         .map_err(backend)?;
-        tx.execute(
-            "INSERT INTO job_terms (bucket, term, seq) \
-             SELECT $2::bigint >> 10, $1::text, $2 WHERE $1::text IS NOT NULL ON CONFLICT DO NOTHING",
-            &[&new, &job.seq],
-        )
-        .await
-        .map_err(backend)?;
+        if job.idempotency_key != p.idempotency_key {
+            // A renewed key: the search finds the job by the new one, not the old.
+            let old = job.idempotency_key.as_deref().map(redial_store::key_term);
+            let new = p.idempotency_key.as_deref().map(redial_store::key_term);
+            tx.execute(
+                "DELETE FROM job_terms WHERE bucket = $2::bigint >> 10 AND term = $1 AND seq = $2",
+                &[&old, &job.seq],
+            )
+            .await
+            .map_err(backend)?;
+            tx.execute(
+                "INSERT INTO job_terms (bucket, term, seq) \
+                 SELECT $2::bigint >> 10, $1::text, $2 WHERE $1::text IS NOT NULL ON CONFLICT DO NOTHING",
+                &[&new, &job.seq],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        notify(&tx, channel, &p.queue).await?;
+        must_get(&tx, &p.id).await
     }
-    notify(&tx, channel, &p.queue).await?;
-    let job = must_get(&tx, &p.id).await?;
-    tx.commit().await.map_err(backend)?;
-    Ok(job)
+    .await;
+    settle(tx, done).await
 }
 
 pub async fn changes(c: &mut Conn, id: &JobId) -> StoreResult<Vec<JobChange>> {
@@ -118,10 +142,14 @@ pub async fn changes(c: &mut Conn, id: &JobId) -> StoreResult<Vec<JobChange>> {
 
 pub async fn dismiss(c: &mut Conn, id: &JobId) -> StoreResult<()> {
     let tx = c.client.transaction().await.map_err(backend)?;
-    let job = locked(&tx, id).await?;
-    may_dismiss(&job)?;
-    delete_counted(&tx, "DELETE FROM jobs WHERE seq = $1", &[&job.seq]).await?;
-    tx.commit().await.map_err(backend)
+    let done = async {
+        let job = locked(&tx, id).await?;
+        may_dismiss(&job)?;
+        delete_counted(&tx, "DELETE FROM jobs WHERE seq = $1", &[&job.seq]).await?;
+        Ok(())
+    }
+    .await;
+    settle(tx, done).await
 }
 
 /// Runs `delete` (a `DELETE FROM jobs ...` without `RETURNING`) and deletes the deleted jobs'
@@ -148,34 +176,36 @@ pub(super) async fn delete_counted(
 pub async fn cancel(c: &mut Conn, channel: &str, id: &JobId, now: Timestamp) -> StoreResult<Job> {
     let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
-    let job = locked(&tx, id).await?;
-    let how = redial_store::cancel(&job)?;
-    let now_cancelled = matches!(how, Cancel::Now);
-    match how {
-        Cancel::Now => {
-            tx.execute(
-                "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
-                 last_reason = $3 WHERE seq = $2",
-                &[&ms(now), &job.seq, &CANCELLED],
-            )
-            .await
-            .map_err(backend)?;
+    let done = async {
+        let job = locked(&tx, id).await?;
+        let how = redial_store::cancel(&job)?;
+        let now_cancelled = matches!(how, Cancel::Now);
+        match how {
+            Cancel::Now => {
+                tx.execute(
+                    "UPDATE jobs SET state = 'cancelled', finished_at = $1, updated_at = $1, \
+                     last_reason = $3 WHERE seq = $2",
+                    &[&ms(now), &job.seq, &CANCELLED],
+                )
+                .await
+                .map_err(backend)?;
+            }
+            Cancel::WhenTheAttemptEnds => {
+                tx.execute(
+                    "UPDATE jobs SET cancel_requested = TRUE, updated_at = $1 WHERE seq = $2",
+                    &[&ms(now), &job.seq],
+                )
+                .await
+                .map_err(backend)?;
+            }
         }
-        Cancel::WhenTheAttemptEnds => {
-            tx.execute(
-                "UPDATE jobs SET cancel_requested = TRUE, updated_at = $1 WHERE seq = $2",
-                &[&ms(now), &job.seq],
-            )
-            .await
-            .map_err(backend)?;
+        if now_cancelled {
+            insert_owed(&tx, &insert, channel, std::slice::from_ref(id), now).await?;
         }
+        must_get(&tx, id).await
     }
-    if now_cancelled {
-        insert_owed(&tx, &insert, channel, std::slice::from_ref(id), now).await?;
-    }
-    let job = must_get(&tx, id).await?;
-    tx.commit().await.map_err(backend)?;
-    Ok(job)
+    .await;
+    settle(tx, done).await
 }
 
 pub async fn bulk_replay(

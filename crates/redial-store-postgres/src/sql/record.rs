@@ -1,6 +1,7 @@
 //! An attempt's end: heartbeats, recording (one attempt, or a batch in one statement, and the
 //! slow path), and giving leases back.
 
+use super::actions::settle;
 use super::jobs::{insert_deliveries, JobRows, INSERT_MANY, INSERT_MANY_LEASED};
 use super::{category_str, cols, get, int, job_from_row, ms, notify};
 use crate::{backend, Conn};
@@ -340,51 +341,54 @@ pub async fn record_attempt_slow(
 ) -> StoreResult<JobState> {
     let insert = c.prepared(INSERT_MANY).await?;
     let tx = c.client.transaction().await.map_err(backend)?;
-    let row = tx
-        .query_opt(
-            concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
-            &[&p.id.0],
-        )
-        .await
-        .map_err(backend)?
-        .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
-    let job = job_from_row(&row)?;
-    let r = p.recording(&job, data)?;
-    tx.execute(
-        "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
-         unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
-         runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10, \
-         final_attempt = $12 WHERE seq = $11",
-        &[
-            &r.plan.state.as_str(),
-            &category_str(r.plan.category),
-            &ms(r.plan.run_at),
-            &r.plan.finished_at.map(ms),
-            &int(p.attempts),
-            &int(p.unknown_attempts),
-            &int(p.deferrals),
-            &r.last_delay_ms,
-            &r.plan.reason,
-            &ms(p.now),
-            &job.seq,
-            &r.plan.finished_at.map(|_| r.data.as_str()),
-        ],
-    )
-    .await
-    .map_err(backend)?;
-    if r.plan.finished_at.is_none() {
+    let done = async {
+        let row = tx
+            .query_opt(
+                concat!("SELECT ", cols!(), " FROM jobs WHERE id = $1 FOR UPDATE"),
+                &[&p.id.0],
+            )
+            .await
+            .map_err(backend)?
+            .ok_or_else(|| StoreError::NotFound(p.id.clone()))?;
+        let job = job_from_row(&row)?;
+        let r = p.recording(&job, data)?;
         tx.execute(
-            "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
-            &[&job.seq, &int(r.plan.number), &r.data],
+            "UPDATE jobs SET state = $1, category = $2, run_at = $3, finished_at = $4, attempts = $5, \
+             unknown_attempts = $6, deferrals = $7, last_delay_ms = $8, last_reason = $9, \
+             runs = runs + 1, lease_owner = NULL, lease_until = NULL, updated_at = $10, \
+             final_attempt = $12 WHERE seq = $11",
+            &[
+                &r.plan.state.as_str(),
+                &category_str(r.plan.category),
+                &ms(r.plan.run_at),
+                &r.plan.finished_at.map(ms),
+                &int(p.attempts),
+                &int(p.unknown_attempts),
+                &int(p.deferrals),
+                &r.last_delay_ms,
+                &r.plan.reason,
+                &ms(p.now),
+                &job.seq,
+                &r.plan.finished_at.map(|_| r.data.as_str()),
+            ],
         )
         .await
         .map_err(backend)?;
+        if r.plan.finished_at.is_none() {
+            tx.execute(
+                "INSERT INTO attempts (job_seq, number, data) VALUES ($1, $2, $3)",
+                &[&job.seq, &int(r.plan.number), &r.data],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        if let Some(delivery) = &r.delivery {
+            insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
+        }
+        Ok(r.plan.state)
     }
-    if let Some(delivery) = &r.delivery {
-        insert_deliveries(&tx, &insert, channel, std::slice::from_ref(delivery)).await?;
-    }
-    tx.commit().await.map_err(backend)?;
-    Ok(r.plan.state)
+    .await;
+    settle(tx, done).await
 }
 
 pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreResult<u64> {
