@@ -52,3 +52,65 @@ FROM unnest(ARRAY['row_cost_a', 'row_cost_b', 'row_cost_c', 'row_cost_d']) v;
 SELECT pg_stat_force_next_flush();
 SELECT relname AS "table", n_tup_upd AS updates, n_tup_hot_upd AS hot
 FROM pg_stat_user_tables WHERE relname LIKE 'row_cost_%' ORDER BY relname;
+
+-- Three shapes of issue 56's second decision (a lease that does not write the job's row as it
+-- is today), against a (today's two updates):
+-- e: the runnable set in a narrow table of its own and the claims in another: the lease
+--    deletes the runnable rows and inserts the claims; the record updates the job's row (from
+--    `ready`: the lease left it alone) with every index, and deletes the claims. The enqueue
+--    pays for the runnable row (its insert is timed apart).
+-- g: the claims alone in a narrow table (the runnable set stays the job's indexes): the lease
+--    locks the job's row and inserts its claim; the record updates the row and deletes it.
+-- f: the lease as a HOT update: the job's row stays `ready` and only the lease's own columns
+--    (owner, until; no index holds them) change, on a table with room on its pages; every
+--    index but `jobs_leased` (a lease is no longer a state).
+CREATE TABLE row_cost_e (LIKE jobs INCLUDING DEFAULTS INCLUDING INDEXES);
+INSERT INTO row_cost_e OVERRIDING SYSTEM VALUE SELECT * FROM jobs;
+CREATE TABLE row_cost_e_runnable (seq bigint PRIMARY KEY, queue text NOT NULL,
+  priority int NOT NULL, run_at bigint NOT NULL);
+CREATE INDEX ON row_cost_e_runnable (queue, priority DESC, run_at, seq);
+CREATE TABLE row_cost_e_claims (seq bigint PRIMARY KEY, owner text NOT NULL,
+  lease_until bigint NOT NULL);
+CREATE TABLE row_cost_g (LIKE jobs INCLUDING DEFAULTS INCLUDING INDEXES);
+DROP INDEX IF EXISTS row_cost_g_lease_until_idx;
+INSERT INTO row_cost_g OVERRIDING SYSTEM VALUE SELECT * FROM jobs;
+CREATE TABLE row_cost_g_claims (seq bigint PRIMARY KEY, owner text NOT NULL,
+  lease_until bigint NOT NULL);
+CREATE INDEX ON row_cost_g_claims (lease_until);
+CREATE TABLE row_cost_f (LIKE jobs INCLUDING DEFAULTS INCLUDING INDEXES) WITH (fillfactor = 40);
+DROP INDEX IF EXISTS row_cost_f_lease_until_idx;
+INSERT INTO row_cost_f OVERRIDING SYSTEM VALUE SELECT * FROM jobs;
+VACUUM ANALYZE row_cost_e, row_cost_e_claims, row_cost_f, row_cost_g, row_cost_g_claims;
+
+SELECT 'row_cost_e' AS "table", pg_row_cost('row_cost_e',
+    'INSERT INTO row_cost_e_runnable SELECT seq, queue, priority, run_at FROM row_cost_e '
+    'WHERE seq = ANY($1)') AS "enqueue's runnable row us/row",
+  pg_row_cost('row_cost_e',
+    'WITH d AS (DELETE FROM row_cost_e_runnable WHERE seq = ANY($1) RETURNING seq) '
+    'INSERT INTO row_cost_e_claims SELECT seq, ''node-1'', 99999 FROM d') AS "lease us/row",
+  pg_row_cost('row_cost_e',
+    'WITH d AS (DELETE FROM row_cost_e_claims WHERE seq = ANY($1)) '
+    'UPDATE %I SET state = ''completed'', finished_at = 3000, attempts = 1, runs = 1, '
+    'updated_at = 3000, last_reason = ''HTTP 200'', logged = TRUE, final_attempt = '
+    '''{"number":1,"started_at":2000,"finished_at":3000,"outcome":{"status":200},"duration_ms":1}'' '
+    'WHERE seq = ANY($1)') AS "record us/row";
+SELECT 'row_cost_f' AS "table", pg_row_cost('row_cost_f',
+    'UPDATE %I SET lease_owner = ''node-1'', lease_until = 99999 '
+    'WHERE seq = ANY($1) AND state = ''ready''') AS "lease us/row",
+  pg_row_cost('row_cost_f',
+    'UPDATE %I SET state = ''completed'', finished_at = 3000, attempts = 1, runs = 1, lease_owner = NULL, '
+    'lease_until = NULL, updated_at = 3000, last_reason = ''HTTP 200'', logged = TRUE, final_attempt = '
+    '''{"number":1,"started_at":2000,"finished_at":3000,"outcome":{"status":200},"duration_ms":1}'' '
+    'WHERE seq = ANY($1)') AS "record us/row";
+SELECT 'row_cost_g' AS "table", pg_row_cost('row_cost_g',
+    'INSERT INTO row_cost_g_claims SELECT seq, ''node-1'', 99999 FROM %I '
+    'WHERE seq = ANY($1) AND state = ''ready'' FOR UPDATE SKIP LOCKED') AS "lease us/row",
+  pg_row_cost('row_cost_g',
+    'WITH d AS (DELETE FROM row_cost_g_claims WHERE seq = ANY($1) AND owner = ''node-1'' RETURNING seq) '
+    'UPDATE %I SET state = ''completed'', finished_at = 3000, attempts = 1, runs = 1, '
+    'updated_at = 3000, last_reason = ''HTTP 200'', logged = TRUE, final_attempt = '
+    '''{"number":1,"started_at":2000,"finished_at":3000,"outcome":{"status":200},"duration_ms":1}'' '
+    'WHERE seq IN (SELECT seq FROM d)') AS "record us/row";
+SELECT pg_stat_force_next_flush();
+SELECT relname AS "table", n_tup_upd AS updates, n_tup_hot_upd AS hot
+FROM pg_stat_user_tables WHERE relname IN ('row_cost_e', 'row_cost_f') ORDER BY relname;

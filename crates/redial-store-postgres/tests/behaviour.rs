@@ -103,7 +103,7 @@ async fn a_failed_lease_statement_leases_nothing_and_hands_back_every_admission(
             "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS \
                $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
              CREATE TRIGGER refuse_leases BEFORE UPDATE ON jobs FOR EACH ROW \
-               WHEN (NEW.state = 'running') EXECUTE FUNCTION refuse();",
+               WHEN (NEW.lease_owner IS NOT NULL) EXECUTE FUNCTION refuse();",
         )
         .await
         .expect("set the fault");

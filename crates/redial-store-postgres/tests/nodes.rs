@@ -429,3 +429,95 @@ async fn a_node_whose_connection_blinked_keeps_its_leases() {
         .0;
     assert_eq!((state.state, state.stalls), (JobState::Ready, 1));
 }
+
+/// A job in flight when the schema moves to version 19 (a lease written as `ready` with an
+/// owner, logged in `leases`) is still running after it: read as running, passed over by a
+/// lease, and rescued once its lease expires, with its stall counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_in_flight_across_migration_19_is_still_running_and_rescued() {
+    use redial_store::{JobState, RescueParams};
+    let config = schema().await;
+    redial_store_postgres::testing::migrate_to(&config, 18)
+        .await
+        .expect("schema 18");
+    let (client, connection) = config.connect().await.expect("connect");
+    tokio::spawn(connection);
+    for (id, state, owner, until) in [
+        ("flying", "running", Some("old-node"), Some(at(30))),
+        ("waiting", "ready", None, None),
+    ] {
+        let job = new_job(id, "q");
+        let request = serde_json::to_string(&job.request).expect("request");
+        client
+            .execute(
+                "INSERT INTO jobs (id, queue, endpoint, state, request, priority, run_at, tags, \
+                 created_at, updated_at, lease_owner, lease_until) \
+                 VALUES ($1, 'q', $2, $3, $4, 0, $5, '[]', $5, $5, $6, $7)",
+                &[
+                    &id,
+                    &job.endpoint,
+                    &state,
+                    &request,
+                    &job.run_at.as_unix_millis(),
+                    &owner,
+                    &until.map(|t| t.as_unix_millis()),
+                ],
+            )
+            .await
+            .expect("a job as version 18 kept it");
+    }
+    let store = PgStore::connect_with(config.clone(), 1)
+        .await
+        .expect("the store migrates at start");
+    let get = |id: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .job_get(&id.into())
+                .await
+                .expect("get")
+                .expect("kept")
+                .0
+        }
+    };
+    let flying = get("flying").await;
+    assert_eq!(
+        (flying.state, flying.lease_owner.as_deref()),
+        (JobState::Running, Some("old-node"))
+    );
+    let leased = store
+        .job_lease_available(LeaseParams {
+            queue: "q".into(),
+            limit: 10,
+            owner: "new-node".into(),
+            now: at(1),
+            lease_until: at(3600),
+        })
+        .await
+        .expect("lease");
+    let ids: Vec<&str> = leased.iter().map(|j| j.id.0.as_str()).collect();
+    assert_eq!(ids, ["waiting"], "the job in flight is not leased twice");
+    let rescue = |now| {
+        store.job_rescue_expired(RescueParams {
+            now,
+            max_stalls: 3,
+            presence_grace: Duration::ZERO,
+        })
+    };
+    assert_eq!(
+        rescue(at(10)).await.expect("rescue").requeued,
+        0,
+        "not expired yet"
+    );
+    assert_eq!(rescue(at(31)).await.expect("rescue").requeued, 1);
+    let flying = get("flying").await;
+    assert_eq!(
+        (flying.state, flying.stalls, flying.lease_owner),
+        (JobState::Ready, 1, None)
+    );
+    assert_eq!(
+        get("waiting").await.state,
+        JobState::Running,
+        "its lease runs to 3600"
+    );
+}

@@ -110,13 +110,14 @@ fn worker_pid(worker: &str) -> Option<u32> {
     worker.rsplit('-').nth(1)?.parse().ok()
 }
 
+/// Leased, as the PostgreSQL store's rows say it: `ready` with an owner (its schema
+/// migration 19).
+const LEASED: &str = "state = 'ready' AND lease_owner IS NOT NULL";
+
 /// How many jobs the node of process `pid` holds leased now, read from the database.
 async fn leases_held_by(client: &tokio_postgres::Client, pid: u32) -> usize {
     client
-        .query(
-            "SELECT lease_owner FROM jobs WHERE state = 'running' AND lease_owner IS NOT NULL",
-            &[],
-        )
+        .query(&format!("SELECT lease_owner FROM jobs WHERE {LEASED}"), &[])
         .await
         .expect("read the leases")
         .iter()
@@ -669,7 +670,7 @@ async fn a_database_blink_sends_no_job_twice_and_a_killed_node_is_rescued_within
     enqueue(&http, &nodes[0], jobs).await;
     let running = || async {
         client
-            .query_one("SELECT count(*) FROM jobs WHERE state = 'running'", &[])
+            .query_one(&format!("SELECT count(*) FROM jobs WHERE {LEASED}"), &[])
             .await
             .expect("count")
             .get::<_, i64>(0)
@@ -793,7 +794,7 @@ async fn two_nodes_one_killed_keep_each_keys_order() {
         || async {
             let row = client
                 .query_opt(
-                    "SELECT lease_owner FROM jobs WHERE id = 'o0-0' AND state = 'running'",
+                    &format!("SELECT lease_owner FROM jobs WHERE id = 'o0-0' AND {LEASED}"),
                     &[],
                 )
                 .await

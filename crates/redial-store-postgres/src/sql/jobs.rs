@@ -2,7 +2,7 @@
 
 use super::{
     cols, get, get_job, jobs_from_rows, json_err, ms, must_get, notify, notify_prepared, Param,
-    NOTIFY,
+    NOTIFY, RUNNING,
 };
 use crate::{backend, Conn};
 use redial_policy::Timestamp;
@@ -65,8 +65,10 @@ const INSERT_TERMS: &str = "INSERT INTO job_terms (bucket, term, seq) \
 
 /// [`INSERT_MANY`] with each job's lease (`$18` owner, `$19` until; none for a job that goes
 /// in as it would): a callback delivery its recorder sends at once goes in leased to it.
+/// A job that goes in leased says `ready` with its owner (schema migration 19), and its lease
+/// is logged in `leases` for the rescue.
 pub(super) const INSERT_MANY_LEASED: &str =
-    "INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
+    "WITH d AS (INSERT INTO jobs (id, queue, endpoint, state, request, idempotency_key, \
      priority, run_at, deadline, tags, policy, created_at, updated_at, grp, callback, \
      okey, ord_skip, oline, ord_wait, lease_owner, lease_until) \
      SELECT id, queue, endpoint, state, request, key, priority, run_at, deadline, tags, policy, \
@@ -80,7 +82,10 @@ pub(super) const INSERT_MANY_LEASED: &str =
              deadline, tags, policy, created_at, grp, callback, okey, ord_skip, oline, \
              lease_owner, lease_until, n) \
      ORDER BY n \
-     ON CONFLICT (id) DO NOTHING RETURNING id, seq";
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner, lease_until), \
+     l AS (INSERT INTO leases (owner, until, seqs) SELECT lease_owner, lease_until, \
+         array_agg(seq) FROM d WHERE lease_owner IS NOT NULL GROUP BY lease_owner, lease_until) \
+     SELECT id, seq FROM d";
 
 /// Jobs as the columns of [`INSERT_MANY`] (`$1` to `$17`), one array per column, and their
 /// leases as [`INSERT_MANY_LEASED`]'s (`$18`, `$19`).
@@ -164,9 +169,10 @@ impl<'a> JobRows<'a> {
         Ok(r)
     }
 
-    /// The `i`th job goes in leased to `owner` until `until`: running.
+    /// The `i`th job goes in leased to `owner` until `until`: running, which its row says as
+    /// `ready` with an owner (schema migration 19).
     pub(super) fn lease(&mut self, i: usize, owner: &'a str, until: Timestamp) {
-        self.state[i] = JobState::Running.as_str();
+        self.state[i] = JobState::Ready.as_str();
         self.lease_owner[i] = Some(owner);
         self.lease_until[i] = Some(ms(until));
     }
@@ -499,9 +505,15 @@ pub(super) fn push_filter(
     params: &mut Vec<Box<dyn ToSql + Sync + Send>>,
     f: &JobFilter,
 ) {
-    if let Some(s) = f.state {
-        params.push(Box::new(s.as_str().to_owned()));
-        sql.push_str(&format!(" AND state = ${}", params.len()));
+    match f.state {
+        // A leased job's row says `ready` with an owner (schema migration 19).
+        Some(JobState::Running) => sql.push_str(&format!(" AND {RUNNING}")),
+        Some(JobState::Ready) => sql.push_str(" AND state = 'ready' AND lease_owner IS NULL"),
+        Some(s) => {
+            params.push(Box::new(s.as_str().to_owned()));
+            sql.push_str(&format!(" AND state = ${}", params.len()));
+        }
+        None => {}
     }
     push_conditions(sql, params, f.conditions());
 }

@@ -18,7 +18,7 @@ pub(super) fn lease_order(jobs: &mut [Job]) {
 
 pub(super) const CANDIDATES: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, grp FROM jobs \
-     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait \
+     WHERE queue = $1 AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL AND NOT ord_wait \
      AND run_at <= $2 \
      AND NOT (endpoint = ANY($3)) AND NOT (attempts > 0 AND endpoint = ANY($4)) \
      AND NOT (attempts = 0 AND endpoint = ANY($6)) \
@@ -62,25 +62,25 @@ fn candidate(r: &tokio_postgres::Row, group: usize) -> StoreResult<Candidate> {
 /// Ungrouped jobs only (`jobs_runnable`'s condition): grouped ones are read group by group.
 pub(super) const RUNNABLE_HEAD_LOCKED: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
-     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
      AND run_at <= $2 ORDER BY priority DESC, run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 /// As [`RUNNABLE_HEAD_LOCKED`], from a place within the top priority level (`$4`) on: the
 /// entries before it, left by jobs leased since the last vacuum, are not stepped over again.
 /// Nothing when a level above holds a due job (the caller then reads from the head).
 pub(super) const RUNNABLE_FLOOR_LOCKED: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority \
-     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+     FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
      AND run_at <= $2 AND priority = $4 AND (run_at, seq) >= ($5, $6) \
      AND NOT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND grp IS NULL AND NOT ord_wait \
-       AND state IN ('ready', 'scheduled', 'deferred') AND run_at <= $2 AND priority > $4) \
+       AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL AND run_at <= $2 AND priority > $4) \
      ORDER BY run_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED";
 pub(super) const RUNNABLE_SAME: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
      AND run_at <= $2 AND priority = $3 AND (run_at, seq) > ($4, $5) ORDER BY run_at, seq LIMIT $6";
 pub(super) const RUNNABLE_LOWER: &str =
     "SELECT seq, id, endpoint, attempts > 0, run_at, priority FROM jobs \
-     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+     WHERE queue = $1 AND grp IS NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
      AND run_at <= $2 AND priority < $3 ORDER BY priority DESC, run_at, seq LIMIT $4";
 /// Whether one of the queue's grouped jobs is due: one is ready (`jobs_grouped_ready`), or one
 /// scheduled or deferred has come due and is not promoted yet (`jobs_waiting`, by run time).
@@ -89,7 +89,7 @@ pub(super) const RUNNABLE_LOWER: &str =
 /// `COALESCE(grp, '') <> ''` (no group is named "") so that `jobs_grouped` cannot serve it: read
 /// through that index and sorted, it would read every grouped job of the queue.
 pub const GROUPED_DUE: &str = "SELECT \
-       (SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL AND NOT ord_wait AND state = 'ready' \
+       (SELECT grp FROM jobs WHERE queue = $1 AND grp IS NOT NULL AND NOT ord_wait AND state = 'ready' AND lease_owner IS NULL \
           ORDER BY grp LIMIT 1) IS NOT NULL \
     OR (SELECT run_at FROM jobs WHERE state IN ('scheduled', 'deferred') AND run_at <= $2 \
           AND queue = $1 AND COALESCE(grp, '') <> '' AND NOT ord_wait ORDER BY run_at LIMIT 1) IS NOT NULL";
@@ -104,20 +104,20 @@ macro_rules! groups_scan {
                SELECT f.grp, 1, d.due, d.due::int FROM \
                  (SELECT grp FROM jobs WHERE queue = $1 AND grp > $2 ",
             $upto,
-            " AND grp IS NOT NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+            " AND grp IS NOT NULL AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
                   ORDER BY grp LIMIT 1) f \
                  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
-                   AND grp = f.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND grp = f.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
                    AND run_at <= $4) AS due) d \
                UNION ALL \
                SELECT x.grp, g.n + 1, d.due, g.k + d.due::int FROM g \
                  CROSS JOIN LATERAL (SELECT j.grp FROM jobs j WHERE j.queue = $1 \
                    AND j.grp > g.grp ",
             $upto,
-            " AND j.grp IS NOT NULL AND NOT j.ord_wait AND j.state IN ('ready', 'scheduled', 'deferred') \
+            " AND j.grp IS NOT NULL AND NOT j.ord_wait AND j.state IN ('ready', 'scheduled', 'deferred') AND j.lease_owner IS NULL \
                    ORDER BY j.grp LIMIT 1) x \
                  CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 \
-                   AND grp = x.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+                   AND grp = x.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
                    AND run_at <= $4) AS due) d \
                WHERE g.k < $3 AND g.n < $6) \
              SELECT grp, due FROM g ORDER BY n"
@@ -133,7 +133,7 @@ pub(super) const GROUP_HEADS_LOCKED: &str =
        h.priority, g.grp \
      FROM unnest($2::text[]) WITH ORDINALITY AS g (grp, n) \
      CROSS JOIN LATERAL (SELECT seq, id, endpoint, attempts, run_at, priority FROM jobs \
-       WHERE queue = $1 AND grp = g.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') \
+       WHERE queue = $1 AND grp = g.grp AND NOT ord_wait AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL \
        AND run_at <= $3 ORDER BY priority DESC, run_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED) h \
      ORDER BY g.n, h.priority DESC, h.run_at, h.seq";
 
@@ -305,15 +305,32 @@ pub async fn runnable(
         .collect()
 }
 
+/// A lease's update (`$1` owner, `$2` until) with its row in `leases` (the rescue's log of what
+/// each node holds until when), answering the jobs' columns.
+macro_rules! lease_logged {
+    ($update:literal) => {
+        concat!(
+            "WITH u AS (",
+            $update,
+            cols!(),
+            "), l AS (INSERT INTO leases (owner, until, seqs) SELECT $1, $2, array_agg(seq) \
+             FROM u HAVING count(*) > 0) SELECT * FROM u"
+        )
+    };
+}
+
 /// Claims in `seq` order and skips rows another node is claiming, so two nodes never wait on
 /// each other (nor deadlock) and never both take a job.
-pub(super) const LEASE_IDS: &str = concat!(
-    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
+///
+/// A lease writes the job's row as `ready` with an owner, so that it changes no indexed column
+/// (a job already `ready` takes a HOT update: schema migration 19), and logs the lease in
+/// `leases` for the rescue ([`lease_logged!`]).
+pub(super) const LEASE_IDS: &str = lease_logged!(
+    "UPDATE jobs SET state = 'ready', lease_owner = $1, lease_until = $2, updated_at = $3 \
      WHERE seq IN (SELECT seq FROM jobs WHERE seq = ANY($4) \
-         AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait AND run_at <= $3 \
+         AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL AND NOT ord_wait AND run_at <= $3 \
          ORDER BY seq FOR UPDATE SKIP LOCKED) \
-     RETURNING ",
-    cols!()
+     RETURNING "
 );
 
 pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>> {
@@ -333,11 +350,10 @@ pub async fn lease_ids(c: &mut Conn, p: &LeaseIdsParams) -> StoreResult<Vec<Job>
 
 /// [`LEASE_IDS`] for rows this transaction locked when it read them: no other transaction can
 /// change them, so they are updated as found by the key, without locking them again.
-pub(super) const LEASE_LOCKED: &str = concat!(
-    "UPDATE jobs SET state = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-     WHERE seq = ANY($4) AND state IN ('ready', 'scheduled', 'deferred') AND NOT ord_wait \
-     AND run_at <= $3 RETURNING ",
-    cols!()
+pub(super) const LEASE_LOCKED: &str = lease_logged!(
+    "UPDATE jobs SET state = 'ready', lease_owner = $1, lease_until = $2, updated_at = $3 \
+     WHERE seq = ANY($4) AND state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL AND NOT ord_wait \
+     AND run_at <= $3 RETURNING "
 );
 
 /// Leases rows this transaction read locked, then COMMITs in the same round trip (sent

@@ -88,9 +88,14 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
             (true, Some(since)) => db_now.saturating_sub(since) >= grace,
         };
         if dead {
+            // Its leases, found by their log (no index holds a job's lease: schema migration
+            // 19), end now; the expired pass below takes them.
             tx.execute(
-                "UPDATE jobs SET lease_until = $1 - 1 \
-                 WHERE state = 'running' AND lease_owner = $2 AND lease_until >= $1",
+                "WITH l AS (UPDATE leases SET until = $1 - 1 WHERE owner = $2 AND until >= $1 \
+                   RETURNING seqs) \
+                 UPDATE jobs SET lease_until = $1 - 1 \
+                 WHERE seq IN (SELECT unnest(seqs) FROM l) AND state = 'ready' \
+                   AND lease_owner = $2 AND lease_until >= $1",
                 &[&now, &worker],
             )
             .await
@@ -105,6 +110,22 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
         // The others divide the endpoints' limits again, at once.
         notify(&tx, channel, ENDPOINTS_CHANGED).await?;
     }
+    // The leases that expired, by their log (each lease and heartbeat writes a row with its
+    // jobs and its end), read once: the jobs still leased past their end. A job whose lease was
+    // extended since, or that was recorded, or leased again, is passed over (its row says so),
+    // and its later lease has a row of its own.
+    let expired: Vec<i64> = get(
+        &tx.query_one(
+            "WITH x AS (DELETE FROM leases WHERE until < $1 RETURNING seqs) \
+             SELECT COALESCE(array_agg(seq), '{}') FROM jobs \
+             WHERE seq IN (SELECT unnest(seqs) FROM x) AND state = 'ready' \
+               AND lease_owner IS NOT NULL AND lease_until < $1",
+            &[&now],
+        )
+        .await
+        .map_err(backend)?,
+        0,
+    )?;
     let dead = finishing(
         &tx,
         &insert,
@@ -113,8 +134,9 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
          lease_owner = NULL, lease_until = NULL, finished_at = $1, updated_at = $1, \
          last_reason = 'lease expired while running (the worker died or hung); stall ' \
              || (stalls + 1) || ' over the limit of ' || $2::int \
-         WHERE state = 'running' AND lease_until < $1 AND stalls + 1 > $2::int",
-        &[&now, &max],
+         WHERE seq = ANY($3) AND state = 'ready' AND lease_owner IS NOT NULL \
+           AND lease_until < $1 AND stalls + 1 > $2::int",
+        &[&now, &max, &expired],
         p.now,
     )
     .await?;
@@ -124,8 +146,9 @@ pub async fn rescue(c: &mut Conn, channel: &str, p: &RescueParams) -> StoreResul
              lease_until = NULL, run_at = LEAST(run_at, $1), updated_at = $1, \
              last_reason = 'lease expired while running (the worker died or hung); stall ' \
                  || (stalls + 1) || ' of ' || $2::int \
-             WHERE state = 'running' AND lease_until < $1",
-            &[&now, &max],
+             WHERE seq = ANY($3) AND state = 'ready' AND lease_owner IS NOT NULL \
+               AND lease_until < $1",
+            &[&now, &max, &expired],
         )
         .await
         .map_err(backend)?;

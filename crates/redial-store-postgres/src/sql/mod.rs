@@ -8,7 +8,7 @@
 
 use crate::backend;
 use redial_policy::DeadCategory;
-use redial_store::{Job, JobColumns, JobId, RawJob, StoreError, StoreResult};
+use redial_store::{Job, JobColumns, JobId, JobState, RawJob, StoreError, StoreResult};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -19,7 +19,13 @@ use redial_store::job_columns as cols;
 /// this one starts with a control character, which a queue name written in a config would not).
 pub const ENDPOINTS_CHANGED: &str = "\u{1}endpoints";
 
-const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred')";
+/// A job waiting for a lease: ready, scheduled or deferred, and not leased. A leased job keeps
+/// `state = 'ready'` in its row (so that its lease changes no indexed column and is a HOT
+/// update: schema migration 19) and is known by its `lease_owner`; [`RUNNING`] is its test.
+const WAITING: &str = "state IN ('ready', 'scheduled', 'deferred') AND lease_owner IS NULL";
+
+/// A leased job (the API's `running`): `state = 'ready'` with an owner. See [`WAITING`].
+const RUNNING: &str = "state = 'ready' AND lease_owner IS NOT NULL";
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
@@ -60,7 +66,12 @@ impl JobColumns for Columns<'_> {
 }
 
 fn job_from_row(r: &Row) -> StoreResult<Job> {
-    RawJob::read(&Columns(r))?.decode()
+    let mut job = RawJob::read(&Columns(r))?.decode()?;
+    // A leased job's row says `ready` with an owner ([`RUNNING`]); everyone else says running.
+    if job.state == JobState::Ready && job.lease_owner.is_some() {
+        job.state = JobState::Running;
+    }
+    Ok(job)
 }
 
 fn jobs_from_rows(rows: &[Row]) -> StoreResult<Vec<Job>> {

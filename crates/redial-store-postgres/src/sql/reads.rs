@@ -11,24 +11,28 @@ use redial_store::{
 };
 use tokio_postgres::types::ToSql;
 
-/// [`redial_store::Store::group_counts`]: the waiting ones off `jobs_grouped`, the running
-/// ones off `jobs_leased` (each condition is its index's: no read of finished jobs).
+/// [`redial_store::Store::group_counts`]: the waiting and the running ones in one read (a
+/// leased job's row says `ready` with an owner: schema migration 19).
 pub async fn group_counts(c: &mut Conn, queue: &str, limit: u32) -> StoreResult<GroupCounts> {
-    const WAITING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE queue = $1 AND grp IS NOT NULL \
-         AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp";
-    const RUNNING: &str = "SELECT grp, COUNT(*) FROM jobs WHERE state = 'running' AND queue = $1 \
-         AND grp IS NOT NULL GROUP BY grp";
-    let mut parts = Vec::with_capacity(2);
-    for sql in [WAITING, RUNNING] {
-        let rows = c.client.query(sql, &[&queue]).await.map_err(backend)?;
-        parts.push(
-            rows.iter()
-                .map(|r| Ok((get(r, 0)?, u64::try_from(get::<i64>(r, 1)?).unwrap_or(0))))
-                .collect::<StoreResult<Vec<(String, u64)>>>()?,
-        );
+    const COUNTS: &str = "SELECT grp, COUNT(*) FILTER (WHERE lease_owner IS NULL), \
+         COUNT(*) FILTER (WHERE lease_owner IS NOT NULL) FROM jobs WHERE queue = $1 \
+         AND grp IS NOT NULL AND state IN ('ready', 'scheduled', 'deferred') GROUP BY grp";
+    let rows = c.client.query(COUNTS, &[&queue]).await.map_err(backend)?;
+    let count = |r: &tokio_postgres::Row, i: usize| {
+        StoreResult::Ok(u64::try_from(get::<i64>(r, i)?).unwrap_or(0))
+    };
+    let mut waiting = Vec::with_capacity(rows.len());
+    let mut running = Vec::new();
+    for r in &rows {
+        let grp: String = get(r, 0)?;
+        let (w, n) = (count(r, 1)?, count(r, 2)?);
+        if n > 0 {
+            running.push((grp.clone(), n));
+        }
+        if w > 0 {
+            waiting.push((grp, w));
+        }
     }
-    let running = parts.pop().unwrap_or_default();
-    let waiting = parts.pop().unwrap_or_default();
     Ok(GroupCounts::from_parts(waiting, running, limit))
 }
 
@@ -105,9 +109,11 @@ pub async fn stats(c: &mut Conn) -> StoreResult<Stats> {
     let rows = c
         .client
         .query(
-            "SELECT queue, endpoint, state, category, COUNT(*), \
+            // A leased job's row says `ready` with an owner (schema migration 19).
+            "SELECT queue, endpoint, CASE WHEN state = 'ready' AND lease_owner IS NOT NULL \
+               THEN 'running' ELSE state END AS st, category, COUNT(*), \
                MIN(updated_at) FILTER (WHERE state = 'deferred') \
-             FROM jobs GROUP BY queue, endpoint, state, category",
+             FROM jobs GROUP BY queue, endpoint, st, category",
             &[],
         )
         .await

@@ -10,16 +10,23 @@ use redial_store::{
     StoreResult,
 };
 
-pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_until = $1 \
-     WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3";
+/// Extends the leases (a HOT update: schema migration 19) and logs them in `leases`, where the
+/// rescue finds them once they expire.
+pub(super) const HEARTBEAT: &str = "WITH u AS (UPDATE jobs SET lease_until = $1 \
+     WHERE id = ANY($2) AND state = 'ready' AND lease_owner = $3 RETURNING seq), \
+     l AS (INSERT INTO leases (owner, until, seqs) SELECT $3, $1, array_agg(seq) FROM u \
+       HAVING count(*) > 0) \
+     SELECT count(*) FROM u";
 
 pub async fn heartbeat(c: &mut Conn, p: &HeartbeatParams) -> StoreResult<u64> {
     let stmt = c.prepared(HEARTBEAT).await?;
     let ids: Vec<&str> = p.ids.iter().map(|i| i.0.as_str()).collect();
-    c.client
-        .execute(&stmt, &[&ms(p.lease_until), &ids, &p.owner])
+    let row = c
+        .client
+        .query_one(&stmt, &[&ms(p.lease_until), &ids, &p.owner])
         .await
-        .map_err(backend)
+        .map_err(backend)?;
+    Ok(u64::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
 }
 
 /// The common case in one statement: the lease is ours and no cancel waits. The attempt's
@@ -32,7 +39,7 @@ pub(super) const RECORD: &str = "WITH u AS (UPDATE jobs SET state = $1, category
          lease_owner = NULL, lease_until = NULL, updated_at = $10, \
          final_attempt = CASE WHEN $4::bigint IS NOT NULL \
            THEN jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs + 1))::text END \
-     WHERE id = $11 AND state = 'running' AND lease_owner = $12 AND NOT cancel_requested \
+     WHERE id = $11 AND state = 'ready' AND lease_owner = $12 AND NOT cancel_requested \
      RETURNING seq, runs), \
      a AS (INSERT INTO attempts (job_seq, number, data) \
        SELECT seq, runs, jsonb_set($13::text::jsonb, '{number}', to_jsonb(runs))::text FROM u \
@@ -140,7 +147,7 @@ macro_rules! record_many_ctes {
          logged = CASE WHEN i.state = 'completed' THEN TRUE END, \
          ord_wait = j.ord_wait OR (j.oline IS NOT NULL AND i.state = 'completed') \
        FROM i \
-       WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'running' AND j.lease_owner = i.owner \
+       WHERE j.seq = i.seq AND j.id = i.id AND j.state = 'ready' AND j.lease_owner = i.owner \
          AND NOT j.cancel_requested AND j.runs = i.number - 1 \
        RETURNING j.seq, j.queue, j.endpoint, i.id, i.state, i.finished_at, i.now, i.reason, \
          i.number, i.data, CASE WHEN j.oline IS NOT NULL \
@@ -189,7 +196,9 @@ pub(super) const RECORD_MANY_OWING: &str = concat!(
          tags, policy, created_at, grp, callback, okey, ord_skip, oline, lease_owner, \
          lease_until) \
      WHERE t.owner_seq IN (SELECT seq FROM u) \
-     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner, idempotency_key, tags), \
+     ON CONFLICT (id) DO NOTHING RETURNING id, seq, lease_owner, lease_until, idempotency_key, tags), \
+     dl AS (INSERT INTO leases (owner, until, seqs) SELECT lease_owner, lease_until, \
+         array_agg(seq) FROM d WHERE lease_owner IS NOT NULL GROUP BY lease_owner, lease_until), \
      dt AS (INSERT INTO job_terms (bucket, term, seq) \
          SELECT seq >> 10, 'k:' || idempotency_key, seq FROM d \
              WHERE idempotency_key IS NOT NULL \
@@ -397,7 +406,7 @@ pub async fn release(c: &mut Conn, channel: &str, p: &ReleaseParams) -> StoreRes
     let rows = tx
         .query(
             "UPDATE jobs SET state = 'ready', lease_owner = NULL, lease_until = NULL, finished_at = NULL, updated_at = $1 \
-             WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING queue",
+             WHERE id = ANY($2) AND state = 'ready' AND lease_owner = $3 RETURNING queue",
             &[&ms(p.now), &ids, &p.owner],
         )
         .await

@@ -219,6 +219,16 @@ pub async fn heartbeat_and_release(store: Arc<dyn Store>) {
         .await
         .expect("heartbeat");
     assert_eq!(none, 0);
+    // The first lease's end (at 30) has passed, the extended one (at 100) has not.
+    let rescue = |now| {
+        store.job_rescue_expired(RescueParams {
+            now,
+            max_stalls: 3,
+            presence_grace: std::time::Duration::ZERO,
+        })
+    };
+    assert_eq!(rescue(at(31)).await.expect("rescue").requeued, 0);
+    assert_eq!(get(&store, "h2").await.0.state, JobState::Running);
 
     let released = store
         .job_release(ReleaseParams {
@@ -238,6 +248,10 @@ pub async fn heartbeat_and_release(store: Arc<dyn Store>) {
         ids(&lease(&store, "default", "w3", at(5), 10).await),
         ["h1"]
     );
+    // Past both: h2's extended lease and h1's second one (until 35) end.
+    assert_eq!(rescue(at(101)).await.expect("rescue").requeued, 2);
+    let (job, _) = get(&store, "h2").await;
+    assert_eq!((job.state, job.stalls), (JobState::Ready, 1));
 }
 
 pub async fn rescue_expired_leases(store: Arc<dyn Store>) {
