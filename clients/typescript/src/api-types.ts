@@ -1029,6 +1029,8 @@ export interface components {
             outage_began: string | null;
             /** @description Only in GET /v1/endpoints/{name} and in the answers of its controls, not in the list. */
             forecast?: components["schemas"]["Forecast"];
+            /** @description Present when the endpoint has credentials of its own ([endpoints.*.auth] in the configuration): which kind, where its secret comes from, and for OAuth2 the token's state. Never a secret. */
+            credentials?: components["schemas"]["EndpointCredentials"];
         };
         EndpointList: {
             endpoints: components["schemas"]["Endpoint"][];
@@ -1597,6 +1599,37 @@ export interface components {
                  */
                 forecast_start: string | null;
             };
+        };
+        /** @description What an endpoint's requests carry that its jobs do not (docs/credentials.md). */
+        EndpointCredentials: {
+            /** @enum {string} */
+            kind: "bearer" | "basic" | "header" | "oauth2_client_credentials";
+            /** @description Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or "literal". Never its value. */
+            secret_from: string;
+            /** @description Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's credentials); refused with 422 invalid_header otherwise. */
+            allow_job_credentials: boolean;
+            /** @description OAuth2 client credentials only: the access token's state on the node that answers (each node keeps its own). */
+            token: components["schemas"]["EndpointToken"] | null;
+        };
+        EndpointToken: {
+            /** @description The token endpoint, credentials in it redacted. */
+            token_url: string;
+            /** @description Whether this node holds a token. */
+            held: boolean;
+            /**
+             * Format: date-time
+             * @description When the token held expires (from expires_in); null with no token, or when the token endpoint gave no lifetime.
+             */
+            valid_until: string | null;
+            /** @description Tokens this node fetched since it started. */
+            fetched: number;
+            last_failure: components["schemas"]["TokenFailure"] | null;
+        };
+        TokenFailure: {
+            /** Format: date-time */
+            at: string;
+            /** @description Why no token came: the token endpoint's status and error code, or why it could not be reached. */
+            reason: string;
         };
     };
     responses: {

@@ -242,6 +242,11 @@ pub struct Endpoint {
     pub budget_used: i64,
     pub burst: i64,
     pub concurrency_limit: Option<i64>,
+    /// Present when the endpoint has credentials of its own ([endpoints.*.auth] in the
+    /// configuration): which kind, where its secret comes from, and for OAuth2 the token's
+    /// state. Never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<EndpointCredentials>,
     /// Since when the endpoint has been failing (its first failure after its last success);
     /// null when its last answer was a success.
     pub failing_since: Option<String>,
@@ -295,11 +300,40 @@ pub struct EndpointBreakerHistory {
     pub to: String,
 }
 
+/// What an endpoint's requests carry that its jobs do not (docs/credentials.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndpointCredentials {
+    /// Whether jobs may carry an Authorization header of their own (sent instead of the
+    /// endpoint's credentials); refused with 422 invalid_header otherwise.
+    pub allow_job_credentials: bool,
+    pub kind: String,
+    /// Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or
+    /// "literal". Never its value.
+    pub secret_from: String,
+    /// OAuth2 client credentials only: the access token's state on the node that answers (each
+    /// node keeps its own).
+    pub token: Option<EndpointToken>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndpointList {
     pub endpoints: Vec<Endpoint>,
     /// Pass as cursor for the next page; null on the last one.
     pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndpointToken {
+    /// Tokens this node fetched since it started.
+    pub fetched: i64,
+    /// Whether this node holds a token.
+    pub held: bool,
+    pub last_failure: Option<TokenFailure>,
+    /// The token endpoint, credentials in it redacted.
+    pub token_url: String,
+    /// When the token held expires (from expires_in); null with no token, or when the token
+    /// endpoint gave no lifetime.
+    pub valid_until: Option<String>,
 }
 
 /// Every error answer, whatever its status.
@@ -1074,4 +1108,12 @@ pub struct StatsEndpoints {
     pub count: i64,
     pub endpoint: String,
     pub state: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenFailure {
+    pub at: String,
+    /// Why no token came: the token endpoint's status and error code, or why it could not be
+    /// reached.
+    pub reason: String,
 }

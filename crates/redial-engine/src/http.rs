@@ -4,6 +4,7 @@
 //! outcome), response bodies read up to a bound, the idempotency key on every attempt, and
 //! destinations checked against the network policy after resolution.
 
+use crate::credentials::{Auth, OAuth2, TokenFailure};
 use crate::handler::{AttemptOutput, Handler};
 use crate::net::{is_public, GuardedResolver, ResolveError};
 use async_trait::async_trait;
@@ -32,6 +33,8 @@ pub struct HttpConfig {
     pub user_agent: String,
     /// Which deliveries carry Standard Webhooks signatures, with which secrets.
     pub signing: crate::signing::Signing,
+    /// What requests to each endpoint carry that their jobs do not (`credentials.rs`).
+    pub credentials: crate::credentials::Credentials,
 }
 
 impl Default for HttpConfig {
@@ -45,6 +48,7 @@ impl Default for HttpConfig {
             idempotency_methods: vec!["POST".into(), "PATCH".into()],
             user_agent: concat!("redial/", env!("CARGO_PKG_VERSION")).into(),
             signing: crate::signing::Signing::default(),
+            credentials: crate::credentials::Credentials::default(),
         }
     }
 }
@@ -170,14 +174,153 @@ impl Handler for HttpExecutor {
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
-        let request = match builder.build() {
+        // The endpoint's credentials, unless the job carries its own Authorization and the
+        // endpoint allows that (intake refuses such a job otherwise).
+        let credentials = self
+            .config
+            .credentials
+            .of(&job.endpoint)
+            .filter(|c| !(c.allow_job_credentials && carries_authorization(&req.headers)));
+        let mut request = match builder.build() {
             Ok(r) => r,
             Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
+        match credentials.map(|c| &c.auth) {
+            Some(Auth::OAuth2(o)) => self.send_with_token(o, request).await,
+            Some(auth) => {
+                if let Err(e) = set_static_auth(&mut request, auth) {
+                    return Self::refused(format!("the credentials of {}: {e}", job.endpoint));
+                }
+                self.send(request).await
+            }
+            None => self.send(request).await,
+        }
+    }
+}
+
+/// Whether a request's headers carry `Authorization`.
+fn carries_authorization(headers: &[(String, String)]) -> bool {
+    headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+}
+
+/// A sensitive header value (kept out of `Debug` output).
+fn sensitive(v: &str) -> Result<reqwest::header::HeaderValue, String> {
+    let mut v = reqwest::header::HeaderValue::from_str(v)
+        .map_err(|_| "the secret is not a valid header value".to_owned())?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// Sets a bearer token, basic or a header of the endpoint's on `request`, replacing every
+/// header of that name the job carried.
+fn set_static_auth(request: &mut reqwest::Request, auth: &Auth) -> Result<(), String> {
+    use base64::Engine as _;
+    let (name, value) = match auth {
+        Auth::Bearer { token } => (
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {}", token.read()?),
+        ),
+        Auth::Basic { username, password } => {
+            let pair = format!("{username}:{}", password.read()?);
+            (
+                reqwest::header::AUTHORIZATION,
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                ),
+            )
+        }
+        Auth::Header { name, value } => (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("{name:?} is not a header name"))?,
+            value.read()?.to_string(),
+        ),
+        Auth::OAuth2(_) => return Ok(()),
+    };
+    request.headers_mut().insert(name, sensitive(&value)?);
+    Ok(())
+}
+
+/// Sets `request`'s bearer token (replacing any).
+fn set_bearer(request: &mut reqwest::Request, token: &str) -> Result<(), String> {
+    let v = sensitive(&format!("Bearer {token}"))
+        .map_err(|_| "the access token is not a valid header value".to_owned())?;
+    request
+        .headers_mut()
+        .insert(reqwest::header::AUTHORIZATION, v);
+    Ok(())
+}
+
+impl HttpExecutor {
+    /// Sends `request` and reads its answer.
+    async fn send(&self, request: reqwest::Request) -> AttemptOutput {
         match self.client.execute(request).await {
             Ok(response) => self.read_response(response).await,
             Err(e) => transport_failure(&e),
         }
+    }
+
+    /// Sends `request` with the endpoint's OAuth2 token: fetched (or fetched again) as needed,
+    /// and once more when the API answers 401 to a token that was not new to this attempt; the
+    /// second answer is the attempt's. No token to be had answers as the token endpoint did
+    /// (see [`token_failure`]): nothing went to the API.
+    async fn send_with_token(&self, o: &OAuth2, request: reqwest::Request) -> AttemptOutput {
+        let clock = &self.config.credentials.clock;
+        let retry = request.try_clone();
+        let mut request = request;
+        let before = o.status().fetched;
+        let token = match o.token(&self.client, clock.now(), None).await {
+            Ok(t) => t,
+            Err(f) => return token_failure(&f),
+        };
+        // Fetched for this attempt (by it, or by another while it waited): a 401 to it is the
+        // API's answer, not a sign of a stale token.
+        let new = o.status().fetched != before;
+        if let Err(e) = set_bearer(&mut request, &token) {
+            return Self::refused(e);
+        }
+        let response = match self.client.execute(request).await {
+            Ok(r) => r,
+            Err(e) => return transport_failure(&e),
+        };
+        let (401, false, Some(mut again)) = (response.status().as_u16(), new, retry) else {
+            return self.read_response(response).await;
+        };
+        drop(response);
+        let fresh = match o.token(&self.client, clock.now(), Some(&token)).await {
+            Ok(t) => t,
+            Err(f) => return token_failure(&f),
+        };
+        if let Err(e) = set_bearer(&mut again, &fresh) {
+            return Self::refused(e);
+        }
+        match self.client.execute(again).await {
+            Ok(r) => self.read_response(r).await,
+            Err(e) => transport_failure(&e),
+        }
+    }
+}
+
+/// An attempt that could not get a token: nothing was sent to the API. A 429 from the token
+/// endpoint answers as a 429 with its `Retry-After` (the job is deferred, no attempt counted,
+/// the endpoint held until then); anything else as a 503 with its `Retry-After` if it gave one
+/// (transient: retried with the endpoint's protection, its breaker counting it), so that an
+/// outage of the token server holds the jobs instead of killing them. The reason says which.
+fn token_failure(f: &TokenFailure) -> AttemptOutput {
+    let status = if f.status == Some(429) { 429 } else { 503 };
+    let mut response = Response::new(status);
+    if let Some(r) = &f.retry_after {
+        response = response.header("retry-after", r);
+    }
+    AttemptOutput {
+        response_headers: response.headers.clone(),
+        error_detail: Some(format!(
+            "no access token, so nothing was sent to the API: {}",
+            f.reason
+        )),
+        ..AttemptOutput::from_outcome(Outcome::Response(response))
     }
 }
 
@@ -347,6 +490,11 @@ fn classify_error(e: &reqwest::Error) -> TransportError {
         return TransportError::ConnectionRefused;
     }
     TransportError::ConnectionReset
+}
+
+/// [`redacted_chain`], for the token fetch.
+pub(crate) fn redacted_reason(e: &reqwest::Error) -> String {
+    redacted_chain(e)
 }
 
 /// An error and its sources, one line.

@@ -8,6 +8,7 @@
 
 pub mod alerts;
 mod clock;
+pub mod credentials;
 mod endpoints;
 mod engine;
 mod handler;

@@ -66,6 +66,9 @@ pub struct ServerConfig {
     /// Requests waiting for a job to finish (`GET /v1/jobs/{id}?wait=`) at once; more are
     /// answered 503 `too_many_waiters`.
     pub max_waiters: usize,
+    /// The endpoints' credentials, which the intake checks jobs against (a job that carries an
+    /// `Authorization` header for an endpoint with credentials is refused, unless it allows it).
+    pub credentials: redial_engine::credentials::Credentials,
 }
 
 impl Default for ServerConfig {
@@ -86,6 +89,7 @@ impl Default for ServerConfig {
             write_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(30),
             max_waiters: 1000,
+            credentials: Default::default(),
         }
     }
 }

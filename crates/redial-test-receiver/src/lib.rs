@@ -108,6 +108,16 @@ pub enum Behaviour {
     SlidingLogRounded { per_second: u32, epoch_ms: u64 },
     /// 503 without Retry-After for `down_for` after the behaviour is set, then 200.
     DownFor { down_for: Duration },
+    /// An OAuth2 token endpoint (client credentials): a POST whose client says who it is (HTTP
+    /// basic, or `client_id` in the form) gets `{"access_token": "tok-N", "token_type": "Bearer",
+    /// "expires_in": <lifetime in seconds>}`, the token valid for `lifetime` on the receiver's
+    /// clock; without one, 401 `invalid_client`.
+    TokenServer { lifetime: Duration },
+    /// An API that takes only `Authorization: Bearer` tokens this receiver's [`TokenServer`]
+    /// issued and that have not expired (on its clock): 200, else 401 with `WWW-Authenticate`.
+    ///
+    /// [`TokenServer`]: Behaviour::TokenServer
+    RequiresToken,
     /// Any limiter of the shared model (`redial-limiters`, which `redial simulate` runs too),
     /// its time counted from when the behaviour is set. `epoch_ms`: the Unix time, in
     /// milliseconds, at the receiver clock's zero, for resets given as epoch seconds.
@@ -147,6 +157,8 @@ struct Shared {
     /// The receiver's clock, and its reading when the receiver started.
     clock: Box<ClockFn>,
     origin: Duration,
+    /// The tokens [`Behaviour::TokenServer`] issued, and when each expires (receiver clock).
+    tokens: Mutex<HashMap<String, Duration>>,
 }
 
 impl Shared {
@@ -208,6 +220,7 @@ impl Receiver {
             in_flight: Mutex::default(),
             clock: Box::new(now),
             origin,
+            tokens: Mutex::default(),
         });
         let app = axum::Router::new()
             .fallback(answer)
@@ -244,6 +257,12 @@ impl Receiver {
         lock(&self.shared.behaviours).insert(path.to_owned(), live);
     }
 
+    /// Forgets every token [`Behaviour::TokenServer`] issued: they are refused from now on, as a
+    /// revoked token is.
+    pub fn revoke_tokens(&self) {
+        lock(&self.shared.tokens).clear();
+    }
+
     /// Everything received on `path`, in order.
     pub fn received(&self, path: &str) -> Vec<Received> {
         lock(&self.shared.received)
@@ -277,7 +296,7 @@ impl Receiver {
 async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
-    let headers = req
+    let headers: Vec<(String, String)> = req
         .headers()
         .iter()
         .map(|(n, v)| {
@@ -293,9 +312,17 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let at = Instant::now();
     let wall = std::time::SystemTime::now();
     let since_start = shared.since_start();
-    let live_reply = lock(&shared.behaviours)
-        .get_mut(&path)
-        .map(|live| live.answer(since_start));
+    let behaviour = lock(&shared.behaviours).get(&path).map(|l| l.behaviour);
+    let live_reply = match behaviour {
+        Some(Behaviour::TokenServer { lifetime }) => Some((
+            issue_token(&shared, &headers, &body, since_start, lifetime),
+            None,
+        )),
+        Some(Behaviour::RequiresToken) => Some((check_token(&shared, &headers, since_start), None)),
+        _ => lock(&shared.behaviours)
+            .get_mut(&path)
+            .map(|live| live.answer(since_start)),
+    };
     let window = live_reply.as_ref().and_then(|(_, w)| *w);
     let live_reply = live_reply.map(|(r, _)| r);
     let reply = live_reply
@@ -351,6 +378,49 @@ async fn answer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     (status, headers, reply.body).into_response()
 }
 
+/// [`Behaviour::TokenServer`]'s answer.
+fn issue_token(
+    shared: &Shared,
+    headers: &[(String, String)],
+    body: &[u8],
+    now: Duration,
+    lifetime: Duration,
+) -> Reply {
+    let basic = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("authorization") && v.to_ascii_lowercase().starts_with("basic ")
+    });
+    let form = String::from_utf8_lossy(body);
+    let posted = form.split('&').any(|kv| kv.starts_with("client_id="));
+    if !basic && !posted {
+        return Reply::status(401)
+            .header("content-type", "application/json")
+            .body(r#"{"error":"invalid_client","error_description":"no client authentication"}"#);
+    }
+    let mut tokens = lock(&shared.tokens);
+    let token = format!("tok-{}", tokens.len() + 1);
+    tokens.insert(token.clone(), now + lifetime);
+    Reply::status(200)
+        .header("content-type", "application/json")
+        .body(&format!(
+            r#"{{"access_token":"{token}","token_type":"Bearer","expires_in":{}}}"#,
+            lifetime.as_secs_f64()
+        ))
+}
+
+/// [`Behaviour::RequiresToken`]'s answer.
+fn check_token(shared: &Shared, headers: &[(String, String)], now: Duration) -> Reply {
+    let given = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| v.strip_prefix("Bearer "));
+    let valid = given.is_some_and(|t| lock(&shared.tokens).get(t).is_some_and(|end| now < *end));
+    if valid {
+        Reply::status(200).body("ok")
+    } else {
+        Reply::status(401).header("www-authenticate", "Bearer error=\"invalid_token\"")
+    }
+}
+
 impl Live {
     /// What limiter `l` answers a request `elapsed` after the behaviour was set, the receiver
     /// clock's zero being `epoch_ms` in Unix time.
@@ -377,6 +447,8 @@ impl Live {
         match self.behaviour {
             Behaviour::DownFor { down_for } if elapsed < down_for => (Reply::status(503), None),
             Behaviour::DownFor { .. } => (Reply::status(200).body("ok"), None),
+            // Answered before a live behaviour is looked at (they read the request).
+            Behaviour::TokenServer { .. } | Behaviour::RequiresToken => (Reply::status(500), None),
             Behaviour::SlidingLogRounded {
                 per_second,
                 epoch_ms,

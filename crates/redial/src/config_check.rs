@@ -94,6 +94,7 @@ fn check_schedules(settings: &Settings) -> Vec<String> {
     let intake = redial_server::Intake {
         engine: &engine,
         max_job_body_bytes: settings.server.max_job_body_bytes,
+        credentials: &settings.http.credentials,
     };
     let now = redial_engine::Clock::now(&redial_engine::SystemClock);
     redial_server::config_schedules(&intake, settings.schedules.clone(), now)
@@ -275,9 +276,62 @@ fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
                 serde_json::to_value(p).unwrap_or(Value::Null),
             );
         }
+        if let Some(c) = s.http.credentials.of(origin) {
+            one.insert(
+                "allow_job_credentials".into(),
+                json!(c.allow_job_credentials),
+            );
+            one.insert("auth".into(), auth_view(&c.auth));
+        }
         endpoints.insert(origin.clone(), Value::Object(one));
     }
     doc.insert("endpoints".into(), Value::Object(endpoints));
+}
+
+/// An endpoint's credentials as `--print` shows them: where each secret comes from (an
+/// environment variable's name, a file's path), never its value; a secret written in the file
+/// is "[redacted]".
+fn auth_view(auth: &redial_engine::credentials::Auth) -> Value {
+    use redial_engine::credentials::{Auth, ClientAuth, Secret};
+    let source = |secret: &Secret, prefix: &str, doc: &mut Map<String, Value>| {
+        let described = secret.describe();
+        match described.split_once(' ') {
+            Some(("env", name)) => doc.insert(format!("{prefix}_env"), json!(name)),
+            Some(("file", path)) => doc.insert(format!("{prefix}_file"), json!(path)),
+            _ => doc.insert(prefix.to_owned(), json!(REDACTED)),
+        };
+    };
+    let mut doc = Map::new();
+    doc.insert("kind".into(), json!(auth.kind()));
+    match auth {
+        Auth::Bearer { token } => source(token, "secret", &mut doc),
+        Auth::Basic { username, password } => {
+            doc.insert("username".into(), json!(username));
+            source(password, "secret", &mut doc);
+        }
+        Auth::Header { name, value } => {
+            doc.insert("header".into(), json!(name));
+            source(value, "secret", &mut doc);
+        }
+        Auth::OAuth2(o) => {
+            doc.insert(
+                "token_url".into(),
+                json!(redial_engine::redact::url(&o.token_url)),
+            );
+            doc.insert("client_id".into(), json!(o.client_id));
+            source(&o.client_secret, "client_secret", &mut doc);
+            doc.insert("scopes".into(), json!(o.scopes));
+            if let Some(a) = &o.audience {
+                doc.insert("audience".into(), json!(a));
+            }
+            let how = match o.client_auth {
+                ClientAuth::ClientSecretBasic => "client_secret_basic",
+                ClientAuth::ClientSecretPost => "client_secret_post",
+            };
+            doc.insert("client_auth".into(), json!(how));
+        }
+    }
+    Value::Object(doc)
 }
 
 /// `[[schedules]]` and `[[notifications]]`, their secrets redacted.

@@ -79,7 +79,8 @@ impl Settings {
             .map(|t| serde_json::to_value(t).map_err(|e| UsageError(format!("schedules: {e}"))))
             .collect::<Result<_, _>>()?;
         let engine = engine_config(&file, resolved);
-        let server = server_config(file, token, read_only_token, listen);
+        let mut server = server_config(file, token, read_only_token, listen);
+        server.credentials = http.credentials.clone();
         Ok(Settings {
             listen,
             store,
@@ -197,6 +198,7 @@ fn http_config(args: &Args, file: &FileConfig, resolved: &Resolved) -> HttpConfi
             .map(|m| m.to_ascii_uppercase())
             .collect(),
         signing: resolved.signing.clone(),
+        credentials: resolved.credentials.clone(),
         ..HttpConfig::default()
     }
 }
@@ -254,6 +256,7 @@ fn server_config(
         write_timeout: s.write_timeout,
         body_timeout: s.body_timeout,
         max_waiters: s.max_waiters,
+        credentials: Default::default(),
     }
 }
 

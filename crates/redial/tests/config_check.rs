@@ -36,6 +36,17 @@ fn check(args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
+/// The environment variables the documentation's credentials examples read
+/// (`docs/credentials.md`).
+const DOCS_SECRETS: &[(&str, &str)] = &[
+    ("STRIPE_API_KEY", "sk_test_doc"),
+    ("OPENAI_API_KEY", "sk-doc"),
+    ("MAILGUN_API_KEY", "key-doc"),
+    ("SENDGRID_API_KEY", "SG.doc"),
+    ("CRM_CLIENT_SECRET", "doc-client-secret"),
+    ("PARTNER_DEFAULT_TOKEN", "doc-token"),
+];
+
 fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -67,7 +78,7 @@ fn the_docs_and_deploy_examples_pass() {
         for (i, block) in text.split("```toml\n").skip(1).enumerate() {
             let text = &block[..block.find("```").expect("block end")];
             let file = write(dir.path(), &format!("{name}-{i}.toml"), text);
-            let out = check(&["--config", &file], &[]);
+            let out = check(&["--config", &file], DOCS_SECRETS);
             assert_eq!(
                 out.code,
                 0,
@@ -287,4 +298,92 @@ job = { request = { method = "POST", url = "https://user:pw@api.example.com/x", 
     let out = check(&["--config", &file, "--print"], &[]);
     assert_eq!(out.code, 0, "{}\n{again}", out.stderr);
     assert_eq!(out.stdout, again);
+}
+
+/// An endpoint's credentials: each mistake named with its field, a secret written in the file
+/// refused unless insisted on, a missing variable told; `--print` shows where secrets come
+/// from and never a value.
+#[test]
+fn endpoint_credentials_are_checked_and_never_printed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret_file = write(dir.path(), "key", "file-secret-value\n");
+    let cases: &[(&str, &str)] = &[
+        (
+            "kind = \"bearer\"\nsecret = \"literal-value\"\n",
+            "a secret written in the configuration file",
+        ),
+        ("kind = \"bearer\"\n", "needs its secret"),
+        (
+            "kind = \"bearer\"\nsecret_env = \"NOT_SET_ANYWHERE\"\n",
+            "the environment variable NOT_SET_ANYWHERE is not set",
+        ),
+        (
+            "kind = \"bearer\"\nsecret_file = \"/nonexistent/key\"\n",
+            "secret_file: the secret file /nonexistent/key cannot be read",
+        ),
+        ("kind = \"digest\"\nsecret_env = \"K\"\n", "is not one of"),
+        ("kind = \"basic\"\nsecret_env = \"K\"\n", "needs a username"),
+        (
+            "kind = \"bearer\"\nsecret_env = \"K\"\nusername = \"u\"\n",
+            "username is not used by kind = \"bearer\"",
+        ),
+        (
+            "kind = \"oauth2_client_credentials\"\ntoken_url = \"ftp://x\"\nclient_id = \"c\"\nclient_secret_env = \"K\"\n",
+            "is not an http(s) URL",
+        ),
+    ];
+    for (i, (auth, says)) in cases.iter().enumerate() {
+        let file = write(
+            dir.path(),
+            &format!("bad-{i}.toml"),
+            &format!("[endpoints.\"https://api.example.com\".auth]\n{auth}"),
+        );
+        let out = check(&["--config", &file], &[("K", "v")]);
+        assert_eq!(out.code, 1, "case {i} is refused: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("endpoints.\"https://api.example.com\".auth")
+                && out.stderr.contains(says),
+            "case {i} says {says:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("literal-value"));
+    }
+    let good = write(
+        dir.path(),
+        "good.toml",
+        &format!(
+            "[endpoints.\"https://a.example.com\".auth]\nkind = \"bearer\"\nsecret_file = {secret_file:?}\n\n\
+             [endpoints.\"https://b.example.com\".auth]\nkind = \"header\"\nheader = \"X-Api-Key\"\n\
+             secret = \"literal-value\"\ninsecure_literal = true\n\n\
+             [endpoints.\"https://c.example.com\".auth]\nkind = \"oauth2_client_credentials\"\n\
+             token_url = \"https://login.example.com/token\"\nclient_id = \"me\"\n\
+             client_secret_env = \"CLIENT_SECRET\"\nscopes = [\"a\", \"b\"]\n"
+        ),
+    );
+    let out = check(
+        &["--config", &good, "--print"],
+        &[("CLIENT_SECRET", "env-secret-value")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for secret in ["file-secret-value", "literal-value", "env-secret-value"] {
+        assert!(
+            !out.stdout.contains(secret),
+            "{secret} printed:\n{}",
+            out.stdout
+        );
+    }
+    for shown in [
+        "secret_file = ",
+        "secret = \"[redacted]\"",
+        "client_secret_env = \"CLIENT_SECRET\"",
+        "kind = \"oauth2_client_credentials\"",
+        "allow_job_credentials = false",
+    ] {
+        assert!(
+            out.stdout.contains(shown),
+            "{shown} not shown:\n{}",
+            out.stdout
+        );
+    }
 }

@@ -106,6 +106,7 @@ EventKind = Literal[
     "endpoint.recovered",
 ]
 OperationKind = Literal["replay", "dismiss"]
+EndpointCredentialsKind = Literal["bearer", "basic", "header", "oauth2_client_credentials"]
 
 
 class ErrorDetail(TypedDict):
@@ -547,6 +548,46 @@ class Forecast(TypedDict):
     """The first job in start order forecast to miss its deadline."""
 
 
+class TokenFailure(TypedDict):
+    at: str
+    reason: str
+    """Why no token came: the token endpoint's status and error code, or why it could not be
+    reached.
+    """
+
+
+class EndpointToken(TypedDict):
+    token_url: str
+    """The token endpoint, credentials in it redacted."""
+    held: bool
+    """Whether this node holds a token."""
+    valid_until: str | None
+    """When the token held expires (from expires_in); null with no token, or when the token endpoint
+    gave no lifetime.
+    """
+    fetched: int
+    """Tokens this node fetched since it started."""
+    last_failure: TokenFailure | None
+
+
+class EndpointCredentials(TypedDict):
+    """What an endpoint's requests carry that its jobs do not (docs/credentials.md)."""
+
+    kind: EndpointCredentialsKind
+    secret_from: str
+    """Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or
+    "literal". Never its value.
+    """
+    allow_job_credentials: bool
+    """Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's
+    credentials); refused with 422 invalid_header otherwise.
+    """
+    token: EndpointToken | None
+    """OAuth2 client credentials only: the access token's state on the node that answers (each node
+    keeps its own).
+    """
+
+
 class Endpoint(TypedDict):
     """An endpoint's protection state: what holds its jobs now, the shared pause, configured and
     learned limits, in-flight attempts, retry budget, circuit breaker and its history, and its
@@ -613,6 +654,11 @@ class Endpoint(TypedDict):
     """
     forecast: NotRequired[Forecast]
     """Only in GET /v1/endpoints/{name} and in the answers of its controls, not in the list."""
+    credentials: NotRequired[EndpointCredentials]
+    """Present when the endpoint has credentials of its own ([endpoints.*.auth] in the
+    configuration): which kind, where its secret comes from, and for OAuth2 the token's state. Never
+    a secret.
+    """
 
 
 class EndpointList(TypedDict):

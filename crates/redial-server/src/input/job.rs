@@ -148,6 +148,14 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJo
         }
         None => url.origin().ascii_serialization(),
     };
+    // An endpoint with credentials of its own adds them when the request is sent: a job that
+    // brings an Authorization header too is two sources of truth, unless the endpoint allows it.
+    if let Some(why) = intake
+        .credentials
+        .refuse_job_headers(&endpoint, &request.headers)
+    {
+        return Err(ApiError::unprocessable(ErrorCode::InvalidHeader, why));
+    }
     let group = match input.group {
         Some(g) if NewJob::valid_group(&g) => Some(g),
         Some(_) => {

@@ -17,6 +17,9 @@ use redial_engine::EngineConfig;
 pub struct Intake<'a> {
     pub engine: &'a EngineConfig,
     pub max_job_body_bytes: usize,
+    /// The endpoints' credentials: a job may not bring its own `Authorization` to one that has
+    /// some, unless it allows it.
+    pub credentials: &'a redial_engine::credentials::Credentials,
 }
 
 impl AppState {
@@ -25,6 +28,7 @@ impl AppState {
         Intake {
             engine: self.engine.config(),
             max_job_body_bytes: self.config.max_job_body_bytes,
+            credentials: &self.config.credentials,
         }
     }
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 /// An endpoint's view as the API shows it: its protection state, its name, and its backlog
 /// (`held`: due but waiting on its limits; `waiting_later`: scheduled ahead).
 fn endpoint_json(
+    state: &AppState,
     name: &str,
     view: &redial_policy::endpoint::EndpointView,
     backlog: Option<&redial_store::EndpointBacklog>,
@@ -30,8 +31,42 @@ fn endpoint_json(
             "waiting_later".into(),
             json!(backlog.map_or(0, |b| b.later)),
         );
+        if let Some(c) = state.config.credentials.of(name) {
+            obj.insert("credentials".into(), credentials_json(c));
+        }
     }
     Ok(v)
+}
+
+/// Which credentials an endpoint's requests carry, where their secret comes from, and for
+/// OAuth2 the token's state (held, valid until, the last failure to get one): never a secret.
+fn credentials_json(c: &redial_engine::credentials::EndpointCredentials) -> serde_json::Value {
+    use redial_engine::credentials::Auth;
+    let source = match &c.auth {
+        Auth::Bearer { token } => token.describe(),
+        Auth::Basic { password, .. } => password.describe(),
+        Auth::Header { value, .. } => value.describe(),
+        Auth::OAuth2(o) => o.client_secret.describe(),
+    };
+    let token = match &c.auth {
+        Auth::OAuth2(o) => {
+            let t = o.status();
+            json!({
+                "token_url": redial_engine::redact::url(&o.token_url),
+                "held": t.held,
+                "valid_until": t.valid_until,
+                "fetched": t.fetched,
+                "last_failure": t.last_failure.map(|(at, reason)| json!({"at": at, "reason": reason})),
+            })
+        }
+        _ => serde_json::Value::Null,
+    };
+    json!({
+        "kind": c.auth.kind(),
+        "secret_from": source,
+        "allow_job_credentials": c.allow_job_credentials,
+        "token": token,
+    })
 }
 
 /// A page of endpoints by name (those seen, configured, or with jobs waiting), each with its
@@ -72,7 +107,7 @@ pub(super) async fn endpoints(
             break;
         }
         let b = backlog.iter().find(|b| &b.endpoint == name);
-        page.push(endpoint_json(name, view, b)?);
+        page.push(endpoint_json(&state, name, view, b)?);
     }
     Ok(Json(json!({ "endpoints": page, "next_cursor": next })).into_response())
 }
@@ -147,7 +182,7 @@ pub(super) async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
     let backlog = state.engine.store().endpoint_backlog_of(name, now).await?;
     let view = state.engine.endpoint_view(name);
     let forecast = state.engine.endpoint_forecast(name).await?;
-    let mut v = endpoint_json(name, &view, Some(&backlog))?;
+    let mut v = endpoint_json(state, name, &view, Some(&backlog))?;
     v["forecast"] = serde_json::to_value(&forecast)
         .map_err(|e| ApiError::internal("encoding a forecast", e))?;
     Ok(Json(v).into_response())

@@ -790,13 +790,34 @@ async function endpoint(main, name) {
       el('dt', {}, 'Learned quota'), el('dd', {}, e.learned_limit ? `${e.learned_remaining ?? '?'} of ${e.learned_limit} left${e.learned_reset_at ? ', resets ' + fmtTime(e.learned_reset_at) : ''}` : 'none learned'),
       el('dt', {}, 'Concurrency'), el('dd', {}, `${e.in_flight} in flight${e.concurrency_limit ? ' of ' + e.concurrency_limit : ', no limit'}`),
       el('dt', {}, 'Slow start'), el('dd', {}, e.slow_start_since ? `since ${fmtTime(e.slow_start_since)}` : 'no'),
-      el('dt', {}, 'Nodes'), el('dd', {}, e.nodes > 1 ? `${e.nodes}: the limits are divided among them; quota, concurrency and budget above are this node's part` : 'one')),
+      el('dt', {}, 'Nodes'), el('dd', {}, e.nodes > 1 ? `${e.nodes}: the limits are divided among them; quota, concurrency and budget above are this node's part` : 'one'),
+      el('dt', {}, 'Credentials'), el('dd', { id: 'endpoint-credentials' }, credentialsText(e.credentials)),
+      ...(e.credentials && e.credentials.token ? [
+        el('dt', {}, 'Token'), el('dd', { id: 'endpoint-token', class: e.credentials.token.held ? 'good' : 'warn' }, tokenText(e.credentials.token)),
+        el('dt', {}, 'Last token failure'), el('dd', { id: 'endpoint-token-failure', class: e.credentials.token.last_failure ? 'bad' : null },
+          e.credentials.token.last_failure ? `${fmtTime(e.credentials.token.last_failure.at)}: ${e.credentials.token.last_failure.reason}` : 'none'),
+      ] : [])),
     el('h2', {}, 'Breaker history'),
     e.breaker_history.length === 0 ? el('p', { class: 'muted' }, 'The breaker has not moved.')
       : table(['When', 'To', 'Why'], e.breaker_history.slice().reverse().map(h => el('tr', { class: 'breaker-event' },
         el('td', {}, fmtTime(h.at)), el('td', { class: h.to === 'closed' ? 'good' : 'bad' }, h.to), el('td', { class: 'reason' }, h.reason))),
       'Newest first'),
   );
+}
+
+// An endpoint's credentials in words: "oauth2_client_credentials, client secret from env
+// CRM_SECRET"; never a secret (the API has none to give).
+function credentialsText(c) {
+  if (!c) return 'none: its jobs carry their own headers';
+  const what = c.kind === 'oauth2_client_credentials' ? 'client secret' : 'secret';
+  return `${c.kind}, ${what} from ${c.secret_from}` + (c.allow_job_credentials ? '; jobs may bring their own Authorization' : '');
+}
+
+// The OAuth2 token this node holds: "valid until 10:32:05 (3 fetched)", "none held".
+function tokenText(t) {
+  const fetched = `${plural(t.fetched, 'token')} fetched from ${t.token_url}`;
+  if (!t.held) return `none held; ${fetched}`;
+  return `${t.valid_until ? 'valid until ' + fmtTime(t.valid_until) : 'held (no lifetime given)'}; ${fetched}`;
 }
 
 // A schedule's rule in words: "cron 0 9 * * 1-5 (Europe/Berlin)" or "every 5m".

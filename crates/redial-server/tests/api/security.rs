@@ -228,3 +228,64 @@ async fn a_hostile_page_cannot_drive_the_loopback_api() {
         "only the program's request made a job"
     );
 }
+
+/// A job that brings its own `Authorization` to an endpoint with credentials of its own is
+/// refused (two sources of truth), unless the endpoint allows it; other endpoints' jobs and the
+/// same endpoint's jobs without the header are taken.
+#[tokio::test]
+async fn a_jobs_own_authorization_for_an_endpoint_with_credentials_is_refused() {
+    use redial_engine::credentials::{Auth, Credentials, EndpointCredentials, Secret};
+    let mut credentials = Credentials::default();
+    for (origin, allow) in [
+        ("https://api.example.com", false),
+        ("https://open.example.com", true),
+    ] {
+        credentials.by_endpoint.insert(
+            origin.into(),
+            Arc::new(EndpointCredentials {
+                auth: Auth::Bearer {
+                    token: Secret::literal("endpoint-token"),
+                },
+                allow_job_credentials: allow,
+            }),
+        );
+    }
+    let api = api_with(ServerConfig {
+        credentials,
+        ..ServerConfig::default()
+    });
+    let with_header = |id: &str, url: &str| {
+        json!({
+            "id": id,
+            "request": {
+                "method": "POST",
+                "url": url,
+                "headers": {"Authorization": "Bearer the-jobs-own"},
+            }
+        })
+    };
+    let (status, body) = api
+        .post(
+            "/v1/jobs",
+            with_header("a", "https://api.example.com/v1/charges"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_header", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("allow_job_credentials") && !message.contains("endpoint-token"),
+        "{message}"
+    );
+    for (id, url) in [
+        ("b", "https://open.example.com/v1/x"),
+        ("c", "https://other.example.com/v1/x"),
+    ] {
+        let (status, body) = api.post("/v1/jobs", with_header(id, url)).await;
+        assert_eq!(status, StatusCode::CREATED, "{id}: {body}");
+    }
+    let mut plain = with_header("d", "https://api.example.com/v1/charges");
+    plain["request"]["headers"] = json!({});
+    let (status, body) = api.post("/v1/jobs", plain).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}

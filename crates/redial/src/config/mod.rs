@@ -18,6 +18,8 @@ use std::time::Duration;
 mod problems;
 pub(crate) use problems::locate;
 use problems::type_problems;
+
+mod auth;
 pub use problems::{describe_problems, Problem};
 
 #[cfg(test)]
@@ -591,6 +593,11 @@ impl FileConfig {
             errors.extend(e);
             Default::default()
         });
+        let credentials = auth::credentials(&self.endpoints, &|k| std::env::var(k).ok())
+            .unwrap_or_else(|e| {
+                errors.extend(e);
+                Default::default()
+            });
         let notifications = self.notifications(&mut signing).unwrap_or_else(|e| {
             errors.extend(e);
             Vec::new()
@@ -654,6 +661,7 @@ impl FileConfig {
                 endpoints,
                 alerts,
                 signing,
+                credentials,
                 notifications,
             }),
             _ => Err(errors),
@@ -828,6 +836,9 @@ impl FileConfig {
     fn endpoint(&self, origin: &str, table: &toml::Table) -> Result<EndpointSettings, String> {
         let mut table = table.clone();
         table.remove("signing_secrets");
+        // The endpoint's credentials (`auth.rs`).
+        table.remove("auth");
+        table.remove("allow_job_credentials");
         let policy = match table.remove("policy") {
             None => None,
             Some(v) => Some(
@@ -922,6 +933,8 @@ pub struct Resolved {
     pub endpoints: BTreeMap<String, EndpointSettings>,
     pub alerts: redial_engine::alerts::AlertConfig,
     pub signing: redial_engine::signing::Signing,
+    /// The endpoints' credentials (`[endpoints.*.auth]`).
+    pub credentials: redial_engine::credentials::Credentials,
     pub notifications: Vec<redial_engine::notifications::NotificationTarget>,
 }
 

@@ -1,0 +1,466 @@
+//! Endpoint credentials (issue 58): what a request to an endpoint carries that its job does
+//! not. They belong to the endpoint (`[endpoints."https://api.example.com".auth]`), are added
+//! when a request is sent, and are never stored: not in the job, its attempts, the database, an
+//! export, a log line or an answer of the API.
+//!
+//! Kinds: a bearer token, HTTP basic, a header of the user's naming, and OAuth2 client
+//! credentials (RFC 6749 section 4.4), whose access token is fetched when first needed, kept in
+//! memory, fetched again before it expires (from `expires_in`) and once more when a request that
+//! carried it is answered 401. Each node keeps its own token: nothing about it is shared through
+//! the store.
+//!
+//! Secrets come from an environment variable (read when the configuration is loaded), a file
+//! (read again whenever it changes, so a rotated secret is used without a restart; the last
+//! good value stays in use while the file cannot be read), or the configuration itself (only
+//! when it says `insecure_literal = true`).
+
+use crate::clock::{Clock, SystemClock};
+use redial_policy::Timestamp;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// Where a secret is read from. Never shown: its `Debug` names the source only.
+#[derive(Clone)]
+pub enum SecretSource {
+    /// An environment variable, as read when the configuration was loaded.
+    Env { name: String, value: Arc<str> },
+    /// A file, read again whenever its size or modification time changes.
+    File(PathBuf),
+    /// Written in the configuration.
+    Literal(Arc<str>),
+}
+
+impl std::fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretSource::Env { name, .. } => write!(f, "Env({name})"),
+            SecretSource::File(p) => write!(f, "File({})", p.display()),
+            SecretSource::Literal(_) => f.write_str("Literal(redacted)"),
+        }
+    }
+}
+
+/// A file's size and modification time, as last read.
+type Stamp = (u64, Option<SystemTime>);
+
+/// A secret value and where it comes from.
+pub struct Secret {
+    source: SecretSource,
+    /// A file's last good value, and its stamp then.
+    file: Mutex<Option<(Stamp, Arc<str>)>>,
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secret({})", self.describe())
+    }
+}
+
+impl Secret {
+    /// The value of environment variable `name`, read now: it must be set and not empty.
+    pub fn env(name: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Secret, String> {
+        match lookup(name) {
+            Some(v) if !v.trim().is_empty() => Ok(Secret::of(SecretSource::Env {
+                name: name.to_owned(),
+                value: v.trim().into(),
+            })),
+            Some(_) => Err(format!("the environment variable {name} is empty")),
+            None => Err(format!("the environment variable {name} is not set")),
+        }
+    }
+
+    /// The content of the file at `path` (surrounding white space trimmed), read now to check
+    /// it, and again whenever it changes.
+    pub fn file(path: impl Into<PathBuf>) -> Result<Secret, String> {
+        let secret = Secret::of(SecretSource::File(path.into()));
+        secret.read()?;
+        Ok(secret)
+    }
+
+    /// A value written in the configuration.
+    pub fn literal(value: &str) -> Secret {
+        Secret::of(SecretSource::Literal(value.trim().into()))
+    }
+
+    fn of(source: SecretSource) -> Secret {
+        Secret {
+            source,
+            file: Mutex::new(None),
+        }
+    }
+
+    /// Where the value comes from, for people: `env STRIPE_KEY`, `file /run/secrets/key`,
+    /// `literal`. Never the value.
+    pub fn describe(&self) -> String {
+        match &self.source {
+            SecretSource::Env { name, .. } => format!("env {name}"),
+            SecretSource::File(p) => format!("file {}", p.display()),
+            SecretSource::Literal(_) => "literal".into(),
+        }
+    }
+
+    /// The value now. A file is read again when its size or modification time changed; while
+    /// it cannot be read (a rotation in progress), its last good value stands.
+    pub fn read(&self) -> Result<Arc<str>, String> {
+        let path = match &self.source {
+            SecretSource::Env { value, .. } | SecretSource::Literal(value) => {
+                return Ok(value.clone())
+            }
+            SecretSource::File(path) => path,
+        };
+        let mut cached = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let stamp = std::fs::metadata(path).map(|m| (m.len(), m.modified().ok()));
+        if let (Ok(stamp), Some((was, value))) = (&stamp, cached.as_ref()) {
+            if stamp == was {
+                return Ok(value.clone());
+            }
+        }
+        let fresh = stamp.and_then(|stamp| {
+            std::fs::read_to_string(path).map(|text| (stamp, text.trim().to_owned()))
+        });
+        match fresh {
+            Ok((stamp, text)) if !text.is_empty() => {
+                let value: Arc<str> = text.into();
+                *cached = Some((stamp, value.clone()));
+                Ok(value)
+            }
+            Ok(_) if cached.is_some() => {
+                Ok(cached.as_ref().map(|c| c.1.clone()).unwrap_or_default())
+            }
+            Ok(_) => Err(format!("the secret file {} is empty", path.display())),
+            Err(_) if cached.is_some() => {
+                Ok(cached.as_ref().map(|c| c.1.clone()).unwrap_or_default())
+            }
+            Err(e) => Err(format!(
+                "the secret file {} cannot be read: {e}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// How an OAuth2 client proves who it is to the token endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// HTTP basic with the client id and secret (RFC 6749 section 2.3.1, the default).
+    ClientSecretBasic,
+    /// The client id and secret in the form body.
+    ClientSecretPost,
+}
+
+/// An access token as the token endpoint gave it.
+#[derive(Clone, Debug)]
+struct Token {
+    value: Arc<str>,
+    fetched_at: Timestamp,
+    /// None when the answer gave no `expires_in`: used until a request with it is answered 401.
+    expires_at: Option<Timestamp>,
+}
+
+impl Token {
+    /// When to fetch the next one: a tenth of its life before it ends (at most a minute before).
+    fn refresh_at(&self) -> Option<Timestamp> {
+        let end = self.expires_at?;
+        let life = end.as_unix_millis() - self.fetched_at.as_unix_millis();
+        Some(Timestamp::from_unix_millis(
+            end.as_unix_millis() - (life / 10).min(60_000),
+        ))
+    }
+}
+
+/// What people are shown about an OAuth2 endpoint's token: never the token.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TokenStatus {
+    /// Until when the token in hand is valid (None: no token, or its life was not given).
+    pub valid_until: Option<Timestamp>,
+    /// Whether a token is in hand.
+    pub held: bool,
+    /// The last failure to get one: when, and why.
+    pub last_failure: Option<(Timestamp, String)>,
+    /// Tokens fetched since the start.
+    pub fetched: u64,
+}
+
+/// OAuth2 client credentials for one endpoint.
+#[derive(Debug)]
+pub struct OAuth2 {
+    pub token_url: String,
+    pub client_id: String,
+    pub client_secret: Secret,
+    pub scopes: Vec<String>,
+    pub audience: Option<String>,
+    pub client_auth: ClientAuth,
+    /// The token in hand; held while one is fetched, so that requests needing a token at once
+    /// wait for one fetch instead of each making their own.
+    token: tokio::sync::Mutex<Option<Token>>,
+    status: Mutex<TokenStatus>,
+}
+
+/// Why no token could be had: what the token endpoint said, or that it could not be reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenFailure {
+    /// Its HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// Its `Retry-After`, as given.
+    pub retry_after: Option<String>,
+    pub reason: String,
+}
+
+impl OAuth2 {
+    pub fn new(
+        token_url: String,
+        client_id: String,
+        client_secret: Secret,
+        scopes: Vec<String>,
+        audience: Option<String>,
+        client_auth: ClientAuth,
+    ) -> OAuth2 {
+        OAuth2 {
+            token_url,
+            client_id,
+            client_secret,
+            scopes,
+            audience,
+            client_auth,
+            token: tokio::sync::Mutex::new(None),
+            status: Mutex::new(TokenStatus::default()),
+        }
+    }
+
+    /// What people may see about the token.
+    pub fn status(&self) -> TokenStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A token valid at `now`: the one in hand, or a new one. `stale`: a token a request was
+    /// just refused with (401); it is not given again.
+    pub(crate) async fn token(
+        &self,
+        client: &reqwest::Client,
+        now: Timestamp,
+        stale: Option<&str>,
+    ) -> Result<Arc<str>, TokenFailure> {
+        let mut held = self.token.lock().await;
+        if let Some(t) = held.as_ref() {
+            let fresh = t.refresh_at().is_none_or(|at| now < at);
+            if fresh && stale != Some(&*t.value) {
+                return Ok(t.value.clone());
+            }
+        }
+        let fetched = self.fetch(client, now).await;
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        match fetched {
+            Ok(token) => {
+                status.valid_until = token.expires_at;
+                status.held = true;
+                status.fetched += 1;
+                let value = token.value.clone();
+                *held = Some(token);
+                Ok(value)
+            }
+            Err(failure) => {
+                status.last_failure = Some((now, failure.reason.clone()));
+                // A token refused by the API is not used again; one merely due for refresh
+                // still is until it ends.
+                let usable = held.as_ref().filter(|t| {
+                    stale != Some(&*t.value) && t.expires_at.is_none_or(|end| now < end)
+                });
+                match usable {
+                    Some(t) => Ok(t.value.clone()),
+                    None => {
+                        *held = None;
+                        status.held = false;
+                        status.valid_until = None;
+                        Err(failure)
+                    }
+                }
+            }
+        }
+    }
+
+    async fn fetch(&self, client: &reqwest::Client, now: Timestamp) -> Result<Token, TokenFailure> {
+        let failure =
+            |status: Option<u16>, retry_after: Option<String>, reason: String| TokenFailure {
+                status,
+                retry_after,
+                reason: format!("the token endpoint {}: {reason}", self.token_url),
+            };
+        let secret = self
+            .client_secret
+            .read()
+            .map_err(|e| failure(None, None, format!("the client secret: {e}")))?;
+        let mut form: Vec<(&str, &str)> = vec![("grant_type", "client_credentials")];
+        let scope = self.scopes.join(" ");
+        if !scope.is_empty() {
+            form.push(("scope", &scope));
+        }
+        if let Some(a) = &self.audience {
+            form.push(("audience", a));
+        }
+        let mut request = client
+            .post(&self.token_url)
+            .header("accept", "application/json")
+            .timeout(Duration::from_secs(30));
+        match self.client_auth {
+            ClientAuth::ClientSecretBasic => {
+                // RFC 6749 section 2.3.1: each part form-encoded before the basic scheme.
+                let enc = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                request = request.basic_auth(enc(&self.client_id), Some(enc(&secret)));
+            }
+            ClientAuth::ClientSecretPost => {
+                form.push(("client_id", &self.client_id));
+                form.push(("client_secret", &secret));
+            }
+        }
+        let response = request
+            .form(&form)
+            .send()
+            .await
+            .map_err(|e| failure(None, None, crate::http::redacted_reason(&e)))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| failure(Some(status), None, crate::http::redacted_reason(&e)))?;
+        if !(200..300).contains(&status) {
+            // The error's code and description (RFC 6749 section 5.2), never the body as is.
+            let said = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| {
+                    let code = v.get("error")?.as_str()?.to_owned();
+                    Some(match v.get("error_description").and_then(|d| d.as_str()) {
+                        Some(d) => {
+                            format!(" ({code}: {})", d.chars().take(200).collect::<String>())
+                        }
+                        None => format!(" ({code})"),
+                    })
+                })
+                .unwrap_or_default();
+            return Err(failure(
+                Some(status),
+                retry_after,
+                format!("HTTP {status}{said}"),
+            ));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|_| failure(Some(status), None, "the answer is not JSON".into()))?;
+        let value = v
+            .get("access_token")
+            .and_then(|t| t.as_str())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| failure(Some(status), None, "the answer has no access_token".into()))?;
+        if let Some(kind) = v.get("token_type").and_then(|t| t.as_str()) {
+            if !kind.eq_ignore_ascii_case("bearer") {
+                return Err(failure(
+                    Some(status),
+                    None,
+                    format!("the token is of type {kind:?}, not Bearer"),
+                ));
+            }
+        }
+        let expires_in = match v.get("expires_in") {
+            Some(serde_json::Value::Number(n)) => n.as_f64(),
+            Some(serde_json::Value::String(s)) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        }
+        .filter(|s| s.is_finite() && *s > 0.0);
+        Ok(Token {
+            value: value.into(),
+            fetched_at: now,
+            expires_at: expires_in.map(|s| {
+                Timestamp::from_unix_millis(
+                    now.as_unix_millis().saturating_add((s * 1000.0) as i64),
+                )
+            }),
+        })
+    }
+}
+
+/// What a request to an endpoint is given.
+#[derive(Debug)]
+pub enum Auth {
+    /// `Authorization: Bearer <token>`.
+    Bearer { token: Secret },
+    /// `Authorization: Basic` with these.
+    Basic { username: String, password: Secret },
+    /// A header of the user's naming (`X-Api-Key`).
+    Header { name: String, value: Secret },
+    /// OAuth2 client credentials: a bearer token the endpoint's token server issues.
+    OAuth2(Box<OAuth2>),
+}
+
+impl Auth {
+    /// The kind's name, as the configuration spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Auth::Bearer { .. } => "bearer",
+            Auth::Basic { .. } => "basic",
+            Auth::Header { .. } => "header",
+            Auth::OAuth2(_) => "oauth2_client_credentials",
+        }
+    }
+}
+
+/// One endpoint's credentials.
+#[derive(Debug)]
+pub struct EndpointCredentials {
+    pub auth: Auth,
+    /// Jobs may carry an `Authorization` header of their own too (refused otherwise: two
+    /// sources of truth).
+    pub allow_job_credentials: bool,
+}
+
+/// Every endpoint's credentials, by endpoint (its origin, as jobs name it), and the clock that
+/// tells a token's age.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    pub by_endpoint: BTreeMap<String, Arc<EndpointCredentials>>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Credentials {
+    fn default() -> Self {
+        Credentials {
+            by_endpoint: BTreeMap::new(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl Credentials {
+    /// The credentials of `endpoint`, if it has some.
+    pub fn of(&self, endpoint: &str) -> Option<&Arc<EndpointCredentials>> {
+        self.by_endpoint.get(endpoint)
+    }
+
+    /// Why a job for `endpoint` carrying `headers` is refused: it has credentials and the job
+    /// brings an `Authorization` header of its own, which the endpoint does not allow.
+    pub fn refuse_job_headers(
+        &self,
+        endpoint: &str,
+        headers: &[(String, String)],
+    ) -> Option<String> {
+        let c = self.of(endpoint)?;
+        let carries = headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+        (carries && !c.allow_job_credentials).then(|| {
+            format!(
+                "the endpoint {endpoint} has credentials of its own ({}), and this job carries an Authorization header too: two sources of truth. Drop the header (the endpoint's credentials are added when the request is sent), or set allow_job_credentials = true on the endpoint",
+                c.auth.kind()
+            )
+        })
+    }
+}
