@@ -1603,8 +1603,8 @@ export interface components {
         /** @description What an endpoint's requests carry that its jobs do not (docs/credentials.md). */
         EndpointCredentials: {
             /** @enum {string} */
-            kind: "bearer" | "basic" | "header" | "oauth2_client_credentials";
-            /** @description Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or "literal". Never its value. */
+            kind: "bearer" | "basic" | "header" | "oauth2_client_credentials" | "mtls";
+            /** @description Where the secret (OAuth2: the client secret; mtls: the private key) is read from: "env NAME", "file PATH" or "literal". Never its value. */
             secret_from: string;
             /** @description Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's credentials); refused with 422 invalid_header otherwise. */
             allow_job_credentials: boolean;

@@ -307,8 +307,8 @@ pub struct EndpointCredentials {
     /// endpoint's credentials); refused with 422 invalid_header otherwise.
     pub allow_job_credentials: bool,
     pub kind: String,
-    /// Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or
-    /// "literal". Never its value.
+    /// Where the secret (OAuth2: the client secret; mtls: the private key) is read from: "env
+    /// NAME", "file PATH" or "literal". Never its value.
     pub secret_from: String,
     /// OAuth2 client credentials only: the access token's state on the node that answers (each
     /// node keeps its own).

@@ -388,6 +388,110 @@ impl OAuth2 {
     }
 }
 
+/// Mutual TLS: a client certificate (and its key) presented in the handshake with the endpoint,
+/// and optionally a CA to trust for the endpoint's own certificate (partners often run a private
+/// one). The files are read again when they change (a rotated certificate is used without a
+/// restart); while a changed file does not load (half written), the last good client stays.
+#[derive(Debug)]
+pub struct Mtls {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    pub ca_file: Option<PathBuf>,
+    /// The HTTP client holding the identity, and the files' stamps it was built from.
+    client: Mutex<Option<(Vec<Option<Stamp>>, reqwest::Client)>>,
+}
+
+impl Mtls {
+    /// Checks that the files load (a certificate and its key; a CA), now.
+    pub fn new(
+        cert_file: PathBuf,
+        key_file: PathBuf,
+        ca_file: Option<PathBuf>,
+    ) -> Result<Mtls, String> {
+        let m = Mtls {
+            cert_file,
+            key_file,
+            ca_file,
+            client: Mutex::new(None),
+        };
+        m.load()?;
+        Ok(m)
+    }
+
+    fn files(&self) -> Vec<&PathBuf> {
+        let mut f = vec![&self.cert_file, &self.key_file];
+        f.extend(&self.ca_file);
+        f
+    }
+
+    fn stamps(&self) -> Vec<Option<Stamp>> {
+        self.files()
+            .iter()
+            .map(|p| {
+                std::fs::metadata(p)
+                    .ok()
+                    .map(|m| (m.len(), m.modified().ok()))
+            })
+            .collect()
+    }
+
+    /// The identity and the extra root, from the files as they are now.
+    fn load(&self) -> Result<(reqwest::Identity, Option<reqwest::Certificate>), String> {
+        let read = |p: &PathBuf, what: &str| {
+            std::fs::read(p).map_err(|e| format!("the {what} {} cannot be read: {e}", p.display()))
+        };
+        let mut pem = read(&self.cert_file, "certificate file")?;
+        pem.push(b'\n');
+        pem.extend(read(&self.key_file, "key file")?);
+        let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+            format!(
+                "the certificate {} and key {} do not load: {e}",
+                self.cert_file.display(),
+                self.key_file.display()
+            )
+        })?;
+        let root = match &self.ca_file {
+            None => None,
+            Some(p) => Some(
+                reqwest::Certificate::from_pem(&read(p, "CA file")?)
+                    .map_err(|e| format!("the CA file {} does not load: {e}", p.display()))?,
+            ),
+        };
+        Ok((identity, root))
+    }
+
+    /// The client to send with: built from `base` with the identity, again when a file changed.
+    pub(crate) fn client(
+        &self,
+        base: impl Fn() -> reqwest::ClientBuilder,
+    ) -> Result<reqwest::Client, String> {
+        let mut held = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let stamps = self.stamps();
+        if let Some((was, client)) = held.as_ref() {
+            if *was == stamps {
+                return Ok(client.clone());
+            }
+        }
+        let built = self.load().and_then(|(identity, root)| {
+            let mut b = base().identity(identity);
+            if let Some(r) = root {
+                b = b.add_root_certificate(r);
+            }
+            b.build()
+                .map_err(|e| format!("the TLS client does not build: {e}"))
+        });
+        match (built, held.as_ref()) {
+            (Ok(client), _) => {
+                *held = Some((stamps, client.clone()));
+                Ok(client)
+            }
+            // A rotation half done: the last good client until the files load.
+            (Err(_), Some((_, client))) => Ok(client.clone()),
+            (Err(e), None) => Err(e),
+        }
+    }
+}
+
 /// What a request to an endpoint is given.
 #[derive(Debug)]
 pub enum Auth {
@@ -399,6 +503,8 @@ pub enum Auth {
     Header { name: String, value: Secret },
     /// OAuth2 client credentials: a bearer token the endpoint's token server issues.
     OAuth2(Box<OAuth2>),
+    /// A client certificate for the TLS connection (the job's headers are sent as they are).
+    Mtls(Box<Mtls>),
 }
 
 impl Auth {
@@ -409,6 +515,7 @@ impl Auth {
             Auth::Basic { .. } => "basic",
             Auth::Header { .. } => "header",
             Auth::OAuth2(_) => "oauth2_client_credentials",
+            Auth::Mtls(_) => "mtls",
         }
     }
 }
@@ -453,6 +560,10 @@ impl Credentials {
         headers: &[(String, String)],
     ) -> Option<String> {
         let c = self.of(endpoint)?;
+        if matches!(c.auth, Auth::Mtls(_)) {
+            // A certificate does not compete with a header.
+            return None;
+        }
         let carries = headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));

@@ -53,6 +53,20 @@ impl Default for HttpConfig {
     }
 }
 
+/// The HTTP client as every request is sent: no redirects, no proxy, the network policy
+/// checked after resolution.
+fn client_builder(config: &HttpConfig) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(config.connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .user_agent(config.user_agent.clone())
+        .dns_resolver(Arc::new(GuardedResolver {
+            allow_private: config.allow_private_networks,
+        }))
+}
+
 /// The HTTP executor. Cheap to clone; clones share the connection pool.
 #[derive(Clone, Debug)]
 pub struct HttpExecutor {
@@ -62,20 +76,20 @@ pub struct HttpExecutor {
 
 impl HttpExecutor {
     pub fn new(config: HttpConfig) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(config.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .user_agent(config.user_agent.clone())
-            .dns_resolver(Arc::new(GuardedResolver {
-                allow_private: config.allow_private_networks,
-            }))
-            .build()?;
+        let client = client_builder(&config).build()?;
         Ok(HttpExecutor {
             client,
             config: Arc::new(config),
         })
+    }
+
+    /// The client for `job`: an endpoint with a client certificate has one of its own
+    /// (`credentials::Mtls`), every other shares the executor's pool.
+    fn client_for(&self, auth: Option<&Auth>) -> Result<reqwest::Client, String> {
+        match auth {
+            Some(Auth::Mtls(m)) => m.client(|| client_builder(&self.config)),
+            _ => Ok(self.client.clone()),
+        }
     }
 
     /// Whether requests with `method` get the job's idempotency key.
@@ -135,7 +149,12 @@ impl Handler for HttpExecutor {
                 };
             }
         }
-        let mut builder = self.client.request(method.clone(), url).timeout(
+        let credentials = self.config.credentials.of(&job.endpoint);
+        let client = match self.client_for(credentials.map(|c| &c.auth)) {
+            Ok(c) => c,
+            Err(e) => return Self::refused(format!("the credentials of {}: {e}", job.endpoint)),
+        };
+        let mut builder = client.request(method.clone(), url).timeout(
             req.timeout_ms
                 .map_or(self.config.default_timeout, Duration::from_millis),
         );
@@ -174,26 +193,37 @@ impl Handler for HttpExecutor {
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
-        // The endpoint's credentials, unless the job carries its own Authorization and the
-        // endpoint allows that (intake refuses such a job otherwise).
-        let credentials = self
-            .config
-            .credentials
-            .of(&job.endpoint)
-            .filter(|c| !(c.allow_job_credentials && carries_authorization(&req.headers)));
+        // The endpoint's header credentials, unless the job carries its own Authorization and
+        // the endpoint allows that (intake refuses such a job otherwise).
+        let header_auth = credentials
+            .filter(|c| !(c.allow_job_credentials && carries_authorization(&req.headers)))
+            .map(|c| &c.auth);
         let mut request = match builder.build() {
             Ok(r) => r,
             Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
-        match credentials.map(|c| &c.auth) {
+        match header_auth {
             Some(Auth::OAuth2(o)) => self.send_with_token(o, request).await,
+            Some(Auth::Mtls(m)) => {
+                let mut out = self.send(&client, request).await;
+                if out.outcome == Outcome::Transport(TransportError::Tls) {
+                    // Say which certificate was presented: the usual cause is the server not
+                    // taking it (an alert such as UnknownCA, BadCertificate, CertificateRequired).
+                    let detail = out.error_detail.take().unwrap_or_default();
+                    out.error_detail = Some(format!(
+                        "{detail} (the client certificate presented: {})",
+                        m.cert_file.display()
+                    ));
+                }
+                out
+            }
+            None => self.send(&client, request).await,
             Some(auth) => {
                 if let Err(e) = set_static_auth(&mut request, auth) {
                     return Self::refused(format!("the credentials of {}: {e}", job.endpoint));
                 }
-                self.send(request).await
+                self.send(&client, request).await
             }
-            None => self.send(request).await,
         }
     }
 }
@@ -237,7 +267,7 @@ fn set_static_auth(request: &mut reqwest::Request, auth: &Auth) -> Result<(), St
                 .map_err(|_| format!("{name:?} is not a header name"))?,
             value.read()?.to_string(),
         ),
-        Auth::OAuth2(_) => return Ok(()),
+        Auth::OAuth2(_) | Auth::Mtls(_) => return Ok(()),
     };
     request.headers_mut().insert(name, sensitive(&value)?);
     Ok(())
@@ -255,8 +285,8 @@ fn set_bearer(request: &mut reqwest::Request, token: &str) -> Result<(), String>
 
 impl HttpExecutor {
     /// Sends `request` and reads its answer.
-    async fn send(&self, request: reqwest::Request) -> AttemptOutput {
-        match self.client.execute(request).await {
+    async fn send(&self, client: &reqwest::Client, request: reqwest::Request) -> AttemptOutput {
+        match client.execute(request).await {
             Ok(response) => self.read_response(response).await,
             Err(e) => transport_failure(&e),
         }
@@ -450,7 +480,17 @@ fn classify_error(e: &reqwest::Error) -> TransportError {
         }
         source = s.source();
     }
-    let text = chain(e).to_ascii_lowercase();
+    let mut text = chain(e);
+    if let Some(u) = e.url() {
+        // A URL's own words (a path `/certificates`) say nothing of the error.
+        text = text.replace(u.as_str(), "");
+    }
+    let text = text.to_ascii_lowercase();
+    // A handshake the server refused (its alert: an unknown CA, a certificate it requires or
+    // refuses) arrives as a closed connection: the TLS layer's words tell it apart.
+    if text.contains("received fatal alert") || text.contains("invalid peer certificate") {
+        return TransportError::Tls;
+    }
     if e.is_timeout() {
         return if e.is_connect() {
             TransportError::ConnectTimeout

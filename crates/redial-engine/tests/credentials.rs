@@ -321,3 +321,97 @@ async fn static_credentials_are_added_and_a_rotated_file_is_read_again() {
         s.stop().await;
     }
 }
+
+/// Certificates made for this test by `scripts/test-certs` (openssl): a CA, a server
+/// certificate for localhost, a client certificate the CA signed, and one another CA signed.
+fn test_certs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test-certs");
+    let made = std::process::Command::new(script)
+        .arg(dir.path())
+        .status()
+        .expect("run scripts/test-certs (needs openssl)");
+    assert!(made.success(), "scripts/test-certs failed");
+    dir
+}
+
+/// A server that requires a client certificate: refused in the handshake with one another CA
+/// signed (a TLS transport error whose reason says so, retried as an unknown outcome), then, the
+/// certificate and key files replaced while the job waits (a rotation, no restart), accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
+    use redial_engine::credentials::Mtls;
+    let certs = test_certs();
+    let at = |name: &str| certs.path().join(name);
+    let server =
+        redial_test_receiver::TlsServer::start(&at("server.crt"), &at("server.key"), &at("ca.crt"))
+            .await;
+    // The files the endpoint reads, holding the wrong certificate first.
+    let files = tempfile::tempdir().expect("dir");
+    let (cert, key) = (
+        files.path().join("client.crt"),
+        files.path().join("client.key"),
+    );
+    std::fs::copy(at("other-client.crt"), &cert).expect("copy");
+    std::fs::copy(at("other-client.key"), &key).expect("copy");
+    let auth = Auth::Mtls(Box::new(
+        Mtls::new(cert.clone(), key.clone(), Some(at("ca.crt"))).expect("the files load"),
+    ));
+    let clock = manual_clock();
+    let origin = url::Url::parse(&server.url("/"))
+        .expect("url")
+        .origin()
+        .ascii_serialization();
+    let mut by_endpoint = BTreeMap::new();
+    by_endpoint.insert(
+        origin,
+        Arc::new(EndpointCredentials {
+            auth,
+            allow_job_credentials: false,
+        }),
+    );
+    let executor = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        credentials: Credentials {
+            by_endpoint,
+            clock: clock.clone(),
+        },
+        ..HttpConfig::default()
+    })
+    .expect("http client");
+    let s = setup(clock.clone(), 4, quick_policy())
+        .executor(Arc::new(executor))
+        .start()
+        .await;
+    s.enqueue_posts([("m".to_owned(), server.url("/pay"), None)])
+        .await;
+    s.settle().await;
+    let (job, attempts) = s
+        .store
+        .job_get(&JobId::from("m"))
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(job.state, JobState::Scheduled, "retried, not dead");
+    assert_eq!(
+        attempts[0].error.as_deref(),
+        Some("tls"),
+        "{:?}",
+        attempts[0]
+    );
+    let detail = attempts[0].error_detail.clone().unwrap_or_default();
+    assert!(
+        detail.to_ascii_lowercase().contains("certificate"),
+        "{detail}"
+    );
+    assert_eq!(server.answered(), 0);
+    // The rotation: the right certificate and key in the same files.
+    std::fs::copy(at("client.crt"), &cert).expect("rotate");
+    std::fs::copy(at("client.key"), &key).expect("rotate");
+    let c = s
+        .run_until("completed", STEP, |c| count(c, "completed") == 1)
+        .await;
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(server.answered(), 1);
+    s.stop().await;
+}

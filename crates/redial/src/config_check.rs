@@ -330,6 +330,13 @@ fn auth_view(auth: &redial_engine::credentials::Auth) -> Value {
             };
             doc.insert("client_auth".into(), json!(how));
         }
+        Auth::Mtls(m) => {
+            doc.insert("cert_file".into(), json!(m.cert_file.display().to_string()));
+            doc.insert("key_file".into(), json!(m.key_file.display().to_string()));
+            if let Some(ca) = &m.ca_file {
+                doc.insert("ca_file".into(), json!(ca.display().to_string()));
+            }
+        }
     }
     Value::Object(doc)
 }

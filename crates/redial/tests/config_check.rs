@@ -71,13 +71,22 @@ fn the_docs_and_deploy_examples_pass() {
     docs.sort();
     pages.extend(docs);
     let dir = tempfile::tempdir().expect("temp dir");
+    // The examples' certificate files (`/etc/redial/tls/...`, docs/credentials.md) are ones
+    // this test makes (`scripts/test-certs`), where the examples are written.
+    let tls = dir.path().join("tls");
+    let made = Command::new(repo("scripts/test-certs"))
+        .arg(&tls)
+        .status()
+        .expect("run scripts/test-certs (needs openssl)");
+    assert!(made.success(), "scripts/test-certs failed");
     let mut blocks = 0;
     for page in &pages {
         let text = std::fs::read_to_string(page).expect("a documentation page");
         let name = page.file_stem().and_then(|s| s.to_str()).expect("utf-8");
         for (i, block) in text.split("```toml\n").skip(1).enumerate() {
             let text = &block[..block.find("```").expect("block end")];
-            let file = write(dir.path(), &format!("{name}-{i}.toml"), text);
+            let text = text.replace("/etc/redial/tls/", &format!("{}/", tls.display()));
+            let file = write(dir.path(), &format!("{name}-{i}.toml"), &text);
             let out = check(&["--config", &file], DOCS_SECRETS);
             assert_eq!(
                 out.code,
@@ -330,6 +339,11 @@ fn endpoint_credentials_are_checked_and_never_printed() {
         (
             "kind = \"oauth2_client_credentials\"\ntoken_url = \"ftp://x\"\nclient_id = \"c\"\nclient_secret_env = \"K\"\n",
             "is not an http(s) URL",
+        ),
+        ("kind = \"mtls\"\ncert_file = \"/c.pem\"\n", "needs cert_file and key_file"),
+        (
+            "kind = \"mtls\"\ncert_file = \"/nonexistent/c.pem\"\nkey_file = \"/nonexistent/k.pem\"\n",
+            "the certificate file /nonexistent/c.pem cannot be read",
         ),
     ];
     for (i, (auth, says)) in cases.iter().enumerate() {

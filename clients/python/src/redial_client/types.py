@@ -106,7 +106,7 @@ EventKind = Literal[
     "endpoint.recovered",
 ]
 OperationKind = Literal["replay", "dismiss"]
-EndpointCredentialsKind = Literal["bearer", "basic", "header", "oauth2_client_credentials"]
+EndpointCredentialsKind = Literal["bearer", "basic", "header", "oauth2_client_credentials", "mtls"]
 
 
 class ErrorDetail(TypedDict):
@@ -575,8 +575,8 @@ class EndpointCredentials(TypedDict):
 
     kind: EndpointCredentialsKind
     secret_from: str
-    """Where the secret (OAuth2: the client secret) is read from: "env NAME", "file PATH" or
-    "literal". Never its value.
+    """Where the secret (OAuth2: the client secret; mtls: the private key) is read from: "env NAME",
+    "file PATH" or "literal". Never its value.
     """
     allow_job_credentials: bool
     """Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's

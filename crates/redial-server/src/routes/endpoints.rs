@@ -47,6 +47,7 @@ fn credentials_json(c: &redial_engine::credentials::EndpointCredentials) -> serd
         Auth::Basic { password, .. } => password.describe(),
         Auth::Header { value, .. } => value.describe(),
         Auth::OAuth2(o) => o.client_secret.describe(),
+        Auth::Mtls(m) => format!("file {}", m.key_file.display()),
     };
     let token = match &c.auth {
         Auth::OAuth2(o) => {

@@ -1,17 +1,17 @@
 //! `[endpoints."https://api.example.com".auth]`: an endpoint's credentials as the file writes
-//! them, checked into what the HTTP executor adds to each request (`redial_engine::credentials`).
+//! them (a header's secret, OAuth2 client credentials, or a client certificate), checked into what the HTTP executor adds to each request (`redial_engine::credentials`).
 //! Secrets come from `secret_env` or `secret_file` (`client_secret_env`, `client_secret_file` for
 //! OAuth2); a secret written in the file is refused unless `insecure_literal = true`.
 
 use redial_engine::credentials::{
-    Auth, ClientAuth, Credentials, EndpointCredentials, OAuth2, Secret,
+    Auth, ClientAuth, Credentials, EndpointCredentials, Mtls, OAuth2, Secret,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The kinds, as the file spells them.
-const KINDS: &str = "\"bearer\", \"basic\", \"header\" or \"oauth2_client_credentials\"";
+const KINDS: &str = "\"bearer\", \"basic\", \"header\", \"oauth2_client_credentials\" or \"mtls\"";
 
 /// One endpoint's `auth` table as written.
 #[derive(Debug, Default, Deserialize)]
@@ -34,6 +34,9 @@ pub struct AuthFile {
     pub scopes: Vec<String>,
     pub audience: Option<String>,
     pub client_auth: Option<String>,
+    pub cert_file: Option<String>,
+    pub key_file: Option<String>,
+    pub ca_file: Option<String>,
 }
 
 /// A secret from one of its three sources, `prefix` naming the fields (`secret`,
@@ -119,6 +122,9 @@ fn unused(a: &AuthFile, kind: &str) -> Option<String> {
             &["bearer", "basic", "header"],
         ),
         ("secret", a.secret.is_some(), &["bearer", "basic", "header"]),
+        ("cert_file", a.cert_file.is_some(), &["mtls"]),
+        ("key_file", a.key_file.is_some(), &["mtls"]),
+        ("ca_file", a.ca_file.is_some(), &["mtls"]),
     ];
     given
         .iter()
@@ -132,7 +138,7 @@ impl AuthFile {
         let kind = self.kind.as_str();
         if !matches!(
             kind,
-            "bearer" | "basic" | "header" | "oauth2_client_credentials"
+            "bearer" | "basic" | "header" | "oauth2_client_credentials" | "mtls"
         ) {
             return Err(format!("kind {kind:?} is not one of {KINDS}"));
         }
@@ -178,6 +184,20 @@ impl AuthFile {
                 })
             }
             "oauth2_client_credentials" => self.oauth2(lookup).map(|o| Auth::OAuth2(Box::new(o))),
+            "mtls" => {
+                let (Some(cert), Some(key)) = (&self.cert_file, &self.key_file) else {
+                    return Err(
+                        "kind = \"mtls\" needs cert_file and key_file (PEM files: the client certificate, with its chain, and its private key)"
+                            .into(),
+                    );
+                };
+                Mtls::new(
+                    cert.into(),
+                    key.into(),
+                    self.ca_file.as_ref().map(Into::into),
+                )
+                .map(|m| Auth::Mtls(Box::new(m)))
+            }
             other => Err(format!("kind {other:?} is not one of {KINDS}")),
         }
     }
