@@ -1018,3 +1018,64 @@ async fn a_blocked_ordering_key_replayed_in_a_browser() {
     })
     .await;
 }
+
+/// An endpoint with OAuth2 client credentials: its page says which, where the client secret
+/// comes from (never the secret), the token this node holds and until when, and no failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoints_credentials_and_token_on_its_page() {
+    use redial_test_receiver::Behaviour;
+    let rx = Receiver::start().await;
+    rx.behave(
+        "/token",
+        Behaviour::TokenServer {
+            lifetime: std::time::Duration::from_secs(3600),
+        },
+    );
+    rx.behave("/api", Behaviour::RequiresToken);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin = format!("http://{}", rx.addr());
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[endpoints.\"{origin}\".auth]\nkind = \"oauth2_client_credentials\"\n\
+             token_url = \"{}\"\nclient_id = \"redial\"\nclient_secret_env = \"DASH_CLIENT_SECRET\"\n",
+            rx.url("/token")
+        ),
+    )
+    .expect("config");
+    let server = serve(
+        &dir.path().join("data"),
+        &[
+            ("REDIAL_CONFIG", config.to_str().expect("utf-8")),
+            ("DASH_CLIENT_SECRET", "dash-secret-never-shown"),
+        ],
+    );
+    let http = reqwest::Client::new();
+    enqueue(&http, &server.url, None, "paid", &rx.url("/api")).await;
+    eventually("the job completes with a token", || async {
+        job_state(&http, &server.url, "paid").await == "completed"
+    })
+    .await;
+    let b = Browser::start().await;
+    b.goto(&format!(
+        "{}/ui/#/endpoint/{}",
+        server.url,
+        url_escape(&origin)
+    ))
+    .await;
+    b.wait_text("#endpoint-credentials", "the endpoint's credentials", |t| {
+        t == "oauth2_client_credentials, client secret from env DASH_CLIENT_SECRET"
+    })
+    .await;
+    b.wait_text("#endpoint-token", "the token's state", |t| {
+        t.starts_with("valid until ") && t.contains("1 token fetched from http://")
+    })
+    .await;
+    b.wait_text("#endpoint-token-failure", "no token failure", |t| {
+        t == "none"
+    })
+    .await;
+    drop(b);
+    server.terminate();
+}
