@@ -25,10 +25,10 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
 pub use engine::{
     check_schedule_id, derived_idempotency_key, random_u64, BulkKind, CallbackTarget, CancelError,
-    Engine, EngineConfig, GroupLimits, GroupView, Groups, JobTemplate, MissedRule, OperationState,
-    OperationView, QueueConfig, QueueGroups, QueueView, Retention, RunningEngine, ScheduleCheck,
-    ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, ShutdownReport, WaitError,
-    CHUNK, MAX_TEMPLATE_TAGS,
+    Checked, Engine, EngineConfig, GroupLimits, GroupView, Groups, IntoChecked, JobProblem,
+    JobTemplate, MissedRule, OperationState, OperationView, QueueConfig, QueueGroups, QueueView,
+    Retention, RunningEngine, ScheduleCheck, ScheduleDefinition, ScheduleError, ScheduleRule,
+    ScheduleView, ShutdownReport, WaitError, CHUNK, MAX_TEMPLATE_TAGS,
 };
 pub use handler::{AttemptOutput, Handler};
 pub use shutdown::Shutdown;

@@ -97,3 +97,14 @@ impl IntoResponse for ApiError {
         resp
     }
 }
+
+/// An intake's refusal as the API answers it: 422, or 413 for a body over the limit.
+impl From<redial_intake::IntakeError> for ApiError {
+    fn from(e: redial_intake::IntakeError) -> Self {
+        let status = match e.kind {
+            redial_intake::IntakeErrorKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
+            redial_intake::IntakeErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        };
+        ApiError::new(status, e.code, e.message)
+    }
+}

@@ -194,42 +194,11 @@ pub async fn schedules_from_config(
     tables: Vec<serde_json::Value>,
 ) -> Result<(), String> {
     let now = state.engine.clock().now();
-    let defined = config_schedules(&state.intake(), tables, now).map_err(|e| e.join("; "))?;
+    let defined =
+        redial_intake::config_schedules(&state.intake(), tables, now).map_err(|e| e.join("; "))?;
     state
         .engine
         .schedules_from_config(defined)
         .await
         .map_err(|e| e.to_string())
-}
-
-/// The configuration file's `[[schedules]]`, each checked as `POST /v1/schedules` checks one;
-/// or every problem found (`schedules[i]: why`). Writes nothing.
-pub fn config_schedules(
-    intake: &input::Intake,
-    tables: Vec<serde_json::Value>,
-    now: redial_policy::Timestamp,
-) -> Result<Vec<(String, redial_engine::ScheduleDefinition)>, Vec<String>> {
-    let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
-    let mut problems = Vec::new();
-    for (i, table) in tables.into_iter().enumerate() {
-        let input: input::ScheduleInput = match serde_json::from_value(table) {
-            Ok(input) => input,
-            Err(e) => {
-                problems.push(format!("schedules[{i}]: {e}"));
-                continue;
-            }
-        };
-        match input::schedule_definition(intake, input, None, "config", now) {
-            Ok((id, _)) if defined.iter().any(|(d, _)| d == &id) => {
-                problems.push(format!("schedules[{i}]: id {id:?} is given twice"));
-            }
-            Ok(one) => defined.push(one),
-            Err(e) => problems.push(format!("schedules[{i}]: {}", e.message)),
-        }
-    }
-    if problems.is_empty() {
-        Ok(defined)
-    } else {
-        Err(problems)
-    }
 }

@@ -227,10 +227,14 @@ pub fn plan(
         policy: p.policy.clone().or_else(|| job.policy.clone()),
         callback: None,
     };
-    let checked = input::new_job(&state.intake(), input, now).map_err(|e| ApiError {
-        message: format!("job {}: {}", job.id, e.message),
-        ..e
-    })?;
+    let checked = input::new_job(&state.intake(), input, now)
+        .map_err(|e| {
+            ApiError::from(redial_intake::IntakeError {
+                message: format!("job {}: {}", job.id, e.message),
+                ..e
+            })
+        })?
+        .into_job();
     let mut params = ReplayChangedParams {
         id: job.id.clone(),
         now,

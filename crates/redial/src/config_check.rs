@@ -87,17 +87,17 @@ pub async fn run(command: ConfigCommand) -> Result<()> {
     Ok(())
 }
 
-/// The file's schedules, checked by the API's own code (`redial_server::config_schedules`)
+/// The file's schedules, checked by the API's own code (`redial_intake::config_schedules`)
 /// against the configuration alone: no database, no engine, nothing written.
 fn check_schedules(settings: &Settings) -> Vec<String> {
     let engine = settings.engine.clone().with_own_queues();
-    let intake = redial_server::Intake {
+    let intake = redial_intake::Intake {
         engine: &engine,
         max_job_body_bytes: settings.server.max_job_body_bytes,
         credentials: &settings.http.credentials,
     };
     let now = redial_engine::Clock::now(&redial_engine::SystemClock);
-    redial_server::config_schedules(&intake, settings.schedules.clone(), now)
+    redial_intake::config_schedules(&intake, settings.schedules.clone(), now)
         .err()
         .unwrap_or_default()
 }

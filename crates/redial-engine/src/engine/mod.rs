@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinHandle};
 
 mod attempt;
+mod checked;
 mod config;
 mod controls;
 mod facts;
@@ -37,6 +38,7 @@ mod recording;
 mod schedules;
 mod waiting;
 
+pub use checked::{Checked, IntoChecked, JobProblem};
 pub use config::{CallbackTarget, EngineConfig, GroupLimits, Groups, QueueConfig, Retention};
 pub use controls::{GroupView, QueueGroups, QueueView};
 use lease::{queue_loop, QueueSlots};
@@ -50,24 +52,6 @@ pub use schedules::{
     ScheduleDefinition, ScheduleError, ScheduleRule, ScheduleView, MAX_TEMPLATE_TAGS,
 };
 pub use waiting::WaitError;
-
-/// Refuses a job whose group's name is not one ([`NewJob::valid_group`]) or whose ordering key
-/// is not one ([`redial_store::OrderingKey::valid`]).
-fn check_group(job: &NewJob) -> Result<(), StoreError> {
-    match (&job.group, &job.ordering) {
-        (Some(g), _) if !NewJob::valid_group(g) => Err(StoreError::InvalidJob(format!(
-            "job {}: a group is 1 to 128 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)",
-            job.id
-        ))),
-        (_, Some(o)) if !redial_store::OrderingKey::valid(&o.key) => {
-            Err(StoreError::InvalidJob(format!(
-                "job {}: an ordering key is 1 to 256 characters of plain text, not only spaces (no control characters, bidirectional overrides or line separators)",
-                job.id
-            )))
-        }
-        _ => Ok(()),
-    }
-}
 
 /// The engine: cheap to clone, clones share everything.
 #[derive(Clone, Debug)]
@@ -312,9 +296,10 @@ impl Engine {
     /// Stores a job and wakes its queue when it is new: what every enqueue does (an API route, an
     /// embedding program), so no caller has to remember the wake-up.
     /// A job with an ordering key takes its queue's `ordering_on_dead`.
-    pub async fn enqueue(&self, mut job: NewJob) -> Result<InsertOutcome, StoreError> {
-        check_group(&job)?;
-        self.inner.config.order(&mut job);
+    /// A plain `NewJob` is checked here ([`EngineConfig::check`]); a [`Checked`] one (the API's
+    /// intake made it) is taken as it is.
+    pub async fn enqueue(&self, job: impl IntoChecked) -> Result<InsertOutcome, StoreError> {
+        let job = job.into_checked(&self.inner.config)?.into_job();
         let outcome = self.inner.store.job_insert(job).await?;
         if let InsertOutcome::Inserted(j) = &outcome {
             self.wake(&j.queue);
@@ -323,14 +308,14 @@ impl Engine {
     }
 
     /// Stores a batch (all or nothing) and wakes the queues it added jobs to.
-    pub async fn enqueue_batch(
+    pub async fn enqueue_batch<J: IntoChecked>(
         &self,
-        mut jobs: Vec<NewJob>,
+        jobs: Vec<J>,
     ) -> Result<Vec<InsertOutcome>, StoreError> {
-        for job in &mut jobs {
-            check_group(job)?;
-            self.inner.config.order(job);
-        }
+        let jobs = jobs
+            .into_iter()
+            .map(|j| j.into_checked(&self.inner.config).map(Checked::into_job))
+            .collect::<Result<Vec<NewJob>, StoreError>>()?;
         let outcomes = self.inner.store.job_insert_batch(jobs).await?;
         let mut queues: Vec<&str> = outcomes
             .iter()

@@ -1,26 +1,15 @@
 //! What clients send, and its validation: every mistake becomes a 4xx with a precise code and a
 //! message that says what to fix, before anything is stored.
 
-mod job;
-mod schedule;
-
-pub use job::{new_job, BatchInput, CallbackInput, HeadersInput, JobInput, RequestInput};
-pub use schedule::{schedule_definition, ScheduleInput};
+// A job's and a schedule's intake (every field checked once, the queue's settings laid on) is
+// `redial-intake`'s, shared with `redial config check`; what only the API reads is here.
+pub use redial_intake::{
+    check_queue, new_job, object_only, schedule_definition, BatchInput, CallbackInput,
+    HeadersInput, Intake, JobInput, RequestInput, ScheduleInput, ENDPOINT_RULE, MAX_ENDPOINT_CHARS,
+    MAX_TAG_CHARS, TAG_RULE,
+};
 
 use crate::{ApiError, AppState, ErrorCode};
-use redial_engine::EngineConfig;
-
-/// What checking a job or a schedule needs to know: the engine's configuration (queues,
-/// policies, callbacks) and the largest body a job may carry. No database and no running
-/// engine: `redial config check` builds one from the configuration alone.
-#[derive(Clone, Copy, Debug)]
-pub struct Intake<'a> {
-    pub engine: &'a EngineConfig,
-    pub max_job_body_bytes: usize,
-    /// The endpoints' credentials: a job may not bring its own `Authorization` to one that has
-    /// some, unless it allows it.
-    pub credentials: &'a redial_engine::credentials::Credentials,
-}
 
 impl AppState {
     /// What this server checks jobs and schedules against.
@@ -35,108 +24,11 @@ impl AppState {
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use redial_policy::{is_http_token, parse_duration, Timestamp};
+use redial_policy::{parse_duration, Timestamp};
 use redial_store::JobFilter;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::time::Duration;
-
-fn headers_list(h: Option<HeadersInput>) -> Vec<(String, String)> {
-    match h {
-        None => Vec::new(),
-        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
-        Some(HeadersInput::Pairs(p)) => p,
-    }
-}
-
-/// A URL a job may send to: at most [`MAX_URL_BYTES`], http or https with a host and a port
-/// other than 0. The message names `field`.
-fn check_url(field: &str, raw: &str) -> Result<url::Url, String> {
-    if raw.len() > MAX_URL_BYTES {
-        return Err(format!("{field} is over {MAX_URL_BYTES} bytes"));
-    }
-    let url =
-        url::Url::parse(raw).map_err(|e| format!("{field} {raw:?} is not a valid URL: {e}"))?;
-    if url.port() == Some(0) {
-        return Err(format!(
-            "{field} {raw:?} has port 0, which nothing can be reached on"
-        ));
-    }
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!(
-            "{field} {raw:?} must be an http or https URL with a host"
-        ));
-    }
-    Ok(url)
-}
-
-/// Headers a job may send: at most 100, valid names, no framing or hop-by-hop header, values
-/// without control characters of at most 8192 bytes. The message names `field`.
-fn check_headers(field: &str, headers: &[(String, String)]) -> Result<(), String> {
-    if headers.len() > 100 {
-        return Err(format!("{field}: at most 100 headers"));
-    }
-    for (name, value) in headers {
-        if !is_http_token(name) {
-            return Err(format!("{field}: {name:?} is not a valid header name"));
-        }
-        if is_reserved_header(name) {
-            return Err(format!("{field}: {name:?} is set by the HTTP client (framing and hop-by-hop headers: Content-Length, Transfer-Encoding, Host, Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*); leave it out"));
-        }
-        if value.len() > 8192 || value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
-            return Err(format!(
-                "{field}: the value of header {name:?} has control characters or is over 8192 bytes"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
-/// into a struct by position).
-pub(crate) fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    use serde::de::Error;
-    let v = serde_json::Value::deserialize(d)?;
-    match v {
-        serde_json::Value::Null => Ok(None),
-        serde_json::Value::Object(_) => serde_json::from_value(v)
-            .map(Some)
-            .map_err(D::Error::custom),
-        _ => Err(D::Error::custom(
-            "policy must be an object, such as {\"max_attempts\": 3}",
-        )),
-    }
-}
-
-/// The longest request URL a job may have.
-const MAX_URL_BYTES: usize = 8192;
-
-/// The methods whose names are standard (RFC 9110 section 9): accepted in any case and sent in
-/// upper case. Other methods are case-sensitive, so they must be written as sent.
-const STANDARD_METHODS: &[&str] = &[
-    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT",
-];
-
-/// Headers the HTTP client sets itself: framing (a job's own `Content-Length` would cut or
-/// stall its body) and hop-by-hop ones, which belong to one connection.
-fn is_reserved_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "content-length"
-            | "transfer-encoding"
-            | "host"
-            | "connection"
-            | "te"
-            | "upgrade"
-            | "keep-alive"
-            | "trailer"
-    ) || n.starts_with("proxy-")
-}
 
 /// A dead-letter filter in a bulk action's body; every field optional.
 #[derive(Debug, Default, Deserialize)]
@@ -351,11 +243,6 @@ pub fn search_tag(t: String) -> Result<String, ApiError> {
     Ok(t)
 }
 
-/// A tag's length, in characters, and the rule for one (as for every name:
-/// [`redial_store::plain_name`]).
-const MAX_TAG_CHARS: usize = 100;
-const TAG_RULE: &str = "a tag must be 1 to 100 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators";
-
 /// The most words a search by reason text takes.
 const MAX_SEARCH_WORDS: usize = 8;
 
@@ -399,39 +286,3 @@ pub async fn with_pattern(
     filter.reasons = Some(redial_store::reasons_with_pattern(&reasons, &pattern));
     Ok(filter)
 }
-
-pub fn check_queue(intake: &Intake, queue: &str) -> Result<(), ApiError> {
-    if intake.engine.has_queue(queue) {
-        return Ok(());
-    }
-    let known: Vec<&str> = intake.engine.queues.keys().map(String::as_str).collect();
-    Err(ApiError::unprocessable(
-        ErrorCode::UnknownQueue,
-        format!(
-            "queue {queue:?} is not configured: use one of {}",
-            known.join(", ")
-        ),
-    ))
-}
-
-/// Refuses Redial's own queues (callbacks and notifications) to jobs from clients: their
-/// deliveries are signed with the queue's secret under a `webhook-id` Redial derives, so a job
-/// put there by a token holder (enqueued, scheduled, or replayed or patched into it) would be a
-/// forged delivery that receivers trust, and could take the genuine one's `webhook-id`.
-fn check_not_reserved(intake: &Intake, queue: &str) -> Result<(), ApiError> {
-    let c = intake.engine;
-    if queue == c.callback_queue || queue == c.notification_queue {
-        return Err(ApiError::unprocessable(
-            ErrorCode::ReservedQueue,
-            format!(
-                "queue {queue:?} carries Redial's own signed deliveries: jobs cannot be enqueued, scheduled, replayed or patched into it (a dead delivery may be replayed as it was)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// An endpoint name's length, in characters, and the rule for one, at enqueue and in every
-/// control alike ([`redial_store::plain_name`]).
-pub const MAX_ENDPOINT_CHARS: usize = 200;
-pub const ENDPOINT_RULE: &str = "endpoint must be 1 to 200 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators (names are URL origins such as https://api.example.com, percent-encoded in the path)";

@@ -60,7 +60,7 @@ pub(super) async fn enqueue_batch(
     for (i, value) in batch.jobs.into_iter().enumerate() {
         let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
         let mut job = parsed
-            .and_then(|j| input::new_job(&state.intake(), j, now))
+            .and_then(|j| input::new_job(&state.intake(), j, now).map_err(ApiError::from))
             .map_err(|mut e| {
                 e.message = format!("jobs[{i}]: {}", e.message);
                 e

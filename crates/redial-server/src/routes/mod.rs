@@ -288,15 +288,15 @@ fn caller_trace(headers: &HeaderMap) -> Option<String> {
     redial_engine::otel::parse_traceparent(v).map(|_| v.to_owned())
 }
 
-fn join_trace(job: &mut redial_store::NewJob, traceparent: Option<&str>) {
+fn join_trace(job: &mut redial_engine::Checked, traceparent: Option<&str>) {
     if let Some(tp) = traceparent {
-        let has_own = job
-            .request
+        let request = job.request_mut();
+        let has_own = request
             .headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("traceparent"));
         if !has_own {
-            job.request
+            request
                 .headers
                 .push(("traceparent".to_owned(), tp.to_owned()));
         }

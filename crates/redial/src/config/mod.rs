@@ -416,7 +416,7 @@ pub struct QueueSection {
     /// Named groups' own limits and weights, over `group_concurrency` and `group_rate`.
     pub groups: BTreeMap<String, GroupSection>,
     /// The callback of the queue's jobs that name none (`url`, `on`, `headers`).
-    pub callback: Option<redial_server::CallbackInput>,
+    pub callback: Option<redial_intake::CallbackInput>,
     /// What a dead job does to its ordering key: "block" (the key waits until the job is
     /// replayed or dismissed) or "skip" (the next job of the key goes on).
     pub ordering_on_dead: redial_store::OnDead,

@@ -1,12 +1,14 @@
 //! A job as clients send it (`POST /v1/jobs`, a batch's items, a schedule's template) and its
 //! intake: [`new_job`] checks every field once and lays on the queue's settings.
 
-use super::Intake;
-use super::{
+use crate::Intake;
+use crate::IntakeError;
+use crate::{
     check_headers, check_not_reserved, check_queue, check_url, headers_list, object_only,
     ENDPOINT_RULE, MAX_ENDPOINT_CHARS, MAX_TAG_CHARS, STANDARD_METHODS, TAG_RULE,
 };
-use crate::{ApiError, ErrorCode};
+use redial_api::ErrorCode;
+use redial_engine::{Checked, JobProblem};
 use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
 use redial_store::{HttpRequest, JobId, NewJob, OrderingKey};
 use serde::Deserialize;
@@ -119,8 +121,9 @@ pub struct BatchInput {
 
 /// Turns a validated input into a job to insert: every field checked here, once, and the
 /// queue's settings laid on (its policy's overrides checked, its `ordering_on_dead`, its
-/// callback).
-pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJob, ApiError> {
+/// callback); the group's and the ordering key's names through the engine's own check
+/// ([`redial_engine::EngineConfig::check`]), so the engine takes the job as it is.
+pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<Checked, IntakeError> {
     let queue = input.queue.unwrap_or_else(|| "default".to_owned());
     check_queue(intake, &queue)?;
     check_not_reserved(intake, &queue)?;
@@ -135,13 +138,13 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJo
     let queue_config = &intake.engine.queues[&queue];
     if let Some(p) = &input.policy {
         queue_config.policy.merged(p).map_err(|e| {
-            ApiError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
+            IntakeError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
         })?;
     }
     let endpoint = match input.endpoint {
         Some(e) if redial_store::plain_name(&e, MAX_ENDPOINT_CHARS) => e,
         Some(_) => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidEndpoint,
                 ENDPOINT_RULE,
             ))
@@ -154,38 +157,21 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJo
         .credentials
         .refuse_job_headers(&endpoint, &request.headers)
     {
-        return Err(ApiError::unprocessable(ErrorCode::InvalidHeader, why));
+        return Err(IntakeError::unprocessable(ErrorCode::InvalidHeader, why));
     }
-    let group = match input.group {
-        Some(g) if NewJob::valid_group(&g) => Some(g),
-        Some(_) => {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidGroup,
-                "group must be 1 to 128 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
-            ))
-        }
-        None => None,
-    };
-    let ordering = match input.ordering_key {
-        Some(key) if OrderingKey::valid(&key) => Some(OrderingKey {
-            key,
-            on_dead: queue_config.ordering_on_dead,
-        }),
-        Some(_) => {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidOrderingKey,
-                "ordering_key must be 1 to 256 characters of plain text, not only spaces: no control characters, bidirectional overrides or line separators",
-            ))
-        }
-        None => None,
-    };
+    let group = input.group;
+    // The group's and the key's names are the engine's one check (`EngineConfig::check`, below).
+    let ordering = input.ordering_key.map(|key| OrderingKey {
+        key,
+        on_dead: queue_config.ordering_on_dead,
+    });
     let callback = input
         .callback
         .map(CallbackInput::target)
         .transpose()
         .and_then(|t| intake.engine.callback(&queue, t))
-        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidCallback, m))?;
-    Ok(NewJob {
+        .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidCallback, m))?;
+    let job = NewJob {
         ordering,
         callback,
         id: JobId(id),
@@ -200,11 +186,18 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<NewJo
         policy: input.policy,
         created_at: now,
         group,
+    };
+    intake.engine.check(job).map_err(|p| {
+        let code = match p {
+            JobProblem::Group => ErrorCode::InvalidGroup,
+            JobProblem::OrderingKey => ErrorCode::InvalidOrderingKey,
+        };
+        IntakeError::unprocessable(code, p.rule())
     })
 }
 
 /// A job's id as given (letters, digits and `-_.:@`, not a notification's), or a new UUID.
-fn job_id(given: Option<String>) -> Result<String, ApiError> {
+fn job_id(given: Option<String>) -> Result<String, IntakeError> {
     let Some(id) = given else {
         return Ok(uuid::Uuid::new_v4().to_string());
     };
@@ -214,7 +207,7 @@ fn job_id(given: Option<String>) -> Result<String, ApiError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
     if !valid {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidId,
             "id must be 1 to 200 characters of letters, digits and - _ . : @",
         ));
@@ -222,7 +215,7 @@ fn job_id(given: Option<String>) -> Result<String, ApiError> {
     // A notification's id is its key and webhook-id: a job holding one first would suppress
     // the genuine delivery (one event, one job).
     if redial_engine::notifications::is_notification_id(&id) {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidId,
             "id is in the form of Redial's own notifications' ids (notify-<target>-<event>-<hash>-<ms>): choose another",
         ));
@@ -232,10 +225,10 @@ fn job_id(given: Option<String>) -> Result<String, ApiError> {
 
 /// The request a job sends, checked (method, URL, headers, body size, timeout), and its URL
 /// parsed (the endpoint defaults to its origin).
-fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url), ApiError> {
+fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url), IntakeError> {
     let upper = r.method.to_ascii_uppercase();
     if !is_http_token(&upper) {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidMethod,
             format!("{:?} is not an HTTP method", r.method),
         ));
@@ -245,7 +238,7 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
     } else if r.method == upper {
         r.method.clone()
     } else {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidMethod,
             format!(
                 "{:?} is not a standard HTTP method ({}); methods are case-sensitive, so write a custom one in upper case, as the server expects it",
@@ -255,10 +248,10 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
         ));
     };
     let url = check_url("request.url", &r.url)
-        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidUrl, m))?;
+        .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidUrl, m))?;
     let mut headers = headers_list(r.headers);
     check_headers("request.headers", &headers)
-        .map_err(|m| ApiError::unprocessable(ErrorCode::InvalidHeader, m))?;
+        .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidHeader, m))?;
     let body = match r.body {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
@@ -276,7 +269,7 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
         .as_ref()
         .is_some_and(|b| b.len() > intake.max_job_body_bytes)
     {
-        return Err(ApiError::too_large(
+        return Err(IntakeError::too_large(
             ErrorCode::JobBodyTooLarge,
             format!(
                 "request.body is over the limit of {} bytes",
@@ -290,7 +283,7 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
             let d = parse_duration(&t)
                 .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(600))
                 .ok_or_else(|| {
-                    ApiError::unprocessable(
+                    IntakeError::unprocessable(
                         ErrorCode::InvalidTimeout,
                         format!("request.timeout {t:?} must be a duration from 1ms to 10m with a unit, such as \"10s\""),
                     )
@@ -309,15 +302,15 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
 }
 
 /// An idempotency key as given: printable ASCII, not one of Redial's own deliveries'.
-fn idempotency_key(k: String) -> Result<String, ApiError> {
+fn idempotency_key(k: String) -> Result<String, IntakeError> {
     if k.is_empty() || k.len() > 255 || !k.bytes().all(|b| (0x21..0x7f).contains(&b)) {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidIdempotencyKey,
             "idempotency_key must be 1 to 255 printable ASCII characters without spaces",
         ));
     }
     if redial_engine::notifications::is_reserved_delivery_key(&k) {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidIdempotencyKey,
             "idempotency_key is in the form of Redial's own deliveries' keys (callback~..., notify-<target>-<event>-...): choose another",
         ));
@@ -330,16 +323,16 @@ fn check_deadline(
     deadline: Option<Timestamp>,
     run_at: Option<Timestamp>,
     now: Timestamp,
-) -> Result<(), ApiError> {
+) -> Result<(), IntakeError> {
     let Some(d) = deadline else { return Ok(()) };
     if d <= now {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidDeadline,
             format!("deadline {d} is already past"),
         ));
     }
     if let Some(run_at) = run_at.filter(|r| d <= *r) {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidDeadline,
             format!("deadline {d} is not after run_at {run_at}: the job could never run"),
         ));
@@ -348,9 +341,9 @@ fn check_deadline(
 }
 
 /// At most 32 tags, each a plain name.
-fn tags_of(tags: Vec<String>) -> Result<Vec<String>, ApiError> {
+fn tags_of(tags: Vec<String>) -> Result<Vec<String>, IntakeError> {
     if tags.len() > 32 {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidTags,
             "at most 32 tags",
         ));
@@ -359,7 +352,7 @@ fn tags_of(tags: Vec<String>) -> Result<Vec<String>, ApiError> {
         .iter()
         .find(|t| !redial_store::plain_name(t, MAX_TAG_CHARS))
     {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidTags,
             format!("tag {bad:?}: {TAG_RULE}"),
         ));

@@ -1,8 +1,9 @@
 //! A schedule as clients and the configuration file write it, checked into its definition.
 
-use super::job::{new_job, JobInput};
-use super::Intake;
-use crate::{ApiError, ErrorCode};
+use crate::job::{new_job, JobInput};
+use crate::Intake;
+use crate::IntakeError;
+use redial_api::ErrorCode;
 use redial_engine::{JobTemplate, MissedRule, ScheduleRule};
 use redial_policy::{parse_duration, Timestamp};
 use serde::Deserialize;
@@ -41,7 +42,7 @@ pub fn schedule_definition(
     path_id: Option<&str>,
     source: &str,
     now: Timestamp,
-) -> Result<(String, redial_engine::ScheduleDefinition), ApiError> {
+) -> Result<(String, redial_engine::ScheduleDefinition), IntakeError> {
     let id = schedule_id(path_id, input.id)?;
     let rule = rule(input.cron, input.every, input.timezone, now)?;
     let missed = missed(input.missed.as_deref(), input.missed_max)?;
@@ -58,10 +59,10 @@ pub fn schedule_definition(
 }
 
 /// The schedule's id: the path's, or the body's (which must match the path's when both are).
-fn schedule_id(path_id: Option<&str>, body_id: Option<String>) -> Result<String, ApiError> {
+fn schedule_id(path_id: Option<&str>, body_id: Option<String>) -> Result<String, IntakeError> {
     let id = match (path_id, body_id) {
         (Some(p), Some(b)) if p != b => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidId,
                 format!(
                     "the body's id {b:?} is not the path's {p:?}: leave it out, or make them match"
@@ -71,16 +72,16 @@ fn schedule_id(path_id: Option<&str>, body_id: Option<String>) -> Result<String,
         (Some(p), _) => p.to_owned(),
         (None, Some(b)) => b,
         (None, None) => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidId,
                 "id is required: a name for the schedule, such as \"nightly-report\"",
             ))
         }
     };
     redial_engine::check_schedule_id(&id)
-        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidId, e))?;
+        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidId, e))?;
     redial_engine::check_schedule_id(&id)
-        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidId, e))?;
+        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidId, e))?;
     Ok(id)
 }
 
@@ -91,10 +92,10 @@ fn rule(
     every: Option<String>,
     timezone: Option<String>,
     now: Timestamp,
-) -> Result<ScheduleRule, ApiError> {
+) -> Result<ScheduleRule, IntakeError> {
     Ok(match (cron, every) {
         (Some(_), Some(_)) | (None, None) => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidSchedule,
                 "give cron (such as \"0 9 * * 1-5\") or every (such as \"5m\"), not both",
             ))
@@ -102,12 +103,12 @@ fn rule(
         (Some(expr), None) => {
             let timezone = timezone.unwrap_or_else(|| "UTC".to_owned());
             let rule = redial_policy::schedule::CronRule::parse(&expr, Some(&timezone))
-                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidSchedule, e))?;
+                .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidSchedule, e))?;
             // One that matched once but cannot again (only times a daylight-saving change
             // skips, such as 02:30 on the last Sunday of March in Europe/Berlin) would be saved
             // and never fire.
             if rule.next_after(now).is_none() {
-                return Err(ApiError::unprocessable(
+                return Err(IntakeError::unprocessable(
                     ErrorCode::InvalidSchedule,
                     format!("cron expression {expr:?} in {timezone} matches no time from now on (times a daylight-saving change skips do not occur): it would never fire"),
                 ));
@@ -116,7 +117,7 @@ fn rule(
         }
         (None, Some(every)) => {
             if timezone.is_some() {
-                return Err(ApiError::unprocessable(
+                return Err(IntakeError::unprocessable(
                     ErrorCode::InvalidSchedule,
                     "timezone goes with cron: an interval counts real time",
                 ));
@@ -128,7 +129,7 @@ fn rule(
                         && d.subsec_nanos() == 0
                 })
                 .ok_or_else(|| {
-                    ApiError::unprocessable(
+                    IntakeError::unprocessable(
                         ErrorCode::InvalidSchedule,
                         format!("every {every:?} must be a whole number of seconds from 1s to 366d, with a unit, such as \"5m\" or \"90s\""),
                     )
@@ -143,12 +144,12 @@ fn rule(
 }
 
 /// What happens to occurrences missed while Redial was down.
-fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, ApiError> {
+fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, IntakeError> {
     Ok(match (missed, missed_max) {
         (Some("run_all"), max) => {
             let max = max.unwrap_or(10);
             if !(1..=MAX_MISSED_MAX).contains(&max) {
-                return Err(ApiError::unprocessable(
+                return Err(IntakeError::unprocessable(
                     ErrorCode::InvalidMissed,
                     format!("missed_max must be from 1 to {MAX_MISSED_MAX}"),
                 ));
@@ -156,7 +157,7 @@ fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, A
             MissedRule::RunAll { max }
         }
         (_, Some(_)) => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidMissed,
                 "missed_max goes with missed = \"run_all\"",
             ))
@@ -164,7 +165,7 @@ fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, A
         (None | Some("run_once"), None) => MissedRule::RunOnce,
         (Some("skip"), None) => MissedRule::Skip,
         (Some(other), None) => {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidMissed,
                 format!("missed {other:?} must be skip, run_once or run_all"),
             ))
@@ -178,29 +179,29 @@ fn template(
     intake: &Intake,
     job: serde_json::Value,
     now: Timestamp,
-) -> Result<JobTemplate, ApiError> {
+) -> Result<JobTemplate, IntakeError> {
     if !job.is_object() {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidJob,
             "job must be an object: the job each occurrence enqueues, such as {\"request\": {\"method\": \"POST\", \"url\": \"https://...\"}}",
         ));
     }
     for field in ["id", "idempotency_key", "run_at", "deadline"] {
         if job.get(field).is_some() {
-            return Err(ApiError::unprocessable(
+            return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidJob,
                 format!("job.{field} is set by each occurrence (its id is <schedule id>@<instant>, its key derived from it): leave it out"),
             ));
         }
     }
     let job: JobInput = serde_json::from_value(job)
-        .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidJob, format!("job: {e}")))?;
+        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidJob, format!("job: {e}")))?;
     if job
         .tags
         .as_ref()
         .is_some_and(|t| t.len() > redial_engine::MAX_TEMPLATE_TAGS)
     {
-        return Err(ApiError::unprocessable(
+        return Err(IntakeError::unprocessable(
             ErrorCode::InvalidTags,
             format!(
                 "job: at most {} tags (each occurrence adds schedule:<id>)",
@@ -209,10 +210,12 @@ fn template(
         ));
     }
     // The job's own checks, their messages saying they are about the schedule's job.
-    let job = new_job(intake, job, now).map_err(|mut e| {
-        e.message = format!("job: {}", e.message);
-        e
-    })?;
+    let job = new_job(intake, job, now)
+        .map_err(|mut e| {
+            e.message = format!("job: {}", e.message);
+            e
+        })?
+        .into_job();
     Ok(JobTemplate {
         queue: job.queue,
         endpoint: job.endpoint,
