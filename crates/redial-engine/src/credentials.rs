@@ -354,38 +354,39 @@ impl OAuth2 {
                 format!("HTTP {status}{said}"),
             ));
         }
-        let v: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|_| failure(Some(status), None, "the answer is not JSON".into()))?;
-        let value = v
-            .get("access_token")
-            .and_then(|t| t.as_str())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| failure(Some(status), None, "the answer has no access_token".into()))?;
-        if let Some(kind) = v.get("token_type").and_then(|t| t.as_str()) {
-            if !kind.eq_ignore_ascii_case("bearer") {
-                return Err(failure(
-                    Some(status),
-                    None,
-                    format!("the token is of type {kind:?}, not Bearer"),
-                ));
-            }
-        }
-        let expires_in = match v.get("expires_in") {
-            Some(serde_json::Value::Number(n)) => n.as_f64(),
-            Some(serde_json::Value::String(s)) => s.trim().parse::<f64>().ok(),
-            _ => None,
-        }
-        .filter(|s| s.is_finite() && *s > 0.0);
-        Ok(Token {
-            value: value.into(),
-            fetched_at: now,
-            expires_at: expires_in.map(|s| {
-                Timestamp::from_unix_millis(
-                    now.as_unix_millis().saturating_add((s * 1000.0) as i64),
-                )
-            }),
-        })
+        token_from(&body, now).map_err(|reason| failure(Some(status), None, reason))
     }
+}
+
+/// The token in a token endpoint's 2xx answer (RFC 6749 section 5.1): its `access_token`, a
+/// `token_type` of Bearer if it says one, and its life from `expires_in` (seconds, as a
+/// number or a string), counted from `now`.
+fn token_from(body: &[u8], now: Timestamp) -> Result<Token, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| "the answer is not JSON".to_owned())?;
+    let value = v
+        .get("access_token")
+        .and_then(|t| t.as_str())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| "the answer has no access_token".to_owned())?;
+    if let Some(kind) = v.get("token_type").and_then(|t| t.as_str()) {
+        if !kind.eq_ignore_ascii_case("bearer") {
+            return Err(format!("the token is of type {kind:?}, not Bearer"));
+        }
+    }
+    let expires_in = match v.get("expires_in") {
+        Some(serde_json::Value::Number(n)) => n.as_f64(),
+        Some(serde_json::Value::String(s)) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+    .filter(|s| s.is_finite() && *s > 0.0);
+    Ok(Token {
+        value: value.into(),
+        fetched_at: now,
+        expires_at: expires_in.map(|s| {
+            Timestamp::from_unix_millis(now.as_unix_millis().saturating_add((s * 1000.0) as i64))
+        }),
+    })
 }
 
 /// Mutual TLS: a client certificate (and its key) presented in the handshake with the endpoint,
@@ -573,5 +574,61 @@ impl Credentials {
                 c.auth.kind()
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+    #[test]
+    fn a_token_answer_is_read_as_the_rfc_writes_it() {
+        let t = token_from(
+            br#"{"access_token":"a","token_type":"bearer","expires_in":"60"}"#,
+            T,
+        )
+        .expect("a token");
+        assert_eq!(&*t.value, "a");
+        assert_eq!(t.expires_at, Some(Timestamp::from_unix_millis(1_060_000)));
+        // A tenth of its life before it ends: 6 s before.
+        assert_eq!(t.refresh_at(), Some(Timestamp::from_unix_millis(1_054_000)));
+        let long = token_from(br#"{"access_token":"a","expires_in":36000}"#, T).expect("a token");
+        // At most a minute before.
+        assert_eq!(
+            long.refresh_at(),
+            Some(Timestamp::from_unix_millis(1_000_000 + 36_000_000 - 60_000))
+        );
+        let forever = token_from(br#"{"access_token":"a"}"#, T).expect("a token");
+        assert_eq!((forever.expires_at, forever.refresh_at()), (None, None));
+        for (body, says) in [
+            (
+                &br#"{"access_token":"a","token_type":"mac"}"#[..],
+                "not Bearer",
+            ),
+            (br#"{"token_type":"bearer"}"#, "no access_token"),
+            (br#"<html>"#, "not JSON"),
+        ] {
+            let e = token_from(body, T).expect_err("refused");
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_secret_file_is_read_again_when_it_changes_and_kept_while_it_is_gone() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s");
+        std::fs::write(&path, " first \n").expect("write");
+        let s = Secret::file(&path).expect("readable");
+        assert_eq!(&*s.read().expect("read"), "first");
+        std::fs::write(&path, "the second\n").expect("rotate");
+        assert_eq!(&*s.read().expect("read"), "the second");
+        std::fs::remove_file(&path).expect("remove");
+        assert_eq!(&*s.read().expect("the last good value"), "the second");
+        assert!(format!("{s:?}").contains("file"), "no value in Debug");
+        assert!(!format!("{:?}", Secret::literal("hidden")).contains("hidden"));
+        assert!(Secret::env("NOPE", |_| None).is_err());
+        assert!(Secret::env("EMPTY", |_| Some(" ".into())).is_err());
     }
 }

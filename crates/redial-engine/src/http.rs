@@ -198,14 +198,29 @@ impl Handler for HttpExecutor {
         let header_auth = credentials
             .filter(|c| !(c.allow_job_credentials && carries_authorization(&req.headers)))
             .map(|c| &c.auth);
-        let mut request = match builder.build() {
+        let request = match builder.build() {
             Ok(r) => r,
             Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
-        match header_auth {
+        self.send_as(&client, request, header_auth, &job.endpoint)
+            .await
+    }
+}
+
+impl HttpExecutor {
+    /// Sends `request` with the endpoint's credentials (`auth`: none, or those the job does not
+    /// bring itself) on `client` (the endpoint's own for a client certificate).
+    async fn send_as(
+        &self,
+        client: &reqwest::Client,
+        mut request: reqwest::Request,
+        auth: Option<&Auth>,
+        endpoint: &str,
+    ) -> AttemptOutput {
+        match auth {
             Some(Auth::OAuth2(o)) => self.send_with_token(o, request).await,
             Some(Auth::Mtls(m)) => {
-                let mut out = self.send(&client, request).await;
+                let mut out = self.send(client, request).await;
                 if out.outcome == Outcome::Transport(TransportError::Tls) {
                     // Say which certificate was presented: the usual cause is the server not
                     // taking it (an alert such as UnknownCA, BadCertificate, CertificateRequired).
@@ -217,12 +232,12 @@ impl Handler for HttpExecutor {
                 }
                 out
             }
-            None => self.send(&client, request).await,
+            None => self.send(client, request).await,
             Some(auth) => {
                 if let Err(e) = set_static_auth(&mut request, auth) {
-                    return Self::refused(format!("the credentials of {}: {e}", job.endpoint));
+                    return Self::refused(format!("the credentials of {endpoint}: {e}"));
                 }
-                self.send(&client, request).await
+                self.send(client, request).await
             }
         }
     }
