@@ -25,6 +25,21 @@ async fn node(
     worker: &str,
     queue: &str,
 ) -> (Arc<dyn Store>, Engine, RunningEngine) {
+    let http = HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    };
+    node_with(schema, clock, worker, queue, http).await
+}
+
+/// [`node`] with its HTTP executor configured as `http` says.
+async fn node_with(
+    schema: &redial_store_postgres::testing::Config,
+    clock: Arc<ManualClock>,
+    worker: &str,
+    queue: &str,
+    http: HttpConfig,
+) -> (Arc<dyn Store>, Engine, RunningEngine) {
     let store: Arc<dyn Store> = Arc::new(
         redial_store_postgres::PgStore::connect_with(schema.clone(), 4)
             .await
@@ -44,11 +59,7 @@ async fn node(
     config
         .queues
         .insert(queue.into(), QueueConfig::new(4, Policy::default()));
-    let http = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        ..HttpConfig::default()
-    })
-    .expect("client");
+    let http = HttpExecutor::new(http).expect("client");
     let engine = Engine::new(store.clone(), config, clock, Arc::new(http));
     let running = engine.start().await.expect("start");
     (store, engine, running)
@@ -148,6 +159,105 @@ async fn a_bare_429_one_node_meets_paces_the_other() {
         "what went through node b in the last second"
     );
     assert_eq!(rx.count("/refuse"), 1);
+    run_a.shutdown(Duration::from_secs(5)).await;
+    run_b.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Two nodes draining one queue of an endpoint with OAuth2 client credentials, whose tokens
+/// expire on the test's clock: 1,000 jobs in four waves, the clock moved past a token's life
+/// between waves. Each node keeps its own token (fetched once a wave, before it expires), so the
+/// API refuses at most one request per expiry per node (none, here), and no job dies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_keep_their_own_tokens_across_three_expiries() {
+    use redial_engine::credentials::{
+        Auth, ClientAuth, Credentials, EndpointCredentials, OAuth2, Secret,
+    };
+    use redial_engine::Clock;
+    let schema = redial_store_postgres::testing::fresh_test_schema().await;
+    let clock = Arc::new(ManualClock::new(T0));
+    let rx = {
+        let clock = clock.clone();
+        Receiver::start_with_clock(move || clock.now().saturating_since(T0)).await
+    };
+    rx.behave(
+        "/token",
+        redial_test_receiver::Behaviour::TokenServer {
+            lifetime: Duration::from_secs(60),
+        },
+    );
+    rx.behave("/api", redial_test_receiver::Behaviour::RequiresToken);
+    let origin = format!("http://{}", rx.addr());
+    // Each node its own executor, so its own token, as separate processes have.
+    let http = || {
+        let mut by_endpoint = std::collections::BTreeMap::new();
+        by_endpoint.insert(
+            origin.clone(),
+            Arc::new(EndpointCredentials {
+                auth: Auth::OAuth2(Box::new(OAuth2::new(
+                    rx.url("/token"),
+                    "redial".into(),
+                    Secret::literal("client-secret"),
+                    vec![],
+                    None,
+                    ClientAuth::ClientSecretPost,
+                ))),
+                allow_job_credentials: false,
+            }),
+        );
+        HttpConfig {
+            allow_private_networks: true,
+            credentials: Credentials {
+                by_endpoint,
+                clock: clock.clone(),
+            },
+            ..HttpConfig::default()
+        }
+    };
+    let (store, a, run_a) = node_with(&schema, clock.clone(), "node-a", "q", http()).await;
+    let (_, b, run_b) = node_with(&schema, clock.clone(), "node-b", "q", http()).await;
+    for wave in 0..4 {
+        let ids: Vec<String> = (0..250).map(|i| format!("w{wave}-{i}")).collect();
+        enqueue(&store, "q", &ids, &rx.url("/api"), clock.now()).await;
+        a.wake_all();
+        b.wake_all();
+        let want: u64 = 250 * (wave + 1);
+        // Recorded, not only answered: the clock moves on only once no job is in flight.
+        eventually("the wave completed", async || {
+            let stats = store.stats().await.expect("stats");
+            let completed: u64 = stats
+                .by_queue
+                .iter()
+                .filter(|c| c.state == JobState::Completed)
+                .map(|c| c.count)
+                .sum();
+            completed == want
+        })
+        .await;
+        clock.advance(Duration::from_secs(70));
+    }
+    for wave in 0..4 {
+        for i in [0, 249] {
+            assert_eq!(
+                state(&store, &format!("w{wave}-{i}")).await,
+                Some(JobState::Completed)
+            );
+        }
+    }
+    let refused = rx
+        .received("/api")
+        .iter()
+        .filter(|r| r.status == 401)
+        .count();
+    assert!(
+        refused <= 6,
+        "at most one 401 per expiry per node: {refused}"
+    );
+    let tokens = rx.received("/token").len();
+    assert!(
+        (4..=8).contains(&tokens),
+        "each node fetches its own, once a wave it sends in: {tokens}"
+    );
+    println!("two nodes, four waves: {tokens} tokens fetched, {refused} requests refused");
     run_a.shutdown(Duration::from_secs(5)).await;
     run_b.shutdown(Duration::from_secs(5)).await;
 }
