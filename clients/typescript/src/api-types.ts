@@ -1608,6 +1608,8 @@ export interface components {
             secret_from: string;
             /** @description Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's credentials); refused with 422 invalid_header otherwise. */
             allow_job_credentials: boolean;
+            /** @description The client certificate's file its connections present (mutual TLS: kind mtls, or cert_file and key_file beside another kind); null without one. */
+            client_certificate: string | null;
             /** @description OAuth2 client credentials only: the access token's state on the node that answers (each node keeps its own). */
             token: components["schemas"]["EndpointToken"] | null;
         };

@@ -306,6 +306,9 @@ pub struct EndpointCredentials {
     /// Whether jobs may carry an Authorization header of their own (sent instead of the
     /// endpoint's credentials); refused with 422 invalid_header otherwise.
     pub allow_job_credentials: bool,
+    /// The client certificate's file its connections present (mutual TLS: kind mtls, or
+    /// cert_file and key_file beside another kind); null without one.
+    pub client_certificate: Option<String>,
     pub kind: String,
     /// Where the secret (OAuth2: the client secret; mtls: the private key) is read from: "env
     /// NAME", "file PATH" or "literal". Never its value.

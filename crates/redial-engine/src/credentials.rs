@@ -525,9 +525,22 @@ impl Auth {
 #[derive(Debug)]
 pub struct EndpointCredentials {
     pub auth: Auth,
+    /// A client certificate presented besides `auth` (`cert_file` and `key_file` given with
+    /// another kind: mutual TLS and a token, as open banking asks).
+    pub tls: Option<Box<Mtls>>,
     /// Jobs may carry an `Authorization` header of their own too (refused otherwise: two
     /// sources of truth).
     pub allow_job_credentials: bool,
+}
+
+impl EndpointCredentials {
+    /// The client certificate the endpoint's connections present, if any.
+    pub fn client_certificate(&self) -> Option<&Mtls> {
+        match &self.auth {
+            Auth::Mtls(m) => Some(m),
+            _ => self.tls.as_deref(),
+        }
+    }
 }
 
 /// Every endpoint's credentials, by endpoint (its origin, as jobs name it), and the clock that

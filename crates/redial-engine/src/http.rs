@@ -4,7 +4,7 @@
 //! outcome), response bodies read up to a bound, the idempotency key on every attempt, and
 //! destinations checked against the network policy after resolution.
 
-use crate::credentials::{Auth, OAuth2, TokenFailure};
+use crate::credentials::{Auth, EndpointCredentials, OAuth2, TokenFailure};
 use crate::handler::{AttemptOutput, Handler};
 use crate::net::{is_public, GuardedResolver, ResolveError};
 use async_trait::async_trait;
@@ -85,10 +85,13 @@ impl HttpExecutor {
 
     /// The client for `job`: an endpoint with a client certificate has one of its own
     /// (`credentials::Mtls`), every other shares the executor's pool.
-    fn client_for(&self, auth: Option<&Auth>) -> Result<reqwest::Client, String> {
-        match auth {
-            Some(Auth::Mtls(m)) => m.client(|| client_builder(&self.config)),
-            _ => Ok(self.client.clone()),
+    fn client_for(
+        &self,
+        credentials: Option<&EndpointCredentials>,
+    ) -> Result<reqwest::Client, String> {
+        match credentials.and_then(|c| c.client_certificate()) {
+            Some(m) => m.client(|| client_builder(&self.config)),
+            None => Ok(self.client.clone()),
         }
     }
 
@@ -150,7 +153,7 @@ impl Handler for HttpExecutor {
             }
         }
         let credentials = self.config.credentials.of(&job.endpoint);
-        let client = match self.client_for(credentials.map(|c| &c.auth)) {
+        let client = match self.client_for(credentials.map(|c| &**c)) {
             Ok(c) => c,
             Err(e) => return Self::refused(format!("the credentials of {}: {e}", job.endpoint)),
         };
@@ -202,8 +205,20 @@ impl Handler for HttpExecutor {
             Ok(r) => r,
             Err(e) => return Self::refused(format!("invalid request: {}", redacted_chain(&e))),
         };
-        self.send_as(&client, request, header_auth, &job.endpoint)
-            .await
+        let mut out = self
+            .send_as(&client, request, header_auth, &job.endpoint)
+            .await;
+        let certificate = credentials.and_then(|c| c.client_certificate());
+        if let (Some(m), Outcome::Transport(TransportError::Tls)) = (certificate, &out.outcome) {
+            // Say which certificate was presented: the usual cause is the server not taking it
+            // (an alert such as UnknownCA, BadCertificate, CertificateRequired).
+            let detail = out.error_detail.take().unwrap_or_default();
+            out.error_detail = Some(format!(
+                "{detail} (the client certificate presented: {})",
+                m.cert_file.display()
+            ));
+        }
+        out
     }
 }
 
@@ -218,21 +233,8 @@ impl HttpExecutor {
         endpoint: &str,
     ) -> AttemptOutput {
         match auth {
-            Some(Auth::OAuth2(o)) => self.send_with_token(o, request).await,
-            Some(Auth::Mtls(m)) => {
-                let mut out = self.send(client, request).await;
-                if out.outcome == Outcome::Transport(TransportError::Tls) {
-                    // Say which certificate was presented: the usual cause is the server not
-                    // taking it (an alert such as UnknownCA, BadCertificate, CertificateRequired).
-                    let detail = out.error_detail.take().unwrap_or_default();
-                    out.error_detail = Some(format!(
-                        "{detail} (the client certificate presented: {})",
-                        m.cert_file.display()
-                    ));
-                }
-                out
-            }
-            None => self.send(client, request).await,
+            Some(Auth::OAuth2(o)) => self.send_with_token(client, o, request).await,
+            Some(Auth::Mtls(_)) | None => self.send(client, request).await,
             Some(auth) => {
                 if let Err(e) = set_static_auth(&mut request, auth) {
                     return Self::refused(format!("the credentials of {endpoint}: {e}"));
@@ -311,12 +313,17 @@ impl HttpExecutor {
     /// and once more when the API answers 401 to a token that was not new to this attempt; the
     /// second answer is the attempt's. No token to be had answers as the token endpoint did
     /// (see [`token_failure`]): nothing went to the API.
-    async fn send_with_token(&self, o: &OAuth2, request: reqwest::Request) -> AttemptOutput {
+    async fn send_with_token(
+        &self,
+        client: &reqwest::Client,
+        o: &OAuth2,
+        request: reqwest::Request,
+    ) -> AttemptOutput {
         let clock = &self.config.credentials.clock;
         let retry = request.try_clone();
         let mut request = request;
         let before = o.status().fetched;
-        let token = match o.token(&self.client, clock.now(), None).await {
+        let token = match o.token(client, clock.now(), None).await {
             Ok(t) => t,
             Err(f) => return token_failure(&f),
         };
@@ -326,7 +333,7 @@ impl HttpExecutor {
         if let Err(e) = set_bearer(&mut request, &token) {
             return Self::refused(e);
         }
-        let response = match self.client.execute(request).await {
+        let response = match client.execute(request).await {
             Ok(r) => r,
             Err(e) => return transport_failure(&e),
         };
@@ -334,14 +341,14 @@ impl HttpExecutor {
             return self.read_response(response).await;
         };
         drop(response);
-        let fresh = match o.token(&self.client, clock.now(), Some(&token)).await {
+        let fresh = match o.token(client, clock.now(), Some(&token)).await {
             Ok(t) => t,
             Err(f) => return token_failure(&f),
         };
         if let Err(e) = set_bearer(&mut again, &fresh) {
             return Self::refused(e);
         }
-        match self.client.execute(again).await {
+        match client.execute(again).await {
             Ok(r) => self.read_response(r).await,
             Err(e) => transport_failure(&e),
         }

@@ -27,6 +27,7 @@ async fn engine_with(clock: Arc<ManualClock>, rx: &Receiver, auth: Auth) -> Test
     by_endpoint.insert(
         origin,
         Arc::new(EndpointCredentials {
+            tls: None,
             auth,
             allow_job_credentials: false,
         }),
@@ -366,6 +367,7 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
     by_endpoint.insert(
         origin,
         Arc::new(EndpointCredentials {
+            tls: None,
             auth,
             allow_job_credentials: false,
         }),
@@ -413,5 +415,47 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
         .await;
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(server.answered(), 1);
+    s.stop().await;
+
+    // A client certificate besides a header (mutual TLS and a key, as open banking asks): both
+    // go.
+    let clock = manual_clock();
+    let both = Arc::new(EndpointCredentials {
+        auth: Auth::Header {
+            name: "X-Api-Key".into(),
+            value: Secret::literal("key-with-tls"),
+        },
+        tls: Some(Box::new(
+            Mtls::new(cert.clone(), key.clone(), Some(at("ca.crt"))).expect("the files load"),
+        )),
+        allow_job_credentials: false,
+    });
+    let origin = url::Url::parse(&server.url("/"))
+        .expect("url")
+        .origin()
+        .ascii_serialization();
+    let executor = HttpExecutor::new(HttpConfig {
+        allow_private_networks: true,
+        credentials: Credentials {
+            by_endpoint: BTreeMap::from([(origin, both)]),
+            clock: clock.clone(),
+        },
+        ..HttpConfig::default()
+    })
+    .expect("http client");
+    let s = setup(clock, 4, quick_policy())
+        .executor(Arc::new(executor))
+        .start()
+        .await;
+    s.enqueue_posts([("both".to_owned(), server.url("/pay"), None)])
+        .await;
+    s.run_until("completed", STEP, |c| count(c, "completed") == 1)
+        .await;
+    let head = server
+        .heads()
+        .pop()
+        .expect("a request")
+        .to_ascii_lowercase();
+    assert!(head.contains("x-api-key: key-with-tls"), "{head}");
     s.stop().await;
 }

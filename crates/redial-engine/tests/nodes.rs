@@ -193,6 +193,7 @@ async fn two_nodes_keep_their_own_tokens_across_three_expiries() {
         by_endpoint.insert(
             origin.clone(),
             Arc::new(EndpointCredentials {
+                tls: None,
                 auth: Auth::OAuth2(Box::new(OAuth2::new(
                     rx.url("/token"),
                     "redial".into(),

@@ -601,6 +601,8 @@ impl RawServer {
 pub struct TlsServer {
     addr: SocketAddr,
     accepted: Arc<std::sync::atomic::AtomicUsize>,
+    /// Each answered request's head (its request line and headers), in order.
+    heads: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -651,10 +653,13 @@ impl TlsServer {
         let addr = listener.local_addr().expect("local addr");
         let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = accepted.clone();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let kept = heads.clone();
         let task = tokio::spawn(async move {
             while let Ok((sock, _)) = listener.accept().await {
                 let acceptor = acceptor.clone();
                 let counted = counted.clone();
+                let kept = kept.clone();
                 tokio::spawn(async move {
                     let Ok(mut tls) = acceptor.accept(sock).await else {
                         return;
@@ -668,6 +673,7 @@ impl TlsServer {
                             Ok(n) => head.extend_from_slice(&buf[..n]),
                         }
                     }
+                    lock(&kept).push(String::from_utf8_lossy(&head).into_owned());
                     counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let _ = tls
                         .write_all(
@@ -681,6 +687,7 @@ impl TlsServer {
         TlsServer {
             addr,
             accepted,
+            heads,
             task,
         }
     }
@@ -693,5 +700,10 @@ impl TlsServer {
     /// Requests answered (each over a handshake that presented an accepted certificate).
     pub fn answered(&self) -> usize {
         self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The heads of the requests answered (request line and headers, as sent), in order.
+    pub fn heads(&self) -> Vec<String> {
+        lock(&self.heads).clone()
     }
 }

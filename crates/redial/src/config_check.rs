@@ -281,7 +281,7 @@ fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
                 "allow_job_credentials".into(),
                 json!(c.allow_job_credentials),
             );
-            one.insert("auth".into(), auth_view(&c.auth));
+            one.insert("auth".into(), auth_view(c));
         }
         endpoints.insert(origin.clone(), Value::Object(one));
     }
@@ -291,8 +291,9 @@ fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
 /// An endpoint's credentials as `--print` shows them: where each secret comes from (an
 /// environment variable's name, a file's path), never its value; a secret written in the file
 /// is "[redacted]".
-fn auth_view(auth: &redial_engine::credentials::Auth) -> Value {
+fn auth_view(c: &redial_engine::credentials::EndpointCredentials) -> Value {
     use redial_engine::credentials::{Auth, ClientAuth, Secret};
+    let auth = &c.auth;
     let source = |secret: &Secret, prefix: &str, doc: &mut Map<String, Value>| {
         let described = secret.describe();
         match described.split_once(' ') {
@@ -330,12 +331,13 @@ fn auth_view(auth: &redial_engine::credentials::Auth) -> Value {
             };
             doc.insert("client_auth".into(), json!(how));
         }
-        Auth::Mtls(m) => {
-            doc.insert("cert_file".into(), json!(m.cert_file.display().to_string()));
-            doc.insert("key_file".into(), json!(m.key_file.display().to_string()));
-            if let Some(ca) = &m.ca_file {
-                doc.insert("ca_file".into(), json!(ca.display().to_string()));
-            }
+        Auth::Mtls(_) => {}
+    }
+    if let Some(m) = c.client_certificate() {
+        doc.insert("cert_file".into(), json!(m.cert_file.display().to_string()));
+        doc.insert("key_file".into(), json!(m.key_file.display().to_string()));
+        if let Some(ca) = &m.ca_file {
+            doc.insert("ca_file".into(), json!(ca.display().to_string()));
         }
     }
     Value::Object(doc)

@@ -340,10 +340,19 @@ fn endpoint_credentials_are_checked_and_never_printed() {
             "kind = \"oauth2_client_credentials\"\ntoken_url = \"ftp://x\"\nclient_id = \"c\"\nclient_secret_env = \"K\"\n",
             "is not an http(s) URL",
         ),
-        ("kind = \"mtls\"\ncert_file = \"/c.pem\"\n", "needs cert_file and key_file"),
+        ("kind = \"mtls\"\n", "needs cert_file and key_file"),
+        ("kind = \"mtls\"\ncert_file = \"/c.pem\"\n", "cert_file and key_file go together"),
         (
             "kind = \"mtls\"\ncert_file = \"/nonexistent/c.pem\"\nkey_file = \"/nonexistent/k.pem\"\n",
             "the certificate file /nonexistent/c.pem cannot be read",
+        ),
+        (
+            "kind = \"bearer\"\nsecret_env = \"K\"\ncert_file = \"/c.pem\"\n",
+            "cert_file and key_file go together",
+        ),
+        (
+            "kind = \"bearer\"\nsecret_env = \"K\"\nca_file = \"/ca.pem\"\n",
+            "ca_file goes with cert_file and key_file",
         ),
     ];
     for (i, (auth, says)) in cases.iter().enumerate() {

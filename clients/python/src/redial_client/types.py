@@ -582,6 +582,10 @@ class EndpointCredentials(TypedDict):
     """Whether jobs may carry an Authorization header of their own (sent instead of the endpoint's
     credentials); refused with 422 invalid_header otherwise.
     """
+    client_certificate: str | None
+    """The client certificate's file its connections present (mutual TLS: kind mtls, or cert_file
+    and key_file beside another kind); null without one.
+    """
     token: EndpointToken | None
     """OAuth2 client credentials only: the access token's state on the node that answers (each node
     keeps its own).

@@ -66,6 +66,7 @@ fn credentials_json(c: &redial_engine::credentials::EndpointCredentials) -> serd
         "kind": c.auth.kind(),
         "secret_from": source,
         "allow_job_credentials": c.allow_job_credentials,
+        "client_certificate": c.client_certificate().map(|m| m.cert_file.display().to_string()),
         "token": token,
     })
 }

@@ -809,8 +809,9 @@ async function endpoint(main, name) {
 // CRM_SECRET"; never a secret (the API has none to give).
 function credentialsText(c) {
   if (!c) return 'none: its jobs carry their own headers';
-  const what = c.kind === 'oauth2_client_credentials' ? 'client secret' : 'secret';
-  return `${c.kind}, ${what} from ${c.secret_from}` + (c.allow_job_credentials ? '; jobs may bring their own Authorization' : '');
+  const what = c.kind === 'oauth2_client_credentials' ? 'client secret' : c.kind === 'mtls' ? 'private key' : 'secret';
+  const cert = c.client_certificate && c.kind !== 'mtls' ? `; client certificate ${c.client_certificate}` : '';
+  return `${c.kind}, ${what} from ${c.secret_from}${cert}` + (c.allow_job_credentials ? '; jobs may bring their own Authorization' : '');
 }
 
 // The OAuth2 token this node holds: "valid until 10:32:05 (3 fetched)", "none held".

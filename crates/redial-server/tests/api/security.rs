@@ -243,6 +243,7 @@ async fn a_jobs_own_authorization_for_an_endpoint_with_credentials_is_refused() 
         credentials.by_endpoint.insert(
             origin.into(),
             Arc::new(EndpointCredentials {
+                tls: None,
                 auth: Auth::Bearer {
                     token: Secret::literal("endpoint-token"),
                 },

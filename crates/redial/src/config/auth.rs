@@ -122,9 +122,6 @@ fn unused(a: &AuthFile, kind: &str) -> Option<String> {
             &["bearer", "basic", "header"],
         ),
         ("secret", a.secret.is_some(), &["bearer", "basic", "header"]),
-        ("cert_file", a.cert_file.is_some(), &["mtls"]),
-        ("key_file", a.key_file.is_some(), &["mtls"]),
-        ("ca_file", a.ca_file.is_some(), &["mtls"]),
     ];
     given
         .iter()
@@ -185,20 +182,33 @@ impl AuthFile {
             }
             "oauth2_client_credentials" => self.oauth2(lookup).map(|o| Auth::OAuth2(Box::new(o))),
             "mtls" => {
-                let (Some(cert), Some(key)) = (&self.cert_file, &self.key_file) else {
+                let Some(m) = self.tls()? else {
                     return Err(
                         "kind = \"mtls\" needs cert_file and key_file (PEM files: the client certificate, with its chain, and its private key)"
                             .into(),
                     );
                 };
-                Mtls::new(
-                    cert.into(),
-                    key.into(),
-                    self.ca_file.as_ref().map(Into::into),
-                )
-                .map(|m| Auth::Mtls(Box::new(m)))
+                Ok(Auth::Mtls(m))
             }
             other => Err(format!("kind {other:?} is not one of {KINDS}")),
+        }
+    }
+
+    /// The client certificate, when `cert_file` is given (with `key_file`; `ca_file` beside
+    /// them): mutual TLS alone (`kind = "mtls"`) or besides another kind.
+    pub fn tls(&self) -> Result<Option<Box<Mtls>>, String> {
+        match (&self.cert_file, &self.key_file) {
+            (None, None) if self.ca_file.is_some() => {
+                Err("ca_file goes with cert_file and key_file (a client certificate)".into())
+            }
+            (None, None) => Ok(None),
+            (Some(cert), Some(key)) => Mtls::new(
+                cert.into(),
+                key.into(),
+                self.ca_file.as_ref().map(Into::into),
+            )
+            .map(|m| Some(Box::new(m))),
+            _ => Err("cert_file and key_file go together (the client certificate, with its chain, and its private key)".into()),
         }
     }
 
@@ -277,12 +287,22 @@ pub fn credentials(
             .clone()
             .try_into()
             .map_err(|e: toml::de::Error| super::one_line(&e));
-        match parsed.and_then(|a| a.resolve(lookup)) {
-            Ok(auth) => {
+        let resolved = parsed.and_then(|a| {
+            let auth = a.resolve(lookup)?;
+            // A client certificate besides another kind; kind = "mtls" holds its own.
+            let tls = match auth {
+                Auth::Mtls(_) => None,
+                _ => a.tls()?,
+            };
+            Ok((auth, tls))
+        });
+        match resolved {
+            Ok((auth, tls)) => {
                 out.by_endpoint.insert(
                     origin.clone(),
                     Arc::new(EndpointCredentials {
                         auth,
+                        tls,
                         allow_job_credentials: allow,
                     }),
                 );
