@@ -463,10 +463,19 @@ async fn a_dead_job_replayed_with_changes_in_a_browser() {
     .await;
 
     let b = Browser::start().await;
-    b.goto(&format!("{}/ui/#/job/e1", server.url)).await;
+    // A link with `?replay` opens the job's "Replay with changes" form.
+    b.goto(&format!("{}/ui/#/job/e1?replay", server.url)).await;
     b.wait_text("#job-state", "the job's state", |t| t.starts_with("dead"))
         .await;
-    b.press("#replay-edit summary").await;
+    eventually("the replay form is open", || async {
+        b.js(
+            "const d = document.querySelector(arguments[0]); return !!(d && d.open);",
+            "#replay-edit",
+        )
+        .await
+            == Value::Bool(true)
+    })
+    .await;
     b.type_into("#replay-edit input[name=url]", &new.url("/v2/hook"))
         .await;
     b.type_into("#replay-edit textarea[name=set]", "X-Api-Version: 2")

@@ -570,7 +570,7 @@ async function jobs(main, params) {
   );
 }
 
-async function job(main, id) {
+async function job(main, id, params) {
   const j = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
   const act = async (verb, path) => {
     if (!await confirmAction(`${verb} job ${j.id}?`, verb)) return;
@@ -623,6 +623,9 @@ async function job(main, id) {
           el('td', { class: 'reason' }, a.reason, a.error_detail ? el('div', { class: 'muted' }, a.error_detail) : null,
             a.held ? el('div', { class: 'muted' }, `held before it by ${a.held}`) : null)))),
   );
+  // #/job/ID?replay opens its "Replay with changes" form (a link to send someone to it).
+  const editor = main.querySelector('#replay-edit');
+  if (editor && params && params.has('replay')) editor.open = true;
 }
 
 // A job's attempts with its replays' changes between them, in the order they happened.
@@ -880,7 +883,7 @@ async function render() {
   }
   const main = el('main', { id: 'main', tabindex: '-1' });
   try {
-    if (path.startsWith('#/job/')) await job(main, decodeURIComponent(path.slice(6)));
+    if (path.startsWith('#/job/')) await job(main, decodeURIComponent(path.slice(6)), params);
     else if (path === '#/triage') await triage(main, params);
     else if (path === '#/jobs') await jobs(main, params);
     else if (path === '#/endpoints') await endpoints(main, params);
