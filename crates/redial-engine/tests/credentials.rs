@@ -19,23 +19,29 @@ use support::{receiver_on, TestEngine};
 
 /// The engine of these tests, its HTTP executor adding `auth` to requests for `rx`'s origin.
 async fn engine_with(clock: Arc<ManualClock>, rx: &Receiver, auth: Auth) -> TestEngine {
-    let origin = url::Url::parse(&rx.url("/"))
+    let credentials = EndpointCredentials {
+        tls: None,
+        auth,
+        allow_job_credentials: false,
+    };
+    engine_for(clock, &rx.url("/"), credentials).await
+}
+
+/// The engine of these tests, its HTTP executor giving `credentials` to requests for `url`'s
+/// origin.
+async fn engine_for(
+    clock: Arc<ManualClock>,
+    url: &str,
+    credentials: EndpointCredentials,
+) -> TestEngine {
+    let origin = url::Url::parse(url)
         .expect("url")
         .origin()
         .ascii_serialization();
-    let mut by_endpoint = BTreeMap::new();
-    by_endpoint.insert(
-        origin,
-        Arc::new(EndpointCredentials {
-            tls: None,
-            auth,
-            allow_job_credentials: false,
-        }),
-    );
     let executor = HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
         credentials: Credentials {
-            by_endpoint,
+            by_endpoint: BTreeMap::from([(origin, Arc::new(credentials))]),
             clock: clock.clone(),
         },
         ..HttpConfig::default()
@@ -358,33 +364,12 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
     let auth = Auth::Mtls(Box::new(
         Mtls::new(cert.clone(), key.clone(), Some(at("ca.crt"))).expect("the files load"),
     ));
-    let clock = manual_clock();
-    let origin = url::Url::parse(&server.url("/"))
-        .expect("url")
-        .origin()
-        .ascii_serialization();
-    let mut by_endpoint = BTreeMap::new();
-    by_endpoint.insert(
-        origin,
-        Arc::new(EndpointCredentials {
-            tls: None,
-            auth,
-            allow_job_credentials: false,
-        }),
-    );
-    let executor = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        credentials: Credentials {
-            by_endpoint,
-            clock: clock.clone(),
-        },
-        ..HttpConfig::default()
-    })
-    .expect("http client");
-    let s = setup(clock.clone(), 4, quick_policy())
-        .executor(Arc::new(executor))
-        .start()
-        .await;
+    let credentials = EndpointCredentials {
+        tls: None,
+        auth,
+        allow_job_credentials: false,
+    };
+    let s = engine_for(manual_clock(), &server.url("/"), credentials).await;
     s.enqueue_posts([("m".to_owned(), server.url("/pay"), None)])
         .await;
     s.settle().await;
@@ -419,8 +404,7 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
 
     // A client certificate besides a header (mutual TLS and a key, as open banking asks): both
     // go.
-    let clock = manual_clock();
-    let both = Arc::new(EndpointCredentials {
+    let both = EndpointCredentials {
         auth: Auth::Header {
             name: "X-Api-Key".into(),
             value: Secret::literal("key-with-tls"),
@@ -429,24 +413,8 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
             Mtls::new(cert.clone(), key.clone(), Some(at("ca.crt"))).expect("the files load"),
         )),
         allow_job_credentials: false,
-    });
-    let origin = url::Url::parse(&server.url("/"))
-        .expect("url")
-        .origin()
-        .ascii_serialization();
-    let executor = HttpExecutor::new(HttpConfig {
-        allow_private_networks: true,
-        credentials: Credentials {
-            by_endpoint: BTreeMap::from([(origin, both)]),
-            clock: clock.clone(),
-        },
-        ..HttpConfig::default()
-    })
-    .expect("http client");
-    let s = setup(clock, 4, quick_policy())
-        .executor(Arc::new(executor))
-        .start()
-        .await;
+    };
+    let s = engine_for(manual_clock(), &server.url("/"), both).await;
     s.enqueue_posts([("both".to_owned(), server.url("/pay"), None)])
         .await;
     s.run_until("completed", STEP, |c| count(c, "completed") == 1)
