@@ -53,6 +53,13 @@ async fn engine_for(
         .await
 }
 
+/// `rx` as an OAuth2 token server (`/token`, tokens living `lifetime` on its clock) and an API
+/// (`/api`) that takes only the tokens it issued.
+fn token_server(rx: &Receiver, lifetime: Duration) {
+    rx.behave("/token", Behaviour::TokenServer { lifetime });
+    rx.behave("/api", Behaviour::RequiresToken);
+}
+
 fn oauth2(rx: &Receiver, secret: &str) -> Auth {
     Auth::OAuth2(Box::new(OAuth2::new(
         rx.url("/token"),
@@ -88,13 +95,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 async fn a_thousand_jobs_across_three_token_expiries_all_complete() {
     let clock = manual_clock();
     let rx = receiver_on(&clock).await;
-    rx.behave(
-        "/token",
-        Behaviour::TokenServer {
-            lifetime: Duration::from_secs(60),
-        },
-    );
-    rx.behave("/api", Behaviour::RequiresToken);
+    token_server(&rx, Duration::from_secs(60));
     let s = engine_with(clock.clone(), &rx, oauth2(&rx, "s3cret-client-value")).await;
     for wave in 0..4 {
         s.enqueue_posts((0..250).map(|i| (format!("w{wave}-{i}"), rx.url("/api"), None)))
@@ -150,13 +151,7 @@ async fn a_thousand_jobs_across_three_token_expiries_all_complete() {
 async fn a_401_fetches_a_new_token_once_and_a_401_to_a_new_token_is_permanent() {
     let clock = manual_clock();
     let rx = receiver_on(&clock).await;
-    rx.behave(
-        "/token",
-        Behaviour::TokenServer {
-            lifetime: Duration::from_secs(3600),
-        },
-    );
-    rx.behave("/api", Behaviour::RequiresToken);
+    token_server(&rx, Duration::from_secs(3600));
     let s = engine_with(clock.clone(), &rx, oauth2(&rx, "client-secret")).await;
     s.enqueue_posts([("first".to_owned(), rx.url("/api"), None)])
         .await;
