@@ -1626,6 +1626,13 @@ export interface components {
             /** @description Tokens this node fetched since it started. */
             fetched: number;
             last_failure: components["schemas"]["TokenFailure"] | null;
+            /**
+             * Format: date-time
+             * @description The token endpoint's own breaker: after a failure it is not asked again until then (a second, doubling with each failure in a row up to a minute, or its Retry-After when longer); requests that need a token meanwhile are answered with the last failure. Null when it may be asked.
+             */
+            held_until: string | null;
+            /** @description Failures to get a token in a row (0 once one came). */
+            failures: number;
         };
         TokenFailure: {
             /** Format: date-time */

@@ -327,10 +327,17 @@ pub struct EndpointList {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndpointToken {
+    /// Failures to get a token in a row (0 once one came).
+    pub failures: i64,
     /// Tokens this node fetched since it started.
     pub fetched: i64,
     /// Whether this node holds a token.
     pub held: bool,
+    /// The token endpoint's own breaker: after a failure it is not asked again until then (a
+    /// second, doubling with each failure in a row up to a minute, or its Retry-After when
+    /// longer); requests that need a token meanwhile are answered with the last failure. Null
+    /// when it may be asked.
+    pub held_until: Option<String>,
     pub last_failure: Option<TokenFailure>,
     /// The token endpoint, credentials in it redacted.
     pub token_url: String,

@@ -7,7 +7,9 @@
 //! credentials (RFC 6749 section 4.4), whose access token is fetched when first needed, kept in
 //! memory, fetched again before it expires (from `expires_in`) and once more when a request that
 //! carried it is answered 401. Each node keeps its own token: nothing about it is shared through
-//! the store.
+//! the store. The token endpoint has a breaker of its own (`Gate`): after a failure it is not
+//! asked again for a while (a second, doubling with each failure in a row up to a minute, or its
+//! `Retry-After` when longer), so the requests waiting for a token do not each ask in turn.
 //!
 //! Secrets come from an environment variable (read when the configuration is loaded), a file
 //! (read again whenever it changes, so a rotated secret is used without a restart; the last
@@ -181,6 +183,67 @@ pub struct TokenStatus {
     pub last_failure: Option<(Timestamp, String)>,
     /// Tokens fetched since the start.
     pub fetched: u64,
+    /// Until when the token endpoint is not asked again, after `failures` in a row.
+    pub held_until: Option<Timestamp>,
+    /// Failures to get a token in a row (0 once one came).
+    pub failures: u32,
+}
+
+/// The token endpoint's breaker: closed until a fetch fails, then open (no request goes to the
+/// token endpoint) for a second, twice as long after each failure in a row, at most
+/// [`GATE_MAX`], or as long as its `Retry-After` asks when that is longer (up to
+/// [`GATE_MAX_ASKED`]). A token that comes closes it. While it is open, every request that
+/// needs a token is answered with the last failure and the time left, at once: the requests
+/// queued behind one failed fetch do not each make their own.
+#[derive(Clone, Debug, Default)]
+struct Gate {
+    failures: u32,
+    until: Option<Timestamp>,
+    last: Option<TokenFailure>,
+}
+
+/// The longest the token endpoint's breaker stays open on its own.
+const GATE_MAX: Duration = Duration::from_secs(60);
+/// The longest wait a token endpoint's `Retry-After` is honoured for.
+const GATE_MAX_ASKED: Duration = Duration::from_secs(3600);
+
+impl Gate {
+    /// The failure to answer with while open at `now`, carrying the wait left.
+    fn holding(&self, now: Timestamp) -> Option<TokenFailure> {
+        let until = self.until.filter(|u| now < *u)?;
+        let last = self.last.as_ref()?;
+        // Whole seconds, rounded up: Retry-After's unit.
+        let left = (until.as_unix_millis() - now.as_unix_millis() + 999) / 1000;
+        Some(TokenFailure {
+            status: last.status,
+            retry_after: Some(left.to_string()),
+            reason: format!(
+                "{} (not asked again for {left}s, after {} failure{} in a row)",
+                last.reason,
+                self.failures,
+                if self.failures == 1 { "" } else { "s" }
+            ),
+        })
+    }
+
+    /// A fetch failed at `now`: open for the next period.
+    fn failed(&mut self, failure: &TokenFailure, now: Timestamp) {
+        self.failures = self.failures.saturating_add(1);
+        let doubling = Duration::from_secs(1)
+            .saturating_mul(1u32 << (self.failures - 1).min(16))
+            .min(GATE_MAX);
+        let asked = failure
+            .retry_after
+            .as_deref()
+            .and_then(|v| redial_policy::server_wait([("retry-after", v)], now, GATE_MAX_ASKED))
+            .map_or(Duration::ZERO, |w| w.delay);
+        let open = doubling.max(asked);
+        self.until = Some(Timestamp::from_unix_millis(
+            now.as_unix_millis()
+                .saturating_add(i64::try_from(open.as_millis()).unwrap_or(i64::MAX)),
+        ));
+        self.last = Some(failure.clone());
+    }
 }
 
 /// OAuth2 client credentials for one endpoint.
@@ -196,6 +259,13 @@ pub struct OAuth2 {
     /// wait for one fetch instead of each making their own.
     token: tokio::sync::Mutex<Option<Token>>,
     status: Mutex<TokenStatus>,
+    /// The token endpoint's breaker; changed only under `token`'s lock.
+    gate: Mutex<Gate>,
+}
+
+/// A lock whose holder cannot leave its value half changed: taken even after a panic.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Why no token could be had: what the token endpoint said, or that it could not be reached.
@@ -226,15 +296,13 @@ impl OAuth2 {
             client_auth,
             token: tokio::sync::Mutex::new(None),
             status: Mutex::new(TokenStatus::default()),
+            gate: Mutex::new(Gate::default()),
         }
     }
 
     /// What people may see about the token.
     pub fn status(&self) -> TokenStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.status).clone()
     }
 
     /// A token valid at `now`: the one in hand, or a new one. `stale`: a token a request was
@@ -252,8 +320,24 @@ impl OAuth2 {
                 return Ok(t.value.clone());
             }
         }
-        let fetched = self.fetch(client, now).await;
-        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let holding = lock(&self.gate).holding(now);
+        let asked = holding.is_none();
+        let fetched = match holding {
+            Some(failure) => Err(failure),
+            None => {
+                let fetched = self.fetch(client, now).await;
+                let mut gate = lock(&self.gate);
+                match &fetched {
+                    Ok(_) => *gate = Gate::default(),
+                    Err(f) => gate.failed(f, now),
+                }
+                fetched
+            }
+        };
+        let gate = lock(&self.gate).clone();
+        let mut status = lock(&self.status);
+        status.held_until = gate.until.filter(|u| now < *u);
+        status.failures = gate.failures;
         match fetched {
             Ok(token) => {
                 status.valid_until = token.expires_at;
@@ -264,7 +348,9 @@ impl OAuth2 {
                 Ok(value)
             }
             Err(failure) => {
-                status.last_failure = Some((now, failure.reason.clone()));
+                if asked {
+                    status.last_failure = Some((now, failure.reason.clone()));
+                }
                 // A token refused by the API is not used again; one merely due for refresh
                 // still is until it ends.
                 let usable = held.as_ref().filter(|t| {
@@ -595,6 +681,59 @@ mod tests {
     use super::*;
 
     const T: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_unix_millis(T.as_unix_millis() + ms)
+    }
+
+    #[test]
+    fn the_token_endpoints_breaker_doubles_to_a_minute_and_honours_retry_after() {
+        let down = TokenFailure {
+            status: Some(503),
+            retry_after: None,
+            reason: "the token endpoint x: HTTP 503".into(),
+        };
+        let mut gate = Gate::default();
+        assert_eq!(gate.holding(T), None, "closed until a failure");
+        let mut now = T;
+        let mut opens = Vec::new();
+        for _ in 0..8 {
+            gate.failed(&down, now);
+            let until = gate.until.expect("open");
+            opens.push((until.as_unix_millis() - now.as_unix_millis()) / 1000);
+            now = until;
+        }
+        assert_eq!(opens, [1, 2, 4, 8, 16, 32, 60, 60]);
+        // While open: the last failure, the whole seconds left, the streak.
+        let mut gate = Gate::default();
+        gate.failed(&down, T);
+        gate.failed(&down, at(1_000));
+        let held = gate.holding(at(1_500)).expect("open for 2 s from 1 s");
+        assert_eq!(held.status, Some(503));
+        assert_eq!(held.retry_after.as_deref(), Some("2"));
+        assert!(
+            held.reason
+                .ends_with("(not asked again for 2s, after 2 failures in a row)"),
+            "{}",
+            held.reason
+        );
+        assert_eq!(gate.holding(at(3_000)), None, "closed at its end");
+        // A Retry-After longer than the doubling is honoured; a shorter one is not.
+        let limited = TokenFailure {
+            status: Some(429),
+            retry_after: Some("30".into()),
+            ..down.clone()
+        };
+        let mut gate = Gate::default();
+        gate.failed(&limited, T);
+        assert_eq!(gate.until, Some(at(30_000)));
+        let held = gate.holding(T).expect("open");
+        assert_eq!(
+            (held.status, held.retry_after.as_deref()),
+            (Some(429), Some("30")),
+            "a 429 keeps deferring, with the time left"
+        );
+    }
 
     #[test]
     fn a_token_answer_is_read_as_the_rfc_writes_it() {

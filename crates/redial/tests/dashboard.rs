@@ -1085,6 +1085,12 @@ async fn an_endpoints_credentials_and_token_on_its_page() {
         t == "none"
     })
     .await;
+    b.wait_text(
+        "#endpoint-token-gate",
+        "the token endpoint's breaker",
+        |t| t == "may be asked",
+    )
+    .await;
     drop(b);
     server.terminate();
 }

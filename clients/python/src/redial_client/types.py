@@ -568,6 +568,13 @@ class EndpointToken(TypedDict):
     fetched: int
     """Tokens this node fetched since it started."""
     last_failure: TokenFailure | None
+    held_until: str | None
+    """The token endpoint's own breaker: after a failure it is not asked again until then (a second,
+    doubling with each failure in a row up to a minute, or its Retry-After when longer); requests
+    that need a token meanwhile are answered with the last failure. Null when it may be asked.
+    """
+    failures: int
+    """Failures to get a token in a row (0 once one came)."""
 
 
 class EndpointCredentials(TypedDict):

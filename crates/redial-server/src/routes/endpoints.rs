@@ -32,7 +32,10 @@ fn endpoint_json(
             json!(backlog.map_or(0, |b| b.later)),
         );
         if let Some(c) = state.config.credentials.of(name) {
-            obj.insert("credentials".into(), credentials_json(c));
+            obj.insert(
+                "credentials".into(),
+                credentials_json(c, &*state.config.credentials.clock),
+            );
         }
     }
     Ok(v)
@@ -40,7 +43,10 @@ fn endpoint_json(
 
 /// Which credentials an endpoint's requests carry, where their secret comes from, and for
 /// OAuth2 the token's state (held, valid until, the last failure to get one): never a secret.
-fn credentials_json(c: &redial_engine::credentials::EndpointCredentials) -> serde_json::Value {
+fn credentials_json(
+    c: &redial_engine::credentials::EndpointCredentials,
+    clock: &dyn redial_engine::Clock,
+) -> serde_json::Value {
     use redial_engine::credentials::Auth;
     let source = match &c.auth {
         Auth::Bearer { token } => token.describe(),
@@ -52,12 +58,15 @@ fn credentials_json(c: &redial_engine::credentials::EndpointCredentials) -> serd
     let token = match &c.auth {
         Auth::OAuth2(o) => {
             let t = o.status();
+            let now = clock.now();
             json!({
                 "token_url": redial_engine::redact::url(&o.token_url),
                 "held": t.held,
                 "valid_until": t.valid_until,
                 "fetched": t.fetched,
                 "last_failure": t.last_failure.map(|(at, reason)| json!({"at": at, "reason": reason})),
+                "held_until": t.held_until.filter(|u| now < *u),
+                "failures": t.failures,
             })
         }
         _ => serde_json::Value::Null,

@@ -799,6 +799,8 @@ async function endpoint(main, name) {
         el('dt', {}, 'Token'), el('dd', { id: 'endpoint-token', class: e.credentials.token.held ? 'good' : 'warn' }, tokenText(e.credentials.token)),
         el('dt', {}, 'Last token failure'), el('dd', { id: 'endpoint-token-failure', class: e.credentials.token.last_failure ? 'bad' : null },
           e.credentials.token.last_failure ? `${fmtTime(e.credentials.token.last_failure.at)}: ${e.credentials.token.last_failure.reason}` : 'none'),
+        el('dt', {}, 'Token endpoint'), el('dd', { id: 'endpoint-token-gate', class: e.credentials.token.held_until ? 'bad' : null },
+          e.credentials.token.held_until ? `not asked until ${fmtTime(e.credentials.token.held_until)} (${fmtNum(e.credentials.token.failures)} failures in a row)` : 'may be asked'),
       ] : [])),
     el('h2', {}, 'Breaker history'),
     e.breaker_history.length === 0 ? el('p', { class: 'muted' }, 'The breaker has not moved.')
