@@ -475,14 +475,22 @@ fn token_from(body: &[u8], now: Timestamp) -> Result<Token, String> {
     })
 }
 
-/// Mutual TLS: a client certificate (and its key) presented in the handshake with the endpoint,
-/// and optionally a CA to trust for the endpoint's own certificate (partners often run a private
-/// one). The files are read again when they change (a rotated certificate is used without a
-/// restart); while a changed file does not load (half written), the last good client stays.
-#[derive(Debug)]
-pub struct Mtls {
+/// A client certificate (with its chain) and its private key, PEM files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCertificate {
     pub cert_file: PathBuf,
     pub key_file: PathBuf,
+}
+
+/// TLS of an endpoint's own: mutual TLS, a client certificate presented in the handshake with
+/// the endpoint, and optionally a CA to trust for the endpoint's own certificate (partners often
+/// run a private one); or that CA alone. The files are read again when they change (a rotated
+/// certificate is used without a restart); while a changed file does not load (half written),
+/// the last good client stays.
+#[derive(Debug)]
+pub struct Mtls {
+    /// None: only `ca_file` (a private CA trusted, no certificate presented).
+    pub certificate: Option<ClientCertificate>,
     pub ca_file: Option<PathBuf>,
     /// The HTTP client holding the identity, and the files' stamps it was built from.
     client: Mutex<Option<(Vec<Option<Stamp>>, reqwest::Client)>>,
@@ -495,9 +503,27 @@ impl Mtls {
         key_file: PathBuf,
         ca_file: Option<PathBuf>,
     ) -> Result<Mtls, String> {
+        Mtls::checked(
+            Some(ClientCertificate {
+                cert_file,
+                key_file,
+            }),
+            ca_file,
+        )
+    }
+
+    /// A CA trusted for the endpoint's certificate, and no client certificate. Checks that it
+    /// loads, now.
+    pub fn trusting(ca_file: PathBuf) -> Result<Mtls, String> {
+        Mtls::checked(None, Some(ca_file))
+    }
+
+    fn checked(
+        certificate: Option<ClientCertificate>,
+        ca_file: Option<PathBuf>,
+    ) -> Result<Mtls, String> {
         let m = Mtls {
-            cert_file,
-            key_file,
+            certificate,
             ca_file,
             client: Mutex::new(None),
         };
@@ -506,7 +532,10 @@ impl Mtls {
     }
 
     fn files(&self) -> Vec<&PathBuf> {
-        let mut f = vec![&self.cert_file, &self.key_file];
+        let mut f = Vec::new();
+        if let Some(c) = &self.certificate {
+            f.extend([&c.cert_file, &c.key_file]);
+        }
         f.extend(&self.ca_file);
         f
     }
@@ -523,20 +552,25 @@ impl Mtls {
     }
 
     /// The identity and the extra root, from the files as they are now.
-    fn load(&self) -> Result<(reqwest::Identity, Option<reqwest::Certificate>), String> {
+    fn load(&self) -> Result<(Option<reqwest::Identity>, Option<reqwest::Certificate>), String> {
         let read = |p: &PathBuf, what: &str| {
             std::fs::read(p).map_err(|e| format!("the {what} {} cannot be read: {e}", p.display()))
         };
-        let mut pem = read(&self.cert_file, "certificate file")?;
-        pem.push(b'\n');
-        pem.extend(read(&self.key_file, "key file")?);
-        let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
-            format!(
-                "the certificate {} and key {} do not load: {e}",
-                self.cert_file.display(),
-                self.key_file.display()
-            )
-        })?;
+        let identity = match &self.certificate {
+            None => None,
+            Some(c) => {
+                let mut pem = read(&c.cert_file, "certificate file")?;
+                pem.push(b'\n');
+                pem.extend(read(&c.key_file, "key file")?);
+                Some(reqwest::Identity::from_pem(&pem).map_err(|e| {
+                    format!(
+                        "the certificate {} and key {} do not load: {e}",
+                        c.cert_file.display(),
+                        c.key_file.display()
+                    )
+                })?)
+            }
+        };
         let root = match &self.ca_file {
             None => None,
             Some(p) => Some(
@@ -560,7 +594,10 @@ impl Mtls {
             }
         }
         let built = self.load().and_then(|(identity, root)| {
-            let mut b = base().identity(identity);
+            let mut b = base();
+            if let Some(i) = identity {
+                b = b.identity(i);
+            }
             if let Some(r) = root {
                 b = b.add_root_certificate(r);
             }
@@ -612,7 +649,8 @@ impl Auth {
 pub struct EndpointCredentials {
     pub auth: Auth,
     /// A client certificate presented besides `auth` (`cert_file` and `key_file` given with
-    /// another kind: mutual TLS and a token, as open banking asks).
+    /// another kind: mutual TLS and a token, as open banking asks), or a CA alone (`ca_file`:
+    /// the endpoint's certificate is from a private CA).
     pub tls: Option<Box<Mtls>>,
     /// Jobs may carry an `Authorization` header of their own too (refused otherwise: two
     /// sources of truth).
@@ -620,12 +658,18 @@ pub struct EndpointCredentials {
 }
 
 impl EndpointCredentials {
-    /// The client certificate the endpoint's connections present, if any.
-    pub fn client_certificate(&self) -> Option<&Mtls> {
+    /// The TLS settings of the endpoint's own (a client certificate, a CA, or both), if any:
+    /// its requests then go through a client of their own.
+    pub fn tls(&self) -> Option<&Mtls> {
         match &self.auth {
             Auth::Mtls(m) => Some(m),
             _ => self.tls.as_deref(),
         }
+    }
+
+    /// The client certificate the endpoint's connections present, if any.
+    pub fn client_certificate(&self) -> Option<&ClientCertificate> {
+        self.tls()?.certificate.as_ref()
     }
 }
 

@@ -89,7 +89,7 @@ impl HttpExecutor {
         &self,
         credentials: Option<&EndpointCredentials>,
     ) -> Result<reqwest::Client, String> {
-        match credentials.and_then(|c| c.client_certificate()) {
+        match credentials.and_then(|c| c.tls()) {
             Some(m) => m.client(|| client_builder(&self.config)),
             None => Ok(self.client.clone()),
         }
@@ -208,15 +208,22 @@ impl Handler for HttpExecutor {
         let mut out = self
             .send_as(&client, request, header_auth, &job.endpoint)
             .await;
-        let certificate = credentials.and_then(|c| c.client_certificate());
-        if let (Some(m), Outcome::Transport(TransportError::Tls)) = (certificate, &out.outcome) {
-            // Say which certificate was presented: the usual cause is the server not taking it
-            // (an alert such as UnknownCA, BadCertificate, CertificateRequired).
+        if let Outcome::Transport(TransportError::Tls) = &out.outcome {
+            // Say which certificate was presented, or that none was: the usual cause is the
+            // server not taking it (an alert such as UnknownCA, BadCertificate,
+            // CertificateRequired).
+            let presented = match credentials.and_then(|c| c.client_certificate()) {
+                Some(c) => format!(
+                    "the client certificate presented: {}",
+                    c.cert_file.display()
+                ),
+                None => format!(
+                    "no client certificate presented: {} has none configured",
+                    job.endpoint
+                ),
+            };
             let detail = out.error_detail.take().unwrap_or_default();
-            out.error_detail = Some(format!(
-                "{detail} (the client certificate presented: {})",
-                m.cert_file.display()
-            ));
+            out.error_detail = Some(format!("{detail} ({presented})"));
         }
         out
     }

@@ -342,8 +342,9 @@ fn test_certs() -> tempfile::TempDir {
 }
 
 /// A server that requires a client certificate: refused in the handshake with one another CA
-/// signed (a TLS transport error whose reason says so, retried as an unknown outcome), then, the
-/// certificate and key files replaced while the job waits (a rotation, no restart), accepted.
+/// signed, and with none (a TLS transport error whose reason says which, retried as an unknown
+/// outcome), then, the certificate and key files replaced while the job waits (a rotation, no
+/// restart), accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
     use redial_engine::credentials::Mtls;
@@ -391,7 +392,61 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
         "{detail}"
     );
     assert_eq!(server.answered(), 0);
-    // The rotation: the right certificate and key in the same files.
+    s.stop().await;
+
+    // None at all: the server's CA trusted (`ca_file` alone), a bearer token, no certificate.
+    // The server requires one: a TLS failure whose reason says none was presented.
+    let none = EndpointCredentials {
+        auth: Auth::Bearer {
+            token: Secret::literal("no-certificate"),
+        },
+        tls: Some(Box::new(
+            Mtls::trusting(at("ca.crt")).expect("the CA loads"),
+        )),
+        allow_job_credentials: false,
+    };
+    let s = engine_for(manual_clock(), &server.url("/"), none).await;
+    s.enqueue_posts([("n".to_owned(), server.url("/pay"), None)])
+        .await;
+    s.settle().await;
+    let (job, attempts) = s
+        .store
+        .job_get(&JobId::from("n"))
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(job.state, JobState::Scheduled, "retried, not dead");
+    assert_eq!(
+        attempts[0].error.as_deref(),
+        Some("tls"),
+        "{:?}",
+        attempts[0]
+    );
+    let detail = attempts[0].error_detail.clone().unwrap_or_default();
+    println!("no certificate: {detail}");
+    assert!(
+        detail.contains("no client certificate presented"),
+        "{detail}"
+    );
+    assert_eq!(server.answered(), 0);
+    s.stop().await;
+
+    // The wrong one again, then the rotation: the right certificate and key in the same files.
+    let s = engine_for(
+        manual_clock(),
+        &server.url("/"),
+        EndpointCredentials {
+            tls: None,
+            auth: Auth::Mtls(Box::new(
+                Mtls::new(cert.clone(), key.clone(), Some(at("ca.crt"))).expect("the files load"),
+            )),
+            allow_job_credentials: false,
+        },
+    )
+    .await;
+    s.enqueue_posts([("m".to_owned(), server.url("/pay"), None)])
+        .await;
+    s.settle().await;
     std::fs::copy(at("client.crt"), &cert).expect("rotate");
     std::fs::copy(at("client.key"), &key).expect("rotate");
     let c = s

@@ -336,9 +336,9 @@ fn auth_view(c: &redial_engine::credentials::EndpointCredentials) -> Value {
     if let Some(m) = c.client_certificate() {
         doc.insert("cert_file".into(), json!(m.cert_file.display().to_string()));
         doc.insert("key_file".into(), json!(m.key_file.display().to_string()));
-        if let Some(ca) = &m.ca_file {
-            doc.insert("ca_file".into(), json!(ca.display().to_string()));
-        }
+    }
+    if let Some(ca) = c.tls().and_then(|t| t.ca_file.as_ref()) {
+        doc.insert("ca_file".into(), json!(ca.display().to_string()));
     }
     Value::Object(doc)
 }

@@ -351,8 +351,12 @@ fn endpoint_credentials_are_checked_and_never_printed() {
             "cert_file and key_file go together",
         ),
         (
-            "kind = \"bearer\"\nsecret_env = \"K\"\nca_file = \"/ca.pem\"\n",
-            "ca_file goes with cert_file and key_file",
+            "kind = \"bearer\"\nsecret_env = \"K\"\nca_file = \"/nonexistent/ca.pem\"\n",
+            "the CA file /nonexistent/ca.pem cannot be read",
+        ),
+        (
+            "kind = \"mtls\"\nca_file = \"/nonexistent/ca.pem\"\n",
+            "needs cert_file and key_file",
         ),
     ];
     for (i, (auth, says)) in cases.iter().enumerate() {

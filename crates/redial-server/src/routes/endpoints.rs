@@ -53,7 +53,10 @@ fn credentials_json(
         Auth::Basic { password, .. } => password.describe(),
         Auth::Header { value, .. } => value.describe(),
         Auth::OAuth2(o) => o.client_secret.describe(),
-        Auth::Mtls(m) => format!("file {}", m.key_file.display()),
+        Auth::Mtls(m) => match &m.certificate {
+            Some(c) => format!("file {}", c.key_file.display()),
+            None => "none".into(),
+        },
     };
     let token = match &c.auth {
         Auth::OAuth2(o) => {

@@ -182,7 +182,8 @@ impl AuthFile {
             }
             "oauth2_client_credentials" => self.oauth2(lookup).map(|o| Auth::OAuth2(Box::new(o))),
             "mtls" => {
-                let Some(m) = self.tls()? else {
+                let certificate = self.cert_file.is_some() || self.key_file.is_some();
+                let Some(m) = certificate.then(|| self.tls()).transpose()?.flatten() else {
                     return Err(
                         "kind = \"mtls\" needs cert_file and key_file (PEM files: the client certificate, with its chain, and its private key)"
                             .into(),
@@ -195,13 +196,15 @@ impl AuthFile {
     }
 
     /// The client certificate, when `cert_file` is given (with `key_file`; `ca_file` beside
-    /// them): mutual TLS alone (`kind = "mtls"`) or besides another kind.
+    /// them): mutual TLS alone (`kind = "mtls"`) or besides another kind; or `ca_file` alone
+    /// beside another kind (a private CA for the endpoint's certificate).
     pub fn tls(&self) -> Result<Option<Box<Mtls>>, String> {
         match (&self.cert_file, &self.key_file) {
-            (None, None) if self.ca_file.is_some() => {
-                Err("ca_file goes with cert_file and key_file (a client certificate)".into())
-            }
-            (None, None) => Ok(None),
+            (None, None) => match &self.ca_file {
+                // The endpoint's certificate is from a private CA; no client certificate.
+                Some(ca) => Mtls::trusting(ca.into()).map(|m| Some(Box::new(m))),
+                None => Ok(None),
+            },
             (Some(cert), Some(key)) => Mtls::new(
                 cert.into(),
                 key.into(),
