@@ -1,0 +1,3 @@
+module github.com/redial-dev/redial/clients/go
+
+go 1.19
