@@ -747,6 +747,8 @@ export interface components {
                 body?: unknown;
                 /** @description The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's default when absent. */
                 timeout?: string;
+                /** @description A credentials profile of the server's configuration ([credentials.NAME]) to send the request with, instead of its endpoint's credentials (another account at the same API, a tenant's own key). Unknown names are refused (422 invalid_field). The job stores the name only, never a secret. */
+                credentials?: string;
             };
             /** @description Sent on every attempt (1-255 printable ASCII characters, no spaces); derived from queue and id (UUIDv5) when absent. */
             idempotency_key?: string;
@@ -839,6 +841,8 @@ export interface components {
             headers: string[][];
             body_bytes: number;
             timeout_ms: number | null;
+            /** @description The credentials profile it is sent with ([credentials.NAME] in the configuration), instead of its endpoint's; null when it names none. A name, never a secret. */
+            credentials: string | null;
         };
         Attempt: {
             /** @description 1 for the job's first attempt, counting across replays. */
@@ -1198,6 +1202,8 @@ export interface components {
                 body?: unknown;
                 /** @description The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's default when absent. */
                 timeout?: string;
+                /** @description A credentials profile of the server's configuration ([credentials.NAME]) to send the request with, instead of its endpoint's credentials (another account at the same API, a tenant's own key). Unknown names are refused (422 invalid_field). The job stores the name only, never a secret. */
+                credentials?: string;
             };
             /**
              * @description Higher runs first within a queue.
@@ -1281,6 +1287,8 @@ export interface components {
                     body?: string;
                     /** @description Each attempt's time limit; the engine's default when absent. */
                     timeout_ms?: number;
+                    /** @description The credentials profile it is sent with, when it names one. */
+                    credentials?: string;
                 };
                 priority: number;
                 tags: string[];
@@ -1456,6 +1464,8 @@ export interface components {
             queue?: string;
             /** @description The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL */
             endpoint?: string;
+            /** @description The credentials profile to send with ([credentials.NAME]), or null for the endpoint's own */
+            credentials?: string | null;
         };
         /** @description A replay's changes. With none (or an empty body) the job is replayed as it was. */
         ReplayInput: {

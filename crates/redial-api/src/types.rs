@@ -590,6 +590,12 @@ pub struct JobInputRequest {
     /// server.max_job_body_bytes (413 job_body_too_large).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<serde_json::Value>,
+    /// A credentials profile of the server's configuration ([credentials.NAME]) to send the
+    /// request with, instead of its endpoint's credentials (another account at the same API, a
+    /// tenant's own key). Unknown names are refused (422 invalid_field). The job stores the
+    /// name only, never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// At most 100. Names are HTTP tokens, values at most 8192 bytes without control
     /// characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host,
     /// Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets
@@ -677,6 +683,12 @@ pub struct JobTemplateInputRequest {
     /// server.max_job_body_bytes (413 job_body_too_large).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<serde_json::Value>,
+    /// A credentials profile of the server's configuration ([credentials.NAME]) to send the
+    /// request with, instead of its endpoint's credentials (another account at the same API, a
+    /// tenant's own key). Unknown names are refused (422 invalid_field). The job stores the
+    /// name only, never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// At most 100. Names are HTTP tokens, values at most 8192 bytes without control
     /// characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host,
     /// Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets
@@ -856,6 +868,10 @@ pub struct ReplayPatch {
     /// unless one is set), null for none
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<serde_json::Value>,
+    /// The credentials profile to send with ([credentials.NAME]), or null for the endpoint's
+    /// own
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
@@ -927,6 +943,9 @@ pub struct ReplayPreviewItem {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestView {
     pub body_bytes: i64,
+    /// The credentials profile it is sent with ([credentials.NAME] in the configuration),
+    /// instead of its endpoint's; null when it names none. A name, never a secret.
+    pub credentials: Option<String>,
     pub headers: Vec<Vec<String>>,
     pub method: String,
     pub timeout_ms: Option<i64>,
@@ -1004,6 +1023,9 @@ pub struct ScheduleJob {
 pub struct ScheduleJobRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// The credentials profile it is sent with, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
     /// [name, value] pairs.
     pub headers: Vec<Vec<String>>,
     pub method: String,

@@ -269,6 +269,7 @@ fn new_job(k: usize, url: String, timeout: Duration, now: Timestamp) -> NewJob {
         endpoint: "shape".into(),
         request: HttpRequest {
             timeout_ms: Some(timeout.as_millis() as u64),
+            credentials: None,
             ..job.request
         },
         ..job

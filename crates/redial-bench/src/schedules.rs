@@ -46,6 +46,7 @@ pub async fn schedules(count: usize, report: &mut Report<'_>) -> Result<()> {
                 headers: vec![],
                 body: Some("{}".into()),
                 timeout_ms: None,
+                credentials: None,
             },
             priority: 0,
             tags: vec![],

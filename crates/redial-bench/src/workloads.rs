@@ -107,6 +107,7 @@ pub(crate) fn job(id: String, queue: &str, url: &str, now: Timestamp) -> NewJob 
             headers: vec![("content-type".into(), "application/json".into())],
             body: Some("{\"n\":1}".into()),
             timeout_ms: Some(10_000),
+            credentials: None,
         },
         priority: 0,
         run_at: now,

@@ -101,6 +101,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     headers: vec![],
                     body: Some("Hello!".into()),
                     timeout_ms: Some(5_000),
+                    credentials: None,
                 },
                 idempotency_key: Some(format!("email-{id}")),
                 priority: 0,

@@ -673,11 +673,14 @@ impl EndpointCredentials {
     }
 }
 
-/// Every endpoint's credentials, by endpoint (its origin, as jobs name it), and the clock that
-/// tells a token's age.
+/// Every endpoint's credentials, by endpoint (its origin, as jobs name it), the profiles jobs
+/// may name instead (`[credentials.NAME]`), and the clock that tells a token's age.
 #[derive(Clone, Debug)]
 pub struct Credentials {
     pub by_endpoint: BTreeMap<String, Arc<EndpointCredentials>>,
+    /// Named credentials a job chooses with its request's `credentials`, in place of its
+    /// endpoint's (another account at the same API, a tenant's own key).
+    pub profiles: BTreeMap<String, Arc<EndpointCredentials>>,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -685,9 +688,22 @@ impl Default for Credentials {
     fn default() -> Self {
         Credentials {
             by_endpoint: BTreeMap::new(),
+            profiles: BTreeMap::new(),
             clock: Arc::new(SystemClock),
         }
     }
+}
+
+/// The longest name of a credentials profile.
+pub const MAX_PROFILE_CHARS: usize = 64;
+
+/// Whether `name` may name a credentials profile: 1 to 64 ASCII letters, digits, `-`, `_`, `.`.
+pub fn profile_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_PROFILE_CHARS
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 impl Credentials {
@@ -696,14 +712,39 @@ impl Credentials {
         self.by_endpoint.get(endpoint)
     }
 
-    /// Why a job for `endpoint` carrying `headers` is refused: it has credentials and the job
-    /// brings an `Authorization` header of its own, which the endpoint does not allow.
+    /// The credentials a request is sent with: the profile it names, or its endpoint's. Err
+    /// when it names a profile the configuration does not have.
+    pub fn for_request(
+        &self,
+        endpoint: &str,
+        profile: Option<&str>,
+    ) -> Result<Option<&Arc<EndpointCredentials>>, String> {
+        match profile {
+            None => Ok(self.of(endpoint)),
+            Some(name) => self.profiles.get(name).map(Some).ok_or_else(|| {
+                let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+                format!(
+                    "the credentials profile {name:?} is not in the configuration ([credentials.{name}]); {}",
+                    if known.is_empty() {
+                        "it defines none".to_owned()
+                    } else {
+                        format!("it defines {}", known.join(", "))
+                    }
+                )
+            }),
+        }
+    }
+
+    /// Why a job for `endpoint` (sent with `profile`, if it names one) carrying `headers` is
+    /// refused: the credentials it is sent with are not a client certificate alone and the job
+    /// brings an `Authorization` header of its own, which they do not allow.
     pub fn refuse_job_headers(
         &self,
         endpoint: &str,
+        profile: Option<&str>,
         headers: &[(String, String)],
     ) -> Option<String> {
-        let c = self.of(endpoint)?;
+        let c = self.for_request(endpoint, profile).ok()??;
         if matches!(c.auth, Auth::Mtls(_)) {
             // A certificate does not compete with a header.
             return None;
@@ -711,10 +752,15 @@ impl Credentials {
         let carries = headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+        let whose = match profile {
+            Some(name) => format!("the credentials profile {name:?}"),
+            None => format!("the endpoint {endpoint}"),
+        };
         (carries && !c.allow_job_credentials).then(|| {
             format!(
-                "the endpoint {endpoint} has credentials of its own ({}), and this job carries an Authorization header too: two sources of truth. Drop the header (the endpoint's credentials are added when the request is sent), or set allow_job_credentials = true on the endpoint",
-                c.auth.kind()
+                "{whose} has credentials of its own ({}), and this job carries an Authorization header too: two sources of truth. Drop the header (the credentials are added when the request is sent), or set allow_job_credentials = true on {}",
+                c.auth.kind(),
+                if profile.is_some() { "the profile" } else { "the endpoint" }
             )
         })
     }

@@ -152,7 +152,14 @@ impl Handler for HttpExecutor {
                 };
             }
         }
-        let credentials = self.config.credentials.of(&job.endpoint);
+        let credentials = match self
+            .config
+            .credentials
+            .for_request(&job.endpoint, req.credentials.as_deref())
+        {
+            Ok(c) => c,
+            Err(e) => return Self::refused(e),
+        };
         let client = match self.client_for(credentials.map(|c| &**c)) {
             Ok(c) => c,
             Err(e) => return Self::refused(format!("the credentials of {}: {e}", job.endpoint)),

@@ -235,6 +235,7 @@ impl NotificationTarget {
                 headers: vec![("content-type".into(), "application/json".into())],
                 body: Some(body.to_string()),
                 timeout_ms: None,
+                credentials: None,
             },
             idempotency_key: Some(id),
             priority: 0,

@@ -14,7 +14,7 @@ use redial_test_receiver::{Behaviour, Receiver, Reply};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use support::virtual_time::{count, manual_clock, quick_policy, setup, STEP};
+use support::virtual_time::{count, manual_clock, post_job, quick_policy, setup, STEP};
 use support::{receiver_on, TestEngine};
 
 /// The engine of these tests, its HTTP executor adding `auth` to requests for `rx`'s origin.
@@ -34,16 +34,26 @@ async fn engine_for(
     url: &str,
     credentials: EndpointCredentials,
 ) -> TestEngine {
-    let origin = url::Url::parse(url)
+    let credentials = Credentials {
+        by_endpoint: BTreeMap::from([(origin(url), Arc::new(credentials))]),
+        profiles: BTreeMap::new(),
+        clock: clock.clone(),
+    };
+    engine_with_all(clock, credentials).await
+}
+
+fn origin(url: &str) -> String {
+    url::Url::parse(url)
         .expect("url")
         .origin()
-        .ascii_serialization();
+        .ascii_serialization()
+}
+
+/// The engine of these tests, its HTTP executor with every credential given.
+async fn engine_with_all(clock: Arc<ManualClock>, credentials: Credentials) -> TestEngine {
     let executor = HttpExecutor::new(HttpConfig {
         allow_private_networks: true,
-        credentials: Credentials {
-            by_endpoint: BTreeMap::from([(origin, Arc::new(credentials))]),
-            clock: clock.clone(),
-        },
+        credentials,
         ..HttpConfig::default()
     })
     .expect("http client");
@@ -479,5 +489,73 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
         .expect("a request")
         .to_ascii_lowercase();
     assert!(head.contains("x-api-key: key-with-tls"), "{head}");
+    s.stop().await;
+}
+
+/// A job that names a credentials profile is sent with it instead of its endpoint's: two
+/// tenants' keys at one API. A job naming a profile the configuration no longer has fails, as a
+/// request that cannot be built, with a reason that names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_names_a_profile_is_sent_with_it() {
+    let clock = manual_clock();
+    let rx = receiver_on(&clock).await;
+    let bearer = |t: &str| {
+        Arc::new(EndpointCredentials {
+            auth: Auth::Bearer {
+                token: Secret::literal(t),
+            },
+            tls: None,
+            allow_job_credentials: false,
+        })
+    };
+    let credentials = Credentials {
+        by_endpoint: BTreeMap::from([(origin(&rx.url("/")), bearer("endpoint-key"))]),
+        profiles: BTreeMap::from([("tenant-b".to_owned(), bearer("tenant-b-key"))]),
+        clock: clock.clone(),
+    };
+    let s = engine_with_all(clock.clone(), credentials).await;
+    let now = clock.now();
+    let named = |id: &str, profile: &str| {
+        let mut job = post_job(id.into(), rx.url(&format!("/{id}")), None, now);
+        job.request.credentials = Some(profile.into());
+        job
+    };
+    s.store
+        .job_insert_batch(vec![
+            post_job("plain".into(), rx.url("/plain"), None, now),
+            named("b", "tenant-b"),
+            named("gone", "tenant-c"),
+        ])
+        .await
+        .expect("insert");
+    s.engine.wake_all();
+    s.run_until("two completed, one dead", STEP, |c| {
+        count(c, "completed") == 2 && c.keys().any(|k| k.starts_with("dead"))
+    })
+    .await;
+    let auth = |path: &str| {
+        rx.received(path)
+            .first()
+            .and_then(|r| r.header("authorization").map(str::to_owned))
+    };
+    assert_eq!(auth("/plain").as_deref(), Some("Bearer endpoint-key"));
+    assert_eq!(auth("/b").as_deref(), Some("Bearer tenant-b-key"));
+    assert!(
+        rx.received("/gone").is_empty(),
+        "nothing sent without its credentials"
+    );
+    let (job, attempts) = s
+        .store
+        .job_get(&JobId::from("gone"))
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(job.state, JobState::Dead);
+    let detail = attempts[0].error_detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("the credentials profile \"tenant-c\" is not in the configuration")
+            && detail.contains("it defines tenant-b"),
+        "{detail}"
+    );
     s.stop().await;
 }

@@ -51,6 +51,7 @@ impl TestEngine {
                     headers: vec![],
                     body: None,
                     timeout_ms: Some(10_000),
+                    credentials: None,
                 },
                 idempotency_key: None,
                 priority: 0,

@@ -84,6 +84,7 @@ async fn enqueue(store: &Arc<dyn Store>, queue: &str, ids: &[String], url: &str,
                 headers: vec![],
                 body: None,
                 timeout_ms: Some(5_000),
+                credentials: None,
             },
             idempotency_key: None,
             priority: 0,
@@ -209,6 +210,7 @@ async fn two_nodes_keep_their_own_tokens_across_three_expiries() {
             allow_private_networks: true,
             credentials: Credentials {
                 by_endpoint,
+                profiles: Default::default(),
                 clock: clock.clone(),
             },
             ..HttpConfig::default()

@@ -53,6 +53,7 @@ impl TestEngine {
                 headers: vec![],
                 body: None,
                 timeout_ms: None,
+                credentials: None,
             },
             idempotency_key: Some(format!("key-{id}")),
             priority: 0,

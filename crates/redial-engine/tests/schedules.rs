@@ -46,6 +46,7 @@ fn hourly(missed: MissedRule) -> ScheduleDefinition {
                 headers: vec![],
                 body: Some("{}".into()),
                 timeout_ms: None,
+                credentials: None,
             },
             priority: 0,
             tags: vec!["report".into()],

@@ -102,6 +102,9 @@ pub struct RequestInput {
     pub body: Option<serde_json::Value>,
     /// A duration with a unit: "10s".
     pub timeout: Option<String>,
+    /// A credentials profile of the configuration (`[credentials.NAME]`) to send it with,
+    /// instead of its endpoint's.
+    pub credentials: Option<String>,
 }
 
 /// Headers as an object (`{"Name": "value"}`) or as pairs (`[["Name", "value"]]`, which allows
@@ -153,10 +156,11 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<Check
     };
     // An endpoint with credentials of its own adds them when the request is sent: a job that
     // brings an Authorization header too is two sources of truth, unless the endpoint allows it.
-    if let Some(why) = intake
-        .credentials
-        .refuse_job_headers(&endpoint, &request.headers)
-    {
+    if let Some(why) = intake.credentials.refuse_job_headers(
+        &endpoint,
+        request.credentials.as_deref(),
+        &request.headers,
+    ) {
         return Err(IntakeError::unprocessable(ErrorCode::InvalidHeader, why));
     }
     let group = input.group;
@@ -291,12 +295,36 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
             Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         }
     };
+    let credentials = match r.credentials {
+        None => None,
+        Some(name) if !redial_engine::credentials::profile_name_ok(&name) => {
+            return Err(IntakeError::unprocessable(
+                ErrorCode::InvalidField,
+                format!(
+                    "request.credentials {name:?} must be the name of a credentials profile: 1 to {} letters, digits, '-', '_' or '.'",
+                    redial_engine::credentials::MAX_PROFILE_CHARS
+                ),
+            ))
+        }
+        Some(name) => {
+            // Checked against the configuration now, so that a typo is a 422 and not a job
+            // that fails when it is sent.
+            intake
+                .credentials
+                .for_request("", Some(&name))
+                .map_err(|e| {
+                    IntakeError::unprocessable(ErrorCode::InvalidField, format!("request.credentials: {e}"))
+                })?;
+            Some(name)
+        }
+    };
     let request = HttpRequest {
         method,
         url: r.url,
         headers,
         body,
         timeout_ms,
+        credentials,
     };
     Ok((request, url))
 }

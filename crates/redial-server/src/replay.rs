@@ -32,6 +32,9 @@ pub struct PatchInput {
     pub policy: Option<PolicyOverride>,
     pub queue: Option<String>,
     pub endpoint: Option<String>,
+    /// The credentials profile to send with: a name, or `null` for the endpoint's.
+    #[serde(default, deserialize_with = "present")]
+    pub credentials: Option<serde_json::Value>,
 }
 
 /// A field that is there, `null` included (`Some(Value::Null)`); absent, it is `None`.
@@ -87,11 +90,21 @@ impl Changes {
             && p.policy.is_none()
             && p.queue.is_none()
             && p.endpoint.is_none()
+            && p.credentials.is_none()
     }
 
     /// The checks that need no job: a URL or a prefix, not both; a prefix that starts a URL.
     pub fn check(&self, state: &AppState) -> Result<(), ApiError> {
         let p = &self.patch;
+        if p.credentials
+            .as_ref()
+            .is_some_and(|c| !(c.is_string() || c.is_null()))
+        {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidField,
+                "patch.credentials: a credentials profile's name, or null for the endpoint's",
+            ));
+        }
         if p.url.is_some() && p.url_prefix.is_some() {
             return Err(ApiError::unprocessable(
                 ErrorCode::InvalidField,
@@ -214,6 +227,11 @@ pub fn plan(
                 .timeout
                 .clone()
                 .or_else(|| job.request.timeout_ms.map(|ms| format!("{ms}ms"))),
+            credentials: match &p.credentials {
+                None => job.request.credentials.clone(),
+                Some(serde_json::Value::String(name)) => Some(name.clone()),
+                Some(_) => None,
+            },
         },
         idempotency_key: key.clone(),
         run_at: None,

@@ -86,6 +86,8 @@ pub struct RequestView<'a> {
     pub headers: Vec<(String, String)>,
     pub body_bytes: usize,
     pub timeout_ms: Option<u64>,
+    /// The credentials profile it is sent with, if it names one.
+    pub credentials: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,6 +107,7 @@ pub fn request(r: &HttpRequest) -> RequestView<'_> {
         headers: redact::headers(&r.headers, usize::MAX),
         body_bytes: r.body.as_ref().map_or(0, String::len),
         timeout_ms: r.timeout_ms,
+        credentials: r.credentials.as_deref(),
     }
 }
 

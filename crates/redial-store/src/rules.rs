@@ -75,6 +75,7 @@ impl RawJob {
                     headers: Vec::new(),
                     body: None,
                     timeout_ms: None,
+                    credentials: None,
                 },
                 idempotency_key: r.opt_text(7)?,
                 priority: r.int32(8)?,

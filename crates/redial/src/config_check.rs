@@ -237,7 +237,8 @@ fn engine_sections(doc: &mut Map<String, Value>, s: &Settings) {
     );
 }
 
-/// `[queues.*]` and `[endpoints.*]` (signing secrets redacted), `[endpoint_defaults]`.
+/// `[queues.*]` and `[endpoints.*]` (signing secrets redacted), `[endpoint_defaults]`, and
+/// `[credentials.*]` (where their secrets come from, never the secrets).
 fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
     let e = &s.engine;
     let mut queues = Map::new();
@@ -286,6 +287,21 @@ fn queues_and_endpoints(doc: &mut Map<String, Value>, s: &Settings) {
         endpoints.insert(origin.clone(), Value::Object(one));
     }
     doc.insert("endpoints".into(), Value::Object(endpoints));
+    let mut profiles = Map::new();
+    for (name, c) in &s.http.credentials.profiles {
+        let mut one = match auth_view(c) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        one.insert(
+            "allow_job_credentials".into(),
+            json!(c.allow_job_credentials),
+        );
+        profiles.insert(name.clone(), Value::Object(one));
+    }
+    if !profiles.is_empty() {
+        doc.insert("credentials".into(), Value::Object(profiles));
+    }
 }
 
 /// An endpoint's credentials as `--print` shows them: where each secret comes from (an

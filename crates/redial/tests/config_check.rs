@@ -45,6 +45,7 @@ const DOCS_SECRETS: &[(&str, &str)] = &[
     ("SENDGRID_API_KEY", "SG.doc"),
     ("CRM_CLIENT_SECRET", "doc-client-secret"),
     ("PARTNER_DEFAULT_TOKEN", "doc-token"),
+    ("STRIPE_EU_API_KEY", "sk_test_doc_eu"),
 ];
 
 fn repo(path: &str) -> PathBuf {
@@ -376,6 +377,32 @@ fn endpoint_credentials_are_checked_and_never_printed() {
         );
         assert!(!out.stderr.contains("literal-value"));
     }
+    for (i, (table, says)) in [
+        (
+            "[credentials.\"no spaces\"]\nkind = \"bearer\"\nsecret_env = \"K\"\n",
+            "credentials.\"no spaces\": a profile's name is 1 to 64",
+        ),
+        (
+            "[credentials.b]\nkind = \"bearer\"\n",
+            "credentials.\"b\": needs its secret",
+        ),
+        (
+            "[credentials.b]\nkind = \"bearer\"\nsecret_env = \"K\"\nallow_job_credentials = 1\n",
+            "credentials.\"b\".allow_job_credentials: true or false",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let file = write(dir.path(), &format!("profile-{i}.toml"), table);
+        let out = check(&["--config", &file], &[("K", "v")]);
+        assert_eq!(out.code, 1, "profile case {i} is refused: {}", out.stdout);
+        assert!(
+            out.stderr.contains(says),
+            "profile case {i} says {says:?}: {}",
+            out.stderr
+        );
+    }
     let good = write(
         dir.path(),
         "good.toml",
@@ -385,15 +412,25 @@ fn endpoint_credentials_are_checked_and_never_printed() {
              secret = \"literal-value\"\ninsecure_literal = true\n\n\
              [endpoints.\"https://c.example.com\".auth]\nkind = \"oauth2_client_credentials\"\n\
              token_url = \"https://login.example.com/token\"\nclient_id = \"me\"\n\
-             client_secret_env = \"CLIENT_SECRET\"\nscopes = [\"a\", \"b\"]\n"
+             client_secret_env = \"CLIENT_SECRET\"\nscopes = [\"a\", \"b\"]\n\n\
+             [credentials.tenant-b]\nkind = \"bearer\"\nsecret_env = \"TENANT_B_KEY\"\n\
+             allow_job_credentials = true\n"
         ),
     );
     let out = check(
         &["--config", &good, "--print"],
-        &[("CLIENT_SECRET", "env-secret-value")],
+        &[
+            ("CLIENT_SECRET", "env-secret-value"),
+            ("TENANT_B_KEY", "profile-secret-value"),
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for secret in ["file-secret-value", "literal-value", "env-secret-value"] {
+    for secret in [
+        "file-secret-value",
+        "literal-value",
+        "env-secret-value",
+        "profile-secret-value",
+    ] {
         assert!(
             !out.stdout.contains(secret),
             "{secret} printed:\n{}",
@@ -406,6 +443,9 @@ fn endpoint_credentials_are_checked_and_never_printed() {
         "client_secret_env = \"CLIENT_SECRET\"",
         "kind = \"oauth2_client_credentials\"",
         "allow_job_credentials = false",
+        "[credentials.tenant-b]",
+        "secret_env = \"TENANT_B_KEY\"",
+        "allow_job_credentials = true",
     ] {
         assert!(
             out.stdout.contains(shown),

@@ -202,3 +202,124 @@ async fn oauth2_credentials_send_jobs_and_leave_no_secret_behind() {
         "{logs}"
     );
 }
+
+/// A credentials profile (`[credentials.NAME]`) through the binary: a job that names it is sent
+/// with it instead of its endpoint's and shows the name (never the secret); an unknown name and a
+/// job that also brings its own Authorization are refused at enqueue; a dead job that carried its
+/// own header is replayed with the header removed and the profile named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_names_a_credentials_profile() {
+    let rx = Receiver::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let origin = rx.url("");
+    let config = dir.path().join("redial.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[endpoints.\"{origin}\".auth]\nkind = \"header\"\nheader = \"X-Api-Key\"\n\
+             secret_env = \"E2E_ENDPOINT_KEY\"\n\n\
+             [credentials.tenant-b]\nkind = \"header\"\nheader = \"X-Api-Key\"\n\
+             secret_env = \"E2E_TENANT_B_KEY\"\n"
+        ),
+    )
+    .expect("config");
+    let mut cmd = serve_command();
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("E2E_ENDPOINT_KEY", "endpoint-key-1")
+        .env("E2E_TENANT_B_KEY", "tenant-b-key-2");
+    let server = Server::start(cmd);
+    let http = reqwest::Client::new();
+    let jobs = format!("{}/v1/jobs", server.url);
+    let enqueue = |body: Value| post(&http, jobs.clone(), body);
+
+    let (status, body) = enqueue(json!({"id": "b", "request": {"method": "POST",
+        "url": rx.url("/b"), "credentials": "tenant-b"}}))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["request"]["credentials"], "tenant-b", "{body}");
+    let (status, body) = enqueue(json!({"id": "plain", "request": {"method": "POST",
+        "url": rx.url("/plain")}}))
+    .await;
+    assert_eq!(
+        (status, &body["request"]["credentials"]),
+        (201, &Value::Null),
+        "{body}"
+    );
+    let (status, body) = enqueue(json!({"id": "typo", "request": {"method": "POST",
+        "url": rx.url("/b"), "credentials": "tenant-c"}}))
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_field")),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\"tenant-c\" is not in the configuration")
+            && message.contains("it defines tenant-b"),
+        "{message}"
+    );
+    let (status, body) = enqueue(json!({"id": "both", "request": {"method": "POST",
+        "url": rx.url("/b"), "credentials": "tenant-b",
+        "headers": {"Authorization": "Bearer mine"}}}))
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_header")),
+        "{body}"
+    );
+    let (status, body) = enqueue(json!({"id": "bad-name", "request": {"method": "POST",
+        "url": rx.url("/b"), "credentials": "no spaces"}}))
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_field")),
+        "{body}"
+    );
+    eventually("both jobs complete", || async {
+        rx.received("/b").len() == 1 && rx.received("/plain").len() == 1
+    })
+    .await;
+    assert_eq!(
+        rx.received("/b")[0].header("x-api-key"),
+        Some("tenant-b-key-2")
+    );
+    assert_eq!(
+        rx.received("/plain")[0].header("x-api-key"),
+        Some("endpoint-key-1")
+    );
+
+    // A replay with changes names the profile: a dead job to another endpoint (none of its
+    // own credentials) is sent again with tenant B's key.
+    let other = Receiver::start().await;
+    other.script("/pay", vec![Reply::status(401), Reply::status(200)]);
+    let (status, body) = enqueue(json!({"id": "moved", "request": {"method": "POST",
+        "url": other.url("/pay"), "headers": {"X-Api-Key": "old-key"}}}))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let job = format!("{jobs}/moved");
+    eventually("the job dies of its 401", || async {
+        get(&http, job.clone()).await["state"] == "dead"
+    })
+    .await;
+    let (status, body) = post(
+        &http,
+        format!("{job}/replay"),
+        json!({"patch": {"headers": {"remove": ["X-Api-Key"]}, "credentials": "tenant-b"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    eventually("the replay completes", || async {
+        get(&http, job.clone()).await["state"] == "completed"
+    })
+    .await;
+    let sent = other.received("/pay");
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].header("x-api-key"), Some("tenant-b-key-2"));
+    let shown = get(&http, job.clone()).await;
+    assert_eq!(shown["request"]["credentials"], "tenant-b", "{shown}");
+    assert!(!shown.to_string().contains("tenant-b-key-2"), "{shown}");
+}

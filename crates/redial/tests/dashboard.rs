@@ -1048,7 +1048,8 @@ async fn an_endpoints_credentials_and_token_on_its_page() {
         &config,
         format!(
             "[endpoints.\"{origin}\".auth]\nkind = \"oauth2_client_credentials\"\n\
-             token_url = \"{}\"\nclient_id = \"redial\"\nclient_secret_env = \"DASH_CLIENT_SECRET\"\n",
+             token_url = \"{}\"\nclient_id = \"redial\"\nclient_secret_env = \"DASH_CLIENT_SECRET\"\n\n\
+             [credentials.tenant-b]\nkind = \"header\"\nheader = \"X-Key\"\nsecret_env = \"DASH_TENANT_KEY\"\n",
             rx.url("/token")
         ),
     )
@@ -1058,6 +1059,7 @@ async fn an_endpoints_credentials_and_token_on_its_page() {
         &[
             ("REDIAL_CONFIG", config.to_str().expect("utf-8")),
             ("DASH_CLIENT_SECRET", "dash-secret-never-shown"),
+            ("DASH_TENANT_KEY", "dash-tenant-key-never-shown"),
         ],
     );
     let http = reqwest::Client::new();
@@ -1090,6 +1092,24 @@ async fn an_endpoints_credentials_and_token_on_its_page() {
         "the token endpoint's breaker",
         |t| t == "may be asked",
     )
+    .await;
+    // A job that names a credentials profile says which on its page.
+    let r = http
+        .post(format!("{}/v1/jobs", server.url))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({"id": "tenant", "request": {"method": "POST",
+                "url": rx.url("/plain"), "credentials": "tenant-b"}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("enqueue");
+    assert_eq!(r.status(), 201);
+    b.goto(&format!("{}/ui/#/job/tenant", server.url)).await;
+    b.wait_text("#job-credentials", "the job's profile", |t| {
+        t == "profile tenant-b (instead of the endpoint's)"
+    })
     .await;
     drop(b);
     server.terminate();

@@ -143,6 +143,12 @@ class RequestInput(TypedDict):
     """The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's
     default when absent.
     """
+    credentials: NotRequired[str]
+    """A credentials profile of the server's configuration ([credentials.NAME]) to send the request
+    with, instead of its endpoint's credentials (another account at the same API, a tenant's own
+    key). Unknown names are refused (422 invalid_field). The job stores the name only, never a
+    secret.
+    """
 
 
 class CallbackInput(TypedDict):
@@ -230,6 +236,10 @@ class RequestView(TypedDict):
     headers: list[list[str]]
     body_bytes: int
     timeout_ms: int | None
+    credentials: str | None
+    """The credentials profile it is sent with ([credentials.NAME] in the configuration), instead of
+    its endpoint's; null when it names none. A name, never a secret.
+    """
 
 
 class Attempt(TypedDict):
@@ -433,6 +443,8 @@ class ReplayPatch(TypedDict):
     """A configured queue"""
     endpoint: NotRequired[str]
     """The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL"""
+    credentials: NotRequired[str | None]
+    """The credentials profile to send with ([credentials.NAME]), or null for the endpoint's own"""
 
 
 class DeadLetterFilter(TypedDict):
@@ -935,6 +947,8 @@ class ScheduleJobRequest(TypedDict):
     body: NotRequired[str]
     timeout_ms: NotRequired[int]
     """Each attempt's time limit; the engine's default when absent."""
+    credentials: NotRequired[str]
+    """The credentials profile it is sent with, when it names one."""
 
 
 class ScheduleJob(TypedDict):

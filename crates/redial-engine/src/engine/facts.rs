@@ -268,6 +268,7 @@ mod tests {
                 headers: Vec::new(),
                 body: None,
                 timeout_ms: None,
+                credentials: None,
             },
             idempotency_key: Some("k1".into()),
             priority: 0,

@@ -625,6 +625,7 @@ mod tests {
                 headers: Vec::new(),
                 body: None,
                 timeout_ms: None,
+                credentials: None,
             },
             priority: 0,
             tags: Vec::new(),

@@ -64,6 +64,7 @@ async fn expired_leases_are_rescued_and_run_again() {
             headers: vec![],
             body: None,
             timeout_ms: None,
+            credentials: None,
         },
         idempotency_key: Some("k".into()),
         priority: 0,

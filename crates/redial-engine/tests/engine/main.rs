@@ -95,6 +95,7 @@ impl TestEngine {
                 headers: vec![("content-type".into(), "application/json".into())],
                 body: Some("{\"n\":1}".into()),
                 timeout_ms,
+                credentials: None,
             },
             idempotency_key: Some(format!("key-{id}")),
             priority: 0,

@@ -57,30 +57,8 @@ impl TestEngine {
         let now = self.clock.now();
         let batch: Vec<NewJob> = jobs
             .into_iter()
-            .map(|(id, url, deadline)| NewJob {
-                ordering: None,
-                callback: None,
-                id: JobId(id.clone()),
-                queue: "default".into(),
-                endpoint: url::Url::parse(&url)
-                    .expect("url")
-                    .origin()
-                    .ascii_serialization(),
-                request: HttpRequest {
-                    method: "POST".into(),
-                    url,
-                    headers: vec![],
-                    body: None,
-                    timeout_ms: Some(5_000),
-                },
-                idempotency_key: Some(id),
-                priority: 0,
-                run_at: now,
-                deadline: deadline.map(|d| now.saturating_add(d)),
-                tags: vec![],
-                policy: None,
-                created_at: now,
-                group: None,
+            .map(|(id, url, deadline)| {
+                post_job(id, url, deadline.map(|d| now.saturating_add(d)), now)
             })
             .collect();
         self.store.job_insert_batch(batch).await.expect("insert");
@@ -182,4 +160,34 @@ pub async fn moving_window_rounding_up(clock: &Arc<ManualClock>) -> redial_test_
         },
     );
     rx
+}
+
+/// A POST of nothing to `url`, its endpoint the URL's origin, due at `now`.
+pub fn post_job(id: String, url: String, deadline: Option<Timestamp>, now: Timestamp) -> NewJob {
+    NewJob {
+        ordering: None,
+        callback: None,
+        id: JobId(id.clone()),
+        queue: "default".into(),
+        endpoint: url::Url::parse(&url)
+            .expect("url")
+            .origin()
+            .ascii_serialization(),
+        request: HttpRequest {
+            method: "POST".into(),
+            url,
+            headers: vec![],
+            body: None,
+            timeout_ms: Some(5_000),
+            credentials: None,
+        },
+        idempotency_key: Some(id),
+        priority: 0,
+        run_at: now,
+        deadline,
+        tags: vec![],
+        policy: None,
+        created_at: now,
+        group: None,
+    }
 }

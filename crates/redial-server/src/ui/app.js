@@ -593,6 +593,7 @@ async function job(main, id, params) {
       j.ordering_key ? [el('dt', {}, 'Ordering key'), el('dd', { id: 'job-ordering-key' }, el('a', { href: orderingHref(j.queue) }, j.ordering_key))] : null,
       el('dt', {}, 'Endpoint'), el('dd', {}, el('code', {}, j.endpoint)),
       el('dt', {}, 'Request'), el('dd', {}, el('code', {}, `${j.request.method} ${j.request.url}`), ` (${fmtNum(j.request.body_bytes)} bytes of body)`),
+      j.request.credentials ? [el('dt', {}, 'Credentials'), el('dd', { id: 'job-credentials' }, `profile ${j.request.credentials} (instead of the endpoint's)`)] : null,
       j.original_request ? [el('dt', {}, 'Enqueued as'), el('dd', { id: 'job-original' },
         el('code', {}, `${j.original_request.method} ${j.original_request.url}`), ` (${fmtNum(j.original_request.body_bytes)} bytes of body)`)] : null,
       el('dt', {}, 'Headers'), el('dd', {}, j.request.headers.length === 0 ? 'none' : j.request.headers.map(([n, v]) => el('div', {}, el('code', {}, `${n}: ${v}`)))),

@@ -147,6 +147,7 @@ pub fn new_job(id: &str, queue: &str) -> NewJob {
             headers: vec![("content-type".into(), "application/json".into())],
             body: Some("{\"amount\":100}".into()),
             timeout_ms: Some(5000),
+            credentials: None,
         },
         idempotency_key: Some(format!("key-{id}")),
         priority: 0,

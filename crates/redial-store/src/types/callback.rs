@@ -169,6 +169,7 @@ impl Callback {
                 headers,
                 body: Some(body),
                 timeout_ms: None,
+                credentials: None,
             },
             priority: 0,
             run_at: now,

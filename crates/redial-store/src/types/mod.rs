@@ -140,6 +140,10 @@ pub struct HttpRequest {
     /// The whole attempt's time limit, in milliseconds; the engine's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The credentials profile to send it with (`[credentials.NAME]` in the configuration)
+    /// instead of its endpoint's: a name, never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
 }
 
 impl HttpRequest {
@@ -159,6 +163,7 @@ impl HttpRequest {
             && self.url == other.url
             && self.body == other.body
             && self.timeout_ms == other.timeout_ms
+            && self.credentials == other.credentials
             && headers(self) == headers(other)
     }
 }

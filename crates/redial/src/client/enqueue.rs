@@ -70,6 +70,10 @@ pub struct EnqueueArgs {
     /// Time limit of each attempt, with a unit: 10s.
     #[arg(long, value_parser = cli_args::duration)]
     timeout: Option<Duration>,
+    /// Send it with this credentials profile of the server's configuration
+    /// ([credentials.NAME]) instead of its endpoint's.
+    #[arg(long, value_name = "NAME")]
+    credentials: Option<String>,
     /// With --file: give each job a new id (dead letters exported from another Redial, taken as
     /// new jobs; their idempotency keys stay).
     #[arg(long, requires = "file")]
@@ -102,6 +106,7 @@ impl EnqueueArgs {
                 headers: (!self.headers.is_empty()).then(|| json!(self.headers)),
                 body: body.map(Value::from),
                 timeout: self.timeout.map(|t| format!("{}ms", t.as_millis())),
+                credentials: self.credentials.clone(),
             },
             id: self.id.clone(),
             queue: self.queue.clone(),

@@ -37,6 +37,11 @@ pub struct PatchArgs {
     /// follows a new URL).
     #[arg(long)]
     to_endpoint: Option<String>,
+    /// Send it with this credentials profile of the server's configuration
+    /// ([credentials.NAME]) instead of its endpoint's (with --remove-header for the header it
+    /// carried itself).
+    #[arg(long, value_name = "NAME")]
+    credentials: Option<String>,
     /// Give the job a new idempotency key, for a first request that was wrong and must count
     /// as new. Without it the job keeps its key, so the provider drops a repeat.
     #[arg(long)]
@@ -92,6 +97,7 @@ impl PatchArgs {
             policy: None,
             queue: self.to_queue.clone(),
             endpoint: self.to_endpoint.clone(),
+            credentials: self.credentials.clone(),
         };
         (patch != ReplayPatch::default()).then_some(patch)
     }

@@ -137,6 +137,7 @@ impl ScheduleCreateArgs {
                     headers: (!self.headers.is_empty()).then(|| json!(self.headers)),
                     body: self.body.clone().map(Value::from),
                     timeout: None,
+                    credentials: None,
                 },
                 queue: self.queue.clone(),
                 ..JobTemplateInput::default()

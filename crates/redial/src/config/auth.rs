@@ -1,5 +1,7 @@
-//! `[endpoints."https://api.example.com".auth]`: an endpoint's credentials as the file writes
-//! them (a header's secret, OAuth2 client credentials, or a client certificate), checked into what the HTTP executor adds to each request (`redial_engine::credentials`).
+//! `[endpoints."https://api.example.com".auth]` and `[credentials.NAME]`: an endpoint's
+//! credentials, and the profiles jobs may name, as the file writes them (a header's secret,
+//! OAuth2 client credentials, or a client certificate), checked into what the HTTP executor adds
+//! to each request (`redial_engine::credentials`).
 //! Secrets come from `secret_env` or `secret_file` (`client_secret_env`, `client_secret_file` for
 //! OAuth2); a secret written in the file is refused unless `insecure_literal = true`.
 
@@ -261,20 +263,21 @@ impl AuthFile {
 }
 
 /// Every endpoint's credentials from the `[endpoints]` tables (their `auth` and
-/// `allow_job_credentials`), or every problem.
+/// `allow_job_credentials`), and the `[credentials.NAME]` profiles jobs may name; or every
+/// problem.
 pub fn credentials(
     endpoints: &BTreeMap<String, toml::Table>,
+    profiles: &BTreeMap<String, toml::Table>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Credentials, Vec<String>> {
     let mut out = Credentials::default();
     let mut errors = Vec::new();
     for (origin, table) in endpoints {
         let at = format!("endpoints.{origin:?}");
-        let allow = match table.get("allow_job_credentials") {
-            None => false,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(_) => {
-                errors.push(format!("{at}.allow_job_credentials: true or false"));
+        let allow = match allow_job_credentials(table) {
+            Ok(a) => a,
+            Err(e) => {
+                errors.push(format!("{at}.{e}"));
                 continue;
             }
         };
@@ -286,31 +289,36 @@ pub fn credentials(
             }
             continue;
         };
-        let parsed: Result<AuthFile, String> = auth
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| super::one_line(&e));
-        let resolved = parsed.and_then(|a| {
-            let auth = a.resolve(lookup)?;
-            // A client certificate besides another kind; kind = "mtls" holds its own.
-            let tls = match auth {
-                Auth::Mtls(_) => None,
-                _ => a.tls()?,
-            };
-            Ok((auth, tls))
-        });
-        match resolved {
-            Ok((auth, tls)) => {
-                out.by_endpoint.insert(
-                    origin.clone(),
-                    Arc::new(EndpointCredentials {
-                        auth,
-                        tls,
-                        allow_job_credentials: allow,
-                    }),
-                );
+        match endpoint_credentials(auth.clone(), allow, lookup) {
+            Ok(c) => {
+                out.by_endpoint.insert(origin.clone(), Arc::new(c));
             }
             Err(e) => errors.push(format!("{at}.auth: {e}")),
+        }
+    }
+    for (name, table) in profiles {
+        let at = format!("credentials.{name:?}");
+        if !redial_engine::credentials::profile_name_ok(name) {
+            errors.push(format!(
+                "{at}: a profile's name is 1 to {} letters, digits, '-', '_' or '.' (jobs name it in request.credentials)",
+                redial_engine::credentials::MAX_PROFILE_CHARS
+            ));
+            continue;
+        }
+        let allow = match allow_job_credentials(table) {
+            Ok(a) => a,
+            Err(e) => {
+                errors.push(format!("{at}.{e}"));
+                continue;
+            }
+        };
+        let mut auth = table.clone();
+        auth.remove("allow_job_credentials");
+        match endpoint_credentials(toml::Value::Table(auth), allow, lookup) {
+            Ok(c) => {
+                out.profiles.insert(name.clone(), Arc::new(c));
+            }
+            Err(e) => errors.push(format!("{at}: {e}")),
         }
     }
     if errors.is_empty() {
@@ -318,4 +326,35 @@ pub fn credentials(
     } else {
         Err(errors)
     }
+}
+
+/// A table's `allow_job_credentials` (false when absent).
+fn allow_job_credentials(table: &toml::Table) -> Result<bool, String> {
+    match table.get("allow_job_credentials") {
+        None => Ok(false),
+        Some(toml::Value::Boolean(b)) => Ok(*b),
+        Some(_) => Err("allow_job_credentials: true or false".into()),
+    }
+}
+
+/// One `auth` table (or profile) checked into what the executor adds.
+fn endpoint_credentials(
+    auth: toml::Value,
+    allow_job_credentials: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<EndpointCredentials, String> {
+    let a: AuthFile = auth
+        .try_into()
+        .map_err(|e: toml::de::Error| super::one_line(&e))?;
+    let auth = a.resolve(lookup)?;
+    // A client certificate besides another kind; kind = "mtls" holds its own.
+    let tls = match auth {
+        Auth::Mtls(_) => None,
+        _ => a.tls()?,
+    };
+    Ok(EndpointCredentials {
+        auth,
+        tls,
+        allow_job_credentials,
+    })
 }

@@ -50,6 +50,9 @@ pub struct FileConfig {
     /// By endpoint (a URL origin such as "https://api.stripe.com"): limits laid over
     /// `endpoint_defaults`, and a `policy` table laid over the queue's policy.
     pub endpoints: BTreeMap<String, toml::Table>,
+    /// Credentials profiles by name, each as an endpoint's `auth` table: a job names one with
+    /// its request's `credentials` to be sent with it instead of its endpoint's.
+    pub credentials: BTreeMap<String, toml::Table>,
     /// Recurring schedules defined at deploy time, each as `POST /v1/schedules` takes one;
     /// checked when serving starts. Those removed from the file are deleted then.
     pub schedules: Vec<toml::Table>,
@@ -593,11 +596,13 @@ impl FileConfig {
             errors.extend(e);
             Default::default()
         });
-        let credentials = auth::credentials(&self.endpoints, &|k| std::env::var(k).ok())
-            .unwrap_or_else(|e| {
-                errors.extend(e);
-                Default::default()
-            });
+        let credentials = auth::credentials(&self.endpoints, &self.credentials, &|k| {
+            std::env::var(k).ok()
+        })
+        .unwrap_or_else(|e| {
+            errors.extend(e);
+            Default::default()
+        });
         let notifications = self.notifications(&mut signing).unwrap_or_else(|e| {
             errors.extend(e);
             Vec::new()
