@@ -230,6 +230,11 @@ type RequestInput struct {
 	// The attempt's time limit: a duration with a unit, 1ms to 10m, e.g. "10s"; the server's default
 	// when absent.
 	Timeout string `json:"timeout,omitempty"`
+	// A credentials profile of the server's configuration ([credentials.NAME]) to send the request
+	// with, instead of its endpoint's credentials (another account at the same API, a tenant's own
+	// key). Unknown names are refused (422 invalid_field). The job stores the name only, never a
+	// secret.
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // Headers is the oneOf at JobInput.request.headers: it holds one of map[string]string; or
@@ -344,6 +349,9 @@ type RequestView struct {
 	Headers   [][]string `json:"headers"`
 	BodyBytes int        `json:"body_bytes"`
 	TimeoutMs *int       `json:"timeout_ms"`
+	// The credentials profile it is sent with ([credentials.NAME] in the configuration), instead of
+	// its endpoint's; null when it names none. A name, never a secret.
+	Credentials *string `json:"credentials"`
 }
 
 // Attempt is components/schemas/Attempt.
@@ -963,6 +971,8 @@ type ScheduleRequest struct {
 	Body    string     `json:"body,omitempty"`
 	// Each attempt's time limit; the engine's default when absent.
 	TimeoutMs *int `json:"timeout_ms,omitempty"`
+	// The credentials profile it is sent with, when it names one.
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // ScheduleSource is the enum at Schedule.source.
@@ -1182,6 +1192,8 @@ type ReplayPatch struct {
 	Queue string `json:"queue,omitempty"`
 	// The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL
 	Endpoint string `json:"endpoint,omitempty"`
+	// The credentials profile to send with ([credentials.NAME]), or null for the endpoint's own
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // URLPrefix is ReplayPatch.url_prefix.
