@@ -40,12 +40,7 @@ export const REDIAL_CALLBACK_STORE = Symbol.for("@redial/nestjs:callback-store")
 /** The checked callback settings (CallbackSettings), or null when the module has no `callbacks`. */
 export const REDIAL_CALLBACK_SETTINGS = Symbol.for("@redial/nestjs:callback-settings");
 
-export const {
-  ConfigurableModuleClass: RedialConfigurableModule,
-  MODULE_OPTIONS_TOKEN: REDIAL_MODULE_OPTIONS,
-  OPTIONS_TYPE: REDIAL_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: REDIAL_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<RedialModuleOptions>({ moduleName: "Redial" })
+export const { ConfigurableModuleClass: RedialConfigurableModule, MODULE_OPTIONS_TOKEN: REDIAL_MODULE_OPTIONS } = new ConfigurableModuleBuilder<RedialModuleOptions>({ moduleName: "Redial" })
   .setClassMethodName("forRoot")
   // Global by default, as BullModule.forRoot is: the client and the callback settings are then
   // injectable in every module, and so are the guard and interceptor the callback routes use.

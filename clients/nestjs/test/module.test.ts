@@ -93,6 +93,25 @@ describe("RedialModule", () => {
     await moduleRef.close();
   });
 
+  test("forRootAsync: useClass, a class whose create() gives the options", async () => {
+    @Injectable()
+    class RedialSettings {
+      constructor(private readonly config: ConfigService) {}
+
+      create() {
+        return { baseUrl: this.config.getOrThrow<string>("redial.url"), token: TOKEN };
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [() => ({ redial: { url: server.url } })] }),
+        RedialModule.forRootAsync({ useClass: RedialSettings }),
+      ],
+    }).compile();
+    assert.equal(typeof (await moduleRef.get(Redial).stats()), "object");
+    await moduleRef.close();
+  });
+
   test("the token is the one given: without it the server answers 401", async () => {
     const moduleRef = await Test.createTestingModule({ imports: [RedialModule.forRoot({ baseUrl: server.url })] }).compile();
     const err = await rejection(moduleRef.get(Redial).stats());
