@@ -92,12 +92,12 @@ type sseEvent struct {
 // Next waits for the next event; false when the stream ended (see Err), was closed, or its
 // context is done.
 func (s *EventStream) Next() bool {
+	if s.isClosed() {
+		s.done, s.pending = true, nil
+		return false
+	}
 	for len(s.pending) == 0 {
-		if s.err != nil || s.done {
-			return false
-		}
-		if s.isClosed() {
-			s.done = true
+		if s.err != nil || s.done || s.isClosed() {
 			return false
 		}
 		s.mu.Lock()

@@ -181,8 +181,14 @@ func ownServer(t *testing.T, config string) *server {
 	return s
 }
 
+// atExit holds what TestMain undoes after the tests, last first: fixtures shared by several tests.
+var atExit []func()
+
 func TestMain(m *testing.M) {
 	code := m.Run()
+	for i := len(atExit) - 1; i >= 0; i-- {
+		atExit[i]()
+	}
 	for _, sh := range sharedServers {
 		if sh.s != nil {
 			sh.s.stop()
