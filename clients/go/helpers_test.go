@@ -51,9 +51,10 @@ func redialBin() (string, error) {
 	return bin, nil
 }
 
-// startServer starts `redial serve` on 127.0.0.1:0 with a fresh data directory, the given
-// configuration file (when not empty), extra arguments and environment, and waits until it
-// listens. The caller stops it.
+// startServer starts `redial serve` on 127.0.0.1:0 with a fresh data directory and the given
+// configuration file (when not empty) and environment, and waits until it listens. Its flags are
+// --allow-private-networks and --config (the file's path), or args instead when not nil, where
+// redial.toml stands for the file's path. The caller stops it.
 func startServer(config string, args []string, env ...string) (*server, error) {
 	bin, err := redialBin()
 	if err != nil {
@@ -63,15 +64,25 @@ func startServer(config string, args []string, env ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--allow-private-networks"}
+	argv := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data")}
+	path := filepath.Join(dir, "redial.toml")
 	if config != "" {
-		path := filepath.Join(dir, "redial.toml")
 		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 			return nil, err
 		}
-		argv = append(argv, "--config", path)
 	}
-	argv = append(argv, args...)
+	if args == nil {
+		args = []string{"--allow-private-networks"}
+		if config != "" {
+			args = append(args, "--config", "redial.toml")
+		}
+	}
+	for _, arg := range args {
+		if arg == "redial.toml" {
+			arg = path
+		}
+		argv = append(argv, arg)
+	}
 	cmd := exec.Command(bin, argv...)
 	for _, kv := range os.Environ() {
 		name := kv[:strings.IndexByte(kv+"=", '=')]
