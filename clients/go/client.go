@@ -68,6 +68,10 @@ type Client struct {
 	sleep  func(ctx context.Context, d time.Duration) error
 	jitter func() float64
 
+	// streamIdle is how long an event stream may stay silent before it is reopened (streamIdle,
+	// the constant); the package's tests shorten it.
+	streamIdle time.Duration
+
 	// strict makes every answer read with DisallowUnknownFields: the package's tests set it, so
 	// that a field the server sends and types.go lacks fails them.
 	strict bool
@@ -103,8 +107,9 @@ func New(config Config) (*Client, error) {
 	var randomMu sync.Mutex
 	return &Client{
 		baseURL: base, token: token, timeout: timeout, maxRetries: retries, http: httpClient,
-		now:   time.Now,
-		sleep: sleepContext,
+		now:        time.Now,
+		sleep:      sleepContext,
+		streamIdle: streamIdle,
 		jitter: func() float64 {
 			randomMu.Lock()
 			defer randomMu.Unlock()

@@ -218,7 +218,7 @@ func (s *EventStream) connect() {
 	}
 	s.everOpen = true
 	s.parser = &sseParser{}
-	conn.timer.Reset(streamIdle)
+	conn.timer.Reset(s.client.streamIdle)
 	s.mu.Lock()
 	closed := s.isClosed()
 	if !closed {
@@ -234,7 +234,7 @@ func (s *EventStream) connect() {
 func (s *EventStream) read(conn *answer) {
 	n, err := conn.resp.Body.Read(s.buf)
 	if n > 0 {
-		conn.timer.Reset(streamIdle)
+		conn.timer.Reset(s.client.streamIdle)
 		for _, m := range s.parser.feed(s.buf[:n]) {
 			event, err := s.take(m)
 			if err != nil {

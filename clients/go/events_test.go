@@ -294,6 +294,33 @@ func TestABrokenConnectionIsReopenedWithLastEventID(t *testing.T) {
 	p.waitConnections(t, 0, "the stream's connection to close")
 }
 
+func TestASilentConnectionIsReopened(t *testing.T) {
+	l, ctx := theLog.get(t), testContext(t)
+	p := newProxy(t, l.server.url)
+	everything := l.everything(t)
+	c := newClient(t, p.url)
+	// Silent this long, a connection is taken for dead (45 s outside tests, three keepalives).
+	c.streamIdle = 500 * time.Millisecond
+	stream := c.StreamEvents(ctx, EventStreamFilter{After: "0-0"})
+	defer stream.Close()
+	earlier := take(t, stream, len(everything), "the log so far")
+
+	p.freeze()
+	id := unique("ev-silent")
+	l.finish(t, id, true)
+	after := take(t, stream, 1, "the event of a job finished while the connection was silent")[0]
+	if deref(after.JobID) != id {
+		t.Fatalf("%+v", after)
+	}
+	heads := p.requestHeads()
+	if len(heads) < 2 {
+		t.Fatalf("the silent connection was not reopened: %d connections", len(heads))
+	}
+	if got, _ := lastEventID(heads[len(heads)-1]); got != earlier[len(earlier)-1].ID {
+		t.Fatalf("the new connection sent Last-Event-ID %q, not %s", got, earlier[len(earlier)-1].ID)
+	}
+}
+
 func TestCloseEndsAStreamThatWaits(t *testing.T) {
 	l, ctx := theLog.get(t), testContext(t)
 	p := newProxy(t, l.server.url)

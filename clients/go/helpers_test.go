@@ -330,6 +330,7 @@ type proxy struct {
 	listener net.Listener
 	mu       sync.Mutex
 	heads    []string
+	frozen   map[net.Conn]bool // connections whose bytes from the server are dropped
 	open     map[net.Conn]bool
 	carrying map[net.Conn]bool // client connections that sent a request
 	changed  chan struct{}     // a connection opened or closed
@@ -341,7 +342,7 @@ func newProxy(t *testing.T, target string) *proxy {
 		t.Fatal(err)
 	}
 	p := &proxy{url: "http://" + l.Addr().String(), target: strings.TrimPrefix(target, "http://"),
-		listener: l, open: map[net.Conn]bool{}, carrying: map[net.Conn]bool{}, changed: make(chan struct{}, 1000)}
+		listener: l, frozen: map[net.Conn]bool{}, open: map[net.Conn]bool{}, carrying: map[net.Conn]bool{}, changed: make(chan struct{}, 1000)}
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
@@ -384,6 +385,12 @@ func (p *proxy) pump(src, dst net.Conn, fromClient bool) {
 					p.heads[index] += string(buf[:n])
 				}
 				p.mu.Unlock()
+			}
+			p.mu.Lock()
+			frozen := p.frozen[src]
+			p.mu.Unlock()
+			if frozen {
+				continue
 			}
 			if _, err := dst.Write(buf[:n]); err != nil {
 				break
@@ -433,6 +440,16 @@ func (p *proxy) waitConnections(t *testing.T, n int, what string) {
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s: %d connections open, not %d", what, p.connections(), n)
 		}
+	}
+}
+
+// freeze keeps every open connection open but silent: what the server sends is dropped, as a
+// network that lost the way back would.
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.open {
+		p.frozen[c] = true
 	}
 }
 
