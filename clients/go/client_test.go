@@ -418,7 +418,8 @@ func TestDeadLettersReplayedByFilter(t *testing.T) {
 		t.Fatalf("%d by pattern, %v", n, byPattern.Err())
 	}
 	groups, err := c.DeadLetterGroups(ctx, DeadGroupsFilter{Endpoint: r.origin, Pattern: pattern})
-	if err != nil || groups.Total != 3 || len(groups.Groups) != 1 || groups.Groups[0].Category != DeadCategoryPermanent {
+	if err != nil || groups.Total != 3 || len(groups.Groups) != 1 || groups.Groups[0].Category != DeadCategoryPermanent ||
+		groups.Groups[0].Reason == nil || !strings.HasPrefix(groups.Groups[0].Reason.Value, "400 bad request") {
 		t.Fatalf("%+v %v", groups, err)
 	}
 

@@ -696,7 +696,7 @@ type DeadGroup struct {
 	// When the last of them went dead
 	Last time.Time `json:"last"`
 	// The reason line of one of them
-	Reason string `json:"reason,omitempty"`
+	Reason *Nullable[string] `json:"reason,omitempty"`
 }
 
 // DeadGroups is components/schemas/DeadGroups.
@@ -1193,7 +1193,7 @@ type ReplayPatch struct {
 	// The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL
 	Endpoint string `json:"endpoint,omitempty"`
 	// The credentials profile to send with ([credentials.NAME]), or null for the endpoint's own
-	Credentials string `json:"credentials,omitempty"`
+	Credentials *Nullable[string] `json:"credentials,omitempty"`
 }
 
 // URLPrefix is ReplayPatch.url_prefix.

@@ -25,10 +25,11 @@
 //   - a oneOf of one schema and null is that schema, nullable; of several objects, one struct with
 //     all their fields, each optional (exactly one is set); of anything else, a named interface
 //     type whose doc says what it may hold (the request headers: a map or [name, value] pairs);
-//   - required and not nullable: the type itself. Nullable, or not required: a pointer for a
-//     number, boolean, time or struct (nil is null or absent); a string or enum stays a value, ""
-//     standing for absent (never a value the API takes or gives apart from absence), and
-//     pointer only when it is required and nullable; slices, maps and interfaces stay as they are
+//   - required and not nullable: the type itself. Required and nullable: a pointer (nil is null).
+//     Not required and not nullable: a pointer for a number, boolean, time or struct (nil is
+//     absent), a string or enum as it is ("" is absent: never a value the API takes or gives).
+//     Not required and nullable: a *Nullable[T] (nil is absent; Null sends null), for the few
+//     fields whose null means something of its own. Slices, maps and interfaces stay as they are
 //     (nil is null or absent). A field that is not required has omitempty;
 //   - a query struct per entry of queries, every parameter optional, with a query() method that
 //     writes the parameters set (a list parameter joined with commas).
@@ -324,15 +325,14 @@ func (g *generator) fillStruct(d *decl, s *node, loc string) error {
 
 // declared is a field's Go type, from its type and whether it may be null or absent.
 func declared(t goType, nullable, optional bool) string {
-	switch t.kind {
-	case kindText:
-		if nullable && !optional {
-			return "*" + t.expr
-		}
-	case kindValue, kindStruct:
-		if nullable || optional {
-			return "*" + t.expr
-		}
+	if t.kind == kindNilable {
+		return t.expr
+	}
+	switch {
+	case nullable && optional:
+		return "*Nullable[" + t.expr + "]"
+	case nullable, optional && t.kind != kindText:
+		return "*" + t.expr
 	}
 	return t.expr
 }

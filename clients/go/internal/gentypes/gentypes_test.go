@@ -51,6 +51,7 @@ func TestTheMappingRules(t *testing.T) {
 			"n": {"type": "integer"},
 			"maybe": {"type": "integer"},
 			"label": {"type": "string"},
+			"profile": {"type": ["string", "null"]},
 			"child": {"oneOf": [{"$ref": "#/components/schemas/Child"}, {"type": "null"}]},
 			"counts": {"type": "object", "additionalProperties": {"type": "integer"}},
 			"free": {"type": "object"},
@@ -68,12 +69,13 @@ func TestTheMappingRules(t *testing.T) {
 		"// Thing is components/schemas/Thing. // // A thing. type Thing struct {",
 		"// Its id. ID string `json:\"id\"`",
 		"State State `json:\"state\"`",
-		"Note *string `json:\"note\"`",            // required, nullable: a pointer
-		"At *time.Time `json:\"at\"`",             // date-time
-		"N int `json:\"n\"`",                      // required integer: a value
-		"Maybe *int `json:\"maybe,omitempty\"`",   // optional integer: a pointer
-		"Label string `json:\"label,omitempty\"`", // optional string: "" is absent
-		"Child *Child `json:\"child\"`",           // a oneOf of one schema and null
+		"Note *string `json:\"note\"`",                           // required, nullable: a pointer
+		"At *time.Time `json:\"at\"`",                            // date-time
+		"N int `json:\"n\"`",                                     // required integer: a value
+		"Maybe *int `json:\"maybe,omitempty\"`",                  // optional integer: a pointer
+		"Label string `json:\"label,omitempty\"`",                // optional string: "" is absent
+		"Profile *Nullable[string] `json:\"profile,omitempty\"`", // optional and nullable: absent, null or a value
+		"Child *Child `json:\"child\"`",                          // a oneOf of one schema and null
 		"Counts map[string]int `json:\"counts,omitempty\"`",
 		"Free map[string]any `json:\"free,omitempty\"`",
 		"Pairs [][]string `json:\"pairs,omitempty\"`", // prefixItems of one type
