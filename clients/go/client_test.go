@@ -650,7 +650,7 @@ func TestPauseAndResumeAnEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Held: the wait ends with the job still waiting, and nothing was sent.
-	if held, err := c.GetJobAfter(ctx, job.ID, 300*time.Millisecond); err != nil || Finished(held.State) || r.count() != 0 {
+	if held, err := c.GetJobAfter(ctx, job.ID, 300*time.Millisecond); err != nil || held.State.Finished() || r.count() != 0 {
 		t.Fatalf("%+v %v, %d sent", held, err, r.count())
 	}
 	shown, err := c.Endpoint(ctx, r.origin)

@@ -20,8 +20,8 @@ const MaxWait = 60 * time.Second
 var NoBody = json.RawMessage("null")
 
 // Finished is whether a job in this state is done: completed, dead or cancelled.
-func Finished(state JobState) bool {
-	return state == JobStateCompleted || state == JobStateDead || state == JobStateCancelled
+func (s JobState) Finished() bool {
+	return s == JobStateCompleted || s == JobStateDead || s == JobStateCancelled
 }
 
 // newID is a random UUID (version 4).
@@ -106,7 +106,7 @@ func (c *Client) GetJobAfter(ctx context.Context, id string, wait time.Duration)
 }
 
 // WaitForJob waits up to timeout for the job to finish, in waits of at most MaxWait, and returns
-// it as it stands then: finished, unless the time ran out (check Finished(job.State)).
+// it as it stands then: finished, unless the time ran out (check job.State.Finished()).
 func (c *Client) WaitForJob(ctx context.Context, id string, timeout time.Duration) (*Job, error) {
 	end := c.now().Add(timeout)
 	for {
@@ -115,7 +115,7 @@ func (c *Client) WaitForJob(ctx context.Context, id string, timeout time.Duratio
 			left = 0
 		}
 		job, err := c.GetJobAfter(ctx, id, left)
-		if err != nil || Finished(job.State) || left <= MaxWait {
+		if err != nil || job.State.Finished() || left <= MaxWait {
 			return job, err
 		}
 	}
