@@ -448,24 +448,42 @@ func TestDeadLettersReplayedByFilter(t *testing.T) {
 	}
 }
 
+// operationEnd reads an operation until it is no longer running: the API has no way to wait
+// for one.
+func operationEnd(t *testing.T, c *Client, id string) *Operation {
+	t.Helper()
+	var op *Operation
+	eventually(t, "operation "+id+" to end", func() (bool, error) {
+		var err error
+		op, err = c.Operation(testContext(t), id)
+		return err == nil && op.State != OperationStateRunning, err
+	})
+	return op
+}
+
 func TestBulkOperationsStartedInTheBackground(t *testing.T) {
 	ctx, r := testContext(t), newReceiver(t)
 	c := newClient(t, plainServer.get(t).url)
 	ids := deadJobs(t, c, r, 2)
+	r.setStatus(200)
+	started, err := c.StartReplayDeadLetters(ctx, DeadLetterFilter{Endpoint: r.origin})
+	if err != nil || started.Kind != OperationKindReplay {
+		t.Fatalf("%+v %v", started, err)
+	}
+	// Until the operation has replayed them, the jobs are still dead (finished): wait for it first.
+	if op := operationEnd(t, c, started.ID); op.State != OperationStateDone || op.Done != 2 || op.Total != 2 {
+		t.Fatalf("%+v", op)
+	}
+	for _, id := range ids {
+		finish(ctx, t, c, id, JobStateCompleted)
+	}
+
+	ids = deadJobs(t, c, r, 2)
 	op, err := c.StartDismissDeadLetters(ctx, DeadLetterFilter{Endpoint: r.origin})
 	if err != nil || op.ID == "" || op.Kind != OperationKindDismiss {
 		t.Fatalf("%+v %v", op, err)
 	}
-	// The API has no way to wait for an operation: its state is read until it ends.
-	eventually(t, "the dismiss to end", func() (bool, error) {
-		got, err := c.Operation(ctx, op.ID)
-		if err != nil {
-			return false, err
-		}
-		op = got
-		return got.State != OperationStateRunning, nil
-	})
-	if op.State != OperationStateDone || op.Done != 2 || op.FinishedAt == nil {
+	if op = operationEnd(t, c, op.ID); op.State != OperationStateDone || op.Done != 2 || op.FinishedAt == nil {
 		t.Fatalf("%+v", op)
 	}
 	for _, id := range ids {
@@ -649,8 +667,8 @@ func TestPauseAndResumeAnEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Held: the wait ends with the job still waiting, and nothing was sent.
-	if held, err := c.GetJobAfter(ctx, job.ID, 300*time.Millisecond); err != nil || held.State.Finished() || r.count() != 0 {
+	// Held: the job waits, and nothing was sent (it completes below, once the endpoint resumes).
+	if held, err := c.GetJob(ctx, job.ID); err != nil || held.State.Finished() || r.count() != 0 {
 		t.Fatalf("%+v %v, %d sent", held, err, r.count())
 	}
 	shown, err := c.Endpoint(ctx, r.origin)
