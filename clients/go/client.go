@@ -187,7 +187,7 @@ func segment(value string) (string, error) {
 	return b.String(), nil
 }
 
-// path joins escaped segments of values: path("/v1/jobs/", id, "/replay").
+// path is prefix, value escaped as one segment, and suffix: path("/v1/jobs/", id, "/replay").
 func path(prefix, value, suffix string) (string, error) {
 	s, err := segment(value)
 	if err != nil {
