@@ -24,6 +24,11 @@
 //! # Ok(()) }
 //! ```
 
+// The README's two-minute start, compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 mod error;
 mod routes;
 mod transport;
