@@ -1647,8 +1647,8 @@ type EventFilter struct {
 	// out)
 	Queue []string
 	// Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed,
-	// endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400
-	// invalid_event_kind otherwise)
+	// endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed,
+	// endpoint.quarantined, endpoint.recovered (400 invalid_event_kind otherwise)
 	Kind []EventKind
 	// At most this many events (1 to 1000, default 100; 400 invalid_limit otherwise)
 	Limit *int
@@ -1687,8 +1687,8 @@ type EventStreamFilter struct {
 	// out)
 	Queue []string
 	// Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed,
-	// endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400
-	// invalid_event_kind otherwise)
+	// endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed,
+	// endpoint.quarantined, endpoint.recovered (400 invalid_event_kind otherwise)
 	Kind []EventKind
 }
 

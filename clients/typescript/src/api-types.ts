@@ -3130,7 +3130,7 @@ export interface operations {
                 after?: string;
                 /** @description Only job events of these queues, comma-separated (endpoint events have no queue and are left out) */
                 queue?: string;
-                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400 invalid_event_kind otherwise) */
+                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed, endpoint.quarantined, endpoint.recovered (400 invalid_event_kind otherwise) */
                 kind?: string;
                 /** @description At most this many events (1 to 1000, default 100; 400 invalid_limit otherwise) */
                 limit?: number;
@@ -3164,7 +3164,7 @@ export interface operations {
                 after?: string;
                 /** @description Only job events of these queues, comma-separated (endpoint events have no queue and are left out) */
                 queue?: string;
-                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed (400 invalid_event_kind otherwise) */
+                /** @description Only these kinds, comma-separated: job.completed, job.dead, job.cancelled, job.replayed, endpoint.paused, endpoint.resumed, endpoint.breaker_opened, endpoint.breaker_closed, endpoint.quarantined, endpoint.recovered (400 invalid_event_kind otherwise) */
                 kind?: string;
             };
             header?: {

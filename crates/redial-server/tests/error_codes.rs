@@ -112,3 +112,37 @@ fn the_python_client_lists_every_code() {
         "clients/python/src/redial_client/errors.py's ErrorCode differs from the server's"
     );
 }
+
+/// The event kinds, like the codes: `Event.type`'s enum and the `kind` filter's description on
+/// both event routes name every kind there is (`EventKind::ALL`), and no other.
+#[test]
+fn the_openapi_document_names_every_event_kind() {
+    let doc: Value = serde_json::from_str(OPENAPI).expect("valid JSON");
+    let kinds: Vec<&str> = redial_store::EventKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let listed: Vec<&str> = doc["components"]["schemas"]["Event"]["properties"]["type"]["enum"]
+        .as_array()
+        .expect("Event.type has an enum")
+        .iter()
+        .map(|v| v.as_str().expect("a string"))
+        .collect();
+    assert_eq!(listed, kinds);
+    for route in ["/v1/events", "/v1/events/stream"] {
+        let params = doc["paths"][route]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        let kind = params
+            .iter()
+            .find(|p| p["name"] == "kind")
+            .expect("a kind parameter");
+        let described = kind["description"].as_str().expect("described");
+        let named: Vec<&str> = described
+            .split(&[':', ',', '('][..])
+            .map(str::trim)
+            .filter(|w| w.starts_with("job.") || w.starts_with("endpoint."))
+            .collect();
+        assert_eq!(named, kinds, "{route}'s kind filter: {described}");
+    }
+}
