@@ -18,14 +18,21 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts `redial serve` on 127.0.0.1:0 with a fresh data dir; resolves once it prints its URL. */
-export async function startServer(opts: { token?: string; config?: string } = {}): Promise<Server> {
+/**
+ * Starts `redial serve` on 127.0.0.1:0 with a fresh data dir; resolves once it prints its URL.
+ * `flags` replaces the default flags (`--allow-private-networks`, and `--config` with `config`), as a
+ * README gives them: the word `redial.toml` in them names the file `config` is written to.
+ */
+export async function startServer(opts: { token?: string; config?: string; flags?: string[] } = {}): Promise<Server> {
   const dir = await mkdtemp(path.join(tmpdir(), "redial-ts-"));
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", path.join(dir, "data"), "--allow-private-networks"];
-  if (opts.config !== undefined) {
-    const configPath = path.join(dir, "redial.toml");
-    await writeFile(configPath, opts.config);
-    args.push("--config", configPath);
+  const args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", path.join(dir, "data")];
+  const configPath = path.join(dir, "redial.toml");
+  if (opts.config !== undefined) await writeFile(configPath, opts.config);
+  if (opts.flags) {
+    args.push(...opts.flags.map((flag) => (flag === "redial.toml" ? configPath : flag)));
+  } else {
+    args.push("--allow-private-networks");
+    if (opts.config !== undefined) args.push("--config", configPath);
   }
   const env: NodeJS.ProcessEnv = { ...process.env, REDIAL_LOG: "warn" };
   delete env.REDIAL_TOKEN;
