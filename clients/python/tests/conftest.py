@@ -37,19 +37,26 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
 
 
 class Server:
-    """One `redial serve` on a free port with a fresh data directory."""
+    """One `redial serve` on a free port with a fresh data directory. `flags` replaces the default
+    flags (`--allow-private-networks`, and `--config` with `config`), as a README gives them: the
+    word `redial.toml` in them names the file `config` is written to."""
 
-    def __init__(self, env: dict[str, str] | None = None, config: str | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, config: str | None = None,
+                 flags: list[str] | None = None) -> None:
         binary = os.environ.get("REDIAL_BIN") or str(DEFAULT_BIN)
         if not os.path.exists(binary):
             pytest.fail(f"no redial binary at {binary}: build it or set REDIAL_BIN")
         self.dir = tempfile.mkdtemp(prefix="redial-py-")
-        args = [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.dir,
-                "--allow-private-networks"]
+        args = [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.dir]
+        path = os.path.join(self.dir, "redial.toml")
         if config is not None:
-            path = os.path.join(self.dir, "redial.toml")
             Path(path).write_text(config)
-            args += ["--config", path]
+        if flags is not None:
+            args += [path if flag == "redial.toml" else flag for flag in flags]
+        else:
+            args.append("--allow-private-networks")
+            if config is not None:
+                args += ["--config", path]
         full_env = {k: v for k, v in os.environ.items()
                     if k not in ("REDIAL_TOKEN", "REDIAL_CONFIG", "REDIAL_DATABASE_URL")}
         full_env["REDIAL_LOG"] = "warn"
