@@ -7,12 +7,12 @@
 //! change is never applied to a job it was not worked out from.
 
 use crate::input::{self, HeadersInput, JobInput, RequestInput};
-use crate::view::{self, RequestView};
+use crate::view;
 use crate::{ApiError, AppState, ErrorCode};
 use redial_engine::redact;
 use redial_policy::{PolicyOverride, Timestamp};
 use redial_store::{HttpRequest, Job, JobBefore, JobChange, ReplayChangedParams};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// What a replay may change: every field optional; an empty patch changes nothing.
@@ -145,15 +145,6 @@ impl ReplayInput {
             self.dry_run.unwrap_or(false),
         )
     }
-}
-
-/// A job's request and routing, as a preview and a job's changes show them (secrets redacted).
-#[derive(Debug, Serialize)]
-pub struct SideView<'a> {
-    pub queue: &'a str,
-    pub endpoint: &'a str,
-    pub idempotency_key: Option<&'a str>,
-    pub request: RequestView<'a>,
 }
 
 /// What a patch makes of one job.
@@ -339,19 +330,11 @@ fn changed(p: &ReplayChangedParams) -> Vec<String> {
 }
 
 /// A dry run's view of one job: what it was, what it would be, and what changes.
-#[derive(Debug, Serialize)]
-pub struct PreviewItem<'a> {
-    pub id: &'a str,
-    pub changed: &'a [String],
-    pub before: SideView<'a>,
-    pub after: SideView<'a>,
-}
-
-pub fn preview(p: &ReplayChangedParams) -> PreviewItem<'_> {
+pub fn preview(p: &ReplayChangedParams) -> redial_api::ReplayPreviewItem {
     let b = &p.change.before;
-    PreviewItem {
-        id: &p.id.0,
-        changed: &p.change.changed,
+    redial_api::ReplayPreviewItem {
+        id: p.id.0.clone(),
+        changed: p.change.changed.clone(),
         before: side(
             &b.queue,
             &b.endpoint,
@@ -367,23 +350,24 @@ pub fn preview(p: &ReplayChangedParams) -> PreviewItem<'_> {
     }
 }
 
-pub fn side<'a>(
-    queue: &'a str,
-    endpoint: &'a str,
-    key: Option<&'a str>,
-    request: &'a HttpRequest,
-) -> SideView<'a> {
-    SideView {
-        queue,
-        endpoint,
-        idempotency_key: key,
+/// A job's request and routing, as a preview and a job's changes show them (secrets redacted).
+pub fn side(
+    queue: &str,
+    endpoint: &str,
+    key: Option<&str>,
+    request: &HttpRequest,
+) -> redial_api::JobSide {
+    redial_api::JobSide {
+        queue: queue.to_owned(),
+        endpoint: endpoint.to_owned(),
+        idempotency_key: key.map(str::to_owned),
         request: view::request(request),
     }
 }
 
 /// A change's `before`, as a view shows it: its body's size as kept, or as noted when the body
 /// was not kept.
-pub fn before_side(b: &redial_store::JobBefore) -> SideView<'_> {
+pub fn before_side(b: &redial_store::JobBefore) -> redial_api::JobSide {
     let mut side = side(
         &b.queue,
         &b.endpoint,
@@ -391,7 +375,7 @@ pub fn before_side(b: &redial_store::JobBefore) -> SideView<'_> {
         &b.request,
     );
     if let Some(n) = b.body_bytes {
-        side.request.body_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        side.request.body_bytes = i64::try_from(n).unwrap_or(i64::MAX);
     }
     side
 }

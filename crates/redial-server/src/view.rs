@@ -1,147 +1,116 @@
-//! The JSON shapes the API answers with. Secrets in request headers and URLs are redacted here.
+//! The API's answers about jobs, attempts and events, built as `redial_api`'s types (generated
+//! from the OpenAPI document, so a field the document adds or changes fails to compile here
+//! until it is filled). Secrets in request headers and URLs are redacted here.
 
 use redial_engine::redact;
-use redial_policy::{DeadCategory, Timestamp};
-use redial_store::{Attempt, Callback, CallbackEvent, HttpRequest, Job, JobChange, JobState};
-use serde::Serialize;
+use redial_policy::Timestamp;
+use redial_store::{Attempt, Callback, CallbackEvent, HttpRequest, Job, JobChange};
 
-#[derive(Debug, Serialize)]
-pub struct JobView<'a> {
-    pub id: &'a str,
-    pub queue: &'a str,
-    pub endpoint: &'a str,
-    pub state: JobState,
-    /// The dead-letter category, for dead jobs.
-    pub category: Option<DeadCategory>,
-    /// Failed attempts (transient and unknown) since creation or the last replay.
-    pub attempts: u32,
-    pub unknown_attempts: u32,
-    pub deferrals: u32,
-    pub stalls: u32,
-    pub replays: u32,
-    /// Every attempt made, across replays.
-    pub runs: u32,
-    pub priority: i32,
-    pub run_at: Timestamp,
-    pub deadline: Option<Timestamp>,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-    pub finished_at: Option<Timestamp>,
-    pub idempotency_key: Option<&'a str>,
-    pub tags: &'a [String],
-    /// Who the job is for; null when it has no group.
-    pub group: Option<&'a str>,
-    /// Its ordering key: the queue's jobs with this key start one at a time, in enqueue order;
-    /// null when it has none.
-    pub ordering_key: Option<&'a str>,
-    pub last_reason: Option<&'a str>,
-    pub cancel_requested: bool,
-    pub request: RequestView<'a>,
-    /// Where the job tells when it finishes; null when it has no callback.
-    pub callback: Option<CallbackView<'a>>,
-    /// The id of the delivery its finish made (a job of the callback queue), when its callback
-    /// is for the state it finished in.
-    pub callback_delivery: Option<String>,
-    /// For a delivery: the id of the job it tells about.
-    pub callback_for: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub deduplicated: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempt_log: Option<&'a [Attempt]>,
-    /// What replays with changes did, oldest first (shown with the attempt log, when any).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub changes: Option<Vec<ChangeView<'a>>>,
-    /// The request as enqueued, when a replay changed it (shown with the attempt log).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub original_request: Option<RequestView<'a>>,
+/// An instant as the API writes it (RFC 3339, UTC).
+pub fn time(t: Timestamp) -> String {
+    t.to_string()
 }
 
-/// One replay with changes, as a job's view shows it (secrets redacted).
-#[derive(Debug, Serialize)]
-pub struct ChangeView<'a> {
-    pub at: Timestamp,
-    /// The replay it made (the job's `replays` count then).
-    pub replay: u32,
-    pub changed: &'a [String],
-    /// The job's request and routing before it.
-    pub before: crate::replay::SideView<'a>,
+/// A count as the document types it.
+fn count(n: impl Into<i64>) -> i64 {
+    n.into()
 }
 
-/// A job's changes as its view shows them.
-pub fn changes(list: &[JobChange]) -> Vec<ChangeView<'_>> {
+/// Header pairs as the document types them (`[name, value]` arrays).
+fn pairs(headers: Vec<(String, String)>) -> Vec<Vec<String>> {
+    headers.into_iter().map(|(n, v)| vec![n, v]).collect()
+}
+
+/// Milliseconds as the document types them.
+fn millis(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A request as the API shows it: secrets in its URL and headers redacted, its body's size only.
+pub fn request(r: &HttpRequest) -> redial_api::RequestView {
+    redial_api::RequestView {
+        method: r.method.clone(),
+        url: redact::url(&r.url),
+        headers: pairs(redact::headers(&r.headers, usize::MAX)),
+        body_bytes: r
+            .body
+            .as_ref()
+            .map_or(0, |b| i64::try_from(b.len()).unwrap_or(i64::MAX)),
+        timeout_ms: r.timeout_ms.map(millis),
+        credentials: r.credentials.clone(),
+    }
+}
+
+/// One attempt of a job's log, as `GET /v1/jobs/{id}` shows it.
+pub fn attempt(a: &Attempt) -> redial_api::Attempt {
+    redial_api::Attempt {
+        number: count(a.number),
+        started_at: time(a.started_at),
+        duration_ms: millis(a.duration_ms),
+        status: a.status.map(i64::from),
+        error: a.error.clone(),
+        error_detail: a.error_detail.clone(),
+        category: a.category.as_str().to_owned(),
+        decision: a.decision.as_str().to_owned(),
+        dead_category: a.dead_category.map(|c| c.as_str().to_owned()),
+        delay_ms: a.delay_ms.map(millis),
+        server_wait_ms: a.server_wait_ms.map(millis),
+        server_wait_source: a.server_wait_source.clone(),
+        reason: a.reason.clone(),
+        held: a.held.clone(),
+        response_headers: pairs(a.response_headers.clone()),
+        response_body: a.response_body.clone(),
+        response_body_base64: a.response_body_base64.then_some(true),
+        response_body_truncated: a.response_body_truncated.then_some(true),
+        worker: a.worker.clone(),
+    }
+}
+
+/// A job's changes as its view shows them (secrets redacted), oldest first.
+pub fn changes(list: &[JobChange]) -> Vec<redial_api::JobChange> {
     list.iter()
-        .map(|c| ChangeView {
-            at: c.at,
-            replay: c.replay,
-            changed: &c.changed,
+        .map(|c| redial_api::JobChange {
+            at: time(c.at),
+            replay: count(c.replay),
+            changed: c.changed.clone(),
             before: crate::replay::before_side(&c.before),
         })
         .collect()
 }
 
-#[derive(Debug, Serialize)]
-pub struct RequestView<'a> {
-    pub method: &'a str,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body_bytes: usize,
-    pub timeout_ms: Option<u64>,
-    /// The credentials profile it is sent with, if it names one.
-    pub credentials: Option<&'a str>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CallbackView<'a> {
-    pub url: String,
-    pub on: &'a [CallbackEvent],
-    pub headers: Vec<(String, String)>,
-    /// The queue its deliveries run in.
-    pub queue: &'a str,
-}
-
-/// A request as the API shows it: secrets in its URL and headers redacted, its body's size only.
-pub fn request(r: &HttpRequest) -> RequestView<'_> {
-    RequestView {
-        method: &r.method,
-        url: redact::url(&r.url),
-        headers: redact::headers(&r.headers, usize::MAX),
-        body_bytes: r.body.as_ref().map_or(0, String::len),
-        timeout_ms: r.timeout_ms,
-        credentials: r.credentials.as_deref(),
-    }
-}
-
-pub fn job(j: &Job) -> JobView<'_> {
-    JobView {
-        id: &j.id.0,
-        queue: &j.queue,
-        endpoint: &j.endpoint,
-        state: j.state,
-        category: j.category,
-        attempts: j.attempts,
-        unknown_attempts: j.unknown_attempts,
-        deferrals: j.deferrals,
-        stalls: j.stalls,
-        replays: j.replays,
-        runs: j.runs,
-        priority: j.priority,
-        run_at: j.run_at,
-        deadline: j.deadline,
-        created_at: j.created_at,
-        updated_at: j.updated_at,
-        finished_at: j.finished_at,
-        idempotency_key: j.idempotency_key.as_deref(),
-        tags: &j.tags,
-        group: j.group.as_deref(),
-        ordering_key: j.ordering.as_ref().map(|o| o.key.as_str()),
-        last_reason: j.last_reason.as_deref(),
+/// A job as every answer about it shows it; the attempt log, changes and `deduplicated` only
+/// where the route adds them.
+pub fn job(j: &Job) -> redial_api::Job {
+    redial_api::Job {
+        id: j.id.0.clone(),
+        queue: j.queue.clone(),
+        endpoint: j.endpoint.clone(),
+        state: j.state.as_str().to_owned(),
+        category: j.category.map(|c| c.as_str().to_owned()),
+        attempts: count(j.attempts),
+        unknown_attempts: count(j.unknown_attempts),
+        deferrals: count(j.deferrals),
+        stalls: count(j.stalls),
+        replays: count(j.replays),
+        runs: count(j.runs),
+        priority: count(j.priority),
+        run_at: time(j.run_at),
+        deadline: j.deadline.map(time),
+        created_at: time(j.created_at),
+        updated_at: time(j.updated_at),
+        finished_at: j.finished_at.map(time),
+        idempotency_key: j.idempotency_key.clone(),
+        tags: j.tags.clone(),
+        group: j.group.clone(),
+        ordering_key: j.ordering.as_ref().map(|o| o.key.clone()),
+        last_reason: j.last_reason.clone(),
         cancel_requested: j.cancel_requested,
         request: request(&j.request),
-        callback: j.callback.as_ref().map(|c| CallbackView {
+        callback: j.callback.as_ref().map(|c| redial_api::CallbackView {
             url: redact::url(&c.url),
-            on: &c.on,
-            headers: redact::headers(&c.headers, usize::MAX),
-            queue: &c.queue,
+            on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
+            headers: pairs(redact::headers(&c.headers, usize::MAX)),
+            queue: c.queue.clone(),
         }),
         callback_delivery: j.callback.as_ref().and_then(|c| {
             let event = CallbackEvent::of(j.state).filter(|e| c.on.contains(e))?;
@@ -156,31 +125,16 @@ pub fn job(j: &Job) -> JobView<'_> {
 }
 
 /// An event of the event log, as `GET /v1/events` and its stream show it.
-#[derive(Serialize)]
-pub struct EventView<'a> {
-    /// Its cursor: `after` (or the stream's `Last-Event-ID`) to read on from it.
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: redial_store::EventKind,
-    pub at: Timestamp,
-    pub queue: Option<&'a str>,
-    pub job_id: Option<&'a str>,
-    pub endpoint: Option<&'a str>,
-    pub category: Option<&'a str>,
-    pub reason: Option<&'a str>,
-    pub until: Option<Timestamp>,
-}
-
-pub fn event(e: &redial_store::Event) -> EventView<'_> {
-    EventView {
+pub fn event(e: &redial_store::Event) -> redial_api::Event {
+    redial_api::Event {
         id: e.cursor.to_string(),
-        kind: e.kind,
-        at: e.at,
-        queue: e.queue.as_deref(),
-        job_id: e.job_id.as_deref(),
-        endpoint: e.endpoint.as_deref(),
-        category: e.category.as_deref(),
-        reason: e.reason.as_deref(),
-        until: e.until,
+        r#type: e.kind.as_str().to_owned(),
+        at: time(e.at),
+        queue: e.queue.clone(),
+        job_id: e.job_id.clone(),
+        endpoint: e.endpoint.clone(),
+        category: e.category.clone(),
+        reason: e.reason.clone(),
+        until: e.until.map(time),
     }
 }

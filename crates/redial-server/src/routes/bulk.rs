@@ -118,6 +118,11 @@ pub(super) async fn bulk_answer(
     ))
 }
 
+/// A count as the document types it.
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// The dead letters a page of the bulk replay with changes reads at a time.
 const CHANGE_PAGE: u32 = 500;
 /// The jobs a dry run shows.
@@ -153,10 +158,13 @@ async fn replay_changed_all(
     }
     if dry_run {
         let items: Vec<_> = previews.iter().map(|p| replay::preview(p)).collect();
-        return Ok(Json(json!({
-            "dry_run": true, "matched": matched, "affected": matched - skipped,
-            "skipped": skipped, "preview": items,
-        }))
+        return Ok(Json(redial_api::ReplayPreview {
+            dry_run: true,
+            matched: count(matched),
+            affected: count(matched - skipped),
+            skipped: count(skipped),
+            preview: items,
+        })
         .into_response());
     }
     let (mut affected, mut skipped, mut matched) = (0u64, 0u64, 0u64);
@@ -186,10 +194,14 @@ async fn replay_changed_all(
             }
         }
     }
-    Ok(
-        Json(json!({ "affected": affected, "matched": matched, "skipped": skipped }))
-            .into_response(),
-    )
+    Ok(Json(redial_api::Affected {
+        affected: count(affected),
+        matched: Some(count(matched)),
+        skipped: Some(count(skipped)),
+        operation: None,
+        state: None,
+    })
+    .into_response())
 }
 
 pub(super) async fn bulk_dismiss(
@@ -289,6 +301,7 @@ fn export_line(job: &redial_store::Job, attempts: &[redial_store::Attempt]) -> s
             "headers": job.request.headers,
             "body": job.request.body,
             "timeout": job.request.timeout_ms.map(|ms| format!("{ms}ms")),
+            "credentials": job.request.credentials,
         },
         "idempotency_key": job.idempotency_key,
         "priority": job.priority,
@@ -309,7 +322,7 @@ fn export_line(job: &redial_store::Job, attempts: &[redial_store::Attempt]) -> s
     })
 }
 
-/// This node's bulk operations, newest first./// This node's bulk operations, newest first.
+/// This node's bulk operations, newest first.
 pub(super) async fn operations(State(state): State<AppState>) -> ApiResult {
     Ok(Json(json!({ "operations": state.engine.operations() })).into_response())
 }

@@ -15,7 +15,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use redial_store::{EventCursor, EventFrom, EventKind, EventListParams};
-use serde_json::json;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -97,15 +96,15 @@ pub(super) async fn events(
     let from = params.from;
     let page = state.engine.store().event_list(params).await?;
     let events: Vec<_> = page.events.iter().map(view::event).collect();
-    Ok(Json(json!({
-        "events": events,
-        "next_cursor": page.next.to_string(),
-        "more": page.more,
-        "from": match from {
+    Ok(Json(redial_api::EventPage {
+        events,
+        next_cursor: page.next.to_string(),
+        more: page.more,
+        from: match from {
             EventFrom::After(c) => Some(c.to_string()),
             EventFrom::Start | EventFrom::End => None,
         },
-    }))
+    })
     .into_response())
 }
 

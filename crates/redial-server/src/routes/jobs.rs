@@ -95,13 +95,12 @@ pub(super) async fn enqueue_batch(
     } else {
         StatusCode::OK
     };
-    Ok((
-        status,
-        Json(
-            json!({ "inserted": inserted, "deduplicated": views.len() - inserted, "jobs": views }),
-        ),
-    )
-        .into_response())
+    let answer = redial_api::BatchResult {
+        inserted: i64::try_from(inserted).unwrap_or(i64::MAX),
+        deduplicated: i64::try_from(views.len() - inserted).unwrap_or(i64::MAX),
+        jobs: views,
+    };
+    Ok((status, Json(answer)).into_response())
 }
 
 /// One job with its attempts. With `wait` (a duration, at most 60 s), the answer comes once the
@@ -163,7 +162,7 @@ pub(super) async fn show(
         Vec::new()
     };
     let mut v = view::job(&job);
-    v.attempt_log = Some(&attempts);
+    v.attempt_log = Some(attempts.iter().map(view::attempt).collect());
     if !changes.is_empty() {
         v.original_request = changes.first().map(|c| view::request(&c.before.request));
         v.changes = Some(view::changes(&changes));
@@ -280,19 +279,35 @@ pub(super) async fn dead_letter_patterns(
     let reasons = state.engine.store().dead_letter_reasons(filter).await?;
     let mut patterns = redial_store::dead_patterns(&reasons);
     let total: u64 = patterns.iter().map(|p| p.count).sum();
-    let count = patterns.len();
+    let found = patterns.len();
     patterns.truncate(limit.unwrap_or(100) as usize);
-    Ok(Json(json!({ "patterns": patterns, "count": count, "total": total })).into_response())
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let answer = redial_api::DeadPatterns {
+        count: count(found as u64),
+        total: count(total),
+        patterns: patterns
+            .into_iter()
+            .map(|p| redial_api::DeadPattern {
+                pattern: p.pattern,
+                count: count(p.count),
+                first: view::time(p.first),
+                last: view::time(p.last),
+                example: p.example,
+                reasons: count(p.reasons),
+            })
+            .collect(),
+    };
+    Ok(Json(answer).into_response())
 }
 
 /// What the caller may do: whether it may only look (the read-only token, or a browser when the
 /// dashboard is read-only).
 pub(super) async fn session(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let read_only = auth::looks_only(&state, &headers);
-    Json(json!({
-        "read_only": read_only,
-        "token_required": state.config.token.is_some(),
-    }))
+    Json(redial_api::Session {
+        read_only,
+        token_required: state.config.token.is_some(),
+    })
     .into_response()
 }
 
@@ -367,10 +382,11 @@ pub(super) async fn list(
         })
         .await?;
     let jobs: Vec<_> = page.jobs.iter().map(view::job).collect();
-    Ok(
-        Json(json!({ "jobs": jobs, "next_cursor": page.next.map(|n| n.to_string()) }))
-            .into_response(),
-    )
+    Ok(Json(redial_api::JobPage {
+        jobs,
+        next_cursor: page.next.map(|n| n.to_string()),
+    })
+    .into_response())
 }
 
 /// Narrows `filter` to dead letters, for a parameter (`what`: "pattern filters") that only dead
@@ -432,9 +448,13 @@ pub(super) async fn replay(
     };
     if dry_run {
         let item = replay::preview(&params);
-        return Ok(Json(json!({
-            "dry_run": true, "matched": 1, "affected": 1, "skipped": 0, "preview": [item],
-        }))
+        return Ok(Json(redial_api::ReplayPreview {
+            dry_run: true,
+            matched: 1,
+            affected: 1,
+            skipped: 0,
+            preview: vec![item],
+        })
         .into_response());
     }
     let job = if params.change.changed.is_empty() {
@@ -450,7 +470,11 @@ pub(super) async fn dismiss(State(state): State<AppState>, Path(id): Path<String
     state.engine.store().job_dismiss(&id).await?;
     // A dismissed dead head frees its ordering key: the next job may go.
     state.engine.wake_all();
-    Ok(Json(json!({ "id": id, "dismissed": true })).into_response())
+    Ok(Json(redial_api::Dismissed {
+        id: id.0,
+        dismissed: true,
+    })
+    .into_response())
 }
 
 pub(super) async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {

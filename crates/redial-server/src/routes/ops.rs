@@ -41,7 +41,10 @@ pub(super) async fn metrics(State(state): State<AppState>) -> ApiResult {
 }
 
 pub(super) async fn healthz() -> Response {
-    Json(json!({ "status": "ok" })).into_response()
+    Json(redial_api::Health {
+        status: "ok".into(),
+    })
+    .into_response()
 }
 
 /// Ready when the store can serve and write (a full disk, a read-only or damaged database file,
@@ -117,7 +120,10 @@ pub(super) async fn backup(State(state): State<AppState>) -> Result<Response, Ap
 
 pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     match state.engine.store().ping().await {
-        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Ok(()) => Json(redial_api::Ready {
+            status: "ready".into(),
+        })
+        .into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
             let reason = match e {
@@ -127,7 +133,10 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::RETRY_AFTER, HeaderValue::from_static("5"))],
-                Json(json!({ "status": "unavailable", "reason": reason })),
+                Json(redial_api::NotReady {
+                    status: "unavailable".into(),
+                    reason,
+                }),
             )
                 .into_response()
         }
