@@ -9,7 +9,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 pub use redial_api::ErrorCode;
 use redial_store::StoreError;
-use serde_json::json;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -81,12 +80,22 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// An error answer's body, as the document's `Error` types it.
+pub fn error_body(code: ErrorCode, message: String) -> redial_api::Error {
+    redial_api::Error {
+        error: redial_api::ErrorError {
+            code: code.as_str().to_owned(),
+            message,
+        },
+    }
+}
+
 /// Seconds a client is told to wait before trying again after a 503.
 const RETRY_AFTER_SECS: &str = "5";
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code.as_str(), "message": self.message } });
+        let body = error_body(self.code, self.message);
         let mut resp = (self.status, Json(body)).into_response();
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             resp.headers_mut().insert(

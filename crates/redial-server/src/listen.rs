@@ -529,8 +529,8 @@ fn bare_error_answer(buf: &[u8]) -> Option<Vec<u8>> {
             "the request is not valid HTTP/1.1",
         ),
     };
-    let body =
-        serde_json::json!({ "error": { "code": code.as_str(), "message": message } }).to_string();
+    let body = serde_json::to_string(&crate::error::error_body(code, message.to_owned()))
+        .unwrap_or_default();
     Some(
         format!(
             "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

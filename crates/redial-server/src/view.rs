@@ -138,3 +138,79 @@ pub fn event(e: &redial_store::Event) -> redial_api::Event {
         until: e.until.map(time),
     }
 }
+
+/// A bulk operation as `GET /v1/operations/{id}` shows it.
+pub fn operation(o: &redial_engine::OperationView) -> redial_api::Operation {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    redial_api::Operation {
+        id: o.id.clone(),
+        kind: o.kind.as_str().to_owned(),
+        state: o.state.as_str().to_owned(),
+        total: count(o.total),
+        done: count(o.done),
+        chunks: count(o.chunks),
+        started_at: time(o.started_at),
+        finished_at: o.finished_at.map(time),
+        error: o.error.clone(),
+    }
+}
+
+/// The job counts by queue, state and dead-letter category, and by endpoint and state.
+pub fn stats(s: &redial_store::Stats) -> redial_api::Stats {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    redial_api::Stats {
+        queues: s
+            .by_queue
+            .iter()
+            .map(|q| redial_api::StatsQueues {
+                queue: q.queue.clone(),
+                state: q.state.as_str().to_owned(),
+                category: q.category.map(|c| c.as_str().to_owned()),
+                count: count(q.count),
+            })
+            .collect(),
+        endpoints: s
+            .by_endpoint
+            .iter()
+            .map(|e| redial_api::StatsEndpoints {
+                endpoint: e.endpoint.clone(),
+                state: e.state.as_str().to_owned(),
+                count: count(e.count),
+            })
+            .collect(),
+    }
+}
+
+/// An alert rule's state on this node.
+pub fn alert(a: &redial_engine::alerts::AlertStatus) -> redial_api::Alert {
+    redial_api::Alert {
+        name: a.name.clone(),
+        rule: a.rule.clone(),
+        firing: a.firing,
+        since: a.since.map(time),
+        value: Some(a.value),
+        threshold: Some(a.threshold),
+        evaluated_at: a.evaluated_at.map(time),
+        summary: a.summary.clone(),
+    }
+}
+
+/// One minute of this node's last hour, for the dashboard's charts.
+pub fn minute(p: &redial_engine::series::Point) -> redial_api::SeriesMinute {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let attempts = |category: &str| count(p.attempts.get(category).copied().unwrap_or(0));
+    redial_api::SeriesMinute {
+        at: time(p.at),
+        attempts: redial_api::SeriesMinuteAttempts {
+            success: attempts("success"),
+            defer: attempts("defer"),
+            transient: attempts("transient"),
+            permanent: attempts("permanent"),
+            unknown: attempts("unknown"),
+        },
+        completed: count(p.completed),
+        dead: count(p.dead),
+        p50_ms: p.p50_ms.map(count),
+        p99_ms: p.p99_ms.map(count),
+    }
+}

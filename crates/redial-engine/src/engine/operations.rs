@@ -30,6 +30,16 @@ pub enum BulkKind {
     Dismiss,
 }
 
+impl BulkKind {
+    /// The kind as the API writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BulkKind::Replay => "replay",
+            BulkKind::Dismiss => "dismiss",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OperationState {
@@ -37,6 +47,18 @@ pub enum OperationState {
     Done,
     Cancelled,
     Failed,
+}
+
+impl OperationState {
+    /// The state as the API writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OperationState::Running => "running",
+            OperationState::Done => "done",
+            OperationState::Cancelled => "cancelled",
+            OperationState::Failed => "failed",
+        }
+    }
 }
 
 /// An operation as it stands.

@@ -5,7 +5,7 @@ use super::ApiResult;
 use crate::input::FilterInput;
 use crate::replay;
 use crate::replay::{Changes, Plan, ReplayInput};
-use crate::{input, ApiError, AppState, ErrorCode};
+use crate::{input, view, ApiError, AppState, ErrorCode};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -84,8 +84,30 @@ async fn bulk_operation(
     filter: JobFilter,
     wait: bool,
 ) -> ApiResult {
-    let (status, v) = bulk_answer(state, kind, filter, wait).await?;
-    Ok((status, Json(v)).into_response())
+    Ok(match bulk_answer(state, kind, filter, wait).await? {
+        BulkAnswer::Started(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
+        BulkAnswer::Done(done) => Json(redial_api::Affected {
+            affected: done.affected,
+            operation: Some(done.operation),
+            state: Some(done.state),
+            matched: None,
+            skipped: None,
+        })
+        .into_response(),
+    })
+}
+
+/// What a bulk operation answers: the operation when it is not waited for, or what it did.
+pub(super) enum BulkAnswer {
+    Started(redial_api::Operation),
+    Done(BulkDone),
+}
+
+/// A bulk operation waited for: the jobs it acted on, its id, its end state.
+pub(super) struct BulkDone {
+    pub affected: i64,
+    pub operation: String,
+    pub state: String,
 }
 
 /// [`bulk_operation`]'s answer, before it is sent.
@@ -94,12 +116,10 @@ pub(super) async fn bulk_answer(
     kind: BulkKind,
     filter: JobFilter,
     wait: bool,
-) -> Result<(StatusCode, serde_json::Value), ApiError> {
+) -> Result<BulkAnswer, ApiError> {
     let op = state.engine.bulk_start(kind, filter).await?;
     if !wait {
-        let v = serde_json::to_value(&op)
-            .map_err(|e| ApiError::internal("encoding an operation", e))?;
-        return Ok((StatusCode::ACCEPTED, v));
+        return Ok(BulkAnswer::Started(view::operation(&op)));
     }
     let op = state.engine.operation_wait(&op.id).await.unwrap_or(op);
     if op.state == redial_engine::OperationState::Failed {
@@ -112,10 +132,11 @@ pub(super) async fn bulk_answer(
             ),
         ));
     }
-    Ok((
-        StatusCode::OK,
-        json!({ "affected": op.done, "operation": op.id, "state": op.state }),
-    ))
+    Ok(BulkAnswer::Done(BulkDone {
+        affected: count(op.done),
+        operation: op.id,
+        state: op.state.as_str().to_owned(),
+    }))
 }
 
 /// A count as the document types it.
@@ -324,7 +345,15 @@ fn export_line(job: &redial_store::Job, attempts: &[redial_store::Attempt]) -> s
 
 /// This node's bulk operations, newest first.
 pub(super) async fn operations(State(state): State<AppState>) -> ApiResult {
-    Ok(Json(json!({ "operations": state.engine.operations() })).into_response())
+    Ok(Json(redial_api::OperationList {
+        operations: state
+            .engine
+            .operations()
+            .iter()
+            .map(view::operation)
+            .collect(),
+    })
+    .into_response())
 }
 
 pub(super) async fn operation(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult {
@@ -332,7 +361,7 @@ pub(super) async fn operation(State(state): State<AppState>, Path(id): Path<Stri
         .engine
         .operation(&id)
         .ok_or_else(|| no_operation(&id))?;
-    Ok(Json(op).into_response())
+    Ok(Json(view::operation(&op)).into_response())
 }
 
 /// Stops a running operation before its next chunk; the chunk under way commits.
@@ -341,14 +370,14 @@ pub(super) async fn operation_cancel(
     Path(id): Path<String>,
 ) -> ApiResult {
     match state.engine.operation_cancel(&id) {
-        Ok(op) => Ok(Json(op).into_response()),
+        Ok(op) => Ok(Json(view::operation(&op)).into_response()),
         Err(redial_engine::CancelError::NotFound) => Err(no_operation(&id)),
         Err(redial_engine::CancelError::Finished(s)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             ErrorCode::InvalidState,
             format!(
                 "operation {id} has finished ({}): nothing to cancel",
-                json!(s).as_str().unwrap_or("finished")
+                s.as_str()
             ),
         )),
     }

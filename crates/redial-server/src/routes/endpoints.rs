@@ -259,12 +259,19 @@ pub(super) async fn endpoint_replay_outage(
         finished_since: Some(since),
         ..redial_store::JobFilter::default()
     };
-    let (status, mut v) =
-        super::bulk::bulk_answer(&state, redial_engine::BulkKind::Replay, filter, true).await?;
-    if let Some(o) = v.as_object_mut() {
-        o.insert("since".into(), json!(since));
+    match super::bulk::bulk_answer(&state, redial_engine::BulkKind::Replay, filter, true).await? {
+        super::bulk::BulkAnswer::Done(done) => Ok(Json(redial_api::OutageReplay {
+            affected: done.affected,
+            operation: done.operation,
+            state: done.state,
+            since: view::time(since),
+        })
+        .into_response()),
+        // Waited for, so done.
+        super::bulk::BulkAnswer::Started(op) => {
+            Ok((StatusCode::ACCEPTED, Json(op)).into_response())
+        }
     }
-    Ok((status, Json(v)).into_response())
 }
 
 pub(super) fn queue_view(state: &AppState, name: &str) -> Response {

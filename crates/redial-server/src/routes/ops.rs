@@ -1,17 +1,16 @@
 //! Operations: stats, the OpenAPI document, series, alerts, metrics, health, readiness, backups.
 
 use super::ApiResult;
-use crate::{ApiError, AppState, ErrorCode, OPENAPI};
+use crate::{view, ApiError, AppState, ErrorCode, OPENAPI};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 pub(super) async fn stats(State(state): State<AppState>) -> ApiResult {
     let s = state.engine.store().stats().await?;
-    Ok(Json(json!({ "queues": s.by_queue, "endpoints": s.by_endpoint })).into_response())
+    Ok(Json(view::stats(&s)).into_response())
 }
 
 pub(super) async fn openapi() -> Response {
@@ -20,11 +19,17 @@ pub(super) async fn openapi() -> Response {
 
 /// This node's last hour, minute by minute, for charts.
 pub(super) async fn series(State(state): State<AppState>) -> Response {
-    Json(json!({ "minutes": state.engine.series() })).into_response()
+    Json(redial_api::Series {
+        minutes: state.engine.series().iter().map(view::minute).collect(),
+    })
+    .into_response()
 }
 
 pub(super) async fn alerts(State(state): State<AppState>) -> Response {
-    Json(json!({ "alerts": state.engine.alerts() })).into_response()
+    Json(redial_api::AlertList {
+        alerts: state.engine.alerts().iter().map(view::alert).collect(),
+    })
+    .into_response()
 }
 
 /// The Prometheus exposition (text format 0.0.4).
