@@ -214,3 +214,87 @@ pub fn minute(p: &redial_engine::series::Point) -> redial_api::SeriesMinute {
         p99_ms: p.p99_ms.map(count),
     }
 }
+
+/// What the forecast says of an endpoint's waiting jobs.
+pub fn forecast(f: &redial_policy::endpoint::Forecast) -> redial_api::Forecast {
+    let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    redial_api::Forecast {
+        waiting: wide(f.waiting),
+        starts_at: f.starts_at.map(time),
+        jobs_per_second: f.jobs_per_second,
+        limited_by: f.limited_by.clone(),
+        drains_at: f.drains_at.map(time),
+        drain_seconds: f.drain_seconds,
+        with_deadline: wide(f.with_deadline),
+        deadline_at_risk: wide(f.deadline_at_risk),
+        first_at_risk: f.first_at_risk.map(|r| redial_api::ForecastFirstAtRisk {
+            deadline: time(r.deadline),
+            forecast_start: r.forecast_start.map(time),
+        }),
+    }
+}
+
+/// A pause by hand, as endpoints and queues show it.
+pub fn hand_pause(p: &redial_policy::endpoint::HandPause) -> redial_api::HandPause {
+    redial_api::HandPause {
+        since: time(p.since),
+        until: p.until.map(time),
+        reason: p.reason.clone(),
+    }
+}
+
+/// What one group of a queue may use.
+fn group_limits(l: &redial_engine::GroupLimits) -> redial_api::GroupLimits {
+    redial_api::GroupLimits {
+        concurrency: l.concurrency.map(i64::from),
+        rate: l.rate.as_ref().map(ToString::to_string),
+        weight: i64::from(l.weight),
+    }
+}
+
+/// A configured queue: its concurrency, pause, groups' limits and what a dead job does to its
+/// ordering key.
+pub fn queue(q: &redial_engine::QueueView) -> redial_api::Queue {
+    redial_api::Queue {
+        name: q.name.clone(),
+        concurrency: i64::try_from(q.concurrency).unwrap_or(i64::MAX),
+        paused_by_hand: q.paused_by_hand.as_ref().map(hand_pause),
+        groups: redial_api::QueueGroupsInline {
+            each: group_limits(&q.groups.each),
+            named: serde_json::Value::Object(
+                q.groups
+                    .named
+                    .iter()
+                    .map(|(name, l)| {
+                        (
+                            name.clone(),
+                            serde_json::to_value(group_limits(l)).unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+            ),
+        },
+        ordering_on_dead: q.ordering_on_dead.as_str().to_owned(),
+    }
+}
+
+/// A queue's groups with work, most waiting first.
+pub fn queue_groups(g: &redial_engine::QueueGroups) -> redial_api::QueueGroups {
+    let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    redial_api::QueueGroups {
+        queue: g.queue.clone(),
+        total: wide(g.total),
+        groups: g
+            .groups
+            .iter()
+            .map(|v| redial_api::QueueGroupsGroups {
+                group: v.group.clone(),
+                waiting: wide(v.waiting),
+                running: wide(v.running),
+                in_flight_here: i64::from(v.in_flight_here),
+                limits: group_limits(&v.limits),
+                forecast: forecast(&v.forecast),
+            })
+            .collect(),
+    }
+}

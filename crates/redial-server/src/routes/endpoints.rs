@@ -11,42 +11,71 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use redial_store::ControlKind;
-use serde_json::json;
 use std::collections::HashMap;
 
 /// An endpoint's view as the API shows it: its protection state, its name, and its backlog
 /// (`held`: due but waiting on its limits; `waiting_later`: scheduled ahead).
-fn endpoint_json(
+fn endpoint_view(
     state: &AppState,
     name: &str,
-    view: &redial_policy::endpoint::EndpointView,
+    v: &redial_policy::endpoint::EndpointView,
     backlog: Option<&redial_store::EndpointBacklog>,
-) -> Result<serde_json::Value, ApiError> {
-    let mut v = serde_json::to_value(view)
-        .map_err(|e| ApiError::internal("encoding an endpoint view", e))?;
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("name".into(), json!(name));
-        obj.insert("held".into(), json!(backlog.map_or(0, |b| b.due)));
-        obj.insert(
-            "waiting_later".into(),
-            json!(backlog.map_or(0, |b| b.later)),
-        );
-        if let Some(c) = state.config.credentials.of(name) {
-            obj.insert(
-                "credentials".into(),
-                credentials_json(c, &*state.config.credentials.clock),
-            );
-        }
+) -> redial_api::Endpoint {
+    let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let time = |t: redial_policy::Timestamp| view::time(t);
+    redial_api::Endpoint {
+        name: name.to_owned(),
+        held: wide(backlog.map_or(0, |b| b.due)),
+        waiting_later: wide(backlog.map_or(0, |b| b.later)),
+        credentials: state
+            .config
+            .credentials
+            .of(name)
+            .map(|c| credentials_view(c, &*state.config.credentials.clock)),
+        forecast: None,
+        holding: v.holding.clone(),
+        paused_by_hand: v.paused_by_hand.as_ref().map(view::hand_pause),
+        paused_until: v.paused_until.map(time),
+        pause_reason: v.pause_reason.clone(),
+        rate: v.rate.clone(),
+        burst: i64::from(v.burst),
+        nodes: i64::from(v.nodes),
+        learned_limit: v.learned_limit.map(wide),
+        learned_remaining: v.learned_remaining.map(wide),
+        learned_reset_at: v.learned_reset_at.map(time),
+        learned_pace: v.learned_pace,
+        concurrency_limit: v.concurrency_limit.map(i64::from),
+        in_flight: i64::from(v.in_flight),
+        slow_start_since: v.slow_start_since.map(time),
+        budget_allowed: wide(v.budget_allowed),
+        budget_used: i64::from(v.budget_used),
+        budget_remaining: wide(v.budget_remaining),
+        breaker: v.breaker.to_owned(),
+        breaker_until: v.breaker_until.map(time),
+        breaker_window_failures: i64::from(v.breaker_window_failures),
+        breaker_window_retry_failures: i64::from(v.breaker_window_retry_failures),
+        breaker_window_calls: i64::from(v.breaker_window_calls),
+        breaker_history: v
+            .breaker_history
+            .iter()
+            .map(|e| redial_api::EndpointBreakerHistory {
+                at: time(e.at),
+                to: e.to.clone(),
+                reason: e.reason.clone(),
+            })
+            .collect(),
+        quarantined_since: v.quarantined_since.map(time),
+        failing_since: v.failing_since.map(time),
+        outage_began: v.outage_began.map(time),
     }
-    Ok(v)
 }
 
 /// Which credentials an endpoint's requests carry, where their secret comes from, and for
 /// OAuth2 the token's state (held, valid until, the last failure to get one): never a secret.
-fn credentials_json(
+fn credentials_view(
     c: &redial_engine::credentials::EndpointCredentials,
     clock: &dyn redial_engine::Clock,
-) -> serde_json::Value {
+) -> redial_api::EndpointCredentials {
     use redial_engine::credentials::Auth;
     let source = match &c.auth {
         Auth::Bearer { token } => token.describe(),
@@ -62,25 +91,30 @@ fn credentials_json(
         Auth::OAuth2(o) => {
             let t = o.status();
             let now = clock.now();
-            json!({
-                "token_url": redial_engine::redact::url(&o.token_url),
-                "held": t.held,
-                "valid_until": t.valid_until,
-                "fetched": t.fetched,
-                "last_failure": t.last_failure.map(|(at, reason)| json!({"at": at, "reason": reason})),
-                "held_until": t.held_until.filter(|u| now < *u),
-                "failures": t.failures,
+            Some(redial_api::EndpointToken {
+                token_url: redial_engine::redact::url(&o.token_url),
+                held: t.held,
+                valid_until: t.valid_until.map(view::time),
+                fetched: i64::try_from(t.fetched).unwrap_or(i64::MAX),
+                last_failure: t.last_failure.map(|(at, reason)| redial_api::TokenFailure {
+                    at: view::time(at),
+                    reason,
+                }),
+                held_until: t.held_until.filter(|u| now < *u).map(view::time),
+                failures: i64::from(t.failures),
             })
         }
-        _ => serde_json::Value::Null,
+        _ => None,
     };
-    json!({
-        "kind": c.auth.kind(),
-        "secret_from": source,
-        "allow_job_credentials": c.allow_job_credentials,
-        "client_certificate": c.client_certificate().map(|m| m.cert_file.display().to_string()),
-        "token": token,
-    })
+    redial_api::EndpointCredentials {
+        kind: c.auth.kind().to_owned(),
+        secret_from: source,
+        allow_job_credentials: c.allow_job_credentials,
+        client_certificate: c
+            .client_certificate()
+            .map(|m| m.cert_file.display().to_string()),
+        token,
+    }
 }
 
 /// A page of endpoints by name (those seen, configured, or with jobs waiting), each with its
@@ -115,15 +149,17 @@ pub(super) async fn endpoints(
     };
     for (name, view) in views.range((start, std::ops::Bound::Unbounded)) {
         if page.len() == limit {
-            next = page
-                .last()
-                .and_then(|v: &serde_json::Value| v["name"].as_str().map(str::to_owned));
+            next = page.last().map(|v: &redial_api::Endpoint| v.name.clone());
             break;
         }
         let b = backlog.iter().find(|b| &b.endpoint == name);
-        page.push(endpoint_json(&state, name, view, b)?);
+        page.push(endpoint_view(&state, name, view, b));
     }
-    Ok(Json(json!({ "endpoints": page, "next_cursor": next })).into_response())
+    Ok(Json(redial_api::EndpointList {
+        endpoints: page,
+        next_cursor: next,
+    })
+    .into_response())
 }
 
 fn unknown_endpoint(name: &str) -> ApiError {
@@ -196,9 +232,8 @@ pub(super) async fn endpoint_after(state: &AppState, name: &str) -> ApiResult {
     let backlog = state.engine.store().endpoint_backlog_of(name, now).await?;
     let view = state.engine.endpoint_view(name);
     let forecast = state.engine.endpoint_forecast(name).await?;
-    let mut v = endpoint_json(state, name, &view, Some(&backlog))?;
-    v["forecast"] = serde_json::to_value(&forecast)
-        .map_err(|e| ApiError::internal("encoding a forecast", e))?;
+    let mut v = endpoint_view(state, name, &view, Some(&backlog));
+    v.forecast = Some(view::forecast(&forecast));
     Ok(Json(v).into_response())
 }
 
@@ -275,16 +310,19 @@ pub(super) async fn endpoint_replay_outage(
 }
 
 pub(super) fn queue_view(state: &AppState, name: &str) -> Response {
-    let view = state
+    let found = state
         .engine
         .queue_views()
         .into_iter()
         .find(|q| q.name == name);
-    Json(json!(view)).into_response()
+    Json(found.as_ref().map(view::queue)).into_response()
 }
 
 pub(super) async fn queues(State(state): State<AppState>) -> Response {
-    Json(json!({ "queues": state.engine.queue_views() })).into_response()
+    Json(redial_api::QueueList {
+        queues: state.engine.queue_views().iter().map(view::queue).collect(),
+    })
+    .into_response()
 }
 
 /// The queue's groups with work, most waiting first: `limit` (1 to 1000, 100 by default).
@@ -317,7 +355,7 @@ pub(super) async fn queue_groups(
         }
     }
     match state.engine.queue_groups(&name, limit).await? {
-        Some(groups) => Ok(Json(groups).into_response()),
+        Some(groups) => Ok(Json(view::queue_groups(&groups)).into_response()),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::NotFound,
@@ -389,24 +427,22 @@ pub(super) async fn queue_ordering_keys(
         lines.last().map(|l| l.key.clone())
     });
     let now = state.engine.clock().now();
-    let keys: Vec<serde_json::Value> = lines
+    let keys = lines
         .iter()
-        .map(|l| {
-            json!({
-                "key": l.key,
-                "blocked": l.blocked(),
-                "behind": l.behind,
-                "why": l.why(now),
-                "head": view::job(&l.head),
-            })
+        .map(|l| redial_api::OrderingKeyLine {
+            key: l.key.clone(),
+            blocked: l.blocked(),
+            behind: i64::try_from(l.behind).unwrap_or(i64::MAX),
+            why: l.why(now),
+            head: view::job(&l.head),
         })
         .collect();
-    Ok(Json(json!({
-        "queue": name,
-        "ordering_on_dead": on_dead,
-        "keys": keys,
-        "next_cursor": next.flatten(),
-    }))
+    Ok(Json(redial_api::OrderingKeys {
+        queue: name,
+        ordering_on_dead: on_dead.as_str().to_owned(),
+        keys,
+        next_cursor: next.flatten(),
+    })
     .into_response())
 }
 

@@ -13,7 +13,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use redial_store::{InsertOutcome, JobFilter, JobId, JobListParams};
-use serde_json::json;
 use std::collections::HashMap;
 
 pub(super) async fn enqueue(
@@ -266,7 +265,23 @@ pub(super) async fn dead_letter_groups(
     let filter = input::with_pattern(&state, filter, pattern).await?;
     let groups = state.engine.store().dead_letter_groups(filter).await?;
     let total: u64 = groups.iter().map(|g| g.count).sum();
-    Ok(Json(json!({ "groups": groups, "total": total })).into_response())
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    Ok(Json(redial_api::DeadGroups {
+        total: count(total),
+        groups: groups
+            .into_iter()
+            .map(|g| redial_api::DeadGroup {
+                queue: g.queue,
+                category: g.category.as_str().to_owned(),
+                endpoint: g.endpoint,
+                count: count(g.count),
+                first: view::time(g.first),
+                last: view::time(g.last),
+                reason: g.reason,
+            })
+            .collect(),
+    })
+    .into_response())
 }
 
 /// Dead letters grouped by the pattern of their reason (one cause, whatever the numbers, ids and
