@@ -949,7 +949,8 @@ type ScheduleMissed struct {
 type ScheduleJob struct {
 	Queue    string `json:"queue"`
 	Endpoint string `json:"endpoint"`
-	// The request each occurrence's job makes.
+	// The request each occurrence's job makes; secrets in its URL's query and its headers redacted, as
+	// a job's view redacts them.
 	Request  ScheduleRequest `json:"request"`
 	Priority int             `json:"priority"`
 	Tags     []string        `json:"tags"`
@@ -958,11 +959,15 @@ type ScheduleJob struct {
 	Group string `json:"group,omitempty"`
 	// The ordering key of each occurrence's job; absent when none.
 	OrderingKey string `json:"ordering_key,omitempty"`
+	// Where each occurrence's job tells when it finishes (secrets in its URL and headers redacted);
+	// absent when none.
+	Callback *CallbackView `json:"callback,omitempty"`
 }
 
 // ScheduleRequest is Schedule.job.request.
 //
-// The request each occurrence's job makes.
+// The request each occurrence's job makes; secrets in its URL's query and its headers redacted, as
+// a job's view redacts them.
 type ScheduleRequest struct {
 	Method string `json:"method"`
 	URL    string `json:"url"`

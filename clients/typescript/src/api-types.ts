@@ -1278,7 +1278,7 @@ export interface components {
             job: {
                 queue: string;
                 endpoint: string;
-                /** @description The request each occurrence's job makes. */
+                /** @description The request each occurrence's job makes; secrets in its URL's query and its headers redacted, as a job's view redacts them. */
                 request: {
                     method: string;
                     url: string;
@@ -1297,6 +1297,8 @@ export interface components {
                 group?: string;
                 /** @description The ordering key of each occurrence's job; absent when none. */
                 ordering_key?: string;
+                /** @description Where each occurrence's job tells when it finishes (secrets in its URL and headers redacted); absent when none. */
+                callback?: components["schemas"]["CallbackView"];
             };
             /**
              * @description config: defined in the configuration file, kept in step with it at each start.

@@ -1002,6 +1002,10 @@ pub struct ScheduleMissed {
 /// The job each occurrence enqueues.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleJob {
+    /// Where each occurrence's job tells when it finishes (secrets in its URL and headers
+    /// redacted); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<CallbackView>,
     pub endpoint: String,
     /// The group of each occurrence's job; absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1013,12 +1017,14 @@ pub struct ScheduleJob {
     pub policy: Option<serde_json::Value>,
     pub priority: i64,
     pub queue: String,
-    /// The request each occurrence's job makes.
+    /// The request each occurrence's job makes; secrets in its URL's query and its headers
+    /// redacted, as a job's view redacts them.
     pub request: ScheduleJobRequest,
     pub tags: Vec<String>,
 }
 
-/// The request each occurrence's job makes.
+/// The request each occurrence's job makes; secrets in its URL's query and its headers
+/// redacted, as a job's view redacts them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleJobRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]

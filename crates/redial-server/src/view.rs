@@ -106,12 +106,7 @@ pub fn job(j: &Job) -> redial_api::Job {
         last_reason: j.last_reason.clone(),
         cancel_requested: j.cancel_requested,
         request: request(&j.request),
-        callback: j.callback.as_ref().map(|c| redial_api::CallbackView {
-            url: redact::url(&c.url),
-            on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
-            headers: pairs(redact::headers(&c.headers, usize::MAX)),
-            queue: c.queue.clone(),
-        }),
+        callback: j.callback.as_ref().map(callback),
         callback_delivery: j.callback.as_ref().and_then(|c| {
             let event = CallbackEvent::of(j.state).filter(|e| c.on.contains(e))?;
             Some(Callback::delivery_id(j, event, j.replays).0)
@@ -121,6 +116,16 @@ pub fn job(j: &Job) -> redial_api::Job {
         attempt_log: None,
         changes: None,
         original_request: None,
+    }
+}
+
+/// Where a job tells when it finishes, secrets in its URL and headers redacted.
+fn callback(c: &Callback) -> redial_api::CallbackView {
+    redial_api::CallbackView {
+        url: redact::url(&c.url),
+        on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
+        headers: pairs(redact::headers(&c.headers, usize::MAX)),
+        queue: c.queue.clone(),
     }
 }
 
@@ -296,5 +301,70 @@ pub fn queue_groups(g: &redial_engine::QueueGroups) -> redial_api::QueueGroups {
                 forecast: forecast(&v.forecast),
             })
             .collect(),
+    }
+}
+
+/// A schedule as the API shows it: its rule, what it does about missed occurrences, and the job
+/// each occurrence enqueues, secrets in the request's URL and headers (and its callback's)
+/// redacted as a job's view redacts them.
+pub fn schedule(s: &redial_engine::ScheduleView) -> redial_api::Schedule {
+    use redial_engine::{MissedRule, ScheduleRule};
+    let d = &s.definition;
+    let job = &d.job;
+    let (policy, max) = match d.missed {
+        MissedRule::Skip => ("skip", None),
+        MissedRule::RunOnce => ("run_once", None),
+        MissedRule::RunAll { max } => ("run_all", Some(i64::from(max))),
+    };
+    redial_api::Schedule {
+        id: s.id.clone(),
+        rule: match &d.rule {
+            ScheduleRule::Cron { expr, timezone } => redial_api::ScheduleRule {
+                cron: Some(redial_api::ScheduleRuleCron {
+                    expr: expr.clone(),
+                    timezone: timezone.clone(),
+                }),
+                every: None,
+            },
+            ScheduleRule::Every { interval, anchor } => redial_api::ScheduleRule {
+                cron: None,
+                every: Some(redial_api::ScheduleRuleEvery {
+                    interval: redial_policy::Human(*interval).to_string(),
+                    anchor: time(*anchor),
+                }),
+            },
+        },
+        missed: redial_api::ScheduleMissed {
+            policy: policy.to_owned(),
+            max,
+        },
+        job: redial_api::ScheduleJob {
+            queue: job.queue.clone(),
+            endpoint: job.endpoint.clone(),
+            request: redial_api::ScheduleJobRequest {
+                method: job.request.method.clone(),
+                url: redact::url(&job.request.url),
+                headers: pairs(redact::headers(&job.request.headers, usize::MAX)),
+                body: job.request.body.clone(),
+                timeout_ms: job.request.timeout_ms.map(millis),
+                credentials: job.request.credentials.clone(),
+            },
+            priority: i64::from(job.priority),
+            tags: job.tags.clone(),
+            policy: job
+                .policy
+                .as_ref()
+                .and_then(|p| serde_json::to_value(p).ok()),
+            group: job.group.clone(),
+            ordering_key: job.ordering_key.clone(),
+            callback: job.callback.as_ref().map(callback),
+        },
+        source: d.source.clone(),
+        paused: s.paused,
+        next_at: s.next_at.map(time),
+        last_occurrence: s.last_occurrence.map(time),
+        last_fired_at: s.last_fired_at.map(time),
+        created_at: time(s.created_at),
+        updated_at: time(s.updated_at),
     }
 }

@@ -938,7 +938,9 @@ class ScheduleMissed(TypedDict):
 
 
 class ScheduleJobRequest(TypedDict):
-    """The request each occurrence's job makes."""
+    """The request each occurrence's job makes; secrets in its URL's query and its headers redacted,
+    as a job's view redacts them.
+    """
 
     method: str
     url: str
@@ -957,7 +959,9 @@ class ScheduleJob(TypedDict):
     queue: str
     endpoint: str
     request: ScheduleJobRequest
-    """The request each occurrence's job makes."""
+    """The request each occurrence's job makes; secrets in its URL's query and its headers redacted,
+    as a job's view redacts them.
+    """
     priority: int
     tags: list[str]
     policy: NotRequired[dict[str, Any]]
@@ -965,6 +969,10 @@ class ScheduleJob(TypedDict):
     """The group of each occurrence's job; absent when none."""
     ordering_key: NotRequired[str]
     """The ordering key of each occurrence's job; absent when none."""
+    callback: NotRequired[CallbackView]
+    """Where each occurrence's job tells when it finishes (secrets in its URL and headers redacted);
+    absent when none.
+    """
 
 
 class Schedule(TypedDict):

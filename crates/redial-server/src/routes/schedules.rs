@@ -8,7 +8,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 use std::collections::HashMap;
 
 impl From<redial_engine::ScheduleError> for ApiError {
@@ -30,7 +29,7 @@ impl From<redial_engine::ScheduleError> for ApiError {
 }
 
 pub(super) fn schedule_response(status: StatusCode, s: &redial_engine::ScheduleView) -> Response {
-    (status, Json(s)).into_response()
+    (status, Json(crate::view::schedule(s))).into_response()
 }
 
 pub(super) async fn schedule_create(
@@ -83,7 +82,11 @@ pub(super) async fn schedule_list(
         }
     }
     let (schedules, next) = state.engine.schedules_page(after, limit).await?;
-    Ok(Json(json!({ "schedules": schedules, "next_cursor": next })).into_response())
+    Ok(Json(redial_api::ScheduleList {
+        schedules: schedules.iter().map(crate::view::schedule).collect(),
+        next_cursor: next,
+    })
+    .into_response())
 }
 
 pub(super) async fn schedule_show(

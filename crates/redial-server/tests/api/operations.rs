@@ -464,6 +464,42 @@ async fn router_and_extractor_errors_have_the_documented_shape() {
     }
 }
 
+/// A schedule's job shows what a job's view shows: secrets in its URL's query, its headers and
+/// its callback's headers redacted, in every answer (created, read, listed).
+#[tokio::test]
+async fn schedules_show_their_jobs_secrets_redacted() {
+    let a = api();
+    let body = json!({
+        "id": "with-secrets",
+        "every": "1h",
+        "job": {
+            "request": { "method": "POST", "url": "https://api.example.com/x?token=url-secret-1",
+                         "headers": { "Authorization": "Bearer header-secret-2" } },
+            "callback": { "url": "https://app.example.com/done",
+                          "headers": { "Authorization": "Bearer callback-secret-3" } }
+        }
+    });
+    let (s, created) = a.post("/v1/schedules", body).await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let (_, read) = a.get("/v1/schedules/with-secrets").await;
+    let (_, list) = a.get("/v1/schedules").await;
+    for answer in [&created, &read, &list] {
+        let text = answer.to_string();
+        for secret in ["url-secret-1", "header-secret-2", "callback-secret-3"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+    }
+    assert_eq!(
+        read["job"]["request"]["headers"],
+        json!([["Authorization", "[redacted]"]]),
+        "{read}"
+    );
+    assert_eq!(
+        read["job"]["callback"]["url"],
+        "https://app.example.com/done"
+    );
+}
+
 /// Schedules: created, read, listed, replaced, paused, resumed and deleted; each mistake is a
 /// 4xx with its own code.
 #[tokio::test]
