@@ -1465,6 +1465,62 @@ type TokenFailure struct {
 	Reason string `json:"reason"`
 }
 
+// ExportLine is components/schemas/ExportLine.
+//
+// One line of POST /v1/dead-letters/export: the dead job as POST /v1/jobs takes it (redial enqueue
+// --file reads it back), and what became of it under dead. Secrets in its request are as sent.
+type ExportLine struct {
+	ID             string            `json:"id"`
+	Queue          string            `json:"queue"`
+	Endpoint       string            `json:"endpoint"`
+	Request        ExportLineRequest `json:"request"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	Priority       int               `json:"priority"`
+	Tags           []string          `json:"tags"`
+	Group          *string           `json:"group"`
+	// The job's own policy overrides; null when none.
+	Policy   any             `json:"policy"`
+	Callback *ExportCallback `json:"callback"`
+	Dead     ExportLineDead  `json:"dead"`
+}
+
+// ExportLineRequest is ExportLine.request.
+type ExportLineRequest struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// [name, value] pairs, as the job sends them (secrets included: the export is the job as sent).
+	Headers [][]string `json:"headers"`
+	// The body as sent; null for none.
+	Body *string `json:"body"`
+	// Each attempt's time limit, such as "5000ms"; null for the server's default.
+	Timeout *string `json:"timeout"`
+	// The credentials profile it is sent with, if it names one.
+	Credentials *string `json:"credentials"`
+}
+
+// ExportLineDead is ExportLine.dead.
+type ExportLineDead struct {
+	// Its dead-letter category.
+	Category   *string   `json:"category"`
+	Reason     *string   `json:"reason"`
+	CreatedAt  time.Time `json:"created_at"`
+	FinishedAt *string   `json:"finished_at"`
+	Deadline   *string   `json:"deadline"`
+	Replays    int       `json:"replays"`
+	Runs       int       `json:"runs"`
+	Attempts   []Attempt `json:"attempts"`
+}
+
+// ExportCallback is components/schemas/ExportCallback.
+//
+// An exported job's callback, as POST /v1/jobs takes it (its headers as given).
+type ExportCallback struct {
+	URL string       `json:"url"`
+	On  []CallbackOn `json:"on"`
+	// [name, value] pairs, as the job sends them (secrets included: the export is the job as sent).
+	Headers [][]string `json:"headers"`
+}
+
 // JobFilter is the query of listJobs (GET /v1/jobs), less cursor.
 //
 // Which jobs ListJobs lists (the cursor is the iterator's).

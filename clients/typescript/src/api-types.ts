@@ -1652,6 +1652,50 @@ export interface components {
             /** @description Why no token came: the token endpoint's status and error code, or why it could not be reached. */
             reason: string;
         };
+        /** @description One line of POST /v1/dead-letters/export: the dead job as POST /v1/jobs takes it (redial enqueue --file reads it back), and what became of it under dead. Secrets in its request are as sent. */
+        ExportLine: {
+            id: string;
+            queue: string;
+            endpoint: string;
+            request: {
+                method: string;
+                url: string;
+                /** @description [name, value] pairs, as the job sends them (secrets included: the export is the job as sent). */
+                headers: string[][];
+                /** @description The body as sent; null for none. */
+                body: string | null;
+                /** @description Each attempt's time limit, such as "5000ms"; null for the server's default. */
+                timeout: string | null;
+                /** @description The credentials profile it is sent with, if it names one. */
+                credentials: string | null;
+            };
+            idempotency_key: string | null;
+            priority: number;
+            tags: string[];
+            group: string | null;
+            /** @description The job's own policy overrides; null when none. */
+            policy: unknown;
+            callback: components["schemas"]["ExportCallback"] | null;
+            dead: {
+                /** @description Its dead-letter category. */
+                category: string | null;
+                reason: string | null;
+                /** Format: date-time */
+                created_at: string;
+                finished_at: string | null;
+                deadline: string | null;
+                replays: number;
+                runs: number;
+                attempts: components["schemas"]["Attempt"][];
+            };
+        };
+        /** @description An exported job's callback, as POST /v1/jobs takes it (its headers as given). */
+        ExportCallback: {
+            url: string;
+            on: ("completed" | "dead" | "cancelled")[];
+            /** @description [name, value] pairs, as the job sends them (secrets included: the export is the job as sent). */
+            headers: string[][];
+        };
     };
     responses: {
         /** @description The request could not be read. Codes: invalid_json (the body is not JSON), invalid_body (the body could not be read), invalid_state, invalid_category, invalid_cursor, invalid_limit, invalid_event_kind, invalid_pattern, invalid_idempotency_key, invalid_tags, invalid_reason_text, unknown_parameter (query parameters of GET /v1/jobs and GET /v1/events), bad_request (a path or query the router could not decode, such as a path that is not UTF-8). */
@@ -2135,7 +2179,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description NDJSON, a dead letter a line, oldest first */
+            /** @description NDJSON, a dead letter a line (each an ExportLine), oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;

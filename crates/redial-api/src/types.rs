@@ -392,6 +392,63 @@ pub struct EventPage {
     pub next_cursor: String,
 }
 
+/// An exported job's callback, as POST /v1/jobs takes it (its headers as given).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportCallback {
+    /// [name, value] pairs, as the job sends them (secrets included: the export is the job as
+    /// sent).
+    pub headers: Vec<Vec<String>>,
+    pub on: Vec<String>,
+    pub url: String,
+}
+
+/// One line of POST /v1/dead-letters/export: the dead job as POST /v1/jobs takes it (redial
+/// enqueue --file reads it back), and what became of it under dead. Secrets in its request are
+/// as sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportLine {
+    pub callback: Option<ExportCallback>,
+    pub dead: ExportLineDead,
+    pub endpoint: String,
+    pub group: Option<String>,
+    pub id: String,
+    pub idempotency_key: Option<String>,
+    /// The job's own policy overrides; null when none.
+    pub policy: serde_json::Value,
+    pub priority: i64,
+    pub queue: String,
+    pub request: ExportLineRequest,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportLineRequest {
+    /// The body as sent; null for none.
+    pub body: Option<String>,
+    /// The credentials profile it is sent with, if it names one.
+    pub credentials: Option<String>,
+    /// [name, value] pairs, as the job sends them (secrets included: the export is the job as
+    /// sent).
+    pub headers: Vec<Vec<String>>,
+    pub method: String,
+    /// Each attempt's time limit, such as "5000ms"; null for the server's default.
+    pub timeout: Option<String>,
+    pub url: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportLineDead {
+    pub attempts: Vec<Attempt>,
+    /// Its dead-letter category.
+    pub category: Option<String>,
+    pub created_at: String,
+    pub deadline: Option<String>,
+    pub finished_at: Option<String>,
+    pub reason: Option<String>,
+    pub replays: i64,
+    pub runs: i64,
+}
+
 /// How long a backlog takes to drain at the limits in force, and which waiting jobs are
 /// forecast to miss their deadline. The model: every job takes one request (retries, slow start
 /// and the retry budget are not counted), jobs start in the order they would be leased, each no

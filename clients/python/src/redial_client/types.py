@@ -1181,6 +1181,62 @@ class OrderingKeys(TypedDict):
     """The cursor of the next page (the last key of this one); null on the last."""
 
 
+class ExportLineRequest(TypedDict):
+    method: str
+    url: str
+    headers: list[list[str]]
+    """[name, value] pairs, as the job sends them (secrets included: the export is the job as sent).
+    """
+    body: str | None
+    """The body as sent; null for none."""
+    timeout: str | None
+    """Each attempt's time limit, such as "5000ms"; null for the server's default."""
+    credentials: str | None
+    """The credentials profile it is sent with, if it names one."""
+
+
+class ExportCallback(TypedDict):
+    """An exported job's callback, as POST /v1/jobs takes it (its headers as given)."""
+
+    url: str
+    on: list[CallbackOn]
+    headers: list[list[str]]
+    """[name, value] pairs, as the job sends them (secrets included: the export is the job as sent).
+    """
+
+
+class ExportLineDead(TypedDict):
+    category: str | None
+    """Its dead-letter category."""
+    reason: str | None
+    created_at: str
+    finished_at: str | None
+    deadline: str | None
+    replays: int
+    runs: int
+    attempts: list[Attempt]
+
+
+class ExportLine(TypedDict):
+    """One line of POST /v1/dead-letters/export: the dead job as POST /v1/jobs takes it (redial
+    enqueue --file reads it back), and what became of it under dead. Secrets in its request are as
+    sent.
+    """
+
+    id: str
+    queue: str
+    endpoint: str
+    request: ExportLineRequest
+    idempotency_key: str | None
+    priority: int
+    tags: list[str]
+    group: str | None
+    policy: Any
+    """The job's own policy overrides; null when none."""
+    callback: ExportCallback | None
+    dead: ExportLineDead
+
+
 class JobFilter(TypedDict):
     """Query parameters of GET /v1/jobs (the cursor is handled by the iterator)."""
 

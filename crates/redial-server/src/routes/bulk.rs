@@ -14,7 +14,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use redial_engine::BulkKind;
 use redial_store::{JobFilter, JobListParams, JobPages, StoreError};
-use serde_json::json;
 
 /// A bulk action as asked: its filter, the changes (and whether it is a dry run) a replay
 /// carries, and whether the answer waits for it to finish.
@@ -311,36 +310,50 @@ pub(super) async fn export(
 const EXPORT_PAGE: u32 = 200;
 
 /// One exported dead letter: the job as an enqueue takes it, and what became of it.
-fn export_line(job: &redial_store::Job, attempts: &[redial_store::Attempt]) -> serde_json::Value {
-    json!({
-        "id": job.id.0,
-        "queue": job.queue,
-        "endpoint": job.endpoint,
-        "request": {
-            "method": job.request.method,
-            "url": job.request.url,
-            "headers": job.request.headers,
-            "body": job.request.body,
-            "timeout": job.request.timeout_ms.map(|ms| format!("{ms}ms")),
-            "credentials": job.request.credentials,
+fn export_line(
+    job: &redial_store::Job,
+    attempts: &[redial_store::Attempt],
+) -> redial_api::ExportLine {
+    let pairs = |h: &[(String, String)]| -> Vec<Vec<String>> {
+        h.iter().map(|(n, v)| vec![n.clone(), v.clone()]).collect()
+    };
+    redial_api::ExportLine {
+        id: job.id.0.clone(),
+        queue: job.queue.clone(),
+        endpoint: job.endpoint.clone(),
+        request: redial_api::ExportLineRequest {
+            method: job.request.method.clone(),
+            url: job.request.url.clone(),
+            headers: pairs(&job.request.headers),
+            body: job.request.body.clone(),
+            timeout: job.request.timeout_ms.map(|ms| format!("{ms}ms")),
+            credentials: job.request.credentials.clone(),
         },
-        "idempotency_key": job.idempotency_key,
-        "priority": job.priority,
-        "tags": job.tags,
-        "group": job.group,
-        "policy": job.policy,
-        "callback": job.callback.as_ref().map(|c| json!({ "url": c.url, "on": c.on, "headers": c.headers })),
-        "dead": {
-            "category": job.category,
-            "reason": job.last_reason,
-            "created_at": job.created_at,
-            "finished_at": job.finished_at,
-            "deadline": job.deadline,
-            "replays": job.replays,
-            "runs": job.runs,
-            "attempts": attempts,
+        idempotency_key: job.idempotency_key.clone(),
+        priority: i64::from(job.priority),
+        tags: job.tags.clone(),
+        group: job.group.clone(),
+        policy: job
+            .policy
+            .as_ref()
+            .and_then(|p| serde_json::to_value(p).ok())
+            .unwrap_or_default(),
+        callback: job.callback.as_ref().map(|c| redial_api::ExportCallback {
+            url: c.url.clone(),
+            on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
+            headers: pairs(&c.headers),
+        }),
+        dead: redial_api::ExportLineDead {
+            category: job.category.map(|c| c.as_str().to_owned()),
+            reason: job.last_reason.clone(),
+            created_at: view::time(job.created_at),
+            finished_at: job.finished_at.map(view::time),
+            deadline: job.deadline.map(view::time),
+            replays: i64::from(job.replays),
+            runs: i64::from(job.runs),
+            attempts: attempts.iter().map(view::attempt).collect(),
         },
-    })
+    }
 }
 
 /// This node's bulk operations, newest first.
