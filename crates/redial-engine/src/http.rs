@@ -216,21 +216,25 @@ impl Handler for HttpExecutor {
             .send_as(&client, request, header_auth, &job.endpoint)
             .await;
         if let Outcome::Transport(TransportError::Tls) = &out.outcome {
-            // Say which certificate was presented, or that none was: the usual cause is the
-            // server not taking it (an alert such as UnknownCA, BadCertificate,
-            // CertificateRequired).
+            // Say which certificate was presented, or that none was when the server asked for
+            // one: the usual cause is the server not taking it (an alert such as UnknownCA,
+            // BadCertificate, CertificateRequired). A refused server certificate needs no note.
+            let detail = out.error_detail.take().unwrap_or_default();
             let presented = match credentials.and_then(|c| c.client_certificate()) {
-                Some(c) => format!(
+                Some(c) => Some(format!(
                     "the client certificate presented: {}",
                     c.cert_file.display()
-                ),
-                None => format!(
+                )),
+                None if detail.contains("CertificateRequired") => Some(format!(
                     "no client certificate presented: {} has none configured",
                     job.endpoint
-                ),
+                )),
+                None => None,
             };
-            let detail = out.error_detail.take().unwrap_or_default();
-            out.error_detail = Some(format!("{detail} ({presented})"));
+            out.error_detail = Some(match presented {
+                Some(p) => format!("{detail} ({p})"),
+                None => detail,
+            });
         }
         out
     }
