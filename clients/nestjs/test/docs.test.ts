@@ -6,7 +6,7 @@
 // 429, and both halves must do what the page says they do.
 import "reflect-metadata";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -17,7 +17,6 @@ import { Redial, type Job as RedialJob } from "@redial/client";
 import { Queue, QueueEvents, type Job as BullJob } from "bullmq";
 import {
   configCheck,
-  freePort,
   haveRedis,
   packageDir,
   redialBin,
@@ -30,6 +29,7 @@ import {
   type Received,
   type Redis,
   type Server,
+  unsignedCallbackAnswer,
 } from "./helpers";
 import { codeBlocks, commands, compileBlocks, type Block } from "./markdown";
 
@@ -220,24 +220,9 @@ describe("docs/from-bullmq.md, run as written", () => {
     });
 
     test("main.ts starts the application with the raw body kept: an unsigned callback is refused with 401", async () => {
-      const port = await freePort();
-      const child = spawn(process.execPath, [path.join(dir, "dist", "redial", "main.js")], {
-        cwd: dir,
-        env: { ...process.env, PORT: String(port), APP_URL: `http://127.0.0.1:${port}` },
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      let stderr = "";
-      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-      try {
-        const post = () =>
-          fetch(`http://127.0.0.1:${port}/redial/charges`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-        const answer = await waitFor(`main.ts to listen on ${port} (${stderr})`, () => post().catch(() => undefined));
-        // Without the raw body the route would answer 500, saying so.
-        assert.equal(answer.status, 401, await answer.text());
-      } finally {
-        child.kill("SIGTERM");
-        if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
-      }
+      const answer = await unsignedCallbackAnswer(path.join(dir, "dist", "redial", "main.js"), dir, "/redial/charges");
+      // Without the raw body the route would answer 500, saying so.
+      assert.equal(answer.status, 401, answer.body);
     });
   });
 

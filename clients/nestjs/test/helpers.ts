@@ -202,3 +202,28 @@ export async function startRedis(): Promise<Redis> {
     },
   };
 }
+
+/**
+ * Starts the compiled `main.js` of a page's application (in `cwd`, listening on a free port) and
+ * posts an unsigned callback to `route` until it answers: the answer's status and body, once it
+ * does. The process is stopped before this returns.
+ */
+export async function unsignedCallbackAnswer(mainJs: string, cwd: string, route: string): Promise<{ status: number; body: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [mainJs], {
+    cwd,
+    env: { ...process.env, PORT: String(port), APP_URL: `http://127.0.0.1:${port}` },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  try {
+    const post = () =>
+      fetch(`http://127.0.0.1:${port}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const answer = await waitFor(`main.ts to listen on ${port} (${stderr})`, () => post().catch(() => undefined));
+    return { status: answer.status, body: await answer.text() };
+  } finally {
+    child.kill("SIGTERM");
+    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
+  }
+}

@@ -5,7 +5,6 @@
 // redis-server). The README's one shell block, ./run-tests, is what runs this.
 import "reflect-metadata";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -14,7 +13,7 @@ import { Test } from "@nestjs/testing";
 import { Redial, type Job } from "@redial/client";
 import type { RedialCallbackStore } from "@redial/nestjs";
 import { Redis as RedisClient } from "ioredis";
-import { configCheck, freePort, haveRedis, packageDir, startReceiver, startRedis, startServer, waitFor, type Receiver, type Redis, type Server } from "./helpers";
+import { configCheck, haveRedis, packageDir, startReceiver, startRedis, startServer, unsignedCallbackAnswer, type Receiver, type Redis, type Server } from "./helpers";
 import { codeBlocks, commands, compileBlocks, type Block } from "./markdown";
 
 const PAGE = path.join(packageDir, "README.md");
@@ -104,23 +103,8 @@ describe("README.md, run as written", () => {
     });
 
     test("main.ts keeps the raw body: an unsigned callback is refused with 401", async () => {
-      const port = await freePort();
-      const child = spawn(process.execPath, [path.join(dir, "dist", "main.js")], {
-        cwd: dir,
-        env: { ...process.env, PORT: String(port), APP_URL: `http://127.0.0.1:${port}` },
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      let stderr = "";
-      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-      try {
-        const post = () =>
-          fetch(`http://127.0.0.1:${port}/redial/callbacks`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-        const answer = await waitFor(`main.ts to listen on ${port} (${stderr})`, () => post().catch(() => undefined));
-        assert.equal(answer.status, 401, await answer.text());
-      } finally {
-        child.kill("SIGTERM");
-        if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
-      }
+      const answer = await unsignedCallbackAnswer(path.join(dir, "dist", "main.js"), dir, "/redial/callbacks");
+      assert.equal(answer.status, 401, answer.body);
     });
   });
 

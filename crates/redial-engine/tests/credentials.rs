@@ -351,6 +351,34 @@ fn test_certs() -> tempfile::TempDir {
     dir
 }
 
+/// Enqueues job `id` to `server` and runs it once: the server refuses the handshake, so the job
+/// is retried (not dead), its attempt is a `tls` error, and nothing was answered. The attempt's
+/// reason.
+async fn refused_in_handshake(
+    s: &TestEngine,
+    server: &redial_test_receiver::TlsServer,
+    id: &str,
+) -> String {
+    s.enqueue_posts([(id.to_owned(), server.url("/pay"), None)])
+        .await;
+    s.settle().await;
+    let (job, attempts) = s
+        .store
+        .job_get(&JobId::from(id))
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(job.state, JobState::Scheduled, "retried, not dead");
+    assert_eq!(
+        attempts[0].error.as_deref(),
+        Some("tls"),
+        "{:?}",
+        attempts[0]
+    );
+    assert_eq!(server.answered(), 0);
+    attempts[0].error_detail.clone().unwrap_or_default()
+}
+
 /// A server that requires a client certificate: refused in the handshake with one another CA
 /// signed, and with none (a TLS transport error whose reason says which, retried as an unknown
 /// outcome), then, the certificate and key files replaced while the job waits (a rotation, no
@@ -380,28 +408,11 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
         allow_job_credentials: false,
     };
     let s = engine_for(manual_clock(), &server.url("/"), credentials).await;
-    s.enqueue_posts([("m".to_owned(), server.url("/pay"), None)])
-        .await;
-    s.settle().await;
-    let (job, attempts) = s
-        .store
-        .job_get(&JobId::from("m"))
-        .await
-        .expect("get")
-        .expect("kept");
-    assert_eq!(job.state, JobState::Scheduled, "retried, not dead");
-    assert_eq!(
-        attempts[0].error.as_deref(),
-        Some("tls"),
-        "{:?}",
-        attempts[0]
-    );
-    let detail = attempts[0].error_detail.clone().unwrap_or_default();
+    let detail = refused_in_handshake(&s, &server, "m").await;
     assert!(
         detail.to_ascii_lowercase().contains("certificate"),
         "{detail}"
     );
-    assert_eq!(server.answered(), 0);
     s.stop().await;
 
     // None at all: the server's CA trusted (`ca_file` alone), a bearer token, no certificate.
@@ -416,29 +427,12 @@ async fn a_client_certificate_is_presented_and_a_rotated_one_is_used() {
         allow_job_credentials: false,
     };
     let s = engine_for(manual_clock(), &server.url("/"), none).await;
-    s.enqueue_posts([("n".to_owned(), server.url("/pay"), None)])
-        .await;
-    s.settle().await;
-    let (job, attempts) = s
-        .store
-        .job_get(&JobId::from("n"))
-        .await
-        .expect("get")
-        .expect("kept");
-    assert_eq!(job.state, JobState::Scheduled, "retried, not dead");
-    assert_eq!(
-        attempts[0].error.as_deref(),
-        Some("tls"),
-        "{:?}",
-        attempts[0]
-    );
-    let detail = attempts[0].error_detail.clone().unwrap_or_default();
+    let detail = refused_in_handshake(&s, &server, "n").await;
     println!("no certificate: {detail}");
     assert!(
         detail.contains("no client certificate presented"),
         "{detail}"
     );
-    assert_eq!(server.answered(), 0);
     s.stop().await;
 
     // The wrong one again, then the rotation: the right certificate and key in the same files.
