@@ -164,7 +164,7 @@ impl Handler for HttpExecutor {
             Ok(c) => c,
             Err(e) => return Self::refused(format!("the credentials of {}: {e}", job.endpoint)),
         };
-        let mut builder = client.request(method.clone(), url).timeout(
+        let mut builder = client.request(method.clone(), url.clone()).timeout(
             req.timeout_ms
                 .map_or(self.config.default_timeout, Duration::from_millis),
         );
@@ -215,6 +215,25 @@ impl Handler for HttpExecutor {
         let mut out = self
             .send_as(&client, request, header_auth, &job.endpoint)
             .await;
+        if out.outcome == Outcome::Transport(TransportError::ConnectionReset)
+            && out
+                .error_detail
+                .as_deref()
+                .is_some_and(|d| d.contains("connection was not ready"))
+        {
+            // Closed before the request went out: under TLS 1.3, a server refusing the client's
+            // certificate (`tls_probe.rs`). Ask it again, without a request.
+            let tls = credentials.and_then(|c| c.tls());
+            let limit = self.config.connect_timeout.min(Duration::from_secs(5));
+            let allow = self.config.allow_private_networks;
+            if let Some(alert) = crate::tls_probe::refusal(&url, tls, allow, limit).await {
+                let detail = out.error_detail.take().unwrap_or_default();
+                out.outcome = Outcome::Transport(TransportError::Tls);
+                out.error_detail = Some(format!(
+                    "{detail}; the server closed the connection after the TLS handshake, and a second handshake, without a request, was refused: {alert}"
+                ));
+            }
+        }
         if let Outcome::Transport(TransportError::Tls) = &out.outcome {
             // Say which certificate was presented, or that none was when the server asked for
             // one: the usual cause is the server not taking it (an alert such as UnknownCA,

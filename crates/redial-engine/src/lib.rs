@@ -20,6 +20,7 @@ mod shutdown;
 // Re-exported where they were, so that `redial_engine::otel` (and the others) still name them.
 pub use redial_observe::{metrics, otel, series};
 pub mod signing;
+mod tls_probe;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;
