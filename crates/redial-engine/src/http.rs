@@ -215,46 +215,11 @@ impl Handler for HttpExecutor {
         let mut out = self
             .send_as(&client, request, header_auth, &job.endpoint)
             .await;
-        if out.outcome == Outcome::Transport(TransportError::ConnectionReset)
-            && out
-                .error_detail
-                .as_deref()
-                .is_some_and(|d| d.contains("connection was not ready"))
-        {
-            // Closed before the request went out: under TLS 1.3, a server refusing the client's
-            // certificate (`tls_probe.rs`). Ask it again, without a request.
-            let tls = credentials.and_then(|c| c.tls());
-            let limit = self.config.connect_timeout.min(Duration::from_secs(5));
-            let allow = self.config.allow_private_networks;
-            if let Some(alert) = crate::tls_probe::refusal(&url, tls, allow, limit).await {
-                let detail = out.error_detail.take().unwrap_or_default();
-                out.outcome = Outcome::Transport(TransportError::Tls);
-                out.error_detail = Some(format!(
-                    "{detail}; the server closed the connection after the TLS handshake, and a second handshake, without a request, was refused: {alert}"
-                ));
-            }
-        }
-        if let Outcome::Transport(TransportError::Tls) = &out.outcome {
-            // Say which certificate was presented, or that none was when the server asked for
-            // one: the usual cause is the server not taking it (an alert such as UnknownCA,
-            // BadCertificate, CertificateRequired). A refused server certificate needs no note.
-            let detail = out.error_detail.take().unwrap_or_default();
-            let presented = match credentials.and_then(|c| c.client_certificate()) {
-                Some(c) => Some(format!(
-                    "the client certificate presented: {}",
-                    c.cert_file.display()
-                )),
-                None if detail.contains("CertificateRequired") => Some(format!(
-                    "no client certificate presented: {} has none configured",
-                    job.endpoint
-                )),
-                None => None,
-            };
-            out.error_detail = Some(match presented {
-                Some(p) => format!("{detail} ({p})"),
-                None => detail,
-            });
-        }
+        // A TLS failure's reason says what the server refused (`tls_failure.rs`).
+        let limit = self.config.connect_timeout.min(Duration::from_secs(5));
+        let allow = self.config.allow_private_networks;
+        let creds = credentials.map(|c| &**c);
+        crate::tls_failure::explain(&mut out, &url, creds, &job.endpoint, allow, limit).await;
         out
     }
 }

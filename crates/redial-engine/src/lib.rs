@@ -20,7 +20,7 @@ mod shutdown;
 // Re-exported where they were, so that `redial_engine::otel` (and the others) still name them.
 pub use redial_observe::{metrics, otel, series};
 pub mod signing;
-mod tls_probe;
+mod tls_failure;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use endpoints::EndpointSettings;

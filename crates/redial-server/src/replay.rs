@@ -165,27 +165,11 @@ pub fn plan(
     now: Timestamp,
 ) -> Result<Plan, ApiError> {
     let p = &changes.patch;
-    let url = match (&p.url, &p.url_prefix) {
-        (Some(url), _) => url.clone(),
-        (None, Some(px)) => match job.request.url.strip_prefix(px.from.as_str()) {
-            Some(rest) => format!("{}{rest}", px.to),
-            None => {
-                return Ok(Plan::Skip(format!(
-                    "its URL does not start with {}",
-                    redact::url(&px.from)
-                )))
-            }
-        },
-        (None, None) => job.request.url.clone(),
+    let url = match patched_url(p, &job.request.url) {
+        Ok(url) => url,
+        Err(skip) => return Ok(Plan::Skip(skip)),
     };
-    let mut headers = job.request.headers.clone();
-    if let Some(h) = &p.headers {
-        headers.retain(|(n, _)| {
-            !h.remove.iter().any(|r| r.eq_ignore_ascii_case(n))
-                && !h.set.keys().any(|s| s.eq_ignore_ascii_case(n))
-        });
-        headers.extend(h.set.iter().map(|(n, v)| (n.clone(), v.clone())));
-    }
+    let headers = patched_headers(p, &job.request.headers);
     let body = match &p.body {
         None => job.request.body.clone().map(serde_json::Value::String),
         Some(serde_json::Value::Null) => None,
@@ -263,6 +247,35 @@ pub fn plan(
     };
     params.change.changed = changed(&params);
     Ok(Plan::Change(Box::new(params)))
+}
+
+/// The job's URL as the patch changes it (`url`, or `url_prefix` replaced); a job whose URL
+/// does not start with the prefix is skipped, for the reason returned.
+fn patched_url(p: &PatchInput, url: &str) -> Result<String, String> {
+    match (&p.url, &p.url_prefix) {
+        (Some(url), _) => Ok(url.clone()),
+        (None, Some(px)) => match url.strip_prefix(px.from.as_str()) {
+            Some(rest) => Ok(format!("{}{rest}", px.to)),
+            None => Err(format!(
+                "its URL does not start with {}",
+                redact::url(&px.from)
+            )),
+        },
+        (None, None) => Ok(url.to_owned()),
+    }
+}
+
+/// The job's headers as the patch changes them: those removed or set go, those set come in.
+fn patched_headers(p: &PatchInput, headers: &[(String, String)]) -> Vec<(String, String)> {
+    let mut headers = headers.to_vec();
+    if let Some(h) = &p.headers {
+        headers.retain(|(n, _)| {
+            !h.remove.iter().any(|r| r.eq_ignore_ascii_case(n))
+                && !h.set.keys().any(|s| s.eq_ignore_ascii_case(n))
+        });
+        headers.extend(h.set.iter().map(|(n, v)| (n.clone(), v.clone())));
+    }
+    headers
 }
 
 /// One line per change, for people: URLs redacted, no header's value.

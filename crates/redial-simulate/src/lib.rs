@@ -20,10 +20,12 @@
 //! Over 600 lines: the model's types, what model endpoints answer, and the simulation's steps: one
 //! model, read in one place.
 
-use redial_policy::endpoint::{Admission, EndpointConfig, EndpointState, Observed, Permit};
+use redial_policy::endpoint::{
+    conclude, Admission, Concluded, EndpointConfig, EndpointState, Permit,
+};
 use redial_policy::Method;
 use redial_policy::{
-    decide, Action, DeadCategory, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
+    Action, DeadCategory, JobCounters, Outcome, Policy, Response, SplitMix64, Timestamp,
     TransportError,
 };
 use std::cmp::Reverse;
@@ -531,12 +533,24 @@ impl<'a> Sim<'a> {
             let e = &mut self.eps[job.ep];
             self.busy[e.queue] -= 1;
             e.in_flight -= 1;
-            let mut d = decide(&outcome, &job.counters, e.policy, now, &mut self.jitter);
-            let mut observed = Observed::of(&outcome, &d, now);
-            observed.others_in_flight = e.in_flight;
-            observed.job = Some(job.seq);
-            let finished = e.state.finish(e.cfg, now, permit, &observed);
-            job.counters = finished.apply(&mut d, &job.counters, e.policy, now);
+            let (in_flight, seq) = (e.in_flight, job.seq);
+            let Concluded {
+                decision: d,
+                after,
+                finished,
+            } = conclude(
+                &outcome,
+                &job.counters,
+                e.policy,
+                now,
+                &mut self.jitter,
+                |mut observed| {
+                    observed.others_in_flight = in_flight;
+                    observed.job = Some(seq);
+                    e.state.finish(e.cfg, now, permit, &observed)
+                },
+            );
+            job.counters = after;
             if let Some(since) = finished.recovered_from {
                 // The outage is over: retries scheduled since it began are due now.
                 let waiting: Vec<_> = std::mem::take(&mut e.retries).into_vec();

@@ -2,9 +2,11 @@
 //! write the result.
 //!
 //! Where an attempt's result goes, in order (`attempt.rs` runs the handler; `record` then):
-//! 1. **decide**: `redial_policy::decide(outcome, counters, policy, now, jitter)`, pure;
-//! 2. **the endpoint learns** (`Admitted::finish` with what `Observed::of` makes of the result): a pause
-//!    or an open breaker applies to the next lease at once; the run slot frees;
+//! 1. **decide, the endpoint learning** (`redial_policy::endpoint::conclude`: the policy's
+//!    `decide`, then `Admitted::finish` with what `Observed::of` makes of the result, then what
+//!    the endpoint asks applied to the decision): a pause or an open breaker applies to the next
+//!    lease at once;
+//! 2. **the run slot frees**;
 //! 3. **counters and histograms** (`count_attempt`: attempts, decisions, deferrals, dead letters,
 //!    durations, latency);
 //! 4. **the recording line**: the lease slot is traded for a place in it, so the queue's next
@@ -28,8 +30,8 @@ use crate::endpoints::Admitted;
 use crate::handler::AttemptOutput;
 use crate::otel::JobContext;
 use crate::redact;
-use redial_policy::endpoint::{Finished, Observed};
-use redial_policy::{decide, Action, Decision, JobCounters, Outcome, Policy, Timestamp};
+use redial_policy::endpoint::{conclude, Concluded};
+use redial_policy::{Action, Decision, JobCounters, Outcome, Policy, Timestamp};
 use redial_store::{Attempt, Job, RecordAttemptParams, StoreError, Transition};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,7 +49,11 @@ pub(super) async fn record(
 ) {
     let now = inner.clock.now();
     let policy = inner.policy_for(job);
-    let (decision, after, finished) = decided(inner, job, &ran, &policy, admission, now);
+    let Concluded {
+        decision,
+        after,
+        finished,
+    } = decided(inner, job, &ran, &policy, admission, now);
     drop(slot.run.take());
     // A finished attempt may have taught a pause or opened a breaker: the other nodes hear of
     // it at once.
@@ -88,9 +94,11 @@ pub(super) async fn record(
     write(inner, job, params, now).await;
 }
 
-/// The decision on the attempt: the policy's (`decide`), then the endpoint's protection
-/// (`Finished::apply`: a bare 429 at the endpoint's pace, a quarantine's probe); the job's
-/// counters after it, and what the endpoint learned.
+/// The decision on the attempt, concluded (`redial_policy::endpoint::conclude`): the policy's,
+/// with the endpoint's protection in it (a bare 429 at the endpoint's pace; the failure that made
+/// its endpoint suspect retried at once, to tell; a quarantined endpoint's failed probe: the job
+/// waits for the next probe and keeps its counters, unless it fails for its own sake, which the
+/// endpoint tells by the job's seq); the job's counters after it, and what the endpoint learned.
 fn decided(
     inner: &Inner,
     job: &Job,
@@ -98,7 +106,7 @@ fn decided(
     policy: &Policy,
     admission: Admitted,
     now: Timestamp,
-) -> (Decision, JobCounters, Finished) {
+) -> Concluded {
     let counters = JobCounters {
         failures: job.attempts,
         unknown_failures: job.unknown_attempts,
@@ -109,20 +117,19 @@ fn decided(
         method: redial_policy::Method::from_name(&job.request.method),
         last_delay: job.last_delay_ms.map(Duration::from_millis),
     };
-    let mut decision = {
-        let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
-        decide(&ran.output.outcome, &counters, policy, now, &mut *jitter)
-    };
-    // A bare 429 from an endpoint that paces: the job goes again at the pace, not after its own
-    // deferral backoff. The failure that made its endpoint suspect: retried at once, to tell. A
-    // quarantined endpoint's failed probe: the job waits for the next probe and
-    // keeps its counters (quarantine holds jobs, it does not fail them; a deadline still ends
-    // them), unless the job fails for its own sake, which the endpoint tells by the job's seq.
-    let mut observed = Observed::of(&ran.output.outcome, &decision, now);
-    observed.job = u64::try_from(job.seq).ok();
-    let finished = admission.finish(now, observed, now.saturating_since(ran.started_at));
-    let after = finished.apply(&mut decision, &counters, policy, now);
-    (decision, after, finished)
+    let took = now.saturating_since(ran.started_at);
+    let mut jitter = inner.jitter.lock().unwrap_or_else(|p| p.into_inner());
+    conclude(
+        &ran.output.outcome,
+        &counters,
+        policy,
+        now,
+        &mut *jitter,
+        |mut observed| {
+            observed.job = u64::try_from(job.seq).ok();
+            admission.finish(now, observed, took)
+        },
+    )
 }
 
 /// The attempt told: its log event, and its span (and the job's, when it ends) when sampled.

@@ -14,12 +14,44 @@ use super::breaker::BreakerState;
 use super::config::EndpointConfig;
 use super::state::EndpointState;
 use crate::classify::Category;
-use crate::decide::{Decision, JobCounters};
+use crate::decide::{decide, Decision, JobCounters};
+use crate::jitter::Jitter;
 use crate::outcome::{Outcome, TransportError};
 use crate::policy::Policy;
 use crate::quota::quota;
 use crate::time::Timestamp;
 use crate::{status_phrase, Human};
+
+/// An attempt's end, concluded: the decision with its endpoint's part in it, the job's counters
+/// after it, and what the endpoint asked besides (a recovery, a hold).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Concluded {
+    pub decision: Decision,
+    pub after: JobCounters,
+    pub finished: Finished,
+}
+
+/// Concludes an attempt that ended in `outcome` for a job with `counters`: decides, lets its
+/// endpoint learn from it (`learn`, given what the endpoint observes: the caller adds the job's
+/// sequence and what else is in flight, records it in the endpoint's state, and returns what the
+/// endpoint asks), and applies that to the decision. Pure but for what `learn` does.
+pub fn conclude(
+    outcome: &Outcome,
+    counters: &JobCounters,
+    policy: &Policy,
+    now: Timestamp,
+    jitter: &mut dyn Jitter,
+    learn: impl FnOnce(Observed) -> Finished,
+) -> Concluded {
+    let mut decision = decide(outcome, counters, policy, now, jitter);
+    let finished = learn(Observed::of(outcome, &decision, now));
+    let after = finished.apply(&mut decision, counters, policy, now);
+    Concluded {
+        decision,
+        after,
+        finished,
+    }
+}
 
 /// What a finished attempt tells its job besides the decision, and the engine besides the
 /// endpoint's state.

@@ -102,7 +102,7 @@ pub use admission::{Admission, Hold, HoldKind, Observed, Permit, ResultClass};
 pub use breaker::{BreakerEvent, BreakerState};
 pub use cluster::SharedHolds;
 pub use config::{BreakerConfig, BudgetConfig, EndpointConfig, Rate, WhenExhausted};
-pub use finish::{Finished, Sooner};
+pub use finish::{conclude, Concluded, Finished, Sooner};
 pub use forecast::{pace_text, AtRisk, Forecast, ForecastInput, WaitingDeadline};
 pub use pause::HandPause;
 pub use share::Share;

@@ -1,4 +1,5 @@
-//! Why a server closed a TLS connection before the request went out.
+//! What a TLS failure's reason says: the certificate presented (or that none was, when the
+//! server asked for one), and why a server closed a connection before the request went out.
 //!
 //! Under TLS 1.3 a server checks the client's certificate after the client has finished its
 //! half of the handshake: the HTTP client holds a connection it thinks is ready, the server's
@@ -8,14 +9,63 @@
 //! then, one handshake of our own with the same certificate and CA, no request sent, reads what
 //! the server answers: its alert, or nothing (the closed connection was something else).
 
-use crate::credentials::Mtls;
+use crate::credentials::{EndpointCredentials, Mtls};
+use crate::handler::AttemptOutput;
 use crate::net::is_public;
+use redial_policy::{Outcome, TransportError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
+
+/// Explains `out`, an attempt at `url` (of `endpoint`) sent with `credentials`: a connection
+/// closed before the request went out is asked again ([`refusal`]), and is a `tls` error when
+/// the server's alert answers; a `tls` error's reason names the certificate presented, or says
+/// that none was when the server asked for one (`CertificateRequired`). A refused server
+/// certificate needs no note.
+pub(crate) async fn explain(
+    out: &mut AttemptOutput,
+    url: &url::Url,
+    credentials: Option<&EndpointCredentials>,
+    endpoint: &str,
+    allow_private: bool,
+    limit: Duration,
+) {
+    let not_ready = out
+        .error_detail
+        .as_deref()
+        .is_some_and(|d| d.contains("connection was not ready"));
+    if out.outcome == Outcome::Transport(TransportError::ConnectionReset) && not_ready {
+        let tls = credentials.and_then(|c| c.tls());
+        if let Some(alert) = refusal(url, tls, allow_private, limit).await {
+            let detail = out.error_detail.take().unwrap_or_default();
+            out.outcome = Outcome::Transport(TransportError::Tls);
+            out.error_detail = Some(format!(
+                "{detail}; the server closed the connection after the TLS handshake, and a second handshake, without a request, was refused: {alert}"
+            ));
+        }
+    }
+    if out.outcome != Outcome::Transport(TransportError::Tls) {
+        return;
+    }
+    let detail = out.error_detail.take().unwrap_or_default();
+    let presented = match credentials.and_then(|c| c.client_certificate()) {
+        Some(c) => Some(format!(
+            "the client certificate presented: {}",
+            c.cert_file.display()
+        )),
+        None if detail.contains("CertificateRequired") => Some(format!(
+            "no client certificate presented: {endpoint} has none configured"
+        )),
+        None => None,
+    };
+    out.error_detail = Some(match presented {
+        Some(p) => format!("{detail} ({p})"),
+        None => detail,
+    });
+}
 
 /// The alert (or refused handshake) `url`'s server answers a handshake with, presenting the
 /// client certificate and trusting the CA of `tls`, within `limit`. None when the server took
