@@ -21,7 +21,7 @@ pub struct Affected {
     pub skipped: Option<i64>,
     /// Without changes: how the operation ended (cancelled: affected says how many before)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<OperationState>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ pub struct AlertList {
 pub struct Attempt {
     /// The outcome's category: success, defer, transient, permanent, unknown (held: not sent).
     pub category: String,
-    pub dead_category: Option<String>,
+    pub dead_category: Option<DeadCategory>,
     /// complete, retry, defer, dead or cancelled.
     pub decision: String,
     pub delay_ms: Option<i64>,
@@ -112,7 +112,7 @@ pub struct CallbackInput {
     pub headers: Option<serde_json::Value>,
     /// The events that make a delivery; completed and dead when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on: Option<Vec<String>>,
+    pub on: Option<Vec<CallbackOn>>,
     /// An http or https URL with a host and a port other than 0.
     pub url: String,
 }
@@ -121,7 +121,7 @@ pub struct CallbackInput {
 pub struct CallbackView {
     /// Secret values redacted.
     pub headers: Vec<Vec<String>>,
-    pub on: Vec<String>,
+    pub on: Vec<CallbackOn>,
     /// The queue its deliveries run in.
     pub queue: String,
     /// Secrets in the URL redacted.
@@ -130,7 +130,7 @@ pub struct CallbackView {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeadGroup {
-    pub category: String,
+    pub category: DeadCategory,
     pub count: i64,
     pub endpoint: String,
     /// When the first of them went dead
@@ -157,7 +157,7 @@ pub struct DeadLetterFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
+    pub category: Option<DeadCategory>,
     /// Replay only: answer what would change (ReplayPreview) and change nothing
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
@@ -165,7 +165,7 @@ pub struct DeadLetterFilter {
     pub endpoint: Option<String>,
     /// Replay only: keep (the default) or renew the idempotency keys
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<KeyChoice>,
     /// Replay only: the changes, applied job by job (each job its own transaction; a job
     /// replayed meanwhile is skipped)
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,7 +229,7 @@ pub struct Dismissed {
 /// backlog.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Endpoint {
-    pub breaker: String,
+    pub breaker: BreakerState,
     pub breaker_history: Vec<EndpointBreakerHistory>,
     pub breaker_until: Option<String>,
     pub breaker_window_calls: i64,
@@ -309,7 +309,7 @@ pub struct EndpointCredentials {
     /// The client certificate's file its connections present (mutual TLS: kind mtls, or
     /// cert_file and key_file beside another kind); null without one.
     pub client_certificate: Option<String>,
-    pub kind: String,
+    pub kind: CredentialsKind,
     /// Where the secret (OAuth2: the client secret; mtls: the private key) is read from: "env
     /// NAME", "file PATH" or "literal". Never its value.
     pub secret_from: String,
@@ -375,7 +375,7 @@ pub struct Event {
     /// Why: the job's last reason (for job.replayed, the reason it had died with), the pause's
     /// or the breaker's
     pub reason: Option<String>,
-    pub r#type: String,
+    pub r#type: EventType,
     /// Until when a pause or an open breaker holds, as known when it began (none for a pause
     /// until resumed, or a breaker probing)
     pub until: Option<String>,
@@ -398,7 +398,7 @@ pub struct ExportCallback {
     /// [name, value] pairs, as the job sends them (secrets included: the export is the job as
     /// sent).
     pub headers: Vec<Vec<String>>,
-    pub on: Vec<String>,
+    pub on: Vec<CallbackOn>,
     pub url: String,
 }
 
@@ -530,7 +530,7 @@ pub struct Job {
     pub callback_for: Option<String>,
     pub cancel_requested: bool,
     /// The dead-letter category, for dead jobs.
-    pub category: Option<String>,
+    pub category: Option<DeadCategory>,
     /// What replays with changes did, oldest first (with the attempt log, when any)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Vec<JobChange>>,
@@ -562,7 +562,7 @@ pub struct Job {
     pub runs: i64,
     /// Times its lease expired mid-attempt.
     pub stalls: i64,
-    pub state: String,
+    pub state: JobState,
     pub tags: Vec<String>,
     pub unknown_attempts: i64,
     pub updated_at: String,
@@ -782,9 +782,9 @@ pub struct Operation {
     pub error: Option<String>,
     pub finished_at: Option<String>,
     pub id: String,
-    pub kind: String,
+    pub kind: OperationKind,
     pub started_at: String,
-    pub state: String,
+    pub state: OperationState,
     /// The dead letters the filter matched when it started
     pub total: i64,
 }
@@ -816,7 +816,7 @@ pub struct OrderingKeys {
     /// The cursor of the next page (the last key of this one); null on the last.
     pub next_cursor: Option<String>,
     /// The queue's setting: what a dead job does to its key.
-    pub ordering_on_dead: String,
+    pub ordering_on_dead: OrderingOnDead,
     pub queue: String,
 }
 
@@ -857,7 +857,7 @@ pub struct Queue {
     pub name: String,
     /// What a dead job does to its ordering key: block (the key waits until the job is replayed
     /// or dismissed) or skip (the next job of the key goes on).
-    pub ordering_on_dead: String,
+    pub ordering_on_dead: OrderingOnDead,
     /// While in force, none of its jobs is leased (those running finish).
     pub paused_by_hand: Option<HandPause>,
 }
@@ -911,7 +911,7 @@ pub struct ReplayInput {
     /// keep (the default) sends the same idempotency key, so the provider still drops a repeat;
     /// renew gives the job a new one, for a first request that was wrong and must count as new
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<KeyChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<ReplayPatch>,
 }
@@ -1025,7 +1025,7 @@ pub struct Schedule {
     pub paused: bool,
     pub rule: ScheduleRule,
     /// config: defined in the configuration file, kept in step with it at each start.
-    pub source: String,
+    pub source: ScheduleSource,
     pub updated_at: String,
 }
 
@@ -1053,7 +1053,7 @@ pub struct ScheduleRuleCron {
 pub struct ScheduleMissed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<i64>,
-    pub policy: String,
+    pub policy: Missed,
 }
 
 /// The job each occurrence enqueues.
@@ -1125,7 +1125,7 @@ pub struct ScheduleInput {
     /// run_once runs one job for them all (the latest); run_all runs each, the latest
     /// missed_max at most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub missed: Option<String>,
+    pub missed: Option<Missed>,
     /// With run_all: the most missed occurrences run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missed_max: Option<i64>,
@@ -1192,17 +1192,17 @@ pub struct Stats {
 pub struct StatsQueues {
     /// For dead jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
+    pub category: Option<DeadCategory>,
     pub count: i64,
     pub queue: String,
-    pub state: String,
+    pub state: JobState,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsEndpoints {
     pub count: i64,
     pub endpoint: String,
-    pub state: String,
+    pub state: JobState,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -1211,4 +1211,616 @@ pub struct TokenFailure {
     /// Why no token came: the token endpoint's status and error code, or why it could not be
     /// reached.
     pub reason: String,
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BreakerState {
+    #[serde(rename = "closed")]
+    Closed,
+    #[serde(rename = "open")]
+    Open,
+    #[serde(rename = "half_open")]
+    HalfOpen,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl BreakerState {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [BreakerState] = &[
+        BreakerState::Closed,
+        BreakerState::Open,
+        BreakerState::HalfOpen,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+            BreakerState::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> BreakerState {
+        BreakerState::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(BreakerState::Other)
+    }
+}
+
+impl std::fmt::Display for BreakerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CallbackOn {
+    #[serde(rename = "completed")]
+    Completed,
+    #[serde(rename = "dead")]
+    Dead,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl CallbackOn {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [CallbackOn] = &[
+        CallbackOn::Completed,
+        CallbackOn::Dead,
+        CallbackOn::Cancelled,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CallbackOn::Completed => "completed",
+            CallbackOn::Dead => "dead",
+            CallbackOn::Cancelled => "cancelled",
+            CallbackOn::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> CallbackOn {
+        CallbackOn::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(CallbackOn::Other)
+    }
+}
+
+impl std::fmt::Display for CallbackOn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CredentialsKind {
+    #[serde(rename = "bearer")]
+    Bearer,
+    #[serde(rename = "basic")]
+    Basic,
+    #[serde(rename = "header")]
+    Header,
+    #[serde(rename = "oauth2_client_credentials")]
+    Oauth2ClientCredentials,
+    #[serde(rename = "mtls")]
+    Mtls,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl CredentialsKind {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [CredentialsKind] = &[
+        CredentialsKind::Bearer,
+        CredentialsKind::Basic,
+        CredentialsKind::Header,
+        CredentialsKind::Oauth2ClientCredentials,
+        CredentialsKind::Mtls,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CredentialsKind::Bearer => "bearer",
+            CredentialsKind::Basic => "basic",
+            CredentialsKind::Header => "header",
+            CredentialsKind::Oauth2ClientCredentials => "oauth2_client_credentials",
+            CredentialsKind::Mtls => "mtls",
+            CredentialsKind::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> CredentialsKind {
+        CredentialsKind::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(CredentialsKind::Other)
+    }
+}
+
+impl std::fmt::Display for CredentialsKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DeadCategory {
+    #[serde(rename = "permanent")]
+    Permanent,
+    #[serde(rename = "transient_exhausted")]
+    TransientExhausted,
+    #[serde(rename = "unknown_exhausted")]
+    UnknownExhausted,
+    #[serde(rename = "deferral_exhausted")]
+    DeferralExhausted,
+    #[serde(rename = "deadline_exceeded")]
+    DeadlineExceeded,
+    #[serde(rename = "budget_exhausted")]
+    BudgetExhausted,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl DeadCategory {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [DeadCategory] = &[
+        DeadCategory::Permanent,
+        DeadCategory::TransientExhausted,
+        DeadCategory::UnknownExhausted,
+        DeadCategory::DeferralExhausted,
+        DeadCategory::DeadlineExceeded,
+        DeadCategory::BudgetExhausted,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeadCategory::Permanent => "permanent",
+            DeadCategory::TransientExhausted => "transient_exhausted",
+            DeadCategory::UnknownExhausted => "unknown_exhausted",
+            DeadCategory::DeferralExhausted => "deferral_exhausted",
+            DeadCategory::DeadlineExceeded => "deadline_exceeded",
+            DeadCategory::BudgetExhausted => "budget_exhausted",
+            DeadCategory::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> DeadCategory {
+        DeadCategory::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(DeadCategory::Other)
+    }
+}
+
+impl std::fmt::Display for DeadCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventType {
+    #[serde(rename = "job.completed")]
+    JobCompleted,
+    #[serde(rename = "job.dead")]
+    JobDead,
+    #[serde(rename = "job.cancelled")]
+    JobCancelled,
+    #[serde(rename = "job.replayed")]
+    JobReplayed,
+    #[serde(rename = "endpoint.paused")]
+    EndpointPaused,
+    #[serde(rename = "endpoint.resumed")]
+    EndpointResumed,
+    #[serde(rename = "endpoint.breaker_opened")]
+    EndpointBreakerOpened,
+    #[serde(rename = "endpoint.breaker_closed")]
+    EndpointBreakerClosed,
+    #[serde(rename = "endpoint.quarantined")]
+    EndpointQuarantined,
+    #[serde(rename = "endpoint.recovered")]
+    EndpointRecovered,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl EventType {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [EventType] = &[
+        EventType::JobCompleted,
+        EventType::JobDead,
+        EventType::JobCancelled,
+        EventType::JobReplayed,
+        EventType::EndpointPaused,
+        EventType::EndpointResumed,
+        EventType::EndpointBreakerOpened,
+        EventType::EndpointBreakerClosed,
+        EventType::EndpointQuarantined,
+        EventType::EndpointRecovered,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventType::JobCompleted => "job.completed",
+            EventType::JobDead => "job.dead",
+            EventType::JobCancelled => "job.cancelled",
+            EventType::JobReplayed => "job.replayed",
+            EventType::EndpointPaused => "endpoint.paused",
+            EventType::EndpointResumed => "endpoint.resumed",
+            EventType::EndpointBreakerOpened => "endpoint.breaker_opened",
+            EventType::EndpointBreakerClosed => "endpoint.breaker_closed",
+            EventType::EndpointQuarantined => "endpoint.quarantined",
+            EventType::EndpointRecovered => "endpoint.recovered",
+            EventType::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> EventType {
+        EventType::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(EventType::Other)
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    #[serde(rename = "scheduled")]
+    Scheduled,
+    #[serde(rename = "ready")]
+    Ready,
+    #[serde(rename = "running")]
+    Running,
+    #[serde(rename = "deferred")]
+    Deferred,
+    #[serde(rename = "completed")]
+    Completed,
+    #[serde(rename = "dead")]
+    Dead,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl JobState {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [JobState] = &[
+        JobState::Scheduled,
+        JobState::Ready,
+        JobState::Running,
+        JobState::Deferred,
+        JobState::Completed,
+        JobState::Dead,
+        JobState::Cancelled,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobState::Scheduled => "scheduled",
+            JobState::Ready => "ready",
+            JobState::Running => "running",
+            JobState::Deferred => "deferred",
+            JobState::Completed => "completed",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+            JobState::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> JobState {
+        JobState::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(JobState::Other)
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KeyChoice {
+    #[serde(rename = "keep")]
+    Keep,
+    #[serde(rename = "renew")]
+    Renew,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl KeyChoice {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [KeyChoice] = &[KeyChoice::Keep, KeyChoice::Renew];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            KeyChoice::Keep => "keep",
+            KeyChoice::Renew => "renew",
+            KeyChoice::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> KeyChoice {
+        KeyChoice::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(KeyChoice::Other)
+    }
+}
+
+impl std::fmt::Display for KeyChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Missed {
+    #[serde(rename = "skip")]
+    Skip,
+    #[serde(rename = "run_once")]
+    RunOnce,
+    #[serde(rename = "run_all")]
+    RunAll,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl Missed {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [Missed] = &[Missed::Skip, Missed::RunOnce, Missed::RunAll];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Missed::Skip => "skip",
+            Missed::RunOnce => "run_once",
+            Missed::RunAll => "run_all",
+            Missed::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> Missed {
+        Missed::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(Missed::Other)
+    }
+}
+
+impl std::fmt::Display for Missed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OperationKind {
+    #[serde(rename = "replay")]
+    Replay,
+    #[serde(rename = "dismiss")]
+    Dismiss,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl OperationKind {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [OperationKind] = &[OperationKind::Replay, OperationKind::Dismiss];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Replay => "replay",
+            OperationKind::Dismiss => "dismiss",
+            OperationKind::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> OperationKind {
+        OperationKind::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(OperationKind::Other)
+    }
+}
+
+impl std::fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OperationState {
+    #[serde(rename = "running")]
+    Running,
+    #[serde(rename = "done")]
+    Done,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[serde(rename = "failed")]
+    Failed,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl OperationState {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [OperationState] = &[
+        OperationState::Running,
+        OperationState::Done,
+        OperationState::Cancelled,
+        OperationState::Failed,
+    ];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OperationState::Running => "running",
+            OperationState::Done => "done",
+            OperationState::Cancelled => "cancelled",
+            OperationState::Failed => "failed",
+            OperationState::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> OperationState {
+        OperationState::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(OperationState::Other)
+    }
+}
+
+impl std::fmt::Display for OperationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OrderingOnDead {
+    #[serde(rename = "block")]
+    Block,
+    #[serde(rename = "skip")]
+    Skip,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl OrderingOnDead {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [OrderingOnDead] = &[OrderingOnDead::Block, OrderingOnDead::Skip];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OrderingOnDead::Block => "block",
+            OrderingOnDead::Skip => "skip",
+            OrderingOnDead::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> OrderingOnDead {
+        OrderingOnDead::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(OrderingOnDead::Other)
+    }
+}
+
+impl std::fmt::Display for OrderingOnDead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of the API's values. `Other`: one this build does not know (a newer server's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScheduleSource {
+    #[serde(rename = "api")]
+    Api,
+    #[serde(rename = "config")]
+    Config,
+    #[default]
+    #[serde(other, rename = "other")]
+    Other,
+}
+
+impl ScheduleSource {
+    /// Every value this build knows, in the document's order.
+    pub const ALL: &'static [ScheduleSource] = &[ScheduleSource::Api, ScheduleSource::Config];
+
+    /// The value as the API writes it (`other` for one this build does not know).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ScheduleSource::Api => "api",
+            ScheduleSource::Config => "config",
+            ScheduleSource::Other => "other",
+        }
+    }
+
+    /// The value the API writes as `value`; `Other` for one this build does not know.
+    pub fn parse(value: &str) -> ScheduleSource {
+        ScheduleSource::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_str() == value)
+            .unwrap_or(ScheduleSource::Other)
+    }
+}
+
+impl std::fmt::Display for ScheduleSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

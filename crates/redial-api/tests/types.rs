@@ -5,7 +5,10 @@
 //!
 //! Mapping: a schema is a struct; a property the schema requires is a field of its type (an
 //! `Option` when it may be null), one it does not require an `Option` left out when absent;
-//! strings (date-times included) are `String`, integers `i64`, numbers `f64`; an inline object
+//! a string of several values (`enum`) is a Rust enum, named in [`ENUMS`] by its values (a set
+//! not named there fails the test), with an `Other` variant that a value this build does not know
+//! reads as (a newer server's: a client keeps working); other strings (date-times included) are
+//! `String`, integers `i64`, numbers `f64`; an inline object
 //! with properties is a struct named after its parent and field; one schema or null is an `Option`
 //! of it; one of several objects is one struct with all their properties, each optional; anything
 //! else (free-form objects) is a `serde_json::Value`.
@@ -55,7 +58,32 @@ fn doc(out: &mut String, indent: &str, text: Option<&str>) {
     }
 }
 
+/// The enums' names, by their first value. The error code is not here: it is
+/// `redial_api::ErrorCode`, written by hand (with each code's meaning) and checked against the
+/// document by the server's tests; the error's `code` stays a string.
+const ENUMS: &[(&str, &str)] = &[
+    ("scheduled", "JobState"),
+    ("permanent", "DeadCategory"),
+    ("running", "OperationState"),
+    ("keep", "KeyChoice"),
+    ("closed", "BreakerState"),
+    ("block", "OrderingOnDead"),
+    ("skip", "Missed"),
+    ("api", "ScheduleSource"),
+    ("completed", "CallbackOn"),
+    ("job.completed", "EventType"),
+    ("replay", "OperationKind"),
+    ("bearer", "CredentialsKind"),
+];
+
+/// `snake_case`, `dotted.name`: `SnakeCase`, `DottedName`.
+fn variant(value: &str) -> String {
+    camel(&value.replace('.', "_"))
+}
+
 struct Generator {
+    /// The enums met so far: name, values.
+    enums: std::collections::BTreeMap<String, Vec<String>>,
     /// Structs still to write: (name, schema).
     pending: Vec<(String, Value)>,
     /// Every struct name given so far (the schemas' first).
@@ -108,7 +136,27 @@ impl Generator {
             }
             _ => return ("serde_json::Value".into(), false),
         };
+        let values: Vec<&str> = p["enum"]
+            .as_array()
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let ty = match kind {
+            "string" if values.len() > 1 && values[0] != "backup_in_progress" => {
+                let name = ENUMS
+                    .iter()
+                    .find(|(first, _)| *first == values[0])
+                    .map(|(_, name)| (*name).to_owned())
+                    .unwrap_or_else(|| {
+                        panic!("{parent}.{field}: name the enum of {values:?} in ENUMS")
+                    });
+                let values: Vec<String> = values.iter().map(|v| (*v).to_owned()).collect();
+                let known = self.enums.entry(name.clone()).or_insert(values.clone());
+                assert_eq!(
+                    *known, values,
+                    "{parent}.{field}: {name} has other values elsewhere"
+                );
+                name
+            }
             "string" => "String".to_owned(),
             "integer" => "i64".to_owned(),
             "number" => "f64".to_owned(),
@@ -166,6 +214,42 @@ impl Generator {
         body.push_str("}\n\n");
         self.out.push_str(&body);
     }
+
+    fn write_enum(&mut self, name: &str, values: &[String]) {
+        let out = &mut self.out;
+        let _ = writeln!(
+            out,
+            "/// One of the API's values. `Other`: one this build does not know (a newer server's).\n\
+             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]\n\
+             pub enum {name} {{"
+        );
+        for v in values {
+            let _ = writeln!(out, "    #[serde(rename = \"{v}\")]\n    {},", variant(v));
+        }
+        let _ = writeln!(
+            out,
+            "    #[default]\n    #[serde(other, rename = \"other\")]\n    Other,\n}}\n"
+        );
+        let _ = writeln!(
+            out,
+            "impl {name} {{\n    /// Every value this build knows, in the document's order.\n    pub const ALL: &'static [{name}] = &["
+        );
+        for v in values {
+            let _ = writeln!(out, "        {name}::{},", variant(v));
+        }
+        let _ = writeln!(
+            out,
+            "    ];\n\n    /// The value as the API writes it (`other` for one this build does not know).\n    pub const fn as_str(self) -> &'static str {{\n        match self {{"
+        );
+        for v in values {
+            let _ = writeln!(out, "            {name}::{} => \"{v}\",", variant(v));
+        }
+        let _ = writeln!(
+            out,
+            "            {name}::Other => \"other\",\n        }}\n    }}\n\n    /// The value the API writes as `value`; `Other` for one this build does not know.\n    pub fn parse(value: &str) -> {name} {{\n        {name}::ALL\n            .iter()\n            .copied()\n            .find(|v| v.as_str() == value)\n            .unwrap_or({name}::Other)\n    }}\n}}\n\n\
+             impl std::fmt::Display for {name} {{\n    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{\n        f.write_str(self.as_str())\n    }}\n}}\n"
+        );
+    }
 }
 
 fn generate() -> String {
@@ -174,6 +258,7 @@ fn generate() -> String {
         .as_object()
         .expect("components.schemas");
     let mut g = Generator {
+        enums: Default::default(),
         pending: Vec::new(),
         names: schemas.keys().cloned().collect(),
         out: String::from(
@@ -190,7 +275,32 @@ fn generate() -> String {
             g.write_struct(&nested, &schema);
         }
     }
-    g.out.trim_end().to_owned() + "\n"
+    for (name, values) in std::mem::take(&mut g.enums) {
+        g.write_enum(&name, &values);
+    }
+    formatted(g.out.trim_end().to_owned() + "\n")
+}
+
+/// `code` as `cargo fmt` leaves it (rustfmt, reading it on its standard input), so that the
+/// committed file is both the generator's and formatted.
+fn formatted(code: String) -> String {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut rustfmt = Command::new("rustfmt")
+        .args(["--edition", "2021", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("rustfmt runs (rustup component add rustfmt)");
+    rustfmt
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(code.as_bytes())
+        .expect("write to rustfmt");
+    let out = rustfmt.wait_with_output().expect("rustfmt ends");
+    assert!(out.status.success(), "rustfmt refused the generated code");
+    String::from_utf8(out.stdout).expect("UTF-8")
 }
 
 #[test]

@@ -5,9 +5,9 @@ use crate::transport::Call;
 use crate::{Client, Error};
 use redial_api::{
     Affected, AlertList, BatchResult, DeadGroups, DeadLetterFilter, DeadPatterns, Dismissed,
-    Endpoint, EndpointList, EventPage, Health, Job, JobInput, JobPage, Operation, OperationList,
-    OrderingKeys, OutageReplay, PauseInput, Queue, QueueGroups, QueueList, Ready, ReplayInput,
-    ReplayPreview, Schedule, ScheduleList, Series, Session, Stats, MAX_WAIT,
+    Endpoint, EndpointList, EventPage, Health, Job, JobInput, JobPage, JobState, Operation,
+    OperationList, OrderingKeys, OutageReplay, PauseInput, Queue, QueueGroups, QueueList, Ready,
+    ReplayInput, ReplayPreview, Schedule, ScheduleList, Series, Session, Stats, MAX_WAIT,
 };
 use reqwest::Method;
 use std::time::Duration;
@@ -62,8 +62,11 @@ pub const ROUTES: &[(&str, &str)] = &[
 ];
 
 /// Whether a job in `state` has finished: completed, dead or cancelled.
-pub fn is_finished(state: &str) -> bool {
-    matches!(state, "completed" | "dead" | "cancelled")
+pub fn is_finished(state: JobState) -> bool {
+    matches!(
+        state,
+        JobState::Completed | JobState::Dead | JobState::Cancelled
+    )
 }
 
 /// Which jobs [`Client::jobs`] lists, and the page.
@@ -169,7 +172,7 @@ impl Client {
         loop {
             let left = end.saturating_duration_since(tokio::time::Instant::now());
             let job = self.job_after(id, left.min(MAX_WAIT)).await?;
-            if is_finished(&job.state) || left <= MAX_WAIT {
+            if is_finished(job.state) || left <= MAX_WAIT {
                 return Ok(job);
             }
         }

@@ -158,7 +158,7 @@ async fn jobs_are_enqueued_read_listed_and_acted_on_with_typed_answers() {
     assert_eq!(rest.jobs.len(), 1);
 
     let cancelled = c.cancel("job-3").await.expect("cancelled");
-    assert_eq!(cancelled.state, "cancelled");
+    assert_eq!(cancelled.state.as_str(), "cancelled");
 
     // A refusal is typed, with the API's code.
     let err = c

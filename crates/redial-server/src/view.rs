@@ -52,7 +52,9 @@ pub fn attempt(a: &Attempt) -> redial_api::Attempt {
         error_detail: a.error_detail.clone(),
         category: a.category.as_str().to_owned(),
         decision: a.decision.as_str().to_owned(),
-        dead_category: a.dead_category.map(|c| c.as_str().to_owned()),
+        dead_category: a
+            .dead_category
+            .map(|c| redial_api::DeadCategory::parse(c.as_str())),
         delay_ms: a.delay_ms.map(millis),
         server_wait_ms: a.server_wait_ms.map(millis),
         server_wait_source: a.server_wait_source.clone(),
@@ -85,8 +87,10 @@ pub fn job(j: &Job) -> redial_api::Job {
         id: j.id.0.clone(),
         queue: j.queue.clone(),
         endpoint: j.endpoint.clone(),
-        state: j.state.as_str().to_owned(),
-        category: j.category.map(|c| c.as_str().to_owned()),
+        state: redial_api::JobState::parse(j.state.as_str()),
+        category: j
+            .category
+            .map(|c| redial_api::DeadCategory::parse(c.as_str())),
         attempts: count(j.attempts),
         unknown_attempts: count(j.unknown_attempts),
         deferrals: count(j.deferrals),
@@ -123,7 +127,11 @@ pub fn job(j: &Job) -> redial_api::Job {
 fn callback(c: &Callback) -> redial_api::CallbackView {
     redial_api::CallbackView {
         url: redact::url(&c.url),
-        on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
+        on: c
+            .on
+            .iter()
+            .map(|e| redial_api::CallbackOn::parse(e.as_str()))
+            .collect(),
         headers: pairs(redact::headers(&c.headers, usize::MAX)),
         queue: c.queue.clone(),
     }
@@ -133,7 +141,7 @@ fn callback(c: &Callback) -> redial_api::CallbackView {
 pub fn event(e: &redial_store::Event) -> redial_api::Event {
     redial_api::Event {
         id: e.cursor.to_string(),
-        r#type: e.kind.as_str().to_owned(),
+        r#type: redial_api::EventType::parse(e.kind.as_str()),
         at: time(e.at),
         queue: e.queue.clone(),
         job_id: e.job_id.clone(),
@@ -149,8 +157,8 @@ pub fn operation(o: &redial_engine::OperationView) -> redial_api::Operation {
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     redial_api::Operation {
         id: o.id.clone(),
-        kind: o.kind.as_str().to_owned(),
-        state: o.state.as_str().to_owned(),
+        kind: redial_api::OperationKind::parse(o.kind.as_str()),
+        state: redial_api::OperationState::parse(o.state.as_str()),
         total: count(o.total),
         done: count(o.done),
         chunks: count(o.chunks),
@@ -169,8 +177,10 @@ pub fn stats(s: &redial_store::Stats) -> redial_api::Stats {
             .iter()
             .map(|q| redial_api::StatsQueues {
                 queue: q.queue.clone(),
-                state: q.state.as_str().to_owned(),
-                category: q.category.map(|c| c.as_str().to_owned()),
+                state: redial_api::JobState::parse(q.state.as_str()),
+                category: q
+                    .category
+                    .map(|c| redial_api::DeadCategory::parse(c.as_str())),
                 count: count(q.count),
             })
             .collect(),
@@ -179,7 +189,7 @@ pub fn stats(s: &redial_store::Stats) -> redial_api::Stats {
             .iter()
             .map(|e| redial_api::StatsEndpoints {
                 endpoint: e.endpoint.clone(),
-                state: e.state.as_str().to_owned(),
+                state: redial_api::JobState::parse(e.state.as_str()),
                 count: count(e.count),
             })
             .collect(),
@@ -279,7 +289,7 @@ pub fn queue(q: &redial_engine::QueueView) -> redial_api::Queue {
                     .collect(),
             ),
         },
-        ordering_on_dead: q.ordering_on_dead.as_str().to_owned(),
+        ordering_on_dead: redial_api::OrderingOnDead::parse(q.ordering_on_dead.as_str()),
     }
 }
 
@@ -335,7 +345,7 @@ pub fn schedule(s: &redial_engine::ScheduleView) -> redial_api::Schedule {
             },
         },
         missed: redial_api::ScheduleMissed {
-            policy: policy.to_owned(),
+            policy: redial_api::Missed::parse(policy),
             max,
         },
         job: redial_api::ScheduleJob {
@@ -359,12 +369,81 @@ pub fn schedule(s: &redial_engine::ScheduleView) -> redial_api::Schedule {
             ordering_key: job.ordering_key.clone(),
             callback: job.callback.as_ref().map(callback),
         },
-        source: d.source.clone(),
+        source: redial_api::ScheduleSource::parse(&d.source),
         paused: s.paused,
         next_at: s.next_at.map(time),
         last_occurrence: s.last_occurrence.map(time),
         last_fired_at: s.last_fired_at.map(time),
         created_at: time(s.created_at),
         updated_at: time(s.updated_at),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every value the domain has is one the API's types know: none is written as `other`.
+    #[test]
+    fn every_domain_value_is_one_the_api_names() {
+        use redial_engine::{BulkKind, OperationState};
+        use redial_store::{CallbackEvent, EventKind, JobState, OnDead};
+        for s in JobState::ALL {
+            assert_ne!(
+                redial_api::JobState::parse(s.as_str()),
+                redial_api::JobState::Other
+            );
+        }
+        for c in redial_policy::DeadCategory::ALL {
+            let api = redial_api::DeadCategory::parse(c.as_str());
+            assert_ne!(api, redial_api::DeadCategory::Other, "{c}");
+        }
+        for e in CallbackEvent::ALL {
+            assert_ne!(
+                redial_api::CallbackOn::parse(e.as_str()),
+                redial_api::CallbackOn::Other
+            );
+        }
+        for k in EventKind::ALL {
+            assert_ne!(
+                redial_api::EventType::parse(k.as_str()),
+                redial_api::EventType::Other
+            );
+        }
+        for k in [BulkKind::Replay, BulkKind::Dismiss] {
+            let api = redial_api::OperationKind::parse(k.as_str());
+            assert_ne!(api, redial_api::OperationKind::Other);
+        }
+        for s in [
+            OperationState::Running,
+            OperationState::Done,
+            OperationState::Cancelled,
+            OperationState::Failed,
+        ] {
+            let api = redial_api::OperationState::parse(s.as_str());
+            assert_ne!(api, redial_api::OperationState::Other);
+        }
+        for o in [OnDead::Block, OnDead::Skip] {
+            let api = redial_api::OrderingOnDead::parse(o.as_str());
+            assert_ne!(api, redial_api::OrderingOnDead::Other);
+        }
+        let open = redial_policy::endpoint::BreakerState::Open {
+            until: redial_policy::Timestamp::from_unix_secs(1),
+        };
+        for b in [redial_policy::endpoint::BreakerState::Closed, open] {
+            let api = redial_api::BreakerState::parse(b.name());
+            assert_ne!(api, redial_api::BreakerState::Other);
+        }
+        for kind in [
+            "bearer",
+            "basic",
+            "header",
+            "oauth2_client_credentials",
+            "mtls",
+        ] {
+            let api = redial_api::CredentialsKind::parse(kind);
+            assert_ne!(api, redial_api::CredentialsKind::Other);
+        }
+        // And what this build does not know reads as `other`, not as an error.
+        let job: redial_api::JobState = serde_json::from_str("\"parked\"").expect("read");
+        assert_eq!(job, redial_api::JobState::Other);
     }
 }

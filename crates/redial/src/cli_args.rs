@@ -31,3 +31,20 @@ pub fn header(s: &str) -> Result<(String, String), String> {
     }
     Ok((name.to_owned(), value.trim().to_owned()))
 }
+
+/// One of an API enum's values (`all`, written by `as_str`): anything else is refused here,
+/// naming the values there are, rather than sent.
+pub fn one_of<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    as_str: fn(T) -> &'static str,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        all.iter()
+            .copied()
+            .find(|v| as_str(*v) == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = all.iter().map(|v| as_str(*v)).collect();
+                format!("{s:?} is not one of {}", names.join(", "))
+            })
+    }
+}

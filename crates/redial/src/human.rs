@@ -163,7 +163,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>], right: &[&str]) -> String {
 fn state(j: &Job) -> String {
     match &j.category {
         Some(c) => format!("{} ({c})", j.state),
-        None => j.state.clone(),
+        None => j.state.to_string(),
     }
 }
 
@@ -395,7 +395,7 @@ fn endpoint_holds(e: &Endpoint) -> Vec<(&'static str, String)> {
             "breaker",
             match &e.breaker_until {
                 Some(u) => format!("{} until {u}", e.breaker),
-                None => e.breaker.clone(),
+                None => e.breaker.to_string(),
             },
         ),
         (
@@ -539,7 +539,7 @@ mod tests {
         // What the job view prints of a hostile body.
         let job = Job {
             id: "j1".into(),
-            state: "dead".into(),
+            state: redial_client::JobState::Dead,
             attempt_log: Some(vec![redial_client::Attempt {
                 number: 1,
                 status: Some(200),

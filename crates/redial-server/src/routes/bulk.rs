@@ -88,7 +88,7 @@ async fn bulk_operation(
         BulkAnswer::Done(done) => Json(redial_api::Affected {
             affected: done.affected,
             operation: Some(done.operation),
-            state: Some(done.state),
+            state: Some(redial_api::OperationState::parse(&done.state)),
             matched: None,
             skipped: None,
         })
@@ -340,7 +340,11 @@ fn export_line(
             .unwrap_or_default(),
         callback: job.callback.as_ref().map(|c| redial_api::ExportCallback {
             url: c.url.clone(),
-            on: c.on.iter().map(|e| e.as_str().to_owned()).collect(),
+            on: c
+                .on
+                .iter()
+                .map(|e| redial_api::CallbackOn::parse(e.as_str()))
+                .collect(),
             headers: pairs(&c.headers),
         }),
         dead: redial_api::ExportLineDead {

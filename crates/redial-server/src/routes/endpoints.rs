@@ -50,7 +50,7 @@ fn endpoint_view(
         budget_allowed: wide(v.budget_allowed),
         budget_used: i64::from(v.budget_used),
         budget_remaining: wide(v.budget_remaining),
-        breaker: v.breaker.to_owned(),
+        breaker: redial_api::BreakerState::parse(v.breaker),
         breaker_until: v.breaker_until.map(time),
         breaker_window_failures: i64::from(v.breaker_window_failures),
         breaker_window_retry_failures: i64::from(v.breaker_window_retry_failures),
@@ -107,7 +107,7 @@ fn credentials_view(
         _ => None,
     };
     redial_api::EndpointCredentials {
-        kind: c.auth.kind().to_owned(),
+        kind: redial_api::CredentialsKind::parse(c.auth.kind()),
         secret_from: source,
         allow_job_credentials: c.allow_job_credentials,
         client_certificate: c
@@ -439,7 +439,7 @@ pub(super) async fn queue_ordering_keys(
         .collect();
     Ok(Json(redial_api::OrderingKeys {
         queue: name,
-        ordering_on_dead: on_dead.as_str().to_owned(),
+        ordering_on_dead: redial_api::OrderingOnDead::parse(on_dead.as_str()),
         keys,
         next_cursor: next.flatten(),
     })

@@ -272,7 +272,7 @@ pub(super) async fn dead_letter_groups(
             .into_iter()
             .map(|g| redial_api::DeadGroup {
                 queue: g.queue,
-                category: g.category.as_str().to_owned(),
+                category: redial_api::DeadCategory::parse(g.category.as_str()),
                 endpoint: g.endpoint,
                 count: count(g.count),
                 first: view::time(g.first),

@@ -7,7 +7,7 @@ use crate::cli_args;
 use crate::human::{self, say, OutputArgs};
 use crate::UsageError;
 use anyhow::Result;
-use redial_client::{DeadGroupsQuery, DeadLetterFilter};
+use redial_client::{DeadCategory, DeadGroupsQuery, DeadLetterFilter, OperationState};
 use redial_policy::Timestamp;
 use std::io::IsTerminal;
 
@@ -37,8 +37,8 @@ pub struct Criteria {
     queue: Option<String>,
     /// Only this dead-letter category: permanent, transient_exhausted, unknown_exhausted,
     /// deferral_exhausted, deadline_exceeded or budget_exhausted.
-    #[arg(long)]
-    category: Option<String>,
+    #[arg(long, value_parser = cli_args::one_of(DeadCategory::ALL, DeadCategory::as_str))]
+    category: Option<DeadCategory>,
     /// Only dead jobs of this endpoint (a URL origin such as https://api.example.com).
     #[arg(long)]
     endpoint: Option<String>,
@@ -55,7 +55,7 @@ impl Criteria {
     fn filter(&self) -> DeadLetterFilter {
         DeadLetterFilter {
             queue: self.queue.clone(),
-            category: self.category.clone(),
+            category: self.category,
             endpoint: self.endpoint.clone(),
             since: self.since.map(|t| t.to_string()),
             until: self.until.map(|t| t.to_string()),
@@ -192,7 +192,7 @@ async fn patterns(a: PatternsArgs) -> Result<()> {
     let f = a.criteria.filter();
     let query = DeadGroupsQuery {
         queue: f.queue,
-        category: f.category,
+        category: f.category.map(|c| c.as_str().to_owned()),
         endpoint: f.endpoint,
         since: f.since,
         until: f.until,
@@ -254,14 +254,14 @@ async fn follow(
         "dead jobs dismissed"
     };
     let mut bar = human::Progress::new(what, usize::try_from(op.total).unwrap_or(0));
-    while op.state == "running" {
+    while op.state == OperationState::Running {
         bar.update(usize::try_from(op.done.min(op.total)).unwrap_or(0));
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         op = server.ask(server.client.operation(&op.id)).await?;
     }
     bar.update(usize::try_from(op.done.min(op.total)).unwrap_or(0));
     bar.finish();
-    if op.state == "failed" {
+    if op.state == OperationState::Failed {
         anyhow::bail!(
             "the bulk action failed after {} of {} dead jobs ({}): each was acted on or left as it was; run the same command again for the rest",
             op.done,

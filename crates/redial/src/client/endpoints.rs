@@ -135,7 +135,7 @@ pub async fn endpoints(a: EndpointsArgs) -> Result<()> {
                 .map(|e| {
                     vec![
                         e.name.clone(),
-                        e.breaker.clone(),
+                        e.breaker.to_string(),
                         e.held.to_string(),
                         e.in_flight.to_string(),
                         e.budget_remaining.to_string(),

@@ -187,11 +187,9 @@ async fn enqueue_file(
         inserted += u64::try_from(out.inserted).unwrap_or(0);
         deduplicated += u64::try_from(out.deduplicated).unwrap_or(0);
         if how.replay_existing {
-            for job in out
-                .jobs
-                .iter()
-                .filter(|j| j.deduplicated == Some(true) && j.state == "dead")
-            {
+            for job in out.jobs.iter().filter(|j| {
+                j.deduplicated == Some(true) && j.state == redial_client::JobState::Dead
+            }) {
                 server.ask(server.client.replay(&job.id)).await?;
                 replayed += 1;
             }

@@ -71,7 +71,7 @@ fn row(e: &Event) -> Vec<String> {
     vec![
         e.id.clone(),
         e.at.clone(),
-        e.r#type.clone(),
+        e.r#type.to_string(),
         or_dash(e.queue.as_ref()),
         or_dash(e.job_id.as_ref()),
         or_dash(e.endpoint.as_ref()),

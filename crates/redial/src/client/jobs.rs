@@ -125,7 +125,7 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
                 .await?;
             if a.out.json() {
                 print_json(&job)?;
-            } else if job.state == "completed" {
+            } else if job.state == redial_client::JobState::Completed {
                 say!("job {} completed", a.id);
             }
             match job.state.as_str() {
@@ -151,7 +151,7 @@ pub async fn jobs(cmd: JobsCommand) -> Result<()> {
             if a.out.json() {
                 return print_json(&job);
             }
-            if job.cancel_requested && job.state == "running" {
+            if job.cancel_requested && job.state == redial_client::JobState::Running {
                 say!(
                     "job {}: cancel requested; it ends cancelled when its running attempt returns (unless that attempt completes it)",
                     a.id

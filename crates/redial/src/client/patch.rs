@@ -103,8 +103,8 @@ impl PatchArgs {
     }
 
     /// The key choice, when it renews.
-    pub fn key(&self) -> Option<String> {
-        self.renew_key.then(|| "renew".to_owned())
+    pub fn key(&self) -> Option<redial_client::KeyChoice> {
+        self.renew_key.then_some(redial_client::KeyChoice::Renew)
     }
 
     /// Whether it asks for any change.

@@ -191,7 +191,7 @@ async fn ordering_keys(k: OrderingKeysArgs) -> Result<()> {
             vec![
                 l.key.clone(),
                 l.head.id.clone(),
-                l.head.state.clone(),
+                l.head.state.to_string(),
                 l.behind.to_string(),
                 l.why.clone(),
             ]
@@ -229,7 +229,7 @@ async fn list(a: QueuesArgs) -> Result<()> {
                 q.name.clone(),
                 q.concurrency.to_string(),
                 paused,
-                q.ordering_on_dead.clone(),
+                q.ordering_on_dead.to_string(),
             ]
         })
         .collect();

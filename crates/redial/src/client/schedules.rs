@@ -5,7 +5,7 @@ use crate::cli_args;
 use crate::human::{self, say, OutputArgs};
 use crate::UsageError;
 use anyhow::{Context, Result};
-use redial_client::{JobTemplateInput, JobTemplateInputRequest, Schedule, ScheduleInput};
+use redial_client::{JobTemplateInput, JobTemplateInputRequest, Missed, Schedule, ScheduleInput};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::PathBuf;
@@ -73,8 +73,8 @@ pub struct ScheduleCreateArgs {
     #[arg(long)]
     every: Option<String>,
     /// Occurrences missed while Redial was down: skip, run_once (default) or run_all.
-    #[arg(long)]
-    missed: Option<String>,
+    #[arg(long, value_parser = cli_args::one_of(Missed::ALL, Missed::as_str))]
+    missed: Option<Missed>,
     /// With --missed run_all: the most missed occurrences run (default 10).
     #[arg(long)]
     missed_max: Option<u32>,
@@ -128,7 +128,7 @@ impl ScheduleCreateArgs {
             cron: self.cron.clone(),
             timezone: self.timezone.clone(),
             every: self.every.clone(),
-            missed: self.missed.clone(),
+            missed: self.missed,
             missed_max: self.missed_max.map(i64::from),
             job: JobTemplateInput {
                 request: JobTemplateInputRequest {

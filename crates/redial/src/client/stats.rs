@@ -24,7 +24,7 @@ pub async fn stats(a: StatsArgs) -> Result<()> {
         .map(|c| {
             vec![
                 c.queue.clone(),
-                c.state.clone(),
+                c.state.to_string(),
                 or_dash(c.category.as_ref()),
                 c.count.to_string(),
             ]
@@ -42,7 +42,7 @@ pub async fn stats(a: StatsArgs) -> Result<()> {
     let endpoints: Vec<Vec<String>> = out
         .endpoints
         .iter()
-        .map(|c| vec![c.endpoint.clone(), c.state.clone(), c.count.to_string()])
+        .map(|c| vec![c.endpoint.clone(), c.state.to_string(), c.count.to_string()])
         .collect();
     say!(
         "{}",
