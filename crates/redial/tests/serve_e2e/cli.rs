@@ -398,6 +398,19 @@ async fn dedup_replay_bulk_replay_and_cancel_from_the_cli() {
     );
     assert_eq!(out.json["affected"].as_u64(), Some(1));
     assert_eq!(cli(&s.url, &["jobs", "show", "d1"], None).code, 1);
+    // A category that is none is refused before anything is sent, naming those there are.
+    let out = cli(
+        &s.url,
+        &["dead-letters", "replay", "--category", "permanant"],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("\"permanant\" is not one of permanent, transient_exhausted"),
+        "{}",
+        out.stderr
+    );
     // With no filter it takes --all to act on every dead letter (issue 13).
     let out = cli(&s.url, &["dead-letters", "dismiss"], None);
     assert_eq!(out.code, 2, "{}", out.stderr);
