@@ -1501,14 +1501,14 @@ type ExportLineRequest struct {
 // ExportLineDead is ExportLine.dead.
 type ExportLineDead struct {
 	// Its dead-letter category.
-	Category   *string   `json:"category"`
-	Reason     *string   `json:"reason"`
-	CreatedAt  time.Time `json:"created_at"`
-	FinishedAt *string   `json:"finished_at"`
-	Deadline   *string   `json:"deadline"`
-	Replays    int       `json:"replays"`
-	Runs       int       `json:"runs"`
-	Attempts   []Attempt `json:"attempts"`
+	Category   *DeadCategory `json:"category"`
+	Reason     *string       `json:"reason"`
+	CreatedAt  time.Time     `json:"created_at"`
+	FinishedAt *time.Time    `json:"finished_at"`
+	Deadline   *time.Time    `json:"deadline"`
+	Replays    int           `json:"replays"`
+	Runs       int           `json:"runs"`
+	Attempts   []Attempt     `json:"attempts"`
 }
 
 // ExportCallback is components/schemas/ExportCallback.

@@ -1677,12 +1677,17 @@ export interface components {
             policy: unknown;
             callback: components["schemas"]["ExportCallback"] | null;
             dead: {
-                /** @description Its dead-letter category. */
-                category: string | null;
+                /**
+                 * @description Its dead-letter category.
+                 * @enum {string|null}
+                 */
+                category: "permanent" | "transient_exhausted" | "unknown_exhausted" | "deferral_exhausted" | "deadline_exceeded" | "budget_exhausted" | null;
                 reason: string | null;
                 /** Format: date-time */
                 created_at: string;
+                /** Format: date-time */
                 finished_at: string | null;
+                /** Format: date-time */
                 deadline: string | null;
                 replays: number;
                 runs: number;

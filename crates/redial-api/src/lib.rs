@@ -12,6 +12,10 @@ pub mod types;
 // nothing checks.
 pub use types::*;
 
+/// The instant every date-time of the API is: RFC 3339 on the wire, milliseconds since the Unix
+/// epoch here.
+pub use redial_time::Timestamp;
+
 /// The longest one `GET /v1/jobs/{id}?wait=` request may wait: the server refuses more
 /// (`invalid_wait`), and the clients wait longer in several requests.
 pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);

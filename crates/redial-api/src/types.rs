@@ -26,12 +26,12 @@ pub struct Affected {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Alert {
-    pub evaluated_at: Option<String>,
+    pub evaluated_at: Option<redial_time::Timestamp>,
     pub firing: bool,
     pub name: String,
     pub rule: String,
     /// Since when it fires (or, when it does not, since when it stopped), if it ever fired.
-    pub since: Option<String>,
+    pub since: Option<redial_time::Timestamp>,
     pub summary: String,
     pub threshold: Option<f64>,
     /// What was measured: a count of dead letters, a deferral's age in seconds, or a count of
@@ -75,7 +75,7 @@ pub struct Attempt {
     pub response_headers: Vec<Vec<String>>,
     pub server_wait_ms: Option<i64>,
     pub server_wait_source: Option<String>,
-    pub started_at: String,
+    pub started_at: redial_time::Timestamp,
     /// The HTTP status, when a response arrived.
     pub status: Option<i64>,
     pub worker: String,
@@ -134,9 +134,9 @@ pub struct DeadGroup {
     pub count: i64,
     pub endpoint: String,
     /// When the first of them went dead
-    pub first: String,
+    pub first: redial_time::Timestamp,
     /// When the last of them went dead
-    pub last: String,
+    pub last: redial_time::Timestamp,
     pub queue: String,
     /// The reason line of one of them
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,10 +180,10 @@ pub struct DeadLetterFilter {
     pub queue: Option<String>,
     /// created at or after
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<String>,
+    pub since: Option<redial_time::Timestamp>,
     /// created before; not before since (422 invalid_range)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<String>,
+    pub until: Option<redial_time::Timestamp>,
     /// false: answer at once (202) with the operation, to follow at GET /v1/operations/{id};
     /// true (the default): answer when it has finished. Not with a patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,9 +197,9 @@ pub struct DeadPattern {
     /// The reason of the last of them, word for word
     pub example: String,
     /// When the first of them went dead
-    pub first: String,
+    pub first: redial_time::Timestamp,
     /// When the last of them went dead
-    pub last: String,
+    pub last: redial_time::Timestamp,
     /// The reason with its variable parts masked: <n> a number (its unit kept), <duration>,
     /// <time>, <uuid>, <id> a long word with digits, "<value>" a quoted value; a leading HTTP
     /// status is kept
@@ -231,7 +231,7 @@ pub struct Dismissed {
 pub struct Endpoint {
     pub breaker: BreakerState,
     pub breaker_history: Vec<EndpointBreakerHistory>,
-    pub breaker_until: Option<String>,
+    pub breaker_until: Option<redial_time::Timestamp>,
     pub breaker_window_calls: i64,
     /// failures (first attempts and retries) in the breaker's window
     pub breaker_window_failures: i64,
@@ -249,7 +249,7 @@ pub struct Endpoint {
     pub credentials: Option<EndpointCredentials>,
     /// Since when the endpoint has been failing (its first failure after its last success);
     /// null when its last answer was a success.
-    pub failing_since: Option<String>,
+    pub failing_since: Option<redial_time::Timestamp>,
     /// Only in GET /v1/endpoints/{name} and in the answers of its controls, not in the list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forecast: Option<Forecast>,
@@ -265,7 +265,7 @@ pub struct Endpoint {
     /// nothing of the kind for 10 s.
     pub learned_pace: Option<f64>,
     pub learned_remaining: Option<i64>,
-    pub learned_reset_at: Option<String>,
+    pub learned_reset_at: Option<redial_time::Timestamp>,
     pub name: String,
     /// The nodes sharing the store, among which the endpoint's limits are divided (1 alone).
     /// With several, concurrency_limit, learned_remaining and the retry budget are this node's
@@ -273,7 +273,7 @@ pub struct Endpoint {
     pub nodes: i64,
     /// When its last outage began (kept after it ended): POST
     /// /v1/endpoints/{name}/replay-outage replays the dead letters since then.
-    pub outage_began: Option<String>,
+    pub outage_began: Option<redial_time::Timestamp>,
     /// Why the endpoint's answers paused it (while paused_until is in force).
     pub pause_reason: Option<String>,
     /// A pause set by hand, while in force: every job of the endpoint is held, on every node.
@@ -281,21 +281,21 @@ pub struct Endpoint {
     /// The end of a pause the endpoint's own answers set (a server-given wait such as
     /// Retry-After, a spent quota's reset), shared by every node; a pause set by hand is
     /// paused_by_hand.
-    pub paused_until: Option<String>,
+    pub paused_until: Option<redial_time::Timestamp>,
     /// Since when the endpoint is quarantined: its breaker stayed open with probes failing for
     /// breaker.quarantine_after (15 min); its jobs are held, not failed, and one probe goes
     /// every breaker.quarantine_probe_every (1 min). Null when it is not.
-    pub quarantined_since: Option<String>,
+    pub quarantined_since: Option<redial_time::Timestamp>,
     /// Configured rate, e.g. "10/s".
     pub rate: Option<String>,
-    pub slow_start_since: Option<String>,
+    pub slow_start_since: Option<redial_time::Timestamp>,
     /// jobs scheduled ahead
     pub waiting_later: i64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndpointBreakerHistory {
-    pub at: String,
+    pub at: redial_time::Timestamp,
     pub reason: String,
     pub to: String,
 }
@@ -337,13 +337,13 @@ pub struct EndpointToken {
     /// second, doubling with each failure in a row up to a minute, or its Retry-After when
     /// longer); requests that need a token meanwhile are answered with the last failure. Null
     /// when it may be asked.
-    pub held_until: Option<String>,
+    pub held_until: Option<redial_time::Timestamp>,
     pub last_failure: Option<TokenFailure>,
     /// The token endpoint, credentials in it redacted.
     pub token_url: String,
     /// When the token held expires (from expires_in); null with no token, or when the token
     /// endpoint gave no lifetime.
-    pub valid_until: Option<String>,
+    pub valid_until: Option<redial_time::Timestamp>,
 }
 
 /// Every error answer, whatever its status.
@@ -362,7 +362,7 @@ pub struct ErrorError {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    pub at: String,
+    pub at: redial_time::Timestamp,
     /// The dead-letter category (job.dead)
     pub category: Option<String>,
     pub endpoint: Option<String>,
@@ -378,7 +378,7 @@ pub struct Event {
     pub r#type: EventType,
     /// Until when a pause or an open breaker holds, as known when it began (none for a pause
     /// until resumed, or a breaker probing)
-    pub until: Option<String>,
+    pub until: Option<redial_time::Timestamp>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -440,10 +440,10 @@ pub struct ExportLineRequest {
 pub struct ExportLineDead {
     pub attempts: Vec<Attempt>,
     /// Its dead-letter category.
-    pub category: Option<String>,
-    pub created_at: String,
-    pub deadline: Option<String>,
-    pub finished_at: Option<String>,
+    pub category: Option<DeadCategory>,
+    pub created_at: redial_time::Timestamp,
+    pub deadline: Option<redial_time::Timestamp>,
+    pub finished_at: Option<redial_time::Timestamp>,
     pub reason: Option<String>,
     pub replays: i64,
     pub runs: i64,
@@ -465,7 +465,7 @@ pub struct Forecast {
     pub drain_seconds: Option<f64>,
     /// When the last waiting job is forecast to start; null when the pace or the start is
     /// unknown.
-    pub drains_at: Option<String>,
+    pub drains_at: Option<redial_time::Timestamp>,
     /// The first job in start order forecast to miss its deadline.
     pub first_at_risk: Option<ForecastFirstAtRisk>,
     /// Jobs a second once sending starts, in the long run; null when nothing known bounds it
@@ -475,7 +475,7 @@ pub struct Forecast {
     pub limited_by: String,
     /// When sending can start: now, or the end of what stops every job; null for a pause by
     /// hand with no end.
-    pub starts_at: Option<String>,
+    pub starts_at: Option<redial_time::Timestamp>,
     /// Waiting jobs counted (due now and scheduled later).
     pub waiting: i64,
     /// Waiting jobs with a deadline: an endpoint's or a group's first 10,000 in start order (a
@@ -485,9 +485,9 @@ pub struct Forecast {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ForecastFirstAtRisk {
-    pub deadline: String,
+    pub deadline: redial_time::Timestamp,
     /// null when sending has no known start.
-    pub forecast_start: Option<String>,
+    pub forecast_start: Option<redial_time::Timestamp>,
 }
 
 /// What a group of a queue's jobs may use: attempts in flight and started per interval (across
@@ -504,9 +504,9 @@ pub struct GroupLimits {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HandPause {
     pub reason: String,
-    pub since: String,
+    pub since: redial_time::Timestamp,
     /// When it ends by itself; null: when resumed.
-    pub until: Option<String>,
+    pub until: Option<redial_time::Timestamp>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -534,14 +534,14 @@ pub struct Job {
     /// What replays with changes did, oldest first (with the attempt log, when any)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Vec<JobChange>>,
-    pub created_at: String,
-    pub deadline: Option<String>,
+    pub created_at: redial_time::Timestamp,
+    pub deadline: Option<redial_time::Timestamp>,
     /// On enqueue answers only: whether the job already existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplicated: Option<bool>,
     pub deferrals: i64,
     pub endpoint: String,
-    pub finished_at: Option<String>,
+    pub finished_at: Option<redial_time::Timestamp>,
     /// Who the job is for; null when it has no group.
     pub group: Option<String>,
     pub id: String,
@@ -557,7 +557,7 @@ pub struct Job {
     pub queue: String,
     pub replays: i64,
     pub request: RequestView,
-    pub run_at: String,
+    pub run_at: redial_time::Timestamp,
     /// Every attempt made, across replays: the attempt log's length.
     pub runs: i64,
     /// Times its lease expired mid-attempt.
@@ -565,13 +565,13 @@ pub struct Job {
     pub state: JobState,
     pub tags: Vec<String>,
     pub unknown_attempts: i64,
-    pub updated_at: String,
+    pub updated_at: redial_time::Timestamp,
 }
 
 /// What one replay with changes did
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobChange {
-    pub at: String,
+    pub at: redial_time::Timestamp,
     pub before: JobSide,
     /// One line per change, for people (no header's value)
     pub changed: Vec<String>,
@@ -586,7 +586,7 @@ pub struct JobInput {
     /// Give up (dead, deadline_exceeded) after this instant; it must be in the future and after
     /// run_at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline: Option<String>,
+    pub deadline: Option<redial_time::Timestamp>,
     /// Endpoint grouping: 1 to 200 characters of plain text, not only spaces: no control
     /// characters, bidirectional overrides or line separators (422 invalid_endpoint); the URL's
     /// origin by default. Every endpoint control takes the same names.
@@ -633,7 +633,7 @@ pub struct JobInput {
     pub request: JobInputRequest,
     /// Not before this instant (RFC 3339); now when absent or past.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_at: Option<String>,
+    pub run_at: Option<redial_time::Timestamp>,
     /// At most 32 tags of 1 to 100 characters of plain text each, not only spaces: no control
     /// characters, bidirectional overrides or line separators (422 invalid_tags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -780,10 +780,10 @@ pub struct Operation {
     pub done: i64,
     /// Why it failed
     pub error: Option<String>,
-    pub finished_at: Option<String>,
+    pub finished_at: Option<redial_time::Timestamp>,
     pub id: String,
     pub kind: OperationKind,
-    pub started_at: String,
+    pub started_at: redial_time::Timestamp,
     pub state: OperationState,
     /// The dead letters the filter matched when it started
     pub total: i64,
@@ -827,7 +827,7 @@ pub struct OutageReplay {
     /// The bulk operation that did it (GET /v1/operations/{id})
     pub operation: String,
     /// When the outage began: the dead letters that died since were replayed
-    pub since: String,
+    pub since: redial_time::Timestamp,
     /// The operation's end state
     pub state: String,
 }
@@ -844,7 +844,7 @@ pub struct PauseInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<String>,
+    pub until: Option<redial_time::Timestamp>,
 }
 
 /// A configured queue and its hand pause.
@@ -1011,22 +1011,22 @@ pub struct RequestView {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
-    pub created_at: String,
+    pub created_at: redial_time::Timestamp,
     pub id: String,
     /// The job each occurrence enqueues.
     pub job: ScheduleJob,
     /// When it was enqueued.
-    pub last_fired_at: Option<String>,
+    pub last_fired_at: Option<redial_time::Timestamp>,
     /// The latest occurrence enqueued.
-    pub last_occurrence: Option<String>,
+    pub last_occurrence: Option<redial_time::Timestamp>,
     pub missed: ScheduleMissed,
     /// When the next occurrence falls; null when none will.
-    pub next_at: Option<String>,
+    pub next_at: Option<redial_time::Timestamp>,
     pub paused: bool,
     pub rule: ScheduleRule,
     /// config: defined in the configuration file, kept in step with it at each start.
     pub source: ScheduleSource,
-    pub updated_at: String,
+    pub updated_at: redial_time::Timestamp,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -1039,7 +1039,7 @@ pub struct ScheduleRule {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleRuleEvery {
-    pub anchor: String,
+    pub anchor: redial_time::Timestamp,
     pub interval: String,
 }
 
@@ -1151,7 +1151,7 @@ pub struct Series {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SeriesMinute {
     /// When the minute began
-    pub at: String,
+    pub at: redial_time::Timestamp,
     /// Attempts that ended in the minute, by category
     pub attempts: SeriesMinuteAttempts,
     /// Jobs that completed in the minute
@@ -1207,7 +1207,7 @@ pub struct StatsEndpoints {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenFailure {
-    pub at: String,
+    pub at: redial_time::Timestamp,
     /// Why no token came: the token endpoint's status and error code, or why it could not be
     /// reached.
     pub reason: String,

@@ -7,8 +7,9 @@
 //! `Option` when it may be null), one it does not require an `Option` left out when absent;
 //! a string of several values (`enum`) is a Rust enum, named in [`ENUMS`] by its values (a set
 //! not named there fails the test), with an `Other` variant that a value this build does not know
-//! reads as (a newer server's: a client keeps working); other strings (date-times included) are
-//! `String`, integers `i64`, numbers `f64`; an inline object
+//! reads as (a newer server's: a client keeps working); a date-time is a `redial_time::Timestamp`
+//! (RFC 3339 on the wire); other strings are `String`, integers `i64`, numbers `f64`; an inline
+//! object
 //! with properties is a struct named after its parent and field; one schema or null is an `Option`
 //! of it; one of several objects is one struct with all their properties, each optional; anything
 //! else (free-form objects) is a `serde_json::Value`.
@@ -157,6 +158,7 @@ impl Generator {
                 );
                 name
             }
+            "string" if p["format"] == "date-time" => "redial_time::Timestamp".to_owned(),
             "string" => "String".to_owned(),
             "integer" => "i64".to_owned(),
             "number" => "f64".to_owned(),

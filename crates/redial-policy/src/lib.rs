@@ -31,7 +31,8 @@ mod policy;
 mod quota;
 mod repeat;
 pub mod schedule;
-mod time;
+// The instant is `redial-time`'s (the API's types use it too); `crate::time` names it here.
+use redial_time as time;
 mod wait;
 
 pub use backoff::{Backoff, Strategy};

@@ -3,13 +3,7 @@
 //! until it is filled). Secrets in request headers and URLs are redacted here.
 
 use redial_engine::redact;
-use redial_policy::Timestamp;
 use redial_store::{Attempt, Callback, CallbackEvent, HttpRequest, Job, JobChange};
-
-/// An instant as the API writes it (RFC 3339, UTC).
-pub fn time(t: Timestamp) -> String {
-    t.to_string()
-}
 
 /// A count as the document types it.
 fn count(n: impl Into<i64>) -> i64 {
@@ -45,7 +39,7 @@ pub fn request(r: &HttpRequest) -> redial_api::RequestView {
 pub fn attempt(a: &Attempt) -> redial_api::Attempt {
     redial_api::Attempt {
         number: count(a.number),
-        started_at: time(a.started_at),
+        started_at: a.started_at,
         duration_ms: millis(a.duration_ms),
         status: a.status.map(i64::from),
         error: a.error.clone(),
@@ -72,7 +66,7 @@ pub fn attempt(a: &Attempt) -> redial_api::Attempt {
 pub fn changes(list: &[JobChange]) -> Vec<redial_api::JobChange> {
     list.iter()
         .map(|c| redial_api::JobChange {
-            at: time(c.at),
+            at: c.at,
             replay: count(c.replay),
             changed: c.changed.clone(),
             before: crate::replay::before_side(&c.before),
@@ -98,11 +92,11 @@ pub fn job(j: &Job) -> redial_api::Job {
         replays: count(j.replays),
         runs: count(j.runs),
         priority: count(j.priority),
-        run_at: time(j.run_at),
-        deadline: j.deadline.map(time),
-        created_at: time(j.created_at),
-        updated_at: time(j.updated_at),
-        finished_at: j.finished_at.map(time),
+        run_at: j.run_at,
+        deadline: j.deadline,
+        created_at: j.created_at,
+        updated_at: j.updated_at,
+        finished_at: j.finished_at,
         idempotency_key: j.idempotency_key.clone(),
         tags: j.tags.clone(),
         group: j.group.clone(),
@@ -142,13 +136,13 @@ pub fn event(e: &redial_store::Event) -> redial_api::Event {
     redial_api::Event {
         id: e.cursor.to_string(),
         r#type: redial_api::EventType::parse(e.kind.as_str()),
-        at: time(e.at),
+        at: e.at,
         queue: e.queue.clone(),
         job_id: e.job_id.clone(),
         endpoint: e.endpoint.clone(),
         category: e.category.clone(),
         reason: e.reason.clone(),
-        until: e.until.map(time),
+        until: e.until,
     }
 }
 
@@ -162,8 +156,8 @@ pub fn operation(o: &redial_engine::OperationView) -> redial_api::Operation {
         total: count(o.total),
         done: count(o.done),
         chunks: count(o.chunks),
-        started_at: time(o.started_at),
-        finished_at: o.finished_at.map(time),
+        started_at: o.started_at,
+        finished_at: o.finished_at,
         error: o.error.clone(),
     }
 }
@@ -202,10 +196,10 @@ pub fn alert(a: &redial_engine::alerts::AlertStatus) -> redial_api::Alert {
         name: a.name.clone(),
         rule: a.rule.clone(),
         firing: a.firing,
-        since: a.since.map(time),
+        since: a.since,
         value: Some(a.value),
         threshold: Some(a.threshold),
-        evaluated_at: a.evaluated_at.map(time),
+        evaluated_at: a.evaluated_at,
         summary: a.summary.clone(),
     }
 }
@@ -215,7 +209,7 @@ pub fn minute(p: &redial_engine::series::Point) -> redial_api::SeriesMinute {
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     let attempts = |category: &str| count(p.attempts.get(category).copied().unwrap_or(0));
     redial_api::SeriesMinute {
-        at: time(p.at),
+        at: p.at,
         attempts: redial_api::SeriesMinuteAttempts {
             success: attempts("success"),
             defer: attempts("defer"),
@@ -235,16 +229,16 @@ pub fn forecast(f: &redial_policy::endpoint::Forecast) -> redial_api::Forecast {
     let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     redial_api::Forecast {
         waiting: wide(f.waiting),
-        starts_at: f.starts_at.map(time),
+        starts_at: f.starts_at,
         jobs_per_second: f.jobs_per_second,
         limited_by: f.limited_by.clone(),
-        drains_at: f.drains_at.map(time),
+        drains_at: f.drains_at,
         drain_seconds: f.drain_seconds,
         with_deadline: wide(f.with_deadline),
         deadline_at_risk: wide(f.deadline_at_risk),
         first_at_risk: f.first_at_risk.map(|r| redial_api::ForecastFirstAtRisk {
-            deadline: time(r.deadline),
-            forecast_start: r.forecast_start.map(time),
+            deadline: r.deadline,
+            forecast_start: r.forecast_start,
         }),
     }
 }
@@ -252,8 +246,8 @@ pub fn forecast(f: &redial_policy::endpoint::Forecast) -> redial_api::Forecast {
 /// A pause by hand, as endpoints and queues show it.
 pub fn hand_pause(p: &redial_policy::endpoint::HandPause) -> redial_api::HandPause {
     redial_api::HandPause {
-        since: time(p.since),
-        until: p.until.map(time),
+        since: p.since,
+        until: p.until,
         reason: p.reason.clone(),
     }
 }
@@ -340,7 +334,7 @@ pub fn schedule(s: &redial_engine::ScheduleView) -> redial_api::Schedule {
                 cron: None,
                 every: Some(redial_api::ScheduleRuleEvery {
                     interval: redial_policy::Human(*interval).to_string(),
-                    anchor: time(*anchor),
+                    anchor: *anchor,
                 }),
             },
         },
@@ -371,11 +365,11 @@ pub fn schedule(s: &redial_engine::ScheduleView) -> redial_api::Schedule {
         },
         source: redial_api::ScheduleSource::parse(&d.source),
         paused: s.paused,
-        next_at: s.next_at.map(time),
-        last_occurrence: s.last_occurrence.map(time),
-        last_fired_at: s.last_fired_at.map(time),
-        created_at: time(s.created_at),
-        updated_at: time(s.updated_at),
+        next_at: s.next_at,
+        last_occurrence: s.last_occurrence,
+        last_fired_at: s.last_fired_at,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
     }
 }
 

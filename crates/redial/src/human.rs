@@ -191,13 +191,13 @@ pub fn job(j: &Job) -> String {
             ),
         ),
         ("key", or_dash(j.idempotency_key.as_ref())),
-        ("created", j.created_at.clone()),
+        ("created", j.created_at.to_string()),
         (
             "next run",
             if finished {
                 "none".to_owned()
             } else {
-                j.run_at.clone()
+                j.run_at.to_string()
             },
         ),
         (
@@ -282,7 +282,7 @@ fn attempt_row(a: &redial_client::Attempt) -> Vec<String> {
     };
     vec![
         a.number.to_string(),
-        a.started_at.clone(),
+        a.started_at.to_string(),
         ms(Some(a.duration_ms)),
         result,
         a.category.clone(),
@@ -347,7 +347,7 @@ pub fn endpoint(e: &Endpoint) -> String {
             .breaker_history
             .iter()
             .rev()
-            .map(|h| vec![h.at.clone(), h.to.clone(), cut(&h.reason, 120)])
+            .map(|h| vec![h.at.to_string(), h.to.clone(), cut(&h.reason, 120)])
             .collect();
         out.push_str("\nbreaker history, newest first\n");
         out.push_str(&table(&["WHEN", "TO", "WHY"], &rows, &[]));
@@ -489,7 +489,7 @@ pub fn forecast(f: &redial_client::Forecast) -> Vec<(&'static str, String)> {
     };
     let mut out = vec![("drains", drains)];
     if let Some(start) = f.starts_at.as_ref().filter(|_| f.waiting > 0) {
-        out.push(("starts", start.clone()));
+        out.push(("starts", start.to_string()));
     }
     let risk = match &f.first_at_risk {
         None => format!(

@@ -1206,7 +1206,7 @@ class ExportCallback(TypedDict):
 
 
 class ExportLineDead(TypedDict):
-    category: str | None
+    category: DeadCategory | None
     """Its dead-letter category."""
     reason: str | None
     created_at: str

@@ -348,11 +348,13 @@ fn export_line(
             headers: pairs(&c.headers),
         }),
         dead: redial_api::ExportLineDead {
-            category: job.category.map(|c| c.as_str().to_owned()),
+            category: job
+                .category
+                .map(|c| redial_api::DeadCategory::parse(c.as_str())),
             reason: job.last_reason.clone(),
-            created_at: view::time(job.created_at),
-            finished_at: job.finished_at.map(view::time),
-            deadline: job.deadline.map(view::time),
+            created_at: job.created_at,
+            finished_at: job.finished_at,
+            deadline: job.deadline,
             replays: i64::from(job.replays),
             runs: i64::from(job.runs),
             attempts: attempts.iter().map(view::attempt).collect(),

@@ -22,7 +22,6 @@ fn endpoint_view(
     backlog: Option<&redial_store::EndpointBacklog>,
 ) -> redial_api::Endpoint {
     let wide = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    let time = |t: redial_policy::Timestamp| view::time(t);
     redial_api::Endpoint {
         name: name.to_owned(),
         held: wide(backlog.map_or(0, |b| b.due)),
@@ -35,23 +34,23 @@ fn endpoint_view(
         forecast: None,
         holding: v.holding.clone(),
         paused_by_hand: v.paused_by_hand.as_ref().map(view::hand_pause),
-        paused_until: v.paused_until.map(time),
+        paused_until: v.paused_until,
         pause_reason: v.pause_reason.clone(),
         rate: v.rate.clone(),
         burst: i64::from(v.burst),
         nodes: i64::from(v.nodes),
         learned_limit: v.learned_limit.map(wide),
         learned_remaining: v.learned_remaining.map(wide),
-        learned_reset_at: v.learned_reset_at.map(time),
+        learned_reset_at: v.learned_reset_at,
         learned_pace: v.learned_pace,
         concurrency_limit: v.concurrency_limit.map(i64::from),
         in_flight: i64::from(v.in_flight),
-        slow_start_since: v.slow_start_since.map(time),
+        slow_start_since: v.slow_start_since,
         budget_allowed: wide(v.budget_allowed),
         budget_used: i64::from(v.budget_used),
         budget_remaining: wide(v.budget_remaining),
         breaker: redial_api::BreakerState::parse(v.breaker),
-        breaker_until: v.breaker_until.map(time),
+        breaker_until: v.breaker_until,
         breaker_window_failures: i64::from(v.breaker_window_failures),
         breaker_window_retry_failures: i64::from(v.breaker_window_retry_failures),
         breaker_window_calls: i64::from(v.breaker_window_calls),
@@ -59,14 +58,14 @@ fn endpoint_view(
             .breaker_history
             .iter()
             .map(|e| redial_api::EndpointBreakerHistory {
-                at: time(e.at),
+                at: e.at,
                 to: e.to.clone(),
                 reason: e.reason.clone(),
             })
             .collect(),
-        quarantined_since: v.quarantined_since.map(time),
-        failing_since: v.failing_since.map(time),
-        outage_began: v.outage_began.map(time),
+        quarantined_since: v.quarantined_since,
+        failing_since: v.failing_since,
+        outage_began: v.outage_began,
     }
 }
 
@@ -94,13 +93,12 @@ fn credentials_view(
             Some(redial_api::EndpointToken {
                 token_url: redial_engine::redact::url(&o.token_url),
                 held: t.held,
-                valid_until: t.valid_until.map(view::time),
+                valid_until: t.valid_until,
                 fetched: i64::try_from(t.fetched).unwrap_or(i64::MAX),
-                last_failure: t.last_failure.map(|(at, reason)| redial_api::TokenFailure {
-                    at: view::time(at),
-                    reason,
-                }),
-                held_until: t.held_until.filter(|u| now < *u).map(view::time),
+                last_failure: t
+                    .last_failure
+                    .map(|(at, reason)| redial_api::TokenFailure { at, reason }),
+                held_until: t.held_until.filter(|u| now < *u),
                 failures: i64::from(t.failures),
             })
         }
@@ -299,7 +297,7 @@ pub(super) async fn endpoint_replay_outage(
             affected: done.affected,
             operation: done.operation,
             state: done.state,
-            since: view::time(since),
+            since,
         })
         .into_response()),
         // Waited for, so done.

@@ -275,8 +275,8 @@ pub(super) async fn dead_letter_groups(
                 category: redial_api::DeadCategory::parse(g.category.as_str()),
                 endpoint: g.endpoint,
                 count: count(g.count),
-                first: view::time(g.first),
-                last: view::time(g.last),
+                first: g.first,
+                last: g.last,
                 reason: g.reason,
             })
             .collect(),
@@ -305,8 +305,8 @@ pub(super) async fn dead_letter_patterns(
             .map(|p| redial_api::DeadPattern {
                 pattern: p.pattern,
                 count: count(p.count),
-                first: view::time(p.first),
-                last: view::time(p.last),
+                first: p.first,
+                last: p.last,
                 example: p.example,
                 reasons: count(p.reasons),
             })

@@ -57,8 +57,8 @@ impl Criteria {
             queue: self.queue.clone(),
             category: self.category,
             endpoint: self.endpoint.clone(),
-            since: self.since.map(|t| t.to_string()),
-            until: self.until.map(|t| t.to_string()),
+            since: self.since,
+            until: self.until,
             ..DeadLetterFilter::default()
         }
     }
@@ -194,8 +194,8 @@ async fn patterns(a: PatternsArgs) -> Result<()> {
         queue: f.queue,
         category: f.category.map(|c| c.as_str().to_owned()),
         endpoint: f.endpoint,
-        since: f.since,
-        until: f.until,
+        since: f.since.map(|t| t.to_string()),
+        until: f.until.map(|t| t.to_string()),
         pattern: None,
         limit: Some(a.limit),
     };
@@ -211,7 +211,7 @@ async fn patterns(a: PatternsArgs) -> Result<()> {
         .map(|p| {
             vec![
                 human::thousands(u64::try_from(p.count).unwrap_or(0)),
-                p.last.clone(),
+                p.last.to_string(),
                 human::printable(&p.pattern).into_owned(),
             ]
         })

@@ -70,7 +70,7 @@ pub async fn events(a: EventsArgs) -> Result<()> {
 fn row(e: &Event) -> Vec<String> {
     vec![
         e.id.clone(),
-        e.at.clone(),
+        e.at.to_string(),
         e.r#type.to_string(),
         or_dash(e.queue.as_ref()),
         or_dash(e.job_id.as_ref()),

@@ -177,7 +177,7 @@ impl PauseArgs {
         PauseInput {
             reason: self.reason.clone(),
             r#for: self.for_.clone(),
-            until: self.until.map(|u| u.to_string()),
+            until: self.until,
         }
     }
 }

@@ -169,8 +169,8 @@ fn print_schedule(s: &Schedule) {
         job.request.method,
         job.request.url,
         job.queue,
-        s.next_at.as_deref().unwrap_or("none"),
-        s.last_occurrence.as_deref().unwrap_or("none yet"),
+        s.next_at.map_or_else(|| "none".into(), |t| t.to_string()),
+        s.last_occurrence.map_or_else(|| "none yet".into(), |t| t.to_string()),
     );
 }
 
@@ -232,8 +232,9 @@ pub async fn schedules(a: SchedulesArgs) -> Result<()> {
                     vec![
                         s.id.clone(),
                         if s.paused { "yes" } else { "no" }.to_owned(),
-                        s.next_at.clone().unwrap_or_else(|| "none".into()),
-                        s.last_occurrence.clone().unwrap_or_else(|| "-".into()),
+                        s.next_at.map_or_else(|| "none".into(), |t| t.to_string()),
+                        s.last_occurrence
+                            .map_or_else(|| "-".into(), |t| t.to_string()),
                         rule(s, false),
                     ]
                 })

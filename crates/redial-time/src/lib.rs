@@ -1,4 +1,6 @@
-//! Instants as plain values, and the date formats that servers put in headers.
+//! Instants as plain values, and the date formats that servers put in headers: a crate of its
+//! own so that the policy core and the API's types (`redial-api`, which the clients use) share
+//! one instant without the clients taking the policy core.
 //!
 //! Owns [`Timestamp`] (milliseconds since the Unix epoch, UTC) and the parsers for RFC 3339 and the
 //! three HTTP-date forms of RFC 9110. Does not own a clock: nothing here reads the current time, the
@@ -11,8 +13,8 @@ use std::time::Duration;
 /// A UTC instant with millisecond precision, counted from the Unix epoch.
 ///
 /// Milliseconds are enough for scheduling retries and keep the type a single `i64`, so it is cheap
-/// to copy, compare and store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// to copy, compare and store. Its default is the epoch (what the API's types start from).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
 
 /// 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z in seconds: the instants RFC 3339 can write
