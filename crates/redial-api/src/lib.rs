@@ -16,6 +16,30 @@ pub use types::*;
 /// epoch here.
 pub use redial_time::Timestamp;
 
+/// An input's field that may be absent, null or a value (`Option<Option<T>>`: a replay's patch
+/// leaves what is absent, clears what is null, sets what is given), written and read as such.
+pub mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// `Some(None)` as `null`, `Some(Some(v))` as `v` (`None` is skipped by the field).
+    pub fn serialize<T: Serialize, S: Serializer>(
+        v: &Option<Option<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Present (null or a value): `Some`; absent is the field's default, `None`.
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
 /// The longest one `GET /v1/jobs/{id}?wait=` request may wait: the server refuses more
 /// (`invalid_wait`), and the clients wait longer in several requests.
 pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -132,5 +156,34 @@ impl serde::Serialize for ErrorCode {
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplayPatch;
+
+    /// A replay's patch tells a credentials profile removed (null, back to the endpoint's) from
+    /// one left as it is (absent), both ways.
+    #[test]
+    fn a_patch_tells_null_from_absent() {
+        let cleared = ReplayPatch {
+            credentials: Some(None),
+            ..ReplayPatch::default()
+        };
+        let named = ReplayPatch {
+            credentials: Some(Some("partner".into())),
+            ..ReplayPatch::default()
+        };
+        let cases = [
+            (ReplayPatch::default(), "{}"),
+            (cleared, r#"{"credentials":null}"#),
+            (named, r#"{"credentials":"partner"}"#),
+        ];
+        for (patch, json) in cases {
+            assert_eq!(serde_json::to_string(&patch).expect("writes"), json);
+            let back: ReplayPatch = serde_json::from_str(json).expect("reads");
+            assert_eq!(back, patch, "{json}");
+        }
     }
 }

@@ -927,8 +927,12 @@ pub struct ReplayPatch {
     pub body: Option<serde_json::Value>,
     /// The credentials profile to send with ([credentials.NAME]), or null for the endpoint's
     /// own
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credentials: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::double_option"
+    )]
+    pub credentials: Option<Option<String>>,
     /// The endpoint; without it, a job whose endpoint was its URL's origin follows the new URL
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,

@@ -4,7 +4,9 @@
 //! API fuzzing), so the Rust client's types come from the same place as the TypeScript client's.
 //!
 //! Mapping: a schema is a struct; a property the schema requires is a field of its type (an
-//! `Option` when it may be null), one it does not require an `Option` left out when absent;
+//! `Option` when it may be null), one it does not require an `Option` left out when absent
+//! (in an input that may also be null, an `Option<Option<_>>`: absent, null and a value are three
+//! things, as in a replay's patch);
 //! a string of several values (`enum`) is a Rust enum, named in [`ENUMS`] by its values (a set
 //! not named there fails the test), with an `Other` variant that a value this build does not know
 //! reads as (a newer server's: a client keeps working); a date-time is a `redial_time::Timestamp`
@@ -201,7 +203,17 @@ impl Generator {
         for (field, p) in props {
             let (ty, nullable) = self.type_of(name, field, p);
             doc(&mut body, "    ", p["description"].as_str());
-            if !required.contains(&field.as_str()) {
+            let input = name.ends_with("Input") || name.ends_with("Patch");
+            let value = ty == "serde_json::Value";
+            if !required.contains(&field.as_str()) && nullable && input && !value {
+                // Absent, null and a value mean three things in an input (a replay's patch:
+                // leave it, clear it, set it): `Option<Option<_>>`.
+                let _ = writeln!(
+                    body,
+                    "    #[serde(default, skip_serializing_if = \"Option::is_none\", with = \"crate::double_option\")]"
+                );
+                let _ = writeln!(body, "    pub {}: Option<Option<{ty}>>,", field_name(field));
+            } else if !required.contains(&field.as_str()) {
                 let _ = writeln!(
                     body,
                     "    #[serde(default, skip_serializing_if = \"Option::is_none\")]"

@@ -327,6 +327,12 @@ fn changed(p: &ReplayChangedParams) -> Vec<String> {
             ms(b.timeout_ms)
         ));
     }
+    if a.credentials != b.credentials {
+        out.push(match &b.credentials {
+            Some(name) => format!("credentials profile {name}"),
+            None => "credentials: the endpoint's".to_owned(),
+        });
+    }
     if before.policy != p.policy {
         out.push("policy replaced".to_owned());
     }

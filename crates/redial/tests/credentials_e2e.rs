@@ -322,4 +322,37 @@ async fn a_job_names_a_credentials_profile() {
     let shown = get(&http, job.clone()).await;
     assert_eq!(shown["request"]["credentials"], "tenant-b", "{shown}");
     assert!(!shown.to_string().contains("tenant-b-key-2"), "{shown}");
+
+    // And back: a dead job that names the profile, replayed from the CLI with
+    // --endpoint-credentials (the patch's null), goes with its endpoint's (here none).
+    other.script("/back", vec![Reply::status(403), Reply::status(200)]);
+    let (status, body) = enqueue(json!({"id": "back", "request": {"method": "POST",
+        "url": other.url("/back"), "credentials": "tenant-b"}}))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let back = format!("{jobs}/back");
+    eventually("the job dies of its 403", || async {
+        get(&http, back.clone()).await["state"] == "dead"
+    })
+    .await;
+    let out = Command::new(BIN)
+        .args(["jobs", "replay", "back", "--endpoint-credentials"])
+        .env("REDIAL_SERVER", &server.url)
+        .env_remove("REDIAL_TOKEN")
+        .output()
+        .expect("run the CLI");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the replay completes", || async {
+        get(&http, back.clone()).await["state"] == "completed"
+    })
+    .await;
+    let sent = other.received("/back");
+    assert_eq!(sent[0].header("x-api-key"), Some("tenant-b-key-2"));
+    assert_eq!(sent[1].header("x-api-key"), None, "the endpoint has none");
+    let shown = get(&http, back.clone()).await;
+    assert_eq!(shown["request"]["credentials"], Value::Null, "{shown}");
 }

@@ -40,8 +40,11 @@ pub struct PatchArgs {
     /// Send it with this credentials profile of the server's configuration
     /// ([credentials.NAME]) instead of its endpoint's (with --remove-header for the header it
     /// carried itself).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "endpoint_credentials")]
     credentials: Option<String>,
+    /// Send it with its endpoint's credentials again: the profile it names is removed.
+    #[arg(long)]
+    endpoint_credentials: bool,
     /// Give the job a new idempotency key, for a first request that was wrong and must count
     /// as new. Without it the job keeps its key, so the provider drops a repeat.
     #[arg(long)]
@@ -97,7 +100,11 @@ impl PatchArgs {
             policy: None,
             queue: self.to_queue.clone(),
             endpoint: self.to_endpoint.clone(),
-            credentials: self.credentials.clone(),
+            credentials: match (&self.credentials, self.endpoint_credentials) {
+                (Some(name), _) => Some(Some(name.clone())),
+                (None, true) => Some(None),
+                (None, false) => None,
+            },
         };
         (patch != ReplayPatch::default()).then_some(patch)
     }
