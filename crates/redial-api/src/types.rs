@@ -82,6 +82,7 @@ pub struct Attempt {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BatchInput {
     /// 1 to server.max_batch (1000 by default) jobs; more is refused (413 batch_too_large),
     /// none too (422 empty_batch).
@@ -105,6 +106,7 @@ pub struct BatchResult {
 /// one event. The queue's callback applies when absent; a job of the callback queue has none
 /// (422 invalid_callback).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CallbackInput {
     /// Headers the delivery carries, as a job's request headers (Content-Type is Redial's:
     /// application/json).
@@ -152,6 +154,7 @@ pub struct DeadGroups {
 /// Which dead letters. Every field given must match. A body with no criterion (or an empty
 /// body) is refused (422 filter_required) unless it says {"all": true}.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeadLetterFilter {
     /// true to act on every dead letter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -580,6 +583,7 @@ pub struct JobChange {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JobInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<CallbackInput>,
@@ -641,6 +645,7 @@ pub struct JobInput {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JobInputRequest {
     /// A string is sent as is; any other JSON value is sent as JSON (content-type
     /// application/json unless given). null or absent: no body. At most
@@ -689,6 +694,7 @@ pub struct JobSide {
 /// The job each occurrence enqueues: a job's fields, less id, idempotency_key, run_at and
 /// deadline (each occurrence's id is <schedule id>@<instant>, its key derived from it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JobTemplateInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<CallbackInput>,
@@ -734,6 +740,7 @@ pub struct JobTemplateInput {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JobTemplateInputRequest {
     /// A string is sent as is; any other JSON value is sent as JSON (content-type
     /// application/json unless given). null or absent: no body. At most
@@ -835,6 +842,7 @@ pub struct OutageReplay {
 /// Why, and until when: an instant (until) or a duration from now (for), not both; with
 /// neither, until resumed. The body may be empty.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PauseInput {
     /// A duration with a unit, up to 366d
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -904,6 +912,7 @@ pub struct Ready {
 
 /// A replay's changes. With none (or an empty body) the job is replayed as it was.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayInput {
     /// true: answer what would change (ReplayPreview) and change nothing
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -920,6 +929,7 @@ pub struct ReplayInput {
 /// checks an enqueue does (URL, headers, body size, timeout, queue, endpoint, policy), or
 /// nothing is replayed (422, naming the job).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayPatch {
     /// The body: a string as is, any other JSON value as JSON (content-type application/json
     /// unless one is set), null for none
@@ -961,6 +971,7 @@ pub struct ReplayPatch {
 /// The start of the URL: jobs whose URL starts with from get to instead; the others are skipped
 /// (422 invalid_url for one job)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayPatchUrlPrefix {
     pub from: String,
     pub to: String,
@@ -969,6 +980,7 @@ pub struct ReplayPatchUrlPrefix {
 /// Headers removed, then set (each replacing every header of its name; names compared without
 /// case)
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayPatchHeaders {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<Vec<String>>,
@@ -1105,6 +1117,7 @@ pub struct ScheduleJobRequest {
 /// A recurring schedule: a cron expression (with a time zone) or an interval, and the job each
 /// occurrence enqueues. Give cron or every, not both.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScheduleInput {
     /// 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first;
     /// POSIX/Vixie semantics (Sunday is 0 or 7), plus L, W and #. Daylight saving, as Vixie

@@ -34,8 +34,26 @@ mod routes;
 mod transport;
 
 pub use error::Error;
-// Every type of the API, as `redial_api` exports them (a glob on purpose: they are generated).
-pub use redial_api::*;
+// Every type of the API, as `redial_api` exports them.
+pub use redial_api::{double_option, ErrorCode, Timestamp, MAX_WAIT};
+// The generated types, by name: written by `tests/types.rs` in redial-api.
+pub use redial_api::{
+    Affected, Alert, AlertList, Attempt, BatchInput, BatchResult, BreakerState, CallbackInput,
+    CallbackOn, CallbackView, CredentialsKind, DeadCategory, DeadGroup, DeadGroups,
+    DeadLetterFilter, DeadPattern, DeadPatterns, Dismissed, Endpoint, EndpointBreakerHistory,
+    EndpointCredentials, EndpointList, EndpointToken, ErrorError, Event, EventPage, EventType,
+    ExportCallback, ExportLine, ExportLineDead, ExportLineRequest, Forecast, ForecastFirstAtRisk,
+    GroupLimits, HandPause, Health, Job, JobChange, JobInput, JobInputRequest, JobPage, JobSide,
+    JobState, JobTemplateInput, JobTemplateInputRequest, KeyChoice, Missed, NotReady, Operation,
+    OperationKind, OperationList, OperationState, OrderingKeyLine, OrderingKeys, OrderingOnDead,
+    OutageReplay, PauseInput, Queue, QueueGroups, QueueGroupsGroups, QueueGroupsInline, QueueList,
+    Ready, ReplayInput, ReplayPatch, ReplayPatchHeaders, ReplayPatchUrlPrefix, ReplayPreview,
+    ReplayPreviewItem, RequestView, Schedule, ScheduleInput, ScheduleJob, ScheduleJobRequest,
+    ScheduleList, ScheduleMissed, ScheduleRule, ScheduleRuleCron, ScheduleRuleEvery,
+    ScheduleSource, Series, SeriesMinute, SeriesMinuteAttempts, Session, Stats, StatsEndpoints,
+    StatsQueues, TokenFailure,
+};
+// End of the generated types.
 pub use routes::{is_finished, DeadGroupsQuery, EventsQuery, JobsQuery, PageQuery, ROUTES};
 
 use std::time::Duration;

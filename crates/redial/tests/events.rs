@@ -198,7 +198,7 @@ async fn resume_misses_nothing_and_repeats_nothing(db: Db) {
     })
     .await;
     let endpoint = format!("http://{}", rx.addr());
-    let pause: redial_client::types::PauseInput =
+    let pause: redial_client::PauseInput =
         serde_json::from_value(json!({"reason": "maintenance window"})).expect("pause input");
     c.pause_endpoint(&endpoint, &pause).await.expect("pause");
     c.resume_endpoint(&endpoint).await.expect("resume");
