@@ -309,7 +309,8 @@ fn generate() -> (String, Vec<String>) {
 }
 
 /// Where a crate re-exports the generated types by name, between these two lines.
-const EXPORTS_BEGIN: &str = "// The generated types, by name: written by `tests/types.rs` in redial-api.\n";
+const EXPORTS_BEGIN: &str =
+    "// The generated types, by name: written by `tests/types.rs` in redial-api.\n";
 const EXPORTS_END: &str = "// End of the generated types.\n";
 
 /// `lib` with its re-export of the generated types (`pub use {from}::{...};`) rewritten to name
@@ -354,7 +355,11 @@ fn the_types_are_the_documents() {
     // `redial_api::Error` there.
     for (lib, from, own) in [
         (format!("{dir}/src/lib.rs"), "types", &[][..]),
-        (format!("{dir}/../redial-client/src/lib.rs"), "redial_api", &["Error"][..]),
+        (
+            format!("{dir}/../redial-client/src/lib.rs"),
+            "redial_api",
+            &["Error"][..],
+        ),
     ] {
         let written = std::fs::read_to_string(&lib).expect("reading a lib.rs");
         let names: Vec<String> = names
