@@ -30,6 +30,15 @@ pub use types::{
 /// epoch here.
 pub use redial_time::Timestamp;
 
+/// An input's free-form field (a `serde_json::Value`) that is there, `null` included
+/// (`Some(Value::Null)`: a replay's patch that clears the body); absent, the field's default,
+/// `None`.
+pub fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    <serde_json::Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// An input's field that may be absent, null or a value (`Option<Option<T>>`: a replay's patch
 /// leaves what is absent, clears what is null, sets what is given), written and read as such.
 pub mod double_option {

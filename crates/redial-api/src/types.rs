@@ -110,7 +110,11 @@ pub struct BatchResult {
 pub struct CallbackInput {
     /// Headers the delivery carries, as a job's request headers (Content-Type is Redial's:
     /// application/json).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub headers: Option<serde_json::Value>,
     /// The events that make a delivery; completed and dead when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -626,7 +630,11 @@ pub struct JobInput {
     /// trust_provider_hints, defer_with_server_wait, transient, unknown,
     /// safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is
     /// refused (422 invalid_policy or invalid_field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub policy: Option<serde_json::Value>,
     /// Higher runs first within a queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -650,7 +658,11 @@ pub struct JobInputRequest {
     /// A string is sent as is; any other JSON value is sent as JSON (content-type
     /// application/json unless given). null or absent: no body. At most
     /// server.max_job_body_bytes (413 job_body_too_large).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub body: Option<serde_json::Value>,
     /// A credentials profile of the server's configuration ([credentials.NAME]) to send the
     /// request with, instead of its endpoint's credentials (another account at the same API, a
@@ -662,7 +674,11 @@ pub struct JobInputRequest {
     /// characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host,
     /// Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets
     /// them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub headers: Option<serde_json::Value>,
     /// A standard method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE, CONNECT) in any
     /// case, sent in upper case; or another HTTP token in upper case, sent as written.
@@ -724,7 +740,11 @@ pub struct JobTemplateInput {
     /// trust_provider_hints, defer_with_server_wait, transient, unknown,
     /// safe_repeat_transient_backoff, deferral, rules). An unknown field or an invalid value is
     /// refused (422 invalid_policy or invalid_field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub policy: Option<serde_json::Value>,
     /// Higher runs first within a queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -745,7 +765,11 @@ pub struct JobTemplateInputRequest {
     /// A string is sent as is; any other JSON value is sent as JSON (content-type
     /// application/json unless given). null or absent: no body. At most
     /// server.max_job_body_bytes (413 job_body_too_large).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub body: Option<serde_json::Value>,
     /// A credentials profile of the server's configuration ([credentials.NAME]) to send the
     /// request with, instead of its endpoint's credentials (another account at the same API, a
@@ -757,7 +781,11 @@ pub struct JobTemplateInputRequest {
     /// characters. Framing and hop-by-hop headers (Content-Length, Transfer-Encoding, Host,
     /// Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*) are refused: the HTTP client sets
     /// them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub headers: Option<serde_json::Value>,
     /// A standard method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE, CONNECT) in any
     /// case, sent in upper case; or another HTTP token in upper case, sent as written.
@@ -933,7 +961,11 @@ pub struct ReplayInput {
 pub struct ReplayPatch {
     /// The body: a string as is, any other JSON value as JSON (content-type application/json
     /// unless one is set), null for none
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub body: Option<serde_json::Value>,
     /// The credentials profile to send with ([credentials.NAME]), or null for the endpoint's
     /// own
@@ -951,7 +983,11 @@ pub struct ReplayPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<ReplayPatchHeaders>,
     /// Replaces the job's policy overrides (as an enqueue's policy)
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub policy: Option<serde_json::Value>,
     /// A configured queue
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -984,7 +1020,11 @@ pub struct ReplayPatchUrlPrefix {
 pub struct ReplayPatchHeaders {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub set: Option<serde_json::Value>,
 }
 

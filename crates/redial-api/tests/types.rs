@@ -5,8 +5,9 @@
 //!
 //! Mapping: a schema is a struct; a property the schema requires is a field of its type (an
 //! `Option` when it may be null), one it does not require an `Option` left out when absent
-//! (in an input that may also be null, an `Option<Option<_>>`: absent, null and a value are three
-//! things, as in a replay's patch);
+//! (in an input, a closed schema, that may also be null, an `Option<Option<_>>`: absent, null and
+//! a value are three things, as in a replay's patch; a free-form field of an input reads `null` as
+//! `Some(Value::Null)`); an input refuses unknown fields;
 //! a string of several values (`enum`) is a Rust enum, named in [`ENUMS`] by its values (a set
 //! not named there fails the test), with an `Other` variant that a value this build does not know
 //! reads as (a newer server's: a client keeps working); a date-time is a `redial_time::Timestamp`
@@ -202,8 +203,9 @@ impl Generator {
             body,
             "#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]"
         );
-        // A closed schema (an input: the server refuses a field it does not know) is read so.
-        if schema["additionalProperties"] == Value::Bool(false) {
+        // A closed schema is an input (the server refuses a field it does not know): read so.
+        let input = schema["additionalProperties"] == Value::Bool(false);
+        if input {
             let _ = writeln!(body, "#[serde(deny_unknown_fields)]");
         }
         let _ = writeln!(body, "pub struct {name} {{");
@@ -211,9 +213,16 @@ impl Generator {
         for (field, p) in props {
             let (ty, nullable) = self.type_of(name, field, p);
             doc(&mut body, "    ", p["description"].as_str());
-            let input = name.ends_with("Input") || name.ends_with("Patch");
             let value = ty == "serde_json::Value";
-            if !required.contains(&field.as_str()) && nullable && input && !value {
+            if !required.contains(&field.as_str()) && input && value {
+                // A free-form field of an input: `null` is a value (`Some(Value::Null)`: a
+                // replay's patch clears the body), absent is `None`.
+                let _ = writeln!(
+                    body,
+                    "    #[serde(default, skip_serializing_if = \"Option::is_none\", deserialize_with = \"crate::present\")]"
+                );
+                let _ = writeln!(body, "    pub {}: Option<{ty}>,", field_name(field));
+            } else if !required.contains(&field.as_str()) && nullable && input {
                 // Absent, null and a value mean three things in an input (a replay's patch:
                 // leave it, clear it, set it): `Option<Option<_>>`.
                 let _ = writeln!(

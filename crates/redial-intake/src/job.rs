@@ -1,125 +1,66 @@
-//! A job as clients send it (`POST /v1/jobs`, a batch's items, a schedule's template) and its
-//! intake: [`new_job`] checks every field once and lays on the queue's settings.
+//! A job as clients send it (`POST /v1/jobs`, a batch's items, a schedule's template:
+//! `redial_api::JobInput`) and its intake: [`new_job`] checks every field once and lays on the
+//! queue's settings.
 
 use crate::Intake;
 use crate::IntakeError;
 use crate::{
-    check_headers, check_not_reserved, check_queue, check_url, headers_list, object_only,
+    check_headers, check_not_reserved, check_queue, check_url, headers_of, policy_of, within,
     ENDPOINT_RULE, MAX_ENDPOINT_CHARS, MAX_TAG_CHARS, STANDARD_METHODS, TAG_RULE,
 };
-use redial_api::ErrorCode;
+use redial_api::{CallbackInput, CallbackOn, ErrorCode, JobInput, JobInputRequest};
 use redial_engine::{Checked, JobProblem};
-use redial_policy::{is_http_token, parse_duration, PolicyOverride, Timestamp};
+use redial_policy::{is_http_token, parse_duration, Timestamp};
 use redial_store::{HttpRequest, JobId, NewJob, OrderingKey};
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JobInput {
-    pub id: Option<String>,
-    pub queue: Option<String>,
-    pub request: RequestInput,
-    pub idempotency_key: Option<String>,
-    pub run_at: Option<Timestamp>,
-    pub deadline: Option<Timestamp>,
-    pub priority: Option<i32>,
-    pub tags: Option<Vec<String>>,
-    /// Groups the job with others under one endpoint; the URL's origin by default.
-    pub endpoint: Option<String>,
-    /// Who the job is for (a tenant, a customer): the queue leases round-robin across groups.
-    pub group: Option<String>,
-    /// The queue's jobs with the same ordering key start one at a time, in enqueue order.
-    pub ordering_key: Option<String>,
-    /// Overrides of the queue's policy for this job: an object (an array would be read field by
-    /// field in order, `[1]` as `max_attempts = 1`).
-    #[serde(default, deserialize_with = "object_only")]
-    pub policy: Option<PolicyOverride>,
-    /// Where to tell when the job finishes; the queue's callback when absent.
-    pub callback: Option<CallbackInput>,
-}
-
-/// A job's or a queue's callback as clients and the configuration file write it.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CallbackInput {
-    pub url: String,
-    /// completed, dead, cancelled; completed and dead when absent.
-    pub on: Option<Vec<String>>,
-    pub headers: Option<HeadersInput>,
-}
-
-impl CallbackInput {
-    /// The callback checked: an http or https URL, one or more known events, headers as a
-    /// job's may be (no `content-type`: a delivery is JSON). The message names the field.
-    pub fn target(self) -> Result<redial_engine::CallbackTarget, String> {
-        check_url("callback.url", &self.url)?;
-        let on = match self.on {
-            None => redial_store::CallbackEvent::DEFAULT.to_vec(),
-            Some(list) if list.is_empty() => {
-                return Err(
-                    "callback.on must name at least one event: completed, dead or cancelled".into(),
-                )
-            }
-            Some(list) => {
-                let mut on = Vec::new();
-                for e in list {
-                    let event: redial_store::CallbackEvent =
-                        e.parse().map_err(|m| format!("callback.on: {m}"))?;
-                    if !on.contains(&event) {
-                        on.push(event);
-                    }
-                }
-                on
-            }
-        };
-        let headers = headers_list(self.headers);
-        check_headers("callback.headers", &headers)?;
-        if let Some((name, _)) = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        {
-            return Err(format!(
-                "callback.headers: {name:?} is set by Redial (a delivery is application/json); leave it out"
-            ));
+/// A job's or a queue's callback as clients and the configuration file write it, checked: an
+/// http or https URL, one or more known events, headers as a job's may be (no `content-type`: a
+/// delivery is JSON). The message names the field.
+pub fn callback_target(c: CallbackInput) -> Result<redial_engine::CallbackTarget, String> {
+    check_url("callback.url", &c.url)?;
+    let on = match c.on {
+        None => redial_store::CallbackEvent::DEFAULT.to_vec(),
+        Some(list) if list.is_empty() => {
+            return Err(
+                "callback.on must name at least one event: completed, dead or cancelled".into(),
+            )
         }
-        Ok(redial_engine::CallbackTarget {
-            url: self.url,
-            on,
-            headers,
-        })
+        Some(list) => {
+            let mut on = Vec::new();
+            for e in list {
+                if e == CallbackOn::Other {
+                    return Err(
+                        "callback.on: an event this server does not know: use completed, dead or cancelled"
+                            .into(),
+                    );
+                }
+                let event: redial_store::CallbackEvent = e
+                    .as_str()
+                    .parse()
+                    .map_err(|m| format!("callback.on: {m}"))?;
+                if !on.contains(&event) {
+                    on.push(event);
+                }
+            }
+            on
+        }
+    };
+    let headers = headers_of("callback.headers", c.headers)?;
+    check_headers("callback.headers", &headers)?;
+    if let Some((name, _)) = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    {
+        return Err(format!(
+            "callback.headers: {name:?} is set by Redial (a delivery is application/json); leave it out"
+        ));
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RequestInput {
-    pub method: String,
-    pub url: String,
-    pub headers: Option<HeadersInput>,
-    /// A string is sent as is; any other JSON value is sent as JSON.
-    pub body: Option<serde_json::Value>,
-    /// A duration with a unit: "10s".
-    pub timeout: Option<String>,
-    /// A credentials profile of the configuration (`[credentials.NAME]`) to send it with,
-    /// instead of its endpoint's.
-    pub credentials: Option<String>,
-}
-
-/// Headers as an object (`{"Name": "value"}`) or as pairs (`[["Name", "value"]]`, which allows
-/// repeats).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
-pub enum HeadersInput {
-    Map(BTreeMap<String, String>),
-    Pairs(Vec<(String, String)>),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchInput {
-    pub jobs: Vec<serde_json::Value>,
+    Ok(redial_engine::CallbackTarget {
+        url: c.url,
+        on,
+        headers,
+    })
 }
 
 /// Turns a validated input into a job to insert: every field checked here, once, and the
@@ -138,8 +79,18 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<Check
     };
     check_deadline(input.deadline, input.run_at, now)?;
     let tags = tags_of(input.tags.unwrap_or_default())?;
+    let priority: i32 = match input.priority {
+        Some(p) => within(
+            "priority",
+            p,
+            i64::from(i32::MIN)..=i64::from(i32::MAX),
+            ErrorCode::InvalidField,
+        )?,
+        None => 0,
+    };
+    let policy = policy_of("policy", input.policy)?;
     let queue_config = &intake.engine.queues[&queue];
-    if let Some(p) = &input.policy {
+    if let Some(p) = &policy {
         queue_config.policy.merged(p).map_err(|e| {
             IntakeError::unprocessable(ErrorCode::InvalidPolicy, format!("policy.{e}"))
         })?;
@@ -171,7 +122,7 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<Check
     });
     let callback = input
         .callback
-        .map(CallbackInput::target)
+        .map(callback_target)
         .transpose()
         .and_then(|t| intake.engine.callback(&queue, t))
         .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidCallback, m))?;
@@ -183,11 +134,11 @@ pub fn new_job(intake: &Intake, input: JobInput, now: Timestamp) -> Result<Check
         endpoint,
         request,
         idempotency_key: Some(idempotency_key),
-        priority: input.priority.unwrap_or(0),
+        priority,
         run_at: input.run_at.map_or(now, |t| t.max(now)),
         deadline: input.deadline,
         tags,
-        policy: input.policy,
+        policy,
         created_at: now,
         group,
     };
@@ -229,7 +180,7 @@ fn job_id(given: Option<String>) -> Result<String, IntakeError> {
 
 /// The request a job sends, checked (method, URL, headers, body size, timeout), and its URL
 /// parsed (the endpoint defaults to its origin).
-fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url), IntakeError> {
+fn request_of(intake: &Intake, r: JobInputRequest) -> Result<(HttpRequest, url::Url), IntakeError> {
     let upper = r.method.to_ascii_uppercase();
     if !is_http_token(&upper) {
         return Err(IntakeError::unprocessable(
@@ -253,7 +204,8 @@ fn request_of(intake: &Intake, r: RequestInput) -> Result<(HttpRequest, url::Url
     };
     let url = check_url("request.url", &r.url)
         .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidUrl, m))?;
-    let mut headers = headers_list(r.headers);
+    let mut headers = headers_of("request.headers", r.headers)
+        .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidField, m))?;
     check_headers("request.headers", &headers)
         .map_err(|m| IntakeError::unprocessable(ErrorCode::InvalidHeader, m))?;
     let body = match r.body {

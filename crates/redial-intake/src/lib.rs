@@ -1,19 +1,19 @@
-//! A job and a schedule as clients send them, and their intake: [`new_job`] checks every field
-//! once and lays the queue's settings on, into the job the engine stores; [`schedule_definition`]
-//! does the same for a schedule and its template. The API (`redial-server`) reads its requests
-//! into these inputs and answers their errors; `redial config check` checks the file's
-//! schedules with the same code, with no database, engine or HTTP server.
+//! A job and a schedule as clients send them (`redial_api`'s input types, generated from the
+//! OpenAPI document) and their intake: [`new_job`] checks every field once and lays the queue's
+//! settings on, into the job the engine stores; [`schedule_definition`] does the same for a
+//! schedule and its template. The API (`redial-server`) reads its requests into those types and
+//! answers their errors; `redial config check` checks the file's schedules with the same code,
+//! with no database, engine or HTTP server.
 
 mod job;
 mod schedule;
 
-pub use job::{new_job, BatchInput, CallbackInput, HeadersInput, JobInput, RequestInput};
-pub use schedule::{schedule_definition, ScheduleInput};
+pub use job::{callback_target, new_job};
+pub use schedule::{schedule_definition, schedule_input};
 
 use redial_api::ErrorCode;
 use redial_engine::EngineConfig;
-use redial_policy::is_http_token;
-use serde::de::DeserializeOwned;
+use redial_policy::{is_http_token, PolicyOverride};
 use serde::Deserialize;
 
 /// Why an input is refused: the API's error code and a message that says what to fix. The API
@@ -63,11 +63,68 @@ pub struct Intake<'a> {
     pub credentials: &'a redial_engine::credentials::Credentials,
 }
 
-fn headers_list(h: Option<HeadersInput>) -> Vec<(String, String)> {
+/// Headers as an input gives them: an object (`{"Name": "value"}`) or pairs (`[["Name",
+/// "value"]]`, which allows repeats); `null` or absent, none. The message names `field`.
+pub fn headers_of(
+    field: &str,
+    h: Option<serde_json::Value>,
+) -> Result<Vec<(String, String)>, String> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Headers {
+        Map(std::collections::BTreeMap<String, String>),
+        Pairs(Vec<(String, String)>),
+    }
     match h {
-        None => Vec::new(),
-        Some(HeadersInput::Map(m)) => m.into_iter().collect(),
-        Some(HeadersInput::Pairs(p)) => p,
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(v) => match serde_json::from_value(v) {
+            Ok(Headers::Map(m)) => Ok(m.into_iter().collect()),
+            Ok(Headers::Pairs(p)) => Ok(p),
+            Err(_) => Err(format!(
+                "{field} must be an object of names to string values, or a list of [name, value] pairs"
+            )),
+        },
+    }
+}
+
+/// A policy's overrides as an input gives them: an object (an array would be read field by
+/// field in order, `[1]` as `max_attempts = 1`, so it is refused); `null` or absent, none. The
+/// error (422 `invalid_field`) names `field`.
+pub fn policy_of(
+    field: &str,
+    p: Option<serde_json::Value>,
+) -> Result<Option<PolicyOverride>, IntakeError> {
+    match p {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v @ serde_json::Value::Object(_)) => {
+            serde_json::from_value(v).map(Some).map_err(|e| {
+                IntakeError::unprocessable(ErrorCode::InvalidField, format!("{field}: {e}"))
+            })
+        }
+        Some(_) => Err(IntakeError::unprocessable(
+            ErrorCode::InvalidField,
+            format!("{field} must be an object, such as {{\"max_attempts\": 3}}"),
+        )),
+    }
+}
+
+/// An integer of an input that the domain holds in a narrower type, within `range`; the error
+/// (422 `code`) names `field` and the range.
+pub fn within<T>(
+    field: &str,
+    value: i64,
+    range: std::ops::RangeInclusive<i64>,
+    code: ErrorCode,
+) -> Result<T, IntakeError>
+where
+    T: TryFrom<i64>,
+{
+    match T::try_from(value) {
+        Ok(v) if range.contains(&value) => Ok(v),
+        _ => Err(IntakeError::unprocessable(
+            code,
+            format!("{field} must be from {} to {}", range.start(), range.end()),
+        )),
     }
 }
 
@@ -112,26 +169,6 @@ fn check_headers(field: &str, headers: &[(String, String)]) -> Result<(), String
         }
     }
     Ok(())
-}
-
-/// Reads a JSON object into `T`, and refuses any other JSON value (serde would read an array
-/// into a struct by position).
-pub fn object_only<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    use serde::de::Error;
-    let v = serde_json::Value::deserialize(d)?;
-    match v {
-        serde_json::Value::Null => Ok(None),
-        serde_json::Value::Object(_) => serde_json::from_value(v)
-            .map(Some)
-            .map_err(D::Error::custom),
-        _ => Err(D::Error::custom(
-            "policy must be an object, such as {\"max_attempts\": 3}",
-        )),
-    }
 }
 
 /// The longest request URL a job may have.
@@ -211,10 +248,10 @@ pub fn config_schedules(
     let mut defined: Vec<(String, redial_engine::ScheduleDefinition)> = Vec::new();
     let mut problems = Vec::new();
     for (i, table) in tables.into_iter().enumerate() {
-        let input: ScheduleInput = match serde_json::from_value(table) {
+        let input = match schedule_input(table) {
             Ok(input) => input,
             Err(e) => {
-                problems.push(format!("schedules[{i}]: {e}"));
+                problems.push(format!("schedules[{i}]: {}", e.message));
                 continue;
             }
         };

@@ -1,38 +1,48 @@
-//! A schedule as clients and the configuration file write it, checked into its definition.
+//! A schedule as clients and the configuration file write it (`redial_api::ScheduleInput`),
+//! checked into its definition.
 
-use crate::job::{new_job, JobInput};
+use crate::job::new_job;
+use crate::within;
 use crate::Intake;
 use crate::IntakeError;
-use redial_api::ErrorCode;
+use redial_api::{ErrorCode, JobInput, JobInputRequest, JobTemplateInput, Missed, ScheduleInput};
 use redial_engine::{JobTemplate, MissedRule, ScheduleRule};
 use redial_policy::{parse_duration, Timestamp};
-use serde::Deserialize;
 use std::time::Duration;
 
-/// A schedule as clients send it (`POST /v1/schedules`, `PUT /v1/schedules/{id}`) and as the
-/// configuration file's `[[schedules]]` tables give it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleInput {
-    pub id: Option<String>,
-    /// A cron expression: 5 fields, or 6 with seconds first.
-    pub cron: Option<String>,
-    /// The IANA time zone the cron expression reads the wall clock of; UTC by default.
-    pub timezone: Option<String>,
-    /// An interval instead of a cron expression: "5m".
-    pub every: Option<String>,
-    /// What happens to occurrences missed while Redial was down: skip, run_once (the default) or
-    /// run_all.
-    pub missed: Option<String>,
-    /// With `run_all`: the most missed occurrences run (the latest); 10 by default.
-    pub missed_max: Option<u32>,
-    /// The job each occurrence enqueues: a job's fields, less id, idempotency_key, run_at and
-    /// deadline.
-    pub job: serde_json::Value,
+/// Reads a schedule as sent (`POST /v1/schedules`, `PUT /v1/schedules/{id}`, a `[[schedules]]`
+/// table of the configuration file). Its job is read first, so that what is wrong with it says
+/// so (422 `invalid_job`), and the fields each occurrence sets are refused with why; anything
+/// else is 422 `invalid_field`.
+pub fn schedule_input(value: serde_json::Value) -> Result<ScheduleInput, IntakeError> {
+    if let Some(job) = value.get("job") {
+        if !job.is_object() {
+            return Err(IntakeError::unprocessable(
+                ErrorCode::InvalidJob,
+                "job must be an object: the job each occurrence enqueues, such as {\"request\": {\"method\": \"POST\", \"url\": \"https://...\"}}",
+            ));
+        }
+        for field in ["id", "idempotency_key", "run_at", "deadline"] {
+            if job.get(field).is_some() {
+                return Err(IntakeError::unprocessable(
+                    ErrorCode::InvalidJob,
+                    format!("job.{field} is set by each occurrence (its id is <schedule id>@<instant>, its key derived from it): leave it out"),
+                ));
+            }
+        }
+        if let Err(e) = serde_json::from_value::<JobTemplateInput>(job.clone()) {
+            return Err(IntakeError::unprocessable(
+                ErrorCode::InvalidJob,
+                format!("job: {e}"),
+            ));
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidField, e.to_string()))
 }
 
 /// The most missed occurrences `run_all` may run at once.
-const MAX_MISSED_MAX: u32 = 1000;
+const MAX_MISSED_MAX: i64 = 1000;
 
 /// Checks a schedule as sent and turns it into its definition; `id` is the path's id, when
 /// there is one (a body's id must then match it).
@@ -45,7 +55,7 @@ pub fn schedule_definition(
 ) -> Result<(String, redial_engine::ScheduleDefinition), IntakeError> {
     let id = schedule_id(path_id, input.id)?;
     let rule = rule(input.cron, input.every, input.timezone, now)?;
-    let missed = missed(input.missed.as_deref(), input.missed_max)?;
+    let missed = missed(input.missed, input.missed_max)?;
     let job = template(intake, input.job, now)?;
     Ok((
         id,
@@ -78,8 +88,6 @@ fn schedule_id(path_id: Option<&str>, body_id: Option<String>) -> Result<String,
             ))
         }
     };
-    redial_engine::check_schedule_id(&id)
-        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidId, e))?;
     redial_engine::check_schedule_id(&id)
         .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidId, e))?;
     Ok(id)
@@ -144,30 +152,28 @@ fn rule(
 }
 
 /// What happens to occurrences missed while Redial was down.
-fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, IntakeError> {
+fn missed(missed: Option<Missed>, missed_max: Option<i64>) -> Result<MissedRule, IntakeError> {
     Ok(match (missed, missed_max) {
-        (Some("run_all"), max) => {
-            let max = max.unwrap_or(10);
-            if !(1..=MAX_MISSED_MAX).contains(&max) {
-                return Err(IntakeError::unprocessable(
-                    ErrorCode::InvalidMissed,
-                    format!("missed_max must be from 1 to {MAX_MISSED_MAX}"),
-                ));
-            }
-            MissedRule::RunAll { max }
-        }
+        (Some(Missed::RunAll), max) => MissedRule::RunAll {
+            max: within(
+                "missed_max",
+                max.unwrap_or(10),
+                1..=MAX_MISSED_MAX,
+                ErrorCode::InvalidMissed,
+            )?,
+        },
         (_, Some(_)) => {
             return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidMissed,
                 "missed_max goes with missed = \"run_all\"",
             ))
         }
-        (None | Some("run_once"), None) => MissedRule::RunOnce,
-        (Some("skip"), None) => MissedRule::Skip,
-        (Some(other), None) => {
+        (None | Some(Missed::RunOnce), None) => MissedRule::RunOnce,
+        (Some(Missed::Skip), None) => MissedRule::Skip,
+        (Some(Missed::Other), None) => {
             return Err(IntakeError::unprocessable(
                 ErrorCode::InvalidMissed,
-                format!("missed {other:?} must be skip, run_once or run_all"),
+                "missed must be skip, run_once or run_all",
             ))
         }
     })
@@ -177,25 +183,29 @@ fn missed(missed: Option<&str>, missed_max: Option<u32>) -> Result<MissedRule, I
 /// a job is (its messages saying they are about the schedule's job).
 fn template(
     intake: &Intake,
-    job: serde_json::Value,
+    job: JobTemplateInput,
     now: Timestamp,
 ) -> Result<JobTemplate, IntakeError> {
-    if !job.is_object() {
-        return Err(IntakeError::unprocessable(
-            ErrorCode::InvalidJob,
-            "job must be an object: the job each occurrence enqueues, such as {\"request\": {\"method\": \"POST\", \"url\": \"https://...\"}}",
-        ));
-    }
-    for field in ["id", "idempotency_key", "run_at", "deadline"] {
-        if job.get(field).is_some() {
-            return Err(IntakeError::unprocessable(
-                ErrorCode::InvalidJob,
-                format!("job.{field} is set by each occurrence (its id is <schedule id>@<instant>, its key derived from it): leave it out"),
-            ));
-        }
-    }
-    let job: JobInput = serde_json::from_value(job)
-        .map_err(|e| IntakeError::unprocessable(ErrorCode::InvalidJob, format!("job: {e}")))?;
+    let r = job.request;
+    let job = JobInput {
+        queue: job.queue,
+        request: JobInputRequest {
+            method: r.method,
+            url: r.url,
+            headers: r.headers,
+            body: r.body,
+            timeout: r.timeout,
+            credentials: r.credentials,
+        },
+        priority: job.priority,
+        tags: job.tags,
+        endpoint: job.endpoint,
+        group: job.group,
+        ordering_key: job.ordering_key,
+        policy: job.policy,
+        callback: job.callback,
+        ..JobInput::default()
+    };
     if job
         .tags
         .as_ref()

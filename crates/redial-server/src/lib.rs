@@ -15,7 +15,6 @@ mod ui;
 mod view;
 
 pub use error::{ApiError, ErrorCode};
-pub use input::CallbackInput;
 pub use input::Intake;
 pub use listen::{serve, RESERVE};
 

@@ -6,78 +6,53 @@
 //! store's `job_replay_changed` writes it, and refuses a job replayed since it was read, so a
 //! change is never applied to a job it was not worked out from.
 
-use crate::input::{self, HeadersInput, JobInput, RequestInput};
+use crate::input;
 use crate::view;
 use crate::{ApiError, AppState, ErrorCode};
+use redial_api::{JobInput, JobInputRequest, KeyChoice, ReplayInput, ReplayPatch};
 use redial_engine::redact;
-use redial_policy::{PolicyOverride, Timestamp};
+use redial_policy::Timestamp;
 use redial_store::{HttpRequest, Job, JobBefore, JobChange, ReplayChangedParams};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// What a replay may change: every field optional; an empty patch changes nothing.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PatchInput {
-    /// The whole URL.
-    pub url: Option<String>,
-    /// The start of the URL, where it starts so (other jobs are skipped).
-    pub url_prefix: Option<PrefixInput>,
-    pub headers: Option<HeaderPatch>,
-    /// The body: a string as is, any other JSON value as JSON, `null` for none.
-    #[serde(default, deserialize_with = "present")]
-    pub body: Option<serde_json::Value>,
-    pub timeout: Option<String>,
-    #[serde(default, deserialize_with = "input::object_only")]
-    pub policy: Option<PolicyOverride>,
-    pub queue: Option<String>,
-    pub endpoint: Option<String>,
-    /// The credentials profile to send with: a name, or `null` for the endpoint's.
-    #[serde(default, deserialize_with = "present")]
-    pub credentials: Option<serde_json::Value>,
-}
-
-/// A field that is there, `null` included (`Some(Value::Null)`); absent, it is `None`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
-    serde_json::Value::deserialize(d).map(Some)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PrefixInput {
-    pub from: String,
-    pub to: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HeaderPatch {
-    /// Set, replacing every header of that name (compared without case).
-    #[serde(default)]
-    pub set: BTreeMap<String, String>,
-    /// Removed, compared without case; before `set`.
-    #[serde(default)]
-    pub remove: Vec<String>,
-}
-
-/// Whether the replay keeps the job's idempotency key (the provider still drops a repeat) or
-/// gives it a new one (the first request was wrong and must count as new).
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyChoice {
-    #[default]
-    Keep,
-    Renew,
-}
-
-/// A replay's changes: the patch and the key.
+/// A replay's changes: the patch (`redial_api::ReplayPatch`, every field optional; an empty
+/// patch changes nothing) and whether the replay keeps the job's idempotency key (the provider
+/// still drops a repeat) or gives it a new one (the first request was wrong and must count as
+/// new).
 #[derive(Debug, Default)]
 pub struct Changes {
-    pub patch: PatchInput,
+    pub patch: ReplayPatch,
     pub key: KeyChoice,
+    /// The headers the patch sets (`patch.headers.set`), read by [`Changes::of`].
+    set: BTreeMap<String, String>,
 }
 
 impl Changes {
+    /// A replay's body for one job (`{"patch", "key", "dry_run"}`, each optional): its changes,
+    /// and whether it is a dry run. Refuses an unknown key choice, and headers to set that are
+    /// not an object of strings.
+    pub fn of(input: ReplayInput) -> Result<(Changes, bool), ApiError> {
+        let key = input.key.unwrap_or(KeyChoice::Keep);
+        if key == KeyChoice::Other {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidField,
+                "key must be keep or renew",
+            ));
+        }
+        let patch = input.patch.unwrap_or_default();
+        let set = match patch.headers.as_ref().and_then(|h| h.set.clone()) {
+            None => BTreeMap::new(),
+            Some(set) => serde_json::from_value(set).map_err(|_| {
+                ApiError::unprocessable(
+                    ErrorCode::InvalidField,
+                    "patch.headers.set must be an object of header names to string values",
+                )
+            })?,
+        };
+        let dry_run = input.dry_run.unwrap_or(false);
+        Ok((Changes { patch, key, set }, dry_run))
+    }
+
     /// Whether it asks for nothing: a plain replay.
     pub fn is_none(&self) -> bool {
         let p = &self.patch;
@@ -93,18 +68,10 @@ impl Changes {
             && p.credentials.is_none()
     }
 
-    /// The checks that need no job: a URL or a prefix, not both; a prefix that starts a URL.
+    /// The checks that need no job: a URL or a prefix, not both; a prefix that starts a URL; a
+    /// known queue; a policy that is an object.
     pub fn check(&self, state: &AppState) -> Result<(), ApiError> {
         let p = &self.patch;
-        if p.credentials
-            .as_ref()
-            .is_some_and(|c| !(c.is_string() || c.is_null()))
-        {
-            return Err(ApiError::unprocessable(
-                ErrorCode::InvalidField,
-                "patch.credentials: a credentials profile's name, or null for the endpoint's",
-            ));
-        }
         if p.url.is_some() && p.url_prefix.is_some() {
             return Err(ApiError::unprocessable(
                 ErrorCode::InvalidField,
@@ -122,28 +89,9 @@ impl Changes {
         if let Some(q) = &p.queue {
             input::check_queue(&state.intake(), q)?;
         }
+        // An object, or a 422 before any job is looked at.
+        input::policy_of("patch.policy", p.policy.clone())?;
         Ok(())
-    }
-}
-
-/// A replay's body for one job: `{"patch", "key", "dry_run"}`, each optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayInput {
-    pub patch: Option<PatchInput>,
-    pub key: Option<KeyChoice>,
-    pub dry_run: Option<bool>,
-}
-
-impl ReplayInput {
-    pub fn into_changes(self) -> (Changes, bool) {
-        (
-            Changes {
-                patch: self.patch.unwrap_or_default(),
-                key: self.key.unwrap_or_default(),
-            },
-            self.dry_run.unwrap_or(false),
-        )
     }
 }
 
@@ -169,10 +117,9 @@ pub fn plan(
         Ok(url) => url,
         Err(skip) => return Ok(Plan::Skip(skip)),
     };
-    let headers = patched_headers(p, &job.request.headers);
+    let headers = patched_headers(changes, &job.request.headers);
     let body = match &p.body {
         None => job.request.body.clone().map(serde_json::Value::String),
-        Some(serde_json::Value::Null) => None,
         Some(v) => Some(v.clone()),
     };
     let queue = p.queue.clone().unwrap_or_else(|| job.queue.clone());
@@ -184,19 +131,20 @@ pub fn plan(
         .clone()
         .or_else(|| (!derived).then(|| job.endpoint.clone()));
     let key = match changes.key {
-        KeyChoice::Keep => job.idempotency_key.clone(),
         KeyChoice::Renew => Some(redial_engine::derived_idempotency_key(
             &queue,
             &format!("{}#replay-{}", job.id, job.replays + 1),
         )),
+        // `Other` is refused by `Changes::check`.
+        KeyChoice::Keep | KeyChoice::Other => job.idempotency_key.clone(),
     };
+    // The job as it would be enqueued, checked as an enqueue is.
     let input = JobInput {
-        id: None,
         queue: Some(queue),
-        request: RequestInput {
+        request: JobInputRequest {
             method: job.request.method.clone(),
             url,
-            headers: Some(HeadersInput::Pairs(headers)),
+            headers: Some(serde_json::json!(headers)),
             body,
             timeout: p
                 .timeout
@@ -204,21 +152,24 @@ pub fn plan(
                 .or_else(|| job.request.timeout_ms.map(|ms| format!("{ms}ms"))),
             credentials: match &p.credentials {
                 None => job.request.credentials.clone(),
-                Some(serde_json::Value::String(name)) => Some(name.clone()),
-                Some(_) => None,
+                Some(name) => name.clone(),
             },
         },
         idempotency_key: key.clone(),
-        run_at: None,
-        deadline: None,
-        priority: Some(job.priority),
+        priority: Some(i64::from(job.priority)),
         tags: Some(job.tags.clone()),
         endpoint,
         group: job.group.clone(),
         // A replay keeps the job's ordering key and its place in the key's line.
         ordering_key: None,
-        policy: p.policy.clone().or_else(|| job.policy.clone()),
-        callback: None,
+        policy: match &p.policy {
+            Some(policy) => Some(policy.clone()),
+            None => job
+                .policy
+                .as_ref()
+                .map(|o| serde_json::to_value(o).expect("a policy override is JSON")),
+        },
+        ..JobInput::default()
     };
     let checked = input::new_job(&state.intake(), input, now)
         .map_err(|e| {
@@ -251,7 +202,7 @@ pub fn plan(
 
 /// The job's URL as the patch changes it (`url`, or `url_prefix` replaced); a job whose URL
 /// does not start with the prefix is skipped, for the reason returned.
-fn patched_url(p: &PatchInput, url: &str) -> Result<String, String> {
+fn patched_url(p: &ReplayPatch, url: &str) -> Result<String, String> {
     match (&p.url, &p.url_prefix) {
         (Some(url), _) => Ok(url.clone()),
         (None, Some(px)) => match url.strip_prefix(px.from.as_str()) {
@@ -266,14 +217,16 @@ fn patched_url(p: &PatchInput, url: &str) -> Result<String, String> {
 }
 
 /// The job's headers as the patch changes them: those removed or set go, those set come in.
-fn patched_headers(p: &PatchInput, headers: &[(String, String)]) -> Vec<(String, String)> {
+fn patched_headers(changes: &Changes, headers: &[(String, String)]) -> Vec<(String, String)> {
     let mut headers = headers.to_vec();
-    if let Some(h) = &p.headers {
+    if let Some(h) = &changes.patch.headers {
+        let remove = h.remove.as_deref().unwrap_or_default();
+        let set = &changes.set;
         headers.retain(|(n, _)| {
-            !h.remove.iter().any(|r| r.eq_ignore_ascii_case(n))
-                && !h.set.keys().any(|s| s.eq_ignore_ascii_case(n))
+            !remove.iter().any(|r| r.eq_ignore_ascii_case(n))
+                && !set.keys().any(|s| s.eq_ignore_ascii_case(n))
         });
-        headers.extend(h.set.iter().map(|(n, v)| (n.clone(), v.clone())));
+        headers.extend(set.iter().map(|(n, v)| (n.clone(), v.clone())));
     }
     headers
 }

@@ -2,11 +2,12 @@
 //! message that says what to fix, before anything is stored.
 
 // A job's and a schedule's intake (every field checked once, the queue's settings laid on) is
-// `redial-intake`'s, shared with `redial config check`; what only the API reads is here.
+// `redial-intake`'s, shared with `redial config check`; what only the API reads is here. Every
+// body is read into `redial_api`'s input types (generated from the OpenAPI document, refusing
+// unknown fields) and checked into the domain's values by these functions.
 pub use redial_intake::{
-    check_queue, new_job, object_only, schedule_definition, BatchInput, CallbackInput,
-    HeadersInput, Intake, JobInput, RequestInput, ScheduleInput, ENDPOINT_RULE, MAX_ENDPOINT_CHARS,
-    MAX_TAG_CHARS, TAG_RULE,
+    check_queue, new_job, policy_of, schedule_definition, schedule_input, Intake, ENDPOINT_RULE,
+    MAX_ENDPOINT_CHARS, MAX_TAG_CHARS, TAG_RULE,
 };
 
 use crate::{ApiError, AppState, ErrorCode};
@@ -24,112 +25,109 @@ impl AppState {
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
+use redial_api::{BatchInput, DeadCategory, DeadLetterFilter, JobInput, PauseInput, ScheduleInput};
 use redial_policy::{parse_duration, Timestamp};
 use redial_store::JobFilter;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use std::time::Duration;
 
-/// A dead-letter filter in a bulk action's body; every field optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FilterInput {
-    pub queue: Option<String>,
-    pub category: Option<String>,
-    pub endpoint: Option<String>,
-    pub since: Option<Timestamp>,
-    pub until: Option<Timestamp>,
-    /// A reason pattern (`GET /v1/dead-letters/patterns`): the dead letters whose reason has it.
-    pub pattern: Option<String>,
-    /// Says that a bulk action with no filter means every dead letter.
-    pub all: Option<bool>,
-    /// A replay's changes ([`crate::replay`]): not a filter.
-    pub patch: Option<crate::replay::PatchInput>,
-    pub key: Option<crate::replay::KeyChoice>,
-    pub dry_run: Option<bool>,
-    /// Whether the answer waits for the bulk action to finish (the default), or comes at once
-    /// with its operation (202), to follow at `GET /v1/operations/{id}`.
-    pub wait: Option<bool>,
+/// Whether a dead-letter filter names no criterion: a bulk action would reach every dead letter.
+pub fn filter_is_empty(f: &DeadLetterFilter) -> bool {
+    f.queue.is_none()
+        && f.category.is_none()
+        && f.endpoint.is_none()
+        && f.since.is_none()
+        && f.until.is_none()
+        && f.pattern.is_none()
 }
 
-impl FilterInput {
-    /// Whether it names no criterion: a bulk action would reach every dead letter.
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_none()
-            && self.category.is_none()
-            && self.endpoint.is_none()
-            && self.since.is_none()
-            && self.until.is_none()
-            && self.pattern.is_none()
+/// An optional body (empty or whitespace: the input's default), else JSON read as `T`.
+pub fn parse_optional<T: DeserializeOwned + Default>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    match body {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(T::default()),
+        other => parse_json(other),
     }
 }
 
-/// A pause by hand: why, and until when (an instant, or a duration from now); with neither it
-/// lasts until resumed. The body may be empty.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PauseInput {
-    pub reason: Option<String>,
-    pub until: Option<Timestamp>,
-    #[serde(rename = "for")]
-    pub for_: Option<String>,
-}
-
-impl PauseInput {
-    /// Reads an optional body (empty or whitespace: no reason, no end).
-    pub fn read(body: Result<Bytes, BytesRejection>) -> Result<PauseInput, ApiError> {
-        match body {
-            Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(PauseInput::default()),
-            other => parse_json(other),
+/// A batch as sent: what is wrong with one of its jobs names it (`jobs[3]: ...`).
+pub fn parse_batch(body: Result<Bytes, BytesRejection>) -> Result<BatchInput, ApiError> {
+    let bytes = body.map_err(body_error)?;
+    match serde_json::from_slice::<BatchInput>(&bytes) {
+        Ok(batch) => Ok(batch),
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            // Which job it was: read again as JSON, each job on its own.
+            let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(json_error)?;
+            let jobs = value.get("jobs").and_then(serde_json::Value::as_array);
+            for (i, job) in jobs.into_iter().flatten().enumerate() {
+                if let Err(e) = serde_json::from_value::<JobInput>(job.clone()) {
+                    let mut e = json_error(e);
+                    e.message = format!("jobs[{i}]: {}", e.message);
+                    return Err(e);
+                }
+            }
+            Err(json_error(e))
         }
+        Err(e) => Err(json_error(e)),
     }
+}
 
-    /// The reason and the end, checked against `now`.
-    pub fn resolve(self, now: Timestamp) -> Result<(String, Option<Timestamp>), ApiError> {
-        let reason = self.reason.unwrap_or_default();
-        if reason.chars().count() > 500 {
+/// A schedule as sent ([`schedule_input`]: what is wrong with its job says so).
+pub fn parse_schedule(body: Result<Bytes, BytesRejection>) -> Result<ScheduleInput, ApiError> {
+    let value: serde_json::Value = parse_json(body)?;
+    Ok(schedule_input(value)?)
+}
+
+/// A pause by hand's reason and end (an instant, or a duration from `now`), checked; with
+/// neither it lasts until resumed.
+pub fn pause_of(
+    input: PauseInput,
+    now: Timestamp,
+) -> Result<(String, Option<Timestamp>), ApiError> {
+    let reason = input.reason.unwrap_or_default();
+    if reason.chars().count() > 500 {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidReason,
+            "reason must be at most 500 characters",
+        ));
+    }
+    if !redial_store::plain_text(&reason) {
+        return Err(ApiError::unprocessable(
+            ErrorCode::InvalidReason,
+            "reason must be one line of plain text: no control characters (newlines, escapes, NUL), no bidirectional overrides or line separators",
+        ));
+    }
+    let until = match (input.until, input.r#for) {
+        (Some(_), Some(_)) => {
             return Err(ApiError::unprocessable(
-                ErrorCode::InvalidReason,
-                "reason must be at most 500 characters",
-            ));
+                ErrorCode::InvalidPause,
+                "give until or for, not both",
+            ))
         }
-        if !redial_store::plain_text(&reason) {
+        (Some(u), None) if u <= now => {
             return Err(ApiError::unprocessable(
-                ErrorCode::InvalidReason,
-                "reason must be one line of plain text: no control characters (newlines, escapes, NUL), no bidirectional overrides or line separators",
-            ));
+                ErrorCode::InvalidPause,
+                format!("until {u} has passed: give a later instant, or leave it out to pause until resumed"),
+            ))
         }
-        let until = match (self.until, self.for_) {
-            (Some(_), Some(_)) => {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidPause,
-                    "give until or for, not both",
-                ))
-            }
-            (Some(u), None) if u <= now => {
-                return Err(ApiError::unprocessable(
-                    ErrorCode::InvalidPause,
-                    format!("until {u} has passed: give a later instant, or leave it out to pause until resumed"),
-                ))
-            }
-            (Some(u), None) => Some(u),
-            (None, Some(f)) => {
-                let d = parse_duration(&f)
-                    .filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
-                    .ok_or_else(|| {
-                        ApiError::unprocessable(
-                            ErrorCode::InvalidPause,
-                            format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
-                        )
-                    })?;
-                // To the whole second after: people read and type the end.
-                let end = now.saturating_add(d).as_unix_millis();
-                Some(Timestamp::from_unix_millis(end + (1000 - end.rem_euclid(1000)) % 1000))
-            }
-            (None, None) => None,
-        };
-        Ok((reason, until))
-    }
+        (Some(u), None) => Some(u),
+        (None, Some(f)) => {
+            let d = parse_duration(&f)
+                .filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        ErrorCode::InvalidPause,
+                        format!("for {f:?} must be a duration from 1ms to 366d with a unit, such as \"30m\""),
+                    )
+                })?;
+            // To the whole second after: people read and type the end.
+            let end = now.saturating_add(d).as_unix_millis();
+            Some(Timestamp::from_unix_millis(end + (1000 - end.rem_euclid(1000)) % 1000))
+        }
+        (None, None) => None,
+    };
+    Ok((reason, until))
 }
 
 /// Reads a JSON body, mapping each failure to its own code.
@@ -180,32 +178,49 @@ pub fn check_range(since: Option<Timestamp>, until: Option<Timestamp>) -> Result
     }
 }
 
-impl FilterInput {
-    /// The filter, with its pattern (checked, not yet resolved: [`with_pattern`]).
-    pub fn into_filter(self, state: &AppState) -> Result<(JobFilter, Option<String>), ApiError> {
-        if let Some(q) = &self.queue {
-            check_queue(&state.intake(), q)?;
-        }
-        check_range(self.since, self.until)?;
-        if let Some(p) = &self.pattern {
-            check_pattern(p)?;
-        }
-        let filter = JobFilter {
-            queue: self.queue,
-            state: Some(redial_store::JobState::Dead),
-            category: self
-                .category
-                .as_deref()
-                .map(redial_store::parse_dead_category)
-                .transpose()
-                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidCategory, e))?,
-            endpoint: self.endpoint,
-            since: self.since,
-            until: self.until,
-            ..JobFilter::default()
-        };
-        Ok((filter, self.pattern))
+/// A dead-letter filter as a bulk action or an export takes it, with its pattern (checked, not
+/// yet resolved: [`with_pattern`]). Its other fields (a replay's) are the caller's.
+pub fn filter_of(
+    f: DeadLetterFilter,
+    state: &AppState,
+) -> Result<(JobFilter, Option<String>), ApiError> {
+    if let Some(q) = &f.queue {
+        check_queue(&state.intake(), q)?;
     }
+    check_range(f.since, f.until)?;
+    if let Some(p) = &f.pattern {
+        check_pattern(p)?;
+    }
+    let category = match f.category {
+        None => None,
+        Some(DeadCategory::Other) => {
+            return Err(ApiError::unprocessable(
+                ErrorCode::InvalidCategory,
+                format!(
+                    "category is not one this server knows: use one of {}",
+                    DeadCategory::ALL
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ))
+        }
+        Some(c) => Some(
+            redial_store::parse_dead_category(c.as_str())
+                .map_err(|e| ApiError::unprocessable(ErrorCode::InvalidCategory, e))?,
+        ),
+    };
+    let filter = JobFilter {
+        queue: f.queue,
+        state: Some(redial_store::JobState::Dead),
+        category,
+        endpoint: f.endpoint,
+        since: f.since,
+        until: f.until,
+        ..JobFilter::default()
+    };
+    Ok((filter, f.pattern))
 }
 
 /// A reason pattern as a filter takes it: one line of plain text, at most 1,000 characters

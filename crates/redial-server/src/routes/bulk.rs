@@ -2,9 +2,8 @@
 //! operations they start and their progress, and export.
 
 use super::ApiResult;
-use crate::input::FilterInput;
 use crate::replay;
-use crate::replay::{Changes, Plan, ReplayInput};
+use crate::replay::{Changes, Plan};
 use crate::{input, view, ApiError, AppState, ErrorCode};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -28,27 +27,23 @@ pub(super) async fn bulk_filter(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Bulk, ApiError> {
-    let mut input: FilterInput = match body {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
-        other => input::parse_json(other)?,
-    };
+    let mut input: redial_api::DeadLetterFilter = input::parse_optional(body)?;
     let wait = input.wait.take().unwrap_or(true);
-    let extras = ReplayInput {
+    let (changes, dry_run) = Changes::of(redial_api::ReplayInput {
         patch: input.patch.take(),
         key: input.key.take(),
         dry_run: input.dry_run.take(),
-    };
-    let (changes, dry_run) = extras.into_changes();
+    })?;
     // One empty request (a stray click, a page the user opened) must not reach every dead
     // letter: that takes saying so.
-    if input.is_empty() && input.all != Some(true) {
+    if input::filter_is_empty(&input) && input.all != Some(true) {
         return Err(ApiError::unprocessable(
             ErrorCode::FilterRequired,
             "a bulk action with no filter would act on every dead letter: send {\"all\": true} to mean that, or filter by queue, category, endpoint, since, until or pattern",
         ));
     }
     changes.check(state)?;
-    let (filter, pattern) = input.into_filter(state)?;
+    let (filter, pattern) = input::filter_of(input, state)?;
     let filter = input::with_pattern(state, filter, pattern).await?;
     Ok(Bulk {
         filter,
@@ -246,10 +241,7 @@ pub(super) async fn export(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let input: FilterInput = match body {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => FilterInput::default(),
-        other => input::parse_json(other)?,
-    };
+    let input: redial_api::DeadLetterFilter = input::parse_optional(body)?;
     if input.patch.is_some()
         || input.key.is_some()
         || input.dry_run.is_some()
@@ -260,7 +252,7 @@ pub(super) async fn export(
             "an export takes a filter only: patch, key, dry_run and wait are a bulk action's",
         ));
     }
-    let (filter, pattern) = input.into_filter(&state)?;
+    let (filter, pattern) = input::filter_of(input, &state)?;
     let filter = input::with_pattern(&state, filter, pattern).await?;
     let store = state.engine.store().clone();
     let lines = futures_util::stream::unfold(Some(None), move |after: Option<Option<i64>>| {

@@ -2,7 +2,6 @@
 //! ordering keys.
 
 use super::ApiResult;
-use crate::input::PauseInput;
 use crate::{input, view, ApiError, AppState, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -242,7 +241,8 @@ pub(super) async fn endpoint_pause(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     check_control(&state, &name, q).await?;
-    let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
+    let (reason, until) =
+        input::pause_of(input::parse_optional(body)?, state.engine.clock().now())?;
     state
         .engine
         .pause(ControlKind::Endpoint, &name, until, reason)
@@ -450,7 +450,8 @@ pub(super) async fn queue_pause(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     input::check_queue(&state.intake(), &name)?;
-    let (reason, until) = PauseInput::read(body)?.resolve(state.engine.clock().now())?;
+    let (reason, until) =
+        input::pause_of(input::parse_optional(body)?, state.engine.clock().now())?;
     state
         .engine
         .pause(ControlKind::Queue, &name, until, reason)

@@ -2,9 +2,8 @@
 //! by pattern; the session. Dead letters by filter (bulk actions, export) are `bulk.rs`'s.
 
 use super::{caller_trace, conflict, job_response, join_trace, ApiResult};
-use crate::input::{BatchInput, JobInput};
 use crate::replay;
-use crate::replay::{Plan, ReplayInput};
+use crate::replay::{Changes, Plan};
 use crate::{auth, input, view, ApiError, AppState, ErrorCode};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -20,7 +19,7 @@ pub(super) async fn enqueue(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let input: JobInput = input::parse_json(body)?;
+    let input: redial_api::JobInput = input::parse_json(body)?;
     let now = state.engine.clock().now();
     let mut job = input::new_job(&state.intake(), input, now)?;
     join_trace(&mut job, caller_trace(&headers).as_deref());
@@ -37,7 +36,7 @@ pub(super) async fn enqueue_batch(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let trace = caller_trace(&headers);
-    let batch: BatchInput = input::parse_json(body)?;
+    let batch = input::parse_batch(body)?;
     if batch.jobs.is_empty() {
         return Err(ApiError::unprocessable(
             ErrorCode::EmptyBatch,
@@ -56,14 +55,12 @@ pub(super) async fn enqueue_batch(
     }
     let now = state.engine.clock().now();
     let mut jobs = Vec::with_capacity(batch.jobs.len());
-    for (i, value) in batch.jobs.into_iter().enumerate() {
-        let parsed = serde_json::from_value::<JobInput>(value).map_err(input::json_error);
-        let mut job = parsed
-            .and_then(|j| input::new_job(&state.intake(), j, now).map_err(ApiError::from))
-            .map_err(|mut e| {
-                e.message = format!("jobs[{i}]: {}", e.message);
-                e
-            })?;
+    for (i, one) in batch.jobs.into_iter().enumerate() {
+        let mut job = input::new_job(&state.intake(), one, now).map_err(|e| {
+            let mut e = ApiError::from(e);
+            e.message = format!("jobs[{i}]: {}", e.message);
+            e
+        })?;
         join_trace(&mut job, trace.as_deref());
         jobs.push(job);
     }
@@ -431,13 +428,13 @@ pub(super) async fn replay(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     // No body, an empty one or `null`: a plain replay, as before replays took changes.
-    let input: ReplayInput = match body {
+    let input: redial_api::ReplayInput = match body {
         Ok(b) if b.iter().all(u8::is_ascii_whitespace) || b.trim_ascii() == b"null" => {
-            ReplayInput::default()
+            redial_api::ReplayInput::default()
         }
         other => input::parse_json(other)?,
     };
-    let (changes, dry_run) = input.into_changes();
+    let (changes, dry_run) = Changes::of(input)?;
     let id = JobId(id);
     if changes.is_none() && !dry_run {
         let job = state.engine.replay(&id).await?;

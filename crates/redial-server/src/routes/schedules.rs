@@ -36,7 +36,7 @@ pub(super) async fn schedule_create(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let input: input::ScheduleInput = input::parse_json(body)?;
+    let input = input::parse_schedule(body)?;
     let now = state.engine.clock().now();
     let (id, definition) = input::schedule_definition(&state.intake(), input, None, "api", now)?;
     let saved = state.engine.schedule_save(&id, definition, false).await?;
@@ -48,7 +48,7 @@ pub(super) async fn schedule_put(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let input: input::ScheduleInput = input::parse_json(body)?;
+    let input = input::parse_schedule(body)?;
     let now = state.engine.clock().now();
     let (id, definition) =
         input::schedule_definition(&state.intake(), input, Some(&id), "api", now)?;

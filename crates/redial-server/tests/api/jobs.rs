@@ -109,6 +109,15 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "acme\u{202e}gpj.exe"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": "a\u{2028}b"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_group"),
         (json!({"request": {"method": "GET", "url": "https://a.example/"}, "group": 7}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        // Read through the API's generated types, then checked into the domain's (issue 57).
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "priority": 3_000_000_000_i64}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "priority": 1.5}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": "x-a: 1"}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "headers": {"x-a": 1}}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/", "colour": 1}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "callback": {"url": "https://b.example/", "on": ["done"]}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_callback"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "callback": {"url": "https://b.example/", "colour": 1}}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        (json!({"request": {"method": "GET", "url": "https://a.example/"}, "policy": "fast"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
     ];
     for (body, status, code) in cases {
         let (got, e) = api.call("POST", "/v1/jobs", Some(&body), None).await;
@@ -121,6 +130,14 @@ async fn bad_input_gets_a_precise_4xx_and_nothing_is_stored() {
         assert!(!e["error"]["message"].as_str().expect("message").is_empty());
     }
     assert_eq!(api.total_jobs().await, 0, "nothing half-stored");
+    // A null policy, headers or body is none, as absent is.
+    let (status, _) = api
+        .post(
+            "/v1/jobs",
+            json!({"request": {"method": "GET", "url": "https://a.example/", "headers": null, "body": null}, "policy": null}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
 }
 
 #[tokio::test]
@@ -159,6 +176,21 @@ async fn batches_are_atomic_and_bounded() {
         .as_str()
         .expect("message")
         .starts_with("jobs[1]"));
+    // A job the API's types cannot read is named too.
+    let mut unknown = job("b1");
+    unknown["colour"] = json!("blue");
+    let (status, e) = api
+        .post("/v1/jobs/batch", json!({ "jobs": [job("b1"), unknown] }))
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field"))
+    );
+    let message = e["error"]["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("jobs[1]: unknown field `colour`"),
+        "{message}"
+    );
     let (status, e) = api
         .post(
             "/v1/jobs/batch",
@@ -312,6 +344,43 @@ async fn actions_on_the_wrong_state_or_a_missing_job_are_refused() {
         (status, e["error"]["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_category"))
     );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("deadline_exceeded")),
+        "names the categories: {e}"
+    );
+    for (body, says) in [
+        (
+            json!({"all": true, "key": "rotate"}),
+            "key must be keep or renew",
+        ),
+        (
+            json!({"all": true, "patch": {"headers": {"set": {"x-a": 1}}}}),
+            "patch.headers.set",
+        ),
+        (
+            json!({"all": true, "patch": {"policy": [1]}}),
+            "patch.policy",
+        ),
+        (
+            json!({"all": true, "patch": {"colour": 1}}),
+            "unknown field `colour`",
+        ),
+        (
+            json!({"all": true, "patch": {"credentials": 7}}),
+            "invalid type",
+        ),
+    ] {
+        let (status, e) = api.post("/v1/dead-letters/replay", body.clone()).await;
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_field")),
+            "{body}"
+        );
+        let message = e["error"]["message"].as_str().expect("message");
+        assert!(message.contains(says), "{body}: {message}");
+    }
     let (status, e) = api.get("/v2/nothing").await;
     assert_eq!(
         (status, e["error"]["code"].as_str()),

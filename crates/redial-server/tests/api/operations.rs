@@ -659,6 +659,22 @@ async fn schedules_round_trip_and_refuse_mistakes() {
         "invalid_job",
     )
     .await;
+    let m = refused(
+        json!({ "id": "x", "every": "1m", "job": { "colour": 1, "request": req["request"] } }),
+        "invalid_job",
+    )
+    .await;
+    assert!(m.starts_with("job: unknown field `colour`"), "{m}");
+    refused(
+        json!({ "id": "x", "every": "1m", "missed": "run_all", "missed_max": 5_000_000_000_i64, "job": req }),
+        "invalid_missed",
+    )
+    .await;
+    refused(
+        json!({ "id": "x", "every": "1m", "colour": 1, "job": req }),
+        "invalid_field",
+    )
+    .await;
     refused(
         json!({ "id": "x", "every": "1m", "job": { "queue": "nope", "request": req["request"] } }),
         "unknown_queue",

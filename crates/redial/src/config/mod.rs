@@ -419,7 +419,7 @@ pub struct QueueSection {
     /// Named groups' own limits and weights, over `group_concurrency` and `group_rate`.
     pub groups: BTreeMap<String, GroupSection>,
     /// The callback of the queue's jobs that name none (`url`, `on`, `headers`).
-    pub callback: Option<redial_intake::CallbackInput>,
+    pub callback: Option<redial_api::CallbackInput>,
     /// What a dead job does to its ordering key: "block" (the key waits until the job is
     /// replayed or dismissed) or "skip" (the next job of the key goes on).
     pub ordering_on_dead: redial_store::OnDead,
@@ -893,8 +893,7 @@ impl FileConfig {
                         ))
                     }
                     Some(c) => Some(
-                        c.clone()
-                            .target()
+                        redial_intake::callback_target(c.clone())
                             .map_err(|e| format!("queues.{name}.{e}"))?,
                     ),
                     None => None,
