@@ -15,6 +15,7 @@ mod lease;
 mod ordering;
 mod reads;
 mod record;
+mod replays;
 mod scan;
 mod schedules;
 mod search;
@@ -25,8 +26,7 @@ pub use callbacks::{
 };
 pub use dead_letters::{
     bulk_actions_in_chunks, bulk_dead_letter_actions, cancel_jobs, dead_letter_groups_for_triage,
-    dead_letters_by_reason_pattern, dismiss_dead_job, replay_dead_job, replay_history_is_bounded,
-    replay_with_changes,
+    dead_letters_by_reason_pattern, dismiss_dead_job, replay_dead_job,
 };
 pub use endpoints::{
     controls_round_trip_and_clear_shared_holds, deadlines_expire_for_held_jobs,
@@ -64,6 +64,7 @@ pub use record::{
     record_requires_the_lease, rescue_expired_leases,
     the_attempt_that_ends_a_job_stays_in_its_timeline,
 };
+pub use replays::{replay_history_is_bounded, replay_with_changes};
 pub use scan::{
     a_drained_level_gives_way_to_the_one_below,
     a_higher_priority_job_comes_first_while_a_queue_drains,
