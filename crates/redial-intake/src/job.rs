@@ -247,7 +247,22 @@ fn request_of(intake: &Intake, r: JobInputRequest) -> Result<(HttpRequest, url::
             Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         }
     };
-    let credentials = match r.credentials {
+    let credentials = credentials_of(intake, r.credentials)?;
+    let request = HttpRequest {
+        method,
+        url: r.url,
+        headers,
+        body,
+        timeout_ms,
+        credentials,
+    };
+    Ok((request, url))
+}
+
+/// The credentials profile a job names, checked against the configuration now, so that a typo
+/// is a 422 and not a job that fails when it is sent.
+fn credentials_of(intake: &Intake, name: Option<String>) -> Result<Option<String>, IntakeError> {
+    Ok(match name {
         None => None,
         Some(name) if !redial_engine::credentials::profile_name_ok(&name) => {
             return Err(IntakeError::unprocessable(
@@ -259,8 +274,6 @@ fn request_of(intake: &Intake, r: JobInputRequest) -> Result<(HttpRequest, url::
             ))
         }
         Some(name) => {
-            // Checked against the configuration now, so that a typo is a 422 and not a job
-            // that fails when it is sent.
             intake
                 .credentials
                 .for_request("", Some(&name))
@@ -269,16 +282,7 @@ fn request_of(intake: &Intake, r: JobInputRequest) -> Result<(HttpRequest, url::
                 })?;
             Some(name)
         }
-    };
-    let request = HttpRequest {
-        method,
-        url: r.url,
-        headers,
-        body,
-        timeout_ms,
-        credentials,
-    };
-    Ok((request, url))
+    })
 }
 
 /// An idempotency key as given: printable ASCII, not one of Redial's own deliveries'.
