@@ -39,7 +39,11 @@ impl Changes {
                 "key must be keep or renew",
             ));
         }
-        let patch = input.patch.unwrap_or_default();
+        let mut patch = input.patch.unwrap_or_default();
+        // A null policy leaves the job's, as an absent one does (only the body's null clears).
+        if patch.policy == Some(serde_json::Value::Null) {
+            patch.policy = None;
+        }
         let set = match patch.headers.as_ref().and_then(|h| h.set.clone()) {
             None => BTreeMap::new(),
             Some(set) => serde_json::from_value(set).map_err(|_| {
@@ -350,4 +354,40 @@ pub fn before_side(b: &redial_store::JobBefore) -> redial_api::JobSide {
         side.request.body_bytes = i64::try_from(n).unwrap_or(i64::MAX);
     }
     side
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Changes;
+    use redial_api::{KeyChoice, ReplayInput};
+
+    fn changes(body: &str) -> Result<(Changes, bool), crate::ApiError> {
+        Changes::of(serde_json::from_str::<ReplayInput>(body).expect("a replay's body"))
+    }
+
+    /// A patch's null body clears it (a change); a null policy leaves the job's, as absent does.
+    #[test]
+    fn a_patch_reads_null_as_the_api_says() {
+        let (c, dry_run) = changes(r#"{"patch": {"body": null}, "dry_run": true}"#).expect("valid");
+        assert_eq!(c.patch.body, Some(serde_json::Value::Null));
+        assert!(!c.is_none() && dry_run);
+        let (c, _) = changes(r#"{"patch": {"policy": null}}"#).expect("valid");
+        assert_eq!(c.patch.policy, None);
+        assert!(c.is_none(), "a plain replay");
+        let (c, _) = changes(r#"{"patch": {"credentials": null}}"#).expect("valid");
+        assert_eq!(c.patch.credentials, Some(None), "back to the endpoint's");
+        assert!(!c.is_none());
+    }
+
+    /// What the generated types read but the domain refuses: an unknown key choice, headers to
+    /// set that are not strings.
+    #[test]
+    fn a_patch_the_domain_cannot_take_is_refused() {
+        let e = changes(r#"{"key": "rotate"}"#).expect_err("unknown key");
+        assert!(e.message.contains("keep or renew"), "{}", e.message);
+        let e = changes(r#"{"patch": {"headers": {"set": {"x-a": 1}}}}"#).expect_err("a number");
+        assert!(e.message.contains("patch.headers.set"), "{}", e.message);
+        let (c, _) = changes(r#"{"key": "renew"}"#).expect("valid");
+        assert_eq!(c.key, KeyChoice::Renew);
+    }
 }
